@@ -1,0 +1,6 @@
+//! The sandbox crate's one integration-test binary.
+
+mod copyback;
+mod hostile;
+mod jail;
+mod net;

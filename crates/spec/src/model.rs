@@ -1,0 +1,285 @@
+//! The validated values: immutable, built only by this crate's parser.
+//!
+//! Every field is private and every constructor is `pub(crate)`, so a `Workflow` or an `Agent`
+//! in another crate is proof that the text it came from passed every rule (G1).
+
+use std::fmt;
+
+/// A workflow that passed every rule. Holds its source text so the engine can parse it again
+/// right before a run (G1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workflow {
+    pub(crate) file_name: String,
+    pub(crate) source: String,
+    pub(crate) name: String,
+    pub(crate) python: PythonVersion,
+    pub(crate) inputs: Vec<WorkflowInput>,
+    pub(crate) steps: Vec<Step>,
+}
+
+impl Workflow {
+    /// The name the file was parsed under; diagnostics of a re-parse use it.
+    pub fn file_name(&self) -> &str {
+        &self.file_name
+    }
+
+    /// The exact text this value was parsed from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The pinned interpreter version (G8); the sandbox refuses any other.
+    pub fn python(&self) -> PythonVersion {
+        self.python
+    }
+
+    /// The declared workflow inputs, in file order.
+    pub fn inputs(&self) -> &[WorkflowInput] {
+        &self.inputs
+    }
+
+    /// The steps, in file order; that is the order they run in.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The step with this id (without any gate mark).
+    pub fn step(&self, id: &str) -> Option<&Step> {
+        self.steps.iter().find(|step| step.id == id)
+    }
+}
+
+/// A `"MAJOR.MINOR"` Python pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PythonVersion {
+    pub major: u16,
+    pub minor: u16,
+}
+
+impl fmt::Display for PythonVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// One declared workflow input (`inputs: { ticket_id: string }`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowInput {
+    pub(crate) name: String,
+    pub(crate) kind: InputKind,
+}
+
+impl WorkflowInput {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn kind(&self) -> InputKind {
+        self.kind
+    }
+}
+
+/// The declared type of a workflow input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    String,
+    Integer,
+    Number,
+    Boolean,
+    Object,
+    Array,
+}
+
+impl InputKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputKind::String => "string",
+            InputKind::Integer => "integer",
+            InputKind::Number => "number",
+            InputKind::Boolean => "boolean",
+            InputKind::Object => "object",
+            InputKind::Array => "array",
+        }
+    }
+}
+
+/// What a step, or an agent's scripts and tools, may reach on the network (G3, G11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Network {
+    /// A loopback and nothing else; no DNS. The default.
+    #[default]
+    None,
+    /// The public internet and nothing else.
+    PublicEgress,
+}
+
+impl Network {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Network::None => "none",
+            Network::PublicEgress => "public_egress",
+        }
+    }
+}
+
+/// One step of a workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub(crate) id: String,
+    pub(crate) gate: bool,
+    pub(crate) explain: String,
+    pub(crate) network: Network,
+    pub(crate) connections: Vec<String>,
+    pub(crate) inputs: Vec<(String, InputSource)>,
+    pub(crate) body: StepBody,
+}
+
+impl Step {
+    /// The id, without the gate mark (`send!` is the step `send`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether a person must decide before this step runs (a trailing `!`, G23).
+    pub fn is_gate(&self) -> bool {
+        self.gate
+    }
+
+    /// The plain-language explanation. Never blank for a code step (G2); may be empty for an
+    /// agent step, whose agent file describes it.
+    pub fn explain(&self) -> &str {
+        &self.explain
+    }
+
+    /// For a code step, what the step declared; for an agent step, `None` here: the agent
+    /// file's `network` governs (see [`crate::Agent::network`]).
+    pub fn network(&self) -> Network {
+        self.network
+    }
+
+    /// The connection aliases granted to this step, unique, in file order.
+    pub fn connections(&self) -> &[String] {
+        &self.connections
+    }
+
+    /// The step's inputs: keyword name and where its value comes from, in file order.
+    pub fn inputs(&self) -> &[(String, InputSource)] {
+        &self.inputs
+    }
+
+    pub fn body(&self) -> &StepBody {
+        &self.body
+    }
+}
+
+/// What a step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepBody {
+    /// Python source that defines `def main(`.
+    Code { source: String },
+    /// A task handed to the named agent (`agents/<agent>/AGENT.md`).
+    Agent { agent: String, task: String },
+}
+
+/// Where one step input's value comes from. No string templating exists, on purpose.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputSource {
+    /// A literal value, checked for forbidden keys at parse time (G4).
+    Literal(serde_json::Value),
+    /// `{ from: input.NAME }`: a declared workflow input.
+    WorkflowInput(String),
+    /// `{ from: STEP_ID }`: the output of an earlier step.
+    StepOutput(String),
+}
+
+/// An agent file (`AGENT.md`) that passed every rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    pub(crate) file_name: String,
+    pub(crate) source: String,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) model: Option<String>,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) secrets: Vec<String>,
+    pub(crate) colleagues: Vec<String>,
+    pub(crate) network: Network,
+    pub(crate) prompt: String,
+}
+
+impl Agent {
+    pub fn file_name(&self) -> &str {
+        &self.file_name
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The tools this agent has; a tool not named here does not exist for it (G21).
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Secret names its scripts receive as environment variables (G19).
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
+    pub fn colleagues(&self) -> &[String] {
+        &self.colleagues
+    }
+
+    /// What the agent's scripts and tools may reach (G3).
+    pub fn network(&self) -> Network {
+        self.network
+    }
+
+    /// The body of the file: the agent's prompt.
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+}
+
+/// A tool an agent file names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Tool {
+    Read,
+    Write,
+    Edit,
+    Glob,
+    Grep,
+    Run,
+    /// A tool the agent file itself declares under `custom_tools`.
+    Custom(String),
+}
+
+impl Tool {
+    pub fn name(&self) -> &str {
+        match self {
+            Tool::Read => "Read",
+            Tool::Write => "Write",
+            Tool::Edit => "Edit",
+            Tool::Glob => "Glob",
+            Tool::Grep => "Grep",
+            Tool::Run => "Run",
+            Tool::Custom(name) => name,
+        }
+    }
+}

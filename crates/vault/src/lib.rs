@@ -1,0 +1,3 @@
+//! Envelope encryption of each account's secrets and connections; names-only listing; rotation.
+
+#![forbid(unsafe_code)]
