@@ -4,12 +4,80 @@
 //! The only way to obtain a [`Workflow`] or an [`Agent`] is through [`parse_workflow`] and
 //! [`parse_agent`] (G1): their constructors are private to this crate, so every other crate
 //! can only accept values that passed every rule. Nothing here does IO or panics on input.
+//!
+//! The layers: `yaml` turns text into a node tree with positions under hard bounds (size,
+//! depth, nodes after alias expansion), expanding aliases and merges; `workflow`, `inputs`
+//! and `agent` lower that tree into the validated model, reporting every rule's violation
+//! at once as a [`Diagnostic`].
 
 #![forbid(unsafe_code)]
 
+mod agent;
+mod diagnostic;
+mod env;
+mod forbidden;
+mod inputs;
+mod lower;
 mod model;
+mod reach;
+mod schema;
+#[cfg(test)]
+mod schema_check;
+mod suggest;
+mod workflow;
+mod yaml;
 
+pub use crate::agent::parse_agent;
+pub use crate::diagnostic::Diagnostic;
+pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions};
+pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
 pub use crate::model::{
-    Agent, InputKind, InputSource, Network, PythonVersion, Step, StepBody, Tool, Workflow,
-    WorkflowInput,
+    Agent, CustomTool, InputKind, InputSource, Network, PythonVersion, Step, StepBody, Tool,
+    Workflow, WorkflowInput,
 };
+pub use crate::reach::{
+    REACH_CAPTION, ReachInternet, ReachKind, ReachRow, reach, render_reach_table,
+};
+pub use crate::schema::workflow_json_schema;
+pub use crate::workflow::parse_workflow;
+
+/// The limits every file is held to; exported so the CLI and the console can state them.
+pub mod limits {
+    /// Largest workflow or agent file accepted, in bytes.
+    pub const MAX_FILE_BYTES: usize = crate::yaml::MAX_INPUT_BYTES;
+    /// Deepest nesting of lists and mappings, the document itself counting as one level.
+    pub const MAX_NESTING_DEPTH: usize = crate::yaml::MAX_DEPTH;
+    /// Most YAML values a file may expand to once aliases are expanded.
+    pub const MAX_YAML_NODES: usize = crate::yaml::MAX_NODES;
+    /// Most steps in one workflow.
+    pub const MAX_STEPS: usize = crate::workflow::MAX_STEPS;
+}
+
+/// The crate's error, for callers that want one value rather than the list of diagnostics.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A workflow or agent file broke at least one rule; `diagnostics` holds every one.
+    #[error("{file} is invalid: {}", summary(.diagnostics))]
+    InvalidDefinition {
+        file: String,
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+impl Error {
+    /// Wraps the diagnostics of a failed parse of `file`.
+    pub fn invalid_definition(file: &str, diagnostics: Vec<Diagnostic>) -> Error {
+        Error::InvalidDefinition {
+            file: file.to_string(),
+            diagnostics,
+        }
+    }
+}
+
+fn summary(diagnostics: &[Diagnostic]) -> String {
+    match diagnostics {
+        [] => "no details".to_string(),
+        [only] => only.to_string(),
+        [first, rest @ ..] => format!("{first}\n(and {} more)", rest.len()),
+    }
+}

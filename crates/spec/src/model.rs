@@ -7,6 +7,19 @@ use std::fmt;
 
 /// A workflow that passed every rule. Holds its source text so the engine can parse it again
 /// right before a run (G1).
+///
+/// No other crate can build one: its fields are private (G1).
+///
+/// ```compile_fail,E0451
+/// let forged = spec::Workflow {
+///     file_name: String::new(),
+///     source: String::new(),
+///     name: String::new(),
+///     python: spec::PythonVersion { major: 3, minor: 11 },
+///     inputs: Vec::new(),
+///     steps: Vec::new(),
+/// };
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workflow {
     pub(crate) file_name: String,
@@ -127,6 +140,18 @@ impl Network {
 }
 
 /// One step of a workflow.
+///
+/// ```compile_fail,E0451
+/// let forged = spec::Step {
+///     id: String::new(),
+///     gate: false,
+///     explain: String::new(),
+///     network: spec::Network::PublicEgress,
+///     connections: Vec::new(),
+///     inputs: Vec::new(),
+///     body: spec::StepBody::Code { source: String::new() },
+/// };
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub(crate) id: String,
@@ -197,6 +222,24 @@ pub enum InputSource {
 }
 
 /// An agent file (`AGENT.md`) that passed every rule.
+///
+/// No other crate can build one: its fields are private (G1, G21).
+///
+/// ```compile_fail,E0451
+/// let forged = spec::Agent {
+///     file_name: String::new(),
+///     source: String::new(),
+///     name: String::new(),
+///     description: String::new(),
+///     model: None,
+///     tools: vec![spec::Tool::Run],
+///     secrets: Vec::new(),
+///     colleagues: Vec::new(),
+///     network: spec::Network::PublicEgress,
+///     prompt: String::new(),
+///     custom_tools: Vec::new(),
+/// };
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Agent {
     pub(crate) file_name: String,
@@ -209,6 +252,7 @@ pub struct Agent {
     pub(crate) colleagues: Vec<String>,
     pub(crate) network: Network,
     pub(crate) prompt: String,
+    pub(crate) custom_tools: Vec<CustomTool>,
 }
 
 impl Agent {
@@ -254,6 +298,42 @@ impl Agent {
     /// The body of the file: the agent's prompt.
     pub fn prompt(&self) -> &str {
         &self.prompt
+    }
+
+    /// The tools this file declares under `custom_tools`, in file order; each is also in
+    /// [`Agent::tools`] as a [`Tool::Custom`].
+    pub fn custom_tools(&self) -> &[CustomTool] {
+        &self.custom_tools
+    }
+
+    /// The declaration of the custom tool with this name.
+    pub fn custom_tool(&self, name: &str) -> Option<&CustomTool> {
+        self.custom_tools.iter().find(|tool| tool.name == name)
+    }
+}
+
+/// A tool an agent file declares itself: a script in the agent's folder, run in the same
+/// sandbox as code steps, with the agent's secrets and network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomTool {
+    pub(crate) name: String,
+    pub(crate) explain: String,
+    pub(crate) script: String,
+}
+
+impl CustomTool {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the tool does, in plain words; the model reads it to decide when to call it.
+    pub fn explain(&self) -> &str {
+        &self.explain
+    }
+
+    /// The script's path relative to the agent's folder: never absolute, never with `..`.
+    pub fn script(&self) -> &str {
+        &self.script
     }
 }
 

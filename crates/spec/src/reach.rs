@@ -1,0 +1,152 @@
+//! The reach report (G27): what each step is permitted to reach, one row for every step.
+//!
+//! Every step runs code (its own, or its agent's scripts and tools), so every step gets a row,
+//! including those that reach nothing. An agent step whose agent file is not available says
+//! "unknown" with the reason: an absent answer must never read as "reaches nothing".
+
+use crate::model::{Agent, Network, StepBody, Workflow};
+
+/// The caption above the table, word for word.
+pub const REACH_CAPTION: &str =
+    "This is what each step is permitted to reach, not a review of what its code does.";
+
+/// One step's reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReachRow {
+    /// The step id, without the gate mark.
+    pub step: String,
+    /// Whether a person decides before the step runs.
+    pub gate: bool,
+    pub kind: ReachKind,
+    pub internet: ReachInternet,
+    /// Connection aliases granted to the step (code steps; agent steps have none).
+    pub connections: Vec<String>,
+    /// Secret names the step's scripts receive (agent steps: the agent file's `secrets`).
+    pub secrets: Vec<String>,
+}
+
+/// What runs in the step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReachKind {
+    /// The step's own code.
+    Code,
+    /// The named agent's tools and scripts.
+    Agent { agent: String },
+}
+
+/// Whether the step may reach the public internet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReachInternet {
+    Yes,
+    No,
+    /// Not known, and so not to be read as "no": the reason says why.
+    Unknown {
+        reason: String,
+    },
+}
+
+/// One row per step, in order. `agent` looks up an agent by name (`agents/<name>/AGENT.md`)
+/// and returns `None` when the file is missing or does not parse.
+pub fn reach(workflow: &Workflow, agent: &dyn Fn(&str) -> Option<Agent>) -> Vec<ReachRow> {
+    workflow
+        .steps()
+        .iter()
+        .map(|step| match step.body() {
+            StepBody::Code { .. } => ReachRow {
+                step: step.id().to_string(),
+                gate: step.is_gate(),
+                kind: ReachKind::Code,
+                internet: internet_of(step.network()),
+                connections: step.connections().to_vec(),
+                secrets: Vec::new(),
+            },
+            StepBody::Agent { agent: name, .. } => {
+                let kind = ReachKind::Agent {
+                    agent: name.clone(),
+                };
+                match agent(name) {
+                    Some(found) => ReachRow {
+                        step: step.id().to_string(),
+                        gate: step.is_gate(),
+                        kind,
+                        internet: internet_of(found.network()),
+                        connections: Vec::new(),
+                        secrets: found.secrets().to_vec(),
+                    },
+                    None => ReachRow {
+                        step: step.id().to_string(),
+                        gate: step.is_gate(),
+                        kind,
+                        internet: ReachInternet::Unknown {
+                            reason: format!(
+                                "the agent file agents/{name}/AGENT.md is missing or invalid"
+                            ),
+                        },
+                        connections: Vec::new(),
+                        secrets: Vec::new(),
+                    },
+                }
+            }
+        })
+        .collect()
+}
+
+fn internet_of(network: Network) -> ReachInternet {
+    match network {
+        Network::None => ReachInternet::No,
+        Network::PublicEgress => ReachInternet::Yes,
+    }
+}
+
+/// The rows as a plain-text table under the caption (caption first, word for word).
+pub fn render_reach_table(rows: &[ReachRow]) -> String {
+    let header = ["STEP", "GATE", "RUNS", "INTERNET", "CONNECTIONS", "SECRETS"].map(String::from);
+    let mut table = vec![header];
+    for row in rows {
+        let unknown_secrets = matches!(row.internet, ReachInternet::Unknown { .. });
+        table.push([
+            row.step.clone(),
+            if row.gate { "yes" } else { "no" }.to_string(),
+            match &row.kind {
+                ReachKind::Code => "its own code".to_string(),
+                ReachKind::Agent { agent } => format!("agent {agent}"),
+            },
+            match &row.internet {
+                ReachInternet::Yes => "yes".to_string(),
+                ReachInternet::No => "no".to_string(),
+                ReachInternet::Unknown { reason } => format!("unknown ({reason})"),
+            },
+            list_or_none(&row.connections),
+            if unknown_secrets {
+                "unknown".to_string()
+            } else {
+                list_or_none(&row.secrets)
+            },
+        ]);
+    }
+    let mut widths = [0usize; 6];
+    for cells in &table {
+        for (width, cell) in widths.iter_mut().zip(cells) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut rendered = format!("{REACH_CAPTION}\n\n");
+    for cells in &table {
+        let line: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        rendered.push_str(line.join("  ").trim_end());
+        rendered.push('\n');
+    }
+    rendered
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}

@@ -1,0 +1,161 @@
+//! A JSON Schema (draft 2020-12) of the workflow format, for editors' YAML language servers.
+//!
+//! It describes the shape only; the parser stays the judge (references to earlier steps,
+//! credential keys, templating and the like are beyond what a schema can say).
+
+use serde_json::json;
+
+/// The JSON Schema of a workflow file (`stepward schema` prints it).
+pub fn workflow_json_schema() -> serde_json::Value {
+    let snake_name = "^[a-z][a-z0-9_]*$";
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://stepward.dev/schema/workflow.json",
+        "title": "stepward workflow",
+        "description": "A workflow: steps that run Python code or hand a task to an agent, in file order.",
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["name", "python", "steps"],
+        "properties": {
+            "name": {
+                "description": "The workflow's name.",
+                "type": "string",
+                "minLength": 1
+            },
+            "python": {
+                "description": "The pinned Python version, \"MAJOR.MINOR\", in quotes (unquoted 3.10 is the number 3.1).",
+                "type": "string",
+                "pattern": "^[0-9]+\\.[0-9]+$"
+            },
+            "inputs": {
+                "description": "The workflow's inputs: name to type.",
+                "type": "object",
+                "propertyNames": { "pattern": snake_name },
+                "additionalProperties": {
+                    "enum": ["string", "integer", "number", "boolean", "object", "array"]
+                }
+            },
+            "steps": {
+                "description": "The steps, run in this order.",
+                "type": "array",
+                "minItems": 1,
+                "maxItems": crate::workflow::MAX_STEPS,
+                "items": { "$ref": "#/$defs/step" }
+            }
+        },
+        "$defs": {
+            "step": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["id"],
+                "properties": {
+                    "id": {
+                        "description": "The step id; a trailing `!` marks a gate (a person decides before it runs).",
+                        "type": "string",
+                        "pattern": "^[a-z][a-z0-9_]*!?$"
+                    },
+                    "explain": {
+                        "description": "What the step does, in plain words. Required for code steps.",
+                        "type": "string",
+                        "minLength": 1
+                    },
+                    "code": {
+                        "description": "Python source defining `def main(...)`; inputs arrive as keyword arguments, the return value is the output.",
+                        "type": "string"
+                    },
+                    "agent": {
+                        "description": "The agent that performs this step (agents/<agent>/AGENT.md).",
+                        "type": "string",
+                        "pattern": "^[a-z][a-z0-9_-]*$"
+                    },
+                    "task": {
+                        "description": "What the agent should do, in plain words.",
+                        "type": "string",
+                        "minLength": 1
+                    },
+                    "network": {
+                        "description": "What the step's code may reach: nothing (default) or the public internet and nothing else.",
+                        "enum": ["none", "public_egress"]
+                    },
+                    "connections": {
+                        "description": "Connection aliases granted to the step, as CONN_<ALIAS>_<FIELD> environment variables.",
+                        "type": "array",
+                        "uniqueItems": true,
+                        "items": { "type": "string", "pattern": snake_name }
+                    },
+                    "inputs": {
+                        "description": "Keyword arguments of main: literals, or {from: input.NAME} / {from: STEP_ID}.",
+                        "type": "object",
+                        "propertyNames": { "pattern": snake_name },
+                        "additionalProperties": { "$ref": "#/$defs/step_input" }
+                    }
+                },
+                "oneOf": [
+                    {
+                        "required": ["code", "explain"],
+                        "not": { "anyOf": [{ "required": ["agent"] }, { "required": ["task"] }] }
+                    },
+                    {
+                        "required": ["agent", "task"],
+                        "not": { "anyOf": [
+                            { "required": ["code"] },
+                            { "required": ["network"] },
+                            { "required": ["connections"] }
+                        ] }
+                    }
+                ]
+            },
+            "step_input": {
+                "description": "A literal value, or a reference to a workflow input or an earlier step.",
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["from"],
+                        "properties": {
+                            "from": {
+                                "type": "string",
+                                "pattern": "^(input\\.[a-z][a-z0-9_]*|[a-z][a-z0-9_]*)$"
+                            }
+                        }
+                    },
+                    {
+                        "not": { "type": "object", "required": ["from"] }
+                    }
+                ]
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::schema::workflow_json_schema;
+    use crate::workflow::{STEP_KEYS, WORKFLOW_KEYS};
+
+    fn property_names(schema: &serde_json::Value) -> Vec<String> {
+        let mut names: Vec<String> = schema["properties"]
+            .as_object()
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    fn sorted(keys: &[&str]) -> Vec<String> {
+        let mut keys: Vec<String> = keys.iter().map(|key| key.to_string()).collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn schema_names_exactly_the_keys_the_parser_accepts() {
+        let schema = workflow_json_schema();
+        assert_eq!(property_names(&schema), sorted(WORKFLOW_KEYS));
+        assert_eq!(property_names(&schema["$defs"]["step"]), sorted(STEP_KEYS));
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+    }
+}

@@ -1,0 +1,6 @@
+//! The stepward binary's one integration-test binary: the CLI as a person uses it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cli;
+mod support;
