@@ -1,3 +1,146 @@
 //! The run state machine: steps, gates, suspend and resume, the failure policy, recovery.
+//!
+//! Invariants: the engine knows no Linux, no SQL dialect, no HTTP and no model. It sees a
+//! validated [`spec::Workflow`], the [`storage::Store`] traits, a [`StepExecutor`], a
+//! [`redact::SecretSource`], a [`Supervisor`], a [`Clock`] and an [`IdSource`]. Everything it
+//! writes goes through the run's `Redactor` first (the store only accepts `Redacted` values).
+//!
+//! The failure policy (G14): an attempt is recorded as running, with its network mode, and that
+//! record is synced before the executor is called; a networked attempt that fails after its
+//! code started, or whose end was not observed, is `unknown`, and no code path in this crate
+//! starts a step whose latest attempt is `unknown` unless a person's recorded `retry` decision
+//! names that attempt (see `drive::latest_attempt_blocks`).
 
 #![forbid(unsafe_code)]
+
+mod clock;
+mod context;
+mod copyback;
+mod drive;
+mod engine;
+mod executor;
+mod inputs;
+mod record;
+mod recovery;
+mod supervisor;
+
+use std::path::PathBuf;
+
+pub use crate::clock::{Clock, IdSource, RandomRunIds, SystemClock};
+pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
+pub use crate::executor::{
+    CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
+    StepError, StepExecutor,
+};
+pub use crate::record::{AttemptState, RunState, kind, reconstruct};
+pub use crate::recovery::RecoveryReport;
+pub use crate::supervisor::{
+    FailureView, PersonSupervisor, RetryPermission, Supervisor, SupervisorDecision,
+    UNKNOWN_MEANS_STOP,
+};
+
+use storage::{RunId, RunStatus};
+
+/// The engine's settings, handed in by the binary.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// The folder a step's files are copied from and back into (the agent's folder).
+    pub work_dir: PathBuf,
+    /// The workspace revision store's folder; copy-back changes become revisions there (G25).
+    /// `None`: changes are recorded as events only.
+    pub revisions_dir: Option<PathBuf>,
+    /// The most bytes of each printed stream kept per attempt, after scrubbing.
+    pub max_printed_bytes: usize,
+    /// The most bytes of an error message or traceback kept, after scrubbing.
+    pub max_error_bytes: usize,
+    /// How many times the supervisor may retry one step of one run.
+    pub max_supervisor_retries: u32,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            work_dir: PathBuf::from("."),
+            revisions_dir: None,
+            max_printed_bytes: 64 * 1024,
+            max_error_bytes: 16 * 1024,
+            max_supervisor_retries: 3,
+        }
+    }
+}
+
+/// Everything the engine can refuse or fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The workflow no longer passes the parser (G1).
+    #[error("{file} no longer validates: {} problem(s), the first: {}", diagnostics.len(), diagnostics.first().map(|d| d.to_string()).unwrap_or_default())]
+    WorkflowInvalid {
+        file: String,
+        diagnostics: Vec<spec::Diagnostic>,
+    },
+    /// Parsing the workflow's own text gives a different workflow (G1).
+    #[error("{file}: the validated workflow does not match its own source text")]
+    WorkflowChanged { file: String },
+    /// A run-time input holds a key that names a credential (G4).
+    #[error("run inputs hold forbidden keys (credentials are never inputs; use a connection): {}", paths.join(", "))]
+    ForbiddenInputKeys { paths: Vec<String> },
+    /// Run-time inputs that do not match the workflow's declarations.
+    #[error("run inputs do not match the workflow: {}", problems.join("; "))]
+    InputMismatch { problems: Vec<String> },
+    /// No run with this id.
+    #[error("no run with id {run}")]
+    UnknownRun { run: RunId },
+    /// A gate decision on a run that is not waiting for one.
+    #[error("run {run} is {status}, not waiting for approval")]
+    NotWaitingApproval { run: RunId, status: RunStatus },
+    /// A gate decision on a step the run is not parked at.
+    #[error("run {run} is parked at {parked:?}, not at step {step}")]
+    NotParkedAt {
+        run: RunId,
+        step: String,
+        parked: Option<String>,
+    },
+    /// A retry or stop on a run that does not need a person.
+    #[error("run {run} is {status}; only a run that needs attention can be retried or stopped")]
+    NotNeedingAttention { run: RunId, status: RunStatus },
+    /// A retry of a step that is not the one that stopped the run.
+    #[error("run {run} stopped at step {stopped_at:?}, not at step {step}")]
+    NotTheStoppedStep {
+        run: RunId,
+        step: String,
+        stopped_at: Option<String>,
+    },
+    /// A person's retry needs a note saying why it is safe.
+    #[error("retrying step {step} of run {run} needs a note")]
+    NoteRequired { run: RunId, step: String },
+    /// The new inputs of a retry are not acceptable.
+    #[error("the new inputs for step {step} of run {run} are refused: {reason}")]
+    RetryInputsRefused {
+        run: RunId,
+        step: String,
+        reason: String,
+    },
+    /// The stored workflow of a run no longer parses.
+    #[error("run {run}: its stored workflow no longer validates: {detail}")]
+    StoredWorkflowInvalid { run: RunId, detail: String },
+    /// The secret source could not build the run's secret set at all.
+    #[error("run {run}: {source}")]
+    Secrets {
+        run: RunId,
+        #[source]
+        source: redact::Error,
+    },
+    /// The store failed (also what an injected crash looks like).
+    #[error(transparent)]
+    Storage(#[from] storage::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    /// The server shares one engine between request handlers and the recovery task.
+    #[test]
+    fn engine_can_be_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<crate::Engine>();
+    }
+}

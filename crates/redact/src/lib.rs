@@ -1,3 +1,44 @@
-//! The per-run secret set, scrubbing of every encoding, Redacted<T>, forbidden input keys at run time.
+//! The per-run secret set, scrubbing of every encoding, and `Redacted<T>` (guarantees G16, G17).
+//!
+//! A run's credentials are collected once into [`RunSecrets`], which can only be built from a
+//! [`SecretSource`] (the vault) and carries the run's id. Its [`Redactor`] removes every value in
+//! every form a program is likely to print it in (raw, base64 at every byte alignment, hex,
+//! URL-encoding, JSON escaping, each line of a multi-line value, split across stream chunks).
+//! What comes out is a [`Redacted<T>`], which nothing outside this crate can build, so a durable
+//! writer that takes `Redacted<T>` cannot be handed text that skipped scrubbing.
+//!
+//! The types are defined in modules and re-exported here because the cross-crate contract names
+//! them at the crate root (`redact::Redactor`, `redact::Redacted`, ...).
 
 #![forbid(unsafe_code)]
+
+mod block_filter;
+mod error;
+mod logging;
+mod patterns;
+mod redacted;
+mod redactor;
+mod run_secrets;
+mod scrub_set;
+mod secret;
+mod stream;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use crate::error::Error;
+pub use crate::logging::{
+    ScrubRegistration, ScrubRegistry, ScrubbingLogWriter, ScrubbingWriter, install_panic_hook,
+    install_panic_hook_with_sink,
+};
+pub use crate::patterns::{MIN_ENCODED_VALUE_BYTES, MIN_LINE_BYTES};
+pub use crate::redacted::Redacted;
+pub use crate::redactor::Redactor;
+pub use crate::run_secrets::RunSecrets;
+pub use crate::secret::{SecretName, SecretRequest, SecretSource, SecretValue, SourceError};
+pub use crate::stream::StreamScrubber;
+
+/// What every scrubbed value is replaced with.
+pub const MASK: &str = "[REDACTED]";
+
+/// The prefix of the run id of a redactor made for an account rather than a run.
+pub const ACCOUNT_RUN_ID_PREFIX: &str = "account:";

@@ -1,3 +1,219 @@
 //! The embedded SQLite backend of the storage traits, with its own migrations.
+//!
+//! One connection behind a mutex: SQLite serialises writers anyway, and one connection keeps
+//! every write of this process in one order. The database runs in WAL mode.
+//!
+//! Durability: the connection runs with `synchronous=NORMAL`, and the writes the guarantees
+//! hang on switch it to `FULL` for their own transaction: an attempt about to start WITH
+//! NETWORK, a decision, a run's status, parked state, an account, an audit entry. In WAL mode a
+//! `NORMAL` commit is already safe against a crash of this process (the WAL is in the OS page
+//! cache and survives `kill -9`); only a power loss or kernel crash can drop the newest
+//! commits. A `FULL` commit fsyncs the WAL file, and since the WAL is written sequentially,
+//! that sync also makes every earlier `NORMAL` commit durable. So after a power loss the
+//! database holds at least everything up to the last critical write, and what follows it is a
+//! lost tail, never a hole: each event is committed with the next sequence number, so the log
+//! stays gapless. In particular "running, with network" is on disk before the sandbox starts
+//! (G14). An offline attempt's start is not synced: if a power loss drops it, recovery simply
+//! runs the step again, which the failure policy allows for offline steps. This keeps the
+//! engine's per-step overhead well under a millisecond for offline steps; a networked step
+//! pays one fsync, small beside starting its sandbox.
 
 #![forbid(unsafe_code)]
+
+mod accounts;
+mod audit;
+mod decisions;
+mod events;
+pub mod migrations;
+mod rows;
+mod runs;
+mod vault;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+/// How long a writer waits for another process holding the database before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What opening or migrating the database can fail with. The storage traits themselves return
+/// [`storage::Error`].
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The database file cannot be opened or configured.
+    #[error("cannot open the database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A migration failed; the database stays at the version before it.
+    #[error("migration {version:04} ({name}) failed: {source}")]
+    Migration {
+        version: u32,
+        name: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer version of stepward.
+    #[error("the database is at schema version {found}, newer than this build knows ({known})")]
+    NewerSchema { found: u32, known: u32 },
+}
+
+/// Whether a transaction must be on disk (fsynced) before it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Survives a crash of this process (WAL, `synchronous=NORMAL`).
+    ProcessCrashSafe,
+    /// Survives a power loss too (`synchronous=FULL` for this commit).
+    Synced,
+}
+
+/// The SQLite store. Implements every trait of [`storage`].
+pub struct SqliteStore {
+    path: PathBuf,
+    connection: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path` and applies every pending migration.
+    pub fn open(path: &Path) -> Result<SqliteStore, Error> {
+        let newest = migrations::MIGRATIONS
+            .last()
+            .map_or(0, |migration| migration.version);
+        SqliteStore::open_at_version(path, newest)
+    }
+
+    /// Opens the database migrated only up to `version`. Exists so tests can build a database
+    /// as an older release left it; everything else uses [`SqliteStore::open`].
+    pub fn open_at_version(path: &Path, version: u32) -> Result<SqliteStore, Error> {
+        let open_failed = |source| Error::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let mut connection = Connection::open(path).map_err(open_failed)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_failed)?;
+        let journal_mode: String = connection
+            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+            .map_err(open_failed)?;
+        if !journal_mode.eq_ignore_ascii_case("wal") {
+            return Err(open_failed(rusqlite::Error::InvalidParameterName(format!(
+                "journal_mode is {journal_mode}, WAL is required"
+            ))));
+        }
+        connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_failed)?;
+        connection
+            .pragma_update(None, "foreign_keys", "ON")
+            .map_err(open_failed)?;
+        migrations::migrate(&mut connection, version)?;
+        Ok(SqliteStore {
+            path: path.to_owned(),
+            connection: Mutex::new(connection),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The newest migration applied to this database.
+    pub fn schema_version(&self) -> Result<u32, Error> {
+        self.with_conn(migrations::current_version)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave a half-written transaction behind: an
+        // unfinished rusqlite transaction rolls back when dropped. So a poisoned lock is safe
+        // to take over.
+        self.connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` with the connection, for reads and for sibling modules (the vault rows).
+    pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
+        let connection = self.lock();
+        f(&connection)
+    }
+
+    /// Runs `f` inside one `BEGIN IMMEDIATE` transaction, committed if `f` returns `Ok`. With
+    /// [`Durability::Synced`] the commit is fsynced before this returns.
+    pub(crate) fn with_transaction<R, E>(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<R, E>,
+    ) -> Result<R, E>
+    where
+        E: From<rusqlite::Error>,
+    {
+        let mut connection = self.lock();
+        if durability == Durability::Synced {
+            connection.pragma_update(None, "synchronous", "FULL")?;
+        }
+        let result = (|| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = f(&transaction)?;
+            transaction.commit()?;
+            Ok(value)
+        })();
+        if durability == Durability::Synced {
+            connection.pragma_update(None, "synchronous", "NORMAL")?;
+        }
+        result
+    }
+}
+
+impl SqliteStore {
+    /// [`SqliteStore::with_transaction`] for trait implementations: `f` may fail with a driver
+    /// error or a [`storage::Error`] (through [`TxError`]), and the result is a
+    /// [`storage::Error`].
+    pub(crate) fn transaction<R>(
+        &self,
+        durability: Durability,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<R, TxError>,
+    ) -> Result<R, storage::Error> {
+        self.with_transaction(durability, f)
+            .map_err(|TxError(error)| error)
+    }
+}
+
+/// Maps a driver error into the storage error, naming the operation.
+pub(crate) fn backend(operation: &'static str) -> impl FnOnce(rusqlite::Error) -> storage::Error {
+    move |source| storage::Error::Backend {
+        operation,
+        source: Box::new(source),
+    }
+}
+
+/// A storage error that also absorbs driver errors, so `?` works inside transactions.
+#[derive(Debug)]
+pub(crate) struct TxError(pub storage::Error);
+
+impl From<rusqlite::Error> for TxError {
+    fn from(source: rusqlite::Error) -> Self {
+        TxError(storage::Error::Backend {
+            operation: "transaction",
+            source: Box::new(source),
+        })
+    }
+}
+
+impl From<storage::Error> for TxError {
+    fn from(error: storage::Error) -> Self {
+        TxError(error)
+    }
+}

@@ -1,3 +1,73 @@
-//! Workspace paths: confinement, protected entries, did-you-mean suggestions, revisions with authors.
+//! Workspace paths: confinement, protected entries, did-you-mean suggestions, revisions with
+//! authors.
+//!
+//! This crate is pure path logic plus a small on-disk revision store. It knows nothing about
+//! sandboxes: the copy-back filter, the agent file tools and the revision writer all ask it the
+//! same questions ("is this path inside?", "is it protected?", "what did they mean?") so that
+//! the answers cannot drift apart between those callers.
 
 #![forbid(unsafe_code)]
+
+mod path;
+mod protected;
+mod revision;
+mod suggest;
+
+// The path, protection and revision types are the crate's whole vocabulary; every caller needs
+// them, so they are exported at the root rather than behind module paths.
+pub use crate::path::{
+    MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, Refusal, RefusalReason, RelPath, confine,
+    confine_suggesting,
+};
+pub use crate::protected::{ProtectedKind, is_protected};
+pub use crate::revision::{
+    Author, Change, ChangedPath, Revision, RevisionId, RevisionStore, SecretScreen,
+};
+pub use crate::suggest::did_you_mean;
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the revision store.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A filesystem operation on the store failed.
+    #[error("revision store: {operation} {path}: {source}")]
+    Io {
+        operation: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A revision tried to write a protected entry (the secrets file, the journal, an index).
+    #[error("refused to write {path}: it is {kind}, which no revision may change")]
+    Protected { path: String, kind: ProtectedKind },
+    /// A revision's content holds a current secret value; nothing of the revision was written.
+    #[error("refused to write {path}: its content holds a current secret value (G19)")]
+    HoldsSecret { path: String },
+    /// A revision without any change.
+    #[error("a revision needs at least one change")]
+    EmptyRevision,
+    /// The same path appears twice in one revision.
+    #[error("the path {path} appears twice in one revision")]
+    DuplicatePath { path: String },
+    /// A line of the revision log cannot be parsed.
+    #[error("revision log {path} line {line} is corrupt: {source}")]
+    CorruptLog {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A revision id that is not in the log.
+    #[error("no revision with id {id}")]
+    UnknownRevision { id: String },
+    /// A stored blob whose content no longer matches its hash.
+    #[error("blob {hash} does not match its content hash: the store is damaged")]
+    BlobMismatch { hash: String },
+    /// Serialising a revision line failed.
+    #[error("cannot encode revision: {source}")]
+    Encode {
+        #[source]
+        source: serde_json::Error,
+    },
+}

@@ -1,0 +1,278 @@
+//! The per-run context the engine works in: the run row, its re-parsed workflow, its secret
+//! set and redactor; and the two writes everything else is built from (an event, a status).
+
+use redact::{Redactor, RunSecrets, SecretName, SecretRequest, SecretValue};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use spec::{Step, Workflow};
+use storage::{AccountId, NewEvent, RunId, RunRecord, RunStatus};
+
+use crate::Error;
+use crate::engine::Engine;
+use crate::record::kind;
+
+/// A run being worked on.
+pub(crate) struct RunContext {
+    pub(crate) run: RunRecord,
+    pub(crate) workflow: Workflow,
+    pub(crate) secrets: RunSecrets,
+    pub(crate) redactor: Redactor,
+    /// Connection aliases the source could not give, with the reason (names only).
+    pub(crate) unavailable: Vec<(String, String)>,
+}
+
+/// What a workflow asks the secret source for: every connection any step names.
+pub(crate) fn secret_request(workflow: &Workflow) -> SecretRequest {
+    let mut connections: Vec<String> = Vec::new();
+    for step in workflow.steps() {
+        for alias in step.connections() {
+            if !connections.contains(alias) {
+                connections.push(alias.clone());
+            }
+        }
+    }
+    SecretRequest {
+        connections,
+        ..SecretRequest::default()
+    }
+}
+
+/// The environment of one step: `CONN_<ALIAS>_<FIELD>` for every field of every connection it
+/// is granted, or why it cannot be built (a connection missing or revoked, two fields that
+/// would share a variable name).
+pub(crate) fn step_env<'a>(
+    step: &Step,
+    secrets: &'a RunSecrets,
+    unavailable: &[(String, String)],
+) -> Result<Vec<(String, &'a SecretValue)>, String> {
+    let names = secrets.names();
+    let mut pairs = Vec::new();
+    let mut env = Vec::new();
+    for alias in step.connections() {
+        if let Some((_, reason)) = unavailable.iter().find(|(missing, _)| missing == alias) {
+            return Err(format!(
+                "step `{}` needs the connection `{alias}`, which is not available: {reason}",
+                step.id()
+            ));
+        }
+        let mut found = false;
+        for name in &names {
+            if let SecretName::ConnectionField {
+                alias: field_alias,
+                field,
+            } = name
+                && field_alias == alias
+                && let Some(value) = secrets.get(name)
+            {
+                found = true;
+                pairs.push((alias.clone(), field.clone()));
+                env.push((spec::connection_env_name(alias, field), value));
+            }
+        }
+        if !found {
+            return Err(format!(
+                "step `{}` needs the connection `{alias}`, which has no fields",
+                step.id()
+            ));
+        }
+    }
+    if let Some((variable, first, second)) = spec::env_name_collisions(&pairs).into_iter().next() {
+        return Err(format!(
+            "step `{}`: the connection fields `{}.{}` and `{}.{}` would both be the variable \
+             `{variable}`",
+            step.id(),
+            first.0,
+            first.1,
+            second.0,
+            second.1
+        ));
+    }
+    Ok(env)
+}
+
+impl Engine {
+    /// Parses a workflow's own text again and checks it gives the same value (G1).
+    pub(crate) fn revalidate(&self, workflow: &Workflow) -> Result<(), Error> {
+        match spec::parse_workflow(workflow.file_name(), workflow.source()) {
+            Ok(parsed) if parsed == *workflow => Ok(()),
+            Ok(_) => Err(Error::WorkflowChanged {
+                file: workflow.file_name().to_owned(),
+            }),
+            Err(diagnostics) => Err(Error::WorkflowInvalid {
+                file: workflow.file_name().to_owned(),
+                diagnostics,
+            }),
+        }
+    }
+
+    /// Collects the run's secrets: everything available, and the aliases that are not (with
+    /// the source's reason, which names them). A cached set (a run resumed in this process)
+    /// is refreshed, so old values stay in its scrub set.
+    pub(crate) fn collect_secrets(
+        &self,
+        run: &RunId,
+        account: &AccountId,
+        request: &SecretRequest,
+    ) -> Result<(RunSecrets, Vec<(String, String)>), Error> {
+        let mut available = request.clone();
+        let mut unavailable = Vec::new();
+        if self.secrets.resolve(account.as_str(), request).is_err() {
+            available.connections.clear();
+            for alias in &request.connections {
+                let single = SecretRequest {
+                    connections: vec![alias.clone()],
+                    ..SecretRequest::default()
+                };
+                match self.secrets.resolve(account.as_str(), &single) {
+                    Ok(_) => available.connections.push(alias.clone()),
+                    Err(error) => unavailable.push((alias.clone(), error.to_string())),
+                }
+            }
+        }
+        let cached = self.take_cached_secrets(run);
+        let secrets = match cached {
+            Some(mut secrets) => {
+                secrets
+                    .refresh(self.secrets.as_ref(), &available)
+                    .map_err(|source| Error::Secrets {
+                        run: run.clone(),
+                        source,
+                    })?;
+                secrets
+            }
+            None => RunSecrets::collect(
+                run.as_str(),
+                account.as_str(),
+                self.secrets.as_ref(),
+                &available,
+            )
+            .map_err(|source| Error::Secrets {
+                run: run.clone(),
+                source,
+            })?,
+        };
+        Ok((secrets, unavailable))
+    }
+
+    /// Loads a stored run to continue it: parses its stored workflow again (G1) and looks its
+    /// secrets up again (G18).
+    pub(crate) fn load_context(&self, run: &RunId) -> Result<RunContext, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        // The stored text must be exactly what was checked when the run started: a text edited
+        // in the database, or one that held a credential value and was scrubbed, is refused
+        // rather than run as something nobody confirmed (G1).
+        let stored_hash = hex::encode(Sha256::digest(record.workflow_source.as_bytes()));
+        if stored_hash != record.workflow_hash {
+            return Err(Error::StoredWorkflowInvalid {
+                run: run.clone(),
+                detail: "the stored workflow text no longer matches the hash recorded when the \
+                         run started"
+                    .to_owned(),
+            });
+        }
+        let workflow = spec::parse_workflow(&record.workflow_file_name, &record.workflow_source)
+            .map_err(|diagnostics| Error::StoredWorkflowInvalid {
+                run: run.clone(),
+                detail: diagnostics
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_else(|| "no diagnostics".to_owned()),
+            })?;
+        let (secrets, unavailable) =
+            self.collect_secrets(run, &record.account, &secret_request(&workflow))?;
+        let redactor = secrets.redactor();
+        let context = RunContext {
+            run: record,
+            workflow,
+            secrets,
+            redactor,
+            unavailable,
+        };
+        if !context.unavailable.is_empty() {
+            self.event(
+                &context,
+                kind::SECRETS_UNAVAILABLE,
+                unavailable_payload(&context.unavailable),
+            )?;
+        }
+        Ok(context)
+    }
+
+    /// Appends one event, scrubbed with the run's redactor.
+    pub(crate) fn event(
+        &self,
+        context: &RunContext,
+        event_kind: &str,
+        payload: Value,
+    ) -> Result<u64, Error> {
+        let scrubbed = context.redactor.scrub_json(&payload);
+        Ok(self
+            .store
+            .append(&context.run.id, event_kind, &scrubbed, self.clock.now())?)
+    }
+
+    /// An event to write together with a state change.
+    pub(crate) fn new_event(
+        &self,
+        context: &RunContext,
+        event_kind: &str,
+        payload: Value,
+    ) -> NewEvent {
+        NewEvent {
+            kind: event_kind.to_owned(),
+            payload: context.redactor.scrub_json(&payload),
+            at: self.clock.now(),
+        }
+    }
+
+    /// Sets the run's status and records the change as an event, in one write.
+    pub(crate) fn set_status(
+        &self,
+        context: &mut RunContext,
+        status: RunStatus,
+        reason: Option<&str>,
+    ) -> Result<(), Error> {
+        let event = self.new_event(
+            context,
+            kind::RUN_STATUS,
+            json!({"status": status.as_str(), "reason": reason}),
+        );
+        self.store
+            .set_run_status(&context.run.id, status, event.at, &event)?;
+        context.run.status = status;
+        Ok(())
+    }
+
+    /// Keeps a run's secret set for a later resume in this process; dropped when the run ends.
+    pub(crate) fn finish_context(&self, context: RunContext) {
+        if context.run.status.is_terminal() {
+            return;
+        }
+        let mut cache = self
+            .run_secrets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.insert(context.run.id.clone(), context.secrets);
+    }
+
+    fn take_cached_secrets(&self, run: &RunId) -> Option<RunSecrets> {
+        let mut cache = self
+            .run_secrets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.remove(run)
+    }
+}
+
+/// The names (never values) of what could not be resolved.
+pub(crate) fn unavailable_payload(unavailable: &[(String, String)]) -> Value {
+    json!({
+        "connections": unavailable
+            .iter()
+            .map(|(alias, reason)| json!({"alias": alias, "reason": reason}))
+            .collect::<Vec<_>>(),
+    })
+}

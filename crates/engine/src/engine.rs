@@ -1,0 +1,516 @@
+//! The engine and its public operations: start a run, decide a gate, retry or stop a run that
+//! needs a person, and read a run's summary and state.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use redact::{RunSecrets, SecretRequest, SecretSource};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use spec::Workflow;
+use storage::{
+    AccountId, Actor, AttemptStatus, DecisionKind, Door, NewAuditEntry, NewDecision, NewEvent,
+    NewRun, RunId, RunStatus, Store,
+};
+
+use crate::context::{RunContext, secret_request, step_env, unavailable_payload};
+use crate::drive::Resume;
+use crate::executor::StepExecutor;
+use crate::inputs::check_run_inputs;
+use crate::record::{AttemptState, RunState, kind};
+use crate::supervisor::Supervisor;
+use crate::{Clock, EngineOptions, Error, IdSource};
+
+/// Runs workflows. Cheap to share behind an `Arc`; every method takes `&self`.
+pub struct Engine {
+    pub(crate) options: EngineOptions,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) executor: Arc<dyn StepExecutor>,
+    pub(crate) secrets: Arc<dyn SecretSource>,
+    pub(crate) supervisor: Arc<dyn Supervisor>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) ids: Arc<dyn IdSource>,
+    /// Secret sets of runs parked in this process, so a resume keeps old values in the scrub
+    /// set (a rotated value may still appear in what the run printed before).
+    pub(crate) run_secrets: Mutex<HashMap<RunId, RunSecrets>>,
+}
+
+/// A gate's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateDecision {
+    Approve,
+    Reject,
+}
+
+/// A person's decision on a gate (G23): who, through which door, with what note.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub kind: GateDecision,
+    pub who: Actor,
+    pub door: Door,
+    pub note: String,
+}
+
+/// Who decides a retry or a stop, through which door, and why.
+#[derive(Debug, Clone)]
+pub struct PersonDecision {
+    pub who: Actor,
+    pub door: Door,
+    pub note: String,
+}
+
+/// One step's latest attempt, for people.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepSummary {
+    pub step_id: String,
+    pub attempt: u32,
+    pub status: AttemptStatus,
+    pub output: Option<Value>,
+    pub reason: Option<String>,
+}
+
+/// Where a run stands after an operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub run: RunId,
+    pub status: RunStatus,
+    /// The latest attempt of each step that has one, in workflow order.
+    pub steps: Vec<StepSummary>,
+    /// The gate the run waits at.
+    pub waiting_at: Option<String>,
+    /// Why the run is not going on by itself (the last `run.status` reason), if any.
+    pub reason: Option<String>,
+}
+
+impl Engine {
+    pub fn new(
+        options: EngineOptions,
+        store: Arc<dyn Store>,
+        executor: Arc<dyn StepExecutor>,
+        secrets: Arc<dyn SecretSource>,
+        supervisor: Arc<dyn Supervisor>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdSource>,
+    ) -> Engine {
+        Engine {
+            options,
+            store,
+            executor,
+            secrets,
+            supervisor,
+            clock,
+            ids,
+            run_secrets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Starts a run and drives it to its end, a gate, or a point where a person must decide.
+    ///
+    /// Refused (no run created): a workflow that no longer validates or differs from its text
+    /// (G1), inputs with a credential key (G4) or not matching the declarations. A run that is
+    /// created but fails before any step: a connection missing, or two connection fields of a
+    /// step sharing one variable name.
+    pub fn start_run(
+        &self,
+        account: &AccountId,
+        workflow: &Workflow,
+        inputs: Value,
+        who: Actor,
+    ) -> Result<RunSummary, Error> {
+        self.revalidate(workflow)?;
+        let forbidden = spec::forbidden_keys_in(&inputs);
+        if !forbidden.is_empty() {
+            return Err(Error::ForbiddenInputKeys { paths: forbidden });
+        }
+        let problems = check_run_inputs(workflow, &inputs);
+        if !problems.is_empty() {
+            return Err(Error::InputMismatch { problems });
+        }
+        let run_id = self.ids.new_run_id();
+        let request = secret_request(workflow);
+        let (secrets, unavailable) = self.collect_secrets(&run_id, account, &request)?;
+        let redactor = secrets.redactor();
+        let now = self.clock.now();
+        let hash = hex::encode(Sha256::digest(workflow.source().as_bytes()));
+        let created = NewEvent {
+            kind: kind::RUN_CREATED.to_owned(),
+            payload: redactor.scrub_json(&json!({
+                "status": RunStatus::Running.as_str(),
+                "workflow": workflow.name(),
+                "file": workflow.file_name(),
+                "hash": hash,
+                "inputs": inputs,
+                "started_by": actor_json(&who),
+            })),
+            at: now,
+        };
+        self.store.create_run(
+            &NewRun {
+                id: run_id.clone(),
+                account: account.clone(),
+                status: RunStatus::Running,
+                workflow_name: workflow.name().to_owned(),
+                workflow_file_name: workflow.file_name().to_owned(),
+                workflow_source: redactor.scrub(workflow.source()),
+                workflow_hash: hash.clone(),
+                inputs: redactor.scrub_json(&inputs),
+                created_at: now,
+            },
+            &created,
+        )?;
+        let record = self.store.run(&run_id)?.ok_or_else(|| Error::UnknownRun {
+            run: run_id.clone(),
+        })?;
+        let mut context = RunContext {
+            run: record,
+            workflow: workflow.clone(),
+            secrets,
+            redactor,
+            unavailable,
+        };
+        self.store.append_audit(&NewAuditEntry {
+            account: account.clone(),
+            run: Some(run_id.clone()),
+            actor: who,
+            action: "run.start".to_owned(),
+            detail: context.redactor.scrub_json(
+                &json!({"workflow": workflow.name(), "hash": context.run.workflow_hash}),
+            ),
+            at: now,
+        })?;
+        let names: Vec<String> = context
+            .secrets
+            .names()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        self.event(&context, kind::SECRETS_RESOLVED, json!({"names": names}))?;
+        // Everything the run will need is checked before its first step runs.
+        let mut refusal = None;
+        if !context.unavailable.is_empty() {
+            self.event(
+                &context,
+                kind::SECRETS_UNAVAILABLE,
+                unavailable_payload(&context.unavailable),
+            )?;
+            let aliases: Vec<&str> = context
+                .unavailable
+                .iter()
+                .map(|(alias, _)| alias.as_str())
+                .collect();
+            refusal = Some(format!(
+                "missing or revoked connection(s): {}",
+                aliases.join(", ")
+            ));
+        }
+        if refusal.is_none() {
+            refusal = workflow
+                .steps()
+                .iter()
+                .find_map(|step| step_env(step, &context.secrets, &context.unavailable).err());
+        }
+        if let Some(reason) = refusal {
+            self.set_status(&mut context, RunStatus::Failed, Some(&reason))?;
+            return self.summary(&run_id);
+        }
+        self.drive(context, Resume::Continue)
+    }
+
+    /// Decides the gate a run is parked at (G23). Approve: the run goes on with its secrets
+    /// looked up again (G18). Reject: the run stops. A gate is decided once.
+    pub fn decide(&self, run: &RunId, step: &str, decision: Decision) -> Result<RunSummary, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if record.status != RunStatus::WaitingApproval {
+            return Err(Error::NotWaitingApproval {
+                run: run.clone(),
+                status: record.status,
+            });
+        }
+        let parked = self.store.parked(run)?.map(|parked| parked.step_id);
+        if parked.as_deref() != Some(step) {
+            return Err(Error::NotParkedAt {
+                run: run.clone(),
+                step: step.to_owned(),
+                parked,
+            });
+        }
+        let mut context = self.load_context(run)?;
+        let attempt = self.next_attempt_number(run, step)?;
+        let kind = match decision.kind {
+            GateDecision::Approve => DecisionKind::Approve,
+            GateDecision::Reject => DecisionKind::Reject,
+        };
+        self.record_person_decision(
+            &context,
+            Some(step),
+            Some(attempt),
+            kind,
+            &decision.who,
+            decision.door,
+            &decision.note,
+        )?;
+        self.store.clear_parked(run)?;
+        match decision.kind {
+            GateDecision::Reject => {
+                self.set_status(
+                    &mut context,
+                    RunStatus::Stopped,
+                    Some("rejected at the gate"),
+                )?;
+                self.finish_context(context);
+                self.summary(run)
+            }
+            GateDecision::Approve => {
+                self.set_status(&mut context, RunStatus::Running, None)?;
+                self.drive(context, Resume::Continue)
+            }
+        }
+    }
+
+    /// A person's retry of the step that brought the run to `needs_attention` (G14, G15). The
+    /// only way an `unknown` attempt is ever run again; it needs a note.
+    pub fn retry(
+        &self,
+        run: &RunId,
+        step: &str,
+        new_inputs: Option<Value>,
+        by: PersonDecision,
+    ) -> Result<RunSummary, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if record.status != RunStatus::NeedsAttention {
+            return Err(Error::NotNeedingAttention {
+                run: run.clone(),
+                status: record.status,
+            });
+        }
+        let latest = self.store.attempts(run)?.into_iter().last();
+        let stopped_at = latest.as_ref().map(|attempt| attempt.step_id.clone());
+        let Some(latest) = latest.filter(|attempt| attempt.step_id == step) else {
+            return Err(Error::NotTheStoppedStep {
+                run: run.clone(),
+                step: step.to_owned(),
+                stopped_at,
+            });
+        };
+        if by.note.trim().is_empty() {
+            return Err(Error::NoteRequired {
+                run: run.clone(),
+                step: step.to_owned(),
+            });
+        }
+        if let Some(inputs) = &new_inputs {
+            let forbidden = spec::forbidden_keys_in(inputs);
+            if !forbidden.is_empty() {
+                return Err(Error::RetryInputsRefused {
+                    run: run.clone(),
+                    step: step.to_owned(),
+                    reason: format!("forbidden keys: {}", forbidden.join(", ")),
+                });
+            }
+            if !inputs.is_object() {
+                return Err(Error::RetryInputsRefused {
+                    run: run.clone(),
+                    step: step.to_owned(),
+                    reason: "new inputs must be a JSON object".to_owned(),
+                });
+            }
+        }
+        let mut context = self.load_context(run)?;
+        self.record_person_decision(
+            &context,
+            Some(step),
+            Some(latest.attempt),
+            DecisionKind::Retry,
+            &by.who,
+            by.door,
+            &by.note,
+        )?;
+        self.set_status(&mut context, RunStatus::Running, None)?;
+        self.drive(
+            context,
+            Resume::Retry {
+                step: step.to_owned(),
+                inputs: new_inputs,
+            },
+        )
+    }
+
+    /// A person stops a run that needs attention (or waits for repair).
+    pub fn stop(&self, run: &RunId, by: PersonDecision) -> Result<RunSummary, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if !matches!(
+            record.status,
+            RunStatus::NeedsAttention | RunStatus::NeedsRepair
+        ) {
+            return Err(Error::NotNeedingAttention {
+                run: run.clone(),
+                status: record.status,
+            });
+        }
+        let mut context = self.load_context(run)?;
+        self.record_person_decision(
+            &context,
+            None,
+            None,
+            DecisionKind::Stop,
+            &by.who,
+            by.door,
+            &by.note,
+        )?;
+        self.set_status(
+            &mut context,
+            RunStatus::Stopped,
+            Some("stopped by a person"),
+        )?;
+        self.finish_context(context);
+        self.summary(run)
+    }
+
+    /// Records a person's decision: the decision row, an event, and an audit entry.
+    #[allow(clippy::too_many_arguments)]
+    fn record_person_decision(
+        &self,
+        context: &RunContext,
+        step: Option<&str>,
+        attempt: Option<u32>,
+        kind: DecisionKind,
+        who: &Actor,
+        door: Door,
+        note: &str,
+    ) -> Result<(), Error> {
+        let now = self.clock.now();
+        let payload = json!({
+            "decision": kind.as_str(),
+            "step": step,
+            "attempt": attempt,
+            "who": actor_json(who),
+            "door": door.as_str(),
+            "note": note,
+        });
+        let event = self.new_event(context, kind::DECISION, payload.clone());
+        let decision = NewDecision {
+            run: context.run.id.clone(),
+            step_id: step.map(str::to_owned),
+            attempt,
+            kind,
+            who: who.clone(),
+            door,
+            note: context.redactor.scrub(note),
+            at: now,
+        };
+        self.store.record_decision(&decision, &event)?;
+        self.store.append_audit(&NewAuditEntry {
+            account: context.run.account.clone(),
+            run: Some(context.run.id.clone()),
+            actor: who.clone(),
+            action: format!("run.{}", kind.as_str()),
+            detail: context.redactor.scrub_json(&payload),
+            at: now,
+        })?;
+        Ok(())
+    }
+
+    pub(crate) fn next_attempt_number(&self, run: &RunId, step: &str) -> Result<u32, Error> {
+        let count = self
+            .store
+            .attempts(run)?
+            .iter()
+            .filter(|attempt| attempt.step_id == step)
+            .count();
+        Ok(u32::try_from(count).unwrap_or(u32::MAX).saturating_add(1))
+    }
+
+    /// Where a run stands, read from the store.
+    pub fn summary(&self, run: &RunId) -> Result<RunSummary, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        let attempts = self.store.attempts(run)?;
+        let mut steps: Vec<StepSummary> = Vec::new();
+        for attempt in attempts {
+            let summary = StepSummary {
+                step_id: attempt.step_id.clone(),
+                attempt: attempt.attempt,
+                status: attempt.status,
+                output: attempt.output,
+                reason: attempt.reason,
+            };
+            match steps
+                .iter_mut()
+                .find(|step| step.step_id == attempt.step_id)
+            {
+                Some(existing) => *existing = summary,
+                None => steps.push(summary),
+            }
+        }
+        let reason = self
+            .store
+            .events(run)?
+            .iter()
+            .rev()
+            .find(|event| event.kind == kind::RUN_STATUS)
+            .and_then(|event| {
+                event
+                    .payload
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        let waiting_at = if record.status == RunStatus::WaitingApproval {
+            self.store.parked(run)?.map(|parked| parked.step_id)
+        } else {
+            None
+        };
+        Ok(RunSummary {
+            run: run.clone(),
+            status: record.status,
+            steps,
+            waiting_at,
+            reason,
+        })
+    }
+
+    /// A run's state as the store holds it; [`crate::reconstruct`] of its events must equal it.
+    pub fn stored_state(&self, run: &RunId) -> Result<RunState, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        let attempts = self
+            .store
+            .attempts(run)?
+            .iter()
+            .map(AttemptState::from_record)
+            .collect();
+        let parked_at = match record.status {
+            RunStatus::WaitingApproval => self.store.parked(run)?.map(|parked| parked.step_id),
+            _ => None,
+        };
+        Ok(RunState {
+            status: Some(record.status),
+            attempts,
+            parked_at,
+        })
+    }
+
+    /// The secret request of a workflow (every connection its steps name); exposed so the
+    /// binary can show what a run will ask the vault for.
+    pub fn secret_request(workflow: &Workflow) -> SecretRequest {
+        secret_request(workflow)
+    }
+}
+
+/// An actor as event JSON.
+pub(crate) fn actor_json(actor: &Actor) -> Value {
+    json!({"kind": actor.kind(), "id": actor.id(), "name": actor.display_name()})
+}

@@ -1,0 +1,109 @@
+//! The seam between the engine and whatever runs a step (the sandbox, an agent loop, a fake in
+//! tests). The engine knows nothing about how; it only sees what was observed from outside.
+
+use std::path::Path;
+
+use redact::SecretValue;
+
+/// Everything one attempt of one step needs. Built by the engine for each attempt.
+pub struct ExecutionRequest<'a> {
+    pub run_id: &'a str,
+    pub step: &'a spec::Step,
+    /// The workflow's pinned interpreter version (G8).
+    pub python: spec::PythonVersion,
+    /// The step's keyword inputs, a JSON object.
+    pub inputs: serde_json::Value,
+    /// `CONN_<ALIAS>_<FIELD>` for every field of every connection granted to the step, and
+    /// nothing else (G19).
+    pub env: Vec<(String, &'a SecretValue)>,
+    /// 1 for the first attempt of this step in this run.
+    pub attempt: u32,
+    /// The folder the step's files are copied from and back into.
+    pub work_dir: &'a Path,
+}
+
+/// Whether the step's own code had started when it failed. Decides between `failed` and
+/// `unknown` for a networked step (G14): before its code started, nothing it does can have
+/// happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodePhase {
+    /// Failed before any of the step's code ran (setup, an import check, a refused policy).
+    BeforeCode,
+    /// The step's code had started.
+    CodeStarted,
+}
+
+/// An error the step's code raised, as the runner reported it. Raw: the engine scrubs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepError {
+    pub kind: String,
+    pub message: String,
+    pub traceback: String,
+}
+
+/// How the attempt ended, observed from outside the sandbox (never what step code claims).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecutionOutcome {
+    /// `main` returned; its JSON value.
+    Succeeded { output: serde_json::Value },
+    /// The code (or the setup before it) reported an error.
+    Failed { error: StepError, phase: CodePhase },
+    /// A third-party import or syntax error found before any code ran (G9).
+    NeedsRepair { module: String, detail: String },
+    /// The outcome is not known: a timeout, a kill, a crash of the sandbox.
+    Unknown { reason: String },
+    /// The attempt never started: a policy the backend cannot enforce, a version it lacks.
+    Refused { reason: String },
+}
+
+/// One file the copy-back filter accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// Relative to the work dir.
+    pub path: String,
+    pub bytes: Vec<u8>,
+}
+
+/// One file the copy-back filter refused, with its reason (G12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyBackRefusal {
+    pub path: String,
+    pub reason: String,
+}
+
+/// What the executor observed. Printed text is raw: the engine scrubs, then bounds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionReport {
+    pub outcome: ExecutionOutcome,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The exact interpreter version used (`3.11.2`), when the interpreter started.
+    pub interpreter_version: Option<String>,
+    /// The backend's name (`local`, `gvisor`, `unisolated`, ...).
+    pub backend: String,
+    /// What the backend chose or could not use ("landlock unavailable", "not isolated").
+    pub isolation_notes: Vec<String>,
+    pub file_changes: Vec<FileChange>,
+    pub copy_back_refusals: Vec<CopyBackRefusal>,
+}
+
+impl ExecutionReport {
+    /// A report with nothing but an outcome, for executors that have nothing else to say.
+    pub fn outcome_only(outcome: ExecutionOutcome, backend: &str) -> ExecutionReport {
+        ExecutionReport {
+            outcome,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            interpreter_version: None,
+            backend: backend.to_owned(),
+            isolation_notes: Vec::new(),
+            file_changes: Vec::new(),
+            copy_back_refusals: Vec::new(),
+        }
+    }
+}
+
+/// Runs one attempt of one step. The binary adapts the sandbox to this trait.
+pub trait StepExecutor: Send + Sync {
+    fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport;
+}

@@ -1,0 +1,104 @@
+//! Run-time input values: checked against the workflow's declarations and the forbidden-key
+//! rule (G4), and turned into each step's keyword inputs.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use spec::{InputKind, InputSource, Step, Workflow};
+
+/// What is wrong with the run-time inputs, one sentence each.
+pub(crate) fn check_run_inputs(workflow: &Workflow, inputs: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(object) = inputs.as_object() else {
+        problems.push("the run's inputs must be a JSON object of name: value".to_owned());
+        return problems;
+    };
+    for declared in workflow.inputs() {
+        match object.get(declared.name()) {
+            None => problems.push(format!(
+                "input `{}` is declared as {} but was not given",
+                declared.name(),
+                declared.kind().as_str()
+            )),
+            Some(value) if !matches_kind(value, declared.kind()) => problems.push(format!(
+                "input `{}` must be {}, got {}",
+                declared.name(),
+                declared.kind().as_str(),
+                json_kind(value)
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in object.keys() {
+        if !workflow
+            .inputs()
+            .iter()
+            .any(|declared| declared.name() == name)
+        {
+            problems.push(format!(
+                "input `{name}` is not declared by the workflow `{}`",
+                workflow.name()
+            ));
+        }
+    }
+    problems
+}
+
+fn matches_kind(value: &Value, kind: InputKind) -> bool {
+    match kind {
+        InputKind::String => value.is_string(),
+        InputKind::Integer => value.is_i64() || value.is_u64(),
+        InputKind::Number => value.is_number(),
+        InputKind::Boolean => value.is_boolean(),
+        InputKind::Object => value.is_object(),
+        InputKind::Array => value.is_array(),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The step's keyword inputs from literals, workflow inputs and earlier outputs, with
+/// `overrides` (a retry's new inputs) laid over them key by key.
+pub(crate) fn step_inputs(
+    step: &Step,
+    run_inputs: &Value,
+    outputs: &BTreeMap<String, Value>,
+    overrides: Option<&Value>,
+) -> Result<Value, String> {
+    let mut built = serde_json::Map::new();
+    for (name, source) in step.inputs() {
+        let value = match source {
+            InputSource::Literal(value) => value.clone(),
+            InputSource::WorkflowInput(input) => {
+                run_inputs.get(input).cloned().ok_or_else(|| {
+                    format!("input `{name}` needs the run input `{input}`, which is missing")
+                })?
+            }
+            InputSource::StepOutput(from) => outputs.get(from).cloned().ok_or_else(|| {
+                format!("input `{name}` needs the output of step `{from}`, which has none")
+            })?,
+        };
+        built.insert(name.clone(), value);
+    }
+    if let Some(overrides) = overrides {
+        match overrides {
+            Value::Object(fields) => {
+                for (name, value) in fields {
+                    built.insert(name.clone(), value.clone());
+                }
+            }
+            Value::Null => {}
+            _ => return Err("new inputs for a retry must be a JSON object".to_owned()),
+        }
+    }
+    Ok(Value::Object(built))
+}

@@ -1,0 +1,175 @@
+//! Recovery after a restart (G14), called after the sandbox sweep has killed whatever a crash
+//! left running.
+//!
+//! An attempt still marked running is finished from outside: with network it becomes `unknown`
+//! and its run waits for a person (the step is never re-run); without network it is `failed`
+//! ("interrupted") and the run goes on, which runs the step again. Runs left `running` between
+//! two steps go on; a gate decided just before the crash takes effect.
+
+use serde_json::json;
+use storage::{AttemptStatus, DecisionKind, NetworkMode, RunId, RunStatus};
+
+use crate::Error;
+use crate::drive::{Finished, Resume};
+use crate::engine::Engine;
+use crate::record::kind;
+
+/// What recovery did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Networked attempts found running, now `unknown`; their runs need a person.
+    pub marked_unknown: Vec<(RunId, String, u32)>,
+    /// Offline attempts found running, now `failed`; their steps run again.
+    pub interrupted_offline: Vec<(RunId, String, u32)>,
+    /// Runs driven on.
+    pub resumed: Vec<RunId>,
+    /// Runs recovery could not load (their stored workflow no longer parses, the secret
+    /// source is down), with the reason. Their attempts stay `running`, so a networked step is
+    /// still never re-run; the next recovery tries again.
+    pub skipped: Vec<(RunId, String)>,
+}
+
+impl Engine {
+    /// Finishes what a crash left and drives runs on; see the module docs.
+    pub fn recover(&self) -> Result<RecoveryReport, Error> {
+        let mut report = RecoveryReport::default();
+        let mut to_drive: Vec<RunId> = Vec::new();
+        for attempt in self.store.running_attempts()? {
+            let mut context = match self.load_context(&attempt.run) {
+                Ok(context) => context,
+                Err(error) => {
+                    report
+                        .skipped
+                        .push((attempt.run.clone(), error.to_string()));
+                    continue;
+                }
+            };
+            let key = (
+                attempt.run.clone(),
+                attempt.step_id.clone(),
+                attempt.attempt,
+            );
+            if attempt.network == NetworkMode::PublicEgress {
+                let reason = format!(
+                    "the platform stopped while step `{}` attempt {} was running with network \
+                     access; what it did is not known, so it is not run again",
+                    attempt.step_id, attempt.attempt
+                );
+                self.finish(
+                    &context,
+                    &attempt.step_id,
+                    attempt.attempt,
+                    AttemptStatus::Unknown,
+                    Finished::reason(&context.redactor, &reason),
+                )?;
+                self.event(&context, kind::RECOVERY, json!({"step": attempt.step_id, "attempt": attempt.attempt, "found": "running", "now": "unknown"}))?;
+                if !context.run.status.is_terminal() {
+                    self.set_status(&mut context, RunStatus::NeedsAttention, Some(&reason))?;
+                }
+                report.marked_unknown.push(key);
+            } else {
+                let reason = format!(
+                    "the platform stopped while step `{}` attempt {} was running without network \
+                     access; it runs again",
+                    attempt.step_id, attempt.attempt
+                );
+                self.finish(
+                    &context,
+                    &attempt.step_id,
+                    attempt.attempt,
+                    AttemptStatus::Failed,
+                    Finished::reason(&context.redactor, &reason),
+                )?;
+                self.event(&context, kind::RECOVERY, json!({"step": attempt.step_id, "attempt": attempt.attempt, "found": "running", "now": "failed"}))?;
+                if !to_drive.contains(&attempt.run) {
+                    to_drive.push(attempt.run.clone());
+                }
+                report.interrupted_offline.push(key);
+            }
+            self.finish_context(context);
+        }
+        for run in self
+            .store
+            .runs_with_status(&[RunStatus::Running, RunStatus::Queued])?
+        {
+            if !to_drive.contains(&run.id) {
+                to_drive.push(run.id);
+            }
+        }
+        for run in self.store.runs_with_status(&[RunStatus::WaitingApproval])? {
+            if self.gate_decided_before_crash(&run.id)? && !to_drive.contains(&run.id) {
+                to_drive.push(run.id);
+            }
+        }
+        for run in to_drive {
+            match self.resume_after_crash(&run) {
+                Ok(true) => report.resumed.push(run),
+                Ok(false) => {}
+                Err(error @ Error::Storage(_)) => return Err(error),
+                Err(error) => report.skipped.push((run, error.to_string())),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Whether a run waiting at a gate already has the gate's decision (the crash came between
+    /// recording it and acting on it), or lost its parked state.
+    fn gate_decided_before_crash(&self, run: &RunId) -> Result<bool, Error> {
+        let Some(parked) = self.store.parked(run)? else {
+            return Ok(true);
+        };
+        let decided = self.store.decisions(run)?.iter().any(|decision| {
+            matches!(decision.kind, DecisionKind::Approve | DecisionKind::Reject)
+                && decision.step_id.as_deref() == Some(parked.step_id.as_str())
+        });
+        Ok(decided)
+    }
+
+    fn resume_after_crash(&self, run: &RunId) -> Result<bool, Error> {
+        let mut context = self.load_context(run)?;
+        match context.run.status {
+            RunStatus::Running | RunStatus::Queued => {}
+            RunStatus::WaitingApproval => {
+                let parked = self.store.parked(run)?;
+                let decisions = self.store.decisions(run)?;
+                let gate = parked.as_ref().map(|parked| parked.step_id.clone());
+                let rejected = decisions.iter().any(|decision| {
+                    decision.kind == DecisionKind::Reject
+                        && (gate.is_none() || decision.step_id == gate)
+                        && !self.step_has_attempts(run, decision.step_id.as_deref())
+                });
+                self.store.clear_parked(run)?;
+                if rejected {
+                    self.set_status(
+                        &mut context,
+                        RunStatus::Stopped,
+                        Some("rejected at the gate"),
+                    )?;
+                    self.finish_context(context);
+                    return Ok(true);
+                }
+                self.set_status(&mut context, RunStatus::Running, None)?;
+            }
+            RunStatus::NeedsRepair
+            | RunStatus::NeedsAttention
+            | RunStatus::Succeeded
+            | RunStatus::Failed
+            | RunStatus::Stopped => {
+                self.finish_context(context);
+                return Ok(false);
+            }
+        }
+        self.drive(context, Resume::Continue)?;
+        Ok(true)
+    }
+
+    fn step_has_attempts(&self, run: &RunId, step: Option<&str>) -> bool {
+        let Some(step) = step else {
+            return false;
+        };
+        self.store
+            .attempts(run)
+            .map(|attempts| attempts.iter().any(|attempt| attempt.step_id == step))
+            .unwrap_or(false)
+    }
+}

@@ -1,0 +1,16 @@
+//! Integration tests of the engine, each named after the guarantee it proves. They run the
+//! real SQLite store in a temp dir, a scripted executor and an in-memory secret source.
+
+// clippy.toml allows unwrap in `#[test]` functions only; the helpers of this test binary are
+// test code too, and a panic there is a test failure, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+mod crash;
+mod failure_policy;
+mod gates;
+mod inputs;
+mod kill;
+mod record;
+mod scrub_table;
+mod scrubbing;
+mod support;

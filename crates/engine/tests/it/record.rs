@@ -1,0 +1,247 @@
+//! G25: a run can be reconstructed from its events alone; copy-back is a workspace revision
+//! authored by the run's step.
+
+use engine::{Decision, FileChange, GateDecision, reconstruct};
+use serde_json::json;
+use storage::{Door, EventLog, RunId};
+
+use crate::support::{
+    FETCH, Harness, OFFLINE, REFUND, account, cli, failed_after_code_started, workflow,
+};
+
+fn assert_reconstructs(harness: &Harness, engine: &engine::Engine, run: &RunId) {
+    let events = harness.store.events(run).unwrap();
+    let seqs: Vec<u64> = events.iter().map(|event| event.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=events.len() as u64).collect::<Vec<_>>(),
+        "gapless"
+    );
+    assert_eq!(
+        reconstruct(&events),
+        engine.stored_state(run).unwrap(),
+        "run {run}"
+    );
+}
+
+#[test]
+fn g25_run_reconstructed_from_events() {
+    let harness = Harness::new();
+    let engine = harness.engine();
+    let mut runs = Vec::new();
+    // Succeeded.
+    runs.push(
+        engine
+            .start_run(
+                &account(),
+                &workflow(OFFLINE),
+                json!({"count": 1}),
+                cli("a"),
+            )
+            .unwrap()
+            .run,
+    );
+    // Parked at a gate.
+    runs.push(
+        engine
+            .start_run(
+                &account(),
+                &workflow(REFUND),
+                json!({"ticket_id": "T"}),
+                cli("a"),
+            )
+            .unwrap()
+            .run,
+    );
+    // Approved and finished.
+    let approved = engine
+        .start_run(
+            &account(),
+            &workflow(REFUND),
+            json!({"ticket_id": "T"}),
+            cli("a"),
+        )
+        .unwrap()
+        .run;
+    engine
+        .decide(
+            &approved,
+            "send_refund",
+            Decision {
+                kind: GateDecision::Approve,
+                who: cli("a"),
+                door: Door::Cli,
+                note: "ok".into(),
+            },
+        )
+        .unwrap();
+    runs.push(approved);
+    // Rejected.
+    let rejected = engine
+        .start_run(
+            &account(),
+            &workflow(REFUND),
+            json!({"ticket_id": "T"}),
+            cli("a"),
+        )
+        .unwrap()
+        .run;
+    engine
+        .decide(
+            &rejected,
+            "send_refund",
+            Decision {
+                kind: GateDecision::Reject,
+                who: cli("a"),
+                door: Door::Link,
+                note: "no".into(),
+            },
+        )
+        .unwrap();
+    runs.push(rejected);
+    // Networked failure: unknown, needs attention; then a person's retry.
+    harness
+        .executor
+        .then("fetch", |_| failed_after_code_started("reset"));
+    let unknown = engine
+        .start_run(&account(), &workflow(FETCH), json!({}), cli("a"))
+        .unwrap()
+        .run;
+    runs.push(unknown.clone());
+    let retried = engine
+        .start_run(&account(), &workflow(FETCH), json!({}), cli("a"))
+        .unwrap()
+        .run;
+    harness
+        .executor
+        .then("fetch", |_| failed_after_code_started("reset"));
+    let retried_after_unknown = engine
+        .start_run(&account(), &workflow(FETCH), json!({}), cli("a"))
+        .unwrap()
+        .run;
+    engine
+        .retry(
+            &retried_after_unknown,
+            "fetch",
+            None,
+            engine::PersonDecision {
+                who: cli("a"),
+                door: Door::Cli,
+                note: "safe".into(),
+            },
+        )
+        .unwrap();
+    runs.push(retried);
+    runs.push(retried_after_unknown);
+    // Needs repair.
+    harness.executor.then("compute", |_| {
+        engine::ExecutionReport::outcome_only(
+            engine::ExecutionOutcome::NeedsRepair {
+                module: "numpy".into(),
+                detail: String::new(),
+            },
+            "fake",
+        )
+    });
+    runs.push(
+        engine
+            .start_run(
+                &account(),
+                &workflow(OFFLINE),
+                json!({"count": 1}),
+                cli("a"),
+            )
+            .unwrap()
+            .run,
+    );
+    // Failed before any step: a connection the account does not have.
+    let missing = FETCH.replace("connections: [payments]", "connections: [crm]");
+    runs.push(
+        engine
+            .start_run(&account(), &workflow(&missing), json!({}), cli("a"))
+            .unwrap()
+            .run,
+    );
+    harness
+        .executor
+        .then("compute", |_| failed_after_code_started("bad"));
+    let stopped = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
+        .unwrap()
+        .run;
+    engine
+        .stop(
+            &stopped,
+            engine::PersonDecision {
+                who: cli("a"),
+                door: Door::Cli,
+                note: "stop".into(),
+            },
+        )
+        .unwrap();
+    runs.push(stopped);
+    for run in &runs {
+        assert_reconstructs(&harness, &engine, run);
+    }
+    // The reconstruction is not trivially equal: the fixtures cover several end states.
+    let statuses: std::collections::BTreeSet<String> = runs
+        .iter()
+        .map(|run| {
+            reconstruct(&harness.store.events(run).unwrap())
+                .status
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(statuses.len() >= 6, "{statuses:?}");
+}
+
+#[test]
+fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
+    let mut harness = Harness::new();
+    let revisions = harness.dir.path().join("revisions");
+    harness.options.revisions_dir = Some(revisions.clone());
+    harness.executor.then("compute", |_| {
+        let mut report = crate::support::succeeded(json!(2));
+        report.file_changes = vec![FileChange {
+            path: "shared/out.txt".into(),
+            bytes: b"result".to_vec(),
+        }];
+        report
+    });
+    let engine = harness.engine();
+    let run = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
+        .unwrap()
+        .run;
+    let history = workspace::RevisionStore::open(&revisions)
+        .unwrap()
+        .history()
+        .unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        history[0].author,
+        workspace::Author::RunStep {
+            run_id: run.to_string(),
+            step: "compute".into(),
+            attempt: 1
+        }
+    );
+    assert_eq!(history[0].changes[0].path, "shared/out.txt");
+    let events = harness.store.events(&run).unwrap();
+    let recorded = events
+        .iter()
+        .find(|event| event.kind == "workspace.revision")
+        .unwrap();
+    assert_eq!(recorded.payload["revision"], json!(history[0].id.as_str()));
+}

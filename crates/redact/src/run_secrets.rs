@@ -1,0 +1,123 @@
+//! `RunSecrets`: every value one run can observe, collected from the secret source only.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::ACCOUNT_RUN_ID_PREFIX;
+use crate::error::Error;
+use crate::redactor::Redactor;
+use crate::scrub_set::ScrubSet;
+use crate::secret::{SecretName, SecretRequest, SecretSource, SecretValue};
+
+/// Every value one run can observe; only built from a [`SecretSource`]; carries the run id.
+///
+/// There is no public constructor besides [`RunSecrets::collect`], no `Default` and no `Clone`:
+/// an empty set made by hand, which would scrub nothing, cannot exist.
+pub struct RunSecrets {
+    run_id: Arc<str>,
+    account_id: String,
+    current: BTreeMap<SecretName, SecretValue>,
+    /// Values replaced by a refresh: a resumed run's earlier output may still hold them.
+    replaced: Vec<SecretValue>,
+    redactor: Redactor,
+}
+
+impl RunSecrets {
+    /// Asks the source for everything `request` names, once, when the run starts.
+    pub fn collect(
+        run_id: &str,
+        account_id: &str,
+        source: &dyn SecretSource,
+        request: &SecretRequest,
+    ) -> Result<RunSecrets, Error> {
+        if run_id.is_empty() {
+            return Err(Error::EmptyRunId {
+                account_id: account_id.to_owned(),
+            });
+        }
+        if run_id.starts_with(ACCOUNT_RUN_ID_PREFIX) {
+            return Err(Error::ReservedRunId {
+                run_id: run_id.to_owned(),
+            });
+        }
+        let resolved = source
+            .resolve(account_id, request)
+            .map_err(|source| Error::Source {
+                run_id: run_id.to_owned(),
+                account_id: account_id.to_owned(),
+                source,
+            })?;
+        let current: BTreeMap<SecretName, SecretValue> = resolved.into_iter().collect();
+        let set = ScrubSet::build(
+            run_id,
+            current.values().map(|value| value.dangerously_expose()),
+        )?;
+        Ok(RunSecrets {
+            run_id: Arc::from(run_id),
+            account_id: account_id.to_owned(),
+            current,
+            replaced: Vec::new(),
+            redactor: Redactor::from_set(Arc::from(run_id), set),
+        })
+    }
+
+    /// On resume: looks every value up again; new values join the scrub set, old ones stay in
+    /// it. Every clone of this run's [`Redactor`] sees the grown set; a [`crate::StreamScrubber`]
+    /// already started keeps the set it started with.
+    pub fn refresh(
+        &mut self,
+        source: &dyn SecretSource,
+        request: &SecretRequest,
+    ) -> Result<(), Error> {
+        let resolved = source
+            .resolve(&self.account_id, request)
+            .map_err(|source| Error::Source {
+                run_id: self.run_id.to_string(),
+                account_id: self.account_id.clone(),
+                source,
+            })?;
+        let refreshed: BTreeMap<SecretName, SecretValue> = resolved.into_iter().collect();
+        for (_name, previous) in std::mem::take(&mut self.current) {
+            let still_current = refreshed
+                .values()
+                .any(|value| value.same_value_as(&previous));
+            let already_kept = self
+                .replaced
+                .iter()
+                .any(|value| value.same_value_as(&previous));
+            if !still_current && !already_kept {
+                self.replaced.push(previous);
+            }
+        }
+        self.current = refreshed;
+        let set = ScrubSet::build(
+            &self.run_id,
+            self.current
+                .values()
+                .chain(self.replaced.iter())
+                .map(|value| value.dangerously_expose()),
+        )?;
+        self.redactor.replace_set(set);
+        Ok(())
+    }
+
+    /// The run these values belong to.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The current value of `name`.
+    pub fn get(&self, name: &SecretName) -> Option<&SecretValue> {
+        self.current.get(name)
+    }
+
+    /// Every name the run holds a current value for, sorted.
+    pub fn names(&self) -> Vec<SecretName> {
+        self.current.keys().cloned().collect()
+    }
+
+    /// The run's redactor (cheap: shares the compiled set).
+    pub fn redactor(&self) -> Redactor {
+        self.redactor.clone()
+    }
+}

@@ -1,0 +1,91 @@
+//! Secret values and names, what a run asks for, and the source (the vault) that answers.
+
+use std::fmt;
+
+use zeroize::Zeroizing;
+
+/// A credential value. Derives nothing (no `Clone`, `Debug`, `Serialize`) and zeroizes on drop,
+/// so it can only leave this type through a call whose name says it is dangerous.
+pub struct SecretValue {
+    value: Zeroizing<String>,
+}
+
+impl SecretValue {
+    /// Wraps a value; the `String` is moved in, so no second copy stays behind.
+    pub fn new(value: String) -> Self {
+        Self {
+            value: Zeroizing::new(value),
+        }
+    }
+
+    /// The plaintext, for the two places that need it: the sandbox environment and the scrubber.
+    pub fn dangerously_expose(&self) -> &str {
+        &self.value
+    }
+
+    /// Whether two values hold the same plaintext, without exposing either.
+    pub(crate) fn same_value_as(&self, other: &SecretValue) -> bool {
+        self.value.as_str() == other.value.as_str()
+    }
+}
+
+/// What a value is, by name only (names are not secret).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SecretName {
+    /// One field of a connection granted to a step (`alias.field`).
+    ConnectionField { alias: String, field: String },
+    /// A secret the agent stored by name.
+    AgentSecret { name: String },
+    /// The model key paying for a run's model calls.
+    ModelKey { provider: String },
+}
+
+impl fmt::Display for SecretName {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SecretName::ConnectionField { alias, field } => {
+                write!(formatter, "connection:{alias}.{field}")
+            }
+            SecretName::AgentSecret { name } => write!(formatter, "secret:{name}"),
+            SecretName::ModelKey { provider } => write!(formatter, "model_key:{provider}"),
+        }
+    }
+}
+
+/// What a run asks for.
+#[derive(Clone, Debug, Default)]
+pub struct SecretRequest {
+    /// Connection aliases: every field of each is resolved.
+    pub connections: Vec<String>,
+    /// Agent secrets by name.
+    pub secrets: Vec<String>,
+    /// Model providers whose key the run pays with.
+    pub model_keys: Vec<String>,
+}
+
+/// Implemented by the vault. Missing names are an error that names them.
+pub trait SecretSource: Send + Sync {
+    /// Every value the request names, with its name.
+    fn resolve(
+        &self,
+        account_id: &str,
+        request: &SecretRequest,
+    ) -> Result<Vec<(SecretName, SecretValue)>, SourceError>;
+
+    /// Every current value of the account (for the copy-back screen and workspace writes).
+    fn current_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError>;
+}
+
+/// Why a source could not answer. Carries names only, never values.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// The request named things the account does not have.
+    #[error("missing: {}", names.join(", "))]
+    Missing { names: Vec<String> },
+    /// The request named connections or secrets that were revoked.
+    #[error("revoked: {}", names.join(", "))]
+    Revoked { names: Vec<String> },
+    /// The source itself could not be reached or opened (the detail must hold no value).
+    #[error("unavailable: {detail}")]
+    Unavailable { detail: String },
+}

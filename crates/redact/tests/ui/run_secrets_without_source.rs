@@ -1,0 +1,6 @@
+//! `RunSecrets` can only come from `RunSecrets::collect` with a secret source.
+fn main() {
+    let _by_default = redact::RunSecrets::default();
+    let _by_new = redact::RunSecrets::new("run-1");
+    let _by_literal = redact::RunSecrets { run_id: "run-1".into() };
+}

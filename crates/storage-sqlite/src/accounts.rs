@@ -1,0 +1,79 @@
+//! Accounts.
+
+use rusqlite::{OptionalExtension, params};
+use storage::{Account, AccountId, AccountStore, Error, Timestamp};
+
+use crate::{Durability, SqliteStore, TxError, backend};
+
+type AccountRow = (String, String, i64);
+
+fn account_from_row((id, name, created_at): AccountRow) -> Account {
+    Account {
+        id: AccountId(id),
+        name,
+        created_at: Timestamp(created_at),
+    }
+}
+
+fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AccountRow> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+}
+
+impl AccountStore for SqliteStore {
+    fn create_account(&self, account: &Account) -> Result<(), Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let inserted = transaction.execute(
+                "INSERT INTO accounts (id, name, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(id) DO NOTHING",
+                params![account.id.as_str(), account.name, account.created_at.0],
+            )?;
+            if inserted == 0 {
+                return Err(TxError(Error::AlreadyExists {
+                    what: format!("account {}", account.id),
+                }));
+            }
+            Ok(())
+        })
+    }
+
+    fn account(&self, id: &AccountId) -> Result<Option<Account>, Error> {
+        self.with_conn(|connection| {
+            connection
+                .query_row(
+                    "SELECT id, name, created_at FROM accounts WHERE id = ?1",
+                    params![id.as_str()],
+                    read_row,
+                )
+                .optional()
+        })
+        .map(|row| row.map(account_from_row))
+        .map_err(backend("read account"))
+    }
+
+    fn accounts(&self) -> Result<Vec<Account>, Error> {
+        self.with_conn(|connection| {
+            let mut statement = connection
+                .prepare("SELECT id, name, created_at FROM accounts ORDER BY created_at, id")?;
+            let rows = statement.query_map([], read_row)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map(|rows| rows.into_iter().map(account_from_row).collect())
+        .map_err(backend("list accounts"))
+    }
+
+    fn ensure_account(&self, account: &Account) -> Result<Account, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            transaction.execute(
+                "INSERT INTO accounts (id, name, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(id) DO NOTHING",
+                params![account.id.as_str(), account.name, account.created_at.0],
+            )?;
+            let row = transaction.query_row(
+                "SELECT id, name, created_at FROM accounts WHERE id = ?1",
+                params![account.id.as_str()],
+                read_row,
+            )?;
+            Ok(account_from_row(row))
+        })
+    }
+}

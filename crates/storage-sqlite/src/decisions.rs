@@ -1,0 +1,134 @@
+//! Decisions on runs.
+
+use rusqlite::params;
+use storage::{
+    Actor, DecisionKind, DecisionRecord, DecisionStore, Error, NewDecision, NewEvent, RunId,
+    Timestamp, check_scope,
+};
+
+use crate::events::append_event_in;
+use crate::rows::{parse_name, to_u32};
+use crate::{Durability, SqliteStore, TxError, backend};
+
+/// The extended result code SQLite gives a unique index violation.
+const CONSTRAINT_UNIQUE: std::ffi::c_int = 2067;
+
+impl DecisionStore for SqliteStore {
+    fn record_decision(
+        &self,
+        decision: &NewDecision,
+        event: &NewEvent,
+    ) -> Result<DecisionRecord, Error> {
+        check_scope(decision.run.as_str(), &decision.note)?;
+        check_scope(decision.run.as_str(), &event.payload)?;
+        let is_gate_decision =
+            matches!(decision.kind, DecisionKind::Approve | DecisionKind::Reject);
+        self.transaction(Durability::Synced, |transaction| {
+            let inserted = transaction.execute(
+                "INSERT INTO decisions (run_id, step_id, attempt, kind, actor_kind, actor_id,
+                     actor_name, door, note, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    decision.run.as_str(),
+                    decision.step_id,
+                    decision.attempt,
+                    decision.kind.as_str(),
+                    decision.who.kind(),
+                    decision.who.id(),
+                    decision.who.display_name(),
+                    decision.door.as_str(),
+                    decision.note.get(),
+                    decision.at.0,
+                ],
+            );
+            match inserted {
+                Ok(_) => {}
+                Err(rusqlite::Error::SqliteFailure(failure, _))
+                    if is_gate_decision && failure.extended_code == CONSTRAINT_UNIQUE =>
+                {
+                    return Err(TxError(Error::AlreadyDecided {
+                        run: decision.run.clone(),
+                        step: decision.step_id.clone().unwrap_or_default(),
+                    }));
+                }
+                Err(error) => return Err(error.into()),
+            }
+            let id = transaction.last_insert_rowid();
+            append_event_in(transaction, &decision.run, event)?;
+            Ok(DecisionRecord {
+                id,
+                run: decision.run.clone(),
+                step_id: decision.step_id.clone(),
+                attempt: decision.attempt,
+                kind: decision.kind,
+                who: decision.who.clone(),
+                door: decision.door,
+                note: decision.note.get().clone(),
+                at: decision.at,
+            })
+        })
+    }
+
+    fn decisions(&self, run: &RunId) -> Result<Vec<DecisionRecord>, Error> {
+        type Row = (
+            i64,
+            Option<String>,
+            Option<i64>,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            i64,
+        );
+        let rows: Vec<Row> = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(
+                    "SELECT id, step_id, attempt, kind, actor_kind, actor_id, actor_name, door,
+                         note, at
+                     FROM decisions WHERE run_id = ?1 ORDER BY id",
+                )?;
+                let rows = statement.query_map(params![run.as_str()], |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                        row.get(5)?,
+                        row.get(6)?,
+                        row.get(7)?,
+                        row.get(8)?,
+                        row.get(9)?,
+                    ))
+                })?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend("read decisions"))?;
+        rows.into_iter()
+            .map(
+                |(id, step_id, attempt, kind, actor_kind, actor_id, actor_name, door, note, at)| {
+                    Ok(DecisionRecord {
+                        id,
+                        run: run.clone(),
+                        step_id,
+                        attempt: attempt
+                            .map(|attempt| to_u32("decision attempt", attempt))
+                            .transpose()?,
+                        kind: parse_name(&kind)?,
+                        who: Actor::from_parts(&actor_kind, &actor_id, &actor_name).map_err(
+                            |unknown| Error::Corrupt {
+                                what: "decision actor",
+                                detail: unknown.to_string(),
+                            },
+                        )?,
+                        door: parse_name(&door)?,
+                        note,
+                        at: Timestamp(at),
+                    })
+                },
+            )
+            .collect()
+    }
+}

@@ -1,0 +1,94 @@
+//! The schema migrations this backend owns, applied in order and recorded in
+//! `schema_migrations`.
+//!
+//! Each migration is a numbered file in `crates/storage-sqlite/migrations/`. A migration is
+//! never edited once released: a change is a new file appended to [`MIGRATIONS`]. Each one runs
+//! in its own transaction together with its `schema_migrations` row, so a crash mid-migration
+//! leaves the database at the previous version.
+
+use rusqlite::Connection;
+
+use crate::Error;
+
+/// One numbered migration.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, in the order they apply. Versions are 1, 2, 3, ... without gaps.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "core",
+        sql: include_str!("../migrations/0001_core.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "vault",
+        sql: include_str!("../migrations/0002_vault.sql"),
+    },
+];
+
+/// Applies every migration the database does not have yet, up to `target_version`.
+pub(crate) fn migrate(connection: &mut Connection, target_version: u32) -> Result<(), Error> {
+    connection
+        .execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                 version     INTEGER PRIMARY KEY,
+                 name        TEXT NOT NULL,
+                 applied_at  TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP
+             );",
+        )
+        .map_err(|source| Error::Migration {
+            version: 0,
+            name: "schema_migrations",
+            source,
+        })?;
+    let current = current_version(connection)?;
+    if let Some(newest) = MIGRATIONS.last()
+        && current > newest.version
+    {
+        return Err(Error::NewerSchema {
+            found: current,
+            known: newest.version,
+        });
+    }
+    for migration in MIGRATIONS
+        .iter()
+        .filter(|migration| migration.version > current && migration.version <= target_version)
+    {
+        let failed = |source| Error::Migration {
+            version: migration.version,
+            name: migration.name,
+            source,
+        };
+        let transaction = connection.transaction().map_err(failed)?;
+        transaction.execute_batch(migration.sql).map_err(failed)?;
+        transaction
+            .execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (?1, ?2)",
+                rusqlite::params![migration.version, migration.name],
+            )
+            .map_err(failed)?;
+        transaction.commit().map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// The newest applied migration, 0 for an empty database.
+pub(crate) fn current_version(connection: &Connection) -> Result<u32, Error> {
+    connection
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|source| Error::Migration {
+            version: 0,
+            name: "schema_migrations",
+            source,
+        })
+}

@@ -1,0 +1,44 @@
+//! Conversions between stored columns and storage values.
+
+use std::str::FromStr;
+
+use storage::{Error, UnknownName};
+
+/// Parses a stored vocabulary name (a status, a door, ...).
+pub(crate) fn parse_name<T: FromStr<Err = UnknownName>>(text: &str) -> Result<T, Error> {
+    text.parse::<T>().map_err(|unknown| Error::Corrupt {
+        what: unknown.vocabulary,
+        detail: unknown.to_string(),
+    })
+}
+
+/// Parses a stored JSON column.
+pub(crate) fn parse_json(what: &'static str, text: &str) -> Result<serde_json::Value, Error> {
+    serde_json::from_str(text).map_err(|error| Error::Corrupt {
+        what,
+        detail: error.to_string(),
+    })
+}
+
+/// Parses an optional stored JSON column.
+pub(crate) fn parse_optional_json(
+    what: &'static str,
+    text: Option<String>,
+) -> Result<Option<serde_json::Value>, Error> {
+    text.map(|text| parse_json(what, &text)).transpose()
+}
+
+/// Converts a stored integer to an attempt number or sequence number.
+pub(crate) fn to_u32(what: &'static str, value: i64) -> Result<u32, Error> {
+    u32::try_from(value).map_err(|_| Error::Corrupt {
+        what,
+        detail: format!("{value} is out of range"),
+    })
+}
+
+pub(crate) fn to_u64(what: &'static str, value: i64) -> Result<u64, Error> {
+    u64::try_from(value).map_err(|_| Error::Corrupt {
+        what,
+        detail: format!("{value} is out of range"),
+    })
+}

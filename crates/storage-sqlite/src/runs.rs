@@ -1,0 +1,439 @@
+//! Runs, step attempts and parked state.
+
+use redact::Redacted;
+use rusqlite::{OptionalExtension, params};
+use storage::{
+    AccountId, AttemptFinish, AttemptRecord, AttemptStatus, Error, NetworkMode, NewAttempt,
+    NewEvent, NewRun, ParkedRecord, RunId, RunRecord, RunStatus, RunStore, Timestamp, check_scope,
+};
+
+use crate::events::append_event_in;
+use crate::rows::{parse_json, parse_name, parse_optional_json, to_u32};
+use crate::{Durability, SqliteStore, TxError, backend};
+
+const RUN_COLUMNS: &str = "id, account_id, status, workflow_name, workflow_file_name, \
+     workflow_source, workflow_hash, inputs, created_at, updated_at";
+
+const ATTEMPT_COLUMNS: &str = "run_id, step_id, attempt, network, status, inputs, started_at, \
+     finished_at, interpreter_version, backend, isolation_notes, output, reason";
+
+/// A run row as stored, before its columns are parsed.
+struct RunRow {
+    id: String,
+    account: String,
+    status: String,
+    workflow_name: String,
+    workflow_file_name: String,
+    workflow_source: String,
+    workflow_hash: String,
+    inputs: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: row.get(0)?,
+        account: row.get(1)?,
+        status: row.get(2)?,
+        workflow_name: row.get(3)?,
+        workflow_file_name: row.get(4)?,
+        workflow_source: row.get(5)?,
+        workflow_hash: row.get(6)?,
+        inputs: row.get(7)?,
+        created_at: row.get(8)?,
+        updated_at: row.get(9)?,
+    })
+}
+
+fn run_from_row(row: RunRow) -> Result<RunRecord, Error> {
+    Ok(RunRecord {
+        id: RunId(row.id),
+        account: AccountId(row.account),
+        status: parse_name(&row.status)?,
+        workflow_name: row.workflow_name,
+        workflow_file_name: row.workflow_file_name,
+        workflow_source: row.workflow_source,
+        workflow_hash: row.workflow_hash,
+        inputs: parse_json("run inputs", &row.inputs)?,
+        created_at: Timestamp(row.created_at),
+        updated_at: Timestamp(row.updated_at),
+    })
+}
+
+/// An attempt row as stored, before its columns are parsed.
+struct AttemptRow {
+    run: String,
+    step_id: String,
+    attempt: i64,
+    network: String,
+    status: String,
+    inputs: String,
+    started_at: i64,
+    finished_at: Option<i64>,
+    interpreter_version: Option<String>,
+    backend: Option<String>,
+    isolation_notes: Option<String>,
+    output: Option<String>,
+    reason: Option<String>,
+}
+
+fn read_attempt_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
+    Ok(AttemptRow {
+        run: row.get(0)?,
+        step_id: row.get(1)?,
+        attempt: row.get(2)?,
+        network: row.get(3)?,
+        status: row.get(4)?,
+        inputs: row.get(5)?,
+        started_at: row.get(6)?,
+        finished_at: row.get(7)?,
+        interpreter_version: row.get(8)?,
+        backend: row.get(9)?,
+        isolation_notes: row.get(10)?,
+        output: row.get(11)?,
+        reason: row.get(12)?,
+    })
+}
+
+fn attempt_from_row(row: AttemptRow) -> Result<AttemptRecord, Error> {
+    Ok(AttemptRecord {
+        run: RunId(row.run),
+        step_id: row.step_id,
+        attempt: to_u32("attempt number", row.attempt)?,
+        network: parse_name(&row.network)?,
+        status: parse_name(&row.status)?,
+        inputs: parse_json("attempt inputs", &row.inputs)?,
+        started_at: Timestamp(row.started_at),
+        finished_at: row.finished_at.map(Timestamp),
+        interpreter_version: row.interpreter_version,
+        backend: row.backend,
+        isolation_notes: row.isolation_notes,
+        output: parse_optional_json("attempt output", row.output)?,
+        reason: row.reason,
+    })
+}
+
+impl SqliteStore {
+    fn query_runs(
+        &self,
+        sql: &str,
+        parameters: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<RunRecord>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                let rows = statement.query_map(parameters, read_run_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend("read runs"))?;
+        rows.into_iter().map(run_from_row).collect()
+    }
+
+    fn query_attempts(
+        &self,
+        sql: &str,
+        parameters: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<AttemptRecord>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                let rows = statement.query_map(parameters, read_attempt_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend("read attempts"))?;
+        rows.into_iter().map(attempt_from_row).collect()
+    }
+}
+
+fn optional_scoped_text(
+    run: &RunId,
+    value: Option<&Redacted<String>>,
+) -> Result<Option<String>, Error> {
+    value
+        .map(|value| {
+            check_scope(run.as_str(), value)?;
+            Ok(value.get().clone())
+        })
+        .transpose()
+}
+
+impl RunStore for SqliteStore {
+    fn create_run(&self, run: &NewRun, event: &NewEvent) -> Result<(), Error> {
+        check_scope(run.id.as_str(), &run.workflow_source)?;
+        check_scope(run.id.as_str(), &event.payload)?;
+        check_scope(run.id.as_str(), &run.inputs)?;
+        let inputs = run.inputs.get().to_string();
+        self.transaction(Durability::Synced, |transaction| {
+            let inserted = transaction.execute(
+                &format!(
+                    "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                     ON CONFLICT(id) DO NOTHING"
+                ),
+                params![
+                    run.id.as_str(),
+                    run.account.as_str(),
+                    run.status.as_str(),
+                    run.workflow_name,
+                    run.workflow_file_name,
+                    run.workflow_source.get(),
+                    run.workflow_hash,
+                    inputs,
+                    run.created_at.0,
+                ],
+            )?;
+            if inserted == 0 {
+                return Err(TxError(Error::AlreadyExists { what: format!("run {}", run.id) }));
+            }
+            append_event_in(transaction, &run.id, event)?;
+            Ok(())
+        })
+    }
+
+    fn run(&self, id: &RunId) -> Result<Option<RunRecord>, Error> {
+        let row = self
+            .with_conn(|connection| {
+                connection
+                    .query_row(
+                        &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                        params![id.as_str()],
+                        read_run_row,
+                    )
+                    .optional()
+            })
+            .map_err(backend("read run"))?;
+        row.map(run_from_row).transpose()
+    }
+
+    fn runs(&self, account: &AccountId) -> Result<Vec<RunRecord>, Error> {
+        self.query_runs(
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE account_id = ?1
+                 ORDER BY created_at DESC, rowid DESC"
+            ),
+            &[&account.as_str()],
+        )
+    }
+
+    fn runs_with_status(&self, statuses: &[RunStatus]) -> Result<Vec<RunRecord>, Error> {
+        let mut found = Vec::new();
+        for status in statuses {
+            found.extend(self.query_runs(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE status = ?1 ORDER BY created_at, rowid"
+                ),
+                &[&status.as_str()],
+            )?);
+        }
+        Ok(found)
+    }
+
+    fn set_run_status(
+        &self,
+        id: &RunId,
+        status: RunStatus,
+        at: Timestamp,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        check_scope(id.as_str(), &event.payload)?;
+        self.transaction(Durability::Synced, |transaction| {
+            let current: Option<String> = transaction
+                .query_row(
+                    "SELECT status FROM runs WHERE id = ?1",
+                    params![id.as_str()],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            let Some(current) = current else {
+                return Err(TxError(Error::UnknownRun { run: id.clone() }));
+            };
+            let current: RunStatus = parse_name(&current)?;
+            if current.is_terminal() && current != status {
+                return Err(TxError(Error::StatusConflict {
+                    run: id.clone(),
+                    current,
+                    wanted: status,
+                }));
+            }
+            transaction.execute(
+                "UPDATE runs SET status = ?2, updated_at = ?3 WHERE id = ?1",
+                params![id.as_str(), status.as_str(), at.0],
+            )?;
+            append_event_in(transaction, id, event)?;
+            Ok(())
+        })
+    }
+
+    fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
+        check_scope(attempt.run.as_str(), &attempt.inputs)?;
+        check_scope(attempt.run.as_str(), &event.payload)?;
+        let inputs = attempt.inputs.get().to_string();
+        // For a networked attempt this row is the promise "the sandbox may be running with
+        // network", which must survive a power loss so that recovery never starts that step a
+        // second time (G14): synced. An offline attempt may be run again after a crash, so
+        // losing its row to a power loss is harmless: the step just runs again.
+        let durability = match attempt.network {
+            NetworkMode::PublicEgress => Durability::Synced,
+            NetworkMode::None => Durability::ProcessCrashSafe,
+        };
+        self.transaction(durability, |transaction| {
+            let inserted = transaction.execute(
+                "INSERT INTO attempts (run_id, step_id, attempt, network, status, inputs, started_at)
+                 VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6)
+                 ON CONFLICT(run_id, step_id, attempt) DO NOTHING",
+                params![
+                    attempt.run.as_str(),
+                    attempt.step_id,
+                    attempt.attempt,
+                    attempt.network.as_str(),
+                    inputs,
+                    attempt.started_at.0,
+                ],
+            )?;
+            if inserted == 0 {
+                return Err(TxError(Error::AlreadyExists {
+                    what: format!(
+                        "attempt {} of step {} in run {}",
+                        attempt.attempt, attempt.step_id, attempt.run
+                    ),
+                }));
+            }
+            append_event_in(transaction, &attempt.run, event)?;
+            Ok(())
+        })
+    }
+
+    fn finish_attempt(
+        &self,
+        run: &RunId,
+        step_id: &str,
+        attempt: u32,
+        finish: &AttemptFinish,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        check_scope(run.as_str(), &event.payload)?;
+        let isolation_notes = optional_scoped_text(run, finish.isolation_notes.as_ref())?;
+        let reason = optional_scoped_text(run, finish.reason.as_ref())?;
+        let output = finish
+            .output
+            .as_ref()
+            .map(|output| {
+                check_scope(run.as_str(), output)?;
+                Ok::<_, Error>(output.get().to_string())
+            })
+            .transpose()?;
+        if finish.status == AttemptStatus::Running {
+            return Err(Error::AttemptNotRunning {
+                run: run.clone(),
+                step: step_id.to_owned(),
+                attempt,
+            });
+        }
+        self.transaction(Durability::ProcessCrashSafe, |transaction| {
+            let updated = transaction.execute(
+                "UPDATE attempts SET status = ?4, finished_at = ?5, interpreter_version = ?6,
+                     backend = ?7, isolation_notes = ?8, output = ?9, reason = ?10
+                 WHERE run_id = ?1 AND step_id = ?2 AND attempt = ?3 AND status = 'running'",
+                params![
+                    run.as_str(),
+                    step_id,
+                    attempt,
+                    finish.status.as_str(),
+                    finish.finished_at.0,
+                    finish.interpreter_version,
+                    finish.backend,
+                    isolation_notes,
+                    output,
+                    reason,
+                ],
+            )?;
+            if updated == 0 {
+                return Err(TxError(Error::AttemptNotRunning {
+                    run: run.clone(),
+                    step: step_id.to_owned(),
+                    attempt,
+                }));
+            }
+            append_event_in(transaction, run, event)?;
+            Ok(())
+        })
+    }
+
+    fn attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, Error> {
+        self.query_attempts(
+            &format!("SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE run_id = ?1 ORDER BY rowid"),
+            &[&run.as_str()],
+        )
+    }
+
+    fn running_attempts(&self) -> Result<Vec<AttemptRecord>, Error> {
+        self.query_attempts(
+            &format!(
+                "SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE status = 'running' ORDER BY rowid"
+            ),
+            &[],
+        )
+    }
+
+    fn park(
+        &self,
+        run: &RunId,
+        step_id: &str,
+        state: &Redacted<serde_json::Value>,
+        at: Timestamp,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        check_scope(run.as_str(), state)?;
+        check_scope(run.as_str(), &event.payload)?;
+        let state_text = state.get().to_string();
+        self.transaction(Durability::Synced, |transaction| {
+            transaction.execute(
+                "INSERT INTO parked (run_id, step_id, state, parked_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(run_id) DO UPDATE SET step_id = excluded.step_id,
+                     state = excluded.state, parked_at = excluded.parked_at",
+                params![run.as_str(), step_id, state_text, at.0],
+            )?;
+            append_event_in(transaction, run, event)?;
+            Ok(())
+        })
+    }
+
+    fn parked(&self, run: &RunId) -> Result<Option<ParkedRecord>, Error> {
+        let row = self
+            .with_conn(|connection| {
+                connection
+                    .query_row(
+                        "SELECT step_id, state, parked_at FROM parked WHERE run_id = ?1",
+                        params![run.as_str()],
+                        |row| {
+                            Ok((
+                                row.get::<_, String>(0)?,
+                                row.get::<_, String>(1)?,
+                                row.get::<_, i64>(2)?,
+                            ))
+                        },
+                    )
+                    .optional()
+            })
+            .map_err(backend("read parked state"))?;
+        row.map(|(step_id, state, parked_at)| {
+            Ok(ParkedRecord {
+                run: run.clone(),
+                step_id,
+                state: parse_json("parked state", &state)?,
+                parked_at: Timestamp(parked_at),
+            })
+        })
+        .transpose()
+    }
+
+    fn clear_parked(&self, run: &RunId) -> Result<(), Error> {
+        self.transaction(Durability::ProcessCrashSafe, |transaction| {
+            transaction.execute(
+                "DELETE FROM parked WHERE run_id = ?1",
+                params![run.as_str()],
+            )?;
+            Ok(())
+        })
+    }
+}

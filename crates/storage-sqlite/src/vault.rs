@@ -1,0 +1,601 @@
+//! The vault's rows ([`storage::vault::VaultStore`]): ciphertexts, nonces and names, in the
+//! tables of migration 0002. Every write is one synced transaction; rotations read, reseal and
+//! rewrite inside a single `BEGIN IMMEDIATE` transaction, so a failure or a crash half-way
+//! leaves the rows as they were.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use storage::vault::{
+    InsertKeyOutcome, ItemKind, ItemSummary, KeyCheck, ResealItem, RewrapKey, SealedItem,
+    SealedValue, VaultStore, WrappedAccountKey, WriteOutcome,
+};
+use storage::{AccountId, Error, Timestamp};
+
+use crate::rows::{to_u32, to_u64};
+use crate::{Durability, SqliteStore, TxError, backend};
+
+const INSTALL_ID_KEY: &str = "install_id";
+
+fn parse_kind(text: &str) -> Result<ItemKind, Error> {
+    ItemKind::parse(text).map_err(|unknown| Error::Corrupt {
+        what: unknown.vocabulary,
+        detail: unknown.to_string(),
+    })
+}
+
+/// One row of the items-joined-with-values query.
+struct JoinedRow {
+    account_id: String,
+    kind: String,
+    name: String,
+    version: i64,
+    revoked_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+    field: Option<String>,
+    key_version: Option<i64>,
+    nonce: Option<Vec<u8>>,
+    ciphertext: Option<Vec<u8>>,
+}
+
+const JOINED_SELECT: &str = "SELECT i.account_id, i.kind, i.name, i.version, i.revoked_at,
+            i.created_at, i.updated_at, v.field, v.key_version, v.nonce, v.ciphertext
+     FROM vault_items i
+     LEFT JOIN vault_values v
+       ON v.account_id = i.account_id AND v.kind = i.kind AND v.name = i.name";
+
+fn read_joined(row: &rusqlite::Row<'_>) -> rusqlite::Result<JoinedRow> {
+    Ok(JoinedRow {
+        account_id: row.get(0)?,
+        kind: row.get(1)?,
+        name: row.get(2)?,
+        version: row.get(3)?,
+        revoked_at: row.get(4)?,
+        created_at: row.get(5)?,
+        updated_at: row.get(6)?,
+        field: row.get(7)?,
+        key_version: row.get(8)?,
+        nonce: row.get(9)?,
+        ciphertext: row.get(10)?,
+    })
+}
+
+/// Groups joined rows (ordered by kind, name, field) into items.
+fn group_items(rows: Vec<JoinedRow>) -> Result<Vec<SealedItem>, Error> {
+    let mut items: Vec<SealedItem> = Vec::new();
+    for row in rows {
+        let kind = parse_kind(&row.kind)?;
+        let same_item = items
+            .last()
+            .is_some_and(|last| last.kind == kind && last.name == row.name);
+        if !same_item {
+            items.push(SealedItem {
+                account_id: AccountId(row.account_id),
+                kind,
+                name: row.name,
+                version: to_u64("vault item version", row.version)?,
+                revoked_at: row.revoked_at.map(Timestamp),
+                created_at: Timestamp(row.created_at),
+                updated_at: Timestamp(row.updated_at),
+                values: Vec::new(),
+            });
+        }
+        if let (Some(field), Some(key_version), Some(nonce), Some(ciphertext), Some(item)) = (
+            row.field,
+            row.key_version,
+            row.nonce,
+            row.ciphertext,
+            items.last_mut(),
+        ) {
+            item.values.push(SealedValue {
+                field,
+                key_version: to_u32("vault key version", key_version)?,
+                nonce,
+                ciphertext,
+            });
+        }
+    }
+    Ok(items)
+}
+
+fn query_items(
+    connection: &Connection,
+    account_id: &AccountId,
+    only: Option<(ItemKind, &str)>,
+) -> Result<Vec<SealedItem>, TxError> {
+    let rows = match only {
+        Some((kind, name)) => {
+            let mut statement = connection.prepare_cached(&format!(
+                "{JOINED_SELECT} WHERE i.account_id = ?1 AND i.kind = ?2 AND i.name = ?3
+                 ORDER BY i.kind, i.name, v.field"
+            ))?;
+            statement
+                .query_map(
+                    params![account_id.as_str(), kind.as_str(), name],
+                    read_joined,
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+        }
+        None => {
+            let mut statement = connection.prepare_cached(&format!(
+                "{JOINED_SELECT} WHERE i.account_id = ?1 ORDER BY i.kind, i.name, v.field"
+            ))?;
+            statement
+                .query_map(params![account_id.as_str()], read_joined)?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+        }
+    };
+    Ok(group_items(rows)?)
+}
+
+fn write_values(connection: &Connection, item: &SealedItem) -> Result<(), TxError> {
+    connection.execute(
+        "DELETE FROM vault_values WHERE account_id = ?1 AND kind = ?2 AND name = ?3",
+        params![item.account_id.as_str(), item.kind.as_str(), item.name],
+    )?;
+    let mut insert = connection.prepare_cached(
+        "INSERT INTO vault_values (account_id, kind, name, field, key_version, nonce, ciphertext)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for value in &item.values {
+        insert.execute(params![
+            item.account_id.as_str(),
+            item.kind.as_str(),
+            item.name,
+            value.field,
+            value.key_version,
+            value.nonce,
+            value.ciphertext,
+        ])?;
+    }
+    Ok(())
+}
+
+fn stored_key_version(
+    connection: &Connection,
+    account_id: &AccountId,
+) -> Result<Option<u32>, TxError> {
+    let version: Option<i64> = connection
+        .query_row(
+            "SELECT key_version FROM vault_account_keys WHERE account_id = ?1",
+            params![account_id.as_str()],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(version
+        .map(|version| to_u32("vault key version", version))
+        .transpose()?)
+}
+
+fn stored_root_key_id(connection: &Connection) -> Result<Option<String>, TxError> {
+    Ok(connection
+        .query_row(
+            "SELECT root_key_id FROM vault_key_check WHERE singleton = 1",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?)
+}
+
+type KeyRow = (String, i64, String, Vec<u8>, Vec<u8>, i64);
+
+const KEY_SELECT: &str =
+    "SELECT account_id, key_version, root_key_id, nonce, wrapped_key, created_at
+     FROM vault_account_keys";
+
+fn read_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+    ))
+}
+
+fn key_from_row(
+    (account_id, key_version, root_key_id, nonce, wrapped_key, created_at): KeyRow,
+) -> Result<WrappedAccountKey, Error> {
+    Ok(WrappedAccountKey {
+        account_id: AccountId(account_id),
+        key_version: to_u32("vault key version", key_version)?,
+        root_key_id,
+        nonce,
+        wrapped_key,
+        created_at: Timestamp(created_at),
+    })
+}
+
+type CheckRow = (String, Vec<u8>, Vec<u8>, i64);
+
+fn read_check(connection: &Connection) -> rusqlite::Result<Option<KeyCheck>> {
+    connection
+        .query_row(
+            "SELECT root_key_id, nonce, ciphertext, created_at FROM vault_key_check
+             WHERE singleton = 1",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
+        )
+        .optional()
+        .map(|row: Option<CheckRow>| {
+            row.map(|(root_key_id, nonce, ciphertext, created_at)| KeyCheck {
+                root_key_id,
+                nonce,
+                ciphertext,
+                created_at: Timestamp(created_at),
+            })
+        })
+}
+
+impl VaultStore for SqliteStore {
+    fn ensure_install_id(&self, candidate: &str) -> Result<String, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            transaction.execute(
+                "INSERT INTO vault_meta (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO NOTHING",
+                params![INSTALL_ID_KEY, candidate],
+            )?;
+            Ok(transaction.query_row(
+                "SELECT value FROM vault_meta WHERE key = ?1",
+                params![INSTALL_ID_KEY],
+                |row| row.get(0),
+            )?)
+        })
+    }
+
+    fn key_check(&self) -> Result<Option<KeyCheck>, Error> {
+        self.with_conn(read_check)
+            .map_err(backend("read vault key check"))
+    }
+
+    fn init_key_check(&self, check: &KeyCheck) -> Result<KeyCheck, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            transaction.execute(
+                "INSERT INTO vault_key_check (singleton, root_key_id, nonce, ciphertext, created_at)
+                 VALUES (1, ?1, ?2, ?3, ?4) ON CONFLICT(singleton) DO NOTHING",
+                params![check.root_key_id, check.nonce, check.ciphertext, check.created_at.0],
+            )?;
+            read_check(transaction)?.ok_or_else(|| {
+                TxError(Error::Corrupt {
+                    what: "vault key check",
+                    detail: "the key check vanished right after it was stored".to_owned(),
+                })
+            })
+        })
+    }
+
+    fn account_key(&self, account_id: &AccountId) -> Result<Option<WrappedAccountKey>, Error> {
+        let row = self
+            .with_conn(|connection| {
+                connection
+                    .query_row(
+                        &format!("{KEY_SELECT} WHERE account_id = ?1"),
+                        params![account_id.as_str()],
+                        read_key_row,
+                    )
+                    .optional()
+            })
+            .map_err(backend("read vault account key"))?;
+        row.map(key_from_row).transpose()
+    }
+
+    fn insert_account_key(&self, key: &WrappedAccountKey) -> Result<InsertKeyOutcome, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let current_root_key_id = stored_root_key_id(transaction)?;
+            if current_root_key_id.as_deref() != Some(key.root_key_id.as_str()) {
+                return Ok(InsertKeyOutcome::RootKeyChanged {
+                    current_root_key_id,
+                });
+            }
+            let inserted = transaction.execute(
+                "INSERT INTO vault_account_keys
+                     (account_id, key_version, root_key_id, nonce, wrapped_key, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(account_id) DO NOTHING",
+                params![
+                    key.account_id.as_str(),
+                    key.key_version,
+                    key.root_key_id,
+                    key.nonce,
+                    key.wrapped_key,
+                    key.created_at.0,
+                ],
+            )?;
+            if inserted == 1 {
+                return Ok(InsertKeyOutcome::Inserted);
+            }
+            let row = transaction.query_row(
+                &format!("{KEY_SELECT} WHERE account_id = ?1"),
+                params![key.account_id.as_str()],
+                read_key_row,
+            )?;
+            Ok(InsertKeyOutcome::Existing(key_from_row(row)?))
+        })
+    }
+
+    fn list_items(&self, account_id: &AccountId) -> Result<Vec<ItemSummary>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare_cached(
+                    "SELECT i.account_id, i.kind, i.name, i.version, i.revoked_at, i.created_at,
+                            i.updated_at, v.field
+                     FROM vault_items i
+                     LEFT JOIN vault_values v
+                       ON v.account_id = i.account_id AND v.kind = i.kind AND v.name = i.name
+                     WHERE i.account_id = ?1
+                     ORDER BY i.kind, i.name, v.field",
+                )?;
+                statement
+                    .query_map(params![account_id.as_str()], |row| {
+                        Ok(JoinedRow {
+                            account_id: row.get(0)?,
+                            kind: row.get(1)?,
+                            name: row.get(2)?,
+                            version: row.get(3)?,
+                            revoked_at: row.get(4)?,
+                            created_at: row.get(5)?,
+                            updated_at: row.get(6)?,
+                            field: row.get(7)?,
+                            key_version: None,
+                            nonce: None,
+                            ciphertext: None,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend("list vault items"))?;
+        let mut summaries: Vec<ItemSummary> = Vec::new();
+        for row in rows {
+            let kind = parse_kind(&row.kind)?;
+            let same_item = summaries
+                .last()
+                .is_some_and(|last| last.kind == kind && last.name == row.name);
+            if !same_item {
+                summaries.push(ItemSummary {
+                    account_id: AccountId(row.account_id),
+                    kind,
+                    name: row.name,
+                    version: to_u64("vault item version", row.version)?,
+                    fields: Vec::new(),
+                    revoked_at: row.revoked_at.map(Timestamp),
+                    created_at: Timestamp(row.created_at),
+                    updated_at: Timestamp(row.updated_at),
+                });
+            }
+            if let (Some(field), Some(summary)) = (row.field, summaries.last_mut()) {
+                summary.fields.push(field);
+            }
+        }
+        Ok(summaries)
+    }
+
+    fn item(
+        &self,
+        account_id: &AccountId,
+        kind: ItemKind,
+        name: &str,
+    ) -> Result<Option<SealedItem>, Error> {
+        self.with_conn(|connection| query_items(connection, account_id, Some((kind, name))))
+            .map(|items| items.into_iter().next())
+            .map_err(|TxError(error)| error)
+    }
+
+    fn items(&self, account_id: &AccountId) -> Result<Vec<SealedItem>, Error> {
+        self.with_conn(|connection| query_items(connection, account_id, None))
+            .map_err(|TxError(error)| error)
+    }
+
+    fn put_item(
+        &self,
+        item: &SealedItem,
+        expected_version: Option<u64>,
+    ) -> Result<WriteOutcome, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let stored: Option<i64> = transaction
+                .query_row(
+                    "SELECT version FROM vault_items
+                     WHERE account_id = ?1 AND kind = ?2 AND name = ?3",
+                    params![item.account_id.as_str(), item.kind.as_str(), item.name],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            let stored_version = stored
+                .map(|version| to_u64("vault item version", version))
+                .transpose()?;
+            if stored_version != expected_version {
+                return Ok(WriteOutcome::VersionConflict { stored_version });
+            }
+            let current_key_version = stored_key_version(transaction, &item.account_id)?;
+            if item
+                .values
+                .iter()
+                .any(|value| Some(value.key_version) != current_key_version)
+            {
+                return Ok(WriteOutcome::KeyConflict {
+                    current_key_version,
+                });
+            }
+            let version = i64::try_from(item.version).map_err(|_| {
+                TxError(Error::Corrupt {
+                    what: "vault item version",
+                    detail: format!("{} is out of range", item.version),
+                })
+            })?;
+            transaction.execute(
+                "INSERT INTO vault_items
+                     (account_id, kind, name, version, revoked_at, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6)
+                 ON CONFLICT(account_id, kind, name) DO UPDATE SET
+                     version = excluded.version,
+                     revoked_at = NULL,
+                     updated_at = excluded.updated_at",
+                params![
+                    item.account_id.as_str(),
+                    item.kind.as_str(),
+                    item.name,
+                    version,
+                    item.created_at.0,
+                    item.updated_at.0,
+                ],
+            )?;
+            write_values(transaction, item)?;
+            Ok(WriteOutcome::Written)
+        })
+    }
+
+    fn revoke_item(
+        &self,
+        account_id: &AccountId,
+        kind: ItemKind,
+        name: &str,
+        revoked_at: Timestamp,
+    ) -> Result<bool, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let changed = transaction.execute(
+                "UPDATE vault_items SET revoked_at = COALESCE(revoked_at, ?4)
+                 WHERE account_id = ?1 AND kind = ?2 AND name = ?3",
+                params![account_id.as_str(), kind.as_str(), name, revoked_at.0],
+            )?;
+            Ok(changed == 1)
+        })
+    }
+
+    fn remove_item(
+        &self,
+        account_id: &AccountId,
+        kind: ItemKind,
+        name: &str,
+    ) -> Result<bool, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            // The values go first explicitly, so the delete does not depend on the
+            // connection's foreign-key setting.
+            transaction.execute(
+                "DELETE FROM vault_values WHERE account_id = ?1 AND kind = ?2 AND name = ?3",
+                params![account_id.as_str(), kind.as_str(), name],
+            )?;
+            let removed = transaction.execute(
+                "DELETE FROM vault_items WHERE account_id = ?1 AND kind = ?2 AND name = ?3",
+                params![account_id.as_str(), kind.as_str(), name],
+            )?;
+            Ok(removed == 1)
+        })
+    }
+
+    fn rotate_account_key(
+        &self,
+        new_key: &WrappedAccountKey,
+        reseal: &mut ResealItem<'_>,
+    ) -> Result<WriteOutcome, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let current_root_key_id = stored_root_key_id(transaction)?;
+            if current_root_key_id.as_deref() != Some(new_key.root_key_id.as_str()) {
+                return Ok(WriteOutcome::RootKeyConflict {
+                    current_root_key_id,
+                });
+            }
+            let current_key_version = stored_key_version(transaction, &new_key.account_id)?;
+            if current_key_version.map(|version| version + 1) != Some(new_key.key_version) {
+                return Ok(WriteOutcome::KeyConflict {
+                    current_key_version,
+                });
+            }
+            transaction.execute(
+                "UPDATE vault_account_keys
+                 SET key_version = ?2, root_key_id = ?3, nonce = ?4, wrapped_key = ?5,
+                     created_at = ?6
+                 WHERE account_id = ?1",
+                params![
+                    new_key.account_id.as_str(),
+                    new_key.key_version,
+                    new_key.root_key_id,
+                    new_key.nonce,
+                    new_key.wrapped_key,
+                    new_key.created_at.0,
+                ],
+            )?;
+            for item in query_items(transaction, &new_key.account_id, None)? {
+                let resealed = reseal(&item)?;
+                let same_identity = resealed.account_id == item.account_id
+                    && resealed.kind == item.kind
+                    && resealed.name == item.name
+                    && resealed.version == item.version
+                    && resealed
+                        .values
+                        .iter()
+                        .all(|value| value.key_version == new_key.key_version);
+                if !same_identity {
+                    return Err(TxError(Error::Corrupt {
+                        what: "resealed vault item",
+                        detail: format!(
+                            "{} {:?} changed identity or key version while resealing",
+                            item.kind.as_str(),
+                            item.name
+                        ),
+                    }));
+                }
+                write_values(transaction, &resealed)?;
+            }
+            Ok(WriteOutcome::Written)
+        })
+    }
+
+    fn rotate_root(
+        &self,
+        current_root_key_id: &str,
+        new_check: &KeyCheck,
+        rewrap: &mut RewrapKey<'_>,
+    ) -> Result<WriteOutcome, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let stored_root = stored_root_key_id(transaction)?;
+            if stored_root.as_deref() != Some(current_root_key_id) {
+                return Ok(WriteOutcome::RootKeyConflict {
+                    current_root_key_id: stored_root,
+                });
+            }
+            let rows = {
+                let mut statement =
+                    transaction.prepare_cached(&format!("{KEY_SELECT} ORDER BY account_id"))?;
+                statement
+                    .query_map([], read_key_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            for row in rows {
+                let wrapped = key_from_row(row)?;
+                let rewrapped = rewrap(&wrapped)?;
+                if rewrapped.account_id != wrapped.account_id
+                    || rewrapped.key_version != wrapped.key_version
+                    || rewrapped.root_key_id != new_check.root_key_id
+                {
+                    return Err(TxError(Error::Corrupt {
+                        what: "rewrapped vault account key",
+                        detail: format!(
+                            "the key of account {} changed identity while rewrapping",
+                            wrapped.account_id
+                        ),
+                    }));
+                }
+                transaction.execute(
+                    "UPDATE vault_account_keys
+                     SET root_key_id = ?2, nonce = ?3, wrapped_key = ?4
+                     WHERE account_id = ?1",
+                    params![
+                        rewrapped.account_id.as_str(),
+                        rewrapped.root_key_id,
+                        rewrapped.nonce,
+                        rewrapped.wrapped_key,
+                    ],
+                )?;
+            }
+            transaction.execute(
+                "UPDATE vault_key_check
+                 SET root_key_id = ?1, nonce = ?2, ciphertext = ?3, created_at = ?4
+                 WHERE singleton = 1",
+                params![
+                    new_check.root_key_id,
+                    new_check.nonce,
+                    new_check.ciphertext,
+                    new_check.created_at.0,
+                ],
+            )?;
+            Ok(WriteOutcome::Written)
+        })
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the SQLite backend: the conformance story through the trait objects,
+//! migrations forward from an older database, and the record's invariants.
+
+// clippy.toml allows unwrap in `#[test]` functions only; the helpers of this test binary are
+// test code too, and a panic there is a test failure, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+mod migrations;
+mod story;
+mod support;

@@ -1,0 +1,84 @@
+//! Test helpers: a temp database and a secret source held in memory.
+
+use std::sync::Mutex;
+
+use redact::{RunSecrets, SecretName, SecretRequest, SecretSource, SecretValue, SourceError};
+use storage_sqlite::SqliteStore;
+
+/// A secret source with fixed connection fields, for tests.
+pub struct FixedSource {
+    pub fields: Mutex<Vec<(String, String, String)>>,
+}
+
+impl FixedSource {
+    pub fn with_connection_field(alias: &str, field: &str, value: &str) -> FixedSource {
+        FixedSource {
+            fields: Mutex::new(vec![(alias.to_owned(), field.to_owned(), value.to_owned())]),
+        }
+    }
+}
+
+impl SecretSource for FixedSource {
+    fn resolve(
+        &self,
+        _account_id: &str,
+        request: &SecretRequest,
+    ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
+        let fields = self.fields.lock().unwrap();
+        let mut found = Vec::new();
+        let mut missing = Vec::new();
+        for alias in &request.connections {
+            let before = found.len();
+            for (field_alias, field, value) in fields.iter() {
+                if field_alias == alias {
+                    found.push((
+                        SecretName::ConnectionField {
+                            alias: alias.clone(),
+                            field: field.clone(),
+                        },
+                        SecretValue::new(value.clone()),
+                    ));
+                }
+            }
+            if found.len() == before {
+                missing.push(alias.clone());
+            }
+        }
+        if !missing.is_empty() {
+            return Err(SourceError::Missing { names: missing });
+        }
+        Ok(found)
+    }
+
+    fn current_values(&self, _account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+        Ok(self
+            .fields
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, _, value)| SecretValue::new(value.clone()))
+            .collect())
+    }
+}
+
+/// The secrets of one run over a source holding `value` as `payments.api_key`.
+pub fn run_secrets(run_id: &str, value: &str) -> RunSecrets {
+    let source = FixedSource::with_connection_field("payments", "api_key", value);
+    RunSecrets::collect(
+        run_id,
+        "acct",
+        &source,
+        &SecretRequest {
+            connections: vec!["payments".into()],
+            ..SecretRequest::default()
+        },
+    )
+    .unwrap()
+}
+
+/// A fresh database in a temp dir (kept alive by the returned guard).
+pub fn temp_store() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("stepward.db")).unwrap();
+    (dir, store)
+}

@@ -1,0 +1,189 @@
+//! The rows handed to and returned by the storage traits.
+//!
+//! `New*` values go in: their free text and JSON are `Redacted`. Records come out as plain
+//! values (already scrubbed when they were written).
+
+use redact::Redacted;
+
+use crate::types::{
+    AccountId, Actor, AttemptStatus, DecisionKind, Door, NetworkMode, RunId, RunStatus, Timestamp,
+};
+
+/// A tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    pub id: AccountId,
+    pub name: String,
+    pub created_at: Timestamp,
+}
+
+/// A run to create.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: RunId,
+    pub account: AccountId,
+    pub status: RunStatus,
+    pub workflow_name: String,
+    /// The file name the workflow was parsed under; recovery parses the source again with it.
+    pub workflow_file_name: String,
+    /// The workflow text, scrubbed for this run (a literal in it could hold a value).
+    pub workflow_source: Redacted<String>,
+    /// SHA-256 (hex) of the workflow text as the parser saw it.
+    pub workflow_hash: String,
+    /// The run-time input values, scrubbed.
+    pub inputs: Redacted<serde_json::Value>,
+    pub created_at: Timestamp,
+}
+
+/// A stored run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub id: RunId,
+    pub account: AccountId,
+    pub status: RunStatus,
+    pub workflow_name: String,
+    pub workflow_file_name: String,
+    pub workflow_source: String,
+    pub workflow_hash: String,
+    pub inputs: serde_json::Value,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// An attempt about to start. Written durably before the sandbox starts (G14).
+#[derive(Debug, Clone)]
+pub struct NewAttempt {
+    pub run: RunId,
+    pub step_id: String,
+    /// 1 for the first attempt of the step, then 2, 3, ...
+    pub attempt: u32,
+    pub network: NetworkMode,
+    /// The step's input values, scrubbed.
+    pub inputs: Redacted<serde_json::Value>,
+    pub started_at: Timestamp,
+}
+
+/// How an attempt ended, as observed from outside the sandbox.
+#[derive(Debug, Clone)]
+pub struct AttemptFinish {
+    pub status: AttemptStatus,
+    pub finished_at: Timestamp,
+    /// The exact interpreter version the sandbox reported (G8), when it got that far.
+    pub interpreter_version: Option<String>,
+    /// The sandbox backend's name (`local`, `unisolated`, ...).
+    pub backend: Option<String>,
+    /// What the backend could not enforce or chose (for example "landlock unavailable").
+    pub isolation_notes: Option<Redacted<String>>,
+    /// The step's output, scrubbed, for a succeeded attempt.
+    pub output: Option<Redacted<serde_json::Value>>,
+    /// Why the attempt failed, was refused or is unknown, scrubbed.
+    pub reason: Option<Redacted<String>>,
+}
+
+/// A stored attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecord {
+    pub run: RunId,
+    pub step_id: String,
+    pub attempt: u32,
+    pub network: NetworkMode,
+    pub status: AttemptStatus,
+    pub inputs: serde_json::Value,
+    pub started_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+    pub interpreter_version: Option<String>,
+    pub backend: Option<String>,
+    pub isolation_notes: Option<String>,
+    pub output: Option<serde_json::Value>,
+    pub reason: Option<String>,
+}
+
+/// An event written in the same transaction as the state change it records, so that the
+/// journal and the state never disagree, whatever moment a crash picks (G25).
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub kind: String,
+    pub payload: Redacted<serde_json::Value>,
+    pub at: Timestamp,
+}
+
+/// One entry of a run's append-only event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    pub run: RunId,
+    /// 1, 2, 3, ... without gaps, per run.
+    pub seq: u64,
+    pub kind: String,
+    pub payload: serde_json::Value,
+    pub at: Timestamp,
+}
+
+/// A decision to record.
+#[derive(Debug, Clone)]
+pub struct NewDecision {
+    pub run: RunId,
+    /// The gate or failed step decided on; `None` for a stop of the whole run.
+    pub step_id: Option<String>,
+    /// The attempt the decision concerns (the gate's pending attempt, the failed attempt).
+    pub attempt: Option<u32>,
+    pub kind: DecisionKind,
+    pub who: Actor,
+    pub door: Door,
+    pub note: Redacted<String>,
+    pub at: Timestamp,
+}
+
+/// A stored decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionRecord {
+    pub id: i64,
+    pub run: RunId,
+    pub step_id: Option<String>,
+    pub attempt: Option<u32>,
+    pub kind: DecisionKind,
+    pub who: Actor,
+    pub door: Door,
+    pub note: String,
+    pub at: Timestamp,
+}
+
+/// The state of a run parked at a gate: outputs so far and the credential NAMES the run holds,
+/// never their values (G18).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkedRecord {
+    pub run: RunId,
+    pub step_id: String,
+    pub state: serde_json::Value,
+    pub parked_at: Timestamp,
+}
+
+/// An audit entry to append.
+#[derive(Debug, Clone)]
+pub struct NewAuditEntry {
+    pub account: AccountId,
+    /// The run the action concerns, if any; the detail must then be scrubbed for that run,
+    /// otherwise for the account (`account:<id>`).
+    pub run: Option<RunId>,
+    pub actor: Actor,
+    /// A stable machine name (`gate.approve`, `secret.set`, `session.sign_in`, ...).
+    pub action: String,
+    pub detail: Redacted<serde_json::Value>,
+    pub at: Timestamp,
+}
+
+/// A stored audit entry, chained to the one before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEntry {
+    /// 1, 2, 3, ... over the whole log.
+    pub seq: u64,
+    pub account: AccountId,
+    pub run: Option<RunId>,
+    pub actor: Actor,
+    pub action: String,
+    pub detail: serde_json::Value,
+    pub at: Timestamp,
+    /// The hash of the entry before (or [`crate::GENESIS_HASH`] for the first).
+    pub prev_hash: String,
+    /// [`crate::audit_entry_hash`] of this entry.
+    pub hash: String,
+}

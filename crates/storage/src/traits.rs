@@ -1,0 +1,119 @@
+//! The storage traits. All synchronous, `&self`, `Send + Sync`: a backend serialises its own
+//! writes.
+
+use redact::Redacted;
+
+use crate::error::Error;
+use crate::records::{
+    Account, AttemptFinish, AttemptRecord, AuditEntry, DecisionRecord, EventRecord, NewAttempt,
+    NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunRecord,
+};
+use crate::types::{AccountId, RunId, RunStatus, Timestamp};
+
+/// Accounts (tenants).
+pub trait AccountStore: Send + Sync {
+    /// Creates an account; an existing id is [`Error::AlreadyExists`].
+    fn create_account(&self, account: &Account) -> Result<(), Error>;
+    fn account(&self, id: &AccountId) -> Result<Option<Account>, Error>;
+    fn accounts(&self) -> Result<Vec<Account>, Error>;
+    /// Returns the account with this id, creating it first if there is none (the CLI's local
+    /// account, created on first use). Atomic: two callers get the same account.
+    fn ensure_account(&self, account: &Account) -> Result<Account, Error>;
+}
+
+/// Runs, their step attempts and their parked state.
+///
+/// Every method that changes a run's state takes the event that records the change and
+/// appends it to the run's log in the same transaction: a crash keeps both or neither.
+pub trait RunStore: Send + Sync {
+    fn create_run(&self, run: &NewRun, event: &NewEvent) -> Result<(), Error>;
+    fn run(&self, id: &RunId) -> Result<Option<RunRecord>, Error>;
+    /// The runs of an account, newest first.
+    fn runs(&self, account: &AccountId) -> Result<Vec<RunRecord>, Error>;
+    /// Every run in one of these statuses (recovery looks for `running` and
+    /// `waiting_approval`).
+    fn runs_with_status(&self, statuses: &[RunStatus]) -> Result<Vec<RunRecord>, Error>;
+    /// Sets the status, durably. A terminal run cannot change again
+    /// ([`Error::StatusConflict`]).
+    fn set_run_status(
+        &self,
+        id: &RunId,
+        status: RunStatus,
+        at: Timestamp,
+        event: &NewEvent,
+    ) -> Result<(), Error>;
+    /// Records "this attempt is running, with this network mode", durably (synced to disk)
+    /// before it returns: the engine starts the sandbox only after this (G14).
+    fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error>;
+    /// Ends a running attempt; an attempt that is not running is
+    /// [`Error::AttemptNotRunning`].
+    fn finish_attempt(
+        &self,
+        run: &RunId,
+        step_id: &str,
+        attempt: u32,
+        finish: &AttemptFinish,
+        event: &NewEvent,
+    ) -> Result<(), Error>;
+    /// The attempts of a run in the order they began.
+    fn attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, Error>;
+    /// Every attempt of every run still marked running (what a crash left).
+    fn running_attempts(&self) -> Result<Vec<AttemptRecord>, Error>;
+    /// Stores the parked state of a run at a gate, replacing any earlier one. The engine
+    /// builds the state with credential values stripped and names kept (G18).
+    fn park(
+        &self,
+        run: &RunId,
+        step_id: &str,
+        state: &Redacted<serde_json::Value>,
+        at: Timestamp,
+        event: &NewEvent,
+    ) -> Result<(), Error>;
+    fn parked(&self, run: &RunId) -> Result<Option<ParkedRecord>, Error>;
+    fn clear_parked(&self, run: &RunId) -> Result<(), Error>;
+}
+
+/// The append-only event log of each run.
+pub trait EventLog: Send + Sync {
+    /// Appends an event and returns its sequence number: the run's previous one plus one,
+    /// starting at 1, without gaps.
+    fn append(
+        &self,
+        run: &RunId,
+        kind: &str,
+        payload: &Redacted<serde_json::Value>,
+        at: Timestamp,
+    ) -> Result<u64, Error>;
+    /// The run's events in sequence order.
+    fn events(&self, run: &RunId) -> Result<Vec<EventRecord>, Error>;
+}
+
+/// Decisions of people (and the supervisor) on runs.
+pub trait DecisionStore: Send + Sync {
+    /// Records a decision durably. A second approve/reject of the same gate (run, step,
+    /// attempt) is [`Error::AlreadyDecided`], also when two deciders race.
+    fn record_decision(
+        &self,
+        decision: &NewDecision,
+        event: &NewEvent,
+    ) -> Result<DecisionRecord, Error>;
+    /// The run's decisions, oldest first.
+    fn decisions(&self, run: &RunId) -> Result<Vec<DecisionRecord>, Error>;
+}
+
+/// The hash-chained audit log.
+pub trait AuditLog: Send + Sync {
+    /// Appends an entry chained to the last one, durably.
+    fn append_audit(&self, entry: &NewAuditEntry) -> Result<AuditEntry, Error>;
+    /// Every entry, oldest first.
+    fn audit_entries(&self) -> Result<Vec<AuditEntry>, Error>;
+    /// Checks the whole chain; see [`crate::verify_audit_chain`].
+    fn verify_audit(&self) -> Result<Result<u64, crate::AuditBreak>, Error> {
+        Ok(crate::verify_audit_chain(&self.audit_entries()?))
+    }
+}
+
+/// Everything the engine needs from one store.
+pub trait Store: AccountStore + RunStore + EventLog + DecisionStore + AuditLog {}
+
+impl<T: AccountStore + RunStore + EventLog + DecisionStore + AuditLog> Store for T {}

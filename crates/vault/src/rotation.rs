@@ -1,0 +1,194 @@
+//! Rotation of the root key (rewraps every account key) and of an account key (re-encrypts
+//! the account's values), each in one storage transaction so a rotation that dies half-way
+//! leaves the old state.
+
+use storage::AccountId;
+use storage::vault::{SealedItem, WrappedAccountKey, WriteOutcome};
+
+use crate::crypto::{KeyBytes, random_id};
+use crate::error::Error;
+use crate::root_key::{
+    KeyLocation, Notice, RootKeySource, pending_key_path, promote_pending_key, read_key_env,
+    read_required_key_file, replace_key_file,
+};
+use crate::vault::{
+    AccountKey, MAX_ATTEMPTS, RootState, ValueIdentity, Vault, make_key_check, open_value_bytes,
+    seal_value, unwrap_account_key, wrap_account_key, wrap_account_key_with,
+};
+
+impl Vault {
+    /// Re-encrypts every value of the account under a new account key, in one transaction.
+    /// Returns the new key version.
+    pub fn rotate_account_key(&self, account_id: &str) -> Result<u32, Error> {
+        let account = AccountId(account_id.to_owned());
+        let root = self.read_root();
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(stored) = self.store.account_key(&account)? else {
+                return Err(Error::NoAccountKey {
+                    account_id: account_id.to_owned(),
+                });
+            };
+            let old = unwrap_account_key(&root, &stored)?;
+            let new = AccountKey {
+                version: old.version + 1,
+                key: KeyBytes::generate()?,
+            };
+            let wrapped = wrap_account_key(&root, &account, new.version, &new.key)?;
+            let mut reseal =
+                |item: &SealedItem| reseal_item(&old, &new, item).map_err(into_store_error);
+            let outcome = self
+                .store
+                .rotate_account_key(&wrapped, &mut reseal)
+                .map_err(from_store_error)?;
+            match outcome {
+                WriteOutcome::Written => return Ok(new.version),
+                WriteOutcome::RootKeyConflict { .. } => return Err(Error::RootKeyChangedElsewhere),
+                WriteOutcome::KeyConflict { .. } | WriteOutcome::VersionConflict { .. } => {}
+            }
+        }
+        Err(Error::Contention {
+            account_id: account_id.to_owned(),
+            kind: "account key",
+            name: account_id.to_owned(),
+        })
+    }
+
+    /// Rewraps every account key under the root key at `new_source` and replaces the key check,
+    /// in one transaction, without touching any value. For [`RootKeySource::DefaultFile`] a new
+    /// key is generated, written beside the current default file, and renamed over it once the
+    /// transaction committed. The returned notice says where the root key must be read from now.
+    pub fn rotate_root(&self, new_source: &RootKeySource) -> Result<Notice, Error> {
+        let mut root = self.write_root();
+        let (new_key, new_location, pending) = match new_source {
+            RootKeySource::File(path) => (
+                read_required_key_file(path)?,
+                KeyLocation::File(path.clone()),
+                None,
+            ),
+            RootKeySource::Env(name) => (read_key_env(name)?, KeyLocation::Env(name.clone()), None),
+            RootKeySource::DefaultFile => {
+                let path = self.default_key_path()?;
+                let pending = pending_key_path(&path);
+                let key = KeyBytes::generate()?;
+                replace_key_file(&pending, &key)?;
+                (key, KeyLocation::File(path.clone()), Some((pending, path)))
+            }
+        };
+        if new_key.same_key_as(&root.key) {
+            return Err(Error::RootKeyUnchanged {
+                location: new_location.to_string(),
+            });
+        }
+        let new_root_key_id = random_id()?;
+        let new_check = make_key_check(&new_key, &new_root_key_id)?;
+        let outcome = {
+            let current: &RootState = &root;
+            let mut rewrap = |wrapped: &WrappedAccountKey| {
+                rewrap_key(current, &new_key, &new_root_key_id, wrapped).map_err(into_store_error)
+            };
+            self.store
+                .rotate_root(&current.root_key_id, &new_check, &mut rewrap)
+                .map_err(from_store_error)?
+        };
+        match outcome {
+            WriteOutcome::Written => {}
+            WriteOutcome::RootKeyConflict { .. }
+            | WriteOutcome::KeyConflict { .. }
+            | WriteOutcome::VersionConflict { .. } => return Err(Error::RootKeyChangedElsewhere),
+        }
+        if let Some((pending, path)) = &pending {
+            promote_pending_key(pending, path)?;
+        }
+        let old_location = std::mem::replace(
+            &mut *root,
+            RootState {
+                key: new_key,
+                root_key_id: new_root_key_id,
+                location: new_location.clone(),
+            },
+        )
+        .location;
+        Ok(rotation_notice(&old_location, &new_location))
+    }
+}
+
+fn reseal_item(old: &AccountKey, new: &AccountKey, item: &SealedItem) -> Result<SealedItem, Error> {
+    let identity = ValueIdentity {
+        account_id: &item.account_id,
+        kind: item.kind,
+        name: &item.name,
+        version: item.version,
+    };
+    let values = item
+        .values
+        .iter()
+        .map(|value| {
+            let plaintext = open_value_bytes(old, item, value)?;
+            seal_value(new, &identity, &value.field, &plaintext)
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok(SealedItem {
+        values,
+        ..item.clone()
+    })
+}
+
+fn rewrap_key(
+    current: &RootState,
+    new_key: &KeyBytes,
+    new_root_key_id: &str,
+    wrapped: &WrappedAccountKey,
+) -> Result<WrappedAccountKey, Error> {
+    let account_key = unwrap_account_key(current, wrapped)?;
+    wrap_account_key_with(
+        new_key,
+        new_root_key_id,
+        &wrapped.account_id,
+        wrapped.key_version,
+        &account_key.key,
+    )
+}
+
+/// Carries a vault error through a store's rotation callback.
+fn into_store_error(error: Error) -> storage::Error {
+    storage::Error::Backend {
+        operation: "vault rotation",
+        source: Box::new(error),
+    }
+}
+
+/// Recovers a vault error that a rotation callback raised, or wraps the store's own.
+fn from_store_error(error: storage::Error) -> Error {
+    match error {
+        storage::Error::Backend { operation, source } => match source.downcast::<Error>() {
+            Ok(vault_error) => *vault_error,
+            Err(source) => Error::Store {
+                source: storage::Error::Backend { operation, source },
+            },
+        },
+        other => Error::Store { source: other },
+    }
+}
+
+fn rotation_notice(old_location: &KeyLocation, new_location: &KeyLocation) -> Notice {
+    let root_key_path = match new_location {
+        KeyLocation::File(path) => Some(path.clone()),
+        KeyLocation::Env(_) => None,
+    };
+    let text = if old_location == new_location {
+        format!(
+            "Rotated the vault's root key: the new key replaced the old one at {new_location}. \
+             Back up the new key; the old one opens nothing any more."
+        )
+    } else {
+        format!(
+            "Rotated the vault's root key: from now on it must be read from {new_location}; \
+             start stepward with that root key source. The old key at {old_location} opens \
+             nothing any more: delete it once stepward has started with the new one."
+        )
+    };
+    Notice {
+        root_key_path,
+        text,
+    }
+}

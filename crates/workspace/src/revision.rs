@@ -1,0 +1,368 @@
+//! The revision store (G25): every write to a workspace is a revision with an author.
+//!
+//! On disk, under the store's folder:
+//! - `blobs/<sha256>`: file contents, content-addressed, each written to a temporary name,
+//!   fsync'd, renamed into place, and the folder fsync'd;
+//! - `revisions.log`: one JSON line per revision (id, parent, author, time, message, and each
+//!   changed path with its blob hash or `null` for a deletion), appended and fsync'd only after
+//!   every blob it names is durable. A torn last line (a crash mid-append) is cut off on open.
+//!
+//! A revision is all or nothing: every path and every content is checked (protected entries,
+//! content holding a current secret, G19) before anything is written.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::Error;
+use crate::path::RelPath;
+use crate::protected::is_protected;
+
+/// Tells whether some bytes hold a current secret value, in any encoding the redactor knows.
+/// The caller builds it from the run's or the account's secret set; the revision store and
+/// the sandbox's copy-back filter refuse content for which it answers `true`.
+pub trait SecretScreen: Send + Sync {
+    /// `true` when `content` holds a current secret value in any known encoding.
+    fn holds_secret(&self, content: &[u8]) -> bool;
+}
+
+/// Who made a revision.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Author {
+    /// A signed-in person.
+    Person { id: String },
+    /// An API key (never a person, G26).
+    ApiKey { id: String },
+    /// An agent acting through its file tools.
+    Agent { name: String },
+    /// A step of a run whose files were copied back.
+    RunStep {
+        run_id: String,
+        step: String,
+        attempt: u32,
+    },
+    /// The command-line tool without a server, acting as an operating-system user.
+    Cli { os_user: String },
+}
+
+/// What a revision does to one path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Create or replace the file with these contents.
+    Write(Vec<u8>),
+    /// Remove the file.
+    Delete,
+}
+
+/// A revision's id: the SHA-256 of its log line's other fields, so it also seals its parent.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RevisionId(String);
+
+impl RevisionId {
+    /// The id as lower-case hex.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for RevisionId {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+/// One path changed by a revision, as recorded in the log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedPath {
+    /// The path, relative to the workspace root.
+    pub path: String,
+    /// The SHA-256 (hex) of the new contents, or `None` for a deletion.
+    pub blob: Option<String>,
+}
+
+/// One line of the revision log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revision {
+    /// This revision's id.
+    pub id: RevisionId,
+    /// The revision before it, `None` for the first.
+    pub parent: Option<RevisionId>,
+    /// Who made it.
+    pub author: Author,
+    /// When, in milliseconds since the Unix epoch.
+    pub unix_millis: u64,
+    /// Why, in the author's words.
+    pub message: String,
+    /// What it changed, sorted by path.
+    pub changes: Vec<ChangedPath>,
+}
+
+/// The fields hashed into a revision id, in a fixed order.
+#[derive(Serialize)]
+struct IdInput<'a> {
+    parent: &'a Option<RevisionId>,
+    author: &'a Author,
+    unix_millis: u64,
+    message: &'a str,
+    changes: &'a [ChangedPath],
+}
+
+/// An on-disk, append-only store of revisions for one workspace.
+pub struct RevisionStore {
+    folder: PathBuf,
+    // Serialises writers in this process; the log is also locked against other processes.
+    writer: Mutex<()>,
+}
+
+const LOG_NAME: &str = "revisions.log";
+const BLOBS_NAME: &str = "blobs";
+
+impl RevisionStore {
+    /// Opens (creating if needed) the store in `folder`, cutting off a torn last log line.
+    pub fn open(folder: &Path) -> Result<RevisionStore, Error> {
+        let blobs = folder.join(BLOBS_NAME);
+        fs::create_dir_all(&blobs).map_err(io_error("create", &blobs))?;
+        let log_path = folder.join(LOG_NAME);
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(&log_path)
+            .map_err(io_error("open", &log_path))?;
+        log.lock().map_err(io_error("lock", &log_path))?;
+        let mut contents = Vec::new();
+        (&log)
+            .read_to_end(&mut contents)
+            .map_err(io_error("read", &log_path))?;
+        if !contents.is_empty() && !contents.ends_with(b"\n") {
+            let keep = contents
+                .iter()
+                .rposition(|byte| *byte == b'\n')
+                .map_or(0, |newline| newline + 1);
+            log.set_len(keep as u64)
+                .map_err(io_error("truncate", &log_path))?;
+            log.sync_all().map_err(io_error("fsync", &log_path))?;
+        }
+        sync_folder(folder)?;
+        Ok(RevisionStore {
+            folder: folder.to_path_buf(),
+            writer: Mutex::new(()),
+        })
+    }
+
+    /// Records one revision. Refuses, writing nothing, if a path is protected, if a path
+    /// appears twice, or if any new content holds a current secret according to `screen`.
+    pub fn write(
+        &self,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        screen: &dyn SecretScreen,
+    ) -> Result<RevisionId, Error> {
+        if changes.is_empty() {
+            return Err(Error::EmptyRevision);
+        }
+        let mut seen = HashSet::new();
+        for (path, change) in &changes {
+            if !seen.insert(path.as_str()) {
+                return Err(Error::DuplicatePath {
+                    path: path.to_string(),
+                });
+            }
+            if let Some(kind) = is_protected(path) {
+                return Err(Error::Protected {
+                    path: path.to_string(),
+                    kind,
+                });
+            }
+            if let Change::Write(contents) = change
+                && screen.holds_secret(contents)
+            {
+                return Err(Error::HoldsSecret {
+                    path: path.to_string(),
+                });
+            }
+        }
+
+        let _writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let log_path = self.folder.join(LOG_NAME);
+        let mut log = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .open(&log_path)
+            .map_err(io_error("open", &log_path))?;
+        log.lock().map_err(io_error("lock", &log_path))?;
+
+        let mut recorded: Vec<ChangedPath> = Vec::with_capacity(changes.len());
+        for (path, change) in &changes {
+            let blob = match change {
+                Change::Write(contents) => Some(self.store_blob(contents)?),
+                Change::Delete => None,
+            };
+            recorded.push(ChangedPath {
+                path: path.to_string(),
+                blob,
+            });
+        }
+        recorded.sort_by(|left, right| left.path.cmp(&right.path));
+        sync_folder(&self.folder.join(BLOBS_NAME))?;
+
+        let parent = read_log(&log_path)?.last().map(|last| last.id.clone());
+        let unix_millis = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| {
+                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+            });
+        let id_input = serde_json::to_vec(&IdInput {
+            parent: &parent,
+            author,
+            unix_millis,
+            message,
+            changes: &recorded,
+        })
+        .map_err(|source| Error::Encode { source })?;
+        let revision = Revision {
+            id: RevisionId(hex::encode(Sha256::digest(&id_input))),
+            parent,
+            author: author.clone(),
+            unix_millis,
+            message: message.to_owned(),
+            changes: recorded,
+        };
+        let mut line = serde_json::to_vec(&revision).map_err(|source| Error::Encode { source })?;
+        line.push(b'\n');
+        log.write_all(&line)
+            .map_err(io_error("append", &log_path))?;
+        log.sync_all().map_err(io_error("fsync", &log_path))?;
+        Ok(revision.id)
+    }
+
+    /// Every revision, oldest first.
+    pub fn history(&self) -> Result<Vec<Revision>, Error> {
+        read_log(&self.folder.join(LOG_NAME))
+    }
+
+    /// The contents of `path` as of revision `revision`, or `None` if it did not exist then.
+    pub fn read(&self, revision: &RevisionId, path: &RelPath) -> Result<Option<Vec<u8>>, Error> {
+        let history = self.history()?;
+        let end = history
+            .iter()
+            .position(|candidate| &candidate.id == revision)
+            .ok_or_else(|| Error::UnknownRevision {
+                id: revision.to_string(),
+            })?;
+        let mut latest: Option<Option<String>> = None;
+        for candidate in history[..=end].iter().rev() {
+            if let Some(change) = candidate
+                .changes
+                .iter()
+                .find(|change| change.path == path.as_str())
+            {
+                latest = Some(change.blob.clone());
+                break;
+            }
+        }
+        match latest.flatten() {
+            Some(hash) => self.load_blob(&hash).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every path that exists as of `revision`, with its blob hash.
+    pub fn tree(&self, revision: &RevisionId) -> Result<BTreeMap<String, String>, Error> {
+        let history = self.history()?;
+        let end = history
+            .iter()
+            .position(|candidate| &candidate.id == revision)
+            .ok_or_else(|| Error::UnknownRevision {
+                id: revision.to_string(),
+            })?;
+        let mut tree = BTreeMap::new();
+        for candidate in &history[..=end] {
+            for change in &candidate.changes {
+                match &change.blob {
+                    Some(hash) => tree.insert(change.path.clone(), hash.clone()),
+                    None => tree.remove(&change.path),
+                };
+            }
+        }
+        Ok(tree)
+    }
+
+    fn store_blob(&self, contents: &[u8]) -> Result<String, Error> {
+        let hash = hex::encode(Sha256::digest(contents));
+        let blobs = self.folder.join(BLOBS_NAME);
+        let final_path = blobs.join(&hash);
+        if final_path.exists() {
+            return Ok(hash);
+        }
+        let temporary_path = blobs.join(format!(".{hash}.{}.tmp", std::process::id()));
+        let mut file =
+            File::create(&temporary_path).map_err(io_error("create", &temporary_path))?;
+        file.write_all(contents)
+            .map_err(io_error("write", &temporary_path))?;
+        file.sync_all()
+            .map_err(io_error("fsync", &temporary_path))?;
+        fs::rename(&temporary_path, &final_path).map_err(io_error("rename", &final_path))?;
+        Ok(hash)
+    }
+
+    fn load_blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
+        let path = self.folder.join(BLOBS_NAME).join(hash);
+        let contents = fs::read(&path).map_err(io_error("read", &path))?;
+        if hex::encode(Sha256::digest(&contents)) != hash {
+            return Err(Error::BlobMismatch {
+                hash: hash.to_owned(),
+            });
+        }
+        Ok(contents)
+    }
+}
+
+fn read_log(log_path: &Path) -> Result<Vec<Revision>, Error> {
+    let contents = fs::read(log_path).map_err(io_error("read", log_path))?;
+    let mut revisions = Vec::new();
+    // Only newline-terminated lines count: an unterminated tail is a write still in progress.
+    let complete = contents
+        .iter()
+        .rposition(|byte| *byte == b'\n')
+        .map_or(&contents[..0], |newline| &contents[..=newline]);
+    for (index, line) in complete.split(|byte| *byte == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let revision = serde_json::from_slice(line).map_err(|source| Error::CorruptLog {
+            path: log_path.to_path_buf(),
+            line: index + 1,
+            source,
+        })?;
+        revisions.push(revision);
+    }
+    Ok(revisions)
+}
+
+fn sync_folder(folder: &Path) -> Result<(), Error> {
+    File::open(folder)
+        .and_then(|handle| handle.sync_all())
+        .map_err(io_error("fsync", folder))
+}
+
+fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::Io {
+        operation,
+        path,
+        source,
+    }
+}

@@ -1,0 +1,5 @@
+//! The workspace crate's one integration-test binary.
+
+mod paths;
+mod protected;
+mod revisions;
