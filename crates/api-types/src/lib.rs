@@ -5,6 +5,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod runs;
+
 use serde::{Deserialize, Serialize};
 
 /// One problem found in a definition file, with its place and what would be right.

@@ -99,8 +99,13 @@ impl Engine {
             attempt,
         };
         let message = format!("copy-back of step {step}, attempt {attempt}");
+        // The revision is the record; the working folder (what the next step is staged from)
+        // follows it only once the revision is written.
         let written = RevisionStore::open(folder)
-            .and_then(|store| store.write(&author, &message, accepted, &screens));
+            .and_then(|store| store.write(&author, &message, accepted.clone(), &screens))
+            .and_then(|revision| {
+                workspace::apply_to_folder(&self.options.work_dir, &accepted).map(|()| revision)
+            });
         match written {
             Ok(revision) => {
                 self.event(

@@ -4,10 +4,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::config::GlobalArgs;
+
 /// Runs workflows written by an AI assistant, each step in a fresh, hardened sandbox.
 #[derive(Debug, Parser)]
 #[command(name = "stepward", version, about)]
 pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -21,6 +25,136 @@ pub enum Command {
     Reach(ReachArgs),
     /// Print the JSON Schema of the workflow format, for editors with a YAML language server.
     Schema,
+    /// Run a workflow to completion, to a gate, or to a point where a person must decide.
+    Run(RunArgs),
+    /// List runs, show one, read its events, or decide on a run that needs attention.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Approve the gate a run waits at; the run goes on.
+    Approve(DecideArgs),
+    /// Reject the gate a run waits at; the run stops.
+    Reject(DecideArgs),
+    /// Secrets of the local account: set (value on stdin), list (names only), remove.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+    /// Connections of the local account: an alias with named fields (values on stdin).
+    #[command(subcommand)]
+    Connections(ConnectionsCommand),
+    /// Key management.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// The audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The workflow file.
+    pub file: PathBuf,
+    /// A workflow input, `NAME=VALUE`; repeat for each. A `string` input takes VALUE as is;
+    /// any other type reads VALUE as JSON (`top=3`, `lines=[{"customer":"a","cents":5}]`).
+    #[arg(long = "input", value_name = "NAME=VALUE")]
+    pub inputs: Vec<String>,
+    /// Print the run as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// The local account's runs, newest first.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run: its status and each step's latest attempt.
+    Show {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A run's event log, in order.
+    Events {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A person's decision to run again the step that stopped a run (the only way an `unknown`
+    /// step ever runs again).
+    Retry {
+        run: String,
+        step: String,
+        /// New inputs for the step, `NAME=VALUE` with VALUE as JSON (or a plain string).
+        #[arg(long = "input", value_name = "NAME=VALUE")]
+        inputs: Vec<String>,
+        /// Why it is safe to run it again.
+        #[arg(long)]
+        note: String,
+    },
+    /// A person's decision to stop a run that needs attention.
+    Stop {
+        run: String,
+        #[arg(long)]
+        note: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    pub run: String,
+    /// The gate step (with or without its `!`).
+    pub step: String,
+    /// What the decision rests on; recorded with who decided and through which door.
+    #[arg(long)]
+    pub note: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Set a secret; the value is read from stdin, never from an argument.
+    Set { name: String },
+    /// Names, versions and dates; never values.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a secret.
+    Rm { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConnectionsCommand {
+    /// Add (or replace) a connection; one value per field is read from stdin, one per line, in
+    /// the order of the `--field` flags.
+    Add {
+        alias: String,
+        #[arg(long = "field", required = true)]
+        fields: Vec<String>,
+    },
+    /// Aliases and field names; never values.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a connection.
+    Rm { alias: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Rewrap every account key under a new root key; secrets are not touched.
+    RotateRoot {
+        /// Where the new root key is; by default a new key in the default key file.
+        #[arg(long)]
+        new_root_key_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the audit log's hash chain: a changed or deleted entry is reported.
+    Verify,
 }
 
 #[derive(Debug, Args)]

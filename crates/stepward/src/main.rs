@@ -5,15 +5,21 @@
 
 #![forbid(unsafe_code)]
 
+mod app;
 mod cli;
 mod commands;
+mod config;
 mod definitions;
+mod executor;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
+use engine::GateDecision;
+
 use crate::cli::{Cli, Command};
+use crate::config::Config;
 
 /// What a command found, mapped to the process exit code by `main`.
 pub enum Outcome {
@@ -23,12 +29,32 @@ pub enum Outcome {
     Invalid,
 }
 
+/// The first argument that makes this program the sandbox's jail helper. The platform execs
+/// itself with it (and an empty environment) so the jail is set up in a fresh, single-threaded
+/// process, never in a thread of the platform.
+pub const JAIL_HELPER_ARG: &str = "__jail";
+
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == JAIL_HELPER_ARG)
+    {
+        sandbox::jail::jail_main();
+    }
     let cli = Cli::parse();
+    let config = Config::from_args(&cli.global);
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args),
         Command::Reach(args) => commands::reach::run(&args),
         Command::Schema => commands::schema::run(),
+        Command::Run(args) => commands::run::run(&args, config),
+        Command::Runs(command) => commands::runs::run(&command, config),
+        Command::Approve(args) => commands::decide::run(&args, GateDecision::Approve, config),
+        Command::Reject(args) => commands::decide::run(&args, GateDecision::Reject, config),
+        Command::Secrets(command) => commands::vault::secrets(&command, config),
+        Command::Connections(command) => commands::vault::connections(&command, config),
+        Command::Keys(command) => commands::vault::keys(&command, config),
+        Command::Audit(command) => commands::audit::run(&command, config),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

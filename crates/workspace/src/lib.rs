@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod folder;
 mod path;
 mod protected;
 mod revision;
@@ -15,6 +16,7 @@ mod suggest;
 
 // The path, protection and revision types are the crate's whole vocabulary; every caller needs
 // them, so they are exported at the root rather than behind module paths.
+pub use crate::folder::apply_to_folder;
 pub use crate::path::{
     MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, Refusal, RefusalReason, RelPath, confine,
     confine_suggesting,

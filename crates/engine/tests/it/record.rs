@@ -244,4 +244,7 @@ fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
         .find(|event| event.kind == "workspace.revision")
         .unwrap();
     assert_eq!(recorded.payload["revision"], json!(history[0].id.as_str()));
+    // The working folder follows the revision: the next step is staged from it.
+    let written = std::fs::read(harness.options.work_dir.join("shared/out.txt")).unwrap();
+    assert_eq!(written, b"result");
 }

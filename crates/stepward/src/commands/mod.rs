@@ -1,8 +1,13 @@
 //! One module per subcommand; each returns an [`crate::Outcome`] or an IO/usage error.
 
+pub mod audit;
 pub mod check;
+pub mod decide;
 pub mod reach;
+pub mod run;
+pub mod runs;
 pub mod schema;
+pub mod vault;
 
 /// Converts the parser's diagnostics into their wire form.
 pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diagnostic> {
@@ -30,4 +35,63 @@ pub fn print_diagnostics(diagnostics: &[spec::Diagnostic], source: &str) {
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
+}
+
+/// Prints where a run stands: its id and status, then each step's latest attempt.
+pub fn print_summary(summary: &engine::RunSummary, json: bool) -> anyhow::Result<()> {
+    let wire = api_types::runs::RunSummary {
+        run: summary.run.0.clone(),
+        status: summary.status.as_str().to_owned(),
+        waiting_at: summary.waiting_at.clone(),
+        reason: summary.reason.clone(),
+        steps: summary
+            .steps
+            .iter()
+            .map(|step| api_types::runs::StepSummary {
+                step: step.step_id.clone(),
+                attempt: step.attempt,
+                status: step.status.as_str().to_owned(),
+                output: step.output.clone(),
+                reason: step.reason.clone(),
+            })
+            .collect(),
+    };
+    if json {
+        return print_json(&wire);
+    }
+    println!("run {}: {}", wire.run, wire.status);
+    if let Some(gate) = &wire.waiting_at {
+        println!("  waiting for a person to approve or reject step `{gate}`:");
+        println!("    stepward approve {} {gate} --note \"...\"", wire.run);
+        println!("    stepward reject {} {gate} --note \"...\"", wire.run);
+    }
+    if let Some(reason) = &wire.reason {
+        println!("  reason: {reason}");
+    }
+    let width = wire
+        .steps
+        .iter()
+        .map(|step| step.step.len())
+        .max()
+        .unwrap_or(0);
+    for step in &wire.steps {
+        let detail = match (&step.output, &step.reason) {
+            (Some(output), _) => output.to_string(),
+            (None, Some(reason)) => reason.clone(),
+            (None, None) => String::new(),
+        };
+        println!(
+            "  {:<width$}  attempt {}  {:<12} {detail}",
+            step.step, step.attempt, step.status
+        );
+    }
+    Ok(())
+}
+
+/// A run that succeeded or waits at a gate is done for now; any other end needs a person.
+pub fn summary_outcome(summary: &engine::RunSummary) -> crate::Outcome {
+    match summary.status {
+        storage::RunStatus::Succeeded | storage::RunStatus::WaitingApproval => crate::Outcome::Done,
+        _ => crate::Outcome::Invalid,
+    }
 }

@@ -53,3 +53,111 @@ pub fn example_workflows() -> Vec<String> {
     );
     found
 }
+
+/// A data directory and a configuration directory of its own, removed when dropped, so a test
+/// never touches the person's real vault key or data.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub fn new() -> Home {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        // The sandbox state inside must be searchable by the sandboxes' unprivileged host ids.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
+            .expect("the temporary folder's mode can be set");
+        Home { dir }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Runs `stepward ARGS --data-dir <this home>` with stdin fed from `input`.
+    pub fn stepward_with_stdin(&self, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stepward"))
+            .args(args)
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--sandbox-state-dir")
+            .arg(self.dir.path().join("sandbox"))
+            .current_dir(repo_root())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the stepward binary runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(input.as_bytes())
+            .expect("stdin takes the input");
+        child.wait_with_output().expect("stepward finishes")
+    }
+
+    pub fn stepward(&self, args: &[&str]) -> Output {
+        self.stepward_with_stdin(args, "")
+    }
+
+    /// Every byte of the data directory's files, to search for what must never be stored.
+    pub fn data_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut pending = vec![self.data_dir()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    bytes.extend(std::fs::read(&path).unwrap_or_default());
+                }
+            }
+        }
+        bytes
+    }
+}
+
+impl Drop for Home {
+    /// Removes the (empty) cgroup parents the platform made for this data directory; the
+    /// temporary folder removes itself. `rmdir` only ever removes an empty cgroup.
+    fn drop(&mut self) {
+        let Ok(data_dir) = std::fs::canonicalize(self.data_dir()) else {
+            return;
+        };
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
+        let name = format!("stepward-{}", hex::encode(&digest[..6]));
+        for hierarchy in std::fs::read_dir("/sys/fs/cgroup")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let parent = hierarchy.path().join(&name);
+            if parent.is_dir() {
+                let _ = std::fs::remove_dir(&parent);
+            }
+        }
+    }
+}
+
+/// The run id a `stepward run` printed.
+pub fn run_id(output: &Output) -> String {
+    let printed = stdout(output);
+    let start = printed.find("run_").expect("a run id was printed");
+    printed[start..]
+        .chars()
+        .take_while(|character| character.is_ascii_alphanumeric() || *character == '_')
+        .collect()
+}
+
+pub fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}

@@ -1,0 +1,53 @@
+//! Runs, their steps, events and decisions on the wire (the CLI's `--json` and the API).
+
+use serde::{Deserialize, Serialize};
+
+/// Where a run stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run: String,
+    /// `queued`, `running`, `waiting_approval`, `needs_repair`, `needs_attention`,
+    /// `succeeded`, `failed` or `stopped`.
+    pub status: String,
+    /// The gate the run waits at, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_at: Option<String>,
+    /// Why the run is not going on by itself, if it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub steps: Vec<StepSummary>,
+}
+
+/// One step's latest attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSummary {
+    pub step: String,
+    pub attempt: u32,
+    /// `running`, `succeeded`, `failed`, `unknown`, `needs_repair` or `refused`.
+    pub status: String,
+    /// The step's output (scrubbed), when it succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One line of `runs list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunListItem {
+    pub run: String,
+    pub workflow: String,
+    pub status: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One entry of a run's event log (already scrubbed when it was written).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub kind: String,
+    pub at: i64,
+    pub payload: serde_json::Value,
+}

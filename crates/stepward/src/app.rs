@@ -1,0 +1,295 @@
+//! The composition root: opens the store and the vault, finds or creates the local account,
+//! and builds the engine with the sandbox behind it.
+//!
+//! Only the process holding the data directory's engine lock may drive runs: recovery marks
+//! every attempt it finds running as interrupted, which would be wrong for another live process.
+
+use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use engine::{Engine, EngineOptions, PersonDecision, PersonSupervisor, RandomRunIds, SystemClock};
+use redact::Redactor;
+use sandbox::Isolation;
+use storage::{Account, AccountId, AccountStore, Actor, AuditLog, Door, NewAuditEntry, Timestamp};
+use storage_sqlite::SqliteStore;
+use vault::{Vault, VaultOptions};
+
+use crate::config::{Backend, Config};
+use crate::executor::SandboxExecutor;
+
+/// The id of the one account the CLI acts for without a server (DESIGN section 2).
+pub const LOCAL_ACCOUNT_ID: &str = "local";
+
+/// The store, the vault and the local account, opened once per command.
+pub struct App {
+    pub config: Config,
+    pub store: Arc<SqliteStore>,
+    pub vault: Arc<Vault>,
+    pub account: AccountId,
+}
+
+impl App {
+    /// Opens (creating on first use) the data directory, its database, the vault and the local
+    /// account. Prints the vault's notice (where a new root key was put) to stderr.
+    pub fn open(config: Config) -> anyhow::Result<App> {
+        std::fs::create_dir_all(&config.data_dir).with_context(|| {
+            format!(
+                "cannot create the data directory {}",
+                config.data_dir.display()
+            )
+        })?;
+        let store = Arc::new(SqliteStore::open(&config.database_path()).with_context(|| {
+            format!(
+                "cannot open the database {}",
+                config.database_path().display()
+            )
+        })?);
+        let (vault, notice) =
+            Vault::open(&VaultOptions::new(config.root_key.clone()), store.clone())
+                .context("cannot open the vault")?;
+        if let Some(notice) = notice {
+            eprintln!("{notice}");
+        }
+        let account = AccountId(LOCAL_ACCOUNT_ID.to_owned());
+        store
+            .ensure_account(&Account {
+                id: account.clone(),
+                name: "local".to_owned(),
+                created_at: now(),
+            })
+            .context("cannot create the local account")?;
+        Ok(App {
+            config,
+            store,
+            vault: Arc::new(vault),
+            account,
+        })
+    }
+
+    /// Who the CLI acts as: the operating-system user (decisions record the door `cli`).
+    pub fn cli_actor() -> Actor {
+        Actor::Cli { os_user: os_user() }
+    }
+
+    /// A person's decision through the CLI: the operating-system user, the door `cli`.
+    pub fn decision(&self, note: &str) -> PersonDecision {
+        PersonDecision {
+            who: App::cli_actor(),
+            door: Door::Cli,
+            note: note.to_owned(),
+        }
+    }
+
+    /// Appends an audit entry for the local account, its detail scrubbed of every current
+    /// value of the account.
+    pub fn audit(&self, action: &str, detail: serde_json::Value) -> anyhow::Result<()> {
+        let redactor = Redactor::for_account(&self.account.0, self.vault.as_ref())
+            .context("cannot build the account's redactor for the audit log")?;
+        self.store
+            .append_audit(&NewAuditEntry {
+                account: self.account.clone(),
+                run: None,
+                actor: App::cli_actor(),
+                action: action.to_owned(),
+                detail: redactor.scrub_json(&detail),
+                at: now(),
+            })
+            .context("cannot write the audit log")?;
+        Ok(())
+    }
+
+    /// An engine for reading runs only: it never recovers, takes no lock and runs nothing
+    /// (its executor refuses every step).
+    pub fn reading_engine(&self) -> Engine {
+        Engine::new(
+            EngineOptions::default(),
+            self.store.clone(),
+            Arc::new(RefusingExecutor),
+            self.vault.clone(),
+            Arc::new(PersonSupervisor),
+            Arc::new(SystemClock),
+            Arc::new(RandomRunIds),
+        )
+    }
+
+    /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted
+    /// runs, and returns an engine whose steps run in the configured backend.
+    pub fn engine(&self) -> anyhow::Result<(Engine, EngineLock)> {
+        let lock = EngineLock::take(self.config.data_dir.join("engine.lock"))?;
+        let backend = self.backend()?;
+        let executor = SandboxExecutor::new(
+            backend,
+            self.vault.clone(),
+            self.account.0.clone(),
+            sandbox::Limits::default(),
+        );
+        std::fs::create_dir_all(self.config.workspace_dir())
+            .context("cannot create the workspace folder")?;
+        let engine = Engine::new(
+            EngineOptions {
+                work_dir: self.config.workspace_dir(),
+                revisions_dir: Some(self.config.revisions_dir()),
+                ..EngineOptions::default()
+            },
+            self.store.clone(),
+            Arc::new(executor),
+            self.vault.clone(),
+            Arc::new(PersonSupervisor),
+            Arc::new(SystemClock),
+            Arc::new(RandomRunIds),
+        );
+        let report = engine
+            .recover()
+            .context("cannot recover interrupted runs")?;
+        if report != engine::RecoveryReport::default() {
+            eprintln!("recovered after an interruption: {report:?}");
+        }
+        Ok((engine, lock))
+    }
+
+    fn backend(&self) -> anyhow::Result<Arc<dyn Isolation>> {
+        let state_dir = self.config.sandbox_state_dir();
+        if let Some(parent) = state_dir.parent() {
+            // Searchable by the sandboxes' host ids (never listable by them).
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o711))
+                .with_context(|| format!("cannot set the mode of {}", parent.display()))?;
+        }
+        match self.config.backend {
+            Backend::Local => {
+                let helper = std::env::current_exe().context("cannot find this program's path")?;
+                let mut options = sandbox::local::LocalOptions::new(
+                    state_dir,
+                    (helper, vec![crate::JAIL_HELPER_ARG.into()]),
+                );
+                options.egress = self.egress_options()?;
+                // Per data directory: its own cgroup parent and its own band of host ids.
+                let instance = self.config.instance_id();
+                options.cgroups.parent = format!("stepward-{instance}");
+                let band = u32::from_str_radix(&instance[..4], 16).unwrap_or_default() % 1000;
+                options.uid_base = 1_800_000_000 + band * options.slots;
+                if let Some(egress) = &options.egress {
+                    sandbox::net::install_policy(egress)
+                        .context("cannot install the egress policy (nftables)")?;
+                }
+                sandbox::local::sweep(&options)
+                    .context("cannot sweep sandboxes left by an earlier crash")?;
+                Ok(Arc::new(
+                    sandbox::local::LocalBackend::new(options)
+                        .context("cannot set up the local sandbox backend")?,
+                ))
+            }
+            Backend::Unisolated => {
+                let accounts = self.store.accounts()?.len();
+                sandbox::unisolated::unisolated_allowed(accounts)
+                    .context("the unisolated backend is refused")?;
+                Ok(Arc::new(
+                    sandbox::unisolated::UnisolatedBackend::new(
+                        sandbox::unisolated::UnisolatedOptions::new(state_dir),
+                    )
+                    .context("cannot set up the unisolated backend")?,
+                ))
+            }
+        }
+    }
+
+    /// The egress network, when a resolver is configured; otherwise `public_egress` steps are
+    /// refused by the backend (never run with a broader network).
+    fn egress_options(&self) -> anyhow::Result<Option<sandbox::net::EgressOptions>> {
+        let Some(resolver) = self.config.egress_resolver else {
+            return Ok(None);
+        };
+        let mut options = sandbox::net::EgressOptions::with_resolver(resolver);
+        if let Some(uplink) = &self.config.egress_uplink {
+            options.uplink = sandbox::net::Uplink::Interface(uplink.clone());
+        }
+        options
+            .validate()
+            .context("the egress settings are invalid")?;
+        Ok(Some(options))
+    }
+}
+
+/// The executor of [`App::reading_engine`]: reading a run never runs a step.
+struct RefusingExecutor;
+
+impl engine::StepExecutor for RefusingExecutor {
+    fn execute(&self, request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
+        engine::ExecutionReport::outcome_only(
+            engine::ExecutionOutcome::Refused {
+                reason: format!(
+                    "step {} was not run: this command only reads runs",
+                    request.step.id()
+                ),
+            },
+            "none",
+        )
+    }
+}
+
+/// Held while a process drives runs of a data directory; released when dropped.
+pub struct EngineLock {
+    _file: File,
+}
+
+impl EngineLock {
+    fn take(path: PathBuf) -> anyhow::Result<EngineLock> {
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => Ok(EngineLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => bail!(
+                "another stepward process is driving runs of this data directory (it holds {}); \
+                 wait for it to finish",
+                path.display()
+            ),
+            Err(std::fs::TryLockError::Error(error)) => {
+                Err(error).with_context(|| format!("cannot lock {}", path.display()))
+            }
+        }
+    }
+}
+
+/// Milliseconds since the epoch, as storage timestamps are.
+pub fn now() -> Timestamp {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_millis())
+        .unwrap_or_default();
+    Timestamp(i64::try_from(millis).unwrap_or(i64::MAX))
+}
+
+/// The operating-system user running this command, for the record of CLI decisions.
+fn os_user() -> String {
+    if let Ok(user) = std::env::var("USER")
+        && !user.is_empty()
+    {
+        return user;
+    }
+    let uid = std::fs::metadata("/proc/self").map(|meta| {
+        use std::os::unix::fs::MetadataExt;
+        meta.uid()
+    });
+    match uid {
+        Ok(uid) => user_name_of(uid).unwrap_or_else(|| format!("uid {uid}")),
+        Err(_) => "unknown user".to_owned(),
+    }
+}
+
+fn user_name_of(uid: u32) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id = fields.nth(1)?;
+        (id.parse::<u32>().ok()? == uid).then(|| name.to_owned())
+    })
+}

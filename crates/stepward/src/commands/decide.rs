@@ -1,0 +1,32 @@
+//! `stepward approve|reject RUN STEP --note TEXT`: a person's recorded decision on a gate
+//! (G23), through the door `cli`.
+
+use anyhow::Context;
+use engine::{Decision, GateDecision};
+use storage::{Door, RunId};
+
+use crate::Outcome;
+use crate::app::App;
+use crate::cli::DecideArgs;
+use crate::commands::{print_summary, summary_outcome};
+use crate::config::Config;
+
+pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    let (engine, _lock) = app.engine()?;
+    let decision = Decision {
+        kind,
+        who: App::cli_actor(),
+        door: Door::Cli,
+        note: args.note.clone(),
+    };
+    let summary = engine
+        .decide(
+            &RunId(args.run.clone()),
+            args.step.trim_end_matches('!'),
+            decision,
+        )
+        .with_context(|| format!("cannot decide on step {} of run {}", args.step, args.run))?;
+    print_summary(&summary, false)?;
+    Ok(summary_outcome(&summary))
+}

@@ -1,0 +1,110 @@
+//! `stepward run FILE`: parse, then run in sandboxes to the end, a gate, or a person.
+
+use anyhow::Context;
+use serde_json::{Map, Value};
+
+use crate::Outcome;
+use crate::app::App;
+use crate::cli::RunArgs;
+use crate::commands::{print_diagnostics, print_summary, summary_outcome};
+use crate::config::Config;
+use crate::definitions::{display_name, read_text};
+
+pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
+    let text = read_text(&args.file)?;
+    let name = display_name(&args.file);
+    let workflow = match spec::parse_workflow(&name, &text) {
+        Ok(workflow) => workflow,
+        Err(diagnostics) => {
+            print_diagnostics(&diagnostics, &text);
+            eprintln!("{name}: invalid, so nothing ran; fix the problems above");
+            return Ok(Outcome::Invalid);
+        }
+    };
+    let inputs = match workflow_inputs(&workflow, &args.inputs) {
+        Ok(inputs) => inputs,
+        Err(problem) => {
+            eprintln!("error: {problem}");
+            return Ok(Outcome::Invalid);
+        }
+    };
+    let app = App::open(config)?;
+    let (engine, _lock) = app.engine()?;
+    match engine.start_run(
+        &app.account,
+        &workflow,
+        Value::Object(inputs),
+        App::cli_actor(),
+    ) {
+        Ok(summary) => {
+            print_summary(&summary, args.json)?;
+            Ok(summary_outcome(&summary))
+        }
+        Err(
+            error @ (engine::Error::ForbiddenInputKeys { .. }
+            | engine::Error::InputMismatch { .. }
+            | engine::Error::WorkflowInvalid { .. }),
+        ) => {
+            eprintln!("error: {error}");
+            Ok(Outcome::Invalid)
+        }
+        Err(error) => Err(error).context("the run could not start"),
+    }
+}
+
+/// `NAME=VALUE` pairs into the workflow's input object: a `string` input takes VALUE as it is;
+/// any other declared type reads VALUE as JSON. An undeclared name is refused here, with the
+/// declared names, rather than by the engine.
+pub fn workflow_inputs(
+    workflow: &spec::Workflow,
+    pairs: &[String],
+) -> Result<Map<String, Value>, String> {
+    let mut inputs = Map::new();
+    for pair in pairs {
+        let (name, raw) = split_pair(pair)?;
+        let Some(declared) = workflow.inputs().iter().find(|input| input.name() == name) else {
+            let names: Vec<&str> = workflow.inputs().iter().map(|input| input.name()).collect();
+            return Err(format!(
+                "`{name}` is not an input of {}; its inputs are: {}",
+                workflow.name(),
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        };
+        let value = match declared.kind() {
+            spec::InputKind::String => Value::String(raw.to_owned()),
+            kind => serde_json::from_str(raw).map_err(|error| {
+                format!(
+                    "`{name}` is declared `{}`, and `{raw}` is not a JSON value of that kind \
+                     ({error})",
+                    kind.as_str()
+                )
+            })?,
+        };
+        inputs.insert(name.to_owned(), value);
+    }
+    Ok(inputs)
+}
+
+/// `NAME=VALUE` pairs for a retried step: VALUE as JSON, or as a string when it is not JSON.
+pub fn step_inputs(pairs: &[String]) -> Result<Map<String, Value>, String> {
+    let mut inputs = Map::new();
+    for pair in pairs {
+        let (name, raw) = split_pair(pair)?;
+        let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
+        inputs.insert(name.to_owned(), value);
+    }
+    Ok(inputs)
+}
+
+fn split_pair(pair: &str) -> Result<(&str, &str), String> {
+    match pair.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name, value)),
+        _ => Err(format!(
+            "`--input {pair}` is not NAME=VALUE; write it like `--input top=3`"
+        )),
+    }
+}

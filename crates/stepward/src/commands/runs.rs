@@ -1,0 +1,112 @@
+//! `stepward runs list|show|events|retry|stop`.
+
+use anyhow::Context;
+use storage::{EventLog, RunId, RunStore};
+
+use crate::Outcome;
+use crate::app::App;
+use crate::cli::RunsCommand;
+use crate::commands::run::step_inputs;
+use crate::commands::{print_json, print_summary, summary_outcome};
+use crate::config::Config;
+
+pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    match command {
+        RunsCommand::List { json } => list(&app, *json),
+        RunsCommand::Show { run, json } => {
+            let engine = app.reading_engine();
+            let summary = engine
+                .summary(&RunId(run.clone()))
+                .with_context(|| format!("cannot show run {run}"))?;
+            print_summary(&summary, *json)?;
+            Ok(Outcome::Done)
+        }
+        RunsCommand::Events { run, json } => events(&app, run, *json),
+        RunsCommand::Retry {
+            run,
+            step,
+            inputs,
+            note,
+        } => {
+            let inputs = match step_inputs(inputs) {
+                Ok(inputs) => inputs,
+                Err(problem) => {
+                    eprintln!("error: {problem}");
+                    return Ok(Outcome::Invalid);
+                }
+            };
+            let new_inputs = (!inputs.is_empty()).then_some(serde_json::Value::Object(inputs));
+            let (engine, _lock) = app.engine()?;
+            let summary = engine
+                .retry(
+                    &RunId(run.clone()),
+                    step.trim_end_matches('!'),
+                    new_inputs,
+                    app.decision(note),
+                )
+                .with_context(|| format!("cannot retry step {step} of run {run}"))?;
+            print_summary(&summary, false)?;
+            Ok(summary_outcome(&summary))
+        }
+        RunsCommand::Stop { run, note } => {
+            let (engine, _lock) = app.engine()?;
+            let summary = engine
+                .stop(&RunId(run.clone()), app.decision(note))
+                .with_context(|| format!("cannot stop run {run}"))?;
+            print_summary(&summary, false)?;
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
+    let runs = app.store.runs(&app.account)?;
+    let items: Vec<api_types::runs::RunListItem> = runs
+        .iter()
+        .map(|run| api_types::runs::RunListItem {
+            run: run.id.0.clone(),
+            workflow: run.workflow_name.clone(),
+            status: run.status.as_str().to_owned(),
+            created_at: run.created_at.0,
+            updated_at: run.updated_at.0,
+        })
+        .collect();
+    if json {
+        print_json(&items)?;
+    } else if items.is_empty() {
+        println!("no runs yet; start one with `stepward run FILE`");
+    } else {
+        for item in &items {
+            println!("{}  {:<18} {}", item.run, item.status, item.workflow);
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+fn events(app: &App, run: &str, json: bool) -> anyhow::Result<Outcome> {
+    let run_id = RunId(run.to_owned());
+    let record = app.store.run(&run_id)?;
+    if record.is_none_or(|record| record.account != app.account) {
+        anyhow::bail!("there is no run {run}; `stepward runs list` shows the runs there are");
+    }
+    let events: Vec<api_types::runs::Event> = app
+        .store
+        .events(&run_id)?
+        .into_iter()
+        .map(|event| api_types::runs::Event {
+            seq: event.seq,
+            kind: event.kind,
+            at: event.at.0,
+            payload: event.payload,
+        })
+        .collect();
+    if json {
+        print_json(&events)?;
+    } else {
+        for event in &events {
+            println!("{:>4}  {:<24} {}", event.seq, event.kind, event.payload);
+        }
+    }
+    Ok(Outcome::Done)
+}

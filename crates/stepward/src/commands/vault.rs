@@ -1,0 +1,178 @@
+//! `stepward secrets ...`, `stepward connections ...`, `stepward keys rotate-root`.
+//!
+//! Values are read from stdin, never from an argument (arguments end up in shell history and
+//! in `ps`); listings show names, versions and dates, never values (G19). Every write is in the
+//! audit log, by name only.
+
+use std::io::Read;
+
+use anyhow::{Context, bail};
+use redact::SecretValue;
+use serde_json::json;
+
+use crate::Outcome;
+use crate::app::App;
+use crate::cli::{ConnectionsCommand, KeysCommand, SecretsCommand};
+use crate::commands::print_json;
+use crate::config::Config;
+
+pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    let account = app.account.0.clone();
+    match command {
+        SecretsCommand::Set { name } => {
+            let mut values = read_values(1)?;
+            let value = values.pop().context("no value was given on stdin")?;
+            let info = app.vault.secrets().set(&account, name, value)?;
+            app.audit(
+                "secret.set",
+                json!({ "name": info.name, "version": info.version }),
+            )?;
+            eprintln!("secret {} set (version {})", info.name, info.version);
+        }
+        SecretsCommand::List { json } => {
+            let secrets = app.vault.secrets().list(&account)?;
+            if *json {
+                print_json(
+                    &secrets
+                        .iter()
+                        .map(|info| {
+                            json!({
+                                "name": info.name,
+                                "version": info.version,
+                                "created_at": info.created_at.0,
+                                "updated_at": info.updated_at.0,
+                            })
+                        })
+                        .collect::<Vec<_>>(),
+                )?;
+            } else if secrets.is_empty() {
+                println!("no secrets; set one with `stepward secrets set NAME` (value on stdin)");
+            } else {
+                for info in &secrets {
+                    println!("{}  version {}", info.name, info.version);
+                }
+            }
+        }
+        SecretsCommand::Rm { name } => {
+            app.vault.secrets().remove(&account, name)?;
+            app.audit("secret.remove", json!({ "name": name }))?;
+            eprintln!("secret {name} removed");
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    let account = app.account.0.clone();
+    match command {
+        ConnectionsCommand::Add { alias, fields } => {
+            let values = read_values(fields.len())?;
+            let pairs = fields.iter().cloned().zip(values).collect();
+            let info = app.vault.connections().add(&account, alias, pairs)?;
+            app.audit(
+                "connection.add",
+                json!({ "alias": info.alias, "fields": info.fields, "version": info.version }),
+            )?;
+            eprintln!(
+                "connection {} set with field(s) {} (version {}); a step that declares \
+                 `connections: [{}]` receives {}",
+                info.alias,
+                info.fields.join(", "),
+                info.version,
+                info.alias,
+                info.fields
+                    .iter()
+                    .map(|field| spec::connection_env_name(&info.alias, field))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        ConnectionsCommand::List { json } => {
+            let connections = app.vault.connections().list(&account)?;
+            if *json {
+                print_json(
+                    &connections
+                        .iter()
+                        .map(|info| {
+                            json!({
+                                "alias": info.alias,
+                                "fields": info.fields,
+                                "version": info.version,
+                                "revoked": info.revoked_at.is_some(),
+                            })
+                        })
+                        .collect::<Vec<_>>(),
+                )?;
+            } else if connections.is_empty() {
+                println!("no connections; add one with `stepward connections add ALIAS --field F`");
+            } else {
+                for info in &connections {
+                    let revoked = if info.revoked_at.is_some() {
+                        "  (revoked)"
+                    } else {
+                        ""
+                    };
+                    println!(
+                        "{}  fields: {}{revoked}",
+                        info.alias,
+                        info.fields.join(", ")
+                    );
+                }
+            }
+        }
+        ConnectionsCommand::Rm { alias } => {
+            app.vault.connections().remove(&account, alias)?;
+            app.audit("connection.remove", json!({ "alias": alias }))?;
+            eprintln!("connection {alias} removed");
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    match command {
+        KeysCommand::RotateRoot { new_root_key_file } => {
+            let source = match new_root_key_file {
+                Some(path) => vault::RootKeySource::File(path.clone()),
+                None => vault::RootKeySource::DefaultFile,
+            };
+            let notice = app
+                .vault
+                .rotate_root(&source)
+                .context("cannot rotate the root key")?;
+            app.audit(
+                "key.rotate_root",
+                json!({ "location": app.vault.root_key_location() }),
+            )?;
+            eprintln!("{notice}");
+        }
+    }
+    Ok(Outcome::Done)
+}
+
+/// Reads `count` values from stdin: one per line, or the whole input for a single value (so a
+/// multi-line key can be piped in). Only one trailing newline is taken off.
+fn read_values(count: usize) -> anyhow::Result<Vec<SecretValue>> {
+    let mut input = String::new();
+    std::io::stdin()
+        .take(1024 * 1024)
+        .read_to_string(&mut input)
+        .context("cannot read the value(s) from stdin")?;
+    let values: Vec<String> = if count == 1 {
+        let value = input.strip_suffix('\n').unwrap_or(&input);
+        vec![value.strip_suffix('\r').unwrap_or(value).to_owned()]
+    } else {
+        input.lines().map(str::to_owned).collect()
+    };
+    if values.len() != count || values.iter().any(String::is_empty) {
+        bail!(
+            "expected {count} non-empty value(s) on stdin, one per line, in the order of the \
+             fields; got {}",
+            values.iter().filter(|value| !value.is_empty()).count()
+        );
+    }
+    Ok(values.into_iter().map(SecretValue::new).collect())
+}

@@ -1,0 +1,115 @@
+//! Configuration: command-line flags with environment fallbacks, read once into [`Config`] and
+//! handed to each component as its own options (no globals).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use sha2::{Digest, Sha256};
+
+/// Flags every command accepts.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Where runs, the vault's ciphertexts and the workspace live.
+    #[arg(
+        long,
+        env = "STEPWARD_DATA_DIR",
+        default_value = "./stepward-data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    /// Read the 32-byte root key (64 hex characters) from this file instead of the default
+    /// file under your configuration directory.
+    #[arg(
+        long,
+        env = "STEPWARD_ROOT_KEY_FILE",
+        global = true,
+        conflicts_with = "root_key_env"
+    )]
+    pub root_key_file: Option<PathBuf>,
+    /// Read the root key (64 hex characters) from the environment variable with this name.
+    #[arg(long, env = "STEPWARD_ROOT_KEY_ENV", global = true)]
+    pub root_key_env: Option<String>,
+    /// Where each step runs: `local` (a hardened sandbox on this machine, the default) or
+    /// `unisolated` (a plain child process: your laptop, your call; one account only).
+    #[arg(long, env = "STEPWARD_BACKEND", value_enum, default_value_t = Backend::Local, global = true)]
+    pub backend: Backend,
+    /// The DNS resolver `public_egress` steps may use (port 53 only). Without it, and without
+    /// `--egress-uplink`, `public_egress` steps are refused: the network is never left open.
+    #[arg(long, env = "STEPWARD_EGRESS_RESOLVER", global = true)]
+    pub egress_resolver: Option<IpAddr>,
+    /// The host interface `public_egress` traffic leaves through (masqueraded).
+    #[arg(long, env = "STEPWARD_EGRESS_UPLINK", global = true)]
+    pub egress_uplink: Option<String>,
+    /// Where sandboxes keep their scratch folders and slot locks. It must be reachable by the
+    /// sandboxes' unprivileged host ids, so by default it is not inside the data directory (which
+    /// may sit in a private home folder) but `/run/stepward/<id of the data directory>`.
+    #[arg(long, env = "STEPWARD_SANDBOX_STATE_DIR", global = true)]
+    pub sandbox_state_dir: Option<PathBuf>,
+}
+
+/// The sandbox backend a command uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    Local,
+    Unisolated,
+}
+
+/// Everything the composition root reads, resolved into paths and choices.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    pub root_key: vault::RootKeySource,
+    pub backend: Backend,
+    pub egress_resolver: Option<IpAddr>,
+    pub egress_uplink: Option<String>,
+    pub sandbox_state_dir: Option<PathBuf>,
+}
+
+impl Config {
+    pub fn from_args(args: &GlobalArgs) -> Config {
+        let root_key = match (&args.root_key_file, &args.root_key_env) {
+            (Some(path), _) => vault::RootKeySource::File(path.clone()),
+            (None, Some(name)) => vault::RootKeySource::Env(name.clone()),
+            (None, None) => vault::RootKeySource::DefaultFile,
+        };
+        Config {
+            data_dir: args.data_dir.clone(),
+            root_key,
+            backend: args.backend,
+            egress_resolver: args.egress_resolver,
+            egress_uplink: args.egress_uplink.clone(),
+            sandbox_state_dir: args.sandbox_state_dir.clone(),
+        }
+    }
+
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("stepward.db")
+    }
+
+    /// The local account's workspace: steps' files are copied from and back into it.
+    pub fn workspace_dir(&self) -> PathBuf {
+        self.data_dir.join("workspace")
+    }
+
+    /// The workspace's revision store (every write a revision with an author, G25).
+    pub fn revisions_dir(&self) -> PathBuf {
+        self.data_dir.join("revisions")
+    }
+
+    /// Scratch folders, slot locks and other sandbox state; swept at start-up.
+    pub fn sandbox_state_dir(&self) -> PathBuf {
+        self.sandbox_state_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/run/stepward").join(self.instance_id()))
+    }
+
+    /// A short id of this data directory, so that two data directories on one machine never
+    /// share sandbox state, cgroups or host ids (and one's start-up sweep never touches the
+    /// other's sandboxes).
+    pub fn instance_id(&self) -> String {
+        let path = std::fs::canonicalize(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+        hex::encode(&digest[..6])
+    }
+}

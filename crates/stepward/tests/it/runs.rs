@@ -1,0 +1,225 @@
+//! `run`, `approve`, `reject`, `runs`, `secrets`, `connections`, `audit` end to end, with real
+//! sandboxes (these tests need root, as CI has).
+
+use crate::support::{Home, contains, run_id, stderr, stdout};
+
+const SIGNING_KEY: &str = "sk-signing-7f3a9c1e5b2d4068";
+const INVOICES: &str = "examples/workflows/monthly_invoices.yaml";
+const LINES: &str = r#"lines=[{"customer":"acme","cents":1250},{"customer":"bolt","cents":990}]"#;
+
+fn home_with_signing_key() -> Home {
+    let home = Home::new();
+    let added = home.stepward_with_stdin(
+        &["connections", "add", "signing", "--field", "key"],
+        &format!("{SIGNING_KEY}\n"),
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    home
+}
+
+#[test]
+fn g23_cli_run_parks_at_the_gate_and_approve_records_who_door_and_note_needs_root() {
+    let home = home_with_signing_key();
+    let started = home.stepward(&[
+        "run",
+        INVOICES,
+        "--input",
+        "month=2026-11",
+        "--input",
+        LINES,
+    ]);
+    assert_eq!(
+        started.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&started),
+        stderr(&started)
+    );
+    assert!(
+        stdout(&started).contains("waiting_approval"),
+        "{}",
+        stdout(&started)
+    );
+    let run = run_id(&started);
+    let report = home.data_dir().join("workspace/reports/2026-11.txt");
+    assert!(
+        !report.exists(),
+        "nothing after the gate ran before the decision"
+    );
+
+    let approved = home.stepward(&["approve", &run, "file_summary!", "--note", "totals checked"]);
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&approved),
+        stderr(&approved)
+    );
+    assert!(
+        stdout(&approved).contains("succeeded"),
+        "{}",
+        stdout(&approved)
+    );
+    let written = std::fs::read_to_string(&report).expect("the approved step wrote its report");
+    assert!(written.contains("Total: 22.40"), "{written}");
+
+    let events = home.stepward(&["runs", "events", &run, "--json"]);
+    let events: serde_json::Value = serde_json::from_str(&stdout(&events)).unwrap();
+    let decision = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["kind"] == "decision")
+        .expect("the decision is an event");
+    assert_eq!(decision["payload"]["door"], "cli");
+    assert_eq!(decision["payload"]["note"], "totals checked");
+    assert_eq!(decision["payload"]["who"]["kind"], "cli");
+    assert!(
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|event| event["kind"] == "workspace.revision")
+    );
+}
+
+#[test]
+fn g23_reject_stops_the_run_and_the_gated_step_never_runs_needs_root() {
+    let home = home_with_signing_key();
+    let started = home.stepward(&[
+        "run",
+        INVOICES,
+        "--input",
+        "month=2026-12",
+        "--input",
+        LINES,
+    ]);
+    let run = run_id(&started);
+    let rejected = home.stepward(&["reject", &run, "file_summary", "--note", "wrong month"]);
+    assert!(
+        stdout(&rejected).contains("stopped"),
+        "{}{}",
+        stdout(&rejected),
+        stderr(&rejected)
+    );
+    assert!(
+        !home
+            .data_dir()
+            .join("workspace/reports/2026-12.txt")
+            .exists()
+    );
+    let again = home.stepward(&["approve", &run, "file_summary", "--note", "changed my mind"]);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "a decided gate cannot be decided again"
+    );
+}
+
+#[test]
+fn g17_a_credential_the_step_prints_and_returns_never_reaches_the_record_needs_root() {
+    let home = home_with_signing_key();
+    let dir = tempfile::tempdir().unwrap();
+    let workflow = dir.path().join("leaky.yaml");
+    std::fs::write(
+        &workflow,
+        r#"name: leaky
+python: "3.11"
+steps:
+  - id: leak
+    explain: Prints and returns its signing key in several encodings, which must all be scrubbed.
+    connections: [signing]
+    code: |
+      import base64, os
+      def main():
+          key = os.environ["CONN_SIGNING_KEY"]
+          print("key is", key, base64.b64encode(key.encode()).decode(), key.encode().hex())
+          return {"raw": key, "b64": base64.b64encode(key.encode()).decode()}
+"#,
+    )
+    .unwrap();
+    let ran = home.stepward(&["run", workflow.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let encoded = [
+        SIGNING_KEY.to_owned(),
+        base64_of(SIGNING_KEY),
+        SIGNING_KEY
+            .bytes()
+            .map(|byte| format!("{byte:02x}"))
+            .collect(),
+    ];
+    let run = run_id(&ran);
+    let events = home.stepward(&["runs", "events", &run]);
+    let data = home.data_bytes();
+    for form in &encoded {
+        assert!(
+            !stdout(&ran).contains(form.as_str()),
+            "run output holds {form}"
+        );
+        assert!(
+            !stdout(&events).contains(form.as_str()),
+            "events hold {form}"
+        );
+        assert!(!contains(&data, form), "the data directory holds {form}");
+    }
+    assert!(stdout(&ran).contains("[REDACTED]"), "{}", stdout(&ran));
+}
+
+#[test]
+fn g19_secrets_list_shows_names_and_the_value_is_never_stored_in_plaintext() {
+    let home = Home::new();
+    let value = "ghp-value-that-must-stay-sealed-42";
+    let set = home.stepward_with_stdin(&["secrets", "set", "GITHUB_TOKEN"], value);
+    assert_eq!(set.status.code(), Some(0), "{}", stderr(&set));
+    let listed = home.stepward(&["secrets", "list"]);
+    assert!(stdout(&listed).contains("GITHUB_TOKEN"));
+    assert!(!stdout(&listed).contains(value));
+    assert!(!contains(&home.data_bytes(), value));
+    let audit = home.stepward(&["audit", "verify"]);
+    assert_eq!(audit.status.code(), Some(0), "{}", stderr(&audit));
+}
+
+#[test]
+fn g4_a_run_time_input_with_a_credential_key_is_refused_before_anything_runs() {
+    let home = Home::new();
+    let ran = home.stepward(&[
+        "run",
+        INVOICES,
+        "--input",
+        "month=2026-11",
+        "--input",
+        r#"lines=[{"customer":"acme","api_key":"x"}]"#,
+    ]);
+    assert_eq!(ran.status.code(), Some(1), "{}", stderr(&ran));
+    assert!(stderr(&ran).contains("api_key"), "{}", stderr(&ran));
+    let listed = home.stepward(&["runs", "list", "--json"]);
+    assert_eq!(stdout(&listed).trim(), "[]");
+}
+
+fn base64_of(text: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = text.as_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for index in 0..4 {
+            if index <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * index)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
