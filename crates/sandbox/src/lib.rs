@@ -1,7 +1,183 @@
 //! Isolation backends for step invocations: the jail helper, seccomp policy, egress policy,
 //! copy-back filter, runner harness, warm pool.
+//!
+//! The contract every backend shares is here: an [`Invocation`] goes in, an [`Observation`]
+//! (what was seen from outside the sandbox) comes out, through the [`Isolation`] trait. The
+//! `local` backend ([`local::LocalBackend`]) builds a fresh hardened container per invocation
+//! through the single-threaded jail helper ([`jail::jail_main`]).
 
 #![allow(unsafe_code)]
 
 pub mod copyback;
 pub mod net;
+
+pub mod cgroup;
+mod error;
+pub mod jail;
+pub mod local;
+pub mod runtime;
+pub mod slot;
+pub mod unisolated;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use crate::error::Error;
+
+/// The Python version a workflow pins (`python: "3.11"`); matched on major.minor exactly (G8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PythonPin {
+    pub major: u16,
+    pub minor: u16,
+}
+
+impl std::fmt::Display for PythonPin {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// What the step may reach over the network (G11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NetworkMode {
+    /// A loopback and nothing else, no resolver.
+    None,
+    /// The public internet through the egress policy, and nothing else.
+    PublicEgress,
+}
+
+/// The resource limits of one invocation (G10).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// Memory of the whole sandbox (cgroup), also the data-segment rlimit of each process.
+    pub memory_bytes: u64,
+    /// Processes and threads in the sandbox (cgroup pids.max and RLIMIT_NPROC).
+    pub pids: u32,
+    /// CPU seconds per process (RLIMIT_CPU); the cgroup also caps the sandbox at one core.
+    pub cpu_seconds: u64,
+    /// Wall-clock time from the request to the result; past it the sandbox is killed.
+    pub wall: Duration,
+    /// Largest file a process may write (RLIMIT_FSIZE).
+    pub file_size_bytes: u64,
+    /// Size of the private `/tmp`.
+    pub tmp_bytes: u64,
+    /// Bytes of stdout plus stderr kept; the rest is dropped and marked truncated.
+    pub output_bytes: usize,
+    /// Open file descriptors per process (RLIMIT_NOFILE).
+    pub open_files: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory_bytes: 256 * 1024 * 1024,
+            pids: 64,
+            cpu_seconds: 30,
+            wall: Duration::from_secs(60),
+            file_size_bytes: 16 * 1024 * 1024,
+            tmp_bytes: 64 * 1024 * 1024,
+            output_bytes: 1024 * 1024,
+            open_files: 256,
+        }
+    }
+}
+
+/// One declared environment variable of a step. The value may be a credential: it derives
+/// nothing that could print or copy it, and is zeroed on drop.
+pub struct EnvVar {
+    pub name: String,
+    pub value: zeroize::Zeroizing<String>,
+}
+
+impl std::fmt::Debug for EnvVar {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("EnvVar")
+            .field("name", &self.name)
+            .field("value", &"<hidden>")
+            .finish()
+    }
+}
+
+/// Everything one step invocation needs; consumed by [`Isolation::run`].
+pub struct Invocation {
+    pub python: PythonPin,
+    /// The step's code; it must define `main`.
+    pub code: String,
+    /// The inputs as a JSON object; its keys become `main`'s keyword arguments.
+    pub inputs_json: String,
+    /// Exactly the environment the step declared.
+    pub env: Vec<EnvVar>,
+    pub network: NetworkMode,
+    pub limits: Limits,
+    /// Host folder copied in at `/work`; results come back as data, this folder is never
+    /// written.
+    pub work_dir: PathBuf,
+    /// Decides which files hold a current credential and must not come back (G12).
+    pub screen: Arc<dyn copyback::SecretScreen>,
+}
+
+/// What happened to the step, as observed from outside the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// `main` returned; its value serialised as JSON.
+    Succeeded { result_json: String },
+    /// The step failed with an error. `code_started` says whether any of the step's code ran.
+    Failed {
+        error: StepError,
+        code_started: bool,
+    },
+    /// The step imports a module outside the pinned standard library (G9); nothing of the step
+    /// ran.
+    NeedsRepair { module: String, detail: String },
+    /// The outcome is not known (timeout, kill, crash, or a networked step that did not return
+    /// a well-formed result); the engine never retries it on its own (G14).
+    Unknown { reason: UnknownReason },
+    /// The step never started: a policy this backend cannot enforce.
+    Refused { reason: String },
+}
+
+/// A structured error raised by the step's code, with traceback lines into `step.py`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepError {
+    pub kind: String,
+    pub message: String,
+    pub traceback: Vec<String>,
+}
+
+/// Why an outcome is unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnknownReason {
+    WallTimeout,
+    CpuLimit,
+    MemoryLimit,
+    Killed { signal: i32 },
+    Crashed { detail: String },
+    MalformedReport { detail: String },
+    OutputLimit,
+}
+
+/// What was observed from outside the sandbox after one invocation.
+pub struct Observation {
+    pub outcome: Outcome,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// True when stdout plus stderr went over the output limit and the rest was dropped.
+    pub output_truncated: bool,
+    pub copy_back: copyback::CopyBack,
+    /// The exact interpreter version, e.g. "3.11.2", from discovery, never from the sandbox.
+    pub interpreter: String,
+    pub backend: &'static str,
+    /// What this run's isolation lacked or how it differed, e.g. "landlock unavailable: ...".
+    pub isolation_notes: Vec<String>,
+}
+
+/// An isolation backend: runs one invocation in a sandbox created for it and destroyed after.
+pub trait Isolation: Send + Sync {
+    /// The backend's name as recorded with each run ("local", "gvisor", "unisolated").
+    fn name(&self) -> &'static str;
+    /// Runs one invocation. `Err` means the sandbox could not be built or observed as the
+    /// policy requires (fail closed); the step's own failures are `Ok` with an [`Outcome`].
+    fn run(&self, invocation: Invocation) -> Result<Observation, Error>;
+}

@@ -1,0 +1,258 @@
+"""The runner harness: runs one step inside the sandbox (stdlib only, mounted read-only).
+
+Started as `python -I -S /harness/runner.py` with an empty environment. It
+1. reads the request (code, inputs, environment, the pinned standard library's module names)
+   from stdin until end of file, so a warm sandbox can wait here with the runtime loaded;
+2. sets os.environ to exactly the declared variables;
+3. parses the step's code and checks every import against the standard library BEFORE any of
+   the step's code runs: a third-party import reports `needs_repair` naming the module;
+4. writes "started" on the report channel (fd 3), then runs the code, calls main(**inputs) and
+   reports the JSON result or a structured error with traceback lines into step.py.
+
+The report channel is untrusted by the platform: the step shares this interpreter and could
+write anything on fd 3. Only what is reported before "started" comes from an intact harness.
+"""
+
+import _ast
+import os
+import sys
+
+REPORT_FD = 3
+STEP_FILE = "step.py"
+
+# The start path avoids the `ast`, `json` and `traceback` modules: together they import `re`,
+# `enum`, `contextlib` and more, which costs more than the interpreter's own start. The C
+# accelerators below are what `json` itself uses; `json` is the fallback where they differ.
+try:
+    import _json
+
+    class _DecodeContext:
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        memo = {}
+
+        @staticmethod
+        def parse_constant(name):
+            raise ValueError("%s is not valid JSON" % name)
+
+    _SCANNER = _json.make_scanner(_DecodeContext)
+
+    def _reject_unknown(value):
+        raise TypeError("Object of type %s is not JSON serializable" % type(value).__name__)
+
+    def _skip_space(text, index):
+        while index < len(text) and text[index] in " \t\r\n":
+            index += 1
+        return index
+
+    def json_loads(text):
+        try:
+            value, end = _SCANNER(text, _skip_space(text, 0))
+        except StopIteration as error:
+            raise ValueError("invalid JSON at %d" % error.value) from None
+        if _skip_space(text, end) != len(text):
+            raise ValueError("extra data after the JSON value at %d" % end)
+        return value
+
+    def json_dumps(value):
+        encoder = _json.make_encoder(
+            {}, _reject_unknown, _json.encode_basestring_ascii, None, ": ", ", ", False, False, False
+        )
+        return "".join(encoder(value, 0))
+
+except (ImportError, AttributeError, TypeError):
+    import json
+
+    def json_loads(text):
+        return json.loads(text)
+
+    def json_dumps(value):
+        return json.dumps(value, allow_nan=False)
+
+
+def report(event):
+    line = (json_dumps(event) + "\n").encode("utf-8")
+    view = memoryview(line)
+    while view:
+        written = os.write(REPORT_FD, view)
+        view = view[written:]
+
+
+def literal_name(call):
+    """The module named by __import__("x") or importlib.import_module("x"), if literal."""
+    function = call.func
+    name = None
+    if isinstance(function, _ast.Name) and function.id in ("__import__", "import_module"):
+        name = function.id
+    elif isinstance(function, _ast.Attribute) and function.attr in ("__import__", "import_module"):
+        name = function.attr
+    if name is None or not call.args:
+        return None
+    first = call.args[0]
+    if isinstance(first, _ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
+def walk(tree):
+    """Every node of the tree (what ast.walk does, without importing ast)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, _ast.AST):
+                pending.append(value)
+            elif isinstance(value, list):
+                pending.extend(item for item in value if isinstance(item, _ast.AST))
+
+
+def imported_modules(tree):
+    """Yields (top-level module name, line) for every import the code states."""
+    for node in walk(tree):
+        if isinstance(node, _ast.Import):
+            for alias in node.names:
+                yield alias.name.split(".")[0], node.lineno
+        elif isinstance(node, _ast.ImportFrom):
+            if node.level:
+                yield "." * node.level + (node.module or ""), node.lineno
+            elif node.module:
+                yield node.module.split(".")[0], node.lineno
+        elif isinstance(node, _ast.Call):
+            name = literal_name(node)
+            if name is not None:
+                yield name.split(".")[0], node.lineno
+
+
+def step_traceback(error):
+    """Traceback lines that point into the step's code, as step.py:LINE."""
+    import traceback
+
+    lines = []
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename != STEP_FILE:
+            continue
+        text = "%s:%d in %s" % (STEP_FILE, frame.lineno, frame.name)
+        if frame.line:
+            text += ": " + frame.line.strip()
+        lines.append(text)
+    return lines
+
+
+def describe(error):
+    return {
+        "event": "error",
+        "kind": type(error).__name__,
+        "message": str(error),
+        "traceback": step_traceback(error),
+    }
+
+
+def main():
+    # The runtime is loaded: a pooled sandbox is ready to be claimed from here on. Only the
+    # local backend asks for this line (its warm pool waits for it).
+    if "--announce-ready" in sys.argv[1:]:
+        report({"event": "ready"})
+    request = json_loads(sys.stdin.buffer.read().decode("utf-8"))
+    # The request pipe is done; nothing more is read from it.
+    devnull = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+
+    os.environ.clear()
+    for name, value in request["env"]:
+        os.environ[name] = value
+    del request["env"]
+
+    code = request["code"]
+    stdlib = frozenset(request["stdlib_module_names"])
+    result_limit = int(request["result_limit"])
+    try:
+        inputs = json_loads(request["inputs_json"])
+    except ValueError as error:
+        report({"event": "error", "kind": "InvalidInputs", "message": str(error), "traceback": []})
+        return
+    if not isinstance(inputs, dict):
+        report({"event": "error", "kind": "InvalidInputs", "message": "inputs must be a JSON object", "traceback": []})
+        return
+
+    try:
+        tree = compile(code, STEP_FILE, "exec", _ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError) as error:
+        report({
+            "event": "error",
+            "kind": "SyntaxError",
+            "message": "%s (%s:%s)" % (getattr(error, "msg", str(error)), STEP_FILE, getattr(error, "lineno", 0)),
+            "traceback": ["%s:%s: %s" % (STEP_FILE, getattr(error, "lineno", 0), (getattr(error, "text", "") or "").strip())],
+        })
+        return
+    for module, line in imported_modules(tree):
+        if module not in stdlib:
+            report({
+                "event": "needs_repair",
+                "module": module,
+                "detail": "%s:%d imports %r, which is not in Python %d.%d's standard library"
+                % (STEP_FILE, line, module, sys.version_info[0], sys.version_info[1]),
+            })
+            return
+
+    compiled = compile(tree, STEP_FILE, "exec")
+    namespace = {"__name__": "step", "__file__": STEP_FILE, "__builtins__": __builtins__}
+    report({"event": "started"})
+    # From here on the step's code runs in this interpreter.
+    try:
+        exec(compiled, namespace)
+        entry = namespace.get("main")
+        if not callable(entry):
+            report({"event": "error", "kind": "MissingMain", "message": "the step defines no main()", "traceback": []})
+            return
+        result = entry(**inputs)
+    except BaseException as error:  # noqa: B036 - SystemExit and KeyboardInterrupt are step errors too
+        # Only now is linecache needed, for the source lines of the traceback.
+        import linecache
+
+        linecache.cache[STEP_FILE] = (len(code), None, code.splitlines(True), STEP_FILE)
+        report(describe(error))
+        return
+    try:
+        text = json_dumps(result)
+    except (TypeError, ValueError) as error:
+        report({
+            "event": "error",
+            "kind": "ResultNotSerializable",
+            "message": "main() returned a value that is not JSON-serialisable: %s" % error,
+            "traceback": [],
+        })
+        return
+    if len(text.encode("utf-8")) > result_limit:
+        report({
+            "event": "error",
+            "kind": "ResultTooLarge",
+            "message": "main() returned %d bytes of JSON; the limit is %d" % (len(text.encode("utf-8")), result_limit),
+            "traceback": [],
+        })
+        return
+    report({"event": "result", "json": text})
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BaseException as error:  # noqa: B036 - the platform must hear about any harness failure
+        try:
+            report({"event": "harness_error", "detail": "%s: %s" % (type(error).__name__, error)})
+        except BaseException:  # noqa: B036
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:  # noqa: B036
+            pass
+        # Ends the sandbox's first process at once; the kernel then kills anything the step
+        # left running in the pid namespace.
+        os._exit(0)

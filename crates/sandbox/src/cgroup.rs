@@ -1,0 +1,479 @@
+//! Control groups for sandboxes: memory, pids and CPU limits, and the one reliable way to kill
+//! everything a sandbox started.
+//!
+//! Hosts differ: pure cgroup v2, pure v1, or mixed (v1 controllers at `/sys/fs/cgroup/<ctl>`
+//! and a v2 hierarchy at `/sys/fs/cgroup/unified` with few or no controllers). Each controller
+//! is placed where the host has it, v2 first. A v2 group is created whenever a v2 hierarchy
+//! exists, even without controllers, because it gives `CLONE_INTO_CGROUP` (the sandbox is a
+//! member before it runs anything) and `cgroup.kill`. Groups live under a configurable parent
+//! placed beneath the platform's own cgroup in each hierarchy, so the platform's own limits
+//! cover its sandboxes.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::{Error, Limits};
+
+/// The CPU bandwidth period written to cpu.max / cpu.cfs_period_us, in microseconds.
+const CPU_PERIOD_MICROS: u64 = 100_000;
+
+/// How long teardown waits for a killed group to empty before giving up on removing it.
+const EMPTY_WAIT: Duration = Duration::from_secs(5);
+
+/// Where sandbox cgroups go.
+#[derive(Debug, Clone)]
+pub struct CgroupOptions {
+    /// The cgroup filesystem root, normally `/sys/fs/cgroup`.
+    pub root: PathBuf,
+    /// The name of the parent group, created beneath the platform's own cgroup in each
+    /// hierarchy (e.g. `stepward`).
+    pub parent: String,
+}
+
+impl Default for CgroupOptions {
+    fn default() -> Self {
+        Self {
+            root: PathBuf::from("/sys/fs/cgroup"),
+            parent: String::from("stepward"),
+        }
+    }
+}
+
+/// A controller the sandbox needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Controller {
+    Memory,
+    Pids,
+    Cpu,
+}
+
+impl Controller {
+    const ALL: [Controller; 3] = [Controller::Memory, Controller::Pids, Controller::Cpu];
+
+    fn name(self) -> &'static str {
+        match self {
+            Controller::Memory => "memory",
+            Controller::Pids => "pids",
+            Controller::Cpu => "cpu",
+        }
+    }
+}
+
+/// Where one controller lives on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Placement {
+    V2,
+    /// The v1 parent directory for sandboxes in that controller's hierarchy.
+    V1 {
+        parent: PathBuf,
+    },
+}
+
+/// The host's cgroup layout, detected once per backend.
+#[derive(Debug, Clone)]
+pub struct CgroupLayout {
+    /// The sandbox parent in the v2 hierarchy, when the host has one.
+    v2_parent: Option<PathBuf>,
+    placements: Vec<(Controller, Placement)>,
+}
+
+impl CgroupLayout {
+    /// Detects the layout and creates the parent groups (idempotent). Fails closed when any of
+    /// memory, pids or cpu has no hierarchy.
+    pub fn detect(options: &CgroupOptions) -> Result<Self, Error> {
+        let own = read_own_cgroups()?;
+        let v2_mount = [options.root.clone(), options.root.join("unified")]
+            .into_iter()
+            .find(|candidate| candidate.join("cgroup.controllers").is_file());
+        let v2_available: Vec<String> = match &v2_mount {
+            Some(mount) => read_to_string(&mount.join("cgroup.controllers"))?
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+            None => Vec::new(),
+        };
+        let v2_parent = match &v2_mount {
+            Some(mount) => {
+                let own_path = own
+                    .iter()
+                    .find(|(controllers, _)| controllers.is_empty())
+                    .map(|(_, path)| path.clone())
+                    .unwrap_or_default();
+                Some(join_relative(mount, &own_path).join(&options.parent))
+            }
+            None => None,
+        };
+        let mut placements = Vec::new();
+        let mut v2_needed = Vec::new();
+        for controller in Controller::ALL {
+            if v2_available.iter().any(|name| name == controller.name()) {
+                placements.push((controller, Placement::V2));
+                v2_needed.push(controller.name());
+                continue;
+            }
+            let mount = options.root.join(controller.name());
+            if !mount.join("cgroup.procs").is_file() || mount.join("cgroup.controllers").exists() {
+                return Err(Error::CgroupControllerMissing {
+                    controller: controller.name(),
+                    root: options.root.clone(),
+                });
+            }
+            let own_path = own
+                .iter()
+                .find(|(controllers, _)| controllers.iter().any(|name| name == controller.name()))
+                .map(|(_, path)| path.clone())
+                .unwrap_or_default();
+            let parent = join_relative(&mount, &own_path).join(&options.parent);
+            placements.push((controller, Placement::V1 { parent }));
+        }
+        let layout = Self {
+            v2_parent,
+            placements,
+        };
+        layout.create_parents(&v2_needed)?;
+        Ok(layout)
+    }
+
+    /// True when every controller is in v2, so a cgroup namespace created at clone time is
+    /// rooted at the sandbox's own group in every hierarchy.
+    pub fn all_v2(&self) -> bool {
+        self.placements
+            .iter()
+            .all(|(_, placement)| *placement == Placement::V2)
+    }
+
+    fn v1_parents(&self) -> impl Iterator<Item = (Controller, &PathBuf)> {
+        self.placements
+            .iter()
+            .filter_map(|(controller, placement)| match placement {
+                Placement::V1 { parent } => Some((*controller, parent)),
+                Placement::V2 => None,
+            })
+    }
+
+    fn create_parents(&self, v2_controllers: &[&str]) -> Result<(), Error> {
+        if let Some(v2_parent) = &self.v2_parent {
+            create_dir(v2_parent)?;
+            if !v2_controllers.is_empty() {
+                // The parent's children get the controllers only if every ancestor from the
+                // platform's own group down enables them; the host's own groups above are the
+                // host's business.
+                if let Some(own) = v2_parent.parent() {
+                    enable_v2_controllers(own, v2_controllers)?;
+                }
+                enable_v2_controllers(v2_parent, v2_controllers)?;
+            }
+        }
+        for (_, parent) in self.v1_parents() {
+            create_dir(parent)?;
+        }
+        Ok(())
+    }
+
+    /// Creates the group `name` for one sandbox with `limits` applied.
+    pub fn create_sandbox(&self, name: &str, limits: &Limits) -> Result<SandboxCgroup, Error> {
+        let mut group = SandboxCgroup {
+            v2_dir: self.v2_parent.as_ref().map(|parent| parent.join(name)),
+            v1_dirs: self
+                .v1_parents()
+                .map(|(controller, parent)| (controller, parent.join(name)))
+                .collect(),
+            memory_in_v2: self.placements.iter().any(|(controller, placement)| {
+                *controller == Controller::Memory && *placement == Placement::V2
+            }),
+            removed: false,
+        };
+        if let Some(dir) = &group.v2_dir {
+            create_dir(dir)?;
+        }
+        for (_, dir) in &group.v1_dirs {
+            create_dir(dir)?;
+        }
+        group.apply_limits(self, limits)?;
+        Ok(group)
+    }
+
+    /// The parent directories, for the sweep and for removing a test's parent.
+    pub fn parent_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.v2_parent.iter().cloned().collect();
+        dirs.extend(self.v1_parents().map(|(_, parent)| parent.clone()));
+        dirs
+    }
+
+    /// Kills and removes every sandbox group left under the parents (a crashed platform's).
+    pub fn sweep(&self) -> Result<usize, Error> {
+        let mut removed = 0;
+        for parent in self.parent_dirs() {
+            let entries = match fs::read_dir(&parent) {
+                Ok(entries) => entries,
+                Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(Error::io("cannot list", parent, source)),
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() && entry.file_name().to_string_lossy().starts_with("sb-") {
+                    kill_members(&path)?;
+                    remove_group(&path)?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Removes the (empty) parent groups; used by tests that made a unique parent.
+    pub fn remove_parents(&self) {
+        for parent in self.parent_dirs() {
+            let _ = fs::remove_dir(parent);
+        }
+    }
+}
+
+/// One sandbox's groups. Dropping it kills every member and removes the groups.
+#[derive(Debug)]
+pub struct SandboxCgroup {
+    v2_dir: Option<PathBuf>,
+    v1_dirs: Vec<(Controller, PathBuf)>,
+    memory_in_v2: bool,
+    removed: bool,
+}
+
+impl SandboxCgroup {
+    fn apply_limits(&mut self, layout: &CgroupLayout, limits: &Limits) -> Result<(), Error> {
+        let cpu_max = format!("{CPU_PERIOD_MICROS} {CPU_PERIOD_MICROS}");
+        for (controller, placement) in &layout.placements {
+            let dir = match placement {
+                Placement::V2 => self.v2_dir.clone(),
+                Placement::V1 { .. } => self
+                    .v1_dirs
+                    .iter()
+                    .find(|(candidate, _)| candidate == controller)
+                    .map(|(_, dir)| dir.clone()),
+            };
+            let Some(dir) = dir else { continue };
+            match (controller, placement) {
+                (Controller::Memory, Placement::V2) => {
+                    write(&dir.join("memory.max"), &limits.memory_bytes.to_string())?;
+                    write_if_present(&dir.join("memory.swap.max"), "0")?;
+                }
+                (Controller::Memory, Placement::V1 { .. }) => {
+                    write(
+                        &dir.join("memory.limit_in_bytes"),
+                        &limits.memory_bytes.to_string(),
+                    )?;
+                    // Memory plus swap equal to memory: the sandbox cannot swap its way past
+                    // the limit. The file exists only when swap accounting is on.
+                    write_if_present(
+                        &dir.join("memory.memsw.limit_in_bytes"),
+                        &limits.memory_bytes.to_string(),
+                    )?;
+                }
+                (Controller::Pids, _) => write(&dir.join("pids.max"), &limits.pids.to_string())?,
+                (Controller::Cpu, Placement::V2) => write(&dir.join("cpu.max"), &cpu_max)?,
+                (Controller::Cpu, Placement::V1 { .. }) => {
+                    write(
+                        &dir.join("cpu.cfs_period_us"),
+                        &CPU_PERIOD_MICROS.to_string(),
+                    )?;
+                    write(
+                        &dir.join("cpu.cfs_quota_us"),
+                        &CPU_PERIOD_MICROS.to_string(),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The v2 group, which the helper passes to `clone3(CLONE_INTO_CGROUP)`.
+    pub fn v2_dir(&self) -> Option<&Path> {
+        self.v2_dir.as_deref()
+    }
+
+    /// The `cgroup.procs` files of the v1 groups, which the helper writes the child's pid into
+    /// before releasing it.
+    pub fn v1_procs_files(&self) -> Vec<PathBuf> {
+        self.v1_dirs
+            .iter()
+            .map(|(_, dir)| dir.join("cgroup.procs"))
+            .collect()
+    }
+
+    /// Every directory of this sandbox's groups.
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.v2_dir.iter().cloned().collect();
+        dirs.extend(self.v1_dirs.iter().map(|(_, dir)| dir.clone()));
+        dirs
+    }
+
+    /// True when the kernel's OOM killer killed a process of this sandbox.
+    pub fn oom_killed(&self) -> bool {
+        let file = if self.memory_in_v2 {
+            self.v2_dir.as_ref().map(|dir| dir.join("memory.events"))
+        } else {
+            self.v1_dirs
+                .iter()
+                .find(|(controller, _)| *controller == Controller::Memory)
+                .map(|(_, dir)| dir.join("memory.oom_control"))
+        };
+        let Some(file) = file else { return false };
+        let Ok(text) = fs::read_to_string(file) else {
+            return false;
+        };
+        text.lines().any(|line| {
+            let mut fields = line.split_whitespace();
+            fields.next() == Some("oom_kill") && fields.next().is_some_and(|count| count != "0")
+        })
+    }
+
+    /// Kills every process in the sandbox's groups and removes the groups.
+    pub fn destroy(&mut self) -> Result<(), Error> {
+        if self.removed {
+            return Ok(());
+        }
+        for dir in self.dirs() {
+            kill_members(&dir)?;
+        }
+        for dir in self.dirs() {
+            remove_group(&dir)?;
+        }
+        self.removed = true;
+        Ok(())
+    }
+}
+
+impl Drop for SandboxCgroup {
+    fn drop(&mut self) {
+        let _ = self.destroy();
+    }
+}
+
+/// Kills every member: `cgroup.kill` where the kernel has it (v2), else SIGKILL to each pid in
+/// `cgroup.procs` until the list stays empty (a fork bomb may add pids while we kill).
+fn kill_members(dir: &Path) -> Result<(), Error> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    let kill_file = dir.join("cgroup.kill");
+    if kill_file.is_file() {
+        write(&kill_file, "1")?;
+    }
+    let procs = dir.join("cgroup.procs");
+    let started = Instant::now();
+    loop {
+        let text = match fs::read_to_string(&procs) {
+            Ok(text) => text,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => return Err(Error::io("cannot read", procs, source)),
+        };
+        let pids: Vec<i32> = text
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .collect();
+        if pids.is_empty() {
+            return Ok(());
+        }
+        for pid in pids {
+            // SAFETY: kill with a pid read from the sandbox's own cgroup and a constant
+            // signal; a pid that already exited gives ESRCH, which is fine.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        if started.elapsed() > EMPTY_WAIT {
+            return Err(Error::io(
+                "processes survive SIGKILL in",
+                dir,
+                io::Error::from(io::ErrorKind::TimedOut),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Removes a group, retrying while the kernel still counts exiting members.
+fn remove_group(dir: &Path) -> Result<(), Error> {
+    let started = Instant::now();
+    loop {
+        match fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(error)
+                if error.raw_os_error() == Some(libc::EBUSY) && started.elapsed() < EMPTY_WAIT =>
+            {
+                kill_members(dir)?;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(source) => return Err(Error::io("cannot remove the cgroup", dir, source)),
+        }
+    }
+}
+
+/// Reads `/proc/self/cgroup` as (controllers, path) pairs; v2's line has no controllers.
+fn read_own_cgroups() -> Result<Vec<(Vec<String>, String)>, Error> {
+    let text = read_to_string(Path::new("/proc/self/cgroup"))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let _id = parts.next()?;
+            let controllers = parts.next()?;
+            let path = parts.next()?;
+            let controllers = controllers
+                .split(',')
+                .filter(|name| !name.is_empty())
+                .map(String::from)
+                .collect();
+            Some((controllers, path.to_string()))
+        })
+        .collect())
+}
+
+fn enable_v2_controllers(dir: &Path, controllers: &[&str]) -> Result<(), Error> {
+    let file = dir.join("cgroup.subtree_control");
+    let enabled = read_to_string(&file)?;
+    let missing: Vec<String> = controllers
+        .iter()
+        .filter(|name| !enabled.split_whitespace().any(|present| present == **name))
+        .map(|name| format!("+{name}"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    write(&file, &missing.join(" "))
+}
+
+fn join_relative(base: &Path, absolute: &str) -> PathBuf {
+    let relative = absolute.trim_start_matches('/');
+    if relative.is_empty() {
+        base.to_path_buf()
+    } else {
+        base.join(relative)
+    }
+}
+
+fn create_dir(dir: &Path) -> Result<(), Error> {
+    match fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(Error::io("cannot create the cgroup", dir, source)),
+    }
+}
+
+fn read_to_string(path: &Path) -> Result<String, Error> {
+    fs::read_to_string(path).map_err(|source| Error::io("cannot read", path, source))
+}
+
+fn write(path: &Path, value: &str) -> Result<(), Error> {
+    fs::write(path, value).map_err(|source| Error::io("cannot write", path, source))
+}
+
+fn write_if_present(path: &Path, value: &str) -> Result<(), Error> {
+    if path.exists() {
+        write(path, value)
+    } else {
+        Ok(())
+    }
+}

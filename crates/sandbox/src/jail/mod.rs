@@ -1,0 +1,634 @@
+//! The jail helper: a small single-threaded program the platform execs with an empty
+//! environment for every sandbox. It reads its [`plan::Plan`] from a pipe and builds the
+//! sandbox in a fixed order (after bubblewrap, nsjail and firecracker's jailer), then execs
+//! Python on the runner harness. Every mandatory layer that fails is reported by name over the
+//! status channel and the sandbox is not started (fail closed).
+//!
+//! The order, numbered as in the code:
+//! - helper: (0) close inherited descriptors, read the plan; (1) drop supplementary groups;
+//!   (2) join the egress network namespace if any; (3) one clone into new user, mount, pid,
+//!   ipc, uts (+ net, + cgroup) namespaces, straight into the v2 cgroup; (4) setgroups deny,
+//!   single-line uid and gid maps to the unprivileged host id; (5) attach v1 cgroups;
+//!   (6) release the child; then supervise it.
+//! - child: (1) die with the helper; (2) wait for release; (3) become the sandbox user (see
+//!   below) and die with the helper again (an id change clears it); (4) cgroup namespace if not
+//!   made at clone; (5) hostname; (6) private mounts; (7) tmpfs root; (8) runtime, harness,
+//!   /dev, /proc with masks, /work, /tmp; (9) /etc files; (10) pivot_root and detach the old
+//!   root; (11) root read-only; (12) descriptors above 3 close at exec; (13) setsid;
+//!   (14) rlimits; (15) bounding set; (16) all remaining capabilities; (17) no_new_privs;
+//!   (18) Landlock; (19) seccomp, last; (20) exec.
+//!
+//! Why the id change comes before the mounts: the user namespace maps exactly one id, the
+//! sandbox user, to one unprivileged host id. Until the child takes that id it runs as host
+//! root, which has no mapping in its namespace, and the kernel refuses to create any file
+//! (EOVERFLOW) for an owner it cannot represent. Taking the mapped id keeps the capabilities
+//! the child holds in its own namespace (the namespace's root id is unmapped, so the kernel's
+//! "leaving root" rule does not apply); they are all dropped in steps 15-16.
+
+mod confine;
+mod filter;
+pub(crate) mod plan;
+pub(crate) mod sys;
+
+#[cfg(test)]
+mod order_tests;
+
+use std::convert::Infallible;
+use std::io;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::jail::plan::{CgroupNamespaceTiming, MountStep, Plan, fds};
+use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, RealSys, Sys};
+
+/// What the helper tells the platform, one JSON object per line on [`fds::STATUS`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Something the run's record should carry (e.g. Landlock missing).
+    Note { text: String },
+    /// A mandatory layer failed; the sandbox did not start.
+    Failed { layer: String, detail: String },
+    /// Python was exec'd inside the finished sandbox.
+    Running,
+    /// The sandbox's first process exited with this code, having used this much CPU (itself
+    /// and the children it waited for).
+    Exited { code: i32, cpu_millis: u64 },
+    /// The sandbox's first process was killed by this signal.
+    Signaled { signal: i32, cpu_millis: u64 },
+}
+
+/// A layer that failed, with what was being done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub layer: &'static str,
+    pub detail: String,
+}
+
+fn failed(layer: &'static str, what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> Failure {
+    let what = what.to_string();
+    move |error| Failure {
+        layer,
+        detail: format!("{what}: {error}"),
+    }
+}
+
+/// The helper's entry point (`stepward __jail`, or the `stepward-jail` binary). Never
+/// returns.
+pub fn jail_main() -> ! {
+    let mut sys = RealSys::new();
+    let code = match helper(&mut sys) {
+        Ok(code) => code,
+        Err(failure) => {
+            send_status(&Status::Failed {
+                layer: failure.layer.to_string(),
+                detail: failure.detail,
+            });
+            125
+        }
+    };
+    std::process::exit(code)
+}
+
+/// What happened after the clone, in the process that returns.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Started {
+    /// In the helper: the child is released.
+    Helper { child: i32, pidfd: RawFd },
+    /// In the child: setup failed at this layer (on success the child is Python by now).
+    ChildFailed(Failure),
+}
+
+fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
+    // 0. Nothing but the descriptors the platform arranged survives, and the plan comes
+    //    first on the control pipe.
+    close_unexpected_fds();
+    let plan = read_plan()?;
+    match start(sys, &plan)? {
+        Started::Helper { child, pidfd } => supervise(sys.setup_channel(), child, pidfd),
+        Started::ChildFailed(failure) => {
+            sys.child_report(&Status::Failed {
+                layer: failure.layer.to_string(),
+                detail: failure.detail,
+            });
+            // SAFETY: _exit ends the child without running the helper's exit handlers.
+            unsafe { libc::_exit(127) }
+        }
+    }
+}
+
+/// Helper steps 1-6 and, in the child, child steps 1-21.
+pub(crate) fn start<S: Sys>(sys: &mut S, plan: &Plan) -> Result<Started, Failure> {
+    // 1. The helper runs as host root; without this the sandbox would keep root's
+    //    supplementary groups (host gid 0) for file access checks.
+    sys.drop_supplementary_groups()
+        .map_err(failed("identity", "setgroups(0) in the helper"))?;
+    // 2. public_egress: the sandbox lives in the namespace the platform built and owns.
+    if let Some(netns) = &plan.netns {
+        sys.join_network_namespace(netns)
+            .map_err(failed("network", format!("setns {}", netns.display())))?;
+    }
+    // 3. One clone into every namespace. The child is in its cgroup before it runs (v2), and
+    //    waits on the release pipe before it does anything else (v1 attach, maps).
+    let mut flags = (libc::CLONE_NEWUSER
+        | libc::CLONE_NEWNS
+        | libc::CLONE_NEWPID
+        | libc::CLONE_NEWIPC
+        | libc::CLONE_NEWUTS) as u64;
+    if plan.netns.is_none() {
+        flags |= libc::CLONE_NEWNET as u64;
+    }
+    if plan.cgroup_namespace == CgroupNamespaceTiming::AtClone {
+        flags |= libc::CLONE_NEWCGROUP as u64;
+    }
+    let forked = sys
+        .clone_child(flags, plan.cgroup_v2_dir.as_deref())
+        .map_err(failed("namespaces", "clone3 into new namespaces"))?;
+    match forked {
+        Forked::Parent { child, pidfd } => {
+            if let Err(failure) = parent_setup(sys, plan, child) {
+                // The child is still waiting for its release; it must not outlive us.
+                sys.kill_child(child);
+                return Err(failure);
+            }
+            Ok(Started::Helper { child, pidfd })
+        }
+        Forked::Child => match child_setup(sys, plan) {
+            Err(failure) => Ok(Started::ChildFailed(failure)),
+            Ok(never) => match never {},
+        },
+    }
+}
+
+fn parent_setup<S: Sys>(sys: &mut S, plan: &Plan, child: i32) -> Result<(), Failure> {
+    // 4. Single-line maps to one unprivileged host id; setgroups denied first (a process
+    //    that could drop groups could shed a deny-by-group rule on the host).
+    if plan.host_uid == 0 || plan.host_gid == 0 {
+        return Err(Failure {
+            layer: "uid/gid maps",
+            detail: String::from("the sandbox user must map to a non-zero host uid and gid"),
+        });
+    }
+    let proc_dir = PathBuf::from(format!("/proc/{child}"));
+    sys.write_control_file(&proc_dir.join("setgroups"), "deny")
+        .map_err(failed("uid/gid maps", "setgroups deny"))?;
+    sys.write_control_file(
+        &proc_dir.join("uid_map"),
+        &format!("{} {} 1\n", plan.sandbox_uid, plan.host_uid),
+    )
+    .map_err(failed("uid/gid maps", "uid_map"))?;
+    sys.write_control_file(
+        &proc_dir.join("gid_map"),
+        &format!("{} {} 1\n", plan.sandbox_gid, plan.host_gid),
+    )
+    .map_err(failed("uid/gid maps", "gid_map"))?;
+    // 5. v1 controllers: the child joins its groups before it is released.
+    for procs in &plan.cgroup_v1_procs {
+        sys.write_control_file(procs, &child.to_string())
+            .map_err(failed("cgroup", format!("attach to {}", procs.display())))?;
+    }
+    // 6. Release.
+    sys.release_child()
+        .map_err(failed("namespaces", "release the child"))
+}
+
+const READ_ONLY: MountFlags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+const NO_EXEC: MountFlags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+
+fn child_setup<S: Sys>(sys: &mut S, plan: &Plan) -> Result<Infallible, Failure> {
+    // 1. Die with the helper, which dies with the platform.
+    sys.set_parent_death_signal()
+        .map_err(failed("namespaces", "PR_SET_PDEATHSIG"))?;
+    // 2. Wait until the maps and cgroups are in place.
+    sys.wait_for_release()
+        .map_err(failed("namespaces", "wait for release"))?;
+    // 3. The sandbox user, the one id mapped; the parent-death signal again, since an id
+    //    change clears it.
+    sys.set_ids(plan.sandbox_uid, plan.sandbox_gid)
+        .map_err(failed("identity", "setresgid/setresuid"))?;
+    sys.set_parent_death_signal()
+        .map_err(failed("namespaces", "PR_SET_PDEATHSIG after the id change"))?;
+    // 4. Cgroup namespace rooted at the sandbox's own groups.
+    if plan.cgroup_namespace == CgroupNamespaceTiming::AfterAttach {
+        sys.unshare_cgroup_namespace()
+            .map_err(failed("namespaces", "unshare(CLONE_NEWCGROUP)"))?;
+    }
+    // 5. A hostname that says nothing about the host.
+    sys.set_hostname(&plan.hostname)
+        .map_err(failed("namespaces", "sethostname"))?;
+    // 6. Nothing we mount propagates to the host, nothing of the host's propagates in.
+    sys.make_mounts_private()
+        .map_err(failed("mounts", "make / private"))?;
+    // 7. The new root: an empty tmpfs.
+    sys.mount_tmpfs(
+        &plan.root_dir,
+        libc::MS_NOSUID | libc::MS_NODEV,
+        &format!("size={},mode=0755", plan.root_size_bytes),
+    )
+    .map_err(failed(
+        "mounts",
+        format!("tmpfs root at {}", plan.root_dir.display()),
+    ))?;
+    // 8. Everything the sandbox may see, in plan order.
+    for step in &plan.mounts {
+        mount_step(sys, &plan.root_dir, step)?;
+    }
+    // 9. /etc and other small files, written while the root is still writable.
+    for file in &plan.files {
+        let target = under(&plan.root_dir, &file.target);
+        if let Some(parent) = target.parent() {
+            sys.create_dir_all(parent, 0o755)
+                .map_err(failed("mounts", format!("mkdir {}", parent.display())))?;
+        }
+        sys.create_file(&target, file.contents.as_bytes(), file.mode)
+            .map_err(failed("mounts", format!("write {}", file.target.display())))?;
+    }
+    // 10. Switch roots; the host's root is detached and unreachable.
+    sys.pivot_root(&plan.root_dir).map_err(failed(
+        "pivot_root",
+        format!("pivot_root into {}", plan.root_dir.display()),
+    ))?;
+    // 11. The root itself becomes read-only.
+    sys.remount_root_read_only()
+        .map_err(failed("mounts", "remount / read-only"))?;
+    sys.change_directory(&plan.cwd)
+        .map_err(failed("mounts", format!("chdir {}", plan.cwd.display())))?;
+    // 12. Only stdin, stdout, stderr and the report channel reach Python.
+    sys.close_other_fds()
+        .map_err(failed("namespaces", "close_range"))?;
+    // 13. A session of its own: no controlling terminal to inject into.
+    sys.new_session().map_err(failed("namespaces", "setsid"))?;
+    // 14. Limits on every process of the sandbox.
+    for limit in &plan.rlimits {
+        sys.set_rlimit(*limit)
+            .map_err(failed("rlimits", format!("{:?}", limit.resource)))?;
+    }
+    // 15. The bounding set, while CAP_SETPCAP is still held.
+    sys.drop_bounding_set()
+        .map_err(failed("capabilities", "PR_CAPBSET_DROP"))?;
+    // 16. No capability of any kind is left.
+    sys.clear_capabilities().map_err(failed(
+        "capabilities",
+        "clear ambient/inheritable/permitted/effective",
+    ))?;
+    // 17. Nothing exec'd can gain privileges (and seccomp may be loaded unprivileged).
+    sys.set_no_new_privs()
+        .map_err(failed("no_new_privs", "PR_SET_NO_NEW_PRIVS"))?;
+    // 18. Landlock where the kernel has it; its absence is recorded, not fatal.
+    match sys.apply_landlock(&plan.landlock) {
+        LandlockOutcome::Enforced => {}
+        LandlockOutcome::PartiallyEnforced { detail } => sys.child_report(&Status::Note {
+            text: format!("landlock partially enforced: {detail}"),
+        }),
+        LandlockOutcome::Unavailable { detail } => sys.child_report(&Status::Note {
+            text: format!("landlock unavailable: {detail}"),
+        }),
+    }
+    // 19. seccomp, last: every syscall above was made before the filter existed.
+    if seccomp_enforced(plan) {
+        sys.load_seccomp()
+            .map_err(failed("seccomp", "load the compiled filters"))?;
+    } else {
+        sys.child_report(&Status::Note {
+            text: String::from("TEST CONTROL: seccomp filter off for a control probe"),
+        });
+    }
+    // 20. Python on the harness, with an empty environment.
+    let error = sys.exec(&plan.exec_path, &plan.exec_argv);
+    Err(Failure {
+        layer: "exec",
+        detail: format!("execve {}: {error}", plan.exec_path.display()),
+    })
+}
+
+#[cfg(feature = "test-controls")]
+fn seccomp_enforced(plan: &Plan) -> bool {
+    plan.test_seccomp == plan::SeccompSwitch::Enforced
+}
+
+#[cfg(not(feature = "test-controls"))]
+fn seccomp_enforced(_plan: &Plan) -> bool {
+    true
+}
+
+/// A sandbox path under the new root, before the pivot.
+fn under(root: &Path, target: &Path) -> PathBuf {
+    root.join(target.strip_prefix("/").unwrap_or(target))
+}
+
+/// What a mount point must be: the kernel binds a directory only on a directory and a file
+/// only on a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeKind {
+    Directory,
+    File,
+}
+
+fn make_mountpoint<S: Sys>(sys: &mut S, target: &Path, kind: NodeKind) -> Result<(), Failure> {
+    if let Some(parent) = target.parent() {
+        sys.create_dir_all(parent, 0o755)
+            .map_err(failed("mounts", format!("mkdir {}", parent.display())))?;
+    }
+    let result = match kind {
+        NodeKind::Directory => sys.create_dir_all(target, 0o755),
+        NodeKind::File => sys.create_file(target, b"", 0o444),
+    };
+    match result {
+        Err(error) if error.kind() != io::ErrorKind::AlreadyExists => Err(failed(
+            "mounts",
+            format!("mount point {}", target.display()),
+        )(error)),
+        _ => Ok(()),
+    }
+}
+
+fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), Failure> {
+    match step {
+        MountStep::Dir { target, mode } => sys
+            .create_dir_all(&under(root, target), *mode)
+            .map_err(failed("mounts", format!("mkdir {}", target.display()))),
+        MountStep::BindReadOnly { source, target } => {
+            bind_with(sys, root, source, target, READ_ONLY)
+        }
+        MountStep::BindWritableNoExec { source, target } => {
+            bind_with(sys, root, source, target, NO_EXEC)
+        }
+        MountStep::BindDevice { source, target } => {
+            bind_with(sys, root, source, target, libc::MS_NOSUID | libc::MS_NOEXEC)
+        }
+        MountStep::Tmpfs {
+            target,
+            size_bytes,
+            inodes,
+            mode,
+        } => {
+            let at = under(root, target);
+            make_mountpoint(sys, &at, NodeKind::Directory)?;
+            sys.mount_tmpfs(
+                &at,
+                NO_EXEC,
+                &format!("size={size_bytes},nr_inodes={inodes},mode={mode:o}"),
+            )
+            .map_err(failed("mounts", format!("tmpfs at {}", target.display())))
+        }
+        MountStep::MaskDir { target } => {
+            let at = under(root, target);
+            match sys
+                .probe(&at)
+                .map_err(failed("mounts", format!("stat {}", target.display())))?
+            {
+                Some(true) => sys
+                    .mount_tmpfs(
+                        &at,
+                        READ_ONLY | libc::MS_NOEXEC,
+                        "size=4k,nr_inodes=1,mode=0555",
+                    )
+                    .map_err(failed("mounts", format!("mask {}", target.display()))),
+                _ => Ok(()),
+            }
+        }
+        MountStep::MaskFile { target } => {
+            let at = under(root, target);
+            match sys
+                .probe(&at)
+                .map_err(failed("proc", format!("stat {}", target.display())))?
+            {
+                Some(false) => {
+                    sys.bind(Path::new("/dev/null"), &at)
+                        .map_err(failed("proc", format!("mask {}", target.display())))?;
+                    sys.remount_bind(&at, READ_ONLY | libc::MS_NOEXEC)
+                        .map_err(failed(
+                            "proc",
+                            format!("mask {} read-only", target.display()),
+                        ))
+                }
+                _ => Ok(()),
+            }
+        }
+        MountStep::Proc { target } => {
+            let at = under(root, target);
+            make_mountpoint(sys, &at, NodeKind::Directory)?;
+            sys.mount_proc(&at).map_err(failed(
+                "proc",
+                "mount a fresh /proc for the sandbox's pid namespace",
+            ))
+        }
+        MountStep::ReadOnly { target } => {
+            let at = under(root, target);
+            match sys
+                .probe(&at)
+                .map_err(failed("proc", format!("stat {}", target.display())))?
+            {
+                Some(_) => {
+                    sys.bind(&at, &at)
+                        .map_err(failed("proc", format!("bind {}", target.display())))?;
+                    sys.remount_bind(&at, READ_ONLY | libc::MS_NOEXEC)
+                        .map_err(failed("proc", format!("{} read-only", target.display())))
+                }
+                None => Ok(()),
+            }
+        }
+        MountStep::Symlink { target, points_to } => {
+            let at = under(root, target);
+            if let Some(parent) = at.parent() {
+                sys.create_dir_all(parent, 0o755)
+                    .map_err(failed("mounts", format!("mkdir {}", parent.display())))?;
+            }
+            sys.symlink(points_to, &at)
+                .map_err(failed("mounts", format!("symlink {}", target.display())))
+        }
+    }
+}
+
+fn bind_with<S: Sys>(
+    sys: &mut S,
+    root: &Path,
+    source: &Path,
+    target: &Path,
+    flags: MountFlags,
+) -> Result<(), Failure> {
+    let directory = sys
+        .probe(source)
+        .map_err(failed("mounts", format!("stat {}", source.display())))?
+        .ok_or_else(|| Failure {
+            layer: "mounts",
+            detail: format!("bind source {} does not exist", source.display()),
+        })?;
+    let at = under(root, target);
+    let kind = if directory {
+        NodeKind::Directory
+    } else {
+        NodeKind::File
+    };
+    make_mountpoint(sys, &at, kind)?;
+    sys.bind(source, &at).map_err(failed(
+        "mounts",
+        format!("bind {} at {}", source.display(), target.display()),
+    ))?;
+    sys.remount_bind(&at, flags)
+        .map_err(failed("mounts", format!("remount {}", target.display())))
+}
+
+/// Closes every descriptor the platform did not arrange (defence in depth: the platform
+/// opens everything close-on-exec, but a library might not).
+fn close_unexpected_fds() {
+    // SAFETY: close_range on descriptors this process does not use.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            fds::FIRST_UNEXPECTED,
+            libc::c_uint::MAX,
+            0,
+        );
+    }
+}
+
+fn read_plan() -> Result<Plan, Failure> {
+    // The platform writes exactly one line on the control pipe and nothing after it, so
+    // reading in blocks never takes anything that is not the plan.
+    let mut line = Vec::with_capacity(16 * 1024);
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        // SAFETY: reads into a live buffer from the control pipe.
+        let read = unsafe { libc::read(fds::CONTROL, buffer.as_mut_ptr().cast(), buffer.len()) };
+        if read > 0 {
+            line.extend_from_slice(&buffer[..read as usize]);
+            if line.last() == Some(&b'\n') {
+                line.pop();
+                break;
+            }
+        } else if read == 0 {
+            break;
+        } else if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return Err(failed("helper", "read the plan")(io::Error::last_os_error()));
+        }
+    }
+    serde_json::from_slice(&line).map_err(|error| Failure {
+        layer: "helper",
+        detail: format!("unreadable plan: {error}"),
+    })
+}
+
+/// Writes all of `bytes` to `fd`, ignoring errors (the reader may be gone).
+pub(crate) fn write_all_fd(fd: RawFd, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writes from a live buffer to a descriptor this process holds.
+        let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if written <= 0 {
+            if written == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[written as usize..];
+    }
+}
+
+fn send_status(status: &Status) {
+    if let Ok(mut line) = serde_json::to_vec(status) {
+        line.push(b'\n');
+        write_all_fd(fds::STATUS, &line);
+    }
+}
+
+/// The helper after the release: relays the child's setup reports, says when Python runs,
+/// kills the sandbox if the platform goes away, and reports how the first process ended.
+fn supervise(setup_channel: RawFd, child: i32, pidfd: RawFd) -> Result<i32, Failure> {
+    // The sandbox's stdio and report channel belong to the child now; our copies would keep
+    // the platform's readers from seeing end of file.
+    for fd in [fds::REQUEST, fds::STDOUT, fds::STDERR, fds::REPORT] {
+        // SAFETY: closing descriptors only the child uses from here on.
+        unsafe {
+            libc::close(fd);
+        }
+    }
+    let mut setup_open = true;
+    let mut setup_failed = false;
+    let mut platform_gone = false;
+    let mut pending = Vec::new();
+    loop {
+        let mut polled = [
+            libc::pollfd {
+                fd: if setup_open { setup_channel } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: if platform_gone { -1 } else { fds::CONTROL },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll over an array we own.
+        let ready = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, -1) };
+        if ready == -1 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(failed("helper", "poll")(io::Error::last_os_error()));
+        }
+        if setup_open && polled[0].revents != 0 {
+            let mut buffer = [0u8; 4096];
+            // SAFETY: reads into a live buffer.
+            let read =
+                unsafe { libc::read(setup_channel, buffer.as_mut_ptr().cast(), buffer.len()) };
+            if read > 0 {
+                pending.extend_from_slice(&buffer[..read as usize]);
+                while let Some(end) = pending.iter().position(|byte| *byte == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=end).collect();
+                    if let Ok(status) = serde_json::from_slice::<Status>(&line) {
+                        setup_failed |= matches!(status, Status::Failed { .. });
+                        send_status(&status);
+                    }
+                }
+            } else {
+                // End of file: the child exec'd (close-on-exec) or died.
+                setup_open = false;
+                if !setup_failed {
+                    send_status(&Status::Running);
+                }
+            }
+        }
+        if !platform_gone && polled[1].revents != 0 {
+            platform_gone = true;
+            // The platform is gone (or broke protocol): the sandbox goes too.
+            // SAFETY: kill of our own child.
+            unsafe {
+                libc::kill(child, libc::SIGKILL);
+            }
+        }
+        if polled[2].revents != 0 && !setup_open {
+            let mut status: libc::c_int = 0;
+            // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: wait4 on our own child, writing into locals.
+            let waited = unsafe { libc::wait4(child, &mut status, 0, &mut usage) };
+            if waited == child {
+                let cpu_millis = timeval_millis(usage.ru_utime) + timeval_millis(usage.ru_stime);
+                if libc::WIFSIGNALED(status) {
+                    send_status(&Status::Signaled {
+                        signal: libc::WTERMSIG(status),
+                        cpu_millis,
+                    });
+                } else {
+                    send_status(&Status::Exited {
+                        code: libc::WEXITSTATUS(status),
+                        cpu_millis,
+                    });
+                }
+                return Ok(0);
+            }
+        }
+    }
+}
+
+fn timeval_millis(time: libc::timeval) -> u64 {
+    (time.tv_sec.max(0) as u64) * 1000 + (time.tv_usec.max(0) as u64) / 1000
+}

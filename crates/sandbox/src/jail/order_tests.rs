@@ -1,0 +1,431 @@
+//! The order of jail setup, checked with a recording fake of the system calls (no root
+//! needed): namespaces, then maps, then the mapped id, mounts, pivot_root, rlimits,
+//! capabilities, no_new_privs, and seccomp last, right before exec.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::jail::plan::{
+    CgroupNamespaceTiming, FileStep, LandlockPlan, MountStep, Plan, Rlimit, RlimitResource,
+};
+use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, Sys};
+use crate::jail::{Failure, Started, Status, start};
+
+/// Records every call; `clone_child` answers with the side under test.
+struct Recorder {
+    calls: Vec<String>,
+    side: Forked,
+    fail_on: Option<&'static str>,
+}
+
+impl Recorder {
+    fn new(side: Forked) -> Self {
+        Self {
+            calls: Vec::new(),
+            side,
+            fail_on: None,
+        }
+    }
+
+    fn record(&mut self, call: String) -> io::Result<()> {
+        let failing = self.fail_on.is_some_and(|prefix| call.starts_with(prefix));
+        self.calls.push(call);
+        if failing {
+            Err(io::Error::from_raw_os_error(libc::EPERM))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Sys for Recorder {
+    fn drop_supplementary_groups(&mut self) -> io::Result<()> {
+        self.record(String::from("setgroups(0)"))
+    }
+    fn join_network_namespace(&mut self, path: &Path) -> io::Result<()> {
+        self.record(format!("setns {}", path.display()))
+    }
+    fn clone_child(&mut self, flags: u64, cgroup_v2_dir: Option<&Path>) -> io::Result<Forked> {
+        let newnet = flags & libc::CLONE_NEWNET as u64 != 0;
+        let newcgroup = flags & libc::CLONE_NEWCGROUP as u64 != 0;
+        self.record(format!(
+            "clone newnet={newnet} newcgroup={newcgroup} into={}",
+            cgroup_v2_dir.map_or(String::from("-"), |dir| dir.display().to_string())
+        ))?;
+        Ok(self.side)
+    }
+    fn write_control_file(&mut self, path: &Path, contents: &str) -> io::Result<()> {
+        self.record(format!("write {} {}", path.display(), contents.trim()))
+    }
+    fn release_child(&mut self) -> io::Result<()> {
+        self.record(String::from("release"))
+    }
+    fn kill_child(&mut self, child: i32) {
+        self.calls.push(format!("kill {child}"));
+    }
+    fn set_parent_death_signal(&mut self) -> io::Result<()> {
+        self.record(String::from("pdeathsig"))
+    }
+    fn wait_for_release(&mut self) -> io::Result<()> {
+        self.record(String::from("wait_for_release"))
+    }
+    fn unshare_cgroup_namespace(&mut self) -> io::Result<()> {
+        self.record(String::from("unshare cgroup"))
+    }
+    fn set_hostname(&mut self, name: &str) -> io::Result<()> {
+        self.record(format!("hostname {name}"))
+    }
+    fn make_mounts_private(&mut self) -> io::Result<()> {
+        self.record(String::from("mount private /"))
+    }
+    fn mount_tmpfs(&mut self, target: &Path, _flags: MountFlags, _options: &str) -> io::Result<()> {
+        self.record(format!("mount tmpfs {}", target.display()))
+    }
+    fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()> {
+        self.record(format!(
+            "mount bind {} {}",
+            source.display(),
+            target.display()
+        ))
+    }
+    fn remount_bind(&mut self, target: &Path, flags: MountFlags) -> io::Result<()> {
+        let read_only = flags & libc::MS_RDONLY != 0;
+        let no_exec = flags & libc::MS_NOEXEC != 0;
+        self.record(format!(
+            "mount remount {} ro={read_only} noexec={no_exec}",
+            target.display()
+        ))
+    }
+    fn mount_proc(&mut self, target: &Path) -> io::Result<()> {
+        self.record(format!("mount proc {}", target.display()))
+    }
+    fn create_dir_all(&mut self, path: &Path, _mode: u32) -> io::Result<()> {
+        self.record(format!("mkdir {}", path.display()))
+    }
+    fn create_file(&mut self, path: &Path, _contents: &[u8], _mode: u32) -> io::Result<()> {
+        self.record(format!("create {}", path.display()))
+    }
+    fn symlink(&mut self, points_to: &Path, link: &Path) -> io::Result<()> {
+        self.record(format!(
+            "symlink {} {}",
+            link.display(),
+            points_to.display()
+        ))
+    }
+    fn probe(&mut self, path: &Path) -> io::Result<Option<bool>> {
+        // Everything exists; directories are the paths without a dot in their last part.
+        let is_dir = !path
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().contains('.'));
+        Ok(Some(is_dir))
+    }
+    fn pivot_root(&mut self, new_root: &Path) -> io::Result<()> {
+        self.record(format!("pivot_root {}", new_root.display()))
+    }
+    fn remount_root_read_only(&mut self) -> io::Result<()> {
+        self.record(String::from("mount remount / ro"))
+    }
+    fn change_directory(&mut self, path: &Path) -> io::Result<()> {
+        self.record(format!("chdir {}", path.display()))
+    }
+    fn close_other_fds(&mut self) -> io::Result<()> {
+        self.record(String::from("close_range"))
+    }
+    fn new_session(&mut self) -> io::Result<()> {
+        self.record(String::from("setsid"))
+    }
+    fn set_rlimit(&mut self, limit: Rlimit) -> io::Result<()> {
+        self.record(format!("rlimit {:?}={}", limit.resource, limit.value))
+    }
+    fn drop_bounding_set(&mut self) -> io::Result<()> {
+        self.record(String::from("caps bounding"))
+    }
+    fn set_ids(&mut self, uid: u32, gid: u32) -> io::Result<()> {
+        self.record(format!("setresid {uid}:{gid}"))
+    }
+    fn clear_capabilities(&mut self) -> io::Result<()> {
+        self.record(String::from("caps clear"))
+    }
+    fn set_no_new_privs(&mut self) -> io::Result<()> {
+        self.record(String::from("no_new_privs"))
+    }
+    fn apply_landlock(&mut self, _plan: &LandlockPlan) -> LandlockOutcome {
+        self.calls.push(String::from("landlock"));
+        LandlockOutcome::Unavailable {
+            detail: String::from("fake kernel"),
+        }
+    }
+    fn load_seccomp(&mut self) -> io::Result<()> {
+        self.record(String::from("seccomp"))
+    }
+    fn exec(&mut self, path: &Path, _argv: &[String]) -> io::Error {
+        self.calls.push(format!("exec {}", path.display()));
+        io::Error::from_raw_os_error(libc::ENOENT)
+    }
+    fn child_report(&mut self, status: &Status) {
+        self.calls.push(format!("report {status:?}"));
+    }
+}
+
+fn plan() -> Plan {
+    Plan {
+        host_uid: 1_800_000_007,
+        host_gid: 1_800_000_007,
+        sandbox_uid: 1000,
+        sandbox_gid: 1000,
+        hostname: String::from("sandbox"),
+        root_dir: PathBuf::from("/scratch/root"),
+        root_size_bytes: 1 << 20,
+        mounts: vec![
+            MountStep::BindReadOnly {
+                source: PathBuf::from("/usr/bin/python3.11"),
+                target: PathBuf::from("/usr/bin/python3.11"),
+            },
+            MountStep::Proc {
+                target: PathBuf::from("/proc"),
+            },
+            MountStep::ReadOnly {
+                target: PathBuf::from("/proc/sys"),
+            },
+            MountStep::BindWritableNoExec {
+                source: PathBuf::from("/scratch/work"),
+                target: PathBuf::from("/work"),
+            },
+        ],
+        files: vec![FileStep {
+            target: PathBuf::from("/etc/passwd"),
+            contents: String::from("sandbox:x:1000:1000::/work:/nonexistent\n"),
+            mode: 0o444,
+        }],
+        cgroup_v2_dir: Some(PathBuf::from("/sys/fs/cgroup/unified/stepward/sb-7")),
+        cgroup_v1_procs: vec![PathBuf::from(
+            "/sys/fs/cgroup/memory/stepward/sb-7/cgroup.procs",
+        )],
+        cgroup_namespace: CgroupNamespaceTiming::AfterAttach,
+        netns: None,
+        rlimits: vec![Rlimit {
+            resource: RlimitResource::Processes,
+            value: 64,
+        }],
+        landlock: LandlockPlan::default(),
+        cwd: PathBuf::from("/work"),
+        exec_path: PathBuf::from("/usr/bin/python3.11"),
+        exec_argv: vec![String::from("python3.11")],
+        #[cfg(feature = "test-controls")]
+        test_seccomp: crate::jail::plan::SeccompSwitch::Enforced,
+    }
+}
+
+/// Runs the helper's side, then the child's, into one recording (the child waits for the
+/// helper's release, so this is the order the kernel sees).
+fn both_sides(plan: &Plan) -> (Vec<String>, Started) {
+    let mut parent = Recorder::new(Forked::Parent {
+        child: 4242,
+        pidfd: 9,
+    });
+    let parent_result = start(&mut parent, plan).unwrap();
+    assert_eq!(
+        parent_result,
+        Started::Helper {
+            child: 4242,
+            pidfd: 9
+        }
+    );
+    let mut child = Recorder::new(Forked::Child);
+    let child_result = start(&mut child, plan).unwrap();
+    let mut calls = parent.calls;
+    // The child's copy of steps 1-3 ran once, in the helper, before the clone.
+    let after_clone = child
+        .calls
+        .iter()
+        .position(|call| call.starts_with("clone"))
+        .unwrap()
+        + 1;
+    calls.extend(child.calls.into_iter().skip(after_clone));
+    (calls, child_result)
+}
+
+fn position(calls: &[String], prefix: &str) -> usize {
+    calls
+        .iter()
+        .position(|call| call.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no call starting with {prefix:?} in {calls:#?}"))
+}
+
+fn last_position(calls: &[String], prefix: &str) -> usize {
+    calls
+        .iter()
+        .rposition(|call| call.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no call starting with {prefix:?} in {calls:#?}"))
+}
+
+#[test]
+fn g10_jail_order_namespaces_maps_mounts_pivot_rlimits_caps_nnp_seccomp_last() {
+    let (calls, child_result) = both_sides(&plan());
+    let clone = position(&calls, "clone");
+    let setgroups_deny = position(&calls, "write /proc/4242/setgroups deny");
+    let uid_map = position(&calls, "write /proc/4242/uid_map 1000 1800000007 1");
+    let gid_map = position(&calls, "write /proc/4242/gid_map 1000 1800000007 1");
+    let v1_attach = position(
+        &calls,
+        "write /sys/fs/cgroup/memory/stepward/sb-7/cgroup.procs 4242",
+    );
+    let release = position(&calls, "release");
+    let wait = position(&calls, "wait_for_release");
+    let first_mount = position(&calls, "mount");
+    let proc_mount = position(&calls, "mount proc /scratch/root/proc");
+    let last_mount_before_pivot = calls[..position(&calls, "pivot_root")]
+        .iter()
+        .rposition(|call| call.starts_with("mount"))
+        .unwrap();
+    let pivot = position(&calls, "pivot_root /scratch/root");
+    let root_read_only = position(&calls, "mount remount / ro");
+    let first_rlimit = position(&calls, "rlimit");
+    let last_rlimit = last_position(&calls, "rlimit");
+    let first_caps = position(&calls, "caps");
+    let ids = position(&calls, "setresid 1000:1000");
+    let last_caps = last_position(&calls, "caps");
+    let nnp = position(&calls, "no_new_privs");
+    let landlock = position(&calls, "landlock");
+    let seccomp = position(&calls, "seccomp");
+    let exec = position(&calls, "exec");
+
+    assert_eq!(calls[0], "setgroups(0)", "{calls:#?}");
+    assert!(
+        clone < setgroups_deny && setgroups_deny < uid_map && uid_map < gid_map,
+        "{calls:#?}"
+    );
+    assert!(
+        gid_map < v1_attach && v1_attach < release && release < wait,
+        "{calls:#?}"
+    );
+    assert!(wait < ids && ids < first_mount, "{calls:#?}");
+    assert!(
+        first_mount < proc_mount && last_mount_before_pivot < pivot,
+        "{calls:#?}"
+    );
+    assert!(
+        pivot < root_read_only && root_read_only < first_rlimit,
+        "{calls:#?}"
+    );
+    assert!(
+        last_rlimit < first_caps && first_caps < last_caps,
+        "{calls:#?}"
+    );
+    assert!(
+        last_caps < nnp && nnp < landlock && landlock < seccomp,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        exec,
+        seccomp + 1,
+        "seccomp must be the last step before exec: {calls:#?}"
+    );
+    assert!(calls.contains(&String::from(
+        "clone newnet=true newcgroup=false into=/sys/fs/cgroup/unified/stepward/sb-7"
+    )));
+    assert!(
+        calls[wait..first_mount].contains(&String::from("unshare cgroup")),
+        "{calls:#?}"
+    );
+    // The exec failed in the fake: the child reports the layer by name.
+    assert!(matches!(
+        child_result,
+        Started::ChildFailed(Failure { layer: "exec", .. })
+    ));
+    // Landlock's absence is recorded as a note.
+    assert!(
+        calls
+            .iter()
+            .any(|call| call.starts_with("report Note") && call.contains("landlock unavailable"))
+    );
+}
+
+#[test]
+fn g10_writable_mounts_are_noexec_and_runtime_is_read_only() {
+    let (calls, _) = both_sides(&plan());
+    assert!(
+        calls.contains(&String::from(
+            "mount remount /scratch/root/usr/bin/python3.11 ro=true noexec=false"
+        )),
+        "{calls:#?}"
+    );
+    assert!(
+        calls.contains(&String::from(
+            "mount remount /scratch/root/work ro=false noexec=true"
+        )),
+        "{calls:#?}"
+    );
+    assert!(
+        calls.contains(&String::from(
+            "mount remount /scratch/root/proc/sys ro=true noexec=true"
+        )),
+        "{calls:#?}"
+    );
+}
+
+#[test]
+fn g10_egress_joins_the_platform_netns_instead_of_a_new_one() {
+    let mut egress = plan();
+    egress.netns = Some(PathBuf::from("/run/netns/stepward-3-abc"));
+    egress.cgroup_namespace = CgroupNamespaceTiming::AtClone;
+    let (calls, _) = both_sides(&egress);
+    let setns = position(&calls, "setns /run/netns/stepward-3-abc");
+    let clone = position(&calls, "clone newnet=false newcgroup=true");
+    assert!(setns < clone, "{calls:#?}");
+    assert!(
+        !calls.iter().any(|call| call == "unshare cgroup"),
+        "{calls:#?}"
+    );
+}
+
+#[test]
+fn g10_a_failed_layer_stops_setup_and_is_named() {
+    let mut child = Recorder::new(Forked::Child);
+    child.fail_on = Some("mount proc");
+    let result = start(&mut child, &plan()).unwrap();
+    let Started::ChildFailed(failure) = result else {
+        panic!("expected a failure, got {result:?}");
+    };
+    assert_eq!(failure.layer, "proc");
+    assert!(
+        !child.calls.iter().any(|call| call.starts_with("pivot_root")
+            || call == "seccomp"
+            || call.starts_with("exec"))
+    );
+
+    let mut no_nnp = Recorder::new(Forked::Child);
+    no_nnp.fail_on = Some("no_new_privs");
+    let Started::ChildFailed(failure) = start(&mut no_nnp, &plan()).unwrap() else {
+        panic!("expected a failure");
+    };
+    assert_eq!(failure.layer, "no_new_privs");
+    assert!(!no_nnp.calls.iter().any(|call| call.starts_with("exec")));
+
+    let mut no_seccomp = Recorder::new(Forked::Child);
+    no_seccomp.fail_on = Some("seccomp");
+    let Started::ChildFailed(failure) = start(&mut no_seccomp, &plan()).unwrap() else {
+        panic!("expected a failure");
+    };
+    assert_eq!(failure.layer, "seccomp");
+    assert!(!no_seccomp.calls.iter().any(|call| call.starts_with("exec")));
+}
+
+#[test]
+fn g10_a_root_mapping_is_refused_before_any_map_is_written() {
+    let mut rooted = plan();
+    rooted.host_uid = 0;
+    let mut parent = Recorder::new(Forked::Parent {
+        child: 4242,
+        pidfd: 9,
+    });
+    let result = start(&mut parent, &rooted);
+    assert!(matches!(
+        result,
+        Err(Failure {
+            layer: "uid/gid maps",
+            ..
+        })
+    ));
+    assert!(!parent.calls.iter().any(|call| call.contains("uid_map")));
+}

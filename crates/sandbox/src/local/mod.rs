@@ -1,0 +1,289 @@
+//! The `local` backend: a fresh hardened container on this host for every invocation, built by
+//! the jail helper (see [`crate::jail`]) and destroyed after it, whatever happens (G6, G10).
+//!
+//! One invocation: take a slot (a host uid and an address no other live sandbox has), stage
+//! the folder into a scratch copy owned by that uid, create the cgroups with the limits, build
+//! the egress network for `public_egress`, exec the helper with the plan, hand the request to
+//! the harness, watch stdout, stderr, the report channel and the helper's status under the
+//! wall-clock limit, then kill whatever is left, remove the groups, collect the copy-back and
+//! remove the scratch folder. Each of those is a guard that also runs on error and panic.
+
+mod helper;
+mod outcome;
+mod plan;
+mod pool;
+mod run;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cgroup::{CgroupLayout, CgroupOptions};
+use crate::copyback::CopyBackPolicy;
+use crate::runtime::{RuntimeOptions, Runtimes};
+use crate::slot::SlotAllocator;
+use crate::{Error, Invocation, Isolation, Observation};
+
+/// The harness, embedded at build time and written read-only into the state directory.
+const RUNNER_PY: &str = include_str!("../../harness/runner.py");
+
+/// Configuration of the local backend.
+#[derive(Debug, Clone)]
+pub struct LocalOptions {
+    /// Where scratch folders, slot locks and the harness live (root-owned, not shared).
+    pub state_dir: PathBuf,
+    /// Where sandbox cgroups go.
+    pub cgroups: CgroupOptions,
+    /// Sandbox in slot N maps to host uid and gid `uid_base + N`; must be non-zero and in a
+    /// range no real user or service on the host uses.
+    pub uid_base: u32,
+    /// How many sandboxes may exist at once.
+    pub slots: u32,
+    /// Which interpreters to offer.
+    pub runtimes: RuntimeOptions,
+    /// The jail helper: the program and the arguments before anything else
+    /// (`(current_exe, ["__jail"])` for the platform's binary).
+    pub helper: (PathBuf, Vec<OsString>),
+    /// Warm sandboxes kept per class (Python version, network mode, limits); 0 means always
+    /// cold.
+    pub pool_size: usize,
+    /// The egress network for `public_egress`; `None` refuses such steps.
+    pub egress: Option<crate::net::EgressOptions>,
+    /// The copy-back filter's caps.
+    pub copy_back: CopyBackPolicy,
+}
+
+impl LocalOptions {
+    /// Defaults for everything but where state lives and which helper to exec.
+    pub fn new(state_dir: PathBuf, helper: (PathBuf, Vec<OsString>)) -> Self {
+        Self {
+            state_dir,
+            cgroups: CgroupOptions::default(),
+            uid_base: 1_800_000_000,
+            slots: 1024,
+            runtimes: RuntimeOptions::default(),
+            helper,
+            pool_size: 0,
+            egress: None,
+            copy_back: CopyBackPolicy::default(),
+        }
+    }
+
+    fn scratch_dir(&self) -> PathBuf {
+        self.state_dir.join("scratch")
+    }
+
+    fn slots_dir(&self) -> PathBuf {
+        self.state_dir.join("slots")
+    }
+
+    fn harness_dir(&self) -> PathBuf {
+        self.state_dir.join("harness")
+    }
+}
+
+/// The local backend. Each [`Isolation::run`] uses a sandbox built for it alone (cold, or
+/// warm from the pool) and destroys it.
+pub struct LocalBackend {
+    shared: Arc<Shared>,
+    /// Tests give each backend its own cgroup parent and remove it on drop.
+    remove_cgroup_parent_on_drop: bool,
+}
+
+/// What the backend, its pool and the pool's refill threads share.
+pub(crate) struct Shared {
+    pub(crate) options: LocalOptions,
+    pub(crate) runtimes: Runtimes,
+    pub(crate) cgroups: CgroupLayout,
+    pub(crate) slots: SlotAllocator,
+    pub(crate) pool: pool::Pool,
+}
+
+impl LocalBackend {
+    /// Prepares the state directory, discovers the runtimes and the cgroup layout.
+    pub fn new(options: LocalOptions) -> Result<Self, Error> {
+        if options.uid_base == 0 {
+            return Err(Error::LayerFailed {
+                layer: String::from("uid/gid maps"),
+                detail: String::from(
+                    "uid_base must be non-zero: the sandbox never maps to host root",
+                ),
+            });
+        }
+        // The jail's child binds from these directories after it took the sandbox's
+        // unprivileged id, so they must be searchable (never listable) by others; each
+        // scratch folder below is searchable only by its own sandbox's group.
+        for (dir, mode) in [
+            (options.state_dir.clone(), 0o711),
+            (options.scratch_dir(), 0o711),
+            (options.harness_dir(), 0o755),
+        ] {
+            std::fs::create_dir_all(&dir)
+                .map_err(|source| Error::io("cannot create", &dir, source))?;
+            set_mode(&dir, mode)?;
+        }
+        write_harness(&options.harness_dir())?;
+        let runtimes = Runtimes::discover(&options.runtimes)?;
+        let cgroups = CgroupLayout::detect(&options.cgroups)?;
+        let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
+        if let Some(egress) = &options.egress {
+            crate::net::install_policy(egress)?;
+        }
+        let pool = pool::Pool::new(options.pool_size);
+        Ok(Self {
+            shared: Arc::new(Shared {
+                options,
+                runtimes,
+                cgroups,
+                slots,
+                pool,
+            }),
+            remove_cgroup_parent_on_drop: false,
+        })
+    }
+
+    /// A backend for tests: state under `state_dir`, a cgroup parent unique to this process
+    /// and backend (removed on drop), the given helper binary (in this crate's tests:
+    /// `env!("CARGO_BIN_EXE_stepward-jail")`), a uid range unlikely to collide with another
+    /// test process.
+    #[cfg(feature = "test-controls")]
+    pub fn for_tests(state_dir: &Path, helper: &Path) -> Result<Self, Error> {
+        Self::for_tests_with(state_dir, helper, |_| {})
+    }
+
+    /// [`LocalBackend::for_tests`] with a chance to change the options (pool size, limits of
+    /// the slot range, egress) before the backend is built.
+    #[cfg(feature = "test-controls")]
+    pub fn for_tests_with(
+        state_dir: &Path,
+        helper: &Path,
+        configure: impl FnOnce(&mut LocalOptions),
+    ) -> Result<Self, Error> {
+        // Unique without shared state: the process id and the clock's nanoseconds.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.subsec_nanos())
+            .unwrap_or_default();
+        let process = std::process::id();
+        let mut options =
+            LocalOptions::new(state_dir.to_path_buf(), (helper.to_path_buf(), Vec::new()));
+        options.cgroups.parent = format!("stepward-test-{process}-{nanos}");
+        // A uid range of its own per backend (64 slots), so that concurrent tests, in one
+        // process or several, practically never share a host uid.
+        let range = (process.wrapping_mul(7919).wrapping_add(nanos / 1000)) % 100_000;
+        options.uid_base = 1_900_000_000 + range * 64;
+        options.slots = 64;
+        configure(&mut options);
+        let mut backend = Self::new(options)?;
+        backend.remove_cgroup_parent_on_drop = true;
+        Ok(backend)
+    }
+
+    /// Runs the invocation in the same jail with the seccomp filter off: only for control
+    /// probes that show a denied syscall would otherwise have worked.
+    #[cfg(feature = "test-controls")]
+    pub fn run_without_seccomp_for_control_probe(
+        &self,
+        invocation: Invocation,
+    ) -> Result<Observation, Error> {
+        run::run(
+            &self.shared,
+            invocation,
+            run::SeccompMode::DisabledForControlProbe,
+        )
+    }
+
+    /// The runtimes this backend offers.
+    pub fn runtimes(&self) -> &Runtimes {
+        &self.shared.runtimes
+    }
+
+    /// Warm sandboxes waiting in the pool, over all classes.
+    pub fn idle_sandboxes(&self) -> usize {
+        self.shared.pool.idle_count()
+    }
+
+    /// The cgroup layout in use (tests check that groups are gone after a run).
+    pub fn cgroup_layout(&self) -> &CgroupLayout {
+        &self.shared.cgroups
+    }
+
+    /// The options this backend was built with.
+    pub fn options(&self) -> &LocalOptions {
+        &self.shared.options
+    }
+}
+
+impl Drop for LocalBackend {
+    fn drop(&mut self) {
+        // Idle warm sandboxes die with the backend.
+        self.shared.pool.close();
+        if self.remove_cgroup_parent_on_drop {
+            let _ = self.shared.cgroups.sweep();
+            self.shared.cgroups.remove_parents();
+        }
+    }
+}
+
+impl Isolation for LocalBackend {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn run(&self, invocation: Invocation) -> Result<Observation, Error> {
+        run::run(&self.shared, invocation, run::SeccompMode::Enforced)
+    }
+}
+
+/// What a start-up sweep removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SweepReport {
+    pub cgroups: usize,
+    pub scratch_dirs: usize,
+    pub networks: usize,
+}
+
+/// Kills and removes what a crashed platform left: sandbox cgroups (and every process in
+/// them), scratch folders, unheld slot locks, and egress networks. Must run at start-up before
+/// any sandbox of this platform exists, and before the engine's recovery.
+pub fn sweep(options: &LocalOptions) -> Result<SweepReport, Error> {
+    let mut report = SweepReport::default();
+    let layout = CgroupLayout::detect(&options.cgroups)?;
+    report.cgroups = layout.sweep()?;
+    let scratch = options.scratch_dir();
+    if let Ok(entries) = std::fs::read_dir(&scratch) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            std::fs::remove_dir_all(&path)
+                .map_err(|source| Error::io("cannot remove", &path, source))?;
+            report.scratch_dirs += 1;
+        }
+    }
+    SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
+    if let Some(egress) = &options.egress {
+        report.networks = crate::net::sweep(egress)?.namespaces.len();
+    }
+    Ok(report)
+}
+
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|source| Error::io("cannot chmod", path, source))
+}
+
+fn write_harness(dir: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let target = dir.join("runner.py");
+    if std::fs::read_to_string(&target).is_ok_and(|current| current == RUNNER_PY) {
+        return Ok(());
+    }
+    // Written beside and renamed, so a concurrent reader never sees half a harness.
+    let temporary = dir.join(format!("runner.py.{}", std::process::id()));
+    std::fs::write(&temporary, RUNNER_PY)
+        .map_err(|source| Error::io("cannot write", &temporary, source))?;
+    std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o444))
+        .map_err(|source| Error::io("cannot chmod", &temporary, source))?;
+    std::fs::rename(&temporary, &target)
+        .map_err(|source| Error::io("cannot rename", &target, source))
+}

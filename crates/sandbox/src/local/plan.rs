@@ -1,0 +1,247 @@
+//! Turns one invocation's pieces (runtime, slot, scratch folder, cgroups, network) into the
+//! jail plan the helper carries out. Everything the sandbox will see is listed here.
+
+use std::path::{Path, PathBuf};
+
+use crate::Limits;
+use crate::cgroup::SandboxCgroup;
+use crate::jail::plan::{
+    CgroupNamespaceTiming, FileStep, LandlockPlan, MountStep, Plan, Rlimit, RlimitResource,
+};
+use crate::runtime::{Runtime, RuntimeMount};
+
+/// The sandbox user's ids inside its user namespace.
+pub(crate) const SANDBOX_UID: u32 = 1000;
+pub(crate) const SANDBOX_GID: u32 = 1000;
+
+/// Address space headroom above the memory limit: thread stacks and arenas reserve far more
+/// address space than they touch; the cgroup enforces the real memory limit.
+const ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
+
+/// Files in /proc that expose the host's kernel or let a process poke it; hidden behind
+/// /dev/null.
+const PROC_MASKED_FILES: [&str; 11] = [
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/key-users",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+    "/proc/latency_stats",
+    "/proc/sysrq-trigger",
+    "/proc/kallsyms",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/config.gz",
+];
+
+/// Directories in /proc with host hardware and driver knobs; hidden behind empty tmpfs.
+const PROC_MASKED_DIRS: [&str; 5] = [
+    "/proc/acpi",
+    "/proc/scsi",
+    "/proc/asound",
+    "/proc/firmware",
+    "/proc/driver",
+];
+
+/// Host knobs that stay readable but never writable.
+const PROC_READ_ONLY: [&str; 5] = [
+    "/proc/sys",
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sysvipc",
+];
+
+/// Devices the sandbox gets.
+const DEVICES: [&str; 4] = ["null", "zero", "random", "urandom"];
+
+/// The inputs of one plan.
+pub(crate) struct PlanInputs<'a> {
+    pub runtime: &'a Runtime,
+    pub limits: &'a Limits,
+    pub host_id: u32,
+    pub root_dir: PathBuf,
+    pub work_dir: PathBuf,
+    pub harness_dir: PathBuf,
+    pub cgroup: &'a SandboxCgroup,
+    pub cgroup_namespace: CgroupNamespaceTiming,
+    pub netns: Option<PathBuf>,
+    pub resolv_conf: Option<String>,
+    pub extra_read_only: Vec<(PathBuf, PathBuf)>,
+}
+
+pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
+    let mut mounts = Vec::new();
+    // The runtime: interpreter, loader, libraries, standard library, all read-only.
+    for mount in &inputs.runtime.mounts {
+        mounts.push(match mount {
+            RuntimeMount::File { source, target } | RuntimeMount::Dir { source, target } => {
+                MountStep::BindReadOnly {
+                    source: source.clone(),
+                    target: target.clone(),
+                }
+            }
+            RuntimeMount::Mask { target } => MountStep::MaskDir {
+                target: target.clone(),
+            },
+        });
+    }
+    for (source, target) in &inputs.extra_read_only {
+        mounts.push(MountStep::BindReadOnly {
+            source: source.clone(),
+            target: target.clone(),
+        });
+    }
+    mounts.push(MountStep::BindReadOnly {
+        source: inputs.harness_dir.clone(),
+        target: PathBuf::from("/harness"),
+    });
+    // A minimal /dev.
+    mounts.push(MountStep::Dir {
+        target: PathBuf::from("/dev"),
+        mode: 0o755,
+    });
+    for device in DEVICES {
+        mounts.push(MountStep::BindDevice {
+            source: Path::new("/dev").join(device),
+            target: Path::new("/dev").join(device),
+        });
+    }
+    for (name, points_to) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        mounts.push(MountStep::Symlink {
+            target: Path::new("/dev").join(name),
+            points_to: PathBuf::from(points_to),
+        });
+    }
+    // A fresh /proc for the sandbox's own pid namespace, its host knobs masked.
+    mounts.push(MountStep::Proc {
+        target: PathBuf::from("/proc"),
+    });
+    for file in PROC_MASKED_FILES {
+        mounts.push(MountStep::MaskFile {
+            target: PathBuf::from(file),
+        });
+    }
+    for dir in PROC_MASKED_DIRS {
+        mounts.push(MountStep::MaskDir {
+            target: PathBuf::from(dir),
+        });
+    }
+    for path in PROC_READ_ONLY {
+        mounts.push(MountStep::ReadOnly {
+            target: PathBuf::from(path),
+        });
+    }
+    // The folder's copy and a private /tmp: writable, never executable.
+    mounts.push(MountStep::BindWritableNoExec {
+        source: inputs.work_dir.clone(),
+        target: PathBuf::from("/work"),
+    });
+    mounts.push(MountStep::Tmpfs {
+        target: PathBuf::from("/tmp"),
+        size_bytes: inputs.limits.tmp_bytes,
+        inodes: 16_384,
+        mode: 0o1777,
+    });
+
+    let mut files = vec![
+        FileStep {
+            target: PathBuf::from("/etc/passwd"),
+            contents: format!(
+                "sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/work:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n"
+            ),
+            mode: 0o444,
+        },
+        FileStep {
+            target: PathBuf::from("/etc/group"),
+            contents: format!("sandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"),
+            mode: 0o444,
+        },
+        FileStep {
+            target: PathBuf::from("/etc/hosts"),
+            contents: String::from("127.0.0.1 localhost\n::1 localhost\n"),
+            mode: 0o444,
+        },
+    ];
+    if let Some(resolv_conf) = &inputs.resolv_conf {
+        files.push(FileStep {
+            target: PathBuf::from("/etc/resolv.conf"),
+            contents: resolv_conf.clone(),
+            mode: 0o444,
+        });
+    }
+
+    let limits = inputs.limits;
+    let rlimits = vec![
+        Rlimit {
+            resource: RlimitResource::AddressSpace,
+            value: limits.memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM),
+        },
+        Rlimit {
+            resource: RlimitResource::Data,
+            value: limits.memory_bytes,
+        },
+        Rlimit {
+            resource: RlimitResource::Processes,
+            value: u64::from(limits.pids),
+        },
+        Rlimit {
+            resource: RlimitResource::CpuSeconds,
+            value: limits.cpu_seconds,
+        },
+        Rlimit {
+            resource: RlimitResource::FileSize,
+            value: limits.file_size_bytes,
+        },
+        Rlimit {
+            resource: RlimitResource::OpenFiles,
+            value: limits.open_files,
+        },
+        Rlimit {
+            resource: RlimitResource::CoreSize,
+            value: 0,
+        },
+    ];
+
+    let executable = inputs.runtime.executable.clone();
+    Plan {
+        host_uid: inputs.host_id,
+        host_gid: inputs.host_id,
+        sandbox_uid: SANDBOX_UID,
+        sandbox_gid: SANDBOX_GID,
+        hostname: String::from("sandbox"),
+        root_dir: inputs.root_dir,
+        root_size_bytes: 1024 * 1024,
+        mounts,
+        files,
+        cgroup_v2_dir: inputs.cgroup.v2_dir().map(Path::to_path_buf),
+        cgroup_v1_procs: inputs.cgroup.v1_procs_files(),
+        cgroup_namespace: inputs.cgroup_namespace,
+        netns: inputs.netns,
+        rlimits,
+        landlock: LandlockPlan {
+            read_execute: vec![PathBuf::from("/")],
+            read_write: vec![PathBuf::from("/work"), PathBuf::from("/tmp")],
+            write_files: DEVICES
+                .iter()
+                .map(|device| Path::new("/dev").join(device))
+                .collect(),
+        },
+        cwd: PathBuf::from("/work"),
+        exec_path: executable.clone(),
+        exec_argv: vec![
+            executable.to_string_lossy().into_owned(),
+            String::from("-I"),
+            String::from("-S"),
+            String::from("/harness/runner.py"),
+            String::from("--announce-ready"),
+        ],
+        #[cfg(feature = "test-controls")]
+        test_seccomp: crate::jail::plan::SeccompSwitch::Enforced,
+    }
+}

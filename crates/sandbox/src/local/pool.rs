@@ -1,0 +1,122 @@
+//! The warm pool (issue 3, item 9): per class (Python version, network mode, limits), up to
+//! `pool_size` sandboxes built ahead of time, each its own freshly exec'd interpreter waiting
+//! on the harness with the runtime loaded (never forked from a shared one: tenants must not
+//! share memory layout or random state). Code, inputs, environment and the folder's copy go in
+//! only after a sandbox is claimed; it serves exactly one invocation and is destroyed; a used
+//! sandbox is never returned. Refills run on their own threads, off the request's path. Size 0
+//! means always cold.
+//!
+//! A class is first seen on a request, which runs cold and starts the refill; the next request
+//! of the same class finds a warm sandbox.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use crate::local::Shared;
+use crate::local::run::{Prepared, SeccompMode, prepare};
+use crate::{Limits, NetworkMode, PythonPin};
+
+/// What makes two sandboxes interchangeable before they are claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Class {
+    pub python: PythonPin,
+    pub network: NetworkMode,
+    pub limits: Limits,
+}
+
+#[derive(Default)]
+struct State {
+    idle: HashMap<Class, Vec<Prepared>>,
+    /// Refills under way per class, so concurrent claims do not overfill.
+    pending: HashMap<Class, usize>,
+    refills: Vec<JoinHandle<()>>,
+    closed: bool,
+}
+
+/// The pool. Dropping it (through [`Pool::close`]) destroys every idle sandbox.
+pub(crate) struct Pool {
+    size: usize,
+    state: Mutex<State>,
+}
+
+impl Pool {
+    pub(crate) fn new(size: usize) -> Self {
+        Self {
+            size,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves consistent data (vectors and counters), so a
+        // poisoned lock is still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Takes a warm sandbox of this class, if one is ready.
+    pub(crate) fn claim(&self, class: &Class) -> Option<Prepared> {
+        if self.size == 0 {
+            return None;
+        }
+        self.lock().idle.get_mut(class).and_then(Vec::pop)
+    }
+
+    /// Starts building sandboxes of this class on background threads until the class has
+    /// `size` idle or pending.
+    pub(crate) fn refill(&self, shared: &Arc<Shared>, class: &Class) {
+        if self.size == 0 {
+            return;
+        }
+        let mut state = self.lock();
+        if state.closed {
+            return;
+        }
+        state.refills.retain(|handle| !handle.is_finished());
+        let idle = state.idle.get(class).map_or(0, Vec::len);
+        let pending = state.pending.get(class).copied().unwrap_or(0);
+        for _ in idle + pending..self.size {
+            *state.pending.entry(class.clone()).or_default() += 1;
+            let shared = Arc::clone(shared);
+            let class = class.clone();
+            let handle = std::thread::spawn(move || {
+                // A failed refill leaves the class one short; the next request runs cold and
+                // tries again, and its own error is reported there.
+                let prepared = prepare(&shared, &class, SeccompMode::Enforced)
+                    .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
+                    .ok();
+                let mut state = shared.pool.lock();
+                if let Some(count) = state.pending.get_mut(&class) {
+                    *count = count.saturating_sub(1);
+                }
+                if let Some(prepared) = prepared
+                    && !state.closed
+                {
+                    state.idle.entry(class).or_default().push(prepared);
+                }
+            });
+            state.refills.push(handle);
+        }
+    }
+
+    /// How many warm sandboxes wait, over all classes.
+    pub(crate) fn idle_count(&self) -> usize {
+        self.lock().idle.values().map(Vec::len).sum()
+    }
+
+    /// Stops refilling, waits for refills under way, and destroys every idle sandbox.
+    pub(crate) fn close(&self) {
+        let refills = {
+            let mut state = self.lock();
+            state.closed = true;
+            std::mem::take(&mut state.refills)
+        };
+        for handle in refills {
+            let _ = handle.join();
+        }
+        let idle = std::mem::take(&mut self.lock().idle);
+        drop(idle);
+    }
+}

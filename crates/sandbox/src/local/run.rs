@@ -1,0 +1,350 @@
+//! One invocation of the local backend, in two halves. [`prepare`] builds a sandbox up to the
+//! point where Python waits on the harness for its request (cold: right now; warm: ahead of
+//! time, in the pool). [`finish`] puts the invocation in (the folder's copy, then code,
+//! inputs and environment), watches it under the wall-clock limit and tears everything down.
+//!
+//! Every resource is a guard released in this order on success, error, timeout and panic: the
+//! helper (killed, taking the sandbox's pid namespace with it), the egress network, the
+//! cgroups (every member killed, groups removed), the scratch folder, the slot.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use zeroize::Zeroizing;
+
+use crate::cgroup::SandboxCgroup;
+use crate::copyback::{self, CopyBack};
+use crate::jail::plan::CgroupNamespaceTiming;
+use crate::local::Shared;
+use crate::local::helper::Helper;
+use crate::local::outcome::{self, Observed};
+use crate::local::plan::{self as local_plan, PlanInputs};
+use crate::local::pool::Class;
+use crate::slot::Slot;
+use crate::{Error, Invocation, NetworkMode, Observation, Outcome};
+
+/// Whether the jail loads its seccomp filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SeccompMode {
+    Enforced,
+    #[cfg(feature = "test-controls")]
+    DisabledForControlProbe,
+}
+
+/// The request the harness reads from stdin. Holds the environment's values: serialised into
+/// a buffer that is zeroed on drop.
+#[derive(Serialize)]
+struct Request<'a> {
+    code: &'a str,
+    inputs_json: &'a str,
+    env: Vec<(&'a str, &'a str)>,
+    stdlib_module_names: &'a [String],
+    result_limit: usize,
+}
+
+/// A sandbox whose Python waits for its request. Fields drop in declaration order, which is
+/// the teardown order.
+pub(crate) struct Prepared {
+    helper: Helper,
+    network: Option<crate::net::EgressNetwork>,
+    cgroup: SandboxCgroup,
+    scratch: ScratchDir,
+    slot: Slot,
+    host_id: u32,
+    interpreter: String,
+    stdlib_module_names: Arc<Vec<String>>,
+}
+
+impl Prepared {
+    /// Blocks until the harness is loaded and waits for its request.
+    pub(crate) fn wait_ready(&mut self) -> Result<(), Error> {
+        self.helper.wait_ready(READY_TIMEOUT)
+    }
+}
+
+/// How long a pooled sandbox may take to load its runtime.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs one invocation: a warm sandbox of its class when the pool has one, else a cold one;
+/// either way the pool is refilled off this path.
+pub(crate) fn run(
+    shared: &Arc<Shared>,
+    invocation: Invocation,
+    seccomp: SeccompMode,
+) -> Result<Observation, Error> {
+    let runtime = shared.runtimes.get(invocation.python)?;
+    if invocation.network == NetworkMode::PublicEgress && shared.options.egress.is_none() {
+        return Ok(refused(
+            runtime.version.clone(),
+            "public_egress is not configured on this server (no egress network options), so the step cannot get the network it declares",
+        ));
+    }
+    let class = Class {
+        python: invocation.python,
+        network: invocation.network,
+        limits: invocation.limits.clone(),
+    };
+    match seccomp {
+        SeccompMode::Enforced => {
+            let warm = shared.pool.claim(&class);
+            let observed = match warm {
+                Some(prepared) => finish(shared, prepared, invocation),
+                None => prepare(shared, &class, seccomp)
+                    .and_then(|prepared| finish(shared, prepared, invocation)),
+            };
+            // Refill after the step, so the new sandbox's start does not compete with the step
+            // for the CPU; the refill itself runs on its own thread.
+            shared.pool.refill(shared, &class);
+            observed
+        }
+        #[cfg(feature = "test-controls")]
+        SeccompMode::DisabledForControlProbe => {
+            let prepared = prepare(shared, &class, seccomp)?;
+            finish(shared, prepared, invocation)
+        }
+    }
+}
+
+/// Builds a sandbox of `class` up to Python waiting on the harness.
+pub(crate) fn prepare(
+    shared: &Shared,
+    class: &Class,
+    seccomp: SeccompMode,
+) -> Result<Prepared, Error> {
+    let runtime = shared.runtimes.get(class.python)?;
+    let egress_options = match class.network {
+        NetworkMode::None => None,
+        NetworkMode::PublicEgress => {
+            Some(
+                shared
+                    .options
+                    .egress
+                    .as_ref()
+                    .ok_or_else(|| Error::LayerFailed {
+                        layer: String::from("network"),
+                        detail: String::from("public_egress is not configured on this server"),
+                    })?,
+            )
+        }
+    };
+    // The slot gives the host uid/gid and the network's addresses.
+    let slot = shared.slots.acquire()?;
+    let host_id = shared
+        .options
+        .uid_base
+        .checked_add(slot.index())
+        .ok_or_else(|| Error::LayerFailed {
+            layer: String::from("uid/gid maps"),
+            detail: String::from("uid_base + slot overflows"),
+        })?;
+    let suffix = format!("{}-{}", slot.index(), unique_nanos());
+    let scratch = ScratchDir::create(&shared.options.scratch_dir(), &suffix, host_id)?;
+    // The folder's copy goes into `work` only when the invocation arrives; the sandbox sees it
+    // through the bind mount of that directory. Until then it is empty and owned by the
+    // sandbox user.
+    std::os::unix::fs::chown(scratch.work(), Some(host_id), Some(host_id))
+        .map_err(|source| Error::io("cannot chown", scratch.work(), source))?;
+    let cgroup = shared
+        .cgroups
+        .create_sandbox(&format!("sb-{suffix}"), &class.limits)?;
+    let network = match egress_options {
+        Some(options) => Some(crate::net::EgressNetwork::create(options, slot.index())?),
+        None => None,
+    };
+    let mut extra_read_only = Vec::new();
+    if network.is_some() {
+        // TLS needs the host's public CA bundle; it is public data.
+        let bundle = Path::new("/etc/ssl/certs/ca-certificates.crt");
+        if let Ok(source) = bundle.canonicalize() {
+            extra_read_only.push((source.clone(), bundle.to_path_buf()));
+            extra_read_only.push((source, PathBuf::from("/usr/lib/ssl/cert.pem")));
+        }
+    }
+    let cgroup_namespace = if shared.cgroups.all_v2() {
+        CgroupNamespaceTiming::AtClone
+    } else {
+        CgroupNamespaceTiming::AfterAttach
+    };
+    #[allow(unused_mut)]
+    let mut plan = local_plan::build(PlanInputs {
+        runtime,
+        limits: &class.limits,
+        host_id,
+        root_dir: scratch.root(),
+        work_dir: scratch.work(),
+        harness_dir: shared.options.harness_dir(),
+        cgroup: &cgroup,
+        cgroup_namespace,
+        netns: network
+            .as_ref()
+            .map(|network| network.netns_path().to_path_buf()),
+        resolv_conf: network.as_ref().map(|network| network.resolv_conf()),
+        extra_read_only,
+    });
+    match seccomp {
+        SeccompMode::Enforced => {}
+        #[cfg(feature = "test-controls")]
+        SeccompMode::DisabledForControlProbe => {
+            plan.test_seccomp = crate::jail::plan::SeccompSwitch::DisabledForControlProbe;
+        }
+    }
+    let helper = Helper::spawn(&shared.options.helper, &plan)?;
+    Ok(Prepared {
+        helper,
+        network,
+        cgroup,
+        scratch,
+        slot,
+        host_id,
+        interpreter: runtime.version.clone(),
+        stdlib_module_names: Arc::clone(&runtime.stdlib_module_names),
+    })
+}
+
+/// Puts the invocation into a prepared sandbox, watches it, and tears it down.
+pub(crate) fn finish(
+    shared: &Shared,
+    prepared: Prepared,
+    invocation: Invocation,
+) -> Result<Observation, Error> {
+    let Prepared {
+        mut helper,
+        network,
+        mut cgroup,
+        scratch,
+        slot,
+        host_id,
+        interpreter,
+        stdlib_module_names,
+    } = prepared;
+    let manifest = copyback::stage_in(&invocation.work_dir, &scratch.work(), (host_id, host_id))?;
+    let mut request = Zeroizing::new(Vec::with_capacity(
+        invocation.code.len() + invocation.inputs_json.len() + 64 * 1024,
+    ));
+    serde_json::to_writer(
+        &mut *request,
+        &Request {
+            code: &invocation.code,
+            inputs_json: &invocation.inputs_json,
+            env: invocation
+                .env
+                .iter()
+                .map(|variable| (variable.name.as_str(), variable.value.as_str()))
+                .collect(),
+            stdlib_module_names: &stdlib_module_names,
+            result_limit: invocation.limits.output_bytes,
+        },
+    )
+    .map_err(|source| Error::Plan {
+        action: "encoded",
+        source,
+    })?;
+
+    let deadline = Instant::now() + invocation.limits.wall;
+    let watched = helper.watch(&request, deadline, &invocation.limits, &mut cgroup);
+    helper.reap();
+    let watched = watched?;
+    if let Some((layer, detail)) = watched.layer_failure {
+        // Fail closed: the sandbox never ran the step. The guards tear everything down.
+        return Err(Error::LayerFailed { layer, detail });
+    }
+    let oom_killed = cgroup.oom_killed();
+    // Every process of the sandbox is dead before the copy-back looks at its files.
+    cgroup.destroy()?;
+    drop(network);
+
+    let stderr_tail =
+        String::from_utf8_lossy(&watched.stderr[watched.stderr.len().saturating_sub(2048)..])
+            .into_owned();
+    let outcome = outcome::classify(&Observed {
+        network: invocation.network,
+        termination: watched.termination,
+        cpu_millis: watched.cpu_millis,
+        cpu_limit_seconds: invocation.limits.cpu_seconds,
+        timed_out: watched.timed_out,
+        oom_killed,
+        report_overflow: watched.report_overflow,
+        report: &watched.report,
+        stderr_tail,
+    });
+    let copy_back = copyback::collect(
+        &scratch.work(),
+        &manifest,
+        &shared.options.copy_back,
+        invocation.screen.as_ref(),
+    )?;
+    drop(scratch);
+    drop(slot);
+    Ok(Observation {
+        outcome,
+        stdout: watched.stdout,
+        stderr: watched.stderr,
+        output_truncated: watched.output_truncated,
+        copy_back,
+        interpreter,
+        backend: "local",
+        isolation_notes: watched.notes,
+    })
+}
+
+fn refused(interpreter: String, reason: &str) -> Observation {
+    Observation {
+        outcome: Outcome::Refused {
+            reason: reason.to_string(),
+        },
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        output_truncated: false,
+        copy_back: CopyBack::default(),
+        interpreter,
+        backend: "local",
+        isolation_notes: Vec::new(),
+    }
+}
+
+fn unique_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default()
+}
+
+/// The scratch folder of one sandbox: `work` (the folder's copy, `/work`) and `root` (the
+/// empty mount point of the sandbox's root). Removed on drop.
+struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    fn create(parent: &Path, suffix: &str, host_gid: u32) -> Result<Self, Error> {
+        let path = parent.join(format!("sb-{suffix}"));
+        std::fs::create_dir(&path).map_err(|source| Error::io("cannot create", &path, source))?;
+        let scratch = Self { path };
+        // Searchable by root and by this sandbox's group only: the jail's child binds `work`
+        // and mounts over `root` after it took the sandbox's id.
+        std::os::unix::fs::chown(&scratch.path, Some(0), Some(host_gid))
+            .map_err(|source| Error::io("cannot chown", &scratch.path, source))?;
+        crate::local::set_mode(&scratch.path, 0o710)?;
+        for child in [scratch.work(), scratch.root()] {
+            std::fs::create_dir(&child)
+                .map_err(|source| Error::io("cannot create", &child, source))?;
+        }
+        Ok(scratch)
+    }
+
+    fn work(&self) -> PathBuf {
+        self.path.join("work")
+    }
+
+    fn root(&self) -> PathBuf {
+        self.path.join("root")
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}

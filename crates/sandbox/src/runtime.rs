@@ -1,0 +1,344 @@
+//! Python runtimes (G8): the interpreters this server has, each asked once (at discovery,
+//! outside any step, so its answers are trusted) for its exact version and its standard
+//! library's module names, and each with its read-only view computed once: the interpreter,
+//! the dynamic loader and exactly the shared libraries the interpreter and its `lib-dynload`
+//! modules need, and the standard library without site-packages or dist-packages.
+//!
+//! A workflow's pin matches on major.minor exactly; no other version is ever substituted.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use crate::{Error, PythonPin};
+
+/// Where to look for interpreters.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Paths to consider; a final component ending in `*` matches by prefix
+    /// (`/usr/bin/python3*`). Names other than `python3` and `python3.N` are skipped.
+    pub candidates: Vec<PathBuf>,
+    /// The tool that lists an ELF file's shared libraries (glibc's `ldd`).
+    pub ldd: PathBuf,
+    /// Extra read-only data directories every runtime gets when they exist (time zones).
+    pub data_dirs: Vec<PathBuf>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            candidates: vec![
+                PathBuf::from("/usr/bin/python3*"),
+                PathBuf::from("/usr/local/bin/python3*"),
+            ],
+            ldd: PathBuf::from("/usr/bin/ldd"),
+            data_dirs: vec![PathBuf::from("/usr/share/zoneinfo")],
+        }
+    }
+}
+
+/// How one host path appears in the sandbox's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeMount {
+    /// A read-only bind of a file (`source` is canonical; `target` is the path programs use).
+    File { source: PathBuf, target: PathBuf },
+    /// A read-only bind of a directory tree.
+    Dir { source: PathBuf, target: PathBuf },
+    /// An empty read-only directory laid over `target` (hides site-packages inside a bound
+    /// standard library).
+    Mask { target: PathBuf },
+}
+
+/// One interpreter and its sandbox view.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    /// Exact version, e.g. "3.11.2".
+    pub version: String,
+    pub pin: PythonPin,
+    /// The canonical path of the interpreter; the sandbox runs it at the same path.
+    pub executable: PathBuf,
+    /// `sys.stdlib_module_names` of this interpreter, sorted.
+    pub stdlib_module_names: Arc<Vec<String>>,
+    /// The read-only view, in mount order.
+    pub mounts: Vec<RuntimeMount>,
+}
+
+/// The interpreters this server has.
+#[derive(Debug, Clone)]
+pub struct Runtimes {
+    runtimes: Vec<Runtime>,
+    /// Interpreters that were found but could not be used, with why.
+    skipped: Vec<String>,
+}
+
+/// What the interpreter reports about itself at discovery.
+#[derive(serde::Deserialize)]
+struct SelfReport {
+    version: String,
+    major: u16,
+    minor: u16,
+    stdlib_module_names: Vec<String>,
+    stdlib: PathBuf,
+    platstdlib: PathBuf,
+    dynload: Vec<PathBuf>,
+}
+
+/// Run with `-I -S` and an empty environment: asks only the interpreter's built-in facts.
+const SELF_REPORT_SCRIPT: &str = "import sys, json, sysconfig\n\
+print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'major': sys.version_info[0], \
+'minor': sys.version_info[1], 'stdlib_module_names': sorted(sys.stdlib_module_names), \
+'stdlib': sysconfig.get_path('stdlib'), 'platstdlib': sysconfig.get_path('platstdlib'), \
+'dynload': [p for p in sys.path if p.endswith('lib-dynload')]}))\n";
+
+impl Runtimes {
+    /// Finds and describes every interpreter on the configured paths.
+    pub fn discover(options: &RuntimeOptions) -> Result<Self, Error> {
+        let mut seen = BTreeSet::new();
+        let mut runtimes: Vec<Runtime> = Vec::new();
+        let mut skipped = Vec::new();
+        for path in expand_candidates(&options.candidates) {
+            let Ok(canonical) = path.canonicalize() else {
+                continue;
+            };
+            if !seen.insert(canonical.clone()) {
+                continue;
+            }
+            match describe(&canonical, options) {
+                Ok(runtime) => {
+                    // The first interpreter found for a major.minor serves it.
+                    if !runtimes.iter().any(|known| known.pin == runtime.pin) {
+                        runtimes.push(runtime);
+                    }
+                }
+                Err(error) => skipped.push(error.to_string()),
+            }
+        }
+        runtimes.sort_by_key(|runtime| runtime.pin);
+        Ok(Self { runtimes, skipped })
+    }
+
+    /// The runtime for `pin`, matched on major.minor exactly, or an error listing what this
+    /// server has.
+    pub fn get(&self, pin: PythonPin) -> Result<&Runtime, Error> {
+        self.runtimes
+            .iter()
+            .find(|runtime| runtime.pin == pin)
+            .ok_or_else(|| Error::RuntimeNotAvailable {
+                requested: pin,
+                available: self.describe_available(),
+            })
+    }
+
+    /// All usable runtimes, by version.
+    pub fn list(&self) -> &[Runtime] {
+        &self.runtimes
+    }
+
+    /// Interpreters found but not usable, with the reason.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    fn describe_available(&self) -> String {
+        if self.runtimes.is_empty() {
+            return String::from("no usable Python interpreter");
+        }
+        self.runtimes
+            .iter()
+            .map(|runtime| format!("{} ({})", runtime.version, runtime.executable.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn expand_candidates(candidates: &[PathBuf]) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for candidate in candidates {
+        let name = candidate
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(prefix) = name.strip_suffix('*') else {
+            paths.push(candidate.clone());
+            continue;
+        };
+        let Some(dir) = candidate.parent() else {
+            continue;
+        };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut matches: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|entry| {
+                let entry_name = entry.file_name().to_string_lossy().into_owned();
+                entry_name.starts_with(prefix) && is_interpreter_name(&entry_name)
+            })
+            .map(|entry| entry.path())
+            .collect();
+        matches.sort();
+        paths.extend(matches);
+    }
+    paths
+}
+
+/// `python3` or `python3.N`; not `python3-config`, `python3.11m` or other tools.
+fn is_interpreter_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("python3") else {
+        return false;
+    };
+    match rest.strip_prefix('.') {
+        None => rest.is_empty(),
+        Some(minor) => !minor.is_empty() && minor.bytes().all(|byte| byte.is_ascii_digit()),
+    }
+}
+
+fn describe(executable: &Path, options: &RuntimeOptions) -> Result<Runtime, Error> {
+    let discovery_error = |detail: String| Error::RuntimeDiscovery {
+        path: executable.to_path_buf(),
+        detail,
+    };
+    let output = Command::new(executable)
+        .args(["-I", "-S", "-c", SELF_REPORT_SCRIPT])
+        .env_clear()
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| discovery_error(format!("cannot run it: {error}")))?;
+    if !output.status.success() {
+        return Err(discovery_error(format!(
+            "it exited with {} (an interpreter older than 3.10 has no sys.stdlib_module_names): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let report: SelfReport = serde_json::from_slice(&output.stdout)
+        .map_err(|error| discovery_error(format!("unreadable self-report: {error}")))?;
+    let mut mounts = Vec::new();
+    mounts.push(RuntimeMount::File {
+        source: executable.to_path_buf(),
+        target: executable.to_path_buf(),
+    });
+    let mut elf_files = vec![executable.to_path_buf()];
+    for dir in &report.dynload {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            let mut modules: Vec<PathBuf> = entries
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|extension| extension == "so"))
+                .collect();
+            modules.sort();
+            elf_files.extend(modules);
+        }
+    }
+    for library in shared_libraries(&options.ldd, &elf_files).map_err(discovery_error)? {
+        let source = library.canonicalize().map_err(|error| {
+            discovery_error(format!("cannot resolve {}: {error}", library.display()))
+        })?;
+        mounts.push(RuntimeMount::File {
+            source,
+            target: library,
+        });
+    }
+    let mut library_dirs = vec![report.stdlib.clone()];
+    if report.platstdlib != report.stdlib {
+        library_dirs.push(report.platstdlib.clone());
+    }
+    for dir in &report.dynload {
+        if !library_dirs
+            .iter()
+            .any(|library_dir| dir.starts_with(library_dir))
+        {
+            library_dirs.push(dir.clone());
+        }
+    }
+    for dir in library_dirs {
+        let source = dir.canonicalize().map_err(|error| {
+            discovery_error(format!("cannot resolve {}: {error}", dir.display()))
+        })?;
+        mounts.push(RuntimeMount::Dir {
+            source: source.clone(),
+            target: dir.clone(),
+        });
+        for hidden in ["site-packages", "dist-packages"] {
+            if source.join(hidden).is_dir() {
+                mounts.push(RuntimeMount::Mask {
+                    target: dir.join(hidden),
+                });
+            }
+        }
+    }
+    for data_dir in &options.data_dirs {
+        if let Ok(source) = data_dir.canonicalize() {
+            mounts.push(RuntimeMount::Dir {
+                source,
+                target: data_dir.clone(),
+            });
+        }
+    }
+    Ok(Runtime {
+        version: report.version,
+        pin: PythonPin {
+            major: report.major,
+            minor: report.minor,
+        },
+        executable: executable.to_path_buf(),
+        stdlib_module_names: Arc::new(report.stdlib_module_names),
+        mounts,
+    })
+}
+
+/// Every shared library (and the dynamic loader) the given ELF files need, as the paths the
+/// loader resolved them to.
+fn shared_libraries(ldd: &Path, files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let output = Command::new(ldd)
+        .args(files)
+        .env_clear()
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", ldd.display()))?;
+    // ldd exits non-zero when one of many files is not dynamic; its listing is still complete.
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut libraries = BTreeSet::new();
+    for line in text.lines() {
+        if !line.starts_with('\t') {
+            continue;
+        }
+        let line = line.trim();
+        let path = match line.split_once("=>") {
+            Some((_, resolved)) => resolved
+                .trim()
+                .split(" (")
+                .next()
+                .unwrap_or_default()
+                .trim(),
+            None => line.split(" (").next().unwrap_or_default().trim(),
+        };
+        if path.starts_with('/') {
+            libraries.insert(PathBuf::from(path));
+        }
+    }
+    if libraries.is_empty() {
+        return Err(format!(
+            "{} found no shared libraries: {}",
+            ldd.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(libraries.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g8_interpreter_names_exclude_other_tools() {
+        assert!(is_interpreter_name("python3"));
+        assert!(is_interpreter_name("python3.11"));
+        assert!(!is_interpreter_name("python3-config"));
+        assert!(!is_interpreter_name("python3.11-config"));
+        assert!(!is_interpreter_name("python3.11m"));
+        assert!(!is_interpreter_name("python3."));
+    }
+}

@@ -1,0 +1,148 @@
+//! Sandbox slots: a small number that is distinct for every sandbox alive at the same time on
+//! this host. The local backend maps slot N to host uid/gid `uid_base + N`, and the egress
+//! network derives its addresses from it, so two concurrent sandboxes never share an identity.
+//!
+//! A slot is held by an exclusive `flock` on `DIR/N.lock`; the lock dies with the process, so a
+//! crashed platform never leaks a slot for longer than its own life.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+
+/// Hands out slots `0..count` under one directory.
+#[derive(Debug, Clone)]
+pub struct SlotAllocator {
+    dir: PathBuf,
+    count: u32,
+}
+
+/// One held slot; released (lock file removed and unlocked) on drop.
+#[derive(Debug)]
+pub struct Slot {
+    index: u32,
+    path: PathBuf,
+    // Holding the open file holds the lock.
+    _file: File,
+}
+
+impl SlotAllocator {
+    /// An allocator over `dir` (created if missing) with `count` slots.
+    pub fn new(dir: &Path, count: u32) -> Result<Self, Error> {
+        std::fs::create_dir_all(dir).map_err(|source| Error::io("cannot create", dir, source))?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            count,
+        })
+    }
+
+    /// The directory holding the lock files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Takes the lowest free slot.
+    pub fn acquire(&self) -> Result<Slot, Error> {
+        for index in 0..self.count {
+            if let Some(slot) = self.try_acquire(index)? {
+                return Ok(slot);
+            }
+        }
+        Err(Error::SlotsExhausted {
+            dir: self.dir.clone(),
+            count: self.count,
+        })
+    }
+
+    fn try_acquire(&self, index: u32) -> Result<Option<Slot>, Error> {
+        let path = self.dir.join(format!("{index}.lock"));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| Error::io("cannot open the slot lock", &path, source))?;
+        if !try_lock_exclusive(&file) {
+            return Ok(None);
+        }
+        // Another holder may have released and removed this file between our open and our
+        // lock; then we locked an orphaned inode and the slot is not really ours.
+        let held = file
+            .metadata()
+            .map_err(|source| Error::io("cannot stat the slot lock", &path, source))?;
+        match std::fs::metadata(&path) {
+            Ok(current) if current.ino() == held.ino() && current.dev() == held.dev() => {
+                Ok(Some(Slot {
+                    index,
+                    path,
+                    _file: file,
+                }))
+            }
+            Ok(_) => Ok(None),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(Error::io("cannot stat the slot lock", &path, source)),
+        }
+    }
+
+    /// Removes lock files nobody holds (left by a crash). Called by the start-up sweep, before
+    /// any sandbox of this platform exists.
+    pub fn sweep(&self) -> Result<(), Error> {
+        for index in 0..self.count {
+            let path = self.dir.join(format!("{index}.lock"));
+            if !path.exists() {
+                continue;
+            }
+            if let Some(slot) = self.try_acquire(index)? {
+                drop(slot);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Slot {
+    /// The slot's number, `0..count`.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // Remove while still locked, so a newcomer either sees no file or a new inode.
+        let _ = std::fs::remove_file(&self.path);
+        // The lock itself is released when `file` closes, right after this.
+    }
+}
+
+fn try_lock_exclusive(file: &File) -> bool {
+    // SAFETY: flock on a file descriptor we own; no memory is passed.
+    let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    result == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g6_concurrent_slots_are_distinct_and_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let allocator = SlotAllocator::new(dir.path(), 3).unwrap();
+        let first = allocator.acquire().unwrap();
+        let second = allocator.acquire().unwrap();
+        assert_ne!(first.index(), second.index());
+        let third = allocator.acquire().unwrap();
+        assert!(matches!(
+            allocator.acquire(),
+            Err(Error::SlotsExhausted { count: 3, .. })
+        ));
+        drop(second);
+        let again = allocator.acquire().unwrap();
+        assert_ne!(again.index(), first.index());
+        assert_ne!(again.index(), third.index());
+    }
+}

@@ -1,0 +1,154 @@
+//! G11 end to end: the same probe runs as the code of a real `public_egress` step in the local
+//! backend's jail (joined to the EgressNetwork's namespace), with the platform side in the test
+//! "host" namespace. The probe-level tests beside this one hold the control runs.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use sandbox::local::{LocalBackend, LocalOptions};
+use sandbox::{Invocation, Isolation, Limits, NetworkMode, Observation, Outcome};
+use serde_json::{Value, json};
+
+use crate::net::probe::{reached, result, tcp, udp};
+use crate::net::reach::{
+    assert_positive_control, denied_targets_without_gateway, positive_targets,
+};
+use crate::net::topology::{
+    Forwarding, HOST_UPLINK_ADDRESS, INTERNET, MULTI_ADDRESSES, MULTI_NAME, TCP_PORT, Topology,
+    UDP_PORT, UplinkChoice,
+};
+
+struct NoSecrets;
+
+impl sandbox::copyback::SecretScreen for NoSecrets {
+    fn holds_secret(&self, _content: &[u8]) -> bool {
+        false
+    }
+}
+
+/// A local backend whose egress options are the topology's; removes its cgroups on drop.
+struct Backend {
+    backend: LocalBackend,
+    _state: tempfile::TempDir,
+}
+
+impl Backend {
+    fn new(topology: &Topology) -> Backend {
+        let state = tempfile::tempdir().unwrap();
+        let helper = Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+        let mut options = LocalOptions::new(
+            state.path().to_path_buf(),
+            (helper.to_path_buf(), Vec::new()),
+        );
+        options.cgroups.parent = format!("stepward-nettest-{}", topology.options.namespace_prefix);
+        // A uid range of its own, away from the jail's and the hostile tests' ranges.
+        options.uid_base = 1_950_000_000 + (std::process::id() % 10_000) * 64;
+        options.slots = 64;
+        options.egress = Some(topology.options.clone());
+        Backend {
+            backend: LocalBackend::new(options).unwrap(),
+            _state: state,
+        }
+    }
+
+    fn run(&self, request: &Value) -> Observation {
+        let work = tempfile::tempdir().unwrap();
+        let python = self.backend.runtimes().list().first().unwrap().pin;
+        let invocation = Invocation {
+            python,
+            code: include_str!("probe.py").to_owned(),
+            inputs_json: request.to_string(),
+            env: Vec::new(),
+            network: NetworkMode::PublicEgress,
+            limits: Limits::default(),
+            work_dir: work.path().to_path_buf(),
+            screen: Arc::new(NoSecrets),
+        };
+        self.backend.run(invocation).unwrap()
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        let _ = self.backend.cgroup_layout().sweep();
+        self.backend.cgroup_layout().remove_parents();
+    }
+}
+
+fn report(observation: &Observation) -> Value {
+    match &observation.outcome {
+        Outcome::Succeeded { result_json } => serde_json::from_str(result_json).unwrap(),
+        other => panic!(
+            "the step did not succeed: {other:?}\nstdout: {}\nstderr: {}\nnotes: {:?}",
+            String::from_utf8_lossy(&observation.stdout),
+            String::from_utf8_lossy(&observation.stderr),
+            observation.isolation_notes
+        ),
+    }
+}
+
+#[test]
+fn g11_public_egress_step_reaches_the_test_internet_and_nothing_else_needs_root() {
+    let topology = Topology::build(UplinkChoice::DefaultRoute, Forwarding::On);
+    let backend = Backend::new(&topology);
+
+    // First learn the sandbox's gateway from inside (the slot is the backend's choice).
+    let first = report(&backend.run(&json!({"gateway": true})));
+    let gateway = first["gateway"].as_str().unwrap().to_owned();
+    assert!(gateway.starts_with("10.231."), "{first}");
+
+    let mut entries = positive_targets();
+    entries.push(tcp("gateway/tcp", &gateway, TCP_PORT));
+    entries.push(udp("gateway/udp", &gateway, UDP_PORT));
+    let denied = denied_targets_without_gateway();
+    entries.extend(denied.iter().map(|(_, entry, _)| entry.clone()));
+    let request =
+        json!({"connect": entries, "resolve": [MULTI_NAME], "netlink": {}, "timeout": 1.5});
+    let observation = backend.run(&request);
+    let answer = report(&observation);
+
+    assert_positive_control(&answer);
+    let mut leaks = Vec::new();
+    for id in denied
+        .iter()
+        .map(|(id, _, _)| id.as_str())
+        .chain(["gateway/tcp", "gateway/udp"])
+    {
+        if reached(result(&answer, id)) {
+            leaks.push(format!("{id}: {}", result(&answer, id)));
+        }
+    }
+    assert!(leaks.is_empty(), "a public_egress step reached: {leaks:#?}");
+    let mut expected: Vec<&str> = MULTI_ADDRESSES.to_vec();
+    expected.sort_unstable();
+    assert_eq!(answer["resolve"][MULTI_NAME], json!(expected), "{answer}");
+    for (change, outcome) in answer["netlink"].as_object().unwrap() {
+        assert_ne!(outcome, "ok", "the step changed its network: {change}");
+    }
+    // Only the internet listener (through the uplink's address) and the resolver saw anything.
+    for line in topology.hits() {
+        let allowed = line.starts_with(&format!("internet: tcp {INTERNET} "))
+            || line.starts_with(&format!("internet: udp {INTERNET} "))
+            || line.starts_with("dns: ");
+        assert!(allowed, "a listener was reached by the step: {line}");
+        assert!(
+            line.contains(&format!("from {HOST_UPLINK_ADDRESS}")),
+            "not masqueraded: {line}"
+        );
+    }
+    // The sandbox's network is gone after the step.
+    let leftovers: Vec<String> = std::fs::read_dir("/run/netns")
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&format!("{}-", topology.options.namespace_prefix)))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(
+        !topology
+            .host
+            .links()
+            .iter()
+            .any(|link| link.starts_with("swh"))
+    );
+}
