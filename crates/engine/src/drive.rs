@@ -15,7 +15,7 @@ use crate::Error;
 use crate::context::{RunContext, step_env};
 use crate::engine::{Engine, RunSummary};
 use crate::executor::{CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest};
-use crate::inputs::step_inputs;
+use crate::inputs::{step_inputs, without_forbidden_values};
 use crate::record::kind;
 use crate::supervisor::{FailureView, RetryPermission, SupervisorDecision, UNKNOWN_MEANS_STOP};
 
@@ -220,10 +220,12 @@ impl Engine {
         let network = network_mode(step);
         let built = step_inputs(step, &context.run.inputs, outputs, overrides);
         let mut refusal = None;
+        let mut holds_forbidden_keys = false;
         let inputs = match built {
             Ok(inputs) => {
                 let forbidden = spec::forbidden_keys_in(&inputs);
                 if !forbidden.is_empty() {
+                    holds_forbidden_keys = true;
                     refusal = Some(format!(
                         "the step's inputs hold forbidden keys (credentials are never inputs): {}",
                         forbidden.join(", ")
@@ -243,7 +245,15 @@ impl Engine {
                 Vec::new()
             }
         };
-        let scrubbed_inputs = context.redactor.scrub_json(&inputs);
+        // G4: what sits under a forbidden key may be a credential no redactor knows (typed in
+        // by hand), so the refused attempt's record keeps the key and masks its value.
+        let scrubbed_inputs = if holds_forbidden_keys {
+            context
+                .redactor
+                .scrub_json(&without_forbidden_values(&inputs))
+        } else {
+            context.redactor.scrub_json(&inputs)
+        };
         let started = self.new_event(
             context,
             kind::ATTEMPT_STARTED,
@@ -302,12 +312,17 @@ impl Engine {
                 Ok(StepEnd::Succeeded(output.into_inner()))
             }
             ExecutionOutcome::NeedsRepair { module, detail } => {
-                let reason = format!(
-                    "step `{}` needs repair: it imports `{module}`, which the pinned Python {} \
-                     does not have: {detail}",
-                    step.id(),
-                    context.workflow.python()
-                );
+                let reason = if module.is_empty() {
+                    // Not an import: code that does not compile (a syntax error).
+                    format!("step `{}` needs repair: {detail}", step.id())
+                } else {
+                    format!(
+                        "step `{}` needs repair: it imports `{module}`, which the pinned Python \
+                         {} does not have: {detail}",
+                        step.id(),
+                        context.workflow.python()
+                    )
+                };
                 finished.reason = Some(redactor.scrub(&reason));
                 self.finish(
                     context,
@@ -437,7 +452,10 @@ impl Engine {
         let step_id = step.id();
         match decision {
             SupervisorDecision::Retry { inputs } if retry == RetryPermission::Allowed => {
-                self.event(context, kind::SUPERVISOR_DECISION, json!({"step": step_id, "attempt": attempt, "decision": "retry", "inputs": inputs}))?;
+                // G4: a value under a forbidden key may be a credential that no redactor knows;
+                // the decision is recorded without it, and the attempt refuses the inputs.
+                let recorded = without_forbidden_values(&inputs);
+                self.event(context, kind::SUPERVISOR_DECISION, json!({"step": step_id, "attempt": attempt, "decision": "retry", "inputs": recorded}))?;
                 Ok(StepEnd::RetryWith(inputs))
             }
             SupervisorDecision::Retry { .. } => {
@@ -536,9 +554,11 @@ impl Engine {
             return Ok(());
         }
         let text = String::from_utf8_lossy(bytes);
+        // The executor may have cut the stream at its own cap before the engine saw it; a value
+        // cut there is masked by its beginning.
         let kept = context
             .redactor
-            .scrub_truncated(&text, self.options.max_printed_bytes);
+            .scrub_cut_truncated(&text, self.options.max_printed_bytes);
         self.event(
             context,
             kind::STEP_PRINTED,

@@ -48,7 +48,8 @@ pub enum ExecutionOutcome {
     Succeeded { output: serde_json::Value },
     /// The code (or the setup before it) reported an error.
     Failed { error: StepError, phase: CodePhase },
-    /// A third-party import or syntax error found before any code ran (G9).
+    /// A third-party import (`module`) or a syntax error (`module` empty) found before any
+    /// code ran (G9).
     NeedsRepair { module: String, detail: String },
     /// The outcome is not known: a timeout, a kill, a crash of the sandbox.
     Unknown { reason: String },

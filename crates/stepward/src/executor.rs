@@ -116,6 +116,15 @@ fn report(observation: sandbox::Observation) -> ExecutionReport {
                 reason: format!("the sandbox reported a result that is not JSON: {error}"),
             },
         },
+        // Code that does not compile never started: it goes to repair like a third-party
+        // import (DESIGN: the assistant repairs "a third-party import, a syntax error").
+        Outcome::Failed {
+            error,
+            code_started: false,
+        } if error.kind == "SyntaxError" => ExecutionOutcome::NeedsRepair {
+            module: String::new(),
+            detail: format!("{}: {}", error.kind, error.message),
+        },
         Outcome::Failed {
             error,
             code_started,

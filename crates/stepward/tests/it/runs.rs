@@ -223,3 +223,34 @@ fn base64_of(text: &str) -> String {
     }
     out
 }
+
+#[test]
+fn g9_a_third_party_import_or_a_syntax_error_sends_the_step_to_repair_needs_root() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in [
+        (
+            "imports",
+            "import requests\n      def main():\n          return 1",
+        ),
+        ("broken", "def main(:\n          return 1"),
+    ] {
+        let workflow = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &workflow,
+            format!(
+                "name: {name}\npython: \"3.11\"\nsteps:\n  - id: only\n    explain: Needs repair before it can run.\n    code: |\n      {body}\n"
+            ),
+        )
+        .unwrap();
+        let ran = home.stepward(&["run", workflow.to_str().unwrap()]);
+        assert_eq!(ran.status.code(), Some(1), "{name}: {}", stderr(&ran));
+        let printed = stdout(&ran);
+        assert!(printed.contains(": needs_repair"), "{name}: {printed}");
+        if name == "imports" {
+            assert!(printed.contains("requests"), "{printed}");
+        } else {
+            assert!(printed.contains("SyntaxError"), "{printed}");
+        }
+    }
+}
