@@ -12,7 +12,11 @@ const MAX_LINES: usize = 1_000;
 fn every_rust_file_starts_with_a_module_doc() {
     let root = repo_root();
     let files = rust_files(&root);
-    assert!(files.len() > 10, "tidy found too few files under {}", root.display());
+    assert!(
+        files.len() > 10,
+        "tidy found too few files under {}",
+        root.display()
+    );
     let offenders: Vec<String> = files
         .iter()
         .filter(|path| {
@@ -21,7 +25,10 @@ fn every_rust_file_starts_with_a_module_doc() {
         })
         .map(|path| path.display().to_string())
         .collect();
-    assert!(offenders.is_empty(), "files without a leading `//!` doc: {offenders:#?}");
+    assert!(
+        offenders.is_empty(),
+        "files without a leading `//!` doc: {offenders:#?}"
+    );
 }
 
 #[test]
@@ -48,8 +55,16 @@ fn no_debugging_or_placeholder_macros() {
     for path in rust_files(&repo_root()) {
         let text = fs::read_to_string(&path).unwrap_or_default();
         for (number, line) in text.lines().enumerate() {
-            if banned.iter().any(|macro_call| line.contains(macro_call.as_str())) {
-                offenders.push(format!("{}:{}: {}", path.display(), number + 1, line.trim()));
+            if banned
+                .iter()
+                .any(|macro_call| line.contains(macro_call.as_str()))
+            {
+                offenders.push(format!(
+                    "{}:{}: {}",
+                    path.display(),
+                    number + 1,
+                    line.trim()
+                ));
             }
         }
     }
@@ -59,7 +74,10 @@ fn no_debugging_or_placeholder_macros() {
 #[test]
 fn unsafe_code_is_forbidden_outside_the_sandbox_crate() {
     let roots = crate_roots(&repo_root());
-    assert!(roots.iter().any(|(name, _)| name == "spec"), "no crate roots found");
+    assert!(
+        roots.iter().any(|(name, _)| name == "spec"),
+        "no crate roots found"
+    );
     let offenders: Vec<String> = roots
         .iter()
         .filter(|(name, _)| name != UNSAFE_CRATE)
@@ -70,7 +88,10 @@ fn unsafe_code_is_forbidden_outside_the_sandbox_crate() {
         })
         .map(|(_, path)| path.display().to_string())
         .collect();
-    assert!(offenders.is_empty(), "add `#![forbid(unsafe_code)]` to: {offenders:#?}");
+    assert!(
+        offenders.is_empty(),
+        "add `#![forbid(unsafe_code)]` to: {offenders:#?}"
+    );
 }
 
 #[test]
@@ -85,7 +106,10 @@ fn ci_runs_exactly_the_readme_test_command() {
         .nth(1)
         .map(str::trim)
         .unwrap_or_default();
-    assert!(!command.is_empty(), "README.md has no line after `# run every test`");
+    assert!(
+        !command.is_empty(),
+        "README.md has no line after `# run every test`"
+    );
     assert!(
         ci.lines().any(|line| line.trim() == command),
         ".ci/run does not run the README's test command `{command}`"
