@@ -68,6 +68,15 @@ impl Engine {
                 )?;
                 continue;
             }
+            // The path is written into the history and the working folder as it is (G19).
+            if screens.holds_secret(change.path.as_bytes()) {
+                self.event(
+                    context,
+                    kind::COPY_BACK_REFUSED,
+                    json!({"step": step, "attempt": attempt, "path": change.path, "reason": "the file's path holds a current credential value", "by": "engine"}),
+                )?;
+                continue;
+            }
             match RelPath::parse(&change.path) {
                 Ok(path) => {
                     paths.push(json!({"path": change.path, "bytes": change.bytes.len()}));

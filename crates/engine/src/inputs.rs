@@ -102,3 +102,25 @@ pub(crate) fn step_inputs(
     }
     Ok(Value::Object(built))
 }
+
+/// `value` with whatever sits under a forbidden key (G4) replaced by the mask: a refused
+/// attempt's record names the key but never holds what was under it.
+pub(crate) fn without_forbidden_values(value: &Value) -> Value {
+    match value {
+        Value::Object(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(key, inner)| {
+                    let kept = if spec::is_forbidden_key(key) {
+                        Value::String(redact::MASK.to_owned())
+                    } else {
+                        without_forbidden_values(inner)
+                    };
+                    (key.clone(), kept)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_forbidden_values).collect()),
+        other => other.clone(),
+    }
+}

@@ -4,8 +4,9 @@
 //! text wherever it starts, so sampling the text one aligned block at a time against the hashes
 //! of every block-long substring of those forms finds every place where one of them may occur.
 //! The set is two-level: a bitset small enough to stay in cache rejects almost every block, and
-//! an open-addressing table of the full 64-bit hashes settles the rest. Only hashes are kept,
-//! never the substrings.
+//! an open-addressing table of the full 64-bit hashes settles the rest. Only hashes are kept
+//! here; a hash of a 4-byte block can be inverted by trying every block, which exposes nothing
+//! new because the full automaton beside it holds the forms themselves.
 
 use std::ops::Range;
 
@@ -156,4 +157,48 @@ fn block_hash(block: &[u8]) -> u64 {
         .wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     hash ^= hash >> 31;
     hash.wrapping_mul(0x1656_67B1_9E37_79F9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g17_every_covered_form_at_every_offset_lies_in_a_window() {
+        for block_size in [BlockSize::Four, BlockSize::Sixteen] {
+            let shortest = block_size.shortest_covered_form();
+            for form_len in [shortest, shortest + 1, 3 * block_size.bytes() + 5] {
+                let form: Vec<u8> = (0..form_len)
+                    .map(|index| b'A' + (index % 26) as u8)
+                    .collect();
+                let filter = BlockFilter::build(block_size, [form.as_slice()].into_iter()).unwrap();
+                for offset in 0..3 * block_size.bytes() {
+                    let mut haystack = vec![b'.'; offset];
+                    haystack.extend_from_slice(&form);
+                    haystack.extend_from_slice(b"......");
+                    let mut windows = Vec::new();
+                    filter.windows(&haystack, &mut windows);
+                    assert!(
+                        windows
+                            .iter()
+                            .any(|window| window.start <= offset && offset + form_len <= window.end),
+                        "block {} form {form_len} offset {offset}: {windows:?}",
+                        block_size.bytes()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn g17_ordinary_blocks_are_rejected() {
+        let form = b"sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c";
+        let filter = BlockFilter::build(BlockSize::Sixteen, [form.as_slice()].into_iter()).unwrap();
+        let mut windows = Vec::new();
+        filter.windows(
+            &b"an ordinary log line that holds nothing secret at all.".repeat(50),
+            &mut windows,
+        );
+        assert!(windows.is_empty(), "{windows:?}");
+    }
 }

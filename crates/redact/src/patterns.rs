@@ -67,6 +67,7 @@ fn push_forms(value: &str, patterns: &mut Vec<Pattern>) {
     patterns.push(Zeroizing::new(hex::encode_upper(value).into_bytes()));
     push_url_forms(value, patterns);
     push_json_forms(value, patterns);
+    push_python_forms(value, patterns);
 }
 
 /// Base64, standard and URL-safe alphabets.
@@ -219,6 +220,89 @@ fn push_unicode_escape(escaped: &mut String, unit: u32, hex_case: HexCase) {
     match hex_case {
         HexCase::Lower => escaped.push_str(&format!("\\u{unit:04x}")),
         HexCase::Upper => escaped.push_str(&format!("\\u{unit:04X}")),
+    }
+}
+
+/// How Python writes one character that `repr` does not show as itself.
+#[derive(Clone, Copy)]
+enum PythonText {
+    /// `repr(str)`: printable non-ASCII characters are shown as they are.
+    Repr,
+    /// `ascii(str)` and `str.encode("unicode_escape")`: non-ASCII as `\xNN`, `\uNNNN`,
+    /// `\UNNNNNNNN`.
+    Ascii,
+    /// `repr(bytes)` of the UTF-8 encoding: every byte of 0x80 or more as `\xNN`.
+    Utf8Bytes,
+}
+
+/// Whether Python quotes a value's repr with `'` and so escapes the `'` inside it: it picks `"`
+/// only when the value holds a `'` and no `"`.
+#[derive(Clone, Copy)]
+enum PythonQuote {
+    SingleEscaped,
+    SingleRaw,
+}
+
+/// The body (without quotes) of what Python prints for a value: `print({"k": value})`, an
+/// exception message (`KeyError`), `f"{value!r}"`, `ascii(value)`, `print(value.encode())` and
+/// `value.encode("unicode_escape")`. Unlike JSON, `repr` doubles a backslash but leaves a double
+/// quote alone, and writes other unprintable characters as `\xNN`.
+fn push_python_forms(value: &str, patterns: &mut Vec<Pattern>) {
+    let quote_escaped = if value.contains('\'') && !value.contains('"') {
+        PythonQuote::SingleRaw
+    } else {
+        PythonQuote::SingleEscaped
+    };
+    for text in [PythonText::Repr, PythonText::Ascii, PythonText::Utf8Bytes] {
+        patterns.push(Zeroizing::new(
+            python_escape(value, text, quote_escaped).into_bytes(),
+        ));
+    }
+    // `unicode_escape` never escapes a quote.
+    patterns.push(Zeroizing::new(
+        python_escape(value, PythonText::Ascii, PythonQuote::SingleRaw).into_bytes(),
+    ));
+}
+
+fn python_escape(value: &str, text: PythonText, quote: PythonQuote) -> String {
+    let mut escaped = String::with_capacity(value.len() + 8);
+    for character in value.chars() {
+        match character {
+            '\\' => escaped.push_str("\\\\"),
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\t' => escaped.push_str("\\t"),
+            '\'' if matches!(quote, PythonQuote::SingleEscaped) => escaped.push_str("\\'"),
+            ' '..='~' => escaped.push(character),
+            // Python's `isprintable` is close to "not a control character and not a separator
+            // other than the space"; the rare characters where the two differ are not worth a
+            // Unicode table here.
+            other if u32::from(other) < 0x80 || other.is_control() || other.is_whitespace() => {
+                push_python_code_point(&mut escaped, other);
+            }
+            other => match text {
+                PythonText::Repr => escaped.push(other),
+                PythonText::Ascii => push_python_code_point(&mut escaped, other),
+                PythonText::Utf8Bytes => {
+                    let mut buffer = [0_u8; 4];
+                    for byte in other.encode_utf8(&mut buffer).bytes() {
+                        escaped.push_str(&format!("\\x{byte:02x}"));
+                    }
+                }
+            },
+        }
+    }
+    escaped
+}
+
+fn push_python_code_point(escaped: &mut String, character: char) {
+    let code = u32::from(character);
+    if code <= 0xFF {
+        escaped.push_str(&format!("\\x{code:02x}"));
+    } else if code <= 0xFFFF {
+        escaped.push_str(&format!("\\u{code:04x}"));
+    } else {
+        escaped.push_str(&format!("\\U{code:08x}"));
     }
 }
 

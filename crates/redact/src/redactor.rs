@@ -77,23 +77,27 @@ impl Redactor {
     /// never leave the first half of a value that scrubbing would have recognised whole. A cut
     /// that would fall inside a mask drops the whole mask instead of leaving `[REDA`.
     pub fn scrub_truncated(&self, text: &str, max_bytes: usize) -> Redacted<String> {
+        let spans = self.current_set().masked_spans(text.as_bytes());
+        truncate_masked(text, &spans, max_bytes, self.run_id_arc())
+    }
+
+    /// For text that something before the redactor may have cut at its end (a sandbox's cap on
+    /// printed output): as [`Redactor::scrub_truncated`], and a tail that is the beginning of a
+    /// form of a value (at least [`crate::MIN_ENCODED_VALUE_BYTES`] long) is masked too, so a
+    /// value cut in half upstream leaves no half behind.
+    pub fn scrub_cut_truncated(&self, text: &str, max_bytes: usize) -> Redacted<String> {
         let set = self.current_set();
-        let spans = set.masked_spans(text.as_bytes());
-        let mut scrubbed = replace_spans(text, &spans);
-        if scrubbed.len() > max_bytes {
-            let mut cut = max_bytes;
-            while !scrubbed.is_char_boundary(cut) {
-                cut -= 1;
+        let mut spans = set.masked_spans(text.as_bytes());
+        if let Some(start) = set.dangling_form_start(text.as_bytes())
+            && text.is_char_boundary(start)
+        {
+            // Spans are sorted and merged: the tail joins the last one or comes after it.
+            match spans.last_mut() {
+                Some(last) if start <= last.end => last.end = text.len(),
+                _ => spans.push(start..text.len()),
             }
-            if let Some(mask_start) = mask_starts_in_output(&spans)
-                .into_iter()
-                .find(|mask_start| *mask_start < cut && cut < mask_start + MASK.len())
-            {
-                cut = mask_start;
-            }
-            scrubbed.truncate(cut);
         }
-        Redacted::scrubbed(scrubbed, self.run_id_arc())
+        truncate_masked(text, &spans, max_bytes, self.run_id_arc())
     }
 
     /// `bytes` (a written file, output that is not UTF-8) with every form of every value
@@ -129,6 +133,31 @@ impl Redactor {
     pub fn stream(&self) -> StreamScrubber {
         StreamScrubber::new(self.current_set(), self.run_id_arc())
     }
+}
+
+/// `text` with `spans` masked, then cut to at most `max_bytes` on a character boundary and
+/// never inside a mask.
+fn truncate_masked(
+    text: &str,
+    spans: &[std::ops::Range<usize>],
+    max_bytes: usize,
+    run_id: Arc<str>,
+) -> Redacted<String> {
+    let mut scrubbed = replace_spans(text, spans);
+    if scrubbed.len() > max_bytes {
+        let mut cut = max_bytes;
+        while !scrubbed.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        if let Some(mask_start) = mask_starts_in_output(spans)
+            .into_iter()
+            .find(|mask_start| *mask_start < cut && cut < mask_start + MASK.len())
+        {
+            cut = mask_start;
+        }
+        scrubbed.truncate(cut);
+    }
+    Redacted::scrubbed(scrubbed, run_id)
 }
 
 /// Where each mask starts in the output of `replace_spans(text, spans)`: each earlier span

@@ -22,7 +22,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use crate::MASK;
 use crate::block_filter::{BlockFilter, BlockSize};
 use crate::error::Error;
-use crate::patterns::{Pattern, patterns_for_value};
+use crate::patterns::{MIN_ENCODED_VALUE_BYTES, Pattern, patterns_for_value};
 
 /// One automaton over all forms of a set of values, and its prefilters.
 pub(crate) struct ScrubSet {
@@ -36,6 +36,8 @@ pub(crate) struct ScrubSet {
     /// Forms of 7 to 30 bytes, sampled in 4-byte blocks.
     middle_form_filter: Option<BlockFilter>,
     longest_pattern_bytes: usize,
+    /// Every form, sorted: finds a tail that is the beginning of a form (text cut short).
+    sorted_forms: Vec<Pattern>,
 }
 
 impl ScrubSet {
@@ -99,6 +101,7 @@ impl ScrubSet {
             long_form_filter,
             middle_form_filter,
             longest_pattern_bytes,
+            sorted_forms: patterns,
         })
     }
 
@@ -152,6 +155,26 @@ impl ScrubSet {
             }
         }
         spans
+    }
+
+    /// Where the longest tail of `haystack` starts that is the beginning of a form, at least
+    /// [`MIN_ENCODED_VALUE_BYTES`] long: what is left of a value when something cut the text
+    /// in the middle of it.
+    pub(crate) fn dangling_form_start(&self, haystack: &[u8]) -> Option<usize> {
+        let earliest = haystack
+            .len()
+            .saturating_sub(self.longest_pattern_bytes.saturating_sub(1));
+        let latest = haystack.len().checked_sub(MIN_ENCODED_VALUE_BYTES)?;
+        (earliest..=latest).find(|start| {
+            let tail = haystack.get(*start..).unwrap_or_default();
+            // The forms that begin with `tail` sort right at or after it.
+            let first = self
+                .sorted_forms
+                .partition_point(|form| form.as_slice() < tail);
+            self.sorted_forms
+                .get(first)
+                .is_some_and(|form| form.starts_with(tail))
+        })
     }
 
     /// Windows that hold every occurrence of a short form: from the leftmost occurrence at or

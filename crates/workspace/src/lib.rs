@@ -46,6 +46,16 @@ pub enum Error {
     /// A revision's content holds a current secret value; nothing of the revision was written.
     #[error("refused to write {path}: its content holds a current secret value (G19)")]
     HoldsSecret { path: String },
+    /// A path of the revision holds a current secret value; the path itself is not repeated
+    /// here, so the error can be shown without leaking it. Nothing was written.
+    #[error(
+        "refused to write change {index} of the revision: its path holds a current secret value \
+         (G19)"
+    )]
+    PathHoldsSecret { index: usize },
+    /// The revision's message holds a current secret value; nothing was written.
+    #[error("refused to write the revision: its message holds a current secret value (G19)")]
+    MessageHoldsSecret,
     /// A revision without any change.
     #[error("a revision needs at least one change")]
     EmptyRevision,

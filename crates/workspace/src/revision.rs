@@ -170,8 +170,16 @@ impl RevisionStore {
         if changes.is_empty() {
             return Err(Error::EmptyRevision);
         }
+        // G19: the path and the message are written into the history as they are, so they are
+        // screened like the contents.
+        if screen.holds_secret(message.as_bytes()) {
+            return Err(Error::MessageHoldsSecret);
+        }
         let mut seen = HashSet::new();
-        for (path, change) in &changes {
+        for (index, (path, change)) in changes.iter().enumerate() {
+            if screen.holds_secret(path.as_str().as_bytes()) {
+                return Err(Error::PathHoldsSecret { index });
+            }
             if !seen.insert(path.as_str()) {
                 return Err(Error::DuplicatePath {
                     path: path.to_string(),

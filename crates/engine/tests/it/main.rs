@@ -11,6 +11,7 @@ mod gates;
 mod inputs;
 mod kill;
 mod record;
+mod review_credential_path;
 mod scrub_table;
 mod scrubbing;
 mod support;

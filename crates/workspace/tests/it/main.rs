@@ -2,4 +2,5 @@
 
 mod paths;
 mod protected;
+mod review_secret_names;
 mod revisions;
