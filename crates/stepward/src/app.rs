@@ -29,12 +29,15 @@ pub struct App {
     pub store: Arc<SqliteStore>,
     pub vault: Arc<Vault>,
     pub account: AccountId,
+    /// Keeps the account's values in the panic and error scrubber while the app lives.
+    _scrubbing: redact::ScrubRegistration,
 }
 
 impl App {
     /// Opens (creating on first use) the data directory, its database, the vault and the local
     /// account. Prints the vault's notice (where a new root key was put) to stderr.
     pub fn open(config: Config) -> anyhow::Result<App> {
+        refuse_root_key_inside(&config)?;
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
             format!(
                 "cannot create the data directory {}",
@@ -61,11 +64,16 @@ impl App {
                 created_at: now(),
             })
             .context("cannot create the local account")?;
+        // The account's current values are a superset of any of its runs' values.
+        let redactor = Redactor::for_account(&account.0, &vault)
+            .context("cannot build the account's redactor")?;
+        let scrubbing = config.scrub_registry.register(redactor);
         Ok(App {
             config,
             store,
             vault: Arc::new(vault),
             account,
+            _scrubbing: scrubbing,
         })
     }
 
@@ -229,6 +237,37 @@ impl engine::StepExecutor for RefusingExecutor {
             "none",
         )
     }
+}
+
+/// A root key kept inside the data directory would make a copy of that directory enough to
+/// open every secret in it (G20).
+fn refuse_root_key_inside(config: &Config) -> anyhow::Result<()> {
+    let vault::RootKeySource::File(key) = &config.root_key else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(&config.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            config.data_dir.display()
+        )
+    })?;
+    let data_dir = std::fs::canonicalize(&config.data_dir)
+        .with_context(|| format!("cannot resolve {}", config.data_dir.display()))?;
+    let key_dir = key
+        .parent()
+        .map(std::fs::canonicalize)
+        .transpose()
+        .ok()
+        .flatten();
+    if key_dir.is_some_and(|dir| dir.starts_with(&data_dir)) {
+        bail!(
+            "the root key file {} is inside the data directory {}: a copy of the data directory \
+             would then open every secret in it; keep the key outside it (or in a key manager)",
+            key.display(),
+            data_dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// Held while a process drives runs of a data directory; released when dropped.

@@ -56,7 +56,7 @@ pub enum Backend {
 }
 
 /// Everything the composition root reads, resolved into paths and choices.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Config {
     pub data_dir: PathBuf,
     pub root_key: vault::RootKeySource,
@@ -64,10 +64,12 @@ pub struct Config {
     pub egress_resolver: Option<IpAddr>,
     pub egress_uplink: Option<String>,
     pub sandbox_state_dir: Option<PathBuf>,
+    /// Scrubs panic messages and the final error of every value this process holds (G16).
+    pub scrub_registry: redact::ScrubRegistry,
 }
 
 impl Config {
-    pub fn from_args(args: &GlobalArgs) -> Config {
+    pub fn from_args(args: &GlobalArgs, scrub_registry: redact::ScrubRegistry) -> Config {
         let root_key = match (&args.root_key_file, &args.root_key_env) {
             (Some(path), _) => vault::RootKeySource::File(path.clone()),
             (None, Some(name)) => vault::RootKeySource::Env(name.clone()),
@@ -80,6 +82,7 @@ impl Config {
             egress_resolver: args.egress_resolver,
             egress_uplink: args.egress_uplink.clone(),
             sandbox_state_dir: args.sandbox_state_dir.clone(),
+            scrub_registry,
         }
     }
 

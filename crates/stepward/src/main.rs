@@ -41,8 +41,10 @@ fn main() -> ExitCode {
     {
         sandbox::jail::jail_main();
     }
+    let scrub_registry = redact::ScrubRegistry::new();
+    redact::install_panic_hook(scrub_registry.clone());
     let cli = Cli::parse();
-    let config = Config::from_args(&cli.global);
+    let config = Config::from_args(&cli.global, scrub_registry.clone());
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args),
         Command::Reach(args) => commands::reach::run(&args),
@@ -60,7 +62,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", scrub_registry.scrub(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }

@@ -254,3 +254,23 @@ fn g9_a_third_party_import_or_a_syntax_error_sends_the_step_to_repair_needs_root
         }
     }
 }
+
+#[test]
+fn g20_a_root_key_file_inside_the_data_directory_is_refused() {
+    let home = Home::new();
+    let inside = home.data_dir().join("root.key");
+    std::fs::create_dir_all(home.data_dir()).unwrap();
+    std::fs::write(&inside, "00".repeat(32)).unwrap();
+    let listed = home.stepward(&[
+        "secrets",
+        "list",
+        "--root-key-file",
+        inside.to_str().unwrap(),
+    ]);
+    assert_eq!(listed.status.code(), Some(2));
+    assert!(
+        stderr(&listed).contains("inside the data directory"),
+        "{}",
+        stderr(&listed)
+    );
+}
