@@ -5,7 +5,7 @@ use redact::{Redactor, RunSecrets, SecretName, SecretRequest, SecretValue};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use spec::{Step, Workflow};
-use storage::{AccountId, NewEvent, RunId, RunRecord, RunStatus};
+use storage::{AccountId, NewEvent, RunId, RunRecord, RunStatus, Timestamp};
 
 use crate::Error;
 use crate::engine::Engine;
@@ -19,6 +19,22 @@ pub(crate) struct RunContext {
     pub(crate) redactor: Redactor,
     /// Connection aliases the source could not give, with the reason (names only).
     pub(crate) unavailable: Vec<(String, String)>,
+}
+
+/// How far before a stored run's creation time a resume in a new process asks for superseded
+/// values: the run's values were looked up a moment before its creation time was taken, and
+/// the vault stamps its changes with its own reading of the clock. Scrubbing a few more old
+/// values of the run's own names costs nothing; missing one the run saw would leak it.
+const SUPERSEDED_LOOKBACK_MILLIS: i64 = 5 * 60 * 1000;
+
+/// Whose secrets [`Engine::collect_secrets`] collects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum SecretsFor {
+    /// A run being created: it has seen no value yet.
+    NewRun,
+    /// A stored run being continued, created at this time: it may have seen (and printed)
+    /// values that were replaced, removed or revoked since.
+    StoredRun { created_at: Timestamp },
 }
 
 /// What a workflow asks the secret source for: every connection any step names.
@@ -107,12 +123,15 @@ impl Engine {
 
     /// Collects the run's secrets: everything available, and the aliases that are not (with
     /// the source's reason, which names them). A cached set (a run resumed in this process)
-    /// is refreshed, so old values stay in its scrub set.
+    /// is refreshed, so old values stay in its scrub set. A stored run without a cached set (it
+    /// parked in another process: every CLI command is a new one) gets the values of its names
+    /// superseded since it was created in its scrub set, never in its environment (G16).
     pub(crate) fn collect_secrets(
         &self,
         run: &RunId,
         account: &AccountId,
         request: &SecretRequest,
+        whose: SecretsFor,
     ) -> Result<(RunSecrets, Vec<(String, String)>), Error> {
         let mut available = request.clone();
         let mut unavailable = Vec::new();
@@ -129,27 +148,48 @@ impl Engine {
                 }
             }
         }
+        let secrets_error = |source| Error::Secrets {
+            run: run.clone(),
+            source,
+        };
         let cached = self.take_cached_secrets(run);
-        let secrets = match cached {
-            Some(mut secrets) => {
+        let secrets = match (cached, whose) {
+            (Some(mut secrets), _) => {
                 secrets
                     .refresh(self.secrets.as_ref(), &available)
-                    .map_err(|source| Error::Secrets {
-                        run: run.clone(),
-                        source,
-                    })?;
+                    .map_err(secrets_error)?;
                 secrets
             }
-            None => RunSecrets::collect(
+            (None, SecretsFor::NewRun) => RunSecrets::collect(
                 run.as_str(),
                 account.as_str(),
                 self.secrets.as_ref(),
                 &available,
             )
-            .map_err(|source| Error::Secrets {
-                run: run.clone(),
-                source,
-            })?,
+            .map_err(secrets_error)?,
+            (None, SecretsFor::StoredRun { created_at }) => {
+                let since = created_at.0.saturating_sub(SUPERSEDED_LOOKBACK_MILLIS);
+                let mut secrets = RunSecrets::collect_for_resume(
+                    run.as_str(),
+                    account.as_str(),
+                    self.secrets.as_ref(),
+                    &available,
+                    since,
+                )
+                .map_err(secrets_error)?;
+                // A connection removed or revoked while the run waited cannot be resolved, but
+                // the run may have seen its values before: they are scrubbed too.
+                if !unavailable.is_empty() {
+                    let gone = SecretRequest {
+                        connections: unavailable.iter().map(|(alias, _)| alias.clone()).collect(),
+                        ..SecretRequest::default()
+                    };
+                    secrets
+                        .keep_superseded(self.secrets.as_ref(), &gone, since)
+                        .map_err(secrets_error)?;
+                }
+                secrets
+            }
         };
         Ok((secrets, unavailable))
     }
@@ -181,8 +221,14 @@ impl Engine {
                     .map(ToString::to_string)
                     .unwrap_or_else(|| "no diagnostics".to_owned()),
             })?;
-        let (secrets, unavailable) =
-            self.collect_secrets(run, &record.account, &secret_request(&workflow))?;
+        let (secrets, unavailable) = self.collect_secrets(
+            run,
+            &record.account,
+            &secret_request(&workflow),
+            SecretsFor::StoredRun {
+                created_at: record.created_at,
+            },
+        )?;
         let redactor = secrets.redactor();
         let context = RunContext {
             run: record,

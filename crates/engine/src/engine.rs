@@ -13,7 +13,7 @@ use storage::{
     NewRun, RunId, RunStatus, Store,
 };
 
-use crate::context::{RunContext, secret_request, step_env, unavailable_payload};
+use crate::context::{RunContext, SecretsFor, secret_request, step_env, unavailable_payload};
 use crate::drive::Resume;
 use crate::executor::StepExecutor;
 use crate::inputs::check_run_inputs;
@@ -128,7 +128,8 @@ impl Engine {
         }
         let run_id = self.ids.new_run_id();
         let request = secret_request(workflow);
-        let (secrets, unavailable) = self.collect_secrets(&run_id, account, &request)?;
+        let (secrets, unavailable) =
+            self.collect_secrets(&run_id, account, &request, SecretsFor::NewRun)?;
         let redactor = secrets.redactor();
         let now = self.clock.now();
         let hash = hex::encode(Sha256::digest(workflow.source().as_bytes()));

@@ -61,6 +61,58 @@ impl RunSecrets {
         })
     }
 
+    /// On resume in a process that did not keep the run's set (every CLI command is a new
+    /// process): asks the source for everything `request` names, as [`RunSecrets::collect`]
+    /// does, and also for the values of those names superseded since the run started
+    /// (`run_started_millis`, milliseconds since the Unix epoch). The superseded values only
+    /// join the scrub set: [`RunSecrets::get`] and [`RunSecrets::names`] see current values
+    /// alone, so a step's environment never holds an old value.
+    pub fn collect_for_resume(
+        run_id: &str,
+        account_id: &str,
+        source: &dyn SecretSource,
+        request: &SecretRequest,
+        run_started_millis: i64,
+    ) -> Result<RunSecrets, Error> {
+        let mut secrets = RunSecrets::collect(run_id, account_id, source, request)?;
+        secrets.keep_superseded(source, request, run_started_millis)?;
+        Ok(secrets)
+    }
+
+    /// Adds to the scrub set (only) the values of the names `request` names that the source
+    /// says were superseded at or after `since_millis`; useful for names the run may have seen
+    /// but can no longer resolve (removed or revoked while it waited).
+    pub fn keep_superseded(
+        &mut self,
+        source: &dyn SecretSource,
+        request: &SecretRequest,
+        since_millis: i64,
+    ) -> Result<(), Error> {
+        let superseded = source
+            .superseded_values(&self.account_id, request, since_millis)
+            .map_err(|source| Error::Source {
+                run_id: self.run_id.to_string(),
+                account_id: self.account_id.clone(),
+                source,
+            })?;
+        let mut grew = false;
+        for (_name, value) in superseded {
+            let known = self
+                .current
+                .values()
+                .chain(self.replaced.iter())
+                .any(|kept| kept.same_value_as(&value));
+            if !known {
+                self.replaced.push(value);
+                grew = true;
+            }
+        }
+        if grew {
+            self.rebuild_set()?;
+        }
+        Ok(())
+    }
+
     /// On resume: looks every value up again; new values join the scrub set, old ones stay in
     /// it. Every clone of this run's [`Redactor`] sees the grown set; a [`crate::StreamScrubber`]
     /// already started keeps the set it started with.
@@ -90,6 +142,11 @@ impl RunSecrets {
             }
         }
         self.current = refreshed;
+        self.rebuild_set()
+    }
+
+    /// Compiles the current and replaced values into the redactor every clone shares.
+    fn rebuild_set(&mut self) -> Result<(), Error> {
         let set = ScrubSet::build(
             &self.run_id,
             self.current

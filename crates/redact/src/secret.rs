@@ -74,6 +74,22 @@ pub trait SecretSource: Send + Sync {
 
     /// Every current value of the account (for the copy-back screen and workspace writes).
     fn current_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError>;
+
+    /// Values of the names `request` names that stopped being current (replaced, removed or
+    /// revoked) at or after `since_millis` (milliseconds since the Unix epoch), with their
+    /// names. A run resumed in a process that never saw its first values asks for these with
+    /// the run's start, so a value it may have printed before a change is still scrubbed
+    /// (G16). They are only ever scrubbed, never handed to code. Names that no longer exist
+    /// are not an error. The default knows no history and returns nothing.
+    fn superseded_values(
+        &self,
+        account_id: &str,
+        request: &SecretRequest,
+        since_millis: i64,
+    ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
+        let _ = (account_id, request, since_millis);
+        Ok(Vec::new())
+    }
 }
 
 /// Why a source could not answer. Carries names only, never values.

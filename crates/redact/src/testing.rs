@@ -5,11 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::secret::{SecretName, SecretRequest, SecretSource, SecretValue, SourceError};
 
-/// Secrets of any number of accounts, held in plain memory; values can be rotated and revoked
-/// while a run waits, to test resume.
+/// Secrets of any number of accounts, held in plain memory; values can be rotated, revoked and
+/// removed while a run waits, to test resume. Like the vault, it remembers every value that
+/// stopped being current and when (the system clock, or the time a test gives).
 #[derive(Default)]
 pub struct MemorySource {
     state: Mutex<MemoryState>,
@@ -21,6 +23,34 @@ struct MemoryState {
     values: BTreeMap<String, BTreeMap<SecretName, String>>,
     /// account id -> revoked names
     revoked: BTreeMap<String, BTreeSet<SecretName>>,
+    /// account id -> (name, value, milliseconds when it stopped being current)
+    superseded: BTreeMap<String, Vec<(SecretName, String, i64)>>,
+}
+
+impl MemoryState {
+    fn supersede(&mut self, account_id: &str, name: &SecretName, value: String, at_millis: i64) {
+        self.superseded
+            .entry(account_id.to_owned())
+            .or_default()
+            .push((name.clone(), value, at_millis));
+    }
+}
+
+/// The system clock in milliseconds since the Unix epoch.
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether `name` is one of the names `request` names.
+fn requested(request: &SecretRequest, name: &SecretName) -> bool {
+    match name {
+        SecretName::ConnectionField { alias, .. } => request.connections.contains(alias),
+        SecretName::AgentSecret { name } => request.secrets.contains(name),
+        SecretName::ModelKey { provider } => request.model_keys.contains(provider),
+    }
 }
 
 impl MemorySource {
@@ -29,17 +59,41 @@ impl MemorySource {
         Self::default()
     }
 
-    /// Sets (or rotates) one value.
+    /// Sets (or rotates) one value; a replaced value is remembered as superseded now.
     pub fn set(&self, account_id: &str, name: SecretName, value: &str) {
+        self.set_at(account_id, name, value, now_millis());
+    }
+
+    /// Sets (or rotates) one value; a replaced value is remembered as superseded at
+    /// `at_millis`.
+    pub fn set_at(&self, account_id: &str, name: SecretName, value: &str, at_millis: i64) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(revoked) = state.revoked.get_mut(account_id) {
             revoked.remove(&name);
         }
-        state
+        let previous = state
             .values
             .entry(account_id.to_owned())
             .or_default()
-            .insert(name, value.to_owned());
+            .insert(name.clone(), value.to_owned());
+        if let Some(previous) = previous {
+            state.supersede(account_id, &name, previous, at_millis);
+        }
+    }
+
+    /// Removes one value; it is remembered as superseded now.
+    pub fn remove(&self, account_id: &str, name: &SecretName) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let previous = state
+            .values
+            .get_mut(account_id)
+            .and_then(|values| values.remove(name));
+        if let Some(revoked) = state.revoked.get_mut(account_id) {
+            revoked.remove(name);
+        }
+        if let Some(previous) = previous {
+            state.supersede(account_id, name, previous, now_millis());
+        }
     }
 
     /// Sets a connection field.
@@ -67,14 +121,23 @@ impl MemorySource {
         self.set(account_id, name, value);
     }
 
-    /// Marks a name revoked: resolving it fails with `SourceError::Revoked`.
+    /// Marks a name revoked: resolving it fails with `SourceError::Revoked`, and its value
+    /// counts as superseded now.
     pub fn revoke(&self, account_id: &str, name: SecretName) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state
+        let current = state
+            .values
+            .get(account_id)
+            .and_then(|values| values.get(&name))
+            .cloned();
+        let newly_revoked = state
             .revoked
             .entry(account_id.to_owned())
             .or_default()
-            .insert(name);
+            .insert(name.clone());
+        if let (true, Some(current)) = (newly_revoked, current) {
+            state.supersede(account_id, &name, current, now_millis());
+        }
     }
 }
 
@@ -137,6 +200,28 @@ impl SecretSource for MemorySource {
             });
         }
         Ok(resolved)
+    }
+
+    fn superseded_values(
+        &self,
+        account_id: &str,
+        request: &SecretRequest,
+        since_millis: i64,
+    ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(state
+            .superseded
+            .get(account_id)
+            .map(|superseded| {
+                superseded
+                    .iter()
+                    .filter(|(name, _, at_millis)| {
+                        *at_millis >= since_millis && requested(request, name)
+                    })
+                    .map(|(name, value, _)| (name.clone(), SecretValue::new(value.clone())))
+                    .collect()
+            })
+            .unwrap_or_default())
     }
 
     fn current_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {

@@ -30,6 +30,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "vault",
         sql: include_str!("../migrations/0002_vault.sql"),
     },
+    Migration {
+        version: 3,
+        name: "people",
+        sql: include_str!("../migrations/0003_people.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "vault_history",
+        sql: include_str!("../migrations/0004_vault_history.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

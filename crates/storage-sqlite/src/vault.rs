@@ -1,12 +1,13 @@
 //! The vault's rows ([`storage::vault::VaultStore`]): ciphertexts, nonces and names, in the
-//! tables of migration 0002. Every write is one synced transaction; rotations read, reseal and
+//! tables of migrations 0002 and 0004 (the superseded-value history). Every write is one synced transaction; rotations read, reseal and
 //! rewrite inside a single `BEGIN IMMEDIATE` transaction, so a failure or a crash half-way
 //! leaves the rows as they were.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use storage::vault::{
-    InsertKeyOutcome, ItemKind, ItemSummary, KeyCheck, ResealItem, RewrapKey, SealedItem,
-    SealedValue, VaultStore, WrappedAccountKey, WriteOutcome,
+    HistoryWrite, InsertKeyOutcome, ItemKind, ItemSummary, KeyCheck, ResealItem, ResealSuperseded,
+    RewrapKey, SealedItem, SealedValue, SupersededValue, VaultStore, WrappedAccountKey,
+    WriteOutcome,
 };
 use storage::{AccountId, Error, Timestamp};
 
@@ -146,6 +147,148 @@ fn write_values(connection: &Connection, item: &SealedItem) -> Result<(), TxErro
             value.nonce,
             value.ciphertext,
         ])?;
+    }
+    Ok(())
+}
+
+/// Copies the item's current values, as they are, into the superseded-value history. Runs
+/// before the item's row changes, so the copied version is the one the values were sealed
+/// under.
+fn move_values_to_history(
+    connection: &Connection,
+    account_id: &AccountId,
+    kind: ItemKind,
+    name: &str,
+    superseded_at: Timestamp,
+) -> Result<(), TxError> {
+    connection.execute(
+        "INSERT INTO vault_value_history
+             (account_id, kind, name, version, field, key_version, nonce, ciphertext,
+              superseded_at)
+         SELECT v.account_id, v.kind, v.name, i.version, v.field, v.key_version, v.nonce,
+                v.ciphertext, ?4
+         FROM vault_values v
+         JOIN vault_items i
+           ON i.account_id = v.account_id AND i.kind = v.kind AND i.name = v.name
+         WHERE v.account_id = ?1 AND v.kind = ?2 AND v.name = ?3",
+        params![account_id.as_str(), kind.as_str(), name, superseded_at.0],
+    )?;
+    Ok(())
+}
+
+/// Deletes superseded values past their retention, of every account.
+fn prune_history(connection: &Connection, prune_before: Timestamp) -> Result<(), TxError> {
+    connection.execute(
+        "DELETE FROM vault_value_history WHERE superseded_at < ?1",
+        params![prune_before.0],
+    )?;
+    Ok(())
+}
+
+/// One row of the superseded-value history, as stored.
+struct HistoryRow {
+    history_id: i64,
+    account_id: String,
+    kind: String,
+    name: String,
+    version: i64,
+    field: String,
+    key_version: i64,
+    nonce: Vec<u8>,
+    ciphertext: Vec<u8>,
+    superseded_at: i64,
+}
+
+fn read_history_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRow> {
+    Ok(HistoryRow {
+        history_id: row.get(0)?,
+        account_id: row.get(1)?,
+        kind: row.get(2)?,
+        name: row.get(3)?,
+        version: row.get(4)?,
+        field: row.get(5)?,
+        key_version: row.get(6)?,
+        nonce: row.get(7)?,
+        ciphertext: row.get(8)?,
+        superseded_at: row.get(9)?,
+    })
+}
+
+fn superseded_from_row(row: HistoryRow) -> Result<SupersededValue, Error> {
+    Ok(SupersededValue {
+        history_id: row.history_id,
+        account_id: AccountId(row.account_id),
+        kind: parse_kind(&row.kind)?,
+        name: row.name,
+        version: to_u64("vault item version", row.version)?,
+        field: row.field,
+        key_version: to_u32("vault key version", row.key_version)?,
+        nonce: row.nonce,
+        ciphertext: row.ciphertext,
+        superseded_at: Timestamp(row.superseded_at),
+    })
+}
+
+/// The account's superseded values at or after `since`, oldest first.
+fn query_history(
+    connection: &Connection,
+    account_id: &AccountId,
+    since: Timestamp,
+) -> Result<Vec<SupersededValue>, TxError> {
+    let mut statement = connection.prepare_cached(
+        "SELECT history_id, account_id, kind, name, version, field, key_version, nonce,
+                ciphertext, superseded_at
+         FROM vault_value_history
+         WHERE account_id = ?1 AND superseded_at >= ?2
+         ORDER BY superseded_at, history_id",
+    )?;
+    let rows = statement
+        .query_map(params![account_id.as_str(), since.0], read_history_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .map(superseded_from_row)
+        .collect::<Result<Vec<_>, Error>>()?)
+}
+
+/// Reseals every kept superseded value of the account under the new key version.
+fn reseal_history(
+    connection: &Connection,
+    account_id: &AccountId,
+    new_key_version: u32,
+    reseal_superseded: &mut ResealSuperseded<'_>,
+) -> Result<(), TxError> {
+    for value in query_history(connection, account_id, Timestamp(i64::MIN))? {
+        let resealed = reseal_superseded(&value)?;
+        let same_identity = resealed.history_id == value.history_id
+            && resealed.account_id == value.account_id
+            && resealed.kind == value.kind
+            && resealed.name == value.name
+            && resealed.version == value.version
+            && resealed.field == value.field
+            && resealed.superseded_at == value.superseded_at
+            && resealed.key_version == new_key_version;
+        if !same_identity {
+            return Err(TxError(Error::Corrupt {
+                what: "resealed superseded vault value",
+                detail: format!(
+                    "{} {:?} (history row {}) changed identity or key version while resealing",
+                    value.kind.as_str(),
+                    value.name,
+                    value.history_id
+                ),
+            }));
+        }
+        connection.execute(
+            "UPDATE vault_value_history SET key_version = ?2, nonce = ?3, ciphertext = ?4
+             WHERE history_id = ?1",
+            params![
+                resealed.history_id,
+                resealed.key_version,
+                resealed.nonce,
+                resealed.ciphertext,
+            ],
+        )?;
     }
     Ok(())
 }
@@ -387,6 +530,7 @@ impl VaultStore for SqliteStore {
         &self,
         item: &SealedItem,
         expected_version: Option<u64>,
+        history: &HistoryWrite,
     ) -> Result<WriteOutcome, Error> {
         self.transaction(Durability::Synced, |transaction| {
             let stored: Option<i64> = transaction
@@ -419,6 +563,16 @@ impl VaultStore for SqliteStore {
                     detail: format!("{} is out of range", item.version),
                 })
             })?;
+            if stored_version.is_some() {
+                move_values_to_history(
+                    transaction,
+                    &item.account_id,
+                    item.kind,
+                    &item.name,
+                    history.superseded_at,
+                )?;
+            }
+            prune_history(transaction, history.prune_before)?;
             transaction.execute(
                 "INSERT INTO vault_items
                      (account_id, kind, name, version, revoked_at, created_at, updated_at)
@@ -463,8 +617,11 @@ impl VaultStore for SqliteStore {
         account_id: &AccountId,
         kind: ItemKind,
         name: &str,
+        history: &HistoryWrite,
     ) -> Result<bool, Error> {
         self.transaction(Durability::Synced, |transaction| {
+            move_values_to_history(transaction, account_id, kind, name, history.superseded_at)?;
+            prune_history(transaction, history.prune_before)?;
             // The values go first explicitly, so the delete does not depend on the
             // connection's foreign-key setting.
             transaction.execute(
@@ -479,10 +636,21 @@ impl VaultStore for SqliteStore {
         })
     }
 
+    fn superseded_values(
+        &self,
+        account_id: &AccountId,
+        since: Timestamp,
+    ) -> Result<Vec<SupersededValue>, Error> {
+        self.with_conn(|connection| query_history(connection, account_id, since))
+            .map_err(|TxError(error)| error)
+    }
+
     fn rotate_account_key(
         &self,
         new_key: &WrappedAccountKey,
         reseal: &mut ResealItem<'_>,
+        reseal_superseded: &mut ResealSuperseded<'_>,
+        prune_superseded_before: Timestamp,
     ) -> Result<WriteOutcome, Error> {
         self.transaction(Durability::Synced, |transaction| {
             let current_root_key_id = stored_root_key_id(transaction)?;
@@ -533,6 +701,15 @@ impl VaultStore for SqliteStore {
                 }
                 write_values(transaction, &resealed)?;
             }
+            // The account's old key is gone after this transaction, so every kept superseded
+            // value must move to the new key too (or be past retention and deleted).
+            prune_history(transaction, prune_superseded_before)?;
+            reseal_history(
+                transaction,
+                &new_key.account_id,
+                new_key.key_version,
+                reseal_superseded,
+            )?;
             Ok(WriteOutcome::Written)
         })
     }

@@ -95,6 +95,39 @@ pub struct SealedItem {
     pub values: Vec<SealedValue>,
 }
 
+/// A value an item no longer holds, because a newer version replaced it or the item was
+/// removed. The backend copies it from the item's values verbatim (same nonce, ciphertext, key
+/// version, and the item version it was sealed under), so it opens with the same associated
+/// data as before. It is kept for a bounded time so that a run resumed in another process can
+/// still scrub a value it may have seen before the change (G16); it is never listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupersededValue {
+    /// The backend's id of this row; identifies it during a key rotation.
+    pub history_id: i64,
+    pub account_id: AccountId,
+    pub kind: ItemKind,
+    pub name: String,
+    /// The item version this value belonged to (bound into its associated data).
+    pub version: u64,
+    pub field: String,
+    /// The account key version this value is encrypted under.
+    pub key_version: u32,
+    pub nonce: Vec<u8>,
+    pub ciphertext: Vec<u8>,
+    /// When the value stopped being current.
+    pub superseded_at: Timestamp,
+}
+
+/// What a write that may supersede values does with the superseded-value history: the time
+/// it records for the values it replaces or removes, and the age past which kept values are
+/// deleted (retention is enforced on every such write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryWrite {
+    pub superseded_at: Timestamp,
+    /// Kept values superseded before this time are deleted, of every account.
+    pub prune_before: Timestamp,
+}
+
 /// What a listing returns: names, versions and dates, never a ciphertext.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemSummary {
@@ -144,6 +177,10 @@ pub enum WriteOutcome {
 /// Reseals one item during [`VaultStore::rotate_account_key`]; an error aborts the rotation.
 pub type ResealItem<'a> = dyn FnMut(&SealedItem) -> Result<SealedItem, Error> + 'a;
 
+/// Reseals one superseded value during [`VaultStore::rotate_account_key`]; an error aborts the
+/// rotation.
+pub type ResealSuperseded<'a> = dyn FnMut(&SupersededValue) -> Result<SupersededValue, Error> + 'a;
+
 /// Rewraps one account key during [`VaultStore::rotate_root`]; an error aborts the rotation.
 pub type RewrapKey<'a> = dyn FnMut(&WrappedAccountKey) -> Result<WrappedAccountKey, Error> + 'a;
 
@@ -181,11 +218,15 @@ pub trait VaultStore: Send + Sync {
 
     /// Creates or replaces an item (all its values) if the stored version is still
     /// `expected_version` (`None`: absent) and every value is sealed under the account's current
-    /// key. Clears `revoked_at`; keeps the stored `created_at` of an existing item.
+    /// key. Clears `revoked_at`; keeps the stored `created_at` of an existing item. The values
+    /// it replaces move, as they are, to the superseded-value history at
+    /// `history.superseded_at`, and history older than `history.prune_before` is deleted, in
+    /// the same transaction.
     fn put_item(
         &self,
         item: &SealedItem,
         expected_version: Option<u64>,
+        history: &HistoryWrite,
     ) -> Result<WriteOutcome, Error>;
 
     /// Marks an item revoked; false if it does not exist.
@@ -197,22 +238,35 @@ pub trait VaultStore: Send + Sync {
         revoked_at: Timestamp,
     ) -> Result<bool, Error>;
 
-    /// Deletes an item and its values; false if it does not exist.
+    /// Deletes an item and its values; false if it does not exist. The values move, as they
+    /// are, to the superseded-value history (as for [`VaultStore::put_item`]).
     fn remove_item(
         &self,
         account_id: &AccountId,
         kind: ItemKind,
         name: &str,
+        history: &HistoryWrite,
     ) -> Result<bool, Error>;
 
+    /// The account's superseded values that stopped being current at or after `since`, with
+    /// their ciphertexts, oldest first.
+    fn superseded_values(
+        &self,
+        account_id: &AccountId,
+        since: Timestamp,
+    ) -> Result<Vec<SupersededValue>, Error>;
+
     /// In one transaction: replaces the account's key by `new_key` (whose version must be the
-    /// stored one plus one, under the same root key) and every item of the account by what
-    /// `reseal` returns for it. Any error, from the backend or from `reseal`, rolls everything
-    /// back.
+    /// stored one plus one, under the same root key), every item of the account by what
+    /// `reseal` returns for it, and every superseded value of the account kept after
+    /// `prune_superseded_before` by what `reseal_superseded` returns for it (older ones are
+    /// deleted first). Any error, from the backend or from a callback, rolls everything back.
     fn rotate_account_key(
         &self,
         new_key: &WrappedAccountKey,
         reseal: &mut ResealItem<'_>,
+        reseal_superseded: &mut ResealSuperseded<'_>,
+        prune_superseded_before: Timestamp,
     ) -> Result<WriteOutcome, Error>;
 
     /// In one transaction: checks that the stored key check is for `current_root_key_id`,

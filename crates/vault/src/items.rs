@@ -312,7 +312,8 @@ impl Vault {
                 updated_at: written_at,
                 values: sealed,
             };
-            match self.store.put_item(&item, expected_version)? {
+            let history = self.history_write(written_at);
+            match self.store.put_item(&item, expected_version, &history)? {
                 WriteOutcome::Written => return Ok(summary_of(&item)),
                 WriteOutcome::RootKeyConflict { .. } => return Err(Error::RootKeyChangedElsewhere),
                 WriteOutcome::VersionConflict { .. } | WriteOutcome::KeyConflict { .. } => {}
@@ -334,9 +335,10 @@ impl Vault {
     }
 
     fn remove_item(&self, account_id: &str, kind: ItemKind, name: &str) -> Result<(), Error> {
+        let history = self.history_write(now());
         if self
             .store
-            .remove_item(&AccountId(account_id.to_owned()), kind, name)?
+            .remove_item(&AccountId(account_id.to_owned()), kind, name, &history)?
         {
             Ok(())
         } else {

@@ -33,6 +33,16 @@
 //!    version is the item's version (1, then one more at each change of value). A ciphertext
 //!    moved to another account, kind, name, field or version fails to open.
 //!
+//! Superseded values: when a value is replaced (a new version) or its item removed, the store
+//! moves its ciphertext, unchanged, into a history with the time it stopped being current; it
+//! still opens with its own associated data (its own item version). A run resumed in another
+//! process asks [`redact::SecretSource::superseded_values`] for the values of its names
+//! superseded since it started (a revoked item's values count as superseded at revocation),
+//! and scrubs them (G16). History is kept for [`Vault::superseded_retention`] (default
+//! [`DEFAULT_SUPERSEDED_RETENTION`]), pruned on every write, never listed, re-encrypted by
+//! [`Vault::rotate_account_key`] and, like every value, untouched by a root rotation (which
+//! rewraps the account keys it is sealed under).
+//!
 //! Rotation: [`Vault::rotate_root`] rewraps every account key under a new root key and replaces
 //! the key check, in one storage transaction, without touching any value;
 //! [`Vault::rotate_account_key`] re-encrypts every value of one account under a new account key,
@@ -62,7 +72,7 @@ mod vault;
 pub use crate::error::Error;
 pub use crate::items::{ConnectionInfo, Connections, ModelKeys, SecretInfo, Secrets};
 pub use crate::root_key::{Notice, RootKeySource, VaultOptions};
-pub use crate::vault::Vault;
+pub use crate::vault::{DEFAULT_SUPERSEDED_RETENTION, Vault};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -3,7 +3,7 @@
 //! leaves the old state.
 
 use storage::AccountId;
-use storage::vault::{SealedItem, WrappedAccountKey, WriteOutcome};
+use storage::vault::{SealedItem, SealedValue, SupersededValue, WrappedAccountKey, WriteOutcome};
 
 use crate::crypto::{KeyBytes, random_id};
 use crate::error::Error;
@@ -12,13 +12,15 @@ use crate::root_key::{
     read_required_key_file, replace_key_file,
 };
 use crate::vault::{
-    AccountKey, MAX_ATTEMPTS, RootState, ValueIdentity, Vault, make_key_check, open_value_bytes,
-    seal_value, unwrap_account_key, wrap_account_key, wrap_account_key_with,
+    AccountKey, MAX_ATTEMPTS, RootState, ValueIdentity, Vault, make_key_check, now,
+    open_identified_bytes, open_value_bytes, seal_value, unwrap_account_key, wrap_account_key,
+    wrap_account_key_with,
 };
 
 impl Vault {
-    /// Re-encrypts every value of the account under a new account key, in one transaction.
-    /// Returns the new key version.
+    /// Re-encrypts every value of the account, and every superseded value it still keeps,
+    /// under a new account key, in one transaction (superseded values past their retention are
+    /// deleted instead). Returns the new key version.
     pub fn rotate_account_key(&self, account_id: &str) -> Result<u32, Error> {
         let account = AccountId(account_id.to_owned());
         let root = self.read_root();
@@ -36,9 +38,17 @@ impl Vault {
             let wrapped = wrap_account_key(&root, &account, new.version, &new.key)?;
             let mut reseal =
                 |item: &SealedItem| reseal_item(&old, &new, item).map_err(into_store_error);
+            let mut reseal_kept = |value: &SupersededValue| {
+                reseal_superseded(&old, &new, value).map_err(into_store_error)
+            };
             let outcome = self
                 .store
-                .rotate_account_key(&wrapped, &mut reseal)
+                .rotate_account_key(
+                    &wrapped,
+                    &mut reseal,
+                    &mut reseal_kept,
+                    self.prune_superseded_before(now()),
+                )
                 .map_err(from_store_error)?;
             match outcome {
                 WriteOutcome::Written => return Ok(new.version),
@@ -130,6 +140,35 @@ fn reseal_item(old: &AccountKey, new: &AccountKey, item: &SealedItem) -> Result<
     Ok(SealedItem {
         values,
         ..item.clone()
+    })
+}
+
+/// Re-encrypts one superseded value under the new account key, with the same identity (its
+/// own item version) bound into the associated data.
+fn reseal_superseded(
+    old: &AccountKey,
+    new: &AccountKey,
+    value: &SupersededValue,
+) -> Result<SupersededValue, Error> {
+    let identity = ValueIdentity {
+        account_id: &value.account_id,
+        kind: value.kind,
+        name: &value.name,
+        version: value.version,
+    };
+    let sealed = SealedValue {
+        field: value.field.clone(),
+        key_version: value.key_version,
+        nonce: value.nonce.clone(),
+        ciphertext: value.ciphertext.clone(),
+    };
+    let plaintext = open_identified_bytes(old, &identity, &sealed)?;
+    let resealed = seal_value(new, &identity, &value.field, &plaintext)?;
+    Ok(SupersededValue {
+        key_version: resealed.key_version,
+        nonce: resealed.nonce,
+        ciphertext: resealed.ciphertext,
+        ..value.clone()
     })
 }
 

@@ -3,12 +3,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue, SourceError};
-use storage::AccountId;
-use storage::vault::{ItemKind, SealedItem};
+use storage::vault::{ItemKind, SealedItem, SealedValue, SupersededValue};
+use storage::{AccountId, Timestamp};
 
 use crate::error::Error;
 use crate::names::kind_label;
-use crate::vault::{Vault, open_value};
+use crate::vault::{MAX_ATTEMPTS, ValueIdentity, Vault, open_identified, open_value};
 
 impl SecretSource for Vault {
     /// Every field of each requested connection, each requested secret and model key. A name
@@ -28,6 +28,20 @@ impl SecretSource for Vault {
     /// in a file is still a leak).
     fn current_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
         self.all_values(account_id).map_err(unavailable)
+    }
+
+    /// The kept values of the requested names that were replaced or removed at or after
+    /// `since_millis`, and the values of requested items revoked at or after it (a revoked
+    /// credential stopped being current for runs then). Kept values past the retention are
+    /// gone; a name that no longer exists is not an error.
+    fn superseded_values(
+        &self,
+        account_id: &str,
+        request: &SecretRequest,
+        since_millis: i64,
+    ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
+        self.superseded_for(account_id, request, Timestamp(since_millis))
+            .map_err(unavailable)
     }
 }
 
@@ -57,6 +71,43 @@ fn unavailable(error: Error) -> SourceError {
     SourceError::Unavailable {
         detail: error.to_string(),
     }
+}
+
+/// The name a run knows a value by.
+fn secret_name(kind: ItemKind, name: &str, field: &str) -> SecretName {
+    match kind {
+        ItemKind::Connection => SecretName::ConnectionField {
+            alias: name.to_owned(),
+            field: field.to_owned(),
+        },
+        ItemKind::Secret => SecretName::AgentSecret {
+            name: name.to_owned(),
+        },
+        ItemKind::ModelKey => SecretName::ModelKey {
+            provider: name.to_owned(),
+        },
+    }
+}
+
+/// Every item identity a request names.
+fn requested_identities(request: &SecretRequest) -> BTreeSet<(ItemKind, &str)> {
+    request
+        .connections
+        .iter()
+        .map(|alias| (ItemKind::Connection, alias.as_str()))
+        .chain(
+            request
+                .secrets
+                .iter()
+                .map(|name| (ItemKind::Secret, name.as_str())),
+        )
+        .chain(
+            request
+                .model_keys
+                .iter()
+                .map(|provider| (ItemKind::ModelKey, provider.as_str())),
+        )
+        .collect()
 }
 
 /// How a missing or revoked item is named: `connection payments`, `secret GITHUB_TOKEN`,
@@ -138,22 +189,99 @@ impl Vault {
                 continue;
             };
             for value in &item.values {
-                let secret_name = match item.kind {
-                    ItemKind::Connection => SecretName::ConnectionField {
-                        alias: item.name.clone(),
-                        field: value.field.clone(),
-                    },
-                    ItemKind::Secret => SecretName::AgentSecret {
-                        name: item.name.clone(),
-                    },
-                    ItemKind::ModelKey => SecretName::ModelKey {
-                        provider: item.name.clone(),
-                    },
-                };
-                resolved.push((secret_name, open_value(&key, item, value)?));
+                resolved.push((
+                    secret_name(item.kind, &item.name, &value.field),
+                    open_value(&key, item, value)?,
+                ));
             }
         }
         Ok(resolved)
+    }
+
+    fn superseded_for(
+        &self,
+        account_id: &str,
+        request: &SecretRequest,
+        since: Timestamp,
+    ) -> Result<Vec<(SecretName, SecretValue)>, Error> {
+        let wanted = requested_identities(request);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let account = AccountId(account_id.to_owned());
+        let root = self.read_root();
+        let is_wanted = |kind: ItemKind, name: &str| wanted.contains(&(kind, name));
+        // As in `read_consistently`: a key rotation committing between the reads is detected
+        // by a key version that does not match, and the reads repeated.
+        let mut attempt = 0;
+        let (kept, revoked, key) = loop {
+            attempt += 1;
+            let kept: Vec<SupersededValue> = self
+                .store
+                .superseded_values(&account, since)?
+                .into_iter()
+                .filter(|value| is_wanted(value.kind, &value.name))
+                .collect();
+            let revoked: Vec<SealedItem> = self
+                .store
+                .items(&account)?
+                .into_iter()
+                .filter(|item| {
+                    is_wanted(item.kind, &item.name)
+                        && item
+                            .revoked_at
+                            .is_some_and(|revoked_at| revoked_at >= since)
+                })
+                .collect();
+            let key = self.account_key(&root, &account)?;
+            let consistent = match &key {
+                Some(key) => {
+                    kept.iter().all(|value| value.key_version == key.version)
+                        && revoked
+                            .iter()
+                            .flat_map(|item| item.values.iter())
+                            .all(|value| value.key_version == key.version)
+                }
+                None => kept.is_empty() && revoked.is_empty(),
+            };
+            if consistent || attempt >= MAX_ATTEMPTS {
+                break (kept, revoked, key);
+            }
+        };
+        if kept.is_empty() && revoked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let key = key.ok_or_else(|| Error::NoAccountKey {
+            account_id: account_id.to_owned(),
+        })?;
+        let mut values = Vec::new();
+        for value in &kept {
+            let identity = ValueIdentity {
+                account_id: &value.account_id,
+                kind: value.kind,
+                name: &value.name,
+                version: value.version,
+            };
+            let sealed = SealedValue {
+                field: value.field.clone(),
+                key_version: value.key_version,
+                nonce: value.nonce.clone(),
+                ciphertext: value.ciphertext.clone(),
+            };
+            values.push((
+                secret_name(value.kind, &value.name, &value.field),
+                open_identified(&key, &identity, &sealed)?,
+            ));
+        }
+        for item in &revoked {
+            for value in &item.values {
+                values.push((
+                    secret_name(item.kind, &item.name, &value.field),
+                    open_value(&key, item, value)?,
+                ));
+            }
+        }
+        Ok(values)
     }
 
     fn all_values(&self, account_id: &str) -> Result<Vec<SecretValue>, Error> {

@@ -2,11 +2,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redact::SecretValue;
 use storage::vault::{
-    InsertKeyOutcome, ItemKind, KeyCheck, SealedItem, SealedValue, VaultStore, WrappedAccountKey,
+    HistoryWrite, InsertKeyOutcome, ItemKind, KeyCheck, SealedItem, SealedValue, VaultStore,
+    WrappedAccountKey,
 };
 use storage::{AccountId, Timestamp};
 use zeroize::Zeroizing;
@@ -26,12 +27,19 @@ use crate::root_key::{
 /// How many times a write is retried when another writer changed the same rows in between.
 pub(crate) const MAX_ATTEMPTS: usize = 64;
 
+/// How long a superseded value is kept by default: longer than a run is expected to wait at a
+/// gate, short enough that an old credential does not stay stored for ever.
+pub const DEFAULT_SUPERSEDED_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
 /// The vault of every account. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct Vault {
     pub(crate) store: Arc<dyn VaultStore>,
     root: RwLock<RootState>,
     install_id: String,
     user_config_dir: Option<PathBuf>,
+    /// How long replaced and removed values are kept (sealed) for the scrub sets of resumed
+    /// runs.
+    superseded_retention: Duration,
 }
 
 impl std::fmt::Debug for Vault {
@@ -106,8 +114,38 @@ impl Vault {
             }),
             install_id,
             user_config_dir: options.user_config_dir.clone(),
+            superseded_retention: DEFAULT_SUPERSEDED_RETENTION,
         };
         Ok((vault, notice))
+    }
+
+    /// Keeps replaced and removed values (sealed, never listed) for `retention` instead of
+    /// [`DEFAULT_SUPERSEDED_RETENTION`]. A run that waits at a gate longer than this and is
+    /// resumed in another process no longer gets the values replaced early in its wait
+    /// scrubbed, so it should exceed the longest expected wait. Older values are deleted on the
+    /// next write.
+    pub fn with_superseded_retention(mut self, retention: Duration) -> Vault {
+        self.superseded_retention = retention;
+        self
+    }
+
+    /// How long replaced and removed values are kept.
+    pub fn superseded_retention(&self) -> Duration {
+        self.superseded_retention
+    }
+
+    /// The oldest superseded value a write made at `now` keeps.
+    pub(crate) fn prune_superseded_before(&self, now: Timestamp) -> Timestamp {
+        let retention = i64::try_from(self.superseded_retention.as_millis()).unwrap_or(i64::MAX);
+        Timestamp(now.0.saturating_sub(retention))
+    }
+
+    /// What a write at `now` that replaces or removes values does with the history.
+    pub(crate) fn history_write(&self, now: Timestamp) -> HistoryWrite {
+        HistoryWrite {
+            superseded_at: now,
+            prune_before: self.prune_superseded_before(now),
+        }
     }
 
     /// This installation's random id (the name of the default root key file).
@@ -355,22 +393,34 @@ pub(crate) fn seal_value(
     })
 }
 
+fn item_identity(item: &SealedItem) -> ValueIdentity<'_> {
+    ValueIdentity {
+        account_id: &item.account_id,
+        kind: item.kind,
+        name: &item.name,
+        version: item.version,
+    }
+}
+
 /// Decrypts one value of a stored item, as raw bytes.
 pub(crate) fn open_value_bytes(
     key: &AccountKey,
     item: &SealedItem,
     value: &SealedValue,
 ) -> Result<Zeroizing<Vec<u8>>, Error> {
-    let identity = ValueIdentity {
-        account_id: &item.account_id,
-        kind: item.kind,
-        name: &item.name,
-        version: item.version,
-    };
+    open_identified_bytes(key, &item_identity(item), value)
+}
+
+/// Decrypts one value sealed under `identity` (a current or a superseded one), as raw bytes.
+pub(crate) fn open_identified_bytes(
+    key: &AccountKey,
+    identity: &ValueIdentity<'_>,
+    value: &SealedValue,
+) -> Result<Zeroizing<Vec<u8>>, Error> {
     let tampered = || Error::ValueTampered {
-        account_id: item.account_id.to_string(),
-        kind: kind_label(item.kind),
-        name: item.name.clone(),
+        account_id: identity.account_id.to_string(),
+        kind: kind_label(identity.kind),
+        name: identity.name.to_owned(),
         field: value.field.clone(),
     };
     if value.key_version != key.version {
@@ -380,7 +430,7 @@ pub(crate) fn open_value_bytes(
         .open(
             &value.nonce,
             &value.ciphertext,
-            &value_associated_data(&identity, &value.field, value.key_version),
+            &value_associated_data(identity, &value.field, value.key_version),
         )
         .ok_or_else(tampered)
 }
@@ -391,7 +441,16 @@ pub(crate) fn open_value(
     item: &SealedItem,
     value: &SealedValue,
 ) -> Result<SecretValue, Error> {
-    let mut bytes = open_value_bytes(key, item, value)?;
+    open_identified(key, &item_identity(item), value)
+}
+
+/// Decrypts one value sealed under `identity` into a [`SecretValue`].
+pub(crate) fn open_identified(
+    key: &AccountKey,
+    identity: &ValueIdentity<'_>,
+    value: &SealedValue,
+) -> Result<SecretValue, Error> {
+    let mut bytes = open_identified_bytes(key, identity, value)?;
     let owned = std::mem::take(&mut *bytes);
     match String::from_utf8(owned) {
         Ok(text) => Ok(SecretValue::new(text)),
@@ -399,9 +458,9 @@ pub(crate) fn open_value(
             // Hand the bytes back to a zeroizing buffer so they are wiped.
             *bytes = error.into_bytes();
             Err(Error::NotUtf8 {
-                account_id: item.account_id.to_string(),
-                kind: kind_label(item.kind),
-                name: item.name.clone(),
+                account_id: identity.account_id.to_string(),
+                kind: kind_label(identity.kind),
+                name: identity.name.to_owned(),
             })
         }
     }

@@ -14,4 +14,5 @@ mod record;
 mod review_credential_path;
 mod scrub_table;
 mod scrubbing;
+mod superseded;
 mod support;

@@ -192,3 +192,116 @@ fn g16_secret_names_display_without_values() {
         "model_key:p"
     );
 }
+
+#[test]
+fn g16_resume_in_a_new_process_scrubs_values_superseded_since_the_run_started() {
+    let source = source_with_connection();
+    let run_started_millis = 1_000;
+    // Replaced before the run started: the run never saw it, so it is not asked for.
+    source.set_at(
+        ACCOUNT,
+        SecretName::AgentSecret {
+            name: "deploy-token".to_owned(),
+        },
+        "deploy-token-value-2",
+        run_started_millis - 1,
+    );
+    // Replaced while the run waited at a gate (in another process).
+    source.set_at(
+        ACCOUNT,
+        SecretName::ConnectionField {
+            alias: "warehouse".to_owned(),
+            field: "password".to_owned(),
+        },
+        "warehouse-password-2",
+        run_started_millis + 5,
+    );
+    // Replaced, but not a name this run asks for.
+    source.set_at(
+        ACCOUNT,
+        SecretName::AgentSecret {
+            name: "other-token".to_owned(),
+        },
+        "other-token-value-1",
+        run_started_millis - 10,
+    );
+    source.set_at(
+        ACCOUNT,
+        SecretName::AgentSecret {
+            name: "other-token".to_owned(),
+        },
+        "other-token-value-2",
+        run_started_millis + 10,
+    );
+
+    let resumed = RunSecrets::collect_for_resume(
+        "run-resumed",
+        ACCOUNT,
+        &source,
+        &connection_request(),
+        run_started_millis,
+    )
+    .unwrap();
+    let scrubbed = resumed
+        .redactor()
+        .scrub(
+            "old=warehouse-password-1 new=warehouse-password-2 \
+             before=deploy-token-value-1 other=other-token-value-1",
+        )
+        .into_inner();
+    assert!(!scrubbed.contains("warehouse-password-1"), "{scrubbed}");
+    assert!(!scrubbed.contains("warehouse-password-2"), "{scrubbed}");
+    assert!(scrubbed.contains("deploy-token-value-1"), "{scrubbed}");
+    assert!(scrubbed.contains("other-token-value-1"), "{scrubbed}");
+
+    // The old value is only scrubbed: the run's values are the current ones.
+    let password = resumed
+        .get(&SecretName::ConnectionField {
+            alias: "warehouse".to_owned(),
+            field: "password".to_owned(),
+        })
+        .unwrap();
+    assert_eq!(password.dangerously_expose(), "warehouse-password-2");
+    for name in resumed.names() {
+        let value = resumed.get(&name).unwrap().dangerously_expose();
+        assert_ne!(value, "warehouse-password-1", "{name}");
+    }
+
+    // A plain collect (a new run) knows nothing of the history.
+    let fresh = RunSecrets::collect("run-new", ACCOUNT, &source, &connection_request()).unwrap();
+    let scrubbed = fresh
+        .redactor()
+        .scrub("old=warehouse-password-1")
+        .into_inner();
+    assert!(scrubbed.contains("warehouse-password-1"), "{scrubbed}");
+}
+
+#[test]
+fn g16_values_removed_or_revoked_while_waiting_are_kept_for_scrubbing() {
+    let source = source_with_connection();
+    let password = SecretName::ConnectionField {
+        alias: "warehouse".to_owned(),
+        field: "password".to_owned(),
+    };
+    let mut resumed =
+        RunSecrets::collect_for_resume("run-gone", ACCOUNT, &source, &SecretRequest::default(), 0)
+            .unwrap();
+    source.revoke(ACCOUNT, password.clone());
+    source.remove(
+        ACCOUNT,
+        &SecretName::AgentSecret {
+            name: "deploy-token".to_owned(),
+        },
+    );
+    resumed
+        .keep_superseded(&source, &connection_request(), 0)
+        .unwrap();
+    let scrubbed = resumed
+        .redactor()
+        .scrub("a=warehouse-password-1 b=deploy-token-value-1")
+        .into_inner();
+    assert!(!scrubbed.contains("warehouse-password-1"), "{scrubbed}");
+    assert!(!scrubbed.contains("deploy-token-value-1"), "{scrubbed}");
+    assert!(resumed.get(&password).is_none());
+    assert!(resumed.names().is_empty());
+}

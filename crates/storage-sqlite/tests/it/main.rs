@@ -6,5 +6,6 @@
 #![allow(clippy::unwrap_used)]
 
 mod migrations;
+mod people;
 mod story;
 mod support;

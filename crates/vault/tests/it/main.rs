@@ -8,5 +8,6 @@ mod at_rest;
 mod concurrency;
 mod names_only;
 mod rotation;
+mod superseded;
 mod support;
 mod tamper;

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redact::{SecretRequest, SecretSource, SecretValue};
 use storage::vault::{
-    InsertKeyOutcome, ItemKind, ItemSummary, KeyCheck, ResealItem, RewrapKey, SealedItem,
-    VaultStore, WrappedAccountKey, WriteOutcome,
+    HistoryWrite, InsertKeyOutcome, ItemKind, ItemSummary, KeyCheck, ResealItem, ResealSuperseded,
+    RewrapKey, SealedItem, SupersededValue, VaultStore, WrappedAccountKey, WriteOutcome,
 };
 use storage::{AccountId, Timestamp};
 use storage_sqlite::SqliteStore;
@@ -221,8 +221,9 @@ impl VaultStore for FaultyStore {
         &self,
         item: &SealedItem,
         expected_version: Option<u64>,
+        history: &HistoryWrite,
     ) -> Result<WriteOutcome, storage::Error> {
-        self.inner.put_item(item, expected_version)
+        self.inner.put_item(item, expected_version, history)
     }
     fn revoke_item(
         &self,
@@ -238,19 +239,39 @@ impl VaultStore for FaultyStore {
         account_id: &AccountId,
         kind: ItemKind,
         name: &str,
+        history: &HistoryWrite,
     ) -> Result<bool, storage::Error> {
-        self.inner.remove_item(account_id, kind, name)
+        self.inner.remove_item(account_id, kind, name, history)
+    }
+    fn superseded_values(
+        &self,
+        account_id: &AccountId,
+        since: Timestamp,
+    ) -> Result<Vec<SupersededValue>, storage::Error> {
+        self.inner.superseded_values(account_id, since)
     }
     fn rotate_account_key(
         &self,
         new_key: &WrappedAccountKey,
         reseal: &mut ResealItem<'_>,
+        reseal_superseded: &mut ResealSuperseded<'_>,
+        prune_superseded_before: Timestamp,
     ) -> Result<WriteOutcome, storage::Error> {
+        // Items and kept superseded values count as rows alike, so a fault can hit either.
         let mut faulty = |item: &SealedItem| {
             self.before_row()?;
             reseal(item)
         };
-        let result = self.inner.rotate_account_key(new_key, &mut faulty);
+        let mut faulty_superseded = |value: &SupersededValue| {
+            self.before_row()?;
+            reseal_superseded(value)
+        };
+        let result = self.inner.rotate_account_key(
+            new_key,
+            &mut faulty,
+            &mut faulty_superseded,
+            prune_superseded_before,
+        );
         self.after_commit(result)
     }
     fn rotate_root(

@@ -1,0 +1,750 @@
+//! People, sessions, API keys, one-time sign-in links and share links.
+//!
+//! The single-owner rule is checked inside the `BEGIN IMMEDIATE` transaction that changes
+//! roles: the account's roles are read, the change is applied to them, and only a result with
+//! exactly one owner is written; a partial unique index (`people_one_owner`) backs it up, and
+//! the count is read again before committing.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use storage::people::{
+    ApiKeyRecord, LinkRedemption, NewApiKey, NewPerson, NewSession, NewShareLink, NewSignInLink,
+    PeopleChange, PeopleStore, PersonRecord, RoleName, SessionRecord, ShareLinkRecord,
+    SignInLinkRecord, TokenHash,
+};
+use storage::{AccountId, Error, RunId, Timestamp};
+
+use crate::rows::parse_name;
+use crate::{Durability, SqliteStore, TxError, backend};
+
+const PERSON_COLUMNS: &str = "id, account_id, display_name, email, role, password_hash, created_at";
+
+type PersonRow = (String, String, String, String, String, Option<String>, i64);
+
+fn read_person(row: &rusqlite::Row<'_>) -> rusqlite::Result<PersonRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+    ))
+}
+
+fn person_from_row(
+    (id, account, display_name, email, role, password_hash, created_at): PersonRow,
+) -> Result<PersonRecord, Error> {
+    Ok(NewPerson {
+        id,
+        account: AccountId(account),
+        display_name,
+        email,
+        role: parse_name::<RoleName>(&role)?,
+        password_hash,
+        created_at: Timestamp(created_at),
+    })
+}
+
+fn token_hash(what: &'static str, bytes: Vec<u8>) -> Result<TokenHash, Error> {
+    let array: [u8; 32] = bytes.try_into().map_err(|bytes: Vec<u8>| Error::Corrupt {
+        what,
+        detail: format!("a token hash of {} bytes, not 32", bytes.len()),
+    })?;
+    Ok(TokenHash(array))
+}
+
+/// The roles of an account's people, read inside the caller's transaction.
+fn account_roles(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+) -> Result<Vec<(String, RoleName)>, TxError> {
+    let mut statement =
+        transaction.prepare("SELECT id, role FROM people WHERE account_id = ?1 ORDER BY id")?;
+    let rows = statement
+        .query_map(params![account.as_str()], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    rows.into_iter()
+        .map(|(id, role)| Ok((id, parse_name::<RoleName>(&role)?)))
+        .collect()
+}
+
+fn owner_count<'a>(roles: impl IntoIterator<Item = &'a RoleName>) -> usize {
+    roles
+        .into_iter()
+        .filter(|role| **role == RoleName::Owner)
+        .count()
+}
+
+/// Reads the owner count again after the writes of a role change; anything but one means the
+/// writes went wrong, and the error rolls the whole transaction back.
+fn confirm_single_owner(transaction: &Transaction<'_>, account: &AccountId) -> Result<(), TxError> {
+    let owners: i64 = transaction.query_row(
+        "SELECT COUNT(*) FROM people WHERE account_id = ?1 AND role = 'owner'",
+        params![account.as_str()],
+        |row| row.get(0),
+    )?;
+    if owners == 1 {
+        Ok(())
+    } else {
+        Err(TxError(Error::Corrupt {
+            what: "account owners",
+            detail: format!("account {account} would have {owners} owners after a role change"),
+        }))
+    }
+}
+
+type SessionRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>);
+
+const SESSION_COLUMNS: &str = "s.id, s.token_hash, s.person_id, p.account_id, s.created_at, \
+     s.last_used_at, s.revoked_at";
+
+fn read_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+    ))
+}
+
+fn session_from_row(
+    (id, hash, person_id, account, created_at, last_used_at, revoked_at): SessionRow,
+) -> Result<SessionRecord, Error> {
+    Ok(SessionRecord {
+        id,
+        token_hash: token_hash("session token hash", hash)?,
+        person_id,
+        account: AccountId(account),
+        created_at: Timestamp(created_at),
+        last_used_at: Timestamp(last_used_at),
+        revoked_at: revoked_at.map(Timestamp),
+    })
+}
+
+type ApiKeyRow = (
+    String,
+    Vec<u8>,
+    String,
+    String,
+    String,
+    i64,
+    Option<i64>,
+    Option<i64>,
+);
+
+const API_KEY_COLUMNS: &str =
+    "key_id, token_hash, account_id, role, name, created_at, last_used_at, revoked_at";
+
+fn read_api_key(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+    ))
+}
+
+fn api_key_from_row(
+    (key_id, hash, account, role, name, created_at, last_used_at, revoked_at): ApiKeyRow,
+) -> Result<ApiKeyRecord, Error> {
+    Ok(ApiKeyRecord {
+        key_id,
+        token_hash: token_hash("API key hash", hash)?,
+        account: AccountId(account),
+        role: parse_name::<RoleName>(&role)?,
+        name,
+        created_at: Timestamp(created_at),
+        last_used_at: last_used_at.map(Timestamp),
+        revoked_at: revoked_at.map(Timestamp),
+    })
+}
+
+type ShareRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>);
+
+const SHARE_COLUMNS: &str =
+    "id, token_hash, account_id, run_id, created_at, expires_at, revoked_at";
+
+fn read_share(row: &rusqlite::Row<'_>) -> rusqlite::Result<ShareRow> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        row.get(2)?,
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+    ))
+}
+
+fn share_from_row(
+    (id, hash, account, run, created_at, expires_at, revoked_at): ShareRow,
+) -> Result<ShareLinkRecord, Error> {
+    Ok(ShareLinkRecord {
+        id,
+        token_hash: token_hash("share token hash", hash)?,
+        account: AccountId(account),
+        run: RunId(run),
+        created_at: Timestamp(created_at),
+        expires_at: Timestamp(expires_at),
+        revoked_at: revoked_at.map(Timestamp),
+    })
+}
+
+/// Maps a uniqueness violation to [`Error::AlreadyExists`], naming what was being created.
+fn already_exists(what: String) -> impl FnOnce(rusqlite::Error) -> TxError {
+    move |error| match error {
+        rusqlite::Error::SqliteFailure(code, _)
+            if code.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            TxError(Error::AlreadyExists { what })
+        }
+        other => TxError::from(other),
+    }
+}
+
+impl SqliteStore {
+    fn read_people(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        parameters: impl rusqlite::Params,
+    ) -> Result<Vec<PersonRecord>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                let rows = statement.query_map(parameters, read_person)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend(operation))?;
+        rows.into_iter().map(person_from_row).collect()
+    }
+
+    fn read_sessions(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        parameters: impl rusqlite::Params,
+    ) -> Result<Vec<SessionRecord>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                let rows = statement.query_map(parameters, read_session)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend(operation))?;
+        rows.into_iter().map(session_from_row).collect()
+    }
+
+    fn read_api_keys(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        parameters: impl rusqlite::Params,
+    ) -> Result<Vec<ApiKeyRecord>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                let rows = statement.query_map(parameters, read_api_key)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend(operation))?;
+        rows.into_iter().map(api_key_from_row).collect()
+    }
+
+    fn read_shares(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        parameters: impl rusqlite::Params,
+    ) -> Result<Vec<ShareLinkRecord>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                let rows = statement.query_map(parameters, read_share)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend(operation))?;
+        rows.into_iter().map(share_from_row).collect()
+    }
+
+    fn execute(
+        &self,
+        durability: Durability,
+        sql: &str,
+        parameters: impl rusqlite::Params,
+    ) -> Result<usize, Error> {
+        self.transaction(durability, |transaction| {
+            Ok(transaction.execute(sql, parameters)?)
+        })
+    }
+}
+
+impl PeopleStore for SqliteStore {
+    fn create_person(&self, person: &NewPerson) -> Result<PeopleChange, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let roles = account_roles(transaction, &person.account)?;
+            let owners_after =
+                owner_count(roles.iter().map(|(_, role)| role)) + owner_count([&person.role]);
+            if owners_after != 1 {
+                return Ok(PeopleChange::WouldBreakSingleOwner {
+                    account: person.account.clone(),
+                    owners: owners_after,
+                });
+            }
+            transaction
+                .execute(
+                    "INSERT INTO people (id, account_id, display_name, email, role,
+                         password_hash, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        person.id,
+                        person.account.as_str(),
+                        person.display_name,
+                        person.email,
+                        person.role.as_str(),
+                        person.password_hash,
+                        person.created_at.0,
+                    ],
+                )
+                .map_err(already_exists(format!(
+                    "person {} or email {:?} in account {}",
+                    person.id, person.email, person.account
+                )))?;
+            confirm_single_owner(transaction, &person.account)?;
+            Ok(PeopleChange::Done)
+        })
+    }
+
+    fn person(&self, id: &str) -> Result<Option<PersonRecord>, Error> {
+        let sql = format!("SELECT {PERSON_COLUMNS} FROM people WHERE id = ?1");
+        Ok(self
+            .read_people("read person", &sql, params![id])?
+            .into_iter()
+            .next())
+    }
+
+    fn person_by_email(
+        &self,
+        account: &AccountId,
+        email: &str,
+    ) -> Result<Option<PersonRecord>, Error> {
+        let sql =
+            format!("SELECT {PERSON_COLUMNS} FROM people WHERE account_id = ?1 AND email = ?2");
+        Ok(self
+            .read_people(
+                "read person by email",
+                &sql,
+                params![account.as_str(), email],
+            )?
+            .into_iter()
+            .next())
+    }
+
+    fn people(&self, account: &AccountId) -> Result<Vec<PersonRecord>, Error> {
+        let sql = format!(
+            "SELECT {PERSON_COLUMNS} FROM people WHERE account_id = ?1 ORDER BY created_at, id"
+        );
+        self.read_people("list people", &sql, params![account.as_str()])
+    }
+
+    fn change_role(
+        &self,
+        account: &AccountId,
+        person_id: &str,
+        role: RoleName,
+    ) -> Result<PeopleChange, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let mut roles = account_roles(transaction, account)?;
+            let Some(current) = roles.iter_mut().find(|(id, _)| id == person_id) else {
+                return Ok(PeopleChange::NoSuchPerson {
+                    account: account.clone(),
+                    person_id: person_id.to_owned(),
+                });
+            };
+            if current.1 == RoleName::Owner || role == RoleName::Owner {
+                return Ok(PeopleChange::OwnerOnlyByTransfer {
+                    account: account.clone(),
+                });
+            }
+            current.1 = role;
+            let owners = owner_count(roles.iter().map(|(_, role)| role));
+            if owners != 1 {
+                return Ok(PeopleChange::WouldBreakSingleOwner {
+                    account: account.clone(),
+                    owners,
+                });
+            }
+            transaction.execute(
+                "UPDATE people SET role = ?1 WHERE id = ?2 AND account_id = ?3",
+                params![role.as_str(), person_id, account.as_str()],
+            )?;
+            confirm_single_owner(transaction, account)?;
+            Ok(PeopleChange::Done)
+        })
+    }
+
+    fn transfer_ownership(
+        &self,
+        account: &AccountId,
+        current_owner: &str,
+        new_owner: &str,
+    ) -> Result<PeopleChange, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let mut roles = account_roles(transaction, account)?;
+            for person_id in [current_owner, new_owner] {
+                if !roles.iter().any(|(id, _)| id == person_id) {
+                    return Ok(PeopleChange::NoSuchPerson {
+                        account: account.clone(),
+                        person_id: person_id.to_owned(),
+                    });
+                }
+            }
+            let current_is_owner = roles
+                .iter()
+                .any(|(id, role)| id == current_owner && *role == RoleName::Owner);
+            if !current_is_owner || current_owner == new_owner {
+                return Ok(PeopleChange::OwnerOnlyByTransfer {
+                    account: account.clone(),
+                });
+            }
+            for (id, role) in &mut roles {
+                if id == current_owner {
+                    *role = RoleName::Admin;
+                } else if id == new_owner {
+                    *role = RoleName::Owner;
+                }
+            }
+            let owners = owner_count(roles.iter().map(|(_, role)| role));
+            if owners != 1 {
+                return Ok(PeopleChange::WouldBreakSingleOwner {
+                    account: account.clone(),
+                    owners,
+                });
+            }
+            // The old owner steps down first, so the partial unique index never sees two.
+            transaction.execute(
+                "UPDATE people SET role = 'admin' WHERE id = ?1 AND account_id = ?2",
+                params![current_owner, account.as_str()],
+            )?;
+            transaction.execute(
+                "UPDATE people SET role = 'owner' WHERE id = ?1 AND account_id = ?2",
+                params![new_owner, account.as_str()],
+            )?;
+            confirm_single_owner(transaction, account)?;
+            Ok(PeopleChange::Done)
+        })
+    }
+
+    fn remove_person(
+        &self,
+        account: &AccountId,
+        person_id: &str,
+        at: Timestamp,
+    ) -> Result<PeopleChange, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let roles = account_roles(transaction, account)?;
+            let Some((_, role)) = roles.iter().find(|(id, _)| id == person_id) else {
+                return Ok(PeopleChange::NoSuchPerson {
+                    account: account.clone(),
+                    person_id: person_id.to_owned(),
+                });
+            };
+            if *role == RoleName::Owner {
+                return Ok(PeopleChange::OwnerOnlyByTransfer {
+                    account: account.clone(),
+                });
+            }
+            transaction.execute(
+                "UPDATE sessions SET revoked_at = ?1 WHERE person_id = ?2 AND revoked_at IS NULL",
+                params![at.0, person_id],
+            )?;
+            transaction.execute(
+                "DELETE FROM people WHERE id = ?1 AND account_id = ?2",
+                params![person_id, account.as_str()],
+            )?;
+            confirm_single_owner(transaction, account)?;
+            Ok(PeopleChange::Done)
+        })
+    }
+
+    fn create_sign_in_link(&self, link: &NewSignInLink) -> Result<(), Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            transaction
+                .execute(
+                    "INSERT INTO sign_in_links (token_hash, person_id, created_at, expires_at)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![
+                        link.token_hash.0.as_slice(),
+                        link.person_id,
+                        link.created_at.0,
+                        link.expires_at.0
+                    ],
+                )
+                .map_err(already_exists(format!(
+                    "a sign-in link for person {}",
+                    link.person_id
+                )))?;
+            Ok(())
+        })
+    }
+
+    fn usable_sign_in_link(
+        &self,
+        token_hash: &TokenHash,
+        now: Timestamp,
+    ) -> Result<Option<SignInLinkRecord>, Error> {
+        let found: Option<(String, i64, i64)> = self
+            .with_conn(|connection| {
+                connection
+                    .query_row(
+                        "SELECT person_id, created_at, expires_at FROM sign_in_links
+                         WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2",
+                        params![token_hash.0.as_slice(), now.0],
+                        |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                    )
+                    .optional()
+            })
+            .map_err(backend("read sign-in link"))?;
+        let Some((person_id, created_at, expires_at)) = found else {
+            return Ok(None);
+        };
+        Ok(self.person(&person_id)?.map(|person| SignInLinkRecord {
+            person,
+            created_at: Timestamp(created_at),
+            expires_at: Timestamp(expires_at),
+        }))
+    }
+
+    fn redeem_sign_in_link(
+        &self,
+        token_hash: &TokenHash,
+        password_hash: &str,
+        now: Timestamp,
+    ) -> Result<LinkRedemption, Error> {
+        let redeemed = self.transaction(Durability::Synced, |transaction| {
+            // The guarded UPDATE is what makes the link single-use: of two racing requests,
+            // only one finds `used_at IS NULL`.
+            let person_id: Option<String> = transaction
+                .query_row(
+                    "UPDATE sign_in_links SET used_at = ?2
+                     WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2
+                     RETURNING person_id",
+                    params![token_hash.0.as_slice(), now.0],
+                    |row| row.get(0),
+                )
+                .optional()?;
+            let Some(person_id) = person_id else {
+                return Ok(None);
+            };
+            transaction.execute(
+                "UPDATE people SET password_hash = ?1 WHERE id = ?2",
+                params![password_hash, person_id],
+            )?;
+            Ok(Some(person_id))
+        })?;
+        let Some(person_id) = redeemed else {
+            return Ok(LinkRedemption::Unusable);
+        };
+        match self.person(&person_id)? {
+            Some(person) => Ok(LinkRedemption::Redeemed { person }),
+            None => Ok(LinkRedemption::Unusable),
+        }
+    }
+
+    fn create_session(&self, session: &NewSession) -> Result<(), Error> {
+        self.transaction(Durability::ProcessCrashSafe, |transaction| {
+            transaction
+                .execute(
+                    "INSERT INTO sessions (id, token_hash, person_id, created_at, last_used_at)
+                     VALUES (?1, ?2, ?3, ?4, ?4)",
+                    params![
+                        session.id,
+                        session.token_hash.0.as_slice(),
+                        session.person_id,
+                        session.created_at.0
+                    ],
+                )
+                .map_err(already_exists(format!("session {}", session.id)))?;
+            Ok(())
+        })
+    }
+
+    fn session_by_token(&self, token_hash: &TokenHash) -> Result<Option<SessionRecord>, Error> {
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s JOIN people p ON p.id = s.person_id
+             WHERE s.token_hash = ?1"
+        );
+        Ok(self
+            .read_sessions("read session", &sql, params![token_hash.0.as_slice()])?
+            .into_iter()
+            .next())
+    }
+
+    fn touch_session(&self, session_id: &str, at: Timestamp) -> Result<(), Error> {
+        self.execute(
+            Durability::ProcessCrashSafe,
+            "UPDATE sessions SET last_used_at = MAX(last_used_at, ?2) WHERE id = ?1",
+            params![session_id, at.0],
+        )?;
+        Ok(())
+    }
+
+    fn live_sessions(&self, person_id: &str) -> Result<Vec<SessionRecord>, Error> {
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s JOIN people p ON p.id = s.person_id
+             WHERE s.person_id = ?1 AND s.revoked_at IS NULL
+             ORDER BY s.created_at DESC, s.id"
+        );
+        self.read_sessions("list sessions", &sql, params![person_id])
+    }
+
+    fn revoke_session(
+        &self,
+        person_id: &str,
+        session_id: &str,
+        at: Timestamp,
+    ) -> Result<bool, Error> {
+        let changed = self.execute(
+            Durability::Synced,
+            "UPDATE sessions SET revoked_at = ?3
+             WHERE id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
+            params![session_id, person_id, at.0],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn revoke_sessions_of(&self, person_id: &str, at: Timestamp) -> Result<u64, Error> {
+        let changed = self.execute(
+            Durability::Synced,
+            "UPDATE sessions SET revoked_at = ?2 WHERE person_id = ?1 AND revoked_at IS NULL",
+            params![person_id, at.0],
+        )?;
+        Ok(u64::try_from(changed).unwrap_or(u64::MAX))
+    }
+
+    fn create_api_key(&self, key: &NewApiKey) -> Result<(), Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            transaction
+                .execute(
+                    "INSERT INTO api_keys (key_id, token_hash, account_id, role, name, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        key.key_id,
+                        key.token_hash.0.as_slice(),
+                        key.account.as_str(),
+                        key.role.as_str(),
+                        key.name,
+                        key.created_at.0
+                    ],
+                )
+                .map_err(already_exists(format!("API key {}", key.key_id)))?;
+            Ok(())
+        })
+    }
+
+    fn api_key(&self, key_id: &str) -> Result<Option<ApiKeyRecord>, Error> {
+        let sql = format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE key_id = ?1");
+        Ok(self
+            .read_api_keys("read API key", &sql, params![key_id])?
+            .into_iter()
+            .next())
+    }
+
+    fn api_keys(&self, account: &AccountId) -> Result<Vec<ApiKeyRecord>, Error> {
+        let sql = format!(
+            "SELECT {API_KEY_COLUMNS} FROM api_keys WHERE account_id = ?1
+             ORDER BY created_at, key_id"
+        );
+        self.read_api_keys("list API keys", &sql, params![account.as_str()])
+    }
+
+    fn touch_api_key(&self, key_id: &str, at: Timestamp) -> Result<(), Error> {
+        self.execute(
+            Durability::ProcessCrashSafe,
+            "UPDATE api_keys SET last_used_at = MAX(COALESCE(last_used_at, ?2), ?2)
+             WHERE key_id = ?1",
+            params![key_id, at.0],
+        )?;
+        Ok(())
+    }
+
+    fn revoke_api_key(
+        &self,
+        account: &AccountId,
+        key_id: &str,
+        at: Timestamp,
+    ) -> Result<bool, Error> {
+        let changed = self.execute(
+            Durability::Synced,
+            "UPDATE api_keys SET revoked_at = ?3
+             WHERE key_id = ?1 AND account_id = ?2 AND revoked_at IS NULL",
+            params![key_id, account.as_str(), at.0],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn create_share_link(&self, link: &NewShareLink) -> Result<(), Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            transaction
+                .execute(
+                    "INSERT INTO share_links (id, token_hash, account_id, run_id, created_at,
+                         expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        link.id,
+                        link.token_hash.0.as_slice(),
+                        link.account.as_str(),
+                        link.run.as_str(),
+                        link.created_at.0,
+                        link.expires_at.0
+                    ],
+                )
+                .map_err(already_exists(format!("share link {}", link.id)))?;
+            Ok(())
+        })
+    }
+
+    fn share_link_by_token(
+        &self,
+        token_hash: &TokenHash,
+    ) -> Result<Option<ShareLinkRecord>, Error> {
+        let sql = format!("SELECT {SHARE_COLUMNS} FROM share_links WHERE token_hash = ?1");
+        Ok(self
+            .read_shares("read share link", &sql, params![token_hash.0.as_slice()])?
+            .into_iter()
+            .next())
+    }
+
+    fn share_links(&self, account: &AccountId) -> Result<Vec<ShareLinkRecord>, Error> {
+        let sql = format!(
+            "SELECT {SHARE_COLUMNS} FROM share_links WHERE account_id = ?1
+             ORDER BY created_at DESC, id"
+        );
+        self.read_shares("list share links", &sql, params![account.as_str()])
+    }
+
+    fn revoke_share_link(
+        &self,
+        account: &AccountId,
+        link_id: &str,
+        at: Timestamp,
+    ) -> Result<bool, Error> {
+        let changed = self.execute(
+            Durability::Synced,
+            "UPDATE share_links SET revoked_at = ?3
+             WHERE id = ?1 AND account_id = ?2 AND revoked_at IS NULL",
+            params![link_id, account.as_str(), at.0],
+        )?;
+        Ok(changed > 0)
+    }
+}
