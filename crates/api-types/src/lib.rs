@@ -63,3 +63,255 @@ pub struct ReachReport {
     pub caption: String,
     pub rows: Vec<ReachRow>,
 }
+
+// ---------------------------------------------------------------------------------------------
+// The server's JSON API: run details, gate decisions, signing in, sessions, share links and
+// the error body. Lists of runs reuse `runs::RunListItem`, steps reuse `runs::StepSummary`.
+// ---------------------------------------------------------------------------------------------
+
+/// One run with its steps and decisions (`GET /api/runs/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub summary: runs::RunSummary,
+    pub workflow: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub decisions: Vec<DecisionView>,
+}
+
+/// Who decided, through which door, with what note (G23).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// `approve`, `reject`, `retry` or `stop`.
+    pub decision: String,
+    /// `person`, `api_key`, `cli`, `engine` or `supervisor`.
+    pub actor_kind: String,
+    pub actor_id: String,
+    pub actor_name: String,
+    /// `cli`, `console`, `link` or `api`.
+    pub door: String,
+    pub note: String,
+    pub at: i64,
+}
+
+/// The body of a gate decision (`POST /api/runs/{id}/steps/{step}/approve` or `/reject`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DecisionRequest {
+    #[serde(default)]
+    pub note: String,
+}
+
+/// The body of `POST /api/signin`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInRequest {
+    pub account: String,
+    pub email: String,
+    pub password: String,
+}
+
+/// The answer to a successful `POST /api/signin`; the session itself is in the cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInResponse {
+    pub person_id: String,
+    pub role: String,
+    /// Sent back in the `X-CSRF-Token` header with every request that changes something.
+    pub csrf_token: String,
+}
+
+/// One live session of the signed-in person (`GET /api/sessions`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub id: String,
+    pub created_at: i64,
+    pub last_used_at: i64,
+    /// Whether this is the session the request came with.
+    pub current: bool,
+}
+
+/// A new share link (`POST /api/runs/{id}/shares`): its address is shown once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareLinkCreated {
+    pub id: String,
+    /// `/s/<token>`, relative to the server.
+    pub path: String,
+    pub expires_at: i64,
+}
+
+/// A share link in a list (`GET /api/shares`); never its token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShareLinkView {
+    pub id: String,
+    pub run: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub revoked: bool,
+}
+
+/// The body of every error answer of the JSON API: a safe message and the request id to
+/// quote; the details are only in the server's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+    pub request_id: String,
+}
+
+/// A person of the account (`GET /api/people`); never a password hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonView {
+    pub id: String,
+    pub display_name: String,
+    pub email: String,
+    /// `viewer`, `member`, `admin` or `owner`.
+    pub role: String,
+    /// Whether the person has set a password yet.
+    pub has_password: bool,
+    pub created_at: i64,
+}
+
+/// The body of `POST /api/people`: invite a person with a role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvitePersonRequest {
+    pub display_name: String,
+    pub email: String,
+    pub role: String,
+}
+
+/// The answer to an invitation: the one-time sign-in link, shown once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonInvited {
+    pub person_id: String,
+    /// `/welcome/<token>`, relative to the server.
+    pub sign_in_path: String,
+    pub expires_at: i64,
+}
+
+/// The body of `PUT /api/people/{id}/role`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleChangeRequest {
+    pub role: String,
+}
+
+/// The body of `POST /api/ownership`: hand the account over to another person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnershipRequest {
+    pub new_owner: String,
+}
+
+/// An API key of the account (`GET /api/keys`); never its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyView {
+    pub key_id: String,
+    pub name: String,
+    pub role: String,
+    pub created_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<i64>,
+    pub revoked: bool,
+}
+
+/// The body of `POST /api/keys`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateApiKeyRequest {
+    pub name: String,
+    pub role: String,
+}
+
+/// A new API key: its text is in this answer only, never again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyCreated {
+    pub key_id: String,
+    /// `sw_<key id>_<secret>`: sent as `Authorization: Bearer <key>`.
+    pub key: String,
+    pub name: String,
+    pub role: String,
+}
+
+/// One entry of the account's audit log (`GET /api/audit`), with its place in the hash chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntryView {
+    pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    pub actor_kind: String,
+    pub actor_id: String,
+    pub actor_name: String,
+    /// A stable machine name: `session.sign_in`, `role.change`, `run.approve`, ...
+    pub action: String,
+    /// Scrubbed when it was written.
+    pub detail: serde_json::Value,
+    pub at: i64,
+    pub hash: String,
+}
+
+/// A gate waiting for a decision (`GET /api/approvals`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalView {
+    pub run: String,
+    pub workflow: String,
+    pub step: String,
+    /// When the run parked at the gate.
+    pub waiting_since: i64,
+}
+
+/// An agent secret of the account's vault as the API shows it: never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaultSecretView {
+    pub name: String,
+    /// 1 when first set, one more at each change of value.
+    pub version: u64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// The body of `PUT /api/vault/secrets/{name}`: the value goes in and never comes back out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetSecretRequest {
+    pub value: String,
+}
+
+/// A workflow of the account (`GET /api/workflows`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowListItem {
+    pub name: String,
+    pub file: String,
+    /// Whether it passes the parser; an invalid workflow cannot run.
+    pub valid: bool,
+}
+
+/// One step of a workflow as the workflow screen shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowStepView {
+    pub id: String,
+    /// Whether the run parks for a person before this step.
+    pub gate: bool,
+    pub explain: String,
+}
+
+/// A workflow with its steps, or the problems that keep it from running
+/// (`GET /api/workflows/{name}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowView {
+    pub name: String,
+    pub file: String,
+    pub valid: bool,
+    pub steps: Vec<WorkflowStepView>,
+    pub problems: Vec<String>,
+}
+
+/// The body of `POST /api/runs`: start a run of a workflow of the account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartRunRequest {
+    pub workflow: String,
+    #[serde(default = "empty_inputs")]
+    pub inputs: serde_json::Value,
+}
+
+fn empty_inputs() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}

@@ -1,0 +1,117 @@
+//! What the binary needs around the router: creating an account with its owner and the owner's
+//! one-time sign-in link (first start, `stepward accounts create`), and serving the router on
+//! a listener with the remote address recorded and a graceful shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use auth::SignInLinkToken;
+use redact::{Redactor, SecretSource};
+use serde_json::json;
+use storage::people::{NewPerson, NewSignInLink, TokenHash};
+use storage::{Account, Actor, NewAuditEntry, Timestamp};
+
+use crate::{AppState, Error, ServerStore, router};
+
+/// A new account's owner, invited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerInvitation {
+    pub person_id: String,
+    /// `/welcome/<token>`: print it once; the owner sets a password with it.
+    pub sign_in_path: String,
+    pub expires_at: Timestamp,
+}
+
+/// Who the new owner is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewOwner {
+    pub display_name: String,
+    pub email: String,
+}
+
+/// Creates `account` with `owner` as its owner (no password yet) and a one-time sign-in link
+/// valid for `link_lifetime_millis`, and audits it as done by `operator` (the CLI user). An
+/// account that exists already is [`storage::Error::AlreadyExists`], so an account never gets a
+/// second owner this way.
+pub fn create_account_with_owner(
+    store: &dyn ServerStore,
+    secrets: &dyn SecretSource,
+    account: &Account,
+    owner: &NewOwner,
+    operator: Actor,
+    link_lifetime_millis: i64,
+) -> Result<OwnerInvitation, Error> {
+    store
+        .create_account(account)
+        .map_err(Error::storage_or_conflict("create an account"))?;
+    let person_id = crate::handlers::random_id("per")?;
+    let now = account.created_at;
+    let change = store
+        .create_person(&NewPerson {
+            id: person_id.clone(),
+            account: account.id.clone(),
+            display_name: owner.display_name.trim().to_owned(),
+            email: owner.email.trim().to_lowercase(),
+            role: storage::people::RoleName::Owner,
+            password_hash: None,
+            created_at: now,
+        })
+        .map_err(Error::storage_or_conflict("create the owner"))?;
+    if change != storage::people::PeopleChange::Done {
+        return Err(Error::PeopleRefused {
+            operation: "create the owner",
+            answer: format!("{change:?}"),
+        });
+    }
+    let (token, token_hash) =
+        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
+    let expires_at = Timestamp(now.0.saturating_add(link_lifetime_millis));
+    store
+        .create_sign_in_link(&NewSignInLink {
+            token_hash: TokenHash(*token_hash.as_bytes()),
+            person_id: person_id.clone(),
+            created_at: now,
+            expires_at,
+        })
+        .map_err(Error::storage("create a sign-in link"))?;
+    let redactor =
+        Redactor::for_account(account.id.as_str(), secrets).map_err(|source| Error::Redact {
+            account: account.id.0.clone(),
+            source,
+        })?;
+    store
+        .append_audit(&NewAuditEntry {
+            account: account.id.clone(),
+            run: None,
+            actor: operator,
+            action: "account.create".to_owned(),
+            detail: redactor.scrub_json(&json!({
+                "account": account.id.as_str(),
+                "owner": person_id,
+                "email": owner.email,
+            })),
+            at: now,
+        })
+        .map_err(Error::storage("append audit entry"))?;
+    Ok(OwnerInvitation {
+        person_id,
+        sign_in_path: format!("/welcome/{}", token.reveal_once()),
+        expires_at,
+    })
+}
+
+/// Serves the router over `listener` until `shutdown` completes, then lets requests in flight
+/// finish. The remote address of each connection is recorded, so the sign-in limit applies
+/// per address.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

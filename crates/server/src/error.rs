@@ -1,0 +1,359 @@
+//! The one place errors become HTTP (STYLE 5).
+//!
+//! [`Error::into_response`] picks the status and a safe message and attaches an
+//! [`ErrorReport`] with the details; the outermost middleware (`layers::finish`) logs the
+//! details with the request id and writes the body: JSON ([`api_types::ErrorBody`]) under
+//! `/api/`, a small page elsewhere. No detail (ids, paths, sources) ever reaches the client.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// What a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No credentials, or credentials that do not check out, on a route that needs them.
+    #[error("no valid credentials for {method} {route}")]
+    Unauthenticated { method: String, route: String },
+    /// Credentials of the right account, but too low a role or the wrong kind of principal.
+    #[error("{principal} may not {method} {route}")]
+    Forbidden {
+        principal: String,
+        method: String,
+        route: String,
+    },
+    /// A form or state-changing request of a session without the session's CSRF token.
+    #[error("CSRF token missing or wrong for {method} {route}")]
+    CsrfRejected { method: String, route: String },
+    /// A role rule of the `auth` crate refused the operation (granting above one's role,
+    /// touching the owner, a key acting where only a person may).
+    #[error("a role rule refused {operation}: {source}")]
+    RoleRule {
+        operation: &'static str,
+        #[source]
+        source: auth::Denied,
+    },
+    /// The thing to create exists already (an email in the account, an id).
+    #[error("conflict during {operation}: {source}")]
+    Conflict {
+        operation: &'static str,
+        #[source]
+        source: storage::Error,
+    },
+    /// A resource that does not exist, or exists in another account (answered alike).
+    #[error("{what} {id:?} not found (or it belongs to another account)")]
+    NotFound { what: &'static str, id: String },
+    /// A matched route that has no entry in the policy table: refused, never served.
+    #[error("the route {method} {route} has no policy in auth::policy_table")]
+    MissingPolicy { method: String, route: String },
+    /// A request body or field that is not acceptable; `reason` is ours, safe to show.
+    #[error("invalid {field}: {reason}")]
+    InvalidInput { field: &'static str, reason: String },
+    /// A password sign-in that did not succeed (unknown account or person, wrong password).
+    /// The email is not kept: the log must not hold what someone typed into a form.
+    #[error("sign-in to account {account:?} failed: {reason}")]
+    SignInFailed {
+        account: String,
+        reason: &'static str,
+    },
+    /// Too many sign-in attempts.
+    #[error("sign-in to account {account:?} rate limited for {retry_after_millis} ms")]
+    RateLimited {
+        account: String,
+        retry_after_millis: u64,
+    },
+    /// The run is not in a state that allows the operation (not waiting at that gate, or the
+    /// gate was already decided).
+    #[error("run {run}: {source}")]
+    RunConflict {
+        run: String,
+        #[source]
+        source: Box<engine::Error>,
+    },
+    /// The engine failed.
+    #[error("engine failed on run {run}: {source}")]
+    Engine {
+        run: String,
+        #[source]
+        source: Box<engine::Error>,
+    },
+    /// The store failed.
+    #[error("storage failed during {operation}: {source}")]
+    Storage {
+        operation: &'static str,
+        #[source]
+        source: storage::Error,
+    },
+    /// A change of people the store refused in a way the handler did not expect.
+    #[error("storage refused {operation}: {answer}")]
+    PeopleRefused {
+        operation: &'static str,
+        answer: String,
+    },
+    /// The server was started without a workflow source.
+    #[error("no workflow source is configured for {operation}")]
+    WorkflowsUnavailable { operation: &'static str },
+    /// Reading a workflow failed.
+    #[error(transparent)]
+    WorkflowSource(#[from] crate::WorkflowSourceError),
+    /// The workflow does not pass the parser, so it has no reach and cannot run.
+    #[error("workflow {name} does not validate: {problems} problem(s)")]
+    WorkflowInvalid { name: String, problems: usize },
+    /// The engine refused to start a run (inputs that do not match, a credential key).
+    #[error("starting a run of {workflow} was refused: {source}")]
+    RunRefused {
+        workflow: String,
+        #[source]
+        source: Box<engine::Error>,
+    },
+    /// The server was started without a vault, so vault routes cannot be served.
+    #[error("no vault is configured for {operation}")]
+    VaultUnavailable { operation: &'static str },
+    /// The vault refused or failed an operation.
+    #[error("the vault failed during {operation}: {source}")]
+    Vault {
+        operation: &'static str,
+        #[source]
+        source: vault::Error,
+    },
+    /// An auth primitive failed (randomness, password hashing).
+    #[error("auth failed during {operation}: {source}")]
+    Auth {
+        operation: &'static str,
+        #[source]
+        source: auth::Error,
+    },
+    /// The account's redactor could not be built, so nothing is written unscrubbed.
+    #[error("cannot build the redactor of account {account}: {source}")]
+    Redact {
+        account: String,
+        #[source]
+        source: redact::Error,
+    },
+    /// A blocking task (password hashing, the engine) panicked or was cancelled.
+    #[error("a blocking task during {operation} did not finish: {source}")]
+    Blocking {
+        operation: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
+}
+
+impl Error {
+    /// A storage failure during `operation`.
+    pub(crate) fn storage(operation: &'static str) -> impl FnOnce(storage::Error) -> Error {
+        move |source| Error::Storage { operation, source }
+    }
+
+    /// A storage failure during `operation`, where "it exists already" is the caller's
+    /// conflict rather than our failure.
+    pub(crate) fn storage_or_conflict(
+        operation: &'static str,
+    ) -> impl FnOnce(storage::Error) -> Error {
+        move |source| match source {
+            storage::Error::AlreadyExists { .. } => Error::Conflict { operation, source },
+            other => Error::Storage {
+                operation,
+                source: other,
+            },
+        }
+    }
+
+    /// A role rule's refusal during `operation`.
+    pub(crate) fn denied(operation: &'static str) -> impl FnOnce(auth::Denied) -> Error {
+        move |source| Error::RoleRule { operation, source }
+    }
+
+    /// An auth failure during `operation`.
+    pub(crate) fn auth(operation: &'static str) -> impl FnOnce(auth::Error) -> Error {
+        move |source| Error::Auth { operation, source }
+    }
+
+    /// The status and the message a client may see.
+    pub fn status_and_public_message(&self) -> (StatusCode, &'static str) {
+        match self {
+            Error::Unauthenticated { .. } => (StatusCode::UNAUTHORIZED, "Sign in first."),
+            Error::Forbidden { .. } => (
+                StatusCode::FORBIDDEN,
+                "Your role does not allow this. Ask an admin of your account.",
+            ),
+            Error::RoleRule { .. } => (
+                StatusCode::FORBIDDEN,
+                "Your role does not allow this change. Ask the owner of your account.",
+            ),
+            Error::Conflict { .. } => (
+                StatusCode::CONFLICT,
+                "This exists already (the email may be taken in this account).",
+            ),
+            Error::CsrfRejected { .. } => (
+                StatusCode::FORBIDDEN,
+                "This form has expired. Reload the page and try again.",
+            ),
+            Error::NotFound { .. } => (StatusCode::NOT_FOUND, "There is nothing here."),
+            Error::InvalidInput { .. } => (StatusCode::BAD_REQUEST, "The request is not valid."),
+            Error::SignInFailed { .. } => (
+                StatusCode::UNAUTHORIZED,
+                "The account, email or password is not right.",
+            ),
+            Error::RateLimited { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many sign-in attempts. Wait a little and try again.",
+            ),
+            Error::RunConflict { .. } => (
+                StatusCode::CONFLICT,
+                "The run is not waiting for this decision (it may have been decided already).",
+            ),
+            Error::WorkflowsUnavailable { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Workflows are not available on this server.",
+            ),
+            Error::WorkflowInvalid { .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "The workflow does not validate; `stepward check` shows its problems.",
+            ),
+            Error::RunRefused { .. } => (
+                StatusCode::BAD_REQUEST,
+                "The run was refused: its inputs do not match the workflow's, or hold a \
+                 credential (credentials are never inputs; use a connection).",
+            ),
+            Error::VaultUnavailable { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The vault is not available on this server.",
+            ),
+            Error::Vault {
+                source: vault::Error::InvalidName { .. } | vault::Error::EmptyValue { .. },
+                ..
+            } => (
+                StatusCode::BAD_REQUEST,
+                "The secret's name or value is not acceptable (names are letters, digits and \
+                 underscores; values are not empty).",
+            ),
+            Error::Vault {
+                source: vault::Error::NotFound { .. },
+                ..
+            } => (StatusCode::NOT_FOUND, "There is nothing here."),
+            Error::MissingPolicy { .. }
+            | Error::WorkflowSource(_)
+            | Error::Vault { .. }
+            | Error::Engine { .. }
+            | Error::Storage { .. }
+            | Error::PeopleRefused { .. }
+            | Error::Auth { .. }
+            | Error::Redact { .. }
+            | Error::Blocking { .. } => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Something went wrong on our side. Quote the request id when you report it.",
+            ),
+        }
+    }
+
+    /// The part of an invalid input that is safe to show (our own words about a field).
+    fn public_detail(&self) -> Option<String> {
+        match self {
+            Error::InvalidInput { field, reason } => Some(format!("{field}: {reason}")),
+            _ => None,
+        }
+    }
+}
+
+/// What the outermost middleware needs to log and render an error answer.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorReport {
+    pub(crate) public_message: String,
+    /// The whole error with its sources, for the log only.
+    pub(crate) detail: String,
+}
+
+fn detail_with_sources(error: &Error) -> String {
+    let mut detail = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    detail
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let (status, message) = self.status_and_public_message();
+        let public_message = match self.public_detail() {
+            Some(detail) => format!("{message} {detail}"),
+            None => message.to_owned(),
+        };
+        let mut response = status.into_response();
+        if let Error::RateLimited {
+            retry_after_millis, ..
+        } = &self
+        {
+            let seconds = retry_after_millis.div_ceil(1000).max(1);
+            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response.extensions_mut().insert(ErrorReport {
+            public_message,
+            detail: detail_with_sources(&self),
+        });
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    use super::Error;
+
+    #[test]
+    fn a_route_without_a_policy_is_a_500_that_names_nothing() {
+        let error = Error::MissingPolicy {
+            method: "GET".into(),
+            route: "/secret/{id}".into(),
+        };
+        let (status, message) = error.status_and_public_message();
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!message.contains("/secret"));
+        assert!(
+            error.to_string().contains("/secret/{id}"),
+            "the log names the route"
+        );
+    }
+
+    #[test]
+    fn refusals_map_to_their_statuses() {
+        let cases = [
+            (
+                Error::Unauthenticated {
+                    method: "GET".into(),
+                    route: "/api/runs".into(),
+                },
+                StatusCode::UNAUTHORIZED,
+            ),
+            (
+                Error::CsrfRejected {
+                    method: "POST".into(),
+                    route: "/signout".into(),
+                },
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                Error::NotFound {
+                    what: "run",
+                    id: "run-1".into(),
+                },
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                Error::RateLimited {
+                    account: "acct".into(),
+                    retry_after_millis: 1,
+                },
+                StatusCode::TOO_MANY_REQUESTS,
+            ),
+        ];
+        for (error, status) in cases {
+            assert_eq!(error.status_and_public_message().0, status, "{error}");
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The route handlers, and what they share: the scope check, audit entries scrubbed for the
+//! account, blocking work off the async threads, and random ids.
+
+pub(crate) mod admin;
+pub(crate) mod approve;
+pub(crate) mod audit;
+pub(crate) mod console;
+pub(crate) mod keys;
+pub(crate) mod people;
+pub(crate) mod runs;
+pub(crate) mod sessions;
+pub(crate) mod shares;
+pub(crate) mod signin;
+pub(crate) mod vault;
+pub(crate) mod workflows;
+
+use redact::Redactor;
+use storage::{AccountId, Actor, NewAuditEntry};
+
+use crate::Error;
+use crate::authn::Authenticated;
+use crate::state::Shared;
+
+/// The scope check every handler makes on the resource it names: a resource of another account
+/// is answered exactly as one that does not exist.
+pub(crate) fn ensure_same_account(
+    authenticated: &Authenticated,
+    resource_account: &AccountId,
+    what: &'static str,
+    id: &str,
+) -> Result<(), Error> {
+    if resource_account.as_str() == authenticated.principal.account_id() {
+        Ok(())
+    } else {
+        Err(Error::NotFound {
+            what,
+            id: id.to_owned(),
+        })
+    }
+}
+
+/// Appends an audit entry of `account` that belongs to no run, its detail scrubbed with the
+/// account's current vault values (`Redactor::for_account`).
+pub(crate) fn audit(
+    shared: &Shared,
+    account: &AccountId,
+    actor: Actor,
+    action: &str,
+    detail: &serde_json::Value,
+) -> Result<(), Error> {
+    let redactor =
+        Redactor::for_account(account.as_str(), shared.secrets.as_ref()).map_err(|source| {
+            Error::Redact {
+                account: account.0.clone(),
+                source,
+            }
+        })?;
+    shared
+        .store
+        .append_audit(&NewAuditEntry {
+            account: account.clone(),
+            run: None,
+            actor,
+            action: action.to_owned(),
+            detail: redactor.scrub_json(detail),
+            at: shared.now(),
+        })
+        .map_err(Error::storage("append audit entry"))?;
+    Ok(())
+}
+
+/// Runs CPU-heavy or long work (password hashing, the engine) on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    operation: &'static str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|source| Error::Blocking { operation, source })
+}
+
+/// A random public id (`<prefix>_` and 16 random bytes in hex), for sessions and share links.
+pub(crate) fn random_id(prefix: &str) -> Result<String, Error> {
+    let mut bytes = [0_u8; 16];
+    getrandom::fill(&mut bytes).map_err(|source| Error::Auth {
+        operation: "generate a public id",
+        source: auth::Error::Randomness {
+            purpose: "a public id",
+            source,
+        },
+    })?;
+    Ok(format!("{prefix}_{}", hex::encode(bytes)))
+}

@@ -1,0 +1,261 @@
+//! People and roles (G26): invite a person with a role (a one-time sign-in link, shown once),
+//! change a role, remove a person, hand ownership over. Every rule is the `auth` crate's
+//! (`can_grant`, `can_change_role`, `can_remove`, `transfer_ownership`); storage checks the
+//! single owner in the transaction that changes roles. Every change is audited.
+
+use std::str::FromStr;
+
+use api_types::{
+    InvitePersonRequest, OwnershipRequest, PersonInvited, PersonView, RoleChangeRequest,
+};
+use auth::{AccountPerson, Role, SignInLinkToken, can_change_role, can_grant, can_remove};
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use serde_json::json;
+use storage::Timestamp;
+use storage::people::{NewPerson, NewSignInLink, PeopleChange, PersonRecord, TokenHash};
+
+use crate::authn::{Authenticated, auth_role, stored_role};
+use crate::handlers::{audit, ensure_same_account, random_id};
+use crate::state::Shared;
+use crate::{AppState, Error};
+
+fn view(person: PersonRecord) -> PersonView {
+    PersonView {
+        id: person.id,
+        display_name: person.display_name,
+        email: person.email,
+        role: person.role.as_str().to_owned(),
+        has_password: person.password_hash.is_some(),
+        created_at: person.created_at.0,
+    }
+}
+
+fn parse_role(text: &str) -> Result<Role, Error> {
+    Role::from_str(text).map_err(|unknown| Error::InvalidInput {
+        field: "role",
+        reason: unknown.to_string(),
+    })
+}
+
+/// The person with this id if they belong to the principal's account; otherwise the same 404
+/// as for a person that does not exist.
+fn person_in_scope(
+    shared: &Shared,
+    authenticated: &Authenticated,
+    person_id: &str,
+) -> Result<PersonRecord, Error> {
+    let person = shared
+        .store
+        .person(person_id)
+        .map_err(Error::storage("read person"))?
+        .ok_or_else(|| Error::NotFound {
+            what: "person",
+            id: person_id.to_owned(),
+        })?;
+    ensure_same_account(authenticated, &person.account, "person", person_id)?;
+    Ok(person)
+}
+
+/// Maps a refusal of storage to an answer; only [`PeopleChange::Done`] is success.
+fn expect_done(operation: &'static str, change: PeopleChange) -> Result<(), Error> {
+    match change {
+        PeopleChange::Done => Ok(()),
+        PeopleChange::NoSuchPerson { person_id, .. } => Err(Error::NotFound {
+            what: "person",
+            id: person_id,
+        }),
+        PeopleChange::OwnerOnlyByTransfer { .. } => Err(Error::RoleRule {
+            operation,
+            source: auth::Denied::OwnershipOnlyByTransfer,
+        }),
+        PeopleChange::WouldBreakSingleOwner { account, owners } => Err(Error::PeopleRefused {
+            operation,
+            answer: format!("account {account} would have {owners} owners"),
+        }),
+    }
+}
+
+/// `GET /api/people`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<PersonView>>, Error> {
+    let people = state
+        .shared
+        .store
+        .people(&authenticated.account())
+        .map_err(Error::storage("list people"))?;
+    Ok(Json(people.into_iter().map(view).collect()))
+}
+
+/// `POST /api/people`: invites a person with a role no higher than the inviter's (never the
+/// owner), and answers the one-time sign-in link once.
+pub(crate) async fn invite(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Json(request): Json<InvitePersonRequest>,
+) -> Result<(StatusCode, Json<PersonInvited>), Error> {
+    let shared = &state.shared;
+    let role = parse_role(&request.role)?;
+    can_grant(&authenticated.principal, role).map_err(Error::denied("invite a person"))?;
+    let display_name = request.display_name.trim().to_owned();
+    let email = request.email.trim().to_lowercase();
+    if display_name.is_empty() || email.is_empty() || !email.contains('@') {
+        return Err(Error::InvalidInput {
+            field: "person",
+            reason: "a person needs a display name and an email address".to_owned(),
+        });
+    }
+    let account = authenticated.account();
+    let person_id = random_id("per")?;
+    let now = shared.now();
+    let change = shared
+        .store
+        .create_person(&NewPerson {
+            id: person_id.clone(),
+            account: account.clone(),
+            display_name,
+            email: email.clone(),
+            role: stored_role(role),
+            password_hash: None,
+            created_at: now,
+        })
+        .map_err(Error::storage_or_conflict("invite a person"))?;
+    expect_done("invite a person", change)?;
+    let (token, token_hash) =
+        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
+    let expires_at = Timestamp(
+        now.0
+            .saturating_add(shared.options.sign_in_link_lifetime_millis),
+    );
+    shared
+        .store
+        .create_sign_in_link(&NewSignInLink {
+            token_hash: TokenHash(*token_hash.as_bytes()),
+            person_id: person_id.clone(),
+            created_at: now,
+            expires_at,
+        })
+        .map_err(Error::storage("create a sign-in link"))?;
+    audit(
+        shared,
+        &account,
+        authenticated.actor.clone(),
+        "person.invite",
+        &json!({"person": person_id, "email": email, "role": role.as_str()}),
+    )?;
+    Ok((
+        StatusCode::CREATED,
+        Json(PersonInvited {
+            person_id,
+            sign_in_path: format!("/welcome/{}", token.reveal_once()),
+            expires_at: expires_at.0,
+        }),
+    ))
+}
+
+/// `PUT /api/people/{id}/role`.
+pub(crate) async fn change_role(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(person_id): Path<String>,
+    Json(request): Json<RoleChangeRequest>,
+) -> Result<Json<PersonView>, Error> {
+    let shared = &state.shared;
+    let person = person_in_scope(shared, &authenticated, &person_id)?;
+    let new_role = parse_role(&request.role)?;
+    let current = auth_role(person.role);
+    can_change_role(
+        &authenticated.principal,
+        person.account.as_str(),
+        current,
+        new_role,
+    )
+    .map_err(Error::denied("change a role"))?;
+    let change = shared
+        .store
+        .change_role(&person.account, &person.id, stored_role(new_role))
+        .map_err(Error::storage("change a role"))?;
+    expect_done("change a role", change)?;
+    audit(
+        shared,
+        &person.account,
+        authenticated.actor.clone(),
+        "role.change",
+        &json!({"person": person.id, "from": current.as_str(), "to": new_role.as_str()}),
+    )?;
+    let changed = person_in_scope(shared, &authenticated, &person_id)?;
+    Ok(Json(view(changed)))
+}
+
+/// `DELETE /api/people/{id}`: removes a person (never the owner), ending their sessions.
+pub(crate) async fn remove(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(person_id): Path<String>,
+) -> Result<StatusCode, Error> {
+    let shared = &state.shared;
+    let person = person_in_scope(shared, &authenticated, &person_id)?;
+    can_remove(
+        &authenticated.principal,
+        person.account.as_str(),
+        auth_role(person.role),
+    )
+    .map_err(Error::denied("remove a person"))?;
+    let change = shared
+        .store
+        .remove_person(&person.account, &person.id, shared.now())
+        .map_err(Error::storage("remove a person"))?;
+    expect_done("remove a person", change)?;
+    audit(
+        shared,
+        &person.account,
+        authenticated.actor.clone(),
+        "person.remove",
+        &json!({"person": person.id, "role": person.role.as_str()}),
+    )?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/ownership`: the owner, signed in as a person, hands the account to another
+/// person of it and becomes an admin; both changes in one transaction.
+pub(crate) async fn transfer(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Json(request): Json<OwnershipRequest>,
+) -> Result<StatusCode, Error> {
+    let shared = &state.shared;
+    let new_owner = person_in_scope(shared, &authenticated, &request.new_owner)?;
+    let transfer = auth::transfer_ownership(
+        &authenticated.principal,
+        &AccountPerson {
+            person_id: new_owner.id.clone(),
+            account_id: new_owner.account.0.clone(),
+            role: auth_role(new_owner.role),
+        },
+    )
+    .map_err(Error::denied("transfer ownership"))?;
+    let change = shared
+        .store
+        .transfer_ownership(
+            &new_owner.account,
+            &transfer.previous_owner.person_id,
+            &transfer.new_owner.person_id,
+        )
+        .map_err(Error::storage("transfer ownership"))?;
+    expect_done("transfer ownership", change)?;
+    audit(
+        shared,
+        &new_owner.account,
+        authenticated.actor.clone(),
+        "ownership.transfer",
+        &json!({
+            "from": transfer.previous_owner.person_id,
+            "to": transfer.new_owner.person_id,
+            "new_owner_was": transfer.new_owner.from.as_str(),
+        }),
+    )?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,330 @@
+//! Runs over the JSON API, and gate decisions (G23): recorded by the engine with who decided
+//! (the person, or the key itself, never the key's creator), the door and the note.
+
+use api_types::runs::{Event, RunListItem, RunSummary, StepSummary};
+use api_types::{ApprovalView, DecisionRequest, DecisionView, RunDetail};
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Extension, Form, Json};
+use engine::{Decision, GateDecision};
+use serde::Deserialize;
+use storage::{AccountId, Door, RunId, RunRecord, RunStatus};
+
+use crate::authn::Authenticated;
+use crate::handlers::{blocking, ensure_same_account};
+use crate::state::Shared;
+use crate::{AppState, Error};
+
+/// The run with this id if it belongs to the principal's account; otherwise the same 404 as
+/// for a run that does not exist.
+pub(crate) fn run_in_scope(
+    shared: &Shared,
+    authenticated: &Authenticated,
+    run_id: &str,
+) -> Result<RunRecord, Error> {
+    let not_found = || Error::NotFound {
+        what: "run",
+        id: run_id.to_owned(),
+    };
+    let record = shared
+        .store
+        .run(&RunId(run_id.to_owned()))
+        .map_err(Error::storage("read run"))?
+        .ok_or_else(not_found)?;
+    ensure_same_account(authenticated, &record.account, "run", run_id)?;
+    Ok(record)
+}
+
+/// `GET /api/runs`: the account's runs, newest first.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<RunListItem>>, Error> {
+    let runs = state
+        .shared
+        .store
+        .runs(&authenticated.account())
+        .map_err(Error::storage("list runs"))?;
+    Ok(Json(
+        runs.into_iter()
+            .map(|run| RunListItem {
+                run: run.id.0,
+                workflow: run.workflow_name,
+                status: run.status.as_str().to_owned(),
+                created_at: run.created_at.0,
+                updated_at: run.updated_at.0,
+            })
+            .collect(),
+    ))
+}
+
+fn summary_json(summary: engine::RunSummary) -> RunSummary {
+    RunSummary {
+        run: summary.run.0,
+        status: summary.status.as_str().to_owned(),
+        waiting_at: summary.waiting_at,
+        reason: summary.reason,
+        steps: summary
+            .steps
+            .into_iter()
+            .map(|step| StepSummary {
+                step: step.step_id,
+                attempt: step.attempt,
+                status: step.status.as_str().to_owned(),
+                output: step.output,
+                reason: step.reason,
+            })
+            .collect(),
+    }
+}
+
+/// A run's detail: its summary from the engine and its decisions.
+pub(crate) fn detail(shared: &Shared, record: RunRecord) -> Result<RunDetail, Error> {
+    let summary = shared
+        .engine
+        .summary(&record.id)
+        .map_err(|source| Error::Engine {
+            run: record.id.0.clone(),
+            source: Box::new(source),
+        })?;
+    let decisions = shared
+        .store
+        .decisions(&record.id)
+        .map_err(Error::storage("read decisions"))?;
+    Ok(RunDetail {
+        summary: summary_json(summary),
+        workflow: record.workflow_name,
+        created_at: record.created_at.0,
+        updated_at: record.updated_at.0,
+        decisions: decisions
+            .into_iter()
+            .map(|decision| DecisionView {
+                step: decision.step_id,
+                attempt: decision.attempt,
+                decision: decision.kind.as_str().to_owned(),
+                actor_kind: decision.who.kind().to_owned(),
+                actor_id: decision.who.id().to_owned(),
+                actor_name: decision.who.display_name().to_owned(),
+                door: decision.door.as_str().to_owned(),
+                note: decision.note,
+                at: decision.at.0,
+            })
+            .collect(),
+    })
+}
+
+/// `GET /api/runs/{id}`.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(run_id): Path<String>,
+) -> Result<Json<RunDetail>, Error> {
+    let record = run_in_scope(&state.shared, &authenticated, &run_id)?;
+    Ok(Json(detail(&state.shared, record)?))
+}
+
+/// The account's gates waiting for a decision, oldest first.
+pub(crate) fn waiting_gates(
+    shared: &Shared,
+    account: &AccountId,
+) -> Result<Vec<ApprovalView>, Error> {
+    let runs = shared
+        .store
+        .runs(account)
+        .map_err(Error::storage("list runs"))?;
+    let mut waiting = Vec::new();
+    for run in runs
+        .into_iter()
+        .filter(|run| run.status == RunStatus::WaitingApproval)
+    {
+        let Some(parked) = shared
+            .store
+            .parked(&run.id)
+            .map_err(Error::storage("read parked state"))?
+        else {
+            continue;
+        };
+        waiting.push(ApprovalView {
+            run: run.id.0,
+            workflow: run.workflow_name,
+            step: parked.step_id,
+            waiting_since: parked.parked_at.0,
+        });
+    }
+    waiting.sort_by_key(|approval| approval.waiting_since);
+    Ok(waiting)
+}
+
+/// `GET /api/approvals`: the gates of the account waiting for a decision.
+pub(crate) async fn approvals(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<ApprovalView>>, Error> {
+    Ok(Json(waiting_gates(
+        &state.shared,
+        &authenticated.account(),
+    )?))
+}
+
+/// `GET /api/runs/{id}/events`: the run's event log (scrubbed when it was written).
+pub(crate) async fn events(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(run_id): Path<String>,
+) -> Result<Json<Vec<Event>>, Error> {
+    let record = run_in_scope(&state.shared, &authenticated, &run_id)?;
+    let events = state
+        .shared
+        .store
+        .events(&record.id)
+        .map_err(Error::storage("read events"))?;
+    Ok(Json(
+        events
+            .into_iter()
+            .map(|event| Event {
+                seq: event.seq,
+                kind: event.kind,
+                at: event.at.0,
+                payload: event.payload,
+            })
+            .collect(),
+    ))
+}
+
+/// Decides the gate `step` of the run through `door`. The engine records the decision (and
+/// its audit entry) with the principal's actor: a key decides as the key.
+pub(crate) async fn decide(
+    state: &AppState,
+    authenticated: &Authenticated,
+    run_id: &str,
+    step: &str,
+    kind: GateDecision,
+    door: Door,
+    note: String,
+) -> Result<RunDetail, Error> {
+    let record = run_in_scope(&state.shared, authenticated, run_id)?;
+    let engine = state.shared.engine.clone();
+    let decision = Decision {
+        kind,
+        who: authenticated.actor.clone(),
+        door,
+        note,
+    };
+    let run = record.id.clone();
+    let gate = step.to_owned();
+    let outcome = blocking("decide a gate", move || {
+        engine.decide(&run, &gate, decision)
+    })
+    .await?;
+    match outcome {
+        Ok(_) => {}
+        Err(
+            source @ (engine::Error::NotWaitingApproval { .. }
+            | engine::Error::NotParkedAt { .. }
+            | engine::Error::Storage(storage::Error::AlreadyDecided { .. })),
+        ) => {
+            return Err(Error::RunConflict {
+                run: run_id.to_owned(),
+                source: Box::new(source),
+            });
+        }
+        Err(engine::Error::UnknownRun { .. }) => {
+            return Err(Error::NotFound {
+                what: "run",
+                id: run_id.to_owned(),
+            });
+        }
+        Err(source) => {
+            return Err(Error::Engine {
+                run: run_id.to_owned(),
+                source: Box::new(source),
+            });
+        }
+    }
+    let record = run_in_scope(&state.shared, authenticated, run_id)?;
+    detail(&state.shared, record)
+}
+
+/// `POST /api/runs/{id}/steps/{step}/approve`.
+pub(crate) async fn approve(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path((run_id, step)): Path<(String, String)>,
+    Json(request): Json<DecisionRequest>,
+) -> Result<Json<RunDetail>, Error> {
+    let detail = decide(
+        &state,
+        &authenticated,
+        &run_id,
+        &step,
+        GateDecision::Approve,
+        Door::Api,
+        request.note,
+    )
+    .await?;
+    Ok(Json(detail))
+}
+
+/// `POST /api/runs/{id}/steps/{step}/reject`.
+pub(crate) async fn reject(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path((run_id, step)): Path<(String, String)>,
+    Json(request): Json<DecisionRequest>,
+) -> Result<Json<RunDetail>, Error> {
+    let detail = decide(
+        &state,
+        &authenticated,
+        &run_id,
+        &step,
+        GateDecision::Reject,
+        Door::Api,
+        request.note,
+    )
+    .await?;
+    Ok(Json(detail))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct DecideForm {
+    /// `approve` or `reject`.
+    pub(crate) decision: String,
+    #[serde(default)]
+    pub(crate) note: String,
+}
+
+impl DecideForm {
+    /// The decision the form's `decision` field names.
+    pub(crate) fn kind(&self) -> Result<GateDecision, Error> {
+        match self.decision.as_str() {
+            "approve" => Ok(GateDecision::Approve),
+            "reject" => Ok(GateDecision::Reject),
+            _ => Err(Error::InvalidInput {
+                field: "decision",
+                reason: "it is either approve or reject".to_owned(),
+            }),
+        }
+    }
+}
+
+/// `POST /runs/{id}/steps/{step}/decide`: the console's decision form (CSRF-checked by the
+/// policy middleware), recorded with the door `console`; back to the run's page.
+pub(crate) async fn decide_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path((run_id, step)): Path<(String, String)>,
+    Form(form): Form<DecideForm>,
+) -> Result<Response, Error> {
+    let kind = form.kind()?;
+    decide(
+        &state,
+        &authenticated,
+        &run_id,
+        &step,
+        kind,
+        Door::Console,
+        form.note,
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/runs/{run_id}")).into_response())
+}

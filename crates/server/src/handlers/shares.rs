@@ -1,0 +1,213 @@
+//! Share links (G24): 24 random bytes, stored only as a hash, with expiry and revocation. A
+//! share link shows one run's scrubbed record, read-only, and nothing else; every failed fetch
+//! (unknown, expired, revoked, malformed, wrong length, a run that is gone) answers the same
+//! bytes: [`auth::SHARE_NOT_FOUND_BODY`] with status 404.
+
+use api_types::{ShareLinkCreated, ShareLinkView};
+use auth::{SHARE_NOT_FOUND_BODY, SHARE_NOT_FOUND_CONTENT_TYPE, ShareToken};
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::{Extension, Json};
+use serde_json::json;
+use storage::people::{NewShareLink, ShareLinkRecord, TokenHash};
+use storage::{RunId, Timestamp};
+
+use crate::authn::Authenticated;
+use crate::handlers::runs::{detail, run_in_scope};
+use crate::handlers::{audit, random_id};
+use crate::html::{escape, page};
+use crate::state::Shared;
+use crate::{AppState, Error};
+
+/// `POST /api/runs/{id}/shares`: a new share link for a run of the account; its address is
+/// in the answer, once.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(run_id): Path<String>,
+) -> Result<(StatusCode, Json<ShareLinkCreated>), Error> {
+    let shared = &state.shared;
+    let record = run_in_scope(shared, &authenticated, &run_id)?;
+    let (token, token_hash) = ShareToken::generate().map_err(Error::auth("create a share link"))?;
+    let now = shared.now();
+    let expires_at = Timestamp(
+        now.0
+            .saturating_add(shared.options.share_link_lifetime_millis),
+    );
+    let link_id = random_id("shr")?;
+    shared
+        .store
+        .create_share_link(&NewShareLink {
+            id: link_id.clone(),
+            token_hash: TokenHash(*token_hash.as_bytes()),
+            account: record.account.clone(),
+            run: record.id.clone(),
+            created_at: now,
+            expires_at,
+        })
+        .map_err(Error::storage("create share link"))?;
+    audit(
+        shared,
+        &record.account,
+        authenticated.actor.clone(),
+        "share.create",
+        &json!({"share": link_id, "run": record.id.0, "expires_at": expires_at.0}),
+    )?;
+    Ok((
+        StatusCode::CREATED,
+        Json(ShareLinkCreated {
+            id: link_id,
+            path: format!("/s/{}", token.reveal_once()),
+            expires_at: expires_at.0,
+        }),
+    ))
+}
+
+/// `GET /api/shares`: the account's share links, never their tokens.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<ShareLinkView>>, Error> {
+    let links = state
+        .shared
+        .store
+        .share_links(&authenticated.account())
+        .map_err(Error::storage("list share links"))?;
+    Ok(Json(
+        links
+            .into_iter()
+            .map(|link| ShareLinkView {
+                id: link.id,
+                run: link.run.0,
+                created_at: link.created_at.0,
+                expires_at: link.expires_at.0,
+                revoked: link.revoked_at.is_some(),
+            })
+            .collect(),
+    ))
+}
+
+/// `DELETE /api/shares/{id}`: revokes a share link of the account.
+pub(crate) async fn revoke(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(link_id): Path<String>,
+) -> Result<StatusCode, Error> {
+    let shared = &state.shared;
+    let account = authenticated.account();
+    let revoked = shared
+        .store
+        .revoke_share_link(&account, &link_id, shared.now())
+        .map_err(Error::storage("revoke share link"))?;
+    if !revoked {
+        return Err(Error::NotFound {
+            what: "share link",
+            id: link_id,
+        });
+    }
+    audit(
+        shared,
+        &account,
+        authenticated.actor.clone(),
+        "share.revoke",
+        &json!({"share": link_id}),
+    )?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The one answer of every failed share-link fetch.
+pub(crate) fn share_not_found() -> Response {
+    let mut response = (StatusCode::NOT_FOUND, SHARE_NOT_FOUND_BODY).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(SHARE_NOT_FOUND_CONTENT_TYPE),
+    );
+    response
+}
+
+/// The live link behind a presented token, or `None` for every kind of failure.
+fn live_link(shared: &Shared, token_text: &str) -> Option<ShareLinkRecord> {
+    let token = ShareToken::parse(token_text).ok()?;
+    let found = shared
+        .store
+        .share_link_by_token(&TokenHash(*token.hash().as_bytes()));
+    let link = match found {
+        Ok(link) => link?,
+        Err(error) => {
+            // A store failure is answered like every other failed fetch, so the answer says
+            // nothing about the link; the log has the cause.
+            tracing::error!(%error, "reading a share link failed");
+            return None;
+        }
+    };
+    if link.revoked_at.is_some() || shared.now() >= link.expires_at {
+        return None;
+    }
+    Some(link)
+}
+
+fn render(detail: &api_types::RunDetail) -> Html<String> {
+    let mut body = format!(
+        "<h1>Run {} of {}</h1>\n<p>Status: {}</p>\n<h2>Steps</h2>\n<ul>\n",
+        escape(&detail.summary.run),
+        escape(&detail.workflow),
+        escape(&detail.summary.status)
+    );
+    for step in &detail.summary.steps {
+        body.push_str(&format!(
+            "<li>{}: attempt {}, {}{}</li>\n",
+            escape(&step.step),
+            step.attempt,
+            escape(&step.status),
+            step.reason
+                .as_deref()
+                .map(|reason| format!(" ({})", escape(reason)))
+                .unwrap_or_default()
+        ));
+    }
+    body.push_str("</ul>\n<h2>Decisions</h2>\n<ul>\n");
+    for decision in &detail.decisions {
+        let who = if decision.actor_name.is_empty() {
+            format!("{} {}", decision.actor_kind, decision.actor_id)
+        } else {
+            decision.actor_name.clone()
+        };
+        body.push_str(&format!(
+            "<li>{} {} by {} through {}: {}</li>\n",
+            escape(&decision.decision),
+            escape(decision.step.as_deref().unwrap_or("the run")),
+            escape(&who),
+            escape(&decision.door),
+            escape(&decision.note)
+        ));
+    }
+    body.push_str("</ul>");
+    page("Shared run", &body)
+}
+
+/// `GET /s/{token}`: one run's scrubbed record, read-only. The token is read from the raw
+/// path rather than through the `Path` extractor, whose rejections (bad percent-encoding)
+/// would answer other bytes than the one not-found answer.
+pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
+    let shared = &state.shared;
+    let token = uri.path().strip_prefix("/s/").unwrap_or_default();
+    let Some(link) = live_link(shared, token) else {
+        return share_not_found();
+    };
+    let record = match shared.store.run(&RunId(link.run.0.clone())) {
+        Ok(Some(record)) if record.account == link.account => record,
+        Ok(_) => return share_not_found(),
+        Err(error) => {
+            tracing::error!(%error, "reading a shared run failed");
+            return share_not_found();
+        }
+    };
+    match detail(shared, record) {
+        Ok(detail) => render(&detail).into_response(),
+        Err(error) => {
+            tracing::error!(%error, "rendering a shared run failed");
+            share_not_found()
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! Signing in and out: a password (rate limited, every success and failure audited), a
+//! one-time sign-in link that sets the password (`/welcome/{token}`), and sign-out.
+//!
+//! A new session is a fresh random token in an HttpOnly, SameSite=Strict cookie
+//! ([`auth::session_cookie`]); storage keeps its hash. A failed sign-in takes as long whether
+//! or not the person exists ([`auth::verify_password_for_unknown_person`]) and answers the
+//! same.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use api_types::{SignInRequest, SignInResponse};
+use auth::{
+    CsrfToken, PasswordHash, RateDecision, SessionToken, SignInLinkToken, TlsMode,
+    clear_session_cookie, hash_password, session_cookie, sign_in_key, verify_csrf, verify_password,
+    verify_password_for_unknown_person,
+};
+use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::{Extension, Form, Json};
+use serde::Deserialize;
+use serde_json::json;
+use storage::people::{LinkRedemption, NewSession, PersonRecord, TokenHash};
+use storage::{AccountId, Actor};
+
+use crate::authn::{Authenticated, cookie_value};
+use crate::handlers::{audit, blocking, random_id};
+use crate::html::{escape, page};
+use crate::layers::CSRF_FIELD;
+use crate::state::Shared;
+use crate::{AppState, Error};
+
+/// The longest account id or email a sign-in looks at; longer text is cut before it is used
+/// or audited.
+const MAX_IDENTIFIER_CHARS: usize = 320;
+
+/// The remote address of the connection, when the listener recorded it
+/// (`into_make_service_with_connect_info`). Without it, every request shares the unspecified
+/// address, so the per-address limit then applies to everyone at once: stricter, never looser.
+pub(crate) struct RemoteAddress(pub(crate) IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for RemoteAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(RemoteAddress(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip()),
+        ))
+    }
+}
+
+/// A session that was just started.
+pub(crate) struct SignedIn {
+    pub(crate) person: PersonRecord,
+    pub(crate) set_cookie: String,
+    pub(crate) csrf_token: CsrfToken,
+}
+
+fn bounded(text: &str) -> String {
+    text.trim().chars().take(MAX_IDENTIFIER_CHARS).collect()
+}
+
+/// The actor recorded for a sign-in attempt: the person when one matched, otherwise a person
+/// with no id (nobody is known to have tried).
+fn attempt_actor(person: Option<&PersonRecord>) -> Actor {
+    match person {
+        Some(person) => Actor::Person {
+            id: person.id.clone(),
+            name: person.display_name.clone(),
+        },
+        None => Actor::Person {
+            id: String::new(),
+            name: String::new(),
+        },
+    }
+}
+
+/// Creates a session for `person` and returns the cookie that carries it.
+pub(crate) fn start_session(shared: &Shared, person: PersonRecord) -> Result<SignedIn, Error> {
+    let (token, token_hash) = SessionToken::generate().map_err(Error::auth("start a session"))?;
+    shared
+        .store
+        .create_session(&NewSession {
+            id: random_id("ses")?,
+            token_hash: TokenHash(*token_hash.as_bytes()),
+            person_id: person.id.clone(),
+            created_at: shared.now(),
+        })
+        .map_err(Error::storage("create session"))?;
+    Ok(SignedIn {
+        person,
+        set_cookie: session_cookie(&token, shared.options.tls),
+        csrf_token: CsrfToken::for_session(&shared.csrf_key, &token_hash),
+    })
+}
+
+fn audit_failure(
+    shared: &Shared,
+    account: &AccountId,
+    person: Option<&PersonRecord>,
+    email: &str,
+    remote: IpAddr,
+    reason: &'static str,
+) -> Result<(), Error> {
+    audit(
+        shared,
+        account,
+        attempt_actor(person),
+        "session.sign_in_failed",
+        &json!({"method": "password", "email": email, "remote": remote.to_string(), "reason": reason}),
+    )
+}
+
+/// A password sign-in: rate limited per account and address and per account, every outcome
+/// audited.
+async fn sign_in(
+    state: &AppState,
+    remote: IpAddr,
+    account_text: &str,
+    email_text: &str,
+    password: String,
+) -> Result<SignedIn, Error> {
+    let shared = &state.shared;
+    let account = AccountId(bounded(account_text));
+    // The audit records the address as typed: scrubbing recognises a vault value only in the
+    // form it was stored in, and lower-casing could hide one from it.
+    let typed_email = bounded(email_text);
+    let email = typed_email.to_lowercase();
+    let now_millis = shared.now_millis();
+    let per_address = shared
+        .sign_in_limiter()
+        .check(&sign_in_key(account.as_str(), remote), now_millis);
+    let per_account = shared
+        .account_sign_in_limiter()
+        .check(account.as_str(), now_millis);
+    let per_remote = shared
+        .address_sign_in_limiter()
+        .check(&remote.to_string(), now_millis);
+    for decision in [per_address, per_account, per_remote] {
+        if let RateDecision::Limited { retry_after_millis } = decision {
+            audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
+            return Err(Error::RateLimited {
+                account: account.0,
+                retry_after_millis,
+            });
+        }
+    }
+    let person = shared
+        .store
+        .person_by_email(&account, &email)
+        .map_err(Error::storage("find person by email"))?;
+    let stored_hash = person
+        .as_ref()
+        .and_then(|person| person.password_hash.clone());
+    let verdict = blocking("verify a password", move || match stored_hash {
+        Some(hash) => verify_password(&password, &PasswordHash::from_phc_string(hash)),
+        None => verify_password_for_unknown_person(&password),
+    })
+    .await?;
+    match (verdict, person) {
+        (Ok(()), Some(person)) => {
+            let signed_in = start_session(shared, person)?;
+            audit(
+                shared,
+                &account,
+                attempt_actor(Some(&signed_in.person)),
+                "session.sign_in",
+                &json!({"method": "password", "email": typed_email, "remote": remote.to_string()}),
+            )?;
+            Ok(signed_in)
+        }
+        (Ok(()), None) | (Err(auth::Error::PasswordMismatch), None) => {
+            audit_failure(
+                shared,
+                &account,
+                None,
+                &typed_email,
+                remote,
+                "unknown_person",
+            )?;
+            Err(Error::SignInFailed {
+                account: account.0,
+                reason: "no such person",
+            })
+        }
+        (Err(auth::Error::PasswordMismatch), Some(person)) => {
+            let reason = if person.password_hash.is_none() {
+                "no_password_set"
+            } else {
+                "wrong_password"
+            };
+            audit_failure(
+                shared,
+                &account,
+                Some(&person),
+                &typed_email,
+                remote,
+                reason,
+            )?;
+            Err(Error::SignInFailed {
+                account: account.0,
+                reason,
+            })
+        }
+        (Err(source), person) => {
+            audit_failure(
+                shared,
+                &account,
+                person.as_ref(),
+                &typed_email,
+                remote,
+                "unusable_password_hash",
+            )?;
+            Err(Error::Auth {
+                operation: "verify a password",
+                source,
+            })
+        }
+    }
+}
+
+fn with_cookie(mut response: Response, set_cookie: &str) -> Result<Response, Error> {
+    let value = HeaderValue::from_str(set_cookie).map_err(|_| Error::InvalidInput {
+        field: "session cookie",
+        reason: "the cookie is not a valid header value".to_owned(),
+    })?;
+    response.headers_mut().append(header::SET_COOKIE, value);
+    Ok(response)
+}
+
+/// The cookie that binds a pre-session form (sign-in, set-password) to the browser that
+/// loaded it. Over TLS it carries the `__Host-` prefix, like the session cookie.
+fn form_cookie_name(tls: TlsMode) -> &'static str {
+    match tls {
+        TlsMode::Tls => "__Host-stepward_form",
+        TlsMode::PlainHttp => "stepward_form",
+    }
+}
+
+/// A guard for a form shown before there is a session: a random token in an HttpOnly,
+/// SameSite=Strict cookie and its CSRF token for the form's hidden field. Another site can
+/// neither read the field nor send the cookie, so it cannot submit the form in the person's
+/// browser (no login CSRF).
+struct FormGuard {
+    set_cookie: String,
+    csrf: CsrfToken,
+}
+
+fn new_form_guard(shared: &Shared) -> Result<FormGuard, Error> {
+    let (token, hash) = SessionToken::generate().map_err(Error::auth("guard a form"))?;
+    let secure = match shared.options.tls {
+        TlsMode::Tls => "; Secure",
+        TlsMode::PlainHttp => "",
+    };
+    Ok(FormGuard {
+        set_cookie: format!(
+            "{}={}; Path=/; HttpOnly; SameSite=Strict{secure}",
+            form_cookie_name(shared.options.tls),
+            token.reveal_once()
+        ),
+        csrf: CsrfToken::for_session(&shared.csrf_key, &hash),
+    })
+}
+
+/// Checks a pre-session form's hidden field against its cookie.
+fn check_form_guard(shared: &Shared, headers: &HeaderMap, submitted: &str) -> Result<(), Error> {
+    let expired = || Error::InvalidInput {
+        field: "form",
+        reason: "the form has expired; load it again".to_owned(),
+    };
+    let cookie = cookie_value(headers, form_cookie_name(shared.options.tls)).ok_or_else(expired)?;
+    let token = SessionToken::parse(&cookie).map_err(|_| expired())?;
+    verify_csrf(&shared.csrf_key, &token.hash(), submitted).map_err(|_| expired())
+}
+
+/// `GET /signin`: the sign-in form, guarded against login CSRF.
+pub(crate) async fn sign_in_form(State(state): State<AppState>) -> Result<Response, Error> {
+    let guard = new_form_guard(&state.shared)?;
+    let html = page(
+        "Sign in",
+        &format!(
+            "<h1>Sign in</h1>\n<form method=\"post\" action=\"/signin\">\n\
+             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
+             <label>Account <input name=\"account\" required></label>\n\
+             <label>Email <input name=\"email\" type=\"email\" required></label>\n\
+             <label>Password <input name=\"password\" type=\"password\" required></label>\n\
+             <button type=\"submit\">Sign in</button>\n</form>",
+            escape(guard.csrf.as_str())
+        ),
+    );
+    with_cookie(html.into_response(), &guard.set_cookie)
+}
+
+#[derive(Deserialize)]
+pub(crate) struct SignInForm {
+    #[serde(default)]
+    csrf: String,
+    account: String,
+    email: String,
+    password: String,
+}
+
+/// `POST /signin`: the form's password sign-in; on success, to the console's home.
+pub(crate) async fn sign_in_with_form(
+    State(state): State<AppState>,
+    RemoteAddress(remote): RemoteAddress,
+    headers: HeaderMap,
+    Form(form): Form<SignInForm>,
+) -> Result<Response, Error> {
+    check_form_guard(&state.shared, &headers, &form.csrf)?;
+    let signed_in = sign_in(&state, remote, &form.account, &form.email, form.password).await?;
+    with_cookie(Redirect::to("/").into_response(), &signed_in.set_cookie)
+}
+
+/// `POST /api/signin`: the same over JSON; the answer carries the session's CSRF token.
+pub(crate) async fn sign_in_with_json(
+    State(state): State<AppState>,
+    RemoteAddress(remote): RemoteAddress,
+    Json(request): Json<SignInRequest>,
+) -> Result<Response, Error> {
+    let signed_in = sign_in(
+        &state,
+        remote,
+        &request.account,
+        &request.email,
+        request.password,
+    )
+    .await?;
+    let body = SignInResponse {
+        person_id: signed_in.person.id.clone(),
+        role: signed_in.person.role.as_str().to_owned(),
+        csrf_token: signed_in.csrf_token.as_str().to_owned(),
+    };
+    with_cookie(Json(body).into_response(), &signed_in.set_cookie)
+}
+
+fn link_not_found() -> Error {
+    Error::NotFound {
+        what: "sign-in link",
+        id: String::new(),
+    }
+}
+
+/// `GET /welcome/{token}`: the set-password form of a usable one-time link, guarded like the
+/// sign-in form. Looking does not use the link.
+pub(crate) async fn welcome_form(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+) -> Result<Response, Error> {
+    let token = SignInLinkToken::parse(&token).map_err(|_| link_not_found())?;
+    let link = state
+        .shared
+        .store
+        .usable_sign_in_link(&TokenHash(*token.hash().as_bytes()), state.shared.now())
+        .map_err(Error::storage("read sign-in link"))?
+        .ok_or_else(link_not_found)?;
+    let action = format!("/welcome/{}", token.reveal_once());
+    let guard = new_form_guard(&state.shared)?;
+    let html = page(
+        "Set your password",
+        &format!(
+            "<h1>Welcome, {}</h1>\n<p>Choose a password of at least {} characters.</p>\n\
+             <form method=\"post\" action=\"{}\">\n\
+             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
+             <label>Password <input name=\"password\" type=\"password\" required></label>\n\
+             <label>Again <input name=\"password_again\" type=\"password\" required></label>\n\
+             <button type=\"submit\">Set password and sign in</button>\n</form>",
+            escape(&link.person.display_name),
+            auth::MIN_PASSWORD_CHARS,
+            escape(&action),
+            escape(guard.csrf.as_str()),
+        ),
+    );
+    with_cookie(html.into_response(), &guard.set_cookie)
+}
+
+#[derive(Deserialize)]
+pub(crate) struct WelcomeForm {
+    #[serde(default)]
+    csrf: String,
+    password: String,
+    password_again: String,
+}
+
+/// `POST /welcome/{token}`: sets the password (argon2id), uses the link up, and starts a
+/// session.
+pub(crate) async fn welcome_set_password(
+    State(state): State<AppState>,
+    RemoteAddress(remote): RemoteAddress,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<WelcomeForm>,
+) -> Result<Response, Error> {
+    let shared = &state.shared;
+    check_form_guard(shared, &headers, &form.csrf)?;
+    let token = SignInLinkToken::parse(&token).map_err(|_| link_not_found())?;
+    let token_hash = TokenHash(*token.hash().as_bytes());
+    if form.password != form.password_again {
+        return Err(Error::InvalidInput {
+            field: "password",
+            reason: "the two passwords differ".to_owned(),
+        });
+    }
+    auth::check_new_password(&form.password).map_err(|error| Error::InvalidInput {
+        field: "password",
+        reason: error.to_string(),
+    })?;
+    let password = form.password;
+    let hash = blocking("hash a password", move || hash_password(&password))
+        .await?
+        .map_err(Error::auth("hash a password"))?;
+    let redemption = shared
+        .store
+        .redeem_sign_in_link(&token_hash, hash.as_phc_str(), shared.now())
+        .map_err(Error::storage("redeem sign-in link"))?;
+    let LinkRedemption::Redeemed { person } = redemption else {
+        return Err(link_not_found());
+    };
+    let account = person.account.clone();
+    let signed_in = start_session(shared, person)?;
+    audit(
+        shared,
+        &account,
+        attempt_actor(Some(&signed_in.person)),
+        "session.sign_in",
+        &json!({"method": "sign_in_link", "password_set": true, "remote": remote.to_string()}),
+    )?;
+    with_cookie(Redirect::to("/").into_response(), &signed_in.set_cookie)
+}
+
+fn sign_out(shared: &Shared, authenticated: &Authenticated) -> Result<(), Error> {
+    let Some(session) = &authenticated.session else {
+        return Err(Error::Unauthenticated {
+            method: "POST".to_owned(),
+            route: "sign-out without a session".to_owned(),
+        });
+    };
+    shared
+        .store
+        .revoke_session(&session.person_id, &session.id, shared.now())
+        .map_err(Error::storage("revoke session at sign-out"))?;
+    audit(
+        shared,
+        &authenticated.account(),
+        authenticated.actor.clone(),
+        "session.sign_out",
+        &json!({"session": session.id}),
+    )
+}
+
+/// `POST /signout`: ends the session and goes back to the sign-in form.
+pub(crate) async fn sign_out_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Response, Error> {
+    sign_out(&state.shared, &authenticated)?;
+    with_cookie(
+        Redirect::to("/signin").into_response(),
+        &clear_session_cookie(state.shared.options.tls),
+    )
+}
+
+/// `POST /api/signout`: ends the session.
+pub(crate) async fn sign_out_with_json(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Response, Error> {
+    sign_out(&state.shared, &authenticated)?;
+    with_cookie(
+        StatusCode::NO_CONTENT.into_response(),
+        &clear_session_cookie(state.shared.options.tls),
+    )
+}
+
+/// `GET /`: the console's home in this slice: who is signed in, and the sign-out form with the
+/// session's CSRF token.
+pub(crate) async fn home(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Html<String>, Error> {
+    let Some(session) = &authenticated.session else {
+        return Err(Error::Unauthenticated {
+            method: "GET".to_owned(),
+            route: "/".to_owned(),
+        });
+    };
+    let csrf = CsrfToken::for_session(&state.shared.csrf_key, &session.token_hash);
+    Ok(page(
+        "Home",
+        &format!(
+            "<h1>Signed in as {} ({})</h1>\n<form method=\"post\" action=\"/signout\">\n\
+             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
+             <button type=\"submit\">Sign out</button>\n</form>",
+            escape(authenticated.actor.display_name()),
+            escape(authenticated.principal.role().as_str()),
+            escape(csrf.as_str()),
+        ),
+    ))
+}

@@ -1,0 +1,240 @@
+//! The two middlewares every request passes.
+//!
+//! - [`finish`] (outermost, every response): gives the request an id, turns an
+//!   [`ErrorReport`] into the logged detail and the safe body, and sets the security headers.
+//! - [`enforce_policy`] (after routing, every route): looks the matched route up in the policy
+//!   table, authenticates, answers with [`auth::authorize`], and checks the CSRF token of every
+//!   state-changing request that came with a session cookie. Only then does the handler run.
+
+use auth::{Access, Decision, Principal, authorize, find_policy, verify_csrf};
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::authn::{Authenticated, authenticate};
+use crate::error::ErrorReport;
+use crate::handlers::audit;
+use crate::html::SignInHint;
+use crate::{AppState, Error, html};
+
+/// The headers set on every response, whatever it is.
+pub const SECURITY_HEADERS: [(&str, &str); 4] = [
+    (
+        "content-security-policy",
+        "default-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    // Pages hold scrubbed records and CSRF tokens; no cache keeps them.
+    ("cache-control", "no-store"),
+];
+
+/// The header a cookie-authenticated client sends its CSRF token in.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The form field a console form sends its CSRF token in.
+pub(crate) const CSRF_FIELD: &str = "csrf";
+
+fn new_request_id() -> String {
+    let mut bytes = [0_u8; 8];
+    // A request id only correlates a report with the log; if the generator fails, the
+    // answer still goes out, with an id saying so.
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => hex::encode(bytes),
+        Err(_) => "unavailable".to_owned(),
+    }
+}
+
+/// The outermost middleware: request id, error rendering and logging, security headers.
+pub(crate) async fn finish(request: Request, next: Next) -> Response {
+    let request_id = new_request_id();
+    let is_api = request.uri().path().starts_with("/api/");
+    let method = request.method().clone();
+    let mut response = next.run(request).await;
+    if let Some(report) = response.extensions_mut().remove::<ErrorReport>() {
+        let status = response.status();
+        // The raw path is not logged: it can hold a share or sign-in token. The detail names
+        // the matched route pattern instead.
+        if status.is_server_error() {
+            tracing::error!(%request_id, %method, %status, detail = %report.detail, "request failed");
+        } else {
+            tracing::info!(%request_id, %method, %status, detail = %report.detail, "request refused");
+        }
+        let (content_type, body) = if is_api {
+            let body = api_types::ErrorBody {
+                error: report.public_message.clone(),
+                request_id: request_id.clone(),
+            };
+            (
+                "application/json",
+                serde_json::to_string(&body).unwrap_or_else(|_| String::from("{}")),
+            )
+        } else {
+            (
+                "text/html; charset=utf-8",
+                html::error_page(
+                    &report.public_message,
+                    &request_id,
+                    if status == StatusCode::UNAUTHORIZED {
+                        SignInHint::Offer
+                    } else {
+                        SignInHint::Omit
+                    },
+                ),
+            )
+        };
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        response.headers_mut().remove(header::CONTENT_LENGTH);
+        *response.body_mut() = Body::from(body);
+    }
+    for (name, value) in SECURITY_HEADERS {
+        response.headers_mut().insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    response
+}
+
+/// The policy middleware, run on every matched route before its handler.
+pub(crate) async fn enforce_policy(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match admit(&state, &mut request).await {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The method a policy is looked up with: `HEAD` is answered by the `GET` route.
+fn policy_method(method: &Method) -> &str {
+    if method == Method::HEAD {
+        "GET"
+    } else {
+        method.as_str()
+    }
+}
+
+fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
+    let method = policy_method(request.method()).to_owned();
+    let Some(route) = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|matched| matched.as_str().to_owned())
+    else {
+        return Err(Error::MissingPolicy {
+            method,
+            route: "(no matched route)".to_owned(),
+        });
+    };
+    let Some(policy) = find_policy(&method, &route) else {
+        return Err(Error::MissingPolicy { method, route });
+    };
+    let authenticated = match policy.least_role {
+        Access::Role(_) => authenticate(&state.shared, request.headers())?,
+        Access::Public | Access::Share | Access::Link => None,
+    };
+    let principal = authenticated
+        .as_ref()
+        .map(|authenticated| &authenticated.principal);
+    match authorize(policy, principal, None) {
+        Decision::Allow | Decision::VerifyToken(_) => {}
+        Decision::Unauthenticated => return Err(Error::Unauthenticated { method, route }),
+        Decision::Forbidden => {
+            return Err(Error::Forbidden {
+                principal: principal
+                    .map(|principal| format!("{principal:?}"))
+                    .unwrap_or_default(),
+                method,
+                route,
+            });
+        }
+        Decision::NotFound => {
+            return Err(Error::NotFound {
+                what: "route resource",
+                id: route,
+            });
+        }
+    }
+    if let Some(authenticated) = authenticated {
+        if authenticated.session.is_some() && changes_state(request.method()) {
+            check_csrf(state, request, &authenticated, &method, &route).await?;
+        }
+        // Every change a key makes is in the audit log under the key; reads only move its
+        // last use, so that reading does not cost a synced write per request.
+        if let Principal::ApiKey { key_id, .. } = &authenticated.principal
+            && changes_state(request.method())
+        {
+            audit(
+                &state.shared,
+                &authenticated.account(),
+                authenticated.actor.clone(),
+                "api_key.use",
+                &serde_json::json!({"key": key_id, "method": method, "route": route}),
+            )?;
+        }
+        request.extensions_mut().insert(authenticated);
+    }
+    Ok(())
+}
+
+/// Checks the CSRF token of a state-changing request that came with a session cookie: in the
+/// `X-CSRF-Token` header, or in the `csrf` field of a form (whose body is read and put back).
+async fn check_csrf(
+    state: &AppState,
+    request: &mut Request,
+    authenticated: &Authenticated,
+    method: &str,
+    route: &str,
+) -> Result<(), Error> {
+    let rejected = || Error::CsrfRejected {
+        method: method.to_owned(),
+        route: route.to_owned(),
+    };
+    let Some(session) = &authenticated.session else {
+        return Ok(());
+    };
+    let key = &state.shared.csrf_key;
+    if let Some(value) = request.headers().get(CSRF_HEADER) {
+        let submitted = value.to_str().map_err(|_| rejected())?;
+        return verify_csrf(key, &session.token_hash, submitted).map_err(|_| rejected());
+    }
+    let is_form = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
+    if !is_form {
+        return Err(rejected());
+    }
+    let body = std::mem::take(request.body_mut());
+    let bytes = axum::body::to_bytes(body, state.shared.options.max_form_bytes)
+        .await
+        .map_err(|_| Error::InvalidInput {
+            field: "form",
+            reason: "the form is too large or could not be read".to_owned(),
+        })?;
+    // A CSRF token is base64url, which form encoding leaves as it is, so the raw field value
+    // is compared; a token someone percent-encoded fails, which is the safe side.
+    let submitted = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| {
+            text.split('&')
+                .filter_map(|pair| pair.split_once('='))
+                .find(|(name, _)| *name == CSRF_FIELD)
+                .map(|(_, value)| value.to_owned())
+        })
+        .ok_or_else(rejected)?;
+    *request.body_mut() = Body::from(bytes);
+    verify_csrf(key, &session.token_hash, &submitted).map_err(|_| rejected())
+}

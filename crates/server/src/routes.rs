@@ -1,0 +1,187 @@
+//! The router: one list of routes ([`registered_routes`] reads the same list [`router`]
+//! builds from, so tests walk exactly what is served), the policy middleware on every route,
+//! and the outermost middleware (request id, error bodies, security headers) on every answer.
+
+use axum::Router;
+use axum::handler::Handler;
+use axum::http::Uri;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter, on};
+
+use crate::handlers::{
+    admin, approve, audit, console, keys, people, runs, sessions, shares, signin, vault, workflows,
+};
+use crate::layers::{enforce_policy, finish};
+use crate::{AppState, Error};
+
+#[derive(Debug, Clone, Copy)]
+enum Verb {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+struct RouteEntry {
+    method: &'static str,
+    path: &'static str,
+    handler: MethodRouter<AppState>,
+}
+
+/// One route; the method name and the method filter come from the same [`Verb`], so the name
+/// the tests see is the method that is served.
+fn entry<H, T>(verb: Verb, path: &'static str, handler: H) -> RouteEntry
+where
+    H: Handler<T, AppState>,
+    T: 'static,
+{
+    let (method, filter) = match verb {
+        Verb::Get => ("GET", MethodFilter::GET),
+        Verb::Post => ("POST", MethodFilter::POST),
+        Verb::Put => ("PUT", MethodFilter::PUT),
+        Verb::Delete => ("DELETE", MethodFilter::DELETE),
+    };
+    RouteEntry {
+        method,
+        path,
+        handler: on(filter, handler),
+    }
+}
+
+fn route_entries() -> Vec<RouteEntry> {
+    use Verb::{Delete, Get, Post, Put};
+    vec![
+        // Signing in and out.
+        entry(Get, "/signin", signin::sign_in_form),
+        entry(Post, "/signin", signin::sign_in_with_form),
+        entry(Get, "/welcome/{token}", signin::welcome_form),
+        entry(Post, "/welcome/{token}", signin::welcome_set_password),
+        entry(Post, "/signout", signin::sign_out_with_form),
+        entry(Post, "/api/signin", signin::sign_in_with_json),
+        entry(Post, "/api/signout", signin::sign_out_with_json),
+        entry(Get, "/", signin::home),
+        // Sessions.
+        entry(Get, "/api/sessions", sessions::list_own),
+        entry(Delete, "/api/sessions", sessions::revoke_all_own),
+        entry(Delete, "/api/sessions/{id}", sessions::revoke_own),
+        entry(
+            Delete,
+            "/api/people/{id}/sessions",
+            sessions::revoke_all_of_person,
+        ),
+        entry(Get, "/sessions", admin::sessions_page),
+        entry(Post, "/sessions/revoke-all", admin::revoke_all_sessions),
+        entry(Post, "/sessions/{id}/revoke", admin::revoke_session),
+        // People, roles and ownership.
+        entry(Get, "/api/people", people::list),
+        entry(Post, "/api/people", people::invite),
+        entry(Put, "/api/people/{id}/role", people::change_role),
+        entry(Delete, "/api/people/{id}", people::remove),
+        entry(Post, "/api/ownership", people::transfer),
+        entry(Get, "/people", admin::people_page),
+        entry(Post, "/people", admin::invite_person),
+        entry(Post, "/people/{id}/role", admin::change_role),
+        entry(Post, "/people/{id}/remove", admin::remove_person),
+        entry(
+            Post,
+            "/people/{id}/sessions/revoke",
+            admin::revoke_person_sessions,
+        ),
+        entry(Post, "/ownership", admin::transfer_ownership),
+        // API keys.
+        entry(Get, "/api/keys", keys::list),
+        entry(Post, "/api/keys", keys::create),
+        entry(Delete, "/api/keys/{id}", keys::revoke),
+        entry(Get, "/keys", admin::keys_page),
+        entry(Post, "/keys", admin::create_key),
+        entry(Post, "/keys/{id}/revoke", admin::revoke_key),
+        // Workflows and their reach panel.
+        entry(Get, "/api/workflows", workflows::list),
+        entry(Get, "/api/workflows/{name}", workflows::show),
+        entry(Get, "/api/workflows/{name}/reach", workflows::reach),
+        entry(Get, "/workflows", workflows::list_page),
+        entry(Get, "/workflows/{name}", workflows::workflow_page),
+        // Runs and their gates.
+        entry(Get, "/api/runs", runs::list),
+        entry(Post, "/api/runs", workflows::start_with_json),
+        entry(Post, "/runs", workflows::start_with_form),
+        entry(Get, "/api/runs/{id}", runs::show),
+        entry(Get, "/api/runs/{id}/events", runs::events),
+        entry(Post, "/api/runs/{id}/steps/{step}/approve", runs::approve),
+        entry(Post, "/api/runs/{id}/steps/{step}/reject", runs::reject),
+        entry(Get, "/api/approvals", runs::approvals),
+        entry(Get, "/runs", console::runs_page),
+        entry(Get, "/runs/{id}", console::run_page),
+        entry(
+            Post,
+            "/runs/{id}/steps/{step}/decide",
+            runs::decide_with_form,
+        ),
+        entry(Get, "/approvals", console::approvals_page),
+        // Approve links: opening one only shows; a signed-in member decides with a POST.
+        entry(
+            Get,
+            "/approve/{run}/{step}/{attempt}/{token}",
+            approve::show,
+        ),
+        entry(
+            Post,
+            "/approve/{run}/{step}/{attempt}/{token}",
+            approve::decide_with_link,
+        ),
+        // The vault: names to members, values in (never out) for admins.
+        entry(Get, "/api/vault/secrets", vault::list),
+        entry(Put, "/api/vault/secrets/{name}", vault::set),
+        entry(Delete, "/api/vault/secrets/{name}", vault::remove),
+        entry(Get, "/vault", admin::vault_page),
+        entry(Post, "/vault/secrets", admin::set_secret),
+        entry(Post, "/vault/secrets/{name}/remove", admin::remove_secret),
+        // The audit log.
+        entry(Get, "/api/audit", audit::list),
+        entry(Get, "/audit", admin::audit_page),
+        // Share links.
+        entry(Get, "/api/shares", shares::list),
+        entry(Post, "/api/runs/{id}/shares", shares::create),
+        entry(Delete, "/api/shares/{id}", shares::revoke),
+        entry(Get, "/shares", admin::shares_page),
+        entry(Post, "/runs/{id}/shares", admin::create_share),
+        entry(Post, "/shares/{id}/revoke", admin::revoke_share),
+        entry(Get, "/s/{token}", shares::view),
+    ]
+}
+
+/// Every route the router serves, as (method, axum path pattern).
+pub fn registered_routes() -> Vec<(&'static str, &'static str)> {
+    route_entries()
+        .into_iter()
+        .map(|route| (route.method, route.path))
+        .collect()
+}
+
+/// An address no route matches. Under `/s/` it is a failed share-link fetch like any other
+/// and gets the same bytes; elsewhere the ordinary not-found answer.
+async fn fallback(uri: Uri) -> Response {
+    if uri.path().starts_with("/s/") {
+        shares::share_not_found()
+    } else {
+        Error::NotFound {
+            what: "page",
+            id: String::new(),
+        }
+        .into_response()
+    }
+}
+
+/// The whole HTTP application over `state`.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new();
+    for route in route_entries() {
+        router = router.route(route.path, route.handler);
+    }
+    router
+        .route_layer(from_fn_with_state(state.clone(), enforce_policy))
+        .fallback(fallback)
+        .layer(from_fn(finish))
+        .with_state(state)
+}

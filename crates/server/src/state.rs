@@ -1,0 +1,212 @@
+//! What every request handler shares: the store, the engine, the secret source (for scrubbing
+//! audit details), the clock, the CSRF key, the sign-in rate limiters and the options.
+
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+
+use auth::{ApproveLinkKey, CsrfKey, KeyRing, RateLimit, RateLimiter, SessionLifetime, TlsMode};
+use engine::{Clock, Engine};
+use redact::SecretSource;
+use storage::people::PeopleStore;
+use storage::{Store, Timestamp};
+use vault::Vault;
+
+use crate::WorkflowSource;
+
+/// Everything the server needs from storage: the engine's traits and people.
+pub trait ServerStore: Store + PeopleStore {}
+
+impl<T: Store + PeopleStore> ServerStore for T {}
+
+/// The server's settings, handed in by the binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppOptions {
+    /// Whether clients reach the server over TLS: decides the session cookie's `Secure`
+    /// attribute and `__Host-` name.
+    pub tls: TlsMode,
+    /// How long a session lives without a request, and at most.
+    pub session_lifetime: SessionLifetime,
+    /// The sign-in limit per account and remote address.
+    pub sign_in_limit: RateLimit,
+    /// The sign-in limit per account alone, against guessing spread over many addresses.
+    pub account_sign_in_limit: RateLimit,
+    /// The sign-in limit per remote address alone, against one address trying many accounts
+    /// (each failure is an audit entry).
+    pub address_sign_in_limit: RateLimit,
+    /// How long a new share link works, in milliseconds.
+    pub share_link_lifetime_millis: i64,
+    /// How long a one-time sign-in link of an invited person works, in milliseconds.
+    pub sign_in_link_lifetime_millis: i64,
+    /// How large a form body the CSRF check reads, in bytes; larger forms are refused.
+    pub max_form_bytes: usize,
+}
+
+impl AppOptions {
+    /// The defaults for a server reached with `tls`: the default session lifetime, 5 sign-in
+    /// attempts per account and address then one per 12 s, 50 per account then one per 2 s,
+    /// 20 per address then one per 3 s,
+    /// share links for 7 days, sign-in links for 72 hours, forms up to 64 KiB.
+    pub fn new(tls: TlsMode) -> AppOptions {
+        AppOptions {
+            tls,
+            session_lifetime: SessionLifetime::DEFAULT,
+            sign_in_limit: RateLimit::SIGN_IN,
+            account_sign_in_limit: RateLimit {
+                burst: 50,
+                refill_every_millis: 2_000,
+                max_keys: 100_000,
+            },
+            address_sign_in_limit: RateLimit {
+                burst: 20,
+                refill_every_millis: 3_000,
+                max_keys: 100_000,
+            },
+            share_link_lifetime_millis: 7 * 24 * 60 * 60 * 1000,
+            sign_in_link_lifetime_millis: 72 * 60 * 60 * 1000,
+            max_form_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// The server's own keys, each from its own key file and never a vault key: the CSRF key of
+/// the console's forms and the approve-link signing key.
+pub struct ServerKeys {
+    pub csrf: CsrfKey,
+    pub approve_links: KeyRing,
+}
+
+/// What the server runs over. The engine runs over the same store; `secrets` gives every
+/// account's current values to scrub audit details (the vault, in the binary); `vault` manages
+/// names and values for the vault routes (`None`: those routes answer "not available"); `clock`
+/// gives every time the server records and compares.
+pub struct Backends {
+    pub store: Arc<dyn ServerStore>,
+    pub engine: Arc<Engine>,
+    pub secrets: Arc<dyn SecretSource>,
+    pub vault: Option<Arc<Vault>>,
+    /// The accounts' workflows and agents (`None`: the workflow routes answer "not
+    /// available").
+    pub workflows: Option<Arc<dyn WorkflowSource>>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The shared state of the router. Cheap to clone (an `Arc` inside).
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("options", &self.shared.options)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) options: AppOptions,
+    pub(crate) store: Arc<dyn ServerStore>,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) secrets: Arc<dyn SecretSource>,
+    pub(crate) vault: Option<Arc<Vault>>,
+    pub(crate) workflows: Option<Arc<dyn WorkflowSource>>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) csrf_key: CsrfKey,
+    approve_links: RwLock<KeyRing>,
+    sign_in_limiter: Mutex<RateLimiter>,
+    account_sign_in_limiter: Mutex<RateLimiter>,
+    address_sign_in_limiter: Mutex<RateLimiter>,
+}
+
+impl AppState {
+    /// The state of the router over `backends`, with the server's own `keys`.
+    pub fn new(options: AppOptions, backends: Backends, keys: ServerKeys) -> AppState {
+        AppState {
+            shared: Arc::new(Shared {
+                options,
+                store: backends.store,
+                engine: backends.engine,
+                secrets: backends.secrets,
+                vault: backends.vault,
+                workflows: backends.workflows,
+                clock: backends.clock,
+                csrf_key: keys.csrf,
+                approve_links: RwLock::new(keys.approve_links),
+                sign_in_limiter: Mutex::new(RateLimiter::new(options.sign_in_limit)),
+                account_sign_in_limiter: Mutex::new(RateLimiter::new(
+                    options.account_sign_in_limit,
+                )),
+                address_sign_in_limiter: Mutex::new(RateLimiter::new(
+                    options.address_sign_in_limit,
+                )),
+            }),
+        }
+    }
+}
+
+impl AppState {
+    /// The path of the approve link of one attempt at one gate
+    /// (`/approve/{run}/{step}/{attempt}/{token}`), signed with the current key. Opening it
+    /// only shows the decision page; deciding is a POST by a signed-in member.
+    pub fn approve_link_path(
+        &self,
+        account: &str,
+        run: &str,
+        step: &str,
+        attempt: u32,
+    ) -> Result<String, crate::Error> {
+        let ring = self.shared.approve_links();
+        let token = auth::approve_token(ring.current(), account, run, step, attempt)
+            .map_err(crate::Error::auth("sign an approve link"))?;
+        Ok(format!("/approve/{run}/{step}/{attempt}/{token}"))
+    }
+
+    /// Replaces the approve-link signing key: every link made under the old key stops working
+    /// at once. The caller stores the new key file first and audits the rotation.
+    pub fn rotate_approve_link_key(&self, new_key: ApproveLinkKey) {
+        self.shared
+            .approve_links
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .rotate(new_key);
+    }
+}
+
+impl Shared {
+    pub(crate) fn approve_links(&self) -> RwLockReadGuard<'_, KeyRing> {
+        // The ring holds one key and is replaced whole, so a poisoned lock still holds a
+        // complete ring.
+        self.approve_links
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// The clock as the rate limiters want it; a time before the epoch counts as zero.
+    pub(crate) fn now_millis(&self) -> u64 {
+        u64::try_from(self.clock.now().0).unwrap_or(0)
+    }
+
+    pub(crate) fn sign_in_limiter(&self) -> MutexGuard<'_, RateLimiter> {
+        // A panic while holding the limiter leaves its buckets as they were; they are still
+        // a valid limit, so a poisoned lock is taken over.
+        self.sign_in_limiter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn account_sign_in_limiter(&self) -> MutexGuard<'_, RateLimiter> {
+        self.account_sign_in_limiter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn address_sign_in_limiter(&self) -> MutexGuard<'_, RateLimiter> {
+        self.address_sign_in_limiter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,155 @@
+//! Where the server finds an account's workflows and agents: a trait the binary implements
+//! over its workspaces, and [`WorkflowDirectories`], a plain directory layout
+//! (`<root>/<account>/workflows/<name>.yaml`, `<root>/<account>/agents/<name>/AGENT.md`).
+//!
+//! Names reach file paths, so only plain names are looked up (letters, digits, `_`, `-`; at
+//! most 64 characters): `..`, slashes and anything else are simply not found.
+
+use std::path::{Path, PathBuf};
+
+/// A workflow's file name and text, as the parser will see them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowText {
+    pub file_name: String,
+    pub text: String,
+}
+
+/// Reading an account's workflows failed.
+#[derive(Debug, thiserror::Error)]
+#[error("reading {what} of account {account} failed: {source}")]
+pub struct WorkflowSourceError {
+    pub account: String,
+    pub what: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// An account's workflows and agents, by name.
+pub trait WorkflowSource: Send + Sync {
+    /// The names of the account's workflows, sorted.
+    fn workflow_names(&self, account: &str) -> Result<Vec<String>, WorkflowSourceError>;
+    /// One workflow's file name and text; `None` if there is no such workflow.
+    fn workflow(
+        &self,
+        account: &str,
+        name: &str,
+    ) -> Result<Option<WorkflowText>, WorkflowSourceError>;
+    /// An agent by name for the reach of agent steps; `None` when missing or invalid (the
+    /// reach then says "unknown", never "no").
+    fn agent(&self, account: &str, name: &str) -> Option<spec::Agent>;
+}
+
+/// Whether `name` is a plain name that may be joined to a path.
+pub(crate) fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
+/// Workflows in plain directories, one per account under `root`.
+#[derive(Debug, Clone)]
+pub struct WorkflowDirectories {
+    root: PathBuf,
+}
+
+impl WorkflowDirectories {
+    /// The accounts' directories are `<root>/<account id>`.
+    pub fn new(root: PathBuf) -> WorkflowDirectories {
+        WorkflowDirectories { root }
+    }
+
+    fn account_dir(&self, account: &str) -> Option<PathBuf> {
+        is_plain_name(account).then(|| self.root.join(account))
+    }
+}
+
+fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+impl WorkflowSource for WorkflowDirectories {
+    fn workflow_names(&self, account: &str) -> Result<Vec<String>, WorkflowSourceError> {
+        let Some(dir) = self.account_dir(account) else {
+            return Ok(Vec::new());
+        };
+        let failed = |source| WorkflowSourceError {
+            account: account.to_owned(),
+            what: "the workflows folder".to_owned(),
+            source,
+        };
+        let entries = match std::fs::read_dir(dir.join("workflows")) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(failed(error)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(failed)?;
+            let file_name = entry.file_name();
+            let Some(name) = file_name
+                .to_str()
+                .and_then(|file_name| file_name.strip_suffix(".yaml"))
+            else {
+                continue;
+            };
+            if is_plain_name(name) {
+                names.push(name.to_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn workflow(
+        &self,
+        account: &str,
+        name: &str,
+    ) -> Result<Option<WorkflowText>, WorkflowSourceError> {
+        let Some(dir) = self.account_dir(account) else {
+            return Ok(None);
+        };
+        if !is_plain_name(name) {
+            return Ok(None);
+        }
+        let file_name = format!("{name}.yaml");
+        let text = read_optional(&dir.join("workflows").join(&file_name)).map_err(|source| {
+            WorkflowSourceError {
+                account: account.to_owned(),
+                what: format!("workflow {name}"),
+                source,
+            }
+        })?;
+        Ok(text.map(|text| WorkflowText { file_name, text }))
+    }
+
+    fn agent(&self, account: &str, name: &str) -> Option<spec::Agent> {
+        let dir = self.account_dir(account)?;
+        if !is_plain_name(name) {
+            return None;
+        }
+        let path = dir.join("agents").join(name).join("AGENT.md");
+        let text = read_optional(&path).ok()??;
+        spec::parse_agent(&format!("agents/{name}/AGENT.md"), &text).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_plain_name;
+
+    #[test]
+    fn only_plain_names_reach_a_path() {
+        for good in ["refund", "monthly_invoices", "a-b", "X9"] {
+            assert!(is_plain_name(good), "{good}");
+        }
+        for bad in ["", "..", "../etc", "a/b", "a.yaml", "a b", &"x".repeat(65)] {
+            assert!(!is_plain_name(bad), "{bad}");
+        }
+    }
+}

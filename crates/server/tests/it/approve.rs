@@ -1,0 +1,122 @@
+//! G24: approve links. Opening one only shows the decision page; a signed-in member decides
+//! with a CSRF-protected POST, recorded with the door `link`. Tampered links, links of another
+//! run, links signed by a rotated-out key and links of a decided gate are not found.
+
+use auth::{ApproveLinkKey, Role};
+use storage::{Actor, DecisionStore, Door, RunId, RunStatus, RunStore};
+
+use crate::support::{Answer, Caller, Credentials, Harness, person_id};
+
+fn link(harness: &Harness, run: &RunId) -> String {
+    harness
+        .state
+        .approve_link_path("acct", &run.0, "ship", 1)
+        .unwrap()
+}
+
+fn form(credentials: &Credentials, decision: &str) -> Option<(&'static str, String)> {
+    let csrf = match credentials {
+        Credentials::Session { csrf, .. } => csrf.clone(),
+        Credentials::None | Credentials::Key { .. } => String::new(),
+    };
+    Some((
+        "application/x-www-form-urlencoded",
+        format!("csrf={csrf}&decision={decision}&note=via+link"),
+    ))
+}
+
+async fn post(harness: &Harness, path: &str, credentials: &Credentials) -> Answer {
+    harness
+        .call("POST", path, credentials, form(credentials, "approve"))
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g24_opening_a_link_shows_and_a_member_decides_with_the_link_door() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let path = link(&harness, &run);
+    let anonymous = harness.call("GET", &path, &Credentials::None, None).await;
+    assert_eq!(anonymous.status, 200, "{}", anonymous.text());
+    assert!(anonymous.text().contains("Sign in"));
+    assert!(!anonymous.text().contains("<form"));
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let page = harness.call("GET", &path, &member, None).await;
+    assert!(page.text().contains("name=\"csrf\""), "{}", page.text());
+    assert!(
+        harness.store.decisions(&run).unwrap().is_empty(),
+        "opening never decides"
+    );
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().status,
+        RunStatus::WaitingApproval
+    );
+    let decided = post(&harness, &path, &member).await;
+    assert_eq!(decided.status, 303, "{}", decided.text());
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].door, Door::Link);
+    assert_eq!(decisions[0].note, "via link");
+    assert_eq!(
+        decisions[0].who,
+        Actor::Person {
+            id: person_id(Role::Member),
+            name: "The member".into()
+        }
+    );
+    // A decided gate is not decided again, and its link is gone.
+    assert_eq!(harness.call("GET", &path, &member, None).await.status, 404);
+    assert_eq!(post(&harness, &path, &member).await.status, 404);
+    assert_eq!(harness.store.decisions(&run).unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g24_tampered_other_run_and_rotated_links_are_not_found() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let other_run = harness.parked_run("acct");
+    let path = link(&harness, &run);
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let mut tampered = path.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    let token = path.rsplit('/').next().unwrap();
+    let for_other_run = format!("/approve/{}/ship/1/{token}", other_run.0);
+    let other_attempt = path.replace("/ship/1/", "/ship/2/");
+    for bad in [&tampered, &for_other_run, &other_attempt] {
+        assert_eq!(
+            harness.call("GET", bad, &member, None).await.status,
+            404,
+            "{bad}"
+        );
+        assert_eq!(post(&harness, bad, &member).await.status, 404, "{bad}");
+    }
+    assert_eq!(harness.call("GET", &path, &member, None).await.status, 200);
+    harness
+        .state
+        .rotate_approve_link_key(ApproveLinkKey::generate().unwrap());
+    assert_eq!(harness.call("GET", &path, &member, None).await.status, 404);
+    assert_eq!(post(&harness, &path, &member).await.status, 404);
+    assert!(harness.store.decisions(&run).unwrap().is_empty());
+    assert!(harness.store.decisions(&other_run).unwrap().is_empty());
+    let fresh = link(&harness, &run);
+    assert_eq!(harness.call("GET", &fresh, &member, None).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g24_only_a_signed_in_member_of_the_account_decides_through_a_link() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let path = link(&harness, &run);
+    for (caller, status) in [
+        (Caller::Nobody, 401),
+        (Caller::Person(Role::Viewer), 403),
+        (Caller::Key(Role::Admin), 403),
+        (Caller::StrangerPerson, 404),
+    ] {
+        let credentials = harness.credentials(caller);
+        let answer = post(&harness, &path, &credentials).await;
+        assert_eq!(answer.status, status, "{caller:?}: {}", answer.text());
+    }
+    assert!(harness.store.decisions(&run).unwrap().is_empty());
+}

@@ -1,0 +1,87 @@
+//! The console's run pages (G23, G25): the run page shows the timeline and, to a member, the
+//! gate's decision form with a note; approvals list waiting gates; the audit log shows the
+//! account's entries only.
+
+use auth::Role;
+
+use crate::support::{Caller, Credentials, Harness};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_run_page_shows_the_timeline_and_a_members_decision_form() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let path = format!("/runs/{}", run.0);
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let page = harness.call("GET", &path, &member, None).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let text = page.text();
+    assert!(text.contains("gate.parked"), "{text}");
+    assert!(text.contains(&format!("action=\"/runs/{}/steps/ship/decide\"", run.0)));
+    assert!(text.contains("name=\"csrf\""));
+    assert!(!text.contains("<script"), "no inline script under the CSP");
+    let viewer = harness.credentials(Caller::Person(Role::Viewer));
+    let viewer_page = harness.call("GET", &path, &viewer, None).await;
+    assert_eq!(viewer_page.status, 200);
+    assert!(
+        !viewer_page.text().contains("<form"),
+        "a viewer cannot decide"
+    );
+    let Credentials::Session { cookie, csrf, .. } = &member else {
+        panic!("a person has a session");
+    };
+    let decided = harness
+        .send(
+            axum::http::Request::builder()
+                .method("POST")
+                .uri(format!("/runs/{}/steps/ship/decide", run.0))
+                .header("cookie", cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(axum::body::Body::from(format!(
+                    "csrf={csrf}&decision=approve&note=ready+to+ship"
+                )))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(decided.status, 303, "{}", decided.text());
+    assert_eq!(decided.header("location").as_deref(), Some(path.as_str()));
+    let after = harness.call("GET", &path, &member, None).await;
+    assert!(after.text().contains("ready to ship"), "{}", after.text());
+    assert!(after.text().contains("succeeded"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_approvals_list_the_accounts_waiting_gates_only() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let listed = harness.call("GET", "/api/approvals", &member, None).await;
+    assert_eq!(listed.status, 200);
+    assert_eq!(listed.json()[0]["run"], run.0.as_str());
+    assert_eq!(listed.json()[0]["step"], "ship");
+    let page = harness.call("GET", "/approvals", &member, None).await;
+    assert!(page.text().contains(&run.0));
+    let stranger = harness.credentials(Caller::StrangerPerson);
+    let theirs = harness.call("GET", "/api/approvals", &stranger, None).await;
+    assert_eq!(theirs.json(), serde_json::json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g25_audit_log_shows_the_accounts_entries_only() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let admin = harness.credentials(Caller::Person(Role::Admin));
+    let entries = harness.call("GET", "/api/audit", &admin, None).await;
+    assert_eq!(entries.status, 200, "{}", entries.text());
+    let actions: Vec<String> = entries
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| entry["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(actions.contains(&"run.start".to_owned()), "{actions:?}");
+    let stranger = harness.credentials(Caller::StrangerPerson);
+    let theirs = harness.call("GET", "/api/audit", &stranger, None).await;
+    assert_eq!(theirs.status, 200);
+    assert!(!theirs.text().contains(&run.0));
+}

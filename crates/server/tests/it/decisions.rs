@@ -1,0 +1,126 @@
+//! G23, G26: a gate decision through the API is recorded with who decided, the door and the
+//! note; an API key decides as the key, never as a person.
+
+use auth::Role;
+use storage::{Actor, AuditLog, DecisionKind, DecisionStore, Door, RunStatus, RunStore};
+
+use crate::support::{Caller, Credentials, Harness, person_id};
+
+fn key_id(credentials: &Credentials) -> String {
+    match credentials {
+        Credentials::Key { text } => text
+            .strip_prefix("sw_")
+            .and_then(|rest| rest.split('_').next())
+            .unwrap()
+            .to_owned(),
+        Credentials::None | Credentials::Session { .. } => panic!("not a key"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_api_key_decision_is_recorded_as_the_key() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let key = harness.credentials(Caller::Key(Role::Member));
+    let answer = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{}/steps/ship/approve", run.0),
+            &key,
+            Some(("application/json", r#"{"note":"checked by CI"}"#.into())),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let body = answer.json();
+    assert_eq!(body["status"], "succeeded");
+    assert_eq!(body["decisions"][0]["actor_kind"], "api_key");
+    assert_eq!(body["decisions"][0]["actor_id"], key_id(&key).as_str());
+    assert_eq!(body["decisions"][0]["door"], "api");
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].kind, DecisionKind::Approve);
+    assert_eq!(decisions[0].who, Actor::ApiKey { id: key_id(&key) });
+    assert_eq!(decisions[0].door, Door::Api);
+    assert_eq!(decisions[0].note, "checked by CI");
+    let audited = harness.store.audit_entries().unwrap();
+    let approval = audited
+        .iter()
+        .find(|entry| entry.action == "run.approve")
+        .unwrap();
+    assert_eq!(approval.actor, Actor::ApiKey { id: key_id(&key) });
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_person_rejects_through_the_api_and_a_gate_is_decided_once() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let path = format!("/api/runs/{}/steps/ship/reject", run.0);
+    let body = Some(("application/json", r#"{"note":"wrong address"}"#.to_owned()));
+    let answer = harness.call("POST", &path, &member, body.clone()).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.json()["status"], "stopped");
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(
+        decisions[0].who,
+        Actor::Person {
+            id: person_id(Role::Member),
+            name: "The member".into()
+        }
+    );
+    assert_eq!(decisions[0].kind, DecisionKind::Reject);
+    let again = harness.call("POST", &path, &member, body).await;
+    assert_eq!(again.status, 409, "{}", again.text());
+    assert_eq!(harness.store.decisions(&run).unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_console_form_decision_is_recorded_with_the_console_door() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let answer = harness
+        .call(
+            "POST",
+            &format!("/runs/{}/steps/ship/decide", run.0),
+            &member,
+            Some((
+                "application/x-www-form-urlencoded",
+                "decision=approve&note=looks+right".into(),
+            )),
+        )
+        .await;
+    assert_eq!(answer.status, 303, "{}", answer.text());
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions[0].door, Door::Console);
+    assert_eq!(decisions[0].note, "looks right");
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_a_viewer_or_stranger_cannot_decide() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let path = format!("/api/runs/{}/steps/ship/approve", run.0);
+    let body = Some(("application/json", r#"{"note":"no"}"#.to_owned()));
+    for (caller, status) in [
+        (Caller::Person(Role::Viewer), 403),
+        (Caller::Key(Role::Viewer), 403),
+        (Caller::StrangerPerson, 404),
+        (Caller::StrangerKey, 404),
+    ] {
+        let credentials = harness.credentials(caller);
+        let answer = harness
+            .call("POST", &path, &credentials, body.clone())
+            .await;
+        assert_eq!(answer.status, status, "{caller:?}: {}", answer.text());
+    }
+    assert!(harness.store.decisions(&run).unwrap().is_empty());
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().status,
+        RunStatus::WaitingApproval
+    );
+}

@@ -1,0 +1,22 @@
+//! Integration tests of the server: `router(state)` over a temp SQLite store, driven with
+//! `tower::ServiceExt::oneshot` (no network).
+
+// clippy.toml allows unwrap in `#[test]` functions only; the helpers of this test binary are
+// test code too, and a panic there is a test failure, which is what it should be.
+#![allow(clippy::unwrap_used)]
+
+mod admin;
+mod approve;
+mod bootstrap;
+mod console;
+mod decisions;
+mod headers;
+mod keys;
+mod matrix;
+mod people;
+mod sessions;
+mod shares;
+mod signin;
+mod support;
+mod vault;
+mod workflows;

@@ -1,0 +1,90 @@
+//! G24: a share link shows one run's scrubbed record, read-only; every failed fetch (unknown,
+//! expired, revoked, malformed, wrong length) is the same 404, byte for byte.
+
+use auth::{Role, SHARE_NOT_FOUND_BODY, ShareToken};
+
+use crate::support::{Answer, Caller, Credentials, Harness};
+
+async fn create_share(harness: &Harness, run: &str, credentials: &Credentials) -> (String, String) {
+    let created = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{run}/shares"),
+            credentials,
+            None,
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let body = created.json();
+    (
+        body["id"].as_str().unwrap().to_owned(),
+        body["path"].as_str().unwrap().to_owned(),
+    )
+}
+
+async fn fetch(harness: &Harness, path: &str) -> Answer {
+    harness.call("GET", path, &Credentials::None, None).await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g24_share_link_shows_one_run_read_only() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let (_, path) = create_share(&harness, &run.0, &member).await;
+    let shown = fetch(&harness, &path).await;
+    assert_eq!(shown.status, 200, "{}", shown.text());
+    assert!(shown.text().contains(&run.0));
+    assert!(shown.text().contains("waiting_approval"));
+    assert!(!shown.text().contains("<form"), "a shared run is read-only");
+    let listed = harness.call("GET", "/api/shares", &member, None).await;
+    assert_eq!(listed.status, 200);
+    assert!(
+        !listed.text().contains(path.trim_start_matches("/s/")),
+        "the token is shown once, never listed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g24_every_failed_share_fetch_is_the_same_404_byte_for_byte() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let (revoked_id, revoked_path) = create_share(&harness, &run.0, &member).await;
+    assert_eq!(fetch(&harness, &revoked_path).await.status, 200);
+    let revoke = harness
+        .call(
+            "DELETE",
+            &format!("/api/shares/{revoked_id}"),
+            &member,
+            None,
+        )
+        .await;
+    assert_eq!(revoke.status, 204, "{}", revoke.text());
+    let (_, expired_path) = create_share(&harness, &run.0, &member).await;
+    harness.clock.advance(7 * 24 * 60 * 60 * 1000);
+    let (unknown_token, _) = ShareToken::generate().unwrap();
+    let unknown_path = format!("/s/{}", unknown_token.reveal_once());
+    let failures = [
+        ("unknown", unknown_path.clone()),
+        ("expired", expired_path),
+        ("revoked", revoked_path),
+        ("malformed", format!("/s/{}", "!".repeat(32))),
+        ("malformed percent", format!("/s/{}%zz", "A".repeat(29))),
+        ("too short", format!("/s/{}", &unknown_path[3..34])),
+        ("too long", format!("{unknown_path}A")),
+        ("empty", "/s/".to_owned()),
+        ("extra segment", format!("{unknown_path}/more")),
+    ];
+    let reference = fetch(&harness, &unknown_path).await;
+    assert_eq!(reference.status, 404);
+    assert_eq!(reference.body, SHARE_NOT_FOUND_BODY.as_bytes());
+    for (label, path) in failures {
+        let answer = fetch(&harness, &path).await;
+        assert_eq!(answer, reference, "{label}: {path}");
+    }
+    // A signed-in caller gets exactly the same bytes.
+    let owner = harness.credentials(Caller::Person(Role::Owner));
+    let answer = harness.call("GET", &unknown_path, &owner, None).await;
+    assert_eq!(answer, reference);
+}

@@ -1,0 +1,508 @@
+//! The whole-app harness: a temp SQLite store with two accounts, their people, sessions and API
+//! keys, an engine with an executor that always succeeds, a clock moved by hand, and
+//! `router(state)` driven with `oneshot` (no network).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use auth::{
+    ApiKeySecret, ApproveLinkKey, CsrfKey, CsrfToken, KeyRing, Principal, RateLimit, Role,
+    SessionToken, TlsMode, hash_password,
+};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, Response, header};
+use engine::{
+    Clock, Engine, EngineOptions, ExecutionOutcome, ExecutionReport, ExecutionRequest, IdSource,
+    PersonSupervisor, StepExecutor,
+};
+use http_body_util::BodyExt;
+use redact::SecretValue;
+use serde_json::json;
+use server::{AppOptions, AppState, Backends, ServerKeys, WorkflowDirectories};
+use storage::people::{
+    NewApiKey, NewPerson, NewSession, PeopleChange, PeopleStore, RoleName, TokenHash,
+};
+use storage::{Account, AccountId, AccountStore, Actor, RunId, Timestamp};
+use storage_sqlite::SqliteStore;
+use tower::ServiceExt;
+use vault::{RootKeySource, Vault, VaultOptions};
+
+pub const ACCOUNT: &str = "acct";
+pub const OTHER_ACCOUNT: &str = "other";
+/// A value in the account's vault: it must never reach a record unscrubbed.
+pub const VAULT_VALUE: &str = "sk_live_Harness9Vx2Qm7Lp4Tz";
+pub const PASSWORD: &str = "correct horse battery staple";
+pub const START_MILLIS: i64 = 1_800_000_000_000;
+
+/// A workflow that parks at the gate `ship` after one offline step.
+pub const GATED: &str = r#"name: gated
+python: "3.11"
+steps:
+  - id: prepare
+    explain: Prepares the shipment.
+    code: |
+      def main():
+          return {"ready": True}
+  - id: ship!
+    explain: Ships it.
+    code: |
+      def main():
+          return {"shipped": True}
+"#;
+
+/// A networked step holding a connection, then an offline step that reaches nothing.
+pub const FETCH: &str = r#"name: fetch
+python: "3.11"
+steps:
+  - id: fetch
+    explain: Fetches the orders.
+    network: public_egress
+    connections: [payments]
+    code: |
+      def main():
+          return {}
+  - id: summarize
+    explain: Summarizes them.
+    inputs: { orders: { from: fetch } }
+    code: |
+      def main(orders):
+          return orders
+"#;
+
+/// Time that moves only when a test says so.
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn advance(&self, millis: i64) {
+        self.0.fetch_add(millis, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// `run-1`, `run-2`, ...
+#[derive(Default)]
+pub struct CountingIds(AtomicU64);
+
+impl IdSource for CountingIds {
+    fn new_run_id(&self) -> RunId {
+        RunId(format!("run-{}", self.0.fetch_add(1, Ordering::SeqCst) + 1))
+    }
+}
+
+/// Every step succeeds at once.
+pub struct SucceedingExecutor;
+
+impl StepExecutor for SucceedingExecutor {
+    fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::Succeeded {
+                output: json!({"step": request.step.id()}),
+            },
+            "fake",
+        )
+    }
+}
+
+/// Who makes a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Nobody,
+    /// A person of `acct` with this role, with a fresh session.
+    Person(Role),
+    /// An API key of `acct` with this role.
+    Key(Role),
+    /// The owner of the other account, with a fresh session.
+    StrangerPerson,
+    /// An admin key of the other account.
+    StrangerKey,
+}
+
+impl Caller {
+    pub fn all() -> Vec<Caller> {
+        let mut callers = vec![Caller::Nobody];
+        callers.extend(Role::ALL.into_iter().map(Caller::Person));
+        callers.extend(
+            [Role::Viewer, Role::Member, Role::Admin]
+                .into_iter()
+                .map(Caller::Key),
+        );
+        callers.extend([Caller::StrangerPerson, Caller::StrangerKey]);
+        callers
+    }
+}
+
+/// Credentials to put on a request.
+pub enum Credentials {
+    None,
+    Session {
+        cookie: String,
+        csrf: String,
+        session_id: String,
+    },
+    Key {
+        text: String,
+    },
+}
+
+pub struct Harness {
+    pub _dir: tempfile::TempDir,
+    pub store: Arc<SqliteStore>,
+    pub vault: Arc<Vault>,
+    pub clock: Arc<ManualClock>,
+    pub engine: Arc<Engine>,
+    pub csrf_key: CsrfKey,
+    pub app: Router,
+    pub state: AppState,
+    keys: std::sync::Mutex<Vec<(Caller, String)>>,
+}
+
+pub fn person_id(role: Role) -> String {
+    format!("p-{}", role.as_str())
+}
+
+pub const STRANGER: &str = "p-stranger";
+
+fn role_name(role: Role) -> RoleName {
+    match role {
+        Role::Viewer => RoleName::Viewer,
+        Role::Member => RoleName::Member,
+        Role::Admin => RoleName::Admin,
+        Role::Owner => RoleName::Owner,
+    }
+}
+
+impl Harness {
+    pub fn new() -> Harness {
+        Harness::with_options(AppOptions {
+            // The matrix sends many sign-ins from one (unknown) address; the limit is tested
+            // on its own with the default options.
+            sign_in_limit: RateLimit {
+                burst: 1000,
+                refill_every_millis: 1,
+                max_keys: 1000,
+            },
+            account_sign_in_limit: RateLimit {
+                burst: 1000,
+                refill_every_millis: 1,
+                max_keys: 1000,
+            },
+            address_sign_in_limit: RateLimit {
+                burst: 1000,
+                refill_every_millis: 1,
+                max_keys: 1000,
+            },
+            ..AppOptions::new(TlsMode::PlainHttp)
+        })
+    }
+
+    pub fn with_options(options: AppOptions) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
+        for id in [ACCOUNT, OTHER_ACCOUNT] {
+            store
+                .create_account(&Account {
+                    id: AccountId(id.into()),
+                    name: id.into(),
+                    created_at: Timestamp(0),
+                })
+                .unwrap();
+        }
+        let password_hash = hash_password(PASSWORD).unwrap();
+        for role in [Role::Owner, Role::Admin, Role::Member, Role::Viewer] {
+            let change = store
+                .create_person(&NewPerson {
+                    id: person_id(role),
+                    account: AccountId(ACCOUNT.into()),
+                    display_name: format!("The {role}"),
+                    email: format!("{role}@example.test"),
+                    role: role_name(role),
+                    password_hash: Some(password_hash.as_phc_str().to_owned()),
+                    created_at: Timestamp(1),
+                })
+                .unwrap();
+            assert_eq!(change, PeopleChange::Done);
+        }
+        store
+            .create_person(&NewPerson {
+                id: STRANGER.into(),
+                account: AccountId(OTHER_ACCOUNT.into()),
+                display_name: "A stranger".into(),
+                email: "stranger@example.test".into(),
+                role: RoleName::Owner,
+                password_hash: Some(password_hash.as_phc_str().to_owned()),
+                created_at: Timestamp(1),
+            })
+            .unwrap();
+        let (vault, _notice) = Vault::open(
+            &VaultOptions {
+                root_key: RootKeySource::DefaultFile,
+                user_config_dir: Some(dir.path().join("config")),
+            },
+            store.clone(),
+        )
+        .unwrap();
+        let vault = Arc::new(vault);
+        vault
+            .secrets()
+            .set(
+                ACCOUNT,
+                "DEPLOY_TOKEN",
+                SecretValue::new(VAULT_VALUE.into()),
+            )
+            .unwrap();
+        let clock = Arc::new(ManualClock(AtomicI64::new(START_MILLIS)));
+        let engine = Arc::new(Engine::new(
+            EngineOptions {
+                work_dir: dir.path().join("work"),
+                ..EngineOptions::default()
+            },
+            store.clone(),
+            Arc::new(SucceedingExecutor),
+            vault.clone(),
+            Arc::new(PersonSupervisor),
+            clock.clone(),
+            Arc::new(CountingIds::default()),
+        ));
+        let workflows = dir
+            .path()
+            .join("workspaces")
+            .join(ACCOUNT)
+            .join("workflows");
+        std::fs::create_dir_all(&workflows).unwrap();
+        std::fs::write(workflows.join("gated.yaml"), GATED).unwrap();
+        std::fs::write(workflows.join("fetch.yaml"), FETCH).unwrap();
+        std::fs::write(workflows.join("broken.yaml"), "name: broken\nsteps: 7\n").unwrap();
+        let csrf_key = CsrfKey::generate().unwrap();
+        let server_key = CsrfKey::decode_key_file(&csrf_key.dangerously_encode_key_file()).unwrap();
+        let state = AppState::new(
+            options,
+            Backends {
+                store: store.clone(),
+                engine: engine.clone(),
+                secrets: vault.clone(),
+                vault: Some(vault.clone()),
+                workflows: Some(Arc::new(WorkflowDirectories::new(
+                    dir.path().join("workspaces"),
+                ))),
+                clock: clock.clone(),
+            },
+            ServerKeys {
+                csrf: server_key,
+                approve_links: KeyRing::new(ApproveLinkKey::generate().unwrap()),
+            },
+        );
+        let harness = Harness {
+            _dir: dir,
+            store,
+            vault,
+            clock,
+            engine,
+            csrf_key,
+            app: server::router(state.clone()),
+            state,
+            keys: std::sync::Mutex::new(Vec::new()),
+        };
+        for role in [Role::Viewer, Role::Member, Role::Admin] {
+            let text = harness.create_key(ACCOUNT, role);
+            harness.keys.lock().unwrap().push((Caller::Key(role), text));
+        }
+        let text = harness.create_key(OTHER_ACCOUNT, Role::Admin);
+        harness
+            .keys
+            .lock()
+            .unwrap()
+            .push((Caller::StrangerKey, text));
+        harness
+    }
+
+    /// Adds a person without a password.
+    pub fn add_person(&self, id: &str, account: &str, role: RoleName) {
+        let change = self
+            .store
+            .create_person(&NewPerson {
+                id: id.into(),
+                account: AccountId(account.into()),
+                display_name: format!("Person {id}"),
+                email: format!("{id}@example.test"),
+                role,
+                password_hash: None,
+                created_at: Timestamp(START_MILLIS),
+            })
+            .unwrap();
+        assert_eq!(change, PeopleChange::Done);
+    }
+
+    /// Creates an API key of `account` with `role` (as its owner would) and returns its text.
+    pub fn create_key(&self, account: &str, role: Role) -> String {
+        let creator = Principal::Person {
+            person_id: "creator".into(),
+            account_id: account.into(),
+            role: Role::Owner,
+        };
+        let (secret, stored) = ApiKeySecret::generate(&creator, role).unwrap();
+        self.store
+            .create_api_key(&NewApiKey {
+                key_id: stored.key_id.clone(),
+                token_hash: TokenHash(*stored.hash.as_bytes()),
+                account: AccountId(account.into()),
+                role: role_name(role),
+                name: format!("{role} key"),
+                created_at: Timestamp(START_MILLIS),
+            })
+            .unwrap();
+        secret.reveal_once()
+    }
+
+    /// A fresh session for a person, as the cookie header and the CSRF token.
+    pub fn session_for(&self, person: &str) -> Credentials {
+        let (token, hash) = SessionToken::generate().unwrap();
+        let session_id = format!("ses-{}", hash.to_hex());
+        self.store
+            .create_session(&NewSession {
+                id: session_id.clone(),
+                token_hash: TokenHash(*hash.as_bytes()),
+                person_id: person.into(),
+                created_at: self.clock.now(),
+            })
+            .unwrap();
+        Credentials::Session {
+            cookie: format!("stepward_session={}", token.reveal_once()),
+            csrf: CsrfToken::for_session(&self.csrf_key, &hash)
+                .as_str()
+                .to_owned(),
+            session_id,
+        }
+    }
+
+    pub fn credentials(&self, caller: Caller) -> Credentials {
+        match caller {
+            Caller::Nobody => Credentials::None,
+            Caller::Person(role) => self.session_for(&person_id(role)),
+            Caller::StrangerPerson => self.session_for(STRANGER),
+            Caller::Key(_) | Caller::StrangerKey => {
+                let keys = self.keys.lock().unwrap();
+                let text = keys
+                    .iter()
+                    .find(|(key_caller, _)| *key_caller == caller)
+                    .map(|(_, text)| text.clone())
+                    .unwrap();
+                Credentials::Key { text }
+            }
+        }
+    }
+
+    /// Starts a run of `GATED` in `account`; it parks at `ship`.
+    pub fn parked_run(&self, account: &str) -> RunId {
+        let workflow = spec::parse_workflow("gated.yaml", GATED).unwrap();
+        let summary = self
+            .engine
+            .start_run(
+                &AccountId(account.into()),
+                &workflow,
+                json!({}),
+                Actor::Cli {
+                    os_user: "tester".into(),
+                },
+            )
+            .unwrap();
+        assert_eq!(summary.waiting_at.as_deref(), Some("ship"));
+        summary.run
+    }
+
+    pub async fn send(&self, request: Request<Body>) -> Answer {
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        Answer::read(response).await
+    }
+
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        credentials: &Credentials,
+        body: Option<(&str, String)>,
+    ) -> Answer {
+        self.send(request(method, path, credentials, body)).await
+    }
+}
+
+/// A request with credentials (and the CSRF header for a session) and an optional
+/// (content type, body).
+pub fn request(
+    method: &str,
+    path: &str,
+    credentials: &Credentials,
+    body: Option<(&str, String)>,
+) -> Request<Body> {
+    let mut builder = Request::builder().method(method).uri(path);
+    match credentials {
+        Credentials::None => {}
+        Credentials::Session { cookie, csrf, .. } => {
+            builder = builder
+                .header(header::COOKIE, cookie)
+                .header("x-csrf-token", csrf);
+        }
+        Credentials::Key { text } => {
+            builder = builder.header(header::AUTHORIZATION, format!("Bearer {text}"));
+        }
+    }
+    match body {
+        Some((content_type, body)) => builder
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(body))
+            .unwrap(),
+        None => builder.body(Body::empty()).unwrap(),
+    }
+}
+
+/// A whole answer, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub async fn read(response: Response<Body>) -> Answer {
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes().to_vec();
+        Answer {
+            status: parts.status.as_u16(),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
+                .collect(),
+            body,
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .iter()
+            .find(|(header_name, _)| header_name == name)
+            .map(|(_, value)| String::from_utf8_lossy(value).into_owned())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|error| panic!("not JSON ({error}): {}", self.text()))
+    }
+
+    /// The session cookie set by this answer, as a `Cookie` header value.
+    pub fn session_cookie(&self) -> Option<String> {
+        let set_cookie = self.header("set-cookie")?;
+        let pair = set_cookie.split(';').next()?.to_owned();
+        Some(pair)
+    }
+}
