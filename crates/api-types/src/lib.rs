@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod runs;
+pub mod schemas;
 
 use serde::{Deserialize, Serialize};
 

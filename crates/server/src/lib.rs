@@ -26,6 +26,7 @@ mod error;
 mod handlers;
 mod html;
 mod layers;
+mod openapi;
 mod routes;
 mod state;
 mod workflows;
@@ -33,6 +34,7 @@ mod workflows;
 pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
 pub use crate::error::Error;
 pub use crate::layers::SECURITY_HEADERS;
+pub use crate::openapi::openapi_document;
 pub use crate::routes::{registered_routes, router};
 pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore};
 pub use crate::workflows::{

@@ -13,6 +13,7 @@ use crate::handlers::{
     admin, approve, audit, console, keys, people, runs, sessions, shares, signin, vault, workflows,
 };
 use crate::layers::{enforce_policy, finish};
+use crate::openapi;
 use crate::{AppState, Error};
 
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +62,8 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Post, "/api/signin", signin::sign_in_with_json),
         entry(Post, "/api/signout", signin::sign_out_with_json),
         entry(Get, "/", signin::home),
+        // The OpenAPI document of the JSON API, generated from this list and the policy table.
+        entry(Get, "/api/openapi.json", openapi::serve_document),
         // Sessions.
         entry(Get, "/api/sessions", sessions::list_own),
         entry(Delete, "/api/sessions", sessions::revoke_all_own),

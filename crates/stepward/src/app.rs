@@ -126,7 +126,7 @@ impl App {
     /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted
     /// runs, and returns an engine whose steps run in the configured backend.
     pub fn engine(&self) -> anyhow::Result<(Engine, EngineLock)> {
-        let lock = EngineLock::take(self.config.data_dir.join("engine.lock"))?;
+        let lock = self.take_engine_lock()?;
         let backend = self.backend()?;
         let executor = SandboxExecutor::new(
             backend,
@@ -136,6 +136,11 @@ impl App {
         );
         std::fs::create_dir_all(self.config.workspace_dir())
             .context("cannot create the workspace folder")?;
+        let executor = LocalAccountOnly {
+            inner: executor,
+            store: self.store.clone(),
+            account: self.account.clone(),
+        };
         let engine = Engine::new(
             EngineOptions {
                 work_dir: self.config.workspace_dir(),
@@ -156,6 +161,12 @@ impl App {
             eprintln!("recovered after an interruption: {report:?}");
         }
         Ok((engine, lock))
+    }
+
+    /// Takes the data directory's engine lock alone: for commands that must not run beside a
+    /// process driving runs (`stepward keys rotate-links` beside a live server).
+    pub fn take_engine_lock(&self) -> anyhow::Result<EngineLock> {
+        EngineLock::take(self.config.data_dir.join("engine.lock"))
     }
 
     fn backend(&self) -> anyhow::Result<Arc<dyn Isolation>> {
@@ -191,6 +202,22 @@ impl App {
                         .context("cannot set up the local sandbox backend")?,
                 ))
             }
+            Backend::Gvisor => {
+                let mut options = sandbox::gvisor::GvisorOptions::new(state_dir);
+                let instance = self.config.instance_id();
+                options.cgroups.parent = format!("stepward-gvisor-{instance}");
+                let band = u32::from_str_radix(&instance[..4], 16).unwrap_or_default() % 1000;
+                // Each gvisor slot maps a range of 1024 ids: 64 slots per data directory, in a
+                // band of its own, clear of the local backend's ids.
+                options.slots = 64;
+                options.uid_base = 2_000_000_000 + band * options.slots * 1024;
+                sandbox::gvisor::sweep(&options)
+                    .context("cannot sweep gvisor sandboxes left by an earlier crash")?;
+                Ok(Arc::new(
+                    sandbox::gvisor::GvisorBackend::new(options)
+                        .context("cannot set up the gvisor backend")?,
+                ))
+            }
             Backend::Unisolated => {
                 let accounts = self.store.accounts()?.len();
                 sandbox::unisolated::unisolated_allowed(accounts)
@@ -219,6 +246,49 @@ impl App {
             .validate()
             .context("the egress settings are invalid")?;
         Ok(Some(options))
+    }
+}
+
+/// Runs the steps of the local account's runs only, and refuses every other account's. The
+/// engine has one workspace folder and the executor's copy-back screen knows the local
+/// account's values only, so a step of another account (one made by `stepward accounts
+/// create`) would read and write the local account's files: until the engine keeps a workspace
+/// per account, such a step is refused before anything runs (failing closed).
+struct LocalAccountOnly {
+    inner: SandboxExecutor,
+    store: Arc<SqliteStore>,
+    account: AccountId,
+}
+
+impl engine::StepExecutor for LocalAccountOnly {
+    fn execute(&self, request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
+        use storage::RunStore;
+        let refusal = match self.store.run(&storage::RunId(request.run_id.to_owned())) {
+            Ok(Some(run)) if run.account == self.account => None,
+            Ok(Some(run)) => Some(format!(
+                "step {} of account {} was not run: this server runs the steps of account {} \
+                 only until each account has a workspace of its own",
+                request.step.id(),
+                run.account.0,
+                self.account.0
+            )),
+            Ok(None) => Some(format!(
+                "step {} was not run: its run {} is not in the store",
+                request.step.id(),
+                request.run_id
+            )),
+            Err(error) => Some(format!(
+                "step {} was not run: the run's account could not be read: {error}",
+                request.step.id()
+            )),
+        };
+        match refusal {
+            None => self.inner.execute(request),
+            Some(reason) => engine::ExecutionReport::outcome_only(
+                engine::ExecutionOutcome::Refused { reason },
+                "none",
+            ),
+        }
     }
 }
 

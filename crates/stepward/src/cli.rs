@@ -46,6 +46,47 @@ pub enum Command {
     /// The audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Serve the console and the JSON API over this data directory. On first start it invites
+    /// the owner of the local account and prints a one-time sign-in link.
+    Serve(ServeArgs),
+    /// The server's accounts (an operator command on the server's data).
+    #[command(subcommand)]
+    Accounts(AccountsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on (port 0: any free port; the address is printed).
+    #[arg(long, env = "STEPWARD_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// The email of the first owner, invited on first start when nobody exists yet.
+    #[arg(long, env = "STEPWARD_OWNER_EMAIL", default_value = "owner@localhost")]
+    pub owner_email: String,
+    /// Clients reach this server over HTTPS (a TLS-terminating proxy in front): session cookies
+    /// are then `Secure` and `__Host-` prefixed.
+    #[arg(long, env = "STEPWARD_BEHIND_TLS")]
+    pub behind_tls: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AccountsCommand {
+    /// Create an account with its owner and print the owner's one-time sign-in link.
+    Create {
+        /// The account's id: lowercase letters, digits, `-` and `_`.
+        name: String,
+        #[arg(long)]
+        owner_email: String,
+        /// The owner's name; by default the part of the email before `@`.
+        #[arg(long)]
+        owner_name: Option<String>,
+        /// The server's address as people reach it, to print the link with.
+        #[arg(
+            long,
+            env = "STEPWARD_PUBLIC_URL",
+            default_value = "http://127.0.0.1:8080"
+        )]
+        base_url: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -149,6 +190,9 @@ pub enum KeysCommand {
         #[arg(long)]
         new_root_key_file: Option<PathBuf>,
     },
+    /// Replace the server's approve-link signing key: every approve link sent so far stops
+    /// working. Refused while `stepward serve` runs on this data directory.
+    RotateLinks,
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,8 +30,10 @@ pub struct GlobalArgs {
     /// Read the root key (64 hex characters) from the environment variable with this name.
     #[arg(long, env = "STEPWARD_ROOT_KEY_ENV", global = true)]
     pub root_key_env: Option<String>,
-    /// Where each step runs: `local` (a hardened sandbox on this machine, the default) or
-    /// `unisolated` (a plain child process: your laptop, your call; one account only).
+    /// Where each step runs: `local` (a hardened sandbox on this machine, the default),
+    /// `gvisor` (the same through runsc, a user-space kernel between the step and the host;
+    /// no `public_egress` yet) or `unisolated` (a plain child process: your laptop, your call;
+    /// one account only).
     #[arg(long, env = "STEPWARD_BACKEND", value_enum, default_value_t = Backend::Local, global = true)]
     pub backend: Backend,
     /// The DNS resolver `public_egress` steps may use (port 53 only). Without it, and without
@@ -52,6 +54,7 @@ pub struct GlobalArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
     Local,
+    Gvisor,
     Unisolated,
 }
 

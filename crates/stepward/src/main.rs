@@ -11,6 +11,7 @@ mod commands;
 mod config;
 mod definitions;
 mod executor;
+mod server_keys;
 
 use std::process::ExitCode;
 
@@ -57,6 +58,8 @@ fn main() -> ExitCode {
         Command::Connections(command) => commands::vault::connections(&command, config),
         Command::Keys(command) => commands::vault::keys(&command, config),
         Command::Audit(command) => commands::audit::run(&command, config),
+        Command::Serve(args) => commands::serve::run(&args, config),
+        Command::Accounts(command) => commands::accounts::run(&command, config),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
 //! One module per subcommand; each returns an [`crate::Outcome`] or an IO/usage error.
 
+pub mod accounts;
 pub mod audit;
 pub mod check;
 pub mod decide;
@@ -7,6 +8,7 @@ pub mod reach;
 pub mod run;
 pub mod runs;
 pub mod schema;
+pub mod serve;
 pub mod vault;
 
 /// Converts the parser's diagnostics into their wire form.

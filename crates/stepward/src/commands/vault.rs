@@ -149,6 +149,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
             )?;
             eprintln!("{notice}");
         }
+        KeysCommand::RotateLinks => return crate::commands::serve::rotate_links(&app),
     }
     Ok(Outcome::Done)
 }

@@ -4,4 +4,5 @@
 
 mod cli;
 mod runs;
+mod serve;
 mod support;

@@ -274,3 +274,35 @@ fn g20_a_root_key_file_inside_the_data_directory_is_refused() {
         stderr(&listed)
     );
 }
+
+#[test]
+fn g13_the_gvisor_backend_runs_a_workflow_and_records_itself_needs_root() {
+    let home = Home::new();
+    let ran = home.stepward(&[
+        "--backend",
+        "gvisor",
+        "run",
+        "examples/workflows/word_count.yaml",
+        "--input",
+        "text=one two two",
+        "--input",
+        "top=1",
+    ]);
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    assert!(stdout(&ran).contains(r#"["two",2]"#), "{}", stdout(&ran));
+    let events = home.stepward(&["runs", "events", &run_id(&ran), "--json"]);
+    let events: serde_json::Value = serde_json::from_str(&stdout(&events)).unwrap();
+    let finished = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["kind"] == "attempt.finished")
+        .expect("an attempt finished");
+    assert_eq!(finished["payload"]["backend"], "gvisor");
+}

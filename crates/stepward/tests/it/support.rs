@@ -132,15 +132,21 @@ impl Drop for Home {
         };
         use sha2::Digest;
         let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
-        let name = format!("stepward-{}", hex::encode(&digest[..6]));
+        let instance = hex::encode(&digest[..6]);
+        let names = [
+            format!("stepward-{instance}"),
+            format!("stepward-gvisor-{instance}"),
+        ];
         for hierarchy in std::fs::read_dir("/sys/fs/cgroup")
             .into_iter()
             .flatten()
             .flatten()
         {
-            let parent = hierarchy.path().join(&name);
-            if parent.is_dir() {
-                let _ = std::fs::remove_dir(&parent);
+            for name in &names {
+                let parent = hierarchy.path().join(name);
+                if parent.is_dir() {
+                    let _ = std::fs::remove_dir(&parent);
+                }
             }
         }
     }

@@ -1,0 +1,231 @@
+//! `stepward accounts create`: an operator command on the server's data that creates an account
+//! with its owner and prints the owner's one-time sign-in link; and the first start of
+//! `stepward serve`, which invites the owner of the local account when nobody exists yet.
+//!
+//! The server's accounts keep their workflows and agents in `<data-dir>/accounts/<account id>/`
+//! (`workflows/<name>.yaml`, `agents/<name>/AGENT.md`), the layout of
+//! [`server::WorkflowDirectories`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use auth::SignInLinkToken;
+use redact::Redactor;
+use serde_json::json;
+use server::{NewOwner, OwnerInvitation};
+use storage::people::{NewPerson, NewSignInLink, PeopleChange, PeopleStore, RoleName, TokenHash};
+use storage::{Account, AccountId, AccountStore, AuditLog, NewAuditEntry, Timestamp};
+
+use crate::Outcome;
+use crate::app::{App, now};
+use crate::cli::AccountsCommand;
+use crate::config::{Backend, Config};
+
+/// How long an owner's one-time sign-in link works: 72 hours, as the server's invitations.
+pub const OWNER_LINK_LIFETIME_MILLIS: i64 = 72 * 60 * 60 * 1000;
+
+/// Where the server's accounts keep their workflows and agents.
+pub fn accounts_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("accounts")
+}
+
+pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome> {
+    match command {
+        AccountsCommand::Create {
+            name,
+            owner_email,
+            owner_name,
+            base_url,
+        } => {
+            let app = App::open(config)?;
+            let owner = NewOwner {
+                display_name: owner_name
+                    .clone()
+                    .unwrap_or_else(|| display_name_from_email(owner_email)),
+                email: owner_email.clone(),
+            };
+            let invitation = create_account(&app, name, &owner)?;
+            println!("account {name} created with its owner {}", owner.email);
+            println!(
+                "the owner sets a password once, within 72 hours, at: {}{}",
+                base_url.trim_end_matches('/'),
+                invitation.sign_in_path
+            );
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+/// Creates the account `name` and its owner. Refused with the unisolated backend, which serves
+/// one account only (steps there have no isolation from each other's data).
+pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result<OwnerInvitation> {
+    check_account_name(name)?;
+    check_email(&owner.email)?;
+    if app.config.backend == Backend::Unisolated {
+        let accounts = app.store.accounts().context("cannot list the accounts")?;
+        sandbox::unisolated::unisolated_allowed(accounts.len() + 1)
+            .context("a second account is refused")?;
+    }
+    let account = Account {
+        id: AccountId(name.to_owned()),
+        name: name.to_owned(),
+        created_at: now(),
+    };
+    let invitation = server::create_account_with_owner(
+        app.store.as_ref(),
+        app.vault.as_ref(),
+        &account,
+        owner,
+        App::cli_actor(),
+        OWNER_LINK_LIFETIME_MILLIS,
+    )
+    .with_context(|| format!("cannot create the account {name}"))?;
+    let folder = accounts_dir(&app.config.data_dir)
+        .join(name)
+        .join("workflows");
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    Ok(invitation)
+}
+
+/// Whether any account has a person yet.
+pub fn anybody_exists(app: &App) -> anyhow::Result<bool> {
+    for account in app.store.accounts().context("cannot list the accounts")? {
+        let people = app
+            .store
+            .people(&account.id)
+            .with_context(|| format!("cannot list the people of account {}", account.id.0))?;
+        if !people.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Invites `owner` as the owner of the local account (the account the CLI and the engine act
+/// for), which `App::open` created without anybody in it, and returns the one-time link.
+/// Audited as done by the operator.
+pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerInvitation> {
+    check_email(&owner.email)?;
+    let person_id = random_person_id()?;
+    let created_at = now();
+    let change = app
+        .store
+        .create_person(&NewPerson {
+            id: person_id.clone(),
+            account: app.account.clone(),
+            display_name: owner.display_name.trim().to_owned(),
+            email: owner.email.trim().to_lowercase(),
+            role: RoleName::Owner,
+            password_hash: None,
+            created_at,
+        })
+        .context("cannot create the owner of the local account")?;
+    if change != PeopleChange::Done {
+        bail!("the owner of the local account was refused: {change:?}");
+    }
+    let (token, token_hash) = SignInLinkToken::generate()?;
+    let expires_at = Timestamp(created_at.0.saturating_add(OWNER_LINK_LIFETIME_MILLIS));
+    app.store
+        .create_sign_in_link(&NewSignInLink {
+            token_hash: TokenHash(*token_hash.as_bytes()),
+            person_id: person_id.clone(),
+            created_at,
+            expires_at,
+        })
+        .context("cannot store the owner's sign-in link")?;
+    let redactor = Redactor::for_account(&app.account.0, app.vault.as_ref())
+        .context("cannot build the account's redactor for the audit log")?;
+    app.store
+        .append_audit(&NewAuditEntry {
+            account: app.account.clone(),
+            run: None,
+            actor: App::cli_actor(),
+            action: "account.invite_owner".to_owned(),
+            detail: redactor.scrub_json(&json!({
+                "account": app.account.0,
+                "owner": person_id,
+                "email": owner.email,
+            })),
+            at: created_at,
+        })
+        .context("cannot write the audit log")?;
+    let folder = accounts_dir(&app.config.data_dir)
+        .join(&app.account.0)
+        .join("workflows");
+    std::fs::create_dir_all(&folder)
+        .with_context(|| format!("cannot create {}", folder.display()))?;
+    Ok(OwnerInvitation {
+        person_id,
+        sign_in_path: format!("/welcome/{}", token.reveal_once()),
+        expires_at,
+    })
+}
+
+/// The part of an email before `@`, as the name the welcome page greets.
+pub fn display_name_from_email(email: &str) -> String {
+    email.split('@').next().unwrap_or(email).trim().to_owned()
+}
+
+/// An account id reaches folder names and URLs, so it is a plain name: lowercase letters,
+/// digits, `-` and `_`, starting with a letter, at most 64 characters.
+fn check_account_name(name: &str) -> anyhow::Result<()> {
+    let plain = name.len() <= 64
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|byte| byte.is_ascii_lowercase())
+        && name.bytes().all(|byte| {
+            byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_'
+        });
+    if !plain {
+        bail!(
+            "the account name {name:?} is not a plain name: use lowercase letters, digits, `-` and \
+             `_`, starting with a letter, at most 64 characters"
+        );
+    }
+    Ok(())
+}
+
+fn check_email(email: &str) -> anyhow::Result<()> {
+    let email = email.trim();
+    let well_formed = email.len() <= 254
+        && email
+            .split_once('@')
+            .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty())
+        && !email.contains(char::is_whitespace);
+    if !well_formed {
+        bail!("{email:?} is not an email address");
+    }
+    Ok(())
+}
+
+fn random_person_id() -> anyhow::Result<String> {
+    let mut bytes = [0_u8; 16];
+    getrandom::fill(&mut bytes).context("cannot draw random bytes for a person id")?;
+    Ok(format!("per_{}", hex::encode(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_account_name, check_email, display_name_from_email};
+
+    #[test]
+    fn g26_account_names_are_plain() {
+        for good in ["acme", "team-2", "a_b"] {
+            assert!(check_account_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "Acme", "../x", "a/b", "2team", "a b", &"a".repeat(65)] {
+            assert!(check_account_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn owner_emails_are_checked_and_named() {
+        assert!(check_email("ada@example.test").is_ok());
+        for bad in ["", "ada", "@example.test", "ada@", "a da@example.test"] {
+            assert!(check_email(bad).is_err(), "{bad}");
+        }
+        assert_eq!(display_name_from_email("ada@example.test"), "ada");
+    }
+}
