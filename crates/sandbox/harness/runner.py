@@ -3,7 +3,8 @@
 Started as `python -I -S /harness/runner.py` with an empty environment. It
 1. reads the request (code, inputs, environment, the pinned standard library's module names)
    from stdin until end of file, so a warm sandbox can wait here with the runtime loaded;
-2. sets os.environ to exactly the declared variables;
+2. sets the environment (os.environ, once the step imports os) to exactly the declared
+   variables;
 3. parses the step's code and checks every import against the standard library BEFORE any of
    the step's code runs: a third-party import reports `needs_repair` naming the module;
 4. writes "started" on the report channel (fd 3), then runs the code, calls main(**inputs) and
@@ -14,8 +15,12 @@ write anything on fd 3. Only what is reported before "started" comes from an int
 """
 
 import _ast
-import os
 import sys
+
+# `posix` is built in and already loaded; `os` would cost its own import (and
+# `collections.abc`'s) on every start. The step gets the real `os` when it imports it, and its
+# `os.environ` is then built from `posix.environ`, which `set_environment` fills.
+import posix
 
 REPORT_FD = 3
 STEP_FILE = "step.py"
@@ -73,11 +78,24 @@ except (ImportError, AttributeError, TypeError):
         return json.dumps(value, allow_nan=False)
 
 
+def set_environment(variables):
+    """Makes the process environment exactly `variables`, as os.environ.clear() and item
+    assignment would: the C environment through putenv/unsetenv, and `posix.environ`, from
+    which `os` builds os.environ when it is imported."""
+    encoding = sys.getfilesystemencoding()
+    for name in list(posix.environ):
+        posix.unsetenv(name)
+    posix.environ.clear()
+    for name, value in variables:
+        posix.putenv(name, value)
+        posix.environ[name.encode(encoding, "surrogateescape")] = value.encode(encoding, "surrogateescape")
+
+
 def report(event):
     line = (json_dumps(event) + "\n").encode("utf-8")
     view = memoryview(line)
     while view:
-        written = os.write(REPORT_FD, view)
+        written = posix.write(REPORT_FD, view)
         view = view[written:]
 
 
@@ -159,13 +177,11 @@ def main():
         report({"event": "ready"})
     request = json_loads(sys.stdin.buffer.read().decode("utf-8"))
     # The request pipe is done; nothing more is read from it.
-    devnull = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
+    devnull = posix.open("/dev/null", posix.O_RDONLY)
+    posix.dup2(devnull, 0)
+    posix.close(devnull)
 
-    os.environ.clear()
-    for name, value in request["env"]:
-        os.environ[name] = value
+    set_environment(request["env"])
     del request["env"]
 
     code = request["code"]
@@ -255,4 +271,4 @@ if __name__ == "__main__":
             pass
         # Ends the sandbox's first process at once; the kernel then kills anything the step
         # left running in the pid namespace.
-        os._exit(0)
+        posix._exit(0)

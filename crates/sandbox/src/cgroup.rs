@@ -11,6 +11,7 @@
 
 use std::fs;
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -65,9 +66,11 @@ impl Controller {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Placement {
     V2,
-    /// The v1 parent directory for sandboxes in that controller's hierarchy.
+    /// The v1 parent directory for sandboxes in that controller's hierarchy, and the
+    /// platform's own group there (where the helper returns after its clone).
     V1 {
         parent: PathBuf,
+        home: PathBuf,
     },
 }
 
@@ -125,8 +128,9 @@ impl CgroupLayout {
                 .find(|(controllers, _)| controllers.iter().any(|name| name == controller.name()))
                 .map(|(_, path)| path.clone())
                 .unwrap_or_default();
-            let parent = join_relative(&mount, &own_path).join(&options.parent);
-            placements.push((controller, Placement::V1 { parent }));
+            let home = join_relative(&mount, &own_path);
+            let parent = home.join(&options.parent);
+            placements.push((controller, Placement::V1 { parent, home }));
         }
         let layout = Self {
             v2_parent,
@@ -148,7 +152,7 @@ impl CgroupLayout {
         self.placements
             .iter()
             .filter_map(|(controller, placement)| match placement {
-                Placement::V1 { parent } => Some((*controller, parent)),
+                Placement::V1 { parent, .. } => Some((*controller, parent)),
                 Placement::V2 => None,
             })
     }
@@ -170,6 +174,18 @@ impl CgroupLayout {
             create_dir(parent)?;
         }
         Ok(())
+    }
+
+    /// The `tasks` files of the platform's own v1 groups: the helper moves its one thread
+    /// back there right after it cloned the sandbox (see [`SandboxCgroup::v1_tasks_files`]).
+    pub fn v1_home_tasks_files(&self) -> Vec<PathBuf> {
+        self.placements
+            .iter()
+            .filter_map(|(_, placement)| match placement {
+                Placement::V1 { home, .. } => Some(home.join("tasks")),
+                Placement::V2 => None,
+            })
+            .collect()
     }
 
     /// Creates the group `name` for one sandbox with `limits` applied.
@@ -292,12 +308,15 @@ impl SandboxCgroup {
         self.v2_dir.as_deref()
     }
 
-    /// The `cgroup.procs` files of the v1 groups, which the helper writes the child's pid into
-    /// before releasing it.
-    pub fn v1_procs_files(&self) -> Vec<PathBuf> {
+    /// The `tasks` files of the v1 groups. The single-threaded helper writes `0` (itself)
+    /// into each right before its clone, so the sandbox is a member from its first
+    /// instruction. Moving the calling thread through `tasks` skips the kernel's global
+    /// threadgroup lock, whose RCU grace period makes a `cgroup.procs` write cost milliseconds
+    /// on a v1 hierarchy.
+    pub fn v1_tasks_files(&self) -> Vec<PathBuf> {
         self.v1_dirs
             .iter()
-            .map(|(_, dir)| dir.join("cgroup.procs"))
+            .map(|(_, dir)| dir.join("tasks"))
             .collect()
     }
 
@@ -326,6 +345,19 @@ impl SandboxCgroup {
             let mut fields = line.split_whitespace();
             fields.next() == Some("oom_kill") && fields.next().is_some_and(|count| count != "0")
         })
+    }
+
+    /// Kills every process in the sandbox's groups and returns once they are all gone; the
+    /// groups stay until [`SandboxCgroup::destroy`] (or the drop) removes them, which the
+    /// local backend leaves to its reaper, off the request's path.
+    pub fn kill_all_members(&self) -> Result<(), Error> {
+        if self.removed {
+            return Ok(());
+        }
+        for dir in self.dirs() {
+            kill_members(&dir)?;
+        }
+        Ok(())
     }
 
     /// Kills every process in the sandbox's groups and removes the groups.
@@ -375,13 +407,7 @@ fn kill_members(dir: &Path) -> Result<(), Error> {
         if pids.is_empty() {
             return Ok(());
         }
-        for pid in pids {
-            // SAFETY: kill with a pid read from the sandbox's own cgroup and a constant
-            // signal; a pid that already exited gives ESRCH, which is fine.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
+        kill_listed(&procs, &pids);
         if started.elapsed() > EMPTY_WAIT {
             return Err(Error::io(
                 "processes survive SIGKILL in",
@@ -390,6 +416,55 @@ fn kill_members(dir: &Path) -> Result<(), Error> {
             ));
         }
         std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// SIGKILLs the processes behind `pids`, read from `procs` a moment ago, without ever
+/// signalling a host process that took over one of those pids in between (a member that exits
+/// is reaped and its pid may be reused at once; with a small `pid_max` or a step that forks in
+/// a loop, quickly). Each pid is pinned with a pidfd first, then `procs` is read again: a pid
+/// still listed belongs to a member, and while the pinned process lives no other process can
+/// hold its pid, so the pinned process is that member; a pinned process that died in between
+/// gets no signal at all.
+fn kill_listed(procs: &Path, pids: &[i32]) {
+    let mut pinned = Vec::with_capacity(pids.len());
+    for &pid in pids {
+        // SAFETY: pidfd_open with a pid and no flags returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            // SAFETY: the descriptor is fresh and owned by nothing else.
+            pinned.push((pid, unsafe { OwnedFd::from_raw_fd(fd as RawFd) }));
+        } else if io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            // A kernel without pidfds (before 5.3): the plain signal is all there is.
+            // SAFETY: kill with a pid just read from the sandbox's own group.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+    if pinned.is_empty() {
+        return;
+    }
+    let Ok(text) = fs::read_to_string(procs) else {
+        return;
+    };
+    let members: Vec<i32> = text
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect();
+    for (pid, fd) in pinned {
+        if members.contains(&pid) {
+            // SAFETY: pidfd_send_signal on a pidfd we own, with no siginfo.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+            }
+        }
     }
 }
 

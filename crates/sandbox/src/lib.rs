@@ -13,6 +13,7 @@ pub mod net;
 
 pub mod cgroup;
 mod error;
+pub mod gvisor;
 pub mod jail;
 pub mod local;
 pub mod runtime;

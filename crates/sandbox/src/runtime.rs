@@ -288,6 +288,108 @@ fn describe(executable: &Path, options: &RuntimeOptions) -> Result<Runtime, Erro
     })
 }
 
+impl Runtime {
+    /// The same view with far fewer mounts: the single files (the interpreter, the loader,
+    /// the shared libraries) are hard-linked once into a tree under `dir` (root's, outside any
+    /// sandbox), and each directory of that tree that holds them is bound as a whole, e.g.
+    /// three binds (`/usr/bin`, `/lib/x86_64-linux-gnu`, `/lib64`) instead of one per file.
+    /// The tree holds exactly the files of the per-file view, so the sandbox sees the same
+    /// names and contents. Like the rest of the view it is a snapshot taken at discovery: a
+    /// library the host replaces later reaches sandboxes when the backend starts again.
+    /// `Ok(None)` when `dir` is on another filesystem than the files (no hard links there):
+    /// the per-file view is used then.
+    pub fn linked_view(&self, dir: &Path) -> Result<Option<Vec<RuntimeMount>>, Error> {
+        let io_error = |action: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| Error::io(action, path, source)
+        };
+        match std::fs::remove_dir_all(dir) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io("cannot remove", dir, error));
+            }
+            _ => {}
+        }
+        let mut groups = BTreeSet::new();
+        for mount in &self.mounts {
+            let RuntimeMount::File { source, target } = mount else {
+                continue;
+            };
+            let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
+                continue;
+            };
+            let linked_dir = dir.join(parent.strip_prefix("/").unwrap_or(parent));
+            create_view_dir(&linked_dir)?;
+            match std::fs::hard_link(source, linked_dir.join(name)) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error)
+                    if error.raw_os_error() == Some(libc::EXDEV)
+                        || error.raw_os_error() == Some(libc::EPERM) =>
+                {
+                    std::fs::remove_dir_all(dir).map_err(io_error("cannot remove", dir))?;
+                    return Ok(None);
+                }
+                Err(error) => return Err(Error::io("cannot link", source, error)),
+            }
+            groups.insert(parent.to_path_buf());
+        }
+        // A directory inside another bound one needs no bind of its own.
+        let outermost: Vec<PathBuf> = groups
+            .iter()
+            .filter(|group| {
+                !groups
+                    .iter()
+                    .any(|other| other != *group && group.starts_with(other))
+            })
+            .cloned()
+            .collect();
+        let mut mounts: Vec<RuntimeMount> = outermost
+            .iter()
+            .map(|group| RuntimeMount::Dir {
+                source: dir.join(group.strip_prefix("/").unwrap_or(group)),
+                target: group.clone(),
+            })
+            .collect();
+        for mount in &self.mounts {
+            let target = match mount {
+                RuntimeMount::File { .. } => continue,
+                RuntimeMount::Dir { target, .. } | RuntimeMount::Mask { target } => target,
+            };
+            // A mount point inside a bound (read-only) directory must exist in the tree.
+            if outermost.iter().any(|group| target.starts_with(group)) {
+                create_view_dir(&dir.join(target.strip_prefix("/").unwrap_or(target)))?;
+            }
+            mounts.push(mount.clone());
+        }
+        open_view_dirs(dir)?;
+        Ok(Some(mounts))
+    }
+}
+
+/// Makes every directory of the tree searchable and readable by the sandbox users (the
+/// jail's child binds from it after it took its unprivileged id), whatever the umask was.
+fn open_view_dirs(dir: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+        .map_err(|source| Error::io("cannot chmod", dir, source))?;
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::io("cannot list", dir, source))?;
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            open_view_dirs(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+fn create_view_dir(path: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(path)
+        .map_err(|source| Error::io("cannot create", path, source))
+}
+
 /// Every shared library (and the dynamic loader) the given ELF files need, as the paths the
 /// loader resolved them to.
 fn shared_libraries(ldd: &Path, files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {

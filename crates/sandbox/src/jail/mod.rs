@@ -5,11 +5,14 @@
 //! status channel and the sandbox is not started (fail closed).
 //!
 //! The order, numbered as in the code:
-//! - helper: (0) close inherited descriptors, read the plan; (1) drop supplementary groups;
-//!   (2) join the egress network namespace if any; (3) one clone into new user, mount, pid,
-//!   ipc, uts (+ net, + cgroup) namespaces, straight into the v2 cgroup; (4) setgroups deny,
-//!   single-line uid and gid maps to the unprivileged host id; (5) attach v1 cgroups;
-//!   (6) release the child; then supervise it.
+//! - helper: (0) close inherited descriptors, unshare a fresh network namespace (made while
+//!   the helper waits for its plan; a `none` sandbox inherits it), read the plan; (1) drop
+//!   supplementary groups;
+//!   (2) join the egress network namespace if any; (3) move its own thread into the v1
+//!   cgroups; (4) one clone into new user, mount, pid, ipc, uts (+ net, + cgroup) namespaces,
+//!   straight into the v2 cgroup, the v1 groups inherited; (5) move back out of the v1
+//!   groups; (6) setgroups deny, single-line uid and gid maps to the unprivileged host id;
+//!   (7) release the child; then supervise it.
 //! - child: (1) die with the helper; (2) wait for release; (3) become the sandbox user (see
 //!   below) and die with the helper again (an id change clears it); (4) cgroup namespace if not
 //!   made at clone; (5) hostname; (6) private mounts; (7) tmpfs root; (8) runtime, harness,
@@ -105,8 +108,18 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
     // 0. Nothing but the descriptors the platform arranged survives, and the plan comes
     //    first on the control pipe.
     close_unexpected_fds();
+    // A fresh, empty network namespace, made before the plan arrives (a spare helper waits
+    // for its plan ahead of time), so that the half millisecond the kernel spends creating
+    // one is off the sandbox's path. A `none` sandbox inherits it at the clone; for
+    // public_egress the helper joins the platform's namespace instead (step 2). It belongs
+    // to the host's user namespace, so the sandbox never holds a capability over it. Where
+    // it cannot be made, the clone makes one as before.
+    let private_network = match sys.unshare_network_namespace() {
+        Ok(()) => PrivateNetwork::MadeByHelper,
+        Err(_) => PrivateNetwork::AtClone,
+    };
     let plan = read_plan()?;
-    match start(sys, &plan)? {
+    match start(sys, &plan, private_network)? {
         Started::Helper { child, pidfd } => supervise(sys.setup_channel(), child, pidfd),
         Started::ChildFailed(failure) => {
             sys.child_report(&Status::Failed {
@@ -119,8 +132,21 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
     }
 }
 
-/// Helper steps 1-6 and, in the child, child steps 1-21.
-pub(crate) fn start<S: Sys>(sys: &mut S, plan: &Plan) -> Result<Started, Failure> {
+/// Where a `none` sandbox's fresh network namespace comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrivateNetwork {
+    /// The helper unshared one of its own before reading the plan; the clone inherits it.
+    MadeByHelper,
+    /// The clone makes one (`CLONE_NEWNET`).
+    AtClone,
+}
+
+/// Helper steps 1-7 and, in the child, child steps 1-20.
+pub(crate) fn start<S: Sys>(
+    sys: &mut S,
+    plan: &Plan,
+    private_network: PrivateNetwork,
+) -> Result<Started, Failure> {
     // 1. The helper runs as host root; without this the sandbox would keep root's
     //    supplementary groups (host gid 0) for file access checks.
     sys.drop_supplementary_groups()
@@ -130,14 +156,24 @@ pub(crate) fn start<S: Sys>(sys: &mut S, plan: &Plan) -> Result<Started, Failure
         sys.join_network_namespace(netns)
             .map_err(failed("network", format!("setns {}", netns.display())))?;
     }
-    // 3. One clone into every namespace. The child is in its cgroup before it runs (v2), and
-    //    waits on the release pipe before it does anything else (v1 attach, maps).
+    // 3. v1 controllers: the helper (one thread) moves itself into the sandbox's groups, so
+    //    the clone below inherits them and the child is a member before it runs anything.
+    //    Writing `0` to `tasks` moves the calling thread alone, which spares the kernel's
+    //    global threadgroup lock and its RCU grace period (milliseconds per `cgroup.procs`
+    //    write on v1).
+    for tasks in &plan.cgroup_v1_tasks {
+        sys.write_control_file(tasks, "0")
+            .map_err(failed("cgroup", format!("join {}", tasks.display())))?;
+    }
+    // 4. One clone into every namespace. The child is in its cgroups before it runs (v2 by
+    //    CLONE_INTO_CGROUP, v1 inherited), and waits on the release pipe before it does
+    //    anything else (maps).
     let mut flags = (libc::CLONE_NEWUSER
         | libc::CLONE_NEWNS
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS) as u64;
-    if plan.netns.is_none() {
+    if plan.netns.is_none() && private_network == PrivateNetwork::AtClone {
         flags |= libc::CLONE_NEWNET as u64;
     }
     if plan.cgroup_namespace == CgroupNamespaceTiming::AtClone {
@@ -163,7 +199,13 @@ pub(crate) fn start<S: Sys>(sys: &mut S, plan: &Plan) -> Result<Started, Failure
 }
 
 fn parent_setup<S: Sys>(sys: &mut S, plan: &Plan, child: i32) -> Result<(), Failure> {
-    // 4. Single-line maps to one unprivileged host id; setgroups denied first (a process
+    // 5. The helper leaves the sandbox's v1 groups: it must neither count against their
+    //    limits nor die when the platform kills their members.
+    for tasks in &plan.cgroup_v1_home_tasks {
+        sys.write_control_file(tasks, "0")
+            .map_err(failed("cgroup", format!("return to {}", tasks.display())))?;
+    }
+    // 6. Single-line maps to one unprivileged host id; setgroups denied first (a process
     //    that could drop groups could shed a deny-by-group rule on the host).
     if plan.host_uid == 0 || plan.host_gid == 0 {
         return Err(Failure {
@@ -184,12 +226,7 @@ fn parent_setup<S: Sys>(sys: &mut S, plan: &Plan, child: i32) -> Result<(), Fail
         &format!("{} {} 1\n", plan.sandbox_gid, plan.host_gid),
     )
     .map_err(failed("uid/gid maps", "gid_map"))?;
-    // 5. v1 controllers: the child joins its groups before it is released.
-    for procs in &plan.cgroup_v1_procs {
-        sys.write_control_file(procs, &child.to_string())
-            .map_err(failed("cgroup", format!("attach to {}", procs.display())))?;
-    }
-    // 6. Release.
+    // 7. Release.
     sys.release_child()
         .map_err(failed("namespaces", "release the child"))
 }
@@ -536,6 +573,12 @@ fn send_status(status: &Status) {
 /// The helper after the release: relays the child's setup reports, says when Python runs,
 /// kills the sandbox if the platform goes away, and reports how the first process ended.
 fn supervise(setup_channel: RawFd, child: i32, pidfd: RawFd) -> Result<i32, Failure> {
+    // Held until this function returns, after the exit status went out: when the sandbox's
+    // last process exits, its mount namespace then stays alive, so the kernel does not
+    // unmount every mount (and wait for an RCU grace period) on that exit, which the
+    // platform waits for; the unmount happens when this helper closes it, afterwards. A
+    // child that is already gone simply has no namespace to hold.
+    let _mount_namespace = std::fs::File::open(format!("/proc/{child}/ns/mnt")).ok();
     // The sandbox's stdio and report channel belong to the child now; our copies would keep
     // the platform's readers from seeing end of file.
     for fd in [fds::REQUEST, fds::STDOUT, fds::STDERR, fds::REPORT] {

@@ -9,7 +9,7 @@ use crate::jail::plan::{
     CgroupNamespaceTiming, FileStep, LandlockPlan, MountStep, Plan, Rlimit, RlimitResource,
 };
 use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, Sys};
-use crate::jail::{Failure, Started, Status, start};
+use crate::jail::{Failure, PrivateNetwork, Started, Status, start};
 
 /// Records every call; `clone_child` answers with the side under test.
 struct Recorder {
@@ -71,6 +71,9 @@ impl Sys for Recorder {
     }
     fn unshare_cgroup_namespace(&mut self) -> io::Result<()> {
         self.record(String::from("unshare cgroup"))
+    }
+    fn unshare_network_namespace(&mut self) -> io::Result<()> {
+        self.record(String::from("unshare net"))
     }
     fn set_hostname(&mut self, name: &str) -> io::Result<()> {
         self.record(format!("hostname {name}"))
@@ -198,9 +201,8 @@ fn plan() -> Plan {
             mode: 0o444,
         }],
         cgroup_v2_dir: Some(PathBuf::from("/sys/fs/cgroup/unified/stepward/sb-7")),
-        cgroup_v1_procs: vec![PathBuf::from(
-            "/sys/fs/cgroup/memory/stepward/sb-7/cgroup.procs",
-        )],
+        cgroup_v1_tasks: vec![PathBuf::from("/sys/fs/cgroup/memory/stepward/sb-7/tasks")],
+        cgroup_v1_home_tasks: vec![PathBuf::from("/sys/fs/cgroup/memory/tasks")],
         cgroup_namespace: CgroupNamespaceTiming::AfterAttach,
         netns: None,
         rlimits: vec![Rlimit {
@@ -223,7 +225,7 @@ fn both_sides(plan: &Plan) -> (Vec<String>, Started) {
         child: 4242,
         pidfd: 9,
     });
-    let parent_result = start(&mut parent, plan).unwrap();
+    let parent_result = start(&mut parent, plan, PrivateNetwork::AtClone).unwrap();
     assert_eq!(
         parent_result,
         Started::Helper {
@@ -232,7 +234,7 @@ fn both_sides(plan: &Plan) -> (Vec<String>, Started) {
         }
     );
     let mut child = Recorder::new(Forked::Child);
-    let child_result = start(&mut child, plan).unwrap();
+    let child_result = start(&mut child, plan, PrivateNetwork::AtClone).unwrap();
     let mut calls = parent.calls;
     // The child's copy of steps 1-3 ran once, in the helper, before the clone.
     let after_clone = child
@@ -266,10 +268,8 @@ fn g10_jail_order_namespaces_maps_mounts_pivot_rlimits_caps_nnp_seccomp_last() {
     let setgroups_deny = position(&calls, "write /proc/4242/setgroups deny");
     let uid_map = position(&calls, "write /proc/4242/uid_map 1000 1800000007 1");
     let gid_map = position(&calls, "write /proc/4242/gid_map 1000 1800000007 1");
-    let v1_attach = position(
-        &calls,
-        "write /sys/fs/cgroup/memory/stepward/sb-7/cgroup.procs 4242",
-    );
+    let v1_join = position(&calls, "write /sys/fs/cgroup/memory/stepward/sb-7/tasks 0");
+    let v1_leave = position(&calls, "write /sys/fs/cgroup/memory/tasks 0");
     let release = position(&calls, "release");
     let wait = position(&calls, "wait_for_release");
     let first_mount = position(&calls, "mount");
@@ -291,14 +291,14 @@ fn g10_jail_order_namespaces_maps_mounts_pivot_rlimits_caps_nnp_seccomp_last() {
     let exec = position(&calls, "exec");
 
     assert_eq!(calls[0], "setgroups(0)", "{calls:#?}");
+    // The child inherits its v1 groups at the clone: the helper is in them right before it
+    // and leaves right after, before anything else.
     assert!(
-        clone < setgroups_deny && setgroups_deny < uid_map && uid_map < gid_map,
+        v1_join < clone && clone + 1 == v1_leave && v1_leave < setgroups_deny,
         "{calls:#?}"
     );
-    assert!(
-        gid_map < v1_attach && v1_attach < release && release < wait,
-        "{calls:#?}"
-    );
+    assert!(setgroups_deny < uid_map && uid_map < gid_map, "{calls:#?}");
+    assert!(gid_map < release && release < wait, "{calls:#?}");
     assert!(wait < ids && ids < first_mount, "{calls:#?}");
     assert!(
         first_mount < proc_mount && last_mount_before_pivot < pivot,
@@ -380,10 +380,38 @@ fn g10_egress_joins_the_platform_netns_instead_of_a_new_one() {
 }
 
 #[test]
+fn g11_a_network_namespace_the_helper_made_is_inherited_instead_of_cloned() {
+    let mut parent = Recorder::new(Forked::Parent {
+        child: 4242,
+        pidfd: 9,
+    });
+    start(&mut parent, &plan(), PrivateNetwork::MadeByHelper).unwrap();
+    assert!(
+        parent
+            .calls
+            .iter()
+            .any(|call| call.starts_with("clone newnet=false")),
+        "{:#?}",
+        parent.calls
+    );
+    // public_egress joins the platform's namespace whatever the helper made before.
+    let mut egress = plan();
+    egress.netns = Some(PathBuf::from("/run/netns/stepward-3-abc"));
+    let mut parent = Recorder::new(Forked::Parent {
+        child: 4242,
+        pidfd: 9,
+    });
+    start(&mut parent, &egress, PrivateNetwork::MadeByHelper).unwrap();
+    let setns = position(&parent.calls, "setns /run/netns/stepward-3-abc");
+    let clone = position(&parent.calls, "clone newnet=false");
+    assert!(setns < clone, "{:#?}", parent.calls);
+}
+
+#[test]
 fn g10_a_failed_layer_stops_setup_and_is_named() {
     let mut child = Recorder::new(Forked::Child);
     child.fail_on = Some("mount proc");
-    let result = start(&mut child, &plan()).unwrap();
+    let result = start(&mut child, &plan(), PrivateNetwork::AtClone).unwrap();
     let Started::ChildFailed(failure) = result else {
         panic!("expected a failure, got {result:?}");
     };
@@ -396,7 +424,9 @@ fn g10_a_failed_layer_stops_setup_and_is_named() {
 
     let mut no_nnp = Recorder::new(Forked::Child);
     no_nnp.fail_on = Some("no_new_privs");
-    let Started::ChildFailed(failure) = start(&mut no_nnp, &plan()).unwrap() else {
+    let Started::ChildFailed(failure) =
+        start(&mut no_nnp, &plan(), PrivateNetwork::AtClone).unwrap()
+    else {
         panic!("expected a failure");
     };
     assert_eq!(failure.layer, "no_new_privs");
@@ -404,7 +434,9 @@ fn g10_a_failed_layer_stops_setup_and_is_named() {
 
     let mut no_seccomp = Recorder::new(Forked::Child);
     no_seccomp.fail_on = Some("seccomp");
-    let Started::ChildFailed(failure) = start(&mut no_seccomp, &plan()).unwrap() else {
+    let Started::ChildFailed(failure) =
+        start(&mut no_seccomp, &plan(), PrivateNetwork::AtClone).unwrap()
+    else {
         panic!("expected a failure");
     };
     assert_eq!(failure.layer, "seccomp");
@@ -419,7 +451,7 @@ fn g10_a_root_mapping_is_refused_before_any_map_is_written() {
         child: 4242,
         pidfd: 9,
     });
-    let result = start(&mut parent, &rooted);
+    let result = start(&mut parent, &rooted, PrivateNetwork::AtClone);
     assert!(matches!(
         result,
         Err(Failure {

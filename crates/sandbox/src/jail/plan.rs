@@ -48,8 +48,12 @@ pub struct Plan {
     pub files: Vec<FileStep>,
     /// The v2 group the child is cloned into (`CLONE_INTO_CGROUP`).
     pub cgroup_v2_dir: Option<PathBuf>,
-    /// v1 `cgroup.procs` files the parent writes the child's pid into before releasing it.
-    pub cgroup_v1_procs: Vec<PathBuf>,
+    /// v1 `tasks` files of the sandbox's groups: the helper moves its own (only) thread into
+    /// each right before the clone, so the child is a member from its first instruction.
+    pub cgroup_v1_tasks: Vec<PathBuf>,
+    /// v1 `tasks` files of the platform's own groups: the helper moves back right after the
+    /// clone, so it neither counts against the sandbox's limits nor dies with its members.
+    pub cgroup_v1_home_tasks: Vec<PathBuf>,
     /// When the cgroup namespace is created (see [`CgroupNamespaceTiming`]).
     pub cgroup_namespace: CgroupNamespaceTiming,
     /// A network namespace to join before the clone (public_egress); `None` gives the sandbox

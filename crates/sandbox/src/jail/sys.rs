@@ -53,6 +53,8 @@ pub trait Sys {
     fn wait_for_release(&mut self) -> io::Result<()>;
     /// A new cgroup namespace rooted at the group the child was just attached to.
     fn unshare_cgroup_namespace(&mut self) -> io::Result<()>;
+    /// A fresh network namespace for the calling process (the helper, before its plan).
+    fn unshare_network_namespace(&mut self) -> io::Result<()>;
     fn set_hostname(&mut self, name: &str) -> io::Result<()>;
     /// Stops mount events propagating to or from the host.
     fn make_mounts_private(&mut self) -> io::Result<()>;
@@ -97,6 +99,9 @@ pub struct RealSys {
     release_write: RawFd,
     setup_read: RawFd,
     setup_write: RawFd,
+    /// Directories this process made or found under the new root: dozens of library binds
+    /// share a few parents, and asking the kernel again for each costs a mkdir and a stat.
+    made_dirs: std::collections::HashSet<std::path::PathBuf>,
 }
 
 impl RealSys {
@@ -106,6 +111,7 @@ impl RealSys {
             release_write: -1,
             setup_read: -1,
             setup_write: -1,
+            made_dirs: std::collections::HashSet::new(),
         }
     }
 
@@ -210,6 +216,53 @@ fn raw_mount(
             data.as_ref()
                 .map_or(std::ptr::null(), |value| value.as_ptr().cast()),
         )
+    })
+}
+
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+#[derive(Default)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Sets read-only, nosuid, nodev and noexec (as given in `MS_*` bits) on the one mount at
+/// `target`.
+fn set_mount_attributes(target: &Path, flags: MountFlags) -> io::Result<()> {
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const MOUNT_ATTR_NOSUID: u64 = 0x2;
+    const MOUNT_ATTR_NODEV: u64 = 0x4;
+    const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+    let pairs = [
+        (libc::MS_RDONLY, MOUNT_ATTR_RDONLY),
+        (libc::MS_NOSUID, MOUNT_ATTR_NOSUID),
+        (libc::MS_NODEV, MOUNT_ATTR_NODEV),
+        (libc::MS_NOEXEC, MOUNT_ATTR_NOEXEC),
+    ];
+    if flags & !(libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) != 0 {
+        return Err(io::Error::from(io::ErrorKind::Unsupported));
+    }
+    let attributes = MountAttr {
+        attr_set: pairs
+            .iter()
+            .filter(|(mount_bit, _)| flags & mount_bit != 0)
+            .fold(0, |set, (_, attribute)| set | attribute),
+        ..MountAttr::default()
+    };
+    let target = c_path(target)?;
+    // SAFETY: mount_setattr with a valid C path and a struct we own, passed with its size.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            0 as libc::c_uint,
+            &attributes as *const MountAttr,
+            size_of::<MountAttr>(),
+        ) as libc::c_int
     })
 }
 
@@ -404,6 +457,11 @@ impl Sys for RealSys {
         check(unsafe { libc::unshare(libc::CLONE_NEWCGROUP) })
     }
 
+    fn unshare_network_namespace(&mut self) -> io::Result<()> {
+        // SAFETY: unshare with a constant flag.
+        check(unsafe { libc::unshare(libc::CLONE_NEWNET) })
+    }
+
     fn set_hostname(&mut self, name: &str) -> io::Result<()> {
         // SAFETY: the pointer and length describe `name`'s bytes.
         check(unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) })
@@ -431,6 +489,12 @@ impl Sys for RealSys {
     }
 
     fn remount_bind(&mut self, target: &Path, flags: MountFlags) -> io::Result<()> {
+        // One mount_setattr sets the attributes without restating the flags the kernel
+        // locked (a remount must repeat them, which costs a statvfs first). It only adds
+        // attributes, never clears one; where the kernel lacks it, the remount does the same.
+        if set_mount_attributes(target, flags).is_ok() {
+            return Ok(());
+        }
         let locked = mount_flags_of(target)?;
         raw_mount(
             None,
@@ -453,10 +517,15 @@ impl Sys for RealSys {
 
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()> {
         use std::os::unix::fs::DirBuilderExt;
+        if self.made_dirs.contains(path) {
+            return Ok(());
+        }
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(mode)
-            .create(path)
+            .create(path)?;
+        self.made_dirs.insert(path.to_path_buf());
+        Ok(())
     }
 
     fn create_file(&mut self, path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {

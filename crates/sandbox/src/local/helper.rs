@@ -89,10 +89,20 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 }
 
 impl Helper {
+    /// Spawns the helper and hands it its plan.
     pub(crate) fn spawn(
         helper: &(PathBuf, Vec<std::ffi::OsString>),
         plan: &Plan,
     ) -> Result<Self, Error> {
+        let mut spawned = Self::spawn_idle(helper)?;
+        spawned.send_plan(plan)?;
+        Ok(spawned)
+    }
+
+    /// Spawns the helper with its descriptors arranged; it waits for its plan (see
+    /// [`Helper::send_plan`]). A spare helper holds nothing of any tenant until then, and
+    /// exits when its lifeline closes (dropping it).
+    pub(crate) fn spawn_idle(helper: &(PathBuf, Vec<std::ffi::OsString>)) -> Result<Self, Error> {
         let program = helper.0.clone();
         let spawn_error = |source| Error::HelperSpawn {
             helper: program.clone(),
@@ -133,12 +143,6 @@ impl Helper {
         }
         let child = command.spawn().map_err(spawn_error)?;
         drop((report_write, control_read, status_write));
-        let mut line = serde_json::to_vec(plan).map_err(|source| Error::Plan {
-            action: "encoded",
-            source,
-        })?;
-        line.push(b'\n');
-        let control_write_fd = control_write.as_raw_fd();
         let helper = Self {
             child,
             program: program.clone(),
@@ -152,10 +156,6 @@ impl Helper {
             early_report: Vec::new(),
             early_status: Vec::new(),
         };
-        write_fully(control_write_fd, &line).map_err(|source| Error::HelperSpawn {
-            helper: helper.program.clone(),
-            source,
-        })?;
         for fd in [
             &helper.request,
             &helper.stdout,
@@ -169,6 +169,25 @@ impl Helper {
             set_nonblocking(fd).map_err(spawn_error)?;
         }
         Ok(helper)
+    }
+
+    /// Hands the helper its plan: one JSON line on the control pipe, which then stays open
+    /// as the lifeline.
+    pub(crate) fn send_plan(&mut self, plan: &Plan) -> Result<(), Error> {
+        let mut line = serde_json::to_vec(plan).map_err(|source| Error::Plan {
+            action: "encoded",
+            source,
+        })?;
+        line.push(b'\n');
+        let Some(lifeline) = &self.lifeline else {
+            return Err(Error::HelperProtocol {
+                detail: String::from("the helper's control pipe is closed"),
+            });
+        };
+        write_fully(lifeline.as_raw_fd(), &line).map_err(|source| Error::HelperSpawn {
+            helper: self.program.clone(),
+            source,
+        })
     }
 
     /// Feeds the request, collects output and reports until the sandbox ended (or the wall

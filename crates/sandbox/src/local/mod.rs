@@ -9,10 +9,12 @@
 //! remove the scratch folder. Each of those is a guard that also runs on error and panic.
 
 mod helper;
-mod outcome;
+pub(crate) mod outcome;
 mod plan;
 mod pool;
+mod reaper;
 mod run;
+mod spare;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,9 @@ use crate::copyback::CopyBackPolicy;
 use crate::runtime::{RuntimeOptions, Runtimes};
 use crate::slot::SlotAllocator;
 use crate::{Error, Invocation, Isolation, Observation};
+
+/// The lowest host id a sandbox may map to: nothing below it is a sandbox's.
+pub const MIN_UID_BASE: u32 = 65_536;
 
 /// The harness, embedded at build time and written read-only into the state directory.
 const RUNNER_PY: &str = include_str!("../../harness/runner.py");
@@ -97,6 +102,14 @@ pub(crate) struct Shared {
     pub(crate) cgroups: CgroupLayout,
     pub(crate) slots: SlotAllocator,
     pub(crate) pool: pool::Pool,
+    /// Tears finished sandboxes down off the request's path.
+    pub(crate) reaper: reaper::Reaper,
+    /// A jail helper exec'd ahead of time, waiting for the next sandbox's plan.
+    pub(crate) spare: Arc<spare::SpareHelper>,
+    /// Each runtime's read-only view as the sandbox mounts it (see
+    /// [`crate::runtime::Runtime::linked_view`]).
+    pub(crate) runtime_views:
+        std::collections::HashMap<crate::PythonPin, Vec<crate::runtime::RuntimeMount>>,
 }
 
 impl LocalBackend {
@@ -107,6 +120,22 @@ impl LocalBackend {
                 layer: String::from("uid/gid maps"),
                 detail: String::from(
                     "uid_base must be non-zero: the sandbox never maps to host root",
+                ),
+            });
+        }
+        // Below 65536 live the host's system and login users (and `nobody`), whose files a
+        // sandbox mapped onto them would own; a range running into the top of the id space
+        // reaches (uid_t)-1, which means "no change" to the kernel, not a user.
+        let range_end = options.uid_base.checked_add(options.slots);
+        if options.uid_base < MIN_UID_BASE || range_end.is_none_or(|end| end == u32::MAX) {
+            return Err(Error::LayerFailed {
+                layer: String::from("uid/gid maps"),
+                detail: format!(
+                    "uid_base {} with {} slots is outside the sandbox id range: every host id \
+                     from uid_base to uid_base + slots must lie in {MIN_UID_BASE}..{}",
+                    options.uid_base,
+                    options.slots,
+                    u32::MAX
                 ),
             });
         }
@@ -124,12 +153,27 @@ impl LocalBackend {
         }
         write_harness(&options.harness_dir())?;
         let runtimes = Runtimes::discover(&options.runtimes)?;
+        let views_dir = options.state_dir.join("runtimes");
+        std::fs::create_dir_all(&views_dir)
+            .map_err(|source| Error::io("cannot create", &views_dir, source))?;
+        set_mode(&views_dir, 0o711)?;
+        let mut runtime_views = std::collections::HashMap::new();
+        for runtime in runtimes.list() {
+            compile_harness(&options.harness_dir(), runtime)?;
+            let view_dir = views_dir.join(format!("{}.{}", runtime.pin.major, runtime.pin.minor));
+            let view = runtime
+                .linked_view(&view_dir)?
+                .unwrap_or_else(|| runtime.mounts.clone());
+            runtime_views.insert(runtime.pin, view);
+        }
         let cgroups = CgroupLayout::detect(&options.cgroups)?;
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
         if let Some(egress) = &options.egress {
             crate::net::install_policy(egress)?;
         }
         let pool = pool::Pool::new(options.pool_size);
+        let spare = Arc::new(spare::SpareHelper::new(options.helper.clone()));
+        spare.fill();
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
@@ -137,6 +181,9 @@ impl LocalBackend {
                 cgroups,
                 slots,
                 pool,
+                reaper: reaper::Reaper::start(),
+                spare,
+                runtime_views,
             }),
             remove_cgroup_parent_on_drop: false,
         })
@@ -218,6 +265,9 @@ impl Drop for LocalBackend {
     fn drop(&mut self) {
         // Idle warm sandboxes die with the backend.
         self.shared.pool.close();
+        self.shared.spare.close();
+        // Every finished sandbox is torn down before the backend is gone.
+        self.shared.reaper.close();
         if self.remove_cgroup_parent_on_drop {
             let _ = self.shared.cgroups.sweep();
             self.shared.cgroups.remove_parents();
@@ -270,6 +320,41 @@ pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|source| Error::io("cannot chmod", path, source))
+}
+
+/// The harness's bytecode for one runtime, as a file name in the harness directory.
+pub(crate) fn harness_bytecode_name(pin: crate::PythonPin) -> String {
+    format!("runner-{}.{}.pyc", pin.major, pin.minor)
+}
+
+/// Compiles the harness once per runtime, with that runtime's own interpreter, outside any
+/// sandbox: a sandbox then runs the bytecode (mounted read-only with the harness) instead of
+/// compiling the source on every start. `py_compile` writes beside and renames, so a
+/// concurrent reader never sees half a file.
+fn compile_harness(dir: &Path, runtime: &crate::runtime::Runtime) -> Result<(), Error> {
+    const COMPILE: &str = "import py_compile, sys\n\
+py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile='/harness/runner.py', doraise=True, \
+invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n";
+    let target = dir.join(harness_bytecode_name(runtime.pin));
+    let output = std::process::Command::new(&runtime.executable)
+        .args(["-I", "-S", "-c", COMPILE])
+        .arg(dir.join("runner.py"))
+        .arg(&target)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|source| Error::io("cannot run", &runtime.executable, source))?;
+    if !output.status.success() {
+        return Err(Error::RuntimeDiscovery {
+            path: runtime.executable.clone(),
+            detail: format!(
+                "cannot compile the harness to {}: {}",
+                target.display(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        });
+    }
+    set_mode(&target, 0o444)
 }
 
 fn write_harness(dir: &Path) -> Result<(), Error> {

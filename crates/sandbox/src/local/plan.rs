@@ -58,12 +58,15 @@ const DEVICES: [&str; 4] = ["null", "zero", "random", "urandom"];
 /// The inputs of one plan.
 pub(crate) struct PlanInputs<'a> {
     pub runtime: &'a Runtime,
+    /// The runtime's view as mounted (the linked view where there is one).
+    pub runtime_mounts: &'a [RuntimeMount],
     pub limits: &'a Limits,
     pub host_id: u32,
     pub root_dir: PathBuf,
     pub work_dir: PathBuf,
     pub harness_dir: PathBuf,
     pub cgroup: &'a SandboxCgroup,
+    pub cgroup_v1_home_tasks: Vec<PathBuf>,
     pub cgroup_namespace: CgroupNamespaceTiming,
     pub netns: Option<PathBuf>,
     pub resolv_conf: Option<String>,
@@ -73,7 +76,7 @@ pub(crate) struct PlanInputs<'a> {
 pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
     let mut mounts = Vec::new();
     // The runtime: interpreter, loader, libraries, standard library, all read-only.
-    for mount in &inputs.runtime.mounts {
+    for mount in inputs.runtime_mounts {
         mounts.push(match mount {
             RuntimeMount::File { source, target } | RuntimeMount::Dir { source, target } => {
                 MountStep::BindReadOnly {
@@ -220,7 +223,8 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
         mounts,
         files,
         cgroup_v2_dir: inputs.cgroup.v2_dir().map(Path::to_path_buf),
-        cgroup_v1_procs: inputs.cgroup.v1_procs_files(),
+        cgroup_v1_tasks: inputs.cgroup.v1_tasks_files(),
+        cgroup_v1_home_tasks: inputs.cgroup_v1_home_tasks,
         cgroup_namespace: inputs.cgroup_namespace,
         netns: inputs.netns,
         rlimits,
@@ -238,7 +242,10 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
             executable.to_string_lossy().into_owned(),
             String::from("-I"),
             String::from("-S"),
-            String::from("/harness/runner.py"),
+            format!(
+                "/harness/{}",
+                crate::local::harness_bytecode_name(inputs.runtime.pin)
+            ),
             String::from("--announce-ready"),
         ],
         #[cfg(feature = "test-controls")]

@@ -170,12 +170,17 @@ pub(crate) fn prepare(
     #[allow(unused_mut)]
     let mut plan = local_plan::build(PlanInputs {
         runtime,
+        runtime_mounts: shared
+            .runtime_views
+            .get(&class.python)
+            .map_or(&runtime.mounts[..], Vec::as_slice),
         limits: &class.limits,
         host_id,
         root_dir: scratch.root(),
         work_dir: scratch.work(),
         harness_dir: shared.options.harness_dir(),
         cgroup: &cgroup,
+        cgroup_v1_home_tasks: shared.cgroups.v1_home_tasks_files(),
         cgroup_namespace,
         netns: network
             .as_ref()
@@ -190,7 +195,7 @@ pub(crate) fn prepare(
             plan.test_seccomp = crate::jail::plan::SeccompSwitch::DisabledForControlProbe;
         }
     }
-    let helper = Helper::spawn(&shared.options.helper, &plan)?;
+    let helper = start_helper(shared, &plan)?;
     Ok(Prepared {
         helper,
         network,
@@ -203,18 +208,38 @@ pub(crate) fn prepare(
     })
 }
 
+/// The spare helper with this plan, or a freshly spawned one when there is no spare (or it
+/// is gone). A new spare is spawned on the reaper's thread, off this path.
+fn start_helper(shared: &Shared, plan: &crate::jail::plan::Plan) -> Result<Helper, Error> {
+    let spare = shared.spare.take();
+    let refill = Arc::clone(&shared.spare);
+    // A closed reaper hands the job back: the backend is going away and needs no spare.
+    drop(shared.reaper.later(Box::new(move || refill.fill())));
+    if let Some(mut helper) = spare
+        && helper.send_plan(plan).is_ok()
+    {
+        return Ok(helper);
+    }
+    Helper::spawn(&shared.options.helper, plan)
+}
+
 /// Puts the invocation into a prepared sandbox, watches it, and tears it down.
 pub(crate) fn finish(
     shared: &Shared,
     prepared: Prepared,
     invocation: Invocation,
 ) -> Result<Observation, Error> {
+    // The bindings of a destructuring `let` drop in reverse order of the pattern, so the
+    // pattern lists the guards in reverse teardown order: on every early return below the
+    // helper (and with it the sandbox) goes first, the slot last. In the order of `Prepared`'s
+    // fields, an error here would free the slot's host uid and addresses and remove the
+    // scratch folder while the sandbox still ran.
     let Prepared {
-        mut helper,
-        network,
-        mut cgroup,
-        scratch,
         slot,
+        scratch,
+        mut cgroup,
+        network,
+        mut helper,
         host_id,
         interpreter,
         stdlib_module_names,
@@ -243,16 +268,19 @@ pub(crate) fn finish(
     })?;
 
     let deadline = Instant::now() + invocation.limits.wall;
-    let watched = helper.watch(&request, deadline, &invocation.limits, &mut cgroup);
-    helper.reap();
-    let watched = watched?;
+    // On an error the guards drop right here, the helper first (it kills and reaps the
+    // sandbox's first process before it exits).
+    let watched = helper.watch(&request, deadline, &invocation.limits, &mut cgroup)?;
     if let Some((layer, detail)) = watched.layer_failure {
         // Fail closed: the sandbox never ran the step. The guards tear everything down.
         return Err(Error::LayerFailed { layer, detail });
     }
     let oom_killed = cgroup.oom_killed();
-    // Every process of the sandbox is dead before the copy-back looks at its files.
-    cgroup.destroy()?;
+    // Every process of the sandbox is dead before the copy-back looks at its files (the
+    // groups themselves go with the rest of the teardown, below).
+    cgroup.kill_all_members()?;
+    // The egress network goes now, as before: callers and tests expect it gone when the
+    // step's observation arrives (moving it to the reaper would save its teardown time).
     drop(network);
 
     let stderr_tail =
@@ -275,8 +303,15 @@ pub(crate) fn finish(
         &shared.options.copy_back,
         invocation.screen.as_ref(),
     )?;
-    drop(scratch);
-    drop(slot);
+    // Every process is dead and the copy-back is collected: the rest of the teardown
+    // (reaping the helper, removing the groups and the scratch folder, freeing the slot)
+    // costs milliseconds and runs on the reaper, off the request's path.
+    shared.reaper.dispose(Box::new(Finished {
+        _helper: helper,
+        _cgroup: cgroup,
+        _scratch: scratch,
+        _slot: slot,
+    }));
     Ok(Observation {
         outcome,
         stdout: watched.stdout,
@@ -287,6 +322,15 @@ pub(crate) fn finish(
         backend: "local",
         isolation_notes: watched.notes,
     })
+}
+
+/// What a finished sandbox leaves behind. Fields drop in declaration order, which is the
+/// teardown order of [`Prepared`]; they are only held, for their drops.
+struct Finished {
+    _helper: Helper,
+    _cgroup: SandboxCgroup,
+    _scratch: ScratchDir,
+    _slot: Slot,
 }
 
 fn refused(interpreter: String, reason: &str) -> Observation {

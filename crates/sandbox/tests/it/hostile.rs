@@ -17,5 +17,5 @@ mod lifecycle;
 mod network;
 mod privileges;
 mod resources;
-mod support;
+pub(crate) mod support;
 mod syscalls;

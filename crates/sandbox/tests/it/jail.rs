@@ -70,8 +70,35 @@ fn run(fixture: &Fixture, invocation: Invocation) -> Observation {
     observation
 }
 
-/// After every run: no sandbox cgroup and no scratch folder remains.
+/// How long the backend's reaper may take to remove a finished sandbox's groups and scratch
+/// folder (it runs off the request's path, so a check right after `run` must wait for it).
+const TEARDOWN_WAIT: Duration = Duration::from_secs(10);
+
+fn leftover_groups_and_scratch(fixture: &Fixture) -> usize {
+    let groups: usize = fixture
+        .backend
+        .cgroup_layout()
+        .parent_dirs()
+        .iter()
+        .map(|parent| {
+            std::fs::read_dir(parent)
+                .unwrap()
+                .flatten()
+                .filter(|entry| entry.path().is_dir())
+                .count()
+        })
+        .sum();
+    let scratch = fixture.backend.options().state_dir.join("scratch");
+    groups + std::fs::read_dir(&scratch).unwrap().count()
+}
+
+/// After every run: no sandbox cgroup and no scratch folder remains, once the reaper (bounded
+/// by [`TEARDOWN_WAIT`]) is done.
 fn assert_nothing_left(fixture: &Fixture) {
+    let started = Instant::now();
+    while leftover_groups_and_scratch(fixture) != 0 && started.elapsed() < TEARDOWN_WAIT {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     for parent in fixture.backend.cgroup_layout().parent_dirs() {
         let leftovers: Vec<PathBuf> = std::fs::read_dir(&parent)
             .unwrap()
@@ -492,6 +519,16 @@ fn wait_for_idle(backend: &LocalBackend, expected: usize) {
     }
 }
 
+/// The number of sandbox groups, once the reaper removed a finished sandbox's (bounded by
+/// [`TEARDOWN_WAIT`]): waits until the count is `expected` and returns the count then.
+fn settled_cgroup_count(backend: &LocalBackend, expected: usize) -> usize {
+    let started = Instant::now();
+    while cgroup_count(backend) != expected && started.elapsed() < TEARDOWN_WAIT {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    cgroup_count(backend)
+}
+
 fn cgroup_count(backend: &LocalBackend) -> usize {
     backend
         .cgroup_layout()
@@ -534,7 +571,10 @@ fn g6_warm_pool_sandboxes_serve_one_invocation_each_and_get_the_folder_after_the
     wait_for_idle(&fixture.backend, 1);
     // One warm sandbox exists: one set of cgroups (one per hierarchy).
     let per_sandbox = fixture.backend.cgroup_layout().parent_dirs().len();
-    assert_eq!(cgroup_count(&fixture.backend), per_sandbox);
+    assert_eq!(
+        settled_cgroup_count(&fixture.backend, per_sandbox),
+        per_sandbox
+    );
 
     // The folder, inputs and environment go in after the claim: this file did not exist when
     // the warm sandbox was built.
@@ -558,7 +598,10 @@ fn g6_warm_pool_sandboxes_serve_one_invocation_each_and_get_the_folder_after_the
     assert_eq!(answer["env"], "claimed");
     // The used sandbox is gone; the pool refills with a fresh one.
     wait_for_idle(&fixture.backend, 1);
-    assert_eq!(cgroup_count(&fixture.backend), per_sandbox);
+    assert_eq!(
+        settled_cgroup_count(&fixture.backend, per_sandbox),
+        per_sandbox
+    );
     let third = fixture
         .backend
         .run(invocation(&fixture, code, r#"{"tag": "third"}"#))

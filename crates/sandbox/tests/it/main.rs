@@ -1,6 +1,8 @@
 //! The sandbox crate's one integration-test binary.
 
 mod copyback;
+mod gvisor;
 mod hostile;
 mod jail;
 mod net;
+mod review;

@@ -1,0 +1,426 @@
+//! One invocation of the gvisor backend: a fresh OCI bundle, a cgroup around the runsc
+//! sandbox, `runsc run`, the watch, the classification (the local backend's rules), the
+//! copy-back, and teardown.
+//!
+//! Every resource is a guard released in this order on success, error, timeout and panic:
+//! the container (killed if running, always deleted from runsc's state), the cgroup (every
+//! member killed, groups removed), the scratch folder, the slot.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use zeroize::Zeroizing;
+
+use crate::cgroup::SandboxCgroup;
+use crate::copyback::{self, CopyBack, Manifest};
+use crate::gvisor::container::{Container, Launch};
+use crate::gvisor::spec::{self, MountPoint, SpecInputs};
+use crate::gvisor::{CONTAINER_PREFIX, GvisorBackend};
+use crate::local::outcome::{self, Observed};
+use crate::runtime::Runtime;
+use crate::slot::Slot;
+use crate::{Error, Invocation, Limits, NetworkMode, Observation, Outcome};
+
+/// Memory the runsc sandbox itself (sentry, gofer, Go runtimes) needs beyond the step's own
+/// limit; the cgroup around the whole sandbox allows the step's limit plus this.
+const SANDBOX_MEMORY_OVERHEAD: u64 = 256 * 1024 * 1024;
+
+/// Host threads the runsc sandbox itself uses (around 70 on an idle ptrace sandbox) beyond
+/// the step's own pids limit, which gVisor enforces inside through RLIMIT_NPROC.
+const SANDBOX_PIDS_OVERHEAD: u32 = 256;
+
+/// The request the harness reads from stdin: the same document the local backend sends.
+#[derive(Serialize)]
+struct Request<'a> {
+    code: &'a str,
+    inputs_json: &'a str,
+    env: Vec<(&'a str, &'a str)>,
+    stdlib_module_names: &'a [String],
+    result_limit: usize,
+}
+
+pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Observation, Error> {
+    let runtime = backend.runtimes.get(invocation.python)?;
+    if invocation.network == NetworkMode::PublicEgress {
+        return Ok(refused(
+            runtime.version.clone(),
+            "public_egress is not built for the gvisor backend yet (no egress network is wired into runsc's network namespace), so the step cannot get the network it declares; run it with the local backend",
+        ));
+    }
+    let mut request = Zeroizing::new(Vec::with_capacity(
+        invocation.code.len() + invocation.inputs_json.len() + 64 * 1024,
+    ));
+    serde_json::to_writer(
+        &mut *request,
+        &Request {
+            code: &invocation.code,
+            inputs_json: &invocation.inputs_json,
+            env: invocation
+                .env
+                .iter()
+                .map(|variable| (variable.name.as_str(), variable.value.as_str()))
+                .collect(),
+            stdlib_module_names: &runtime.stdlib_module_names,
+            result_limit: invocation.limits.output_bytes,
+        },
+    )
+    .map_err(|source| Error::Plan {
+        action: "encoded",
+        source,
+    })?;
+
+    let Started {
+        mut container,
+        mut cgroup,
+        scratch,
+        slot,
+        manifest,
+    } = start(backend, &invocation, runtime)?;
+    let deadline = Instant::now() + invocation.limits.wall;
+    let watched = container.watch(
+        request,
+        deadline,
+        &invocation.limits,
+        &scratch.report(),
+        &mut cgroup,
+    );
+    drop(container);
+    let watched = watched?;
+    let oom_killed = cgroup.oom_killed();
+    cgroup.destroy()?;
+    drop(cgroup);
+
+    let report = read_report(&scratch.report(), &invocation.limits)?;
+    let stderr_tail =
+        String::from_utf8_lossy(&watched.stderr[watched.stderr.len().saturating_sub(2048)..])
+            .into_owned();
+    if !watched.timed_out && !watched.report_overflow && !oom_killed && !announced_ready(&report) {
+        // Fail closed: the sandbox never reached the harness, so nothing of the step ran; this
+        // is runsc or the host, not the step. The guards tear everything down.
+        return Err(Error::LayerFailed {
+            layer: String::from("gvisor (runsc)"),
+            detail: format!(
+                "the sandbox ended ({:?}) before the harness was loaded: {}",
+                watched.termination,
+                stderr_tail.trim()
+            ),
+        });
+    }
+    let outcome = outcome::classify(&Observed {
+        network: invocation.network,
+        termination: watched.termination,
+        // The sentry enforces RLIMIT_CPU inside and sends SIGXCPU first, which names the
+        // limit; the host cannot see the step's own CPU time apart from the sentry's.
+        cpu_millis: 0,
+        cpu_limit_seconds: invocation.limits.cpu_seconds,
+        timed_out: watched.timed_out,
+        oom_killed,
+        report_overflow: watched.report_overflow,
+        report: &report,
+        stderr_tail,
+    });
+    let copy_back = copyback::collect(
+        &scratch.work(),
+        &manifest,
+        &backend.options.copy_back,
+        invocation.screen.as_ref(),
+    )?;
+    drop(scratch);
+    drop(slot);
+    Ok(Observation {
+        outcome,
+        stdout: watched.stdout,
+        stderr: watched.stderr,
+        output_truncated: watched.output_truncated,
+        copy_back,
+        interpreter: runtime.version.clone(),
+        backend: "gvisor",
+        isolation_notes: notes(backend),
+    })
+}
+
+/// A started sandbox: `runsc run` waits for the request on stdin. Fields drop in declaration
+/// order, which is the teardown order.
+struct Started {
+    container: Container,
+    cgroup: SandboxCgroup,
+    scratch: Scratch,
+    slot: Slot,
+    manifest: Manifest,
+}
+
+/// Builds the bundle and the cgroup and starts `runsc run` in it.
+fn start(
+    backend: &GvisorBackend,
+    invocation: &Invocation,
+    runtime: &Runtime,
+) -> Result<Started, Error> {
+    let options = &backend.options;
+    let slot = backend.slots.acquire()?;
+    // The slot's own host id range; the step's files on the host belong to `step_host_id`.
+    let host_id_base = slot
+        .index()
+        .checked_mul(spec::IDS_PER_SANDBOX)
+        .and_then(|offset| options.uid_base.checked_add(offset))
+        .filter(|base| base.checked_add(spec::IDS_PER_SANDBOX).is_some())
+        .ok_or_else(|| Error::LayerFailed {
+            layer: String::from("gvisor user namespace"),
+            detail: String::from("uid_base + slot * ids per sandbox overflows"),
+        })?;
+    let step_host_id = host_id_base + spec::SANDBOX_UID;
+    let suffix = format!("{}-{}", slot.index(), unique_nanos());
+    let scratch = Scratch::create(&options.scratch_dir(), &suffix, host_id_base)?;
+    build_root(&scratch.root(), runtime)?;
+    std::fs::create_dir(scratch.work())
+        .map_err(|source| Error::io("cannot create", scratch.work(), source))?;
+    std::os::unix::fs::chown(scratch.work(), Some(step_host_id), Some(step_host_id))
+        .map_err(|source| Error::io("cannot chown", scratch.work(), source))?;
+    std::fs::write(scratch.report(), b"")
+        .map_err(|source| Error::io("cannot create", scratch.report(), source))?;
+    std::os::unix::fs::chown(scratch.report(), Some(step_host_id), Some(step_host_id))
+        .map_err(|source| Error::io("cannot chown", scratch.report(), source))?;
+    crate::local::set_mode(&scratch.report(), 0o600)?;
+    let manifest = copyback::stage_in(
+        &invocation.work_dir,
+        &scratch.work(),
+        (step_host_id, step_host_id),
+    )?;
+    let config = spec::config(&SpecInputs {
+        runtime,
+        limits: &invocation.limits,
+        host_id_base,
+        harness_dir: &options.harness_dir(),
+        work_dir: &scratch.work(),
+        report_file: &scratch.report(),
+    });
+    let config_path = scratch.path.join("config.json");
+    let config_text = serde_json::to_vec_pretty(&config).map_err(|source| Error::Plan {
+        action: "encoded",
+        source,
+    })?;
+    std::fs::write(&config_path, config_text)
+        .map_err(|source| Error::io("cannot write", &config_path, source))?;
+
+    let cgroup = backend.cgroups.create_sandbox(
+        &format!("sb-gv-{suffix}"),
+        &sandbox_limits(&invocation.limits),
+    )?;
+    // runsc joins every group of the sandbox (v2 and each v1 hierarchy) before it execs.
+    let cgroup_procs: Vec<PathBuf> = cgroup
+        .dirs()
+        .iter()
+        .map(|dir| dir.join("cgroup.procs"))
+        .collect();
+    let container_id = format!("{CONTAINER_PREFIX}{suffix}");
+    let container = Container::start(Launch {
+        runsc: &options.runsc,
+        root: &options.runsc_root(),
+        id: &container_id,
+        bundle: &scratch.path,
+        platform: options.platform,
+        cgroup_procs,
+    })?;
+    Ok(Started {
+        container,
+        cgroup,
+        scratch,
+        slot,
+        manifest,
+    })
+}
+
+/// Starts a sandbox and abandons it once its harness is loaded, leaving the container, its
+/// cgroup and its scratch folder behind exactly as a crashed platform would; for the sweep's
+/// test. Returns the container's id.
+#[cfg(feature = "test-controls")]
+pub(crate) fn leave_running(
+    backend: &GvisorBackend,
+    invocation: Invocation,
+) -> Result<String, Error> {
+    let runtime = backend.runtimes.get(invocation.python)?;
+    let Started {
+        container,
+        cgroup,
+        scratch,
+        slot,
+        manifest: _,
+    } = start(backend, &invocation, runtime)?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    while !announced_ready(&std::fs::read(scratch.report()).unwrap_or_default()) {
+        if Instant::now() >= deadline {
+            return Err(Error::LayerFailed {
+                layer: String::from("gvisor (runsc)"),
+                detail: String::from("the sandbox did not load its harness within 30 seconds"),
+            });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let id = container.id().to_string();
+    if let Some(mut child) = container.abandon() {
+        // The harness waits on stdin: the pipe stays open until runsc is gone.
+        let stdin = child.stdin.take();
+        std::thread::spawn(move || {
+            let _ = child.wait();
+            drop(stdin);
+        });
+    }
+    std::mem::forget(cgroup);
+    std::mem::forget(scratch);
+    drop(slot);
+    Ok(id)
+}
+
+/// What this run's isolation is and how it differs from the local backend's.
+fn notes(backend: &GvisorBackend) -> Vec<String> {
+    vec![
+        format!(
+            "gvisor ({} platform, {})",
+            backend.options.platform.name(),
+            backend.runsc_version
+        ),
+        String::from(
+            "user namespace: the step runs as uid 1000 mapped to an unprivileged host id of its own range; gVisor's file proxy runs as that range's first id, gVisor's kernel as nobody in a user namespace of its own; no capabilities",
+        ),
+        String::from(
+            "limits: rlimits enforced by gVisor's kernel; memory, pids and cpu cgroup around the whole runsc sandbox with headroom for gVisor itself",
+        ),
+        String::from(
+            "noexec and nodev inside gVisor: execve from /tmp and /work is refused, but gVisor lets a shared library copied there be mapped executable and lets the step mknod device nodes in /tmp; both stay inside gVisor's kernel (its own memory and its own devices), never the host's",
+        ),
+        String::from(
+            "syscall filter: gVisor's kernel implements the step's system calls; the host sees only the sentry's own seccomp-filtered calls (no OCI seccomp profile in this runsc)",
+        ),
+    ]
+}
+
+/// The cgroup around the whole runsc sandbox: the step's limits plus room for gVisor itself.
+fn sandbox_limits(limits: &Limits) -> Limits {
+    Limits {
+        memory_bytes: limits.memory_bytes.saturating_add(SANDBOX_MEMORY_OVERHEAD),
+        pids: limits.pids.saturating_add(SANDBOX_PIDS_OVERHEAD),
+        ..limits.clone()
+    }
+}
+
+/// Reads the report file (written by the harness through fd 3), at most what an honest
+/// report can hold; the watch loop already stopped a sandbox whose report grew past it.
+fn read_report(path: &Path, limits: &Limits) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let cap = limits.output_bytes.saturating_add(64 * 1024);
+    let file =
+        std::fs::File::open(path).map_err(|source| Error::io("cannot open", path, source))?;
+    let mut report = Vec::new();
+    file.take(cap as u64)
+        .read_to_end(&mut report)
+        .map_err(|source| Error::io("cannot read", path, source))?;
+    Ok(report)
+}
+
+/// Whether the report's first line is the harness's "ready" event.
+fn announced_ready(report: &[u8]) -> bool {
+    let first = report
+        .split(|byte| *byte == b'\n')
+        .next()
+        .unwrap_or_default();
+    serde_json::from_slice::<serde_json::Value>(first).is_ok_and(|event| event["event"] == "ready")
+}
+
+/// Lays out the read-only root: every mount point runsc needs and a minimal `/etc`; nothing
+/// else (the runtime, the harness and `/work` are mounted over it).
+fn build_root(root: &Path, runtime: &Runtime) -> Result<(), Error> {
+    std::fs::create_dir(root).map_err(|source| Error::io("cannot create", root, source))?;
+    crate::local::set_mode(root, 0o755)?;
+    for point in spec::mount_points(runtime) {
+        match point {
+            MountPoint::Dir(path) => {
+                let target = inside(root, &path);
+                if !target.is_dir() {
+                    std::fs::create_dir(&target)
+                        .map_err(|source| Error::io("cannot create", &target, source))?;
+                    crate::local::set_mode(&target, 0o755)?;
+                }
+            }
+            MountPoint::File(path) => {
+                let target = inside(root, &path);
+                std::fs::write(&target, b"")
+                    .map_err(|source| Error::io("cannot create", &target, source))?;
+                crate::local::set_mode(&target, 0o444)?;
+            }
+        }
+    }
+    for (name, contents) in spec::etc_files() {
+        let target = root.join("etc").join(name);
+        std::fs::write(&target, contents)
+            .map_err(|source| Error::io("cannot write", &target, source))?;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o444))
+            .map_err(|source| Error::io("cannot chmod", &target, source))?;
+    }
+    Ok(())
+}
+
+/// `path` (absolute inside the sandbox) under `root` on the host.
+fn inside(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+fn refused(interpreter: String, reason: &str) -> Observation {
+    Observation {
+        outcome: Outcome::Refused {
+            reason: reason.to_string(),
+        },
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+        output_truncated: false,
+        copy_back: CopyBack::default(),
+        interpreter,
+        backend: "gvisor",
+        isolation_notes: Vec::new(),
+    }
+}
+
+fn unique_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default()
+}
+
+/// The bundle of one sandbox: `config.json`, `rootfs` (the read-only root), `work` (the
+/// folder's copy, `/work`) and `report` (the report channel). Removed on drop.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn create(parent: &Path, suffix: &str, host_id_base: u32) -> Result<Self, Error> {
+        let path = parent.join(format!("gv-{suffix}"));
+        std::fs::create_dir(&path).map_err(|source| Error::io("cannot create", &path, source))?;
+        let scratch = Self { path };
+        // Searchable by root (runsc) and by this sandbox's own range only: gVisor's file
+        // proxy runs as the range's first host id and binds from here.
+        std::os::unix::fs::chown(&scratch.path, Some(0), Some(host_id_base))
+            .map_err(|source| Error::io("cannot chown", &scratch.path, source))?;
+        crate::local::set_mode(&scratch.path, 0o710)?;
+        Ok(scratch)
+    }
+
+    fn root(&self) -> PathBuf {
+        self.path.join("rootfs")
+    }
+
+    fn work(&self) -> PathBuf {
+        self.path.join("work")
+    }
+
+    fn report(&self) -> PathBuf {
+        self.path.join("report")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
