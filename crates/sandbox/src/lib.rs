@@ -63,6 +63,9 @@ pub struct Limits {
     pub file_size_bytes: u64,
     /// Size of the private `/tmp`.
     pub tmp_bytes: u64,
+    /// Size of `/work`: the staged copy of the folder plus whatever the step writes there
+    /// (a tmpfs of its own, so a step can never fill the host's disk).
+    pub work_bytes: u64,
     /// Bytes of stdout plus stderr kept; the rest is dropped and marked truncated.
     pub output_bytes: usize,
     /// Open file descriptors per process (RLIMIT_NOFILE).
@@ -78,6 +81,7 @@ impl Default for Limits {
             wall: Duration::from_secs(60),
             file_size_bytes: 16 * 1024 * 1024,
             tmp_bytes: 64 * 1024 * 1024,
+            work_bytes: 128 * 1024 * 1024,
             output_bytes: 1024 * 1024,
             open_files: 256,
         }

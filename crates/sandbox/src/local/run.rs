@@ -140,7 +140,12 @@ pub(crate) fn prepare(
             detail: String::from("uid_base + slot overflows"),
         })?;
     let suffix = format!("{}-{}", slot.index(), unique_nanos());
-    let scratch = ScratchDir::create(&shared.options.scratch_dir(), &suffix, host_id)?;
+    let scratch = ScratchDir::create(
+        &shared.options.scratch_dir(),
+        &suffix,
+        host_id,
+        class.limits.work_bytes,
+    )?;
     // The folder's copy goes into `work` only when the invocation arrives; the sandbox sees it
     // through the bind mount of that directory. Until then it is empty and owned by the
     // sandbox user.
@@ -362,19 +367,20 @@ struct ScratchDir {
 }
 
 impl ScratchDir {
-    fn create(parent: &Path, suffix: &str, host_gid: u32) -> Result<Self, Error> {
+    fn create(parent: &Path, suffix: &str, host_id: u32, work_bytes: u64) -> Result<Self, Error> {
         let path = parent.join(format!("sb-{suffix}"));
         std::fs::create_dir(&path).map_err(|source| Error::io("cannot create", &path, source))?;
         let scratch = Self { path };
         // Searchable by root and by this sandbox's group only: the jail's child binds `work`
         // and mounts over `root` after it took the sandbox's id.
-        std::os::unix::fs::chown(&scratch.path, Some(0), Some(host_gid))
+        std::os::unix::fs::chown(&scratch.path, Some(0), Some(host_id))
             .map_err(|source| Error::io("cannot chown", &scratch.path, source))?;
         crate::local::set_mode(&scratch.path, 0o710)?;
         for child in [scratch.work(), scratch.root()] {
             std::fs::create_dir(&child)
                 .map_err(|source| Error::io("cannot create", &child, source))?;
         }
+        mount_work_tmpfs(&scratch.work(), host_id, work_bytes)?;
         Ok(scratch)
     }
 
@@ -389,6 +395,35 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
+        // Detach first: removing the files one by one from a tmpfs would only waste time.
+        let _ = rustix::mount::unmount(&self.work(), rustix::mount::UnmountFlags::DETACH);
         let _ = std::fs::remove_dir_all(&self.path);
     }
+}
+
+/// `/work` is a tmpfs of its own, sized by [`crate::Limits::work_bytes`], with an inode cap to
+/// match: the staged folder and everything the step writes there live in it, so a step can
+/// never fill the host's disk or its inodes (RLIMIT_FSIZE alone caps single files only). Its
+/// pages are charged to whoever writes them, so what the step writes also counts against the
+/// sandbox's memory limit.
+fn mount_work_tmpfs(work: &Path, host_id: u32, work_bytes: u64) -> Result<(), Error> {
+    use rustix::mount::{MountFlags, mount};
+    let inodes = (work_bytes / 8192).clamp(1024, 1 << 20);
+    let options =
+        format!("size={work_bytes},nr_inodes={inodes},mode=0700,uid={host_id},gid={host_id}");
+    let options = std::ffi::CString::new(options).map_err(|_| Error::LayerFailed {
+        layer: String::from("work size cap"),
+        detail: String::from("the tmpfs options contain a NUL byte"),
+    })?;
+    mount(
+        "tmpfs",
+        work,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        Some(options.as_c_str()),
+    )
+    .map_err(|errno| Error::LayerFailed {
+        layer: String::from("work size cap"),
+        detail: format!("cannot mount a tmpfs at {}: {errno}", work.display()),
+    })
 }

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use sandbox::local::LocalBackend;
-use sandbox::{Isolation, Limits, Observation};
+use sandbox::{Isolation, Limits, Observation, Outcome};
 use serde_json::json;
 
 use crate::hostile::support::{Filter, Probe, SYSCALL_HELPER, report};
@@ -161,26 +161,35 @@ def main():
     return {"written": written}
 "#;
 
-/// GAP (medium): `/work` is a bind of a folder on the host's disk with no size cap of its own.
-/// RLIMIT_FSIZE caps each file and the copy-back caps what comes back, but a step can write
-/// files until the host's state filesystem is full (the platform's database may live there).
-/// Here a step whose `/tmp` is capped at 4 MiB writes 20 MiB to the host. Proposed fix: a
-/// per-sandbox tmpfs (size from a new `Limits::work_bytes`) or a project quota for `work`.
+/// Finding (medium, fixed in `local/run.rs`): `/work` was a bind of a folder on the host's
+/// disk with no size cap of its own, so a step could write until the host's state filesystem
+/// was full. `/work` is now a tmpfs of its own sized by `Limits::work_bytes`: a step whose
+/// `/work` is capped at 8 MiB cannot write 20 MiB there (ENOSPC), beside a control run with a
+/// larger cap that shows the probe writes all of it when allowed.
 #[test]
-fn review_gap_work_has_no_size_cap_of_its_own_needs_root() {
+fn g10_work_has_a_size_cap_of_its_own_needs_root() {
     let state = tempfile::tempdir().unwrap();
-    let limits = Limits {
+    let capped = Limits {
         tmp_bytes: 4 * 1024 * 1024,
         file_size_bytes: 4 * 1024 * 1024,
+        work_bytes: 8 * 1024 * 1024,
         ..Limits::default()
     };
-    let observation = run_with_state(state.path(), WORK_FILL, limits);
-    let answer = report(&observation);
-    assert_eq!(
-        answer["written"],
-        20 * 1024 * 1024,
-        "the gap is closed: turn this test around ({answer})"
+    let observation = run_with_state(state.path(), WORK_FILL, capped);
+    assert!(
+        !matches!(observation.outcome, Outcome::Succeeded { .. }),
+        "a step wrote 20 MiB into an 8 MiB /work: {:?}",
+        observation.outcome
     );
+    let control = Limits {
+        tmp_bytes: 4 * 1024 * 1024,
+        file_size_bytes: 4 * 1024 * 1024,
+        work_bytes: 64 * 1024 * 1024,
+        ..Limits::default()
+    };
+    let observation = run_with_state(state.path(), WORK_FILL, control);
+    let answer = report(&observation);
+    assert_eq!(answer["written"], 20 * 1024 * 1024, "control: {answer}");
 }
 
 /// Finding (medium, fixed in `local/run.rs`): `finish` destructured its `Prepared`, and the

@@ -16,6 +16,7 @@ fn small_limits() -> Limits {
         wall: Duration::from_secs(10),
         file_size_bytes: 4 * 1024 * 1024,
         tmp_bytes: 8 * 1024 * 1024,
+        work_bytes: 16 * 1024 * 1024,
         output_bytes: 64 * 1024,
         open_files: 64,
     }
