@@ -305,7 +305,7 @@ pub fn sweep(options: &LocalOptions) -> Result<SweepReport, Error> {
         for entry in entries.flatten() {
             let path = entry.path();
             // A crash leaves each scratch folder's `/work` tmpfs mounted.
-            let _ = rustix::mount::unmount(&path.join("work"), rustix::mount::UnmountFlags::DETACH);
+            let _ = rustix::mount::unmount(path.join("work"), rustix::mount::UnmountFlags::DETACH);
             std::fs::remove_dir_all(&path)
                 .map_err(|source| Error::io("cannot remove", &path, source))?;
             report.scratch_dirs += 1;

@@ -396,7 +396,7 @@ impl ScratchDir {
 impl Drop for ScratchDir {
     fn drop(&mut self) {
         // Detach first: removing the files one by one from a tmpfs would only waste time.
-        let _ = rustix::mount::unmount(&self.work(), rustix::mount::UnmountFlags::DETACH);
+        let _ = rustix::mount::unmount(self.work(), rustix::mount::UnmountFlags::DETACH);
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }
