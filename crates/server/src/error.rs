@@ -45,6 +45,14 @@ pub enum Error {
     /// A matched route that has no entry in the policy table: refused, never served.
     #[error("the route {method} {route} has no policy in auth::policy_table")]
     MissingPolicy { method: String, route: String },
+    /// A matched path asked with a method it does not serve (`TRACE`, `OPTIONS`, `PUT` on a
+    /// list...); `allowed` lists the methods it serves, for the `Allow` header.
+    #[error("{method} is not served at {route} (it serves {allowed})")]
+    MethodNotAllowed {
+        method: String,
+        route: String,
+        allowed: String,
+    },
     /// A request body or field that is not acceptable; `reason` is ours, safe to show.
     #[error("invalid {field}: {reason}")]
     InvalidInput { field: &'static str, reason: String },
@@ -189,6 +197,10 @@ impl Error {
                 "This form has expired. Reload the page and try again.",
             ),
             Error::NotFound { .. } => (StatusCode::NOT_FOUND, "There is nothing here."),
+            Error::MethodNotAllowed { .. } => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "This address does not take this method.",
+            ),
             Error::InvalidInput { .. } => (StatusCode::BAD_REQUEST, "The request is not valid."),
             Error::SignInFailed { .. } => (
                 StatusCode::UNAUTHORIZED,
@@ -290,6 +302,11 @@ impl IntoResponse for Error {
             if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
                 response.headers_mut().insert(header::RETRY_AFTER, value);
             }
+        }
+        if let Error::MethodNotAllowed { allowed, .. } = &self
+            && let Ok(value) = HeaderValue::from_str(allowed)
+        {
+            response.headers_mut().insert(header::ALLOW, value);
         }
         response.extensions_mut().insert(ErrorReport {
             public_message,

@@ -24,7 +24,8 @@ pub(crate) fn escape(text: &str) -> String {
 pub(crate) fn page(title: &str, body_html: &str) -> Html<String> {
     Html(format!(
         "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>{} - \
-         stepward</title></head>\n<body>\n{body_html}\n</body>\n</html>\n",
+         stepward</title><link rel=\"stylesheet\" href=\"/static/console.css\"></head>\n\
+         <body>\n{body_html}\n</body>\n</html>\n",
         escape(title)
     ))
 }

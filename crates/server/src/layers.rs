@@ -17,6 +17,7 @@ use crate::authn::{Authenticated, authenticate};
 use crate::error::ErrorReport;
 use crate::handlers::audit;
 use crate::html::SignInHint;
+use crate::routes::registered_routes;
 use crate::{AppState, Error, html};
 
 /// The headers set on every response, whatever it is.
@@ -125,6 +126,29 @@ fn changes_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
+/// Why a matched path has no policy for this method. A method the path does not serve at all
+/// (the router would answer 405 for it) is a 405 with the methods it does serve; a served route
+/// without a policy stays the 500 that refuses to serve it.
+fn no_policy(method: String, route: String) -> Error {
+    let served: Vec<&'static str> = registered_routes()
+        .into_iter()
+        .filter(|(_, path)| *path == route)
+        .map(|(served_method, _)| served_method)
+        .collect();
+    if served.contains(&method.as_str()) {
+        return Error::MissingPolicy { method, route };
+    }
+    let mut allowed = served;
+    if allowed.contains(&"GET") {
+        allowed.push("HEAD");
+    }
+    Error::MethodNotAllowed {
+        method,
+        route,
+        allowed: allowed.join(", "),
+    }
+}
+
 async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
     let method = policy_method(request.method()).to_owned();
     let Some(route) = request
@@ -138,7 +162,7 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
         });
     };
     let Some(policy) = find_policy(&method, &route) else {
-        return Err(Error::MissingPolicy { method, route });
+        return Err(no_policy(method, route));
     };
     let authenticated = match policy.least_role {
         Access::Role(_) => authenticate(&state.shared, request.headers())?,

@@ -10,7 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, audit, console, keys, people, runs, sessions, shares, signin, vault, workflows,
+    admin, approve, assets, audit, console, keys, people, runs, sessions, shares, signin, vault,
+    workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -64,6 +65,8 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Get, "/", signin::home),
         // The OpenAPI document of the JSON API, generated from this list and the policy table.
         entry(Get, "/api/openapi.json", openapi::serve_document),
+        // The console's stylesheet, compiled in.
+        entry(Get, "/static/{*path}", assets::serve),
         // Sessions.
         entry(Get, "/api/sessions", sessions::list_own),
         entry(Delete, "/api/sessions", sessions::revoke_all_own),

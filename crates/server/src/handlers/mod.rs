@@ -3,6 +3,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod approve;
+pub(crate) mod assets;
 pub(crate) mod audit;
 pub(crate) mod console;
 pub(crate) mod keys;

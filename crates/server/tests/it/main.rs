@@ -7,12 +7,14 @@
 
 mod admin;
 mod approve;
+mod assets;
 mod bootstrap;
 mod console;
 mod decisions;
 mod headers;
 mod keys;
 mod matrix;
+mod methods;
 mod people;
 mod sessions;
 mod shares;

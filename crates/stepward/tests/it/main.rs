@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod cli;
 mod runs;
 mod serve;
