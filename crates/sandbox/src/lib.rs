@@ -178,6 +178,32 @@ pub struct Observation {
     pub isolation_notes: Vec<String>,
 }
 
+impl Observation {
+    /// What a backend observed of a step that never started: refused for `reason`.
+    pub(crate) fn refused(backend: &'static str, interpreter: String, reason: &str) -> Observation {
+        Observation {
+            outcome: Outcome::Refused {
+                reason: reason.to_string(),
+            },
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            output_truncated: false,
+            copy_back: copyback::CopyBack::default(),
+            interpreter,
+            backend,
+            isolation_notes: Vec::new(),
+        }
+    }
+}
+
+/// Nanoseconds since the epoch: with the slot index, a name no other sandbox has.
+pub(crate) fn unique_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| elapsed.as_nanos())
+        .unwrap_or_default()
+}
+
 /// An isolation backend: runs one invocation in a sandbox created for it and destroyed after.
 pub trait Isolation: Send + Sync {
     /// The backend's name as recorded with each run ("local", "gvisor", "unisolated").

@@ -187,10 +187,8 @@ impl App {
                 );
                 options.egress = self.egress_options()?;
                 // Per data directory: its own cgroup parent and its own band of host ids.
-                let instance = self.config.instance_id();
-                options.cgroups.parent = format!("stepward-{instance}");
-                let band = u32::from_str_radix(&instance[..4], 16).unwrap_or_default() % 1000;
-                options.uid_base = 1_800_000_000 + band * options.slots;
+                options.cgroups.parent = format!("stepward-{}", self.config.instance_id());
+                options.uid_base = 1_800_000_000 + self.config.uid_band() * options.slots;
                 if let Some(egress) = &options.egress {
                     sandbox::net::install_policy(egress)
                         .context("cannot install the egress policy (nftables)")?;
@@ -204,13 +202,11 @@ impl App {
             }
             Backend::Gvisor => {
                 let mut options = sandbox::gvisor::GvisorOptions::new(state_dir);
-                let instance = self.config.instance_id();
-                options.cgroups.parent = format!("stepward-gvisor-{instance}");
-                let band = u32::from_str_radix(&instance[..4], 16).unwrap_or_default() % 1000;
+                options.cgroups.parent = format!("stepward-gvisor-{}", self.config.instance_id());
                 // Each gvisor slot maps a range of 1024 ids: 64 slots per data directory, in a
                 // band of its own, clear of the local backend's ids.
                 options.slots = 64;
-                options.uid_base = 2_000_000_000 + band * options.slots * 1024;
+                options.uid_base = 2_000_000_000 + self.config.uid_band() * options.slots * 1024;
                 sandbox::gvisor::sweep(&options)
                     .context("cannot sweep gvisor sandboxes left by an earlier crash")?;
                 Ok(Arc::new(

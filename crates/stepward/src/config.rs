@@ -118,4 +118,11 @@ impl Config {
         let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
         hex::encode(&digest[..6])
     }
+
+    /// Which of 1,000 bands of host ids this data directory's sandboxes use, so that two data
+    /// directories on one machine rarely share one (they share per-id process counts then).
+    pub fn uid_band(&self) -> u32 {
+        let instance = self.instance_id();
+        u32::from_str_radix(&instance[..4], 16).unwrap_or_default() % 1000
+    }
 }

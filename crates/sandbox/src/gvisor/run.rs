@@ -8,20 +8,20 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde::Serialize;
 use zeroize::Zeroizing;
 
 use crate::cgroup::SandboxCgroup;
-use crate::copyback::{self, CopyBack, Manifest};
+use crate::copyback::{self, Manifest};
 use crate::gvisor::container::{Container, Launch};
 use crate::gvisor::spec::{self, MountPoint, SpecInputs};
 use crate::gvisor::{CONTAINER_PREFIX, GvisorBackend};
 use crate::local::outcome::{self, Observed};
 use crate::runtime::Runtime;
 use crate::slot::Slot;
-use crate::{Error, Invocation, Limits, NetworkMode, Observation, Outcome};
+use crate::{Error, Invocation, Limits, NetworkMode, Observation};
 
 /// Memory the runsc sandbox itself (sentry, gofer, Go runtimes) needs beyond the step's own
 /// limit; the cgroup around the whole sandbox allows the step's limit plus this.
@@ -44,7 +44,8 @@ struct Request<'a> {
 pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Observation, Error> {
     let runtime = backend.runtimes.get(invocation.python)?;
     if invocation.network == NetworkMode::PublicEgress {
-        return Ok(refused(
+        return Ok(Observation::refused(
+            "gvisor",
             runtime.version.clone(),
             "public_egress is not built for the gvisor backend yet (no egress network is wired into runsc's network namespace), so the step cannot get the network it declares; run it with the local backend",
         ));
@@ -170,7 +171,7 @@ fn start(
             detail: String::from("uid_base + slot * ids per sandbox overflows"),
         })?;
     let step_host_id = host_id_base + spec::SANDBOX_UID;
-    let suffix = format!("{}-{}", slot.index(), unique_nanos());
+    let suffix = format!("{}-{}", slot.index(), crate::unique_nanos());
     let scratch = Scratch::create(&options.scratch_dir(), &suffix, host_id_base)?;
     build_root(&scratch.root(), runtime)?;
     std::fs::create_dir(scratch.work())
@@ -363,28 +364,6 @@ fn build_root(root: &Path, runtime: &Runtime) -> Result<(), Error> {
 /// `path` (absolute inside the sandbox) under `root` on the host.
 fn inside(root: &Path, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))
-}
-
-fn refused(interpreter: String, reason: &str) -> Observation {
-    Observation {
-        outcome: Outcome::Refused {
-            reason: reason.to_string(),
-        },
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        output_truncated: false,
-        copy_back: CopyBack::default(),
-        interpreter,
-        backend: "gvisor",
-        isolation_notes: Vec::new(),
-    }
-}
-
-fn unique_nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_nanos())
-        .unwrap_or_default()
 }
 
 /// The bundle of one sandbox: `config.json`, `rootfs` (the read-only root), `work` (the

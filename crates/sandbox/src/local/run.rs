@@ -9,13 +9,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use serde::Serialize;
 use zeroize::Zeroizing;
 
 use crate::cgroup::SandboxCgroup;
-use crate::copyback::{self, CopyBack};
+use crate::copyback;
 use crate::jail::plan::CgroupNamespaceTiming;
 use crate::local::Shared;
 use crate::local::helper::Helper;
@@ -23,7 +23,7 @@ use crate::local::outcome::{self, Observed};
 use crate::local::plan::{self as local_plan, PlanInputs};
 use crate::local::pool::Class;
 use crate::slot::Slot;
-use crate::{Error, Invocation, NetworkMode, Observation, Outcome};
+use crate::{Error, Invocation, NetworkMode, Observation};
 
 /// Whether the jail loads its seccomp filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +76,8 @@ pub(crate) fn run(
 ) -> Result<Observation, Error> {
     let runtime = shared.runtimes.get(invocation.python)?;
     if invocation.network == NetworkMode::PublicEgress && shared.options.egress.is_none() {
-        return Ok(refused(
+        return Ok(Observation::refused(
+            "local",
             runtime.version.clone(),
             "public_egress is not configured on this server (no egress network options), so the step cannot get the network it declares",
         ));
@@ -139,7 +140,7 @@ pub(crate) fn prepare(
             layer: String::from("uid/gid maps"),
             detail: String::from("uid_base + slot overflows"),
         })?;
-    let suffix = format!("{}-{}", slot.index(), unique_nanos());
+    let suffix = format!("{}-{}", slot.index(), crate::unique_nanos());
     let scratch = ScratchDir::create(
         &shared.options.scratch_dir(),
         &suffix,
@@ -336,28 +337,6 @@ struct Finished {
     _cgroup: SandboxCgroup,
     _scratch: ScratchDir,
     _slot: Slot,
-}
-
-fn refused(interpreter: String, reason: &str) -> Observation {
-    Observation {
-        outcome: Outcome::Refused {
-            reason: reason.to_string(),
-        },
-        stdout: Vec::new(),
-        stderr: Vec::new(),
-        output_truncated: false,
-        copy_back: CopyBack::default(),
-        interpreter,
-        backend: "local",
-        isolation_notes: Vec::new(),
-    }
-}
-
-fn unique_nanos() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_nanos())
-        .unwrap_or_default()
 }
 
 /// The scratch folder of one sandbox: `work` (the folder's copy, `/work`) and `root` (the
