@@ -213,68 +213,24 @@ fn already_exists(what: String) -> impl FnOnce(rusqlite::Error) -> TxError {
 }
 
 impl SqliteStore {
-    fn read_people(
+    /// Runs a query and turns each row into a record: `read` takes the columns while the
+    /// connection is held, `convert` parses them into the record afterwards.
+    fn read_records<Row, Record>(
         &self,
         operation: &'static str,
         sql: &str,
         parameters: impl rusqlite::Params,
-    ) -> Result<Vec<PersonRecord>, Error> {
+        read: fn(&rusqlite::Row<'_>) -> rusqlite::Result<Row>,
+        convert: fn(Row) -> Result<Record, Error>,
+    ) -> Result<Vec<Record>, Error> {
         let rows = self
             .with_conn(|connection| {
                 let mut statement = connection.prepare(sql)?;
-                let rows = statement.query_map(parameters, read_person)?;
+                let rows = statement.query_map(parameters, read)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(backend(operation))?;
-        rows.into_iter().map(person_from_row).collect()
-    }
-
-    fn read_sessions(
-        &self,
-        operation: &'static str,
-        sql: &str,
-        parameters: impl rusqlite::Params,
-    ) -> Result<Vec<SessionRecord>, Error> {
-        let rows = self
-            .with_conn(|connection| {
-                let mut statement = connection.prepare(sql)?;
-                let rows = statement.query_map(parameters, read_session)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(backend(operation))?;
-        rows.into_iter().map(session_from_row).collect()
-    }
-
-    fn read_api_keys(
-        &self,
-        operation: &'static str,
-        sql: &str,
-        parameters: impl rusqlite::Params,
-    ) -> Result<Vec<ApiKeyRecord>, Error> {
-        let rows = self
-            .with_conn(|connection| {
-                let mut statement = connection.prepare(sql)?;
-                let rows = statement.query_map(parameters, read_api_key)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(backend(operation))?;
-        rows.into_iter().map(api_key_from_row).collect()
-    }
-
-    fn read_shares(
-        &self,
-        operation: &'static str,
-        sql: &str,
-        parameters: impl rusqlite::Params,
-    ) -> Result<Vec<ShareLinkRecord>, Error> {
-        let rows = self
-            .with_conn(|connection| {
-                let mut statement = connection.prepare(sql)?;
-                let rows = statement.query_map(parameters, read_share)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(backend(operation))?;
-        rows.into_iter().map(share_from_row).collect()
+        rows.into_iter().map(convert).collect()
     }
 
     fn execute(
@@ -328,7 +284,13 @@ impl PeopleStore for SqliteStore {
     fn person(&self, id: &str) -> Result<Option<PersonRecord>, Error> {
         let sql = format!("SELECT {PERSON_COLUMNS} FROM people WHERE id = ?1");
         Ok(self
-            .read_people("read person", &sql, params![id])?
+            .read_records(
+                "read person",
+                &sql,
+                params![id],
+                read_person,
+                person_from_row,
+            )?
             .into_iter()
             .next())
     }
@@ -341,10 +303,12 @@ impl PeopleStore for SqliteStore {
         let sql =
             format!("SELECT {PERSON_COLUMNS} FROM people WHERE account_id = ?1 AND email = ?2");
         Ok(self
-            .read_people(
+            .read_records(
                 "read person by email",
                 &sql,
                 params![account.as_str(), email],
+                read_person,
+                person_from_row,
             )?
             .into_iter()
             .next())
@@ -354,7 +318,13 @@ impl PeopleStore for SqliteStore {
         let sql = format!(
             "SELECT {PERSON_COLUMNS} FROM people WHERE account_id = ?1 ORDER BY created_at, id"
         );
-        self.read_people("list people", &sql, params![account.as_str()])
+        self.read_records(
+            "list people",
+            &sql,
+            params![account.as_str()],
+            read_person,
+            person_from_row,
+        )
     }
 
     fn change_role(
@@ -585,7 +555,13 @@ impl PeopleStore for SqliteStore {
              WHERE s.token_hash = ?1"
         );
         Ok(self
-            .read_sessions("read session", &sql, params![token_hash.0.as_slice()])?
+            .read_records(
+                "read session",
+                &sql,
+                params![token_hash.0.as_slice()],
+                read_session,
+                session_from_row,
+            )?
             .into_iter()
             .next())
     }
@@ -605,7 +581,13 @@ impl PeopleStore for SqliteStore {
              WHERE s.person_id = ?1 AND s.revoked_at IS NULL
              ORDER BY s.created_at DESC, s.id"
         );
-        self.read_sessions("list sessions", &sql, params![person_id])
+        self.read_records(
+            "list sessions",
+            &sql,
+            params![person_id],
+            read_session,
+            session_from_row,
+        )
     }
 
     fn revoke_session(
@@ -655,7 +637,13 @@ impl PeopleStore for SqliteStore {
     fn api_key(&self, key_id: &str) -> Result<Option<ApiKeyRecord>, Error> {
         let sql = format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE key_id = ?1");
         Ok(self
-            .read_api_keys("read API key", &sql, params![key_id])?
+            .read_records(
+                "read API key",
+                &sql,
+                params![key_id],
+                read_api_key,
+                api_key_from_row,
+            )?
             .into_iter()
             .next())
     }
@@ -665,7 +653,13 @@ impl PeopleStore for SqliteStore {
             "SELECT {API_KEY_COLUMNS} FROM api_keys WHERE account_id = ?1
              ORDER BY created_at, key_id"
         );
-        self.read_api_keys("list API keys", &sql, params![account.as_str()])
+        self.read_records(
+            "list API keys",
+            &sql,
+            params![account.as_str()],
+            read_api_key,
+            api_key_from_row,
+        )
     }
 
     fn touch_api_key(&self, key_id: &str, at: Timestamp) -> Result<(), Error> {
@@ -720,7 +714,13 @@ impl PeopleStore for SqliteStore {
     ) -> Result<Option<ShareLinkRecord>, Error> {
         let sql = format!("SELECT {SHARE_COLUMNS} FROM share_links WHERE token_hash = ?1");
         Ok(self
-            .read_shares("read share link", &sql, params![token_hash.0.as_slice()])?
+            .read_records(
+                "read share link",
+                &sql,
+                params![token_hash.0.as_slice()],
+                read_share,
+                share_from_row,
+            )?
             .into_iter()
             .next())
     }
@@ -730,7 +730,13 @@ impl PeopleStore for SqliteStore {
             "SELECT {SHARE_COLUMNS} FROM share_links WHERE account_id = ?1
              ORDER BY created_at DESC, id"
         );
-        self.read_shares("list share links", &sql, params![account.as_str()])
+        self.read_records(
+            "list share links",
+            &sql,
+            params![account.as_str()],
+            read_share,
+            share_from_row,
+        )
     }
 
     fn revoke_share_link(
