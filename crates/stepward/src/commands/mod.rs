@@ -26,6 +26,24 @@ pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diag
         .collect()
 }
 
+/// Reads and parses a workflow file. An invalid one has its diagnostics printed, followed by
+/// `{file}: invalid, so {consequence}; fix the problems above`, and gives `None`.
+pub fn parse_workflow_file(
+    path: &std::path::Path,
+    consequence: &str,
+) -> anyhow::Result<Option<spec::Workflow>> {
+    let text = crate::definitions::read_text(path)?;
+    let name = crate::definitions::display_name(path);
+    match spec::parse_workflow(&name, &text) {
+        Ok(workflow) => Ok(Some(workflow)),
+        Err(diagnostics) => {
+            print_diagnostics(&diagnostics, &text);
+            eprintln!("{name}: invalid, so {consequence}; fix the problems above");
+            Ok(None)
+        }
+    }
+}
+
 /// Prints diagnostics for a person: each with the offending line and a caret.
 pub fn print_diagnostics(diagnostics: &[spec::Diagnostic], source: &str) {
     for diagnostic in diagnostics {

@@ -2,19 +2,12 @@
 
 use crate::Outcome;
 use crate::cli::ReachArgs;
-use crate::commands::{print_diagnostics, print_json};
-use crate::definitions::{agents_dir, display_name, load_agent, read_text};
+use crate::commands::{parse_workflow_file, print_json};
+use crate::definitions::{agents_dir, load_agent};
 
 pub fn run(args: &ReachArgs) -> anyhow::Result<Outcome> {
-    let text = read_text(&args.file)?;
-    let name = display_name(&args.file);
-    let workflow = match spec::parse_workflow(&name, &text) {
-        Ok(workflow) => workflow,
-        Err(diagnostics) => {
-            print_diagnostics(&diagnostics, &text);
-            eprintln!("{name}: invalid, so there is no reach to show; fix the problems above");
-            return Ok(Outcome::Invalid);
-        }
+    let Some(workflow) = parse_workflow_file(&args.file, "there is no reach to show")? else {
+        return Ok(Outcome::Invalid);
     };
     let agents = agents_dir(&args.file, args.agents.as_deref());
     let rows = spec::reach(&workflow, &|agent| load_agent(&agents, agent).ok());

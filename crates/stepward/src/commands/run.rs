@@ -6,20 +6,12 @@ use serde_json::{Map, Value};
 use crate::Outcome;
 use crate::app::App;
 use crate::cli::RunArgs;
-use crate::commands::{print_diagnostics, print_summary, summary_outcome};
+use crate::commands::{parse_workflow_file, print_summary, summary_outcome};
 use crate::config::Config;
-use crate::definitions::{display_name, read_text};
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
-    let text = read_text(&args.file)?;
-    let name = display_name(&args.file);
-    let workflow = match spec::parse_workflow(&name, &text) {
-        Ok(workflow) => workflow,
-        Err(diagnostics) => {
-            print_diagnostics(&diagnostics, &text);
-            eprintln!("{name}: invalid, so nothing ran; fix the problems above");
-            return Ok(Outcome::Invalid);
-        }
+    let Some(workflow) = parse_workflow_file(&args.file, "nothing ran")? else {
+        return Ok(Outcome::Invalid);
     };
     let inputs = match workflow_inputs(&workflow, &args.inputs) {
         Ok(inputs) => inputs,
