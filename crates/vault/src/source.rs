@@ -91,6 +91,11 @@ fn secret_name(kind: ItemKind, name: &str, field: &str) -> SecretName {
 
 /// Every item identity a request names.
 fn requested_identities(request: &SecretRequest) -> BTreeSet<(ItemKind, &str)> {
+    requested_in_order(request).collect()
+}
+
+/// The item identities a request names, in the order asked for (repeats included).
+fn requested_in_order(request: &SecretRequest) -> impl Iterator<Item = (ItemKind, &str)> {
     request
         .connections
         .iter()
@@ -107,7 +112,6 @@ fn requested_identities(request: &SecretRequest) -> BTreeSet<(ItemKind, &str)> {
                 .iter()
                 .map(|provider| (ItemKind::ModelKey, provider.as_str())),
         )
-        .collect()
 }
 
 /// How a missing or revoked item is named: `connection payments`, `secret GITHUB_TOKEN`,
@@ -125,23 +129,7 @@ impl Vault {
         // Each name once, in the order first asked for.
         let mut wanted: Vec<(ItemKind, &str)> = Vec::new();
         let mut seen = BTreeSet::new();
-        let requested = request
-            .connections
-            .iter()
-            .map(|alias| (ItemKind::Connection, alias.as_str()))
-            .chain(
-                request
-                    .secrets
-                    .iter()
-                    .map(|name| (ItemKind::Secret, name.as_str())),
-            )
-            .chain(
-                request
-                    .model_keys
-                    .iter()
-                    .map(|provider| (ItemKind::ModelKey, provider.as_str())),
-            );
-        for entry in requested {
+        for entry in requested_in_order(request) {
             if seen.insert(entry) {
                 wanted.push(entry);
             }
