@@ -10,6 +10,7 @@
 
 pub mod copyback;
 pub mod net;
+mod request;
 
 pub mod cgroup;
 mod error;

@@ -10,9 +10,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use serde::Serialize;
-use zeroize::Zeroizing;
-
 use crate::cgroup::SandboxCgroup;
 use crate::copyback::{self, Manifest};
 use crate::gvisor::container::{Container, Launch};
@@ -31,16 +28,6 @@ const SANDBOX_MEMORY_OVERHEAD: u64 = 256 * 1024 * 1024;
 /// the step's own pids limit, which gVisor enforces inside through RLIMIT_NPROC.
 const SANDBOX_PIDS_OVERHEAD: u32 = 256;
 
-/// The request the harness reads from stdin: the same document the local backend sends.
-#[derive(Serialize)]
-struct Request<'a> {
-    code: &'a str,
-    inputs_json: &'a str,
-    env: Vec<(&'a str, &'a str)>,
-    stdlib_module_names: &'a [String],
-    result_limit: usize,
-}
-
 pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Observation, Error> {
     let runtime = backend.runtimes.get(invocation.python)?;
     if invocation.network == NetworkMode::PublicEgress {
@@ -50,27 +37,7 @@ pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Obs
             "public_egress is not built for the gvisor backend yet (no egress network is wired into runsc's network namespace), so the step cannot get the network it declares; run it with the local backend",
         ));
     }
-    let mut request = Zeroizing::new(Vec::with_capacity(
-        invocation.code.len() + invocation.inputs_json.len() + 64 * 1024,
-    ));
-    serde_json::to_writer(
-        &mut *request,
-        &Request {
-            code: &invocation.code,
-            inputs_json: &invocation.inputs_json,
-            env: invocation
-                .env
-                .iter()
-                .map(|variable| (variable.name.as_str(), variable.value.as_str()))
-                .collect(),
-            stdlib_module_names: &runtime.stdlib_module_names,
-            result_limit: invocation.limits.output_bytes,
-        },
-    )
-    .map_err(|source| Error::Plan {
-        action: "encoded",
-        source,
-    })?;
+    let request = crate::request::harness_request(&invocation, &runtime.stdlib_module_names)?;
 
     let Started {
         mut container,

@@ -11,9 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
-use zeroize::Zeroizing;
-
 use crate::cgroup::SandboxCgroup;
 use crate::copyback;
 use crate::jail::plan::CgroupNamespaceTiming;
@@ -31,17 +28,6 @@ pub(crate) enum SeccompMode {
     Enforced,
     #[cfg(feature = "test-controls")]
     DisabledForControlProbe,
-}
-
-/// The request the harness reads from stdin. Holds the environment's values: serialised into
-/// a buffer that is zeroed on drop.
-#[derive(Serialize)]
-struct Request<'a> {
-    code: &'a str,
-    inputs_json: &'a str,
-    env: Vec<(&'a str, &'a str)>,
-    stdlib_module_names: &'a [String],
-    result_limit: usize,
 }
 
 /// A sandbox whose Python waits for its request. Fields drop in declaration order, which is
@@ -251,27 +237,7 @@ pub(crate) fn finish(
         stdlib_module_names,
     } = prepared;
     let manifest = copyback::stage_in(&invocation.work_dir, &scratch.work(), (host_id, host_id))?;
-    let mut request = Zeroizing::new(Vec::with_capacity(
-        invocation.code.len() + invocation.inputs_json.len() + 64 * 1024,
-    ));
-    serde_json::to_writer(
-        &mut *request,
-        &Request {
-            code: &invocation.code,
-            inputs_json: &invocation.inputs_json,
-            env: invocation
-                .env
-                .iter()
-                .map(|variable| (variable.name.as_str(), variable.value.as_str()))
-                .collect(),
-            stdlib_module_names: &stdlib_module_names,
-            result_limit: invocation.limits.output_bytes,
-        },
-    )
-    .map_err(|source| Error::Plan {
-        action: "encoded",
-        source,
-    })?;
+    let request = crate::request::harness_request(&invocation, &stdlib_module_names)?;
 
     let deadline = Instant::now() + invocation.limits.wall;
     // On an error the guards drop right here, the helper first (it kills and reaps the

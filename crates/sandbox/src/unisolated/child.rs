@@ -26,16 +26,6 @@ pub(crate) struct Watched {
     pub(crate) report_truncated: bool,
 }
 
-/// The request the harness reads from its stdin.
-#[derive(serde::Serialize)]
-struct Request<'a> {
-    code: &'a str,
-    inputs_json: &'a str,
-    env: Vec<(&'a str, &'a str)>,
-    stdlib_module_names: &'a [String],
-    result_limit: usize,
-}
-
 pub(crate) fn run_child(
     runtime: &Runtime,
     harness: &Path,
@@ -43,22 +33,7 @@ pub(crate) fn run_child(
     invocation: &Invocation,
 ) -> Result<Watched, Error> {
     let limits = &invocation.limits;
-    let request = serde_json::to_vec(&Request {
-        code: &invocation.code,
-        inputs_json: &invocation.inputs_json,
-        env: invocation
-            .env
-            .iter()
-            .map(|variable| (variable.name.as_str(), variable.value.as_str()))
-            .collect(),
-        stdlib_module_names: &runtime.stdlib_module_names,
-        result_limit: limits.output_bytes,
-    })
-    .map_err(|source| Error::Plan {
-        action: "encoded",
-        source,
-    })?;
-    let request = zeroize::Zeroizing::new(request);
+    let request = crate::request::harness_request(invocation, &runtime.stdlib_module_names)?;
 
     let (report_read, report_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|errno| Error::io("cannot create a pipe for", harness, errno.into()))?;
