@@ -7,7 +7,7 @@ use storage::{
 };
 
 use crate::rows::{parse_json, to_u64};
-use crate::{Durability, SqliteStore, backend};
+use crate::{Durability, SqliteStore};
 
 impl AuditLog for SqliteStore {
     fn append_audit(&self, entry: &NewAuditEntry) -> Result<AuditEntry, Error> {
@@ -87,64 +87,57 @@ impl AuditLog for SqliteStore {
             String,
             String,
         );
-        let rows: Vec<Row> = self
-            .with_conn(|connection| {
-                let mut statement = connection.prepare(
-                    "SELECT seq, account_id, run_id, actor_kind, actor_id, actor_name, action,
+        self.read_records(
+            "read audit log",
+            "SELECT seq, account_id, run_id, actor_kind, actor_id, actor_name, action,
                          detail, at, prev_hash, hash
                      FROM audit_log ORDER BY seq",
-                )?;
-                let rows = statement.query_map([], |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                        row.get(5)?,
-                        row.get(6)?,
-                        row.get(7)?,
-                        row.get(8)?,
-                        row.get(9)?,
-                        row.get(10)?,
-                    ))
-                })?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(backend("read audit log"))?;
-        rows.into_iter()
-            .map(
-                |(
-                    seq,
-                    account,
-                    run,
-                    actor_kind,
-                    actor_id,
-                    actor_name,
+            [],
+            |row| -> rusqlite::Result<Row> {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                    row.get(7)?,
+                    row.get(8)?,
+                    row.get(9)?,
+                    row.get(10)?,
+                ))
+            },
+            |(
+                seq,
+                account,
+                run,
+                actor_kind,
+                actor_id,
+                actor_name,
+                action,
+                detail,
+                at,
+                prev_hash,
+                hash,
+            )| {
+                Ok(AuditEntry {
+                    seq: to_u64("audit seq", seq)?,
+                    account: AccountId(account),
+                    run: run.map(RunId),
+                    actor: Actor::from_parts(&actor_kind, &actor_id, &actor_name).map_err(
+                        |unknown| Error::Corrupt {
+                            what: "audit actor",
+                            detail: unknown.to_string(),
+                        },
+                    )?,
                     action,
-                    detail,
-                    at,
+                    detail: parse_json("audit detail", &detail)?,
+                    at: Timestamp(at),
                     prev_hash,
                     hash,
-                )| {
-                    Ok(AuditEntry {
-                        seq: to_u64("audit seq", seq)?,
-                        account: AccountId(account),
-                        run: run.map(RunId),
-                        actor: Actor::from_parts(&actor_kind, &actor_id, &actor_name).map_err(
-                            |unknown| Error::Corrupt {
-                                what: "audit actor",
-                                detail: unknown.to_string(),
-                            },
-                        )?,
-                        action,
-                        detail: parse_json("audit detail", &detail)?,
-                        at: Timestamp(at),
-                        prev_hash,
-                        hash,
-                    })
-                },
-            )
-            .collect()
+                })
+            },
+        )
     }
 }

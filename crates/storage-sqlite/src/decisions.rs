@@ -8,7 +8,7 @@ use storage::{
 
 use crate::events::append_event_in;
 use crate::rows::{parse_name, to_u32};
-use crate::{Durability, SqliteStore, TxError, backend};
+use crate::{Durability, SqliteStore, TxError};
 
 /// The extended result code SQLite gives a unique index violation.
 const CONSTRAINT_UNIQUE: std::ffi::c_int = 2067;
@@ -82,53 +82,46 @@ impl DecisionStore for SqliteStore {
             String,
             i64,
         );
-        let rows: Vec<Row> = self
-            .with_conn(|connection| {
-                let mut statement = connection.prepare(
-                    "SELECT id, step_id, attempt, kind, actor_kind, actor_id, actor_name, door,
+        self.read_records(
+            "read decisions",
+            "SELECT id, step_id, attempt, kind, actor_kind, actor_id, actor_name, door,
                          note, at
                      FROM decisions WHERE run_id = ?1 ORDER BY id",
-                )?;
-                let rows = statement.query_map(params![run.as_str()], |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                        row.get(5)?,
-                        row.get(6)?,
-                        row.get(7)?,
-                        row.get(8)?,
-                        row.get(9)?,
-                    ))
-                })?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(backend("read decisions"))?;
-        rows.into_iter()
-            .map(
-                |(id, step_id, attempt, kind, actor_kind, actor_id, actor_name, door, note, at)| {
-                    Ok(DecisionRecord {
-                        id,
-                        run: run.clone(),
-                        step_id,
-                        attempt: attempt
-                            .map(|attempt| to_u32("decision attempt", attempt))
-                            .transpose()?,
-                        kind: parse_name(&kind)?,
-                        who: Actor::from_parts(&actor_kind, &actor_id, &actor_name).map_err(
-                            |unknown| Error::Corrupt {
-                                what: "decision actor",
-                                detail: unknown.to_string(),
-                            },
-                        )?,
-                        door: parse_name(&door)?,
-                        note,
-                        at: Timestamp(at),
-                    })
-                },
-            )
-            .collect()
+            params![run.as_str()],
+            |row| -> rusqlite::Result<Row> {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                    row.get(6)?,
+                    row.get(7)?,
+                    row.get(8)?,
+                    row.get(9)?,
+                ))
+            },
+            |(id, step_id, attempt, kind, actor_kind, actor_id, actor_name, door, note, at)| {
+                Ok(DecisionRecord {
+                    id,
+                    run: run.clone(),
+                    step_id,
+                    attempt: attempt
+                        .map(|attempt| to_u32("decision attempt", attempt))
+                        .transpose()?,
+                    kind: parse_name(&kind)?,
+                    who: Actor::from_parts(&actor_kind, &actor_id, &actor_name).map_err(
+                        |unknown| Error::Corrupt {
+                            what: "decision actor",
+                            detail: unknown.to_string(),
+                        },
+                    )?,
+                    door: parse_name(&door)?,
+                    note,
+                    at: Timestamp(at),
+                })
+            },
+        )
     }
 }

@@ -150,6 +150,26 @@ impl SqliteStore {
         f(&connection)
     }
 
+    /// Runs a query and turns each row into a record: `read` takes the columns while the
+    /// connection is held, `convert` parses them into the record afterwards.
+    pub(crate) fn read_records<Row, Record>(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        parameters: impl rusqlite::Params,
+        read: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Row>,
+        convert: impl FnMut(Row) -> Result<Record, storage::Error>,
+    ) -> Result<Vec<Record>, storage::Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                let rows = statement.query_map(parameters, read)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend(operation))?;
+        rows.into_iter().map(convert).collect()
+    }
+
     /// Runs `f` inside one `BEGIN IMMEDIATE` transaction, committed if `f` returns `Ok`. With
     /// [`Durability::Synced`] the commit is fsynced before this returns.
     pub(crate) fn with_transaction<R, E>(

@@ -213,26 +213,6 @@ fn already_exists(what: String) -> impl FnOnce(rusqlite::Error) -> TxError {
 }
 
 impl SqliteStore {
-    /// Runs a query and turns each row into a record: `read` takes the columns while the
-    /// connection is held, `convert` parses them into the record afterwards.
-    fn read_records<Row, Record>(
-        &self,
-        operation: &'static str,
-        sql: &str,
-        parameters: impl rusqlite::Params,
-        read: fn(&rusqlite::Row<'_>) -> rusqlite::Result<Row>,
-        convert: fn(Row) -> Result<Record, Error>,
-    ) -> Result<Vec<Record>, Error> {
-        let rows = self
-            .with_conn(|connection| {
-                let mut statement = connection.prepare(sql)?;
-                let rows = statement.query_map(parameters, read)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(backend(operation))?;
-        rows.into_iter().map(convert).collect()
-    }
-
     fn execute(
         &self,
         durability: Durability,
