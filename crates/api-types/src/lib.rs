@@ -7,6 +7,7 @@
 
 pub mod runs;
 pub mod schemas;
+pub mod workspace;
 
 use serde::{Deserialize, Serialize};
 
@@ -273,6 +274,46 @@ pub struct VaultSecretView {
 /// The body of `PUT /api/vault/secrets/{name}`: the value goes in and never comes back out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetSecretRequest {
+    pub value: String,
+}
+
+/// A connection of the account's vault as the API shows it: its alias and the names of its
+/// fields, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaultConnectionView {
+    pub alias: String,
+    /// Field names in ascending order; a step sees each as `CONN_<ALIAS>_<FIELD>`.
+    pub fields: Vec<String>,
+    /// 1 when first added, one more at each change of its fields.
+    pub version: u64,
+    /// Whether runs that ask for it are refused (until it is set again).
+    pub revoked: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// The body of `PUT /api/vault/connections/{alias}`: every field by name with its value. It
+/// replaces all the connection's fields (and lifts a revocation); values never come back out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetConnectionRequest {
+    pub fields: std::collections::BTreeMap<String, String>,
+}
+
+/// A model provider's key of the account's vault as the API shows it: never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VaultModelKeyView {
+    pub provider: String,
+    /// 1 when first set, one more at each change of value.
+    pub version: u64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// The body of `PUT /api/vault/model-keys/{provider}`: the key goes in and never comes back out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetModelKeyRequest {
     pub value: String,
 }
 

@@ -257,6 +257,43 @@ pub fn component_schemas() -> Map<String, Value> {
     );
     add("SetSecretRequest", object(&[("value", string())], &[]));
     add(
+        "VaultConnectionView",
+        object(
+            &[
+                ("alias", string()),
+                ("fields", array(string())),
+                ("version", integer()),
+                ("revoked", boolean()),
+                ("created_at", integer()),
+                ("updated_at", integer()),
+            ],
+            &[("revoked_at", integer())],
+        ),
+    );
+    add(
+        "SetConnectionRequest",
+        object(
+            &[(
+                "fields",
+                json!({ "type": "object", "minProperties": 1, "additionalProperties": string() }),
+            )],
+            &[],
+        ),
+    );
+    add(
+        "VaultModelKeyView",
+        object(
+            &[
+                ("provider", string()),
+                ("version", integer()),
+                ("created_at", integer()),
+                ("updated_at", integer()),
+            ],
+            &[],
+        ),
+    );
+    add("SetModelKeyRequest", object(&[("value", string())], &[]));
+    add(
         "WorkflowListItem",
         object(
             &[("name", string()), ("file", string()), ("valid", boolean())],
@@ -315,6 +352,7 @@ pub fn component_schemas() -> Map<String, Value> {
             &[],
         ),
     );
+    crate::workspace::add_schemas(&mut schemas);
     schemas
 }
 
@@ -323,15 +361,15 @@ pub fn reference(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
-fn string() -> Value {
+pub(crate) fn string() -> Value {
     json!({ "type": "string" })
 }
 
-fn integer() -> Value {
+pub(crate) fn integer() -> Value {
     json!({ "type": "integer" })
 }
 
-fn boolean() -> Value {
+pub(crate) fn boolean() -> Value {
     json!({ "type": "boolean" })
 }
 
@@ -344,11 +382,11 @@ fn any() -> Value {
     json!({})
 }
 
-fn array(items: Value) -> Value {
+pub(crate) fn array(items: Value) -> Value {
     json!({ "type": "array", "items": items })
 }
 
-fn object(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
+pub(crate) fn object(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
     let mut properties = Map::new();
     for (name, schema) in required.iter().chain(optional) {
         properties.insert((*name).to_owned(), schema.clone());
@@ -600,6 +638,37 @@ mod tests {
                 value(SetSecretRequest { value: "v".into() }),
             ),
             (
+                "VaultConnectionView",
+                value(VaultConnectionView {
+                    alias: "a".into(),
+                    fields: vec!["api_key".into()],
+                    version: 1,
+                    revoked: true,
+                    revoked_at: Some(3),
+                    created_at: 1,
+                    updated_at: 2,
+                }),
+            ),
+            (
+                "SetConnectionRequest",
+                value(SetConnectionRequest {
+                    fields: [("api_key".to_owned(), "v".to_owned())].into(),
+                }),
+            ),
+            (
+                "VaultModelKeyView",
+                value(VaultModelKeyView {
+                    provider: "p".into(),
+                    version: 1,
+                    created_at: 1,
+                    updated_at: 2,
+                }),
+            ),
+            (
+                "SetModelKeyRequest",
+                value(SetModelKeyRequest { value: "v".into() }),
+            ),
+            (
                 "WorkflowListItem",
                 value(WorkflowListItem {
                     name: "w".into(),
@@ -661,7 +730,8 @@ mod tests {
     #[test]
     fn every_schema_names_exactly_the_fields_of_its_type() {
         let schemas = component_schemas();
-        let samples = samples();
+        let mut samples = samples();
+        samples.extend(workspace::samples());
         for (name, sample) in &samples {
             let schema = &schemas[*name];
             assert_eq!(

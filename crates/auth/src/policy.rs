@@ -110,7 +110,7 @@ const fn token(method: &'static str, path: &'static str, access: Access) -> Rout
 
 /// Every route of the server. Console pages are for people (cookies and CSRF-protected forms);
 /// the JSON API under `/api/` admits people and keys, except where a key must not act.
-static POLICY_TABLE: [RoutePolicy; 68] = [
+static POLICY_TABLE: &[RoutePolicy] = &[
     // Signing in and out, and the one-time sign-in link that lets a new person set a password
     // (the handler checks that one-time token itself).
     public("GET", "/signin"),
@@ -165,6 +165,28 @@ static POLICY_TABLE: [RoutePolicy; 68] = [
     person("GET", "/vault", Member),
     person("POST", "/vault/secrets", Admin),
     person("POST", "/vault/secrets/{name}/remove", Admin),
+    role("GET", "/api/vault/connections", Member),
+    role("PUT", "/api/vault/connections/{alias}", Admin),
+    role("DELETE", "/api/vault/connections/{alias}", Admin),
+    role("POST", "/api/vault/connections/{alias}/revoke", Admin),
+    role("GET", "/api/vault/model-keys", Member),
+    role("PUT", "/api/vault/model-keys/{provider}", Admin),
+    role("DELETE", "/api/vault/model-keys/{provider}", Admin),
+    person("POST", "/vault/connections", Admin),
+    person("POST", "/vault/connections/{alias}/remove", Admin),
+    person("POST", "/vault/connections/{alias}/revoke", Admin),
+    person("POST", "/vault/model-keys", Admin),
+    person("POST", "/vault/model-keys/{provider}/remove", Admin),
+    // The account's workspace: viewers read its files and history; members write, each write
+    // a revision authored by the person or key (G25).
+    role("GET", "/api/workspace/files", Viewer),
+    role("GET", "/api/workspace/file", Viewer),
+    role("GET", "/api/workspace/revisions", Viewer),
+    role("POST", "/api/workspace/revisions", Member),
+    person("GET", "/files", Viewer),
+    person("GET", "/files/view", Viewer),
+    person("POST", "/files", Member),
+    person("POST", "/files/delete", Member),
     // People and roles. Ownership moves only by the owner's transfer.
     role("GET", "/api/people", Admin),
     role("POST", "/api/people", Admin),
@@ -200,7 +222,7 @@ static POLICY_TABLE: [RoutePolicy; 68] = [
 
 /// Every route of the server with the least access it needs.
 pub fn policy_table() -> &'static [RoutePolicy] {
-    &POLICY_TABLE
+    POLICY_TABLE
 }
 
 /// The policy of the route with this method and path pattern (as axum's `MatchedPath` gives

@@ -258,6 +258,7 @@ fn median(mut values: Vec<Duration>) -> Duration {
 }
 
 fn measure(store: Arc<dyn Store>, label: &str, network: &str) -> Duration {
+    let workspaces = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let source = Arc::new(redact::testing::MemorySource::new());
     source.set_connection_field(
         "acct",
@@ -266,7 +267,7 @@ fn measure(store: Arc<dyn Store>, label: &str, network: &str) -> Duration {
         "sk_live_benchmark_0123456789abcdef",
     );
     let engine = Engine::new(
-        EngineOptions::default(),
+        EngineOptions::new(workspace::Workspaces::new(workspaces.path())),
         store.clone(),
         Arc::new(NoopExecutor),
         source,

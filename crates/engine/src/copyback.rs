@@ -3,7 +3,7 @@
 
 use redact::Redactor;
 use serde_json::json;
-use workspace::{Author, Change, RelPath, RevisionStore, SecretScreen};
+use workspace::{Author, Change, RelPath, SecretScreen, Workspace};
 
 use crate::Error;
 use crate::context::RunContext;
@@ -28,6 +28,7 @@ impl Engine {
         step: &str,
         attempt: u32,
         report: &ExecutionReport,
+        workspace: &Workspace,
     ) -> Result<(), Error> {
         for refusal in &report.copy_back_refusals {
             self.event(
@@ -94,14 +95,6 @@ impl Engine {
         if accepted.is_empty() {
             return Ok(());
         }
-        let Some(folder) = &self.options.revisions_dir else {
-            self.event(
-                context,
-                kind::WORKSPACE_REVISION,
-                json!({"step": step, "attempt": attempt, "revision": null, "recorded": "events_only", "files": paths}),
-            )?;
-            return Ok(());
-        };
         let author = Author::RunStep {
             run_id: context.run.id.to_string(),
             step: step.to_owned(),
@@ -109,12 +102,8 @@ impl Engine {
         };
         let message = format!("copy-back of step {step}, attempt {attempt}");
         // The revision is the record; the working folder (what the next step is staged from)
-        // follows it only once the revision is written.
-        let written = RevisionStore::open(folder)
-            .and_then(|store| store.write(&author, &message, accepted.clone(), &screens))
-            .and_then(|revision| {
-                workspace::apply_to_folder(&self.options.work_dir, &accepted).map(|()| revision)
-            });
+        // follows it, under the workspace's lock.
+        let written = workspace.commit(&author, &message, accepted, &screens);
         match written {
             Ok(revision) => {
                 self.event(

@@ -238,6 +238,12 @@ impl Engine {
                 Value::Object(serde_json::Map::new())
             }
         };
+        // Each account's steps see and write only that account's folder.
+        let workspace = self
+            .options
+            .workspaces
+            .for_account(context.run.account.as_str())
+            .map_err(|error| format!("the account's workspace cannot be opened: {error}"));
         let env = match step_env(step, &context.secrets, &context.unavailable) {
             Ok(env) => env,
             Err(reason) => {
@@ -271,31 +277,35 @@ impl Engine {
             },
             &started,
         )?;
-        if let Some(reason) = refusal {
-            self.finish(
-                context,
-                step.id(),
-                attempt,
-                AttemptStatus::Refused,
-                Finished::reason(&context.redactor, &reason),
-            )?;
-            return Ok(StepEnd::Halt {
-                status: RunStatus::NeedsAttention,
-                reason,
-            });
-        }
+        let workspace = match (refusal, workspace) {
+            (None, Ok(workspace)) => workspace,
+            (Some(reason), _) | (None, Err(reason)) => {
+                self.finish(
+                    context,
+                    step.id(),
+                    attempt,
+                    AttemptStatus::Refused,
+                    Finished::reason(&context.redactor, &reason),
+                )?;
+                return Ok(StepEnd::Halt {
+                    status: RunStatus::NeedsAttention,
+                    reason,
+                });
+            }
+        };
         let report = self.executor.execute(ExecutionRequest {
+            account: context.run.account.as_str(),
             run_id: context.run.id.as_str(),
             step,
             python: context.workflow.python(),
             inputs,
             env,
             attempt,
-            work_dir: &self.options.work_dir,
+            work_dir: workspace.files_dir(),
         });
         self.record_printed(context, step.id(), attempt, "stdout", &report.stdout)?;
         self.record_printed(context, step.id(), attempt, "stderr", &report.stderr)?;
-        self.record_copy_back(context, step.id(), attempt, &report)?;
+        self.record_copy_back(context, step.id(), attempt, &report, &workspace)?;
         let mut finished = Finished::observed(&context.redactor, &report);
         let redactor = &context.redactor;
         match report.outcome {

@@ -104,6 +104,12 @@ impl Engine {
         }
     }
 
+    /// Every account's workspace, as this engine's steps see them: a person's or key's write
+    /// through the server goes to the same folders and histories.
+    pub fn workspaces(&self) -> &workspace::Workspaces {
+        &self.options.workspaces
+    }
+
     /// Starts a run and drives it to its end, a gate, or a point where a person must decide.
     ///
     /// Refused (no run created): a workflow that no longer validates or differs from its text

@@ -7,6 +7,8 @@ use redact::SecretValue;
 
 /// Everything one attempt of one step needs. Built by the engine for each attempt.
 pub struct ExecutionRequest<'a> {
+    /// The account the run belongs to: its values screen the copy-back (G12, G19).
+    pub account: &'a str,
     pub run_id: &'a str,
     pub step: &'a spec::Step,
     /// The workflow's pinned interpreter version (G8).
@@ -18,7 +20,7 @@ pub struct ExecutionRequest<'a> {
     pub env: Vec<(String, &'a SecretValue)>,
     /// 1 for the first attempt of this step in this run.
     pub attempt: u32,
-    /// The folder the step's files are copied from and back into.
+    /// The account's working folder: the step's files are copied from and back into it.
     pub work_dir: &'a Path,
 }
 

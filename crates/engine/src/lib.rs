@@ -24,7 +24,7 @@ mod record;
 mod recovery;
 mod supervisor;
 
-use std::path::PathBuf;
+use workspace::Workspaces;
 
 pub use crate::clock::{Clock, IdSource, RandomRunIds, SystemClock};
 pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
@@ -44,11 +44,9 @@ use storage::{RunId, RunStatus};
 /// The engine's settings, handed in by the binary.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
-    /// The folder a step's files are copied from and back into (the agent's folder).
-    pub work_dir: PathBuf,
-    /// The workspace revision store's folder; copy-back changes become revisions there (G25).
-    /// `None`: changes are recorded as events only.
-    pub revisions_dir: Option<PathBuf>,
+    /// Every account's workspace: a step's files are copied from its account's working folder
+    /// and back as a revision of that account's history (G25), never another account's.
+    pub workspaces: Workspaces,
     /// The most bytes of each printed stream kept per attempt, after scrubbing.
     pub max_printed_bytes: usize,
     /// The most bytes of an error message or traceback kept, after scrubbing.
@@ -57,11 +55,11 @@ pub struct EngineOptions {
     pub max_supervisor_retries: u32,
 }
 
-impl Default for EngineOptions {
-    fn default() -> Self {
+impl EngineOptions {
+    /// The default limits, with every account's workspace under `workspaces`.
+    pub fn new(workspaces: Workspaces) -> EngineOptions {
         EngineOptions {
-            work_dir: PathBuf::from("."),
-            revisions_dir: None,
+            workspaces,
             max_printed_bytes: 64 * 1024,
             max_error_bytes: 16 * 1024,
             max_supervisor_retries: 3,

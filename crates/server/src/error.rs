@@ -123,6 +123,13 @@ pub enum Error {
         #[source]
         source: vault::Error,
     },
+    /// The account's workspace refused or failed a read or a write.
+    #[error("the workspace failed to {operation}: {source}")]
+    Workspace {
+        operation: &'static str,
+        #[source]
+        source: workspace::Error,
+    },
     /// An auth primitive failed (randomness, password hashing).
     #[error("auth failed during {operation}: {source}")]
     Auth {
@@ -243,7 +250,29 @@ impl Error {
                 source: vault::Error::NotFound { .. },
                 ..
             } => (StatusCode::NOT_FOUND, "There is nothing here."),
+            Error::Workspace {
+                source:
+                    workspace::Error::HoldsSecret { .. }
+                    | workspace::Error::PathHoldsSecret { .. }
+                    | workspace::Error::MessageHoldsSecret,
+                ..
+            } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Nothing was written: a path, the message or a file holds a current credential \
+                 value of this account (credentials belong in the vault).",
+            ),
+            Error::Workspace {
+                source:
+                    workspace::Error::Protected { .. }
+                    | workspace::Error::DuplicatePath { .. }
+                    | workspace::Error::EmptyRevision,
+                ..
+            } => (
+                StatusCode::BAD_REQUEST,
+                "Nothing was written: a path is protected (such as .secrets) or named twice.",
+            ),
             Error::MissingPolicy { .. }
+            | Error::Workspace { .. }
             | Error::WorkflowSource(_)
             | Error::Vault { .. }
             | Error::Engine { .. }

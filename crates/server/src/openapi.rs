@@ -54,6 +54,13 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         ("GET", "/api/keys") => (None, List("ApiKeyView")),
         ("POST", "/api/keys") => (Some("CreateApiKeyRequest"), One(201, "ApiKeyCreated")),
         ("DELETE", "/api/keys/{id}") => (None, NoContent),
+        ("GET", "/api/workspace/files") => (None, List("WorkspaceFileItem")),
+        ("GET", "/api/workspace/file") => (None, One(200, "WorkspaceFileView")),
+        ("GET", "/api/workspace/revisions") => (None, List("WorkspaceRevisionView")),
+        ("POST", "/api/workspace/revisions") => (
+            Some("WorkspaceWriteRequest"),
+            One(201, "WorkspaceRevisionView"),
+        ),
         ("GET", "/api/workflows") => (None, List("WorkflowListItem")),
         ("GET", "/api/workflows/{name}") => (None, One(200, "WorkflowView")),
         ("GET", "/api/workflows/{name}/reach") => (None, One(200, "ReachReport")),
@@ -70,6 +77,18 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
             (Some("SetSecretRequest"), One(200, "VaultSecretView"))
         }
         ("DELETE", "/api/vault/secrets/{name}") => (None, NoContent),
+        ("GET", "/api/vault/connections") => (None, List("VaultConnectionView")),
+        ("PUT", "/api/vault/connections/{alias}") => (
+            Some("SetConnectionRequest"),
+            One(200, "VaultConnectionView"),
+        ),
+        ("DELETE", "/api/vault/connections/{alias}") => (None, NoContent),
+        ("POST", "/api/vault/connections/{alias}/revoke") => (None, NoContent),
+        ("GET", "/api/vault/model-keys") => (None, List("VaultModelKeyView")),
+        ("PUT", "/api/vault/model-keys/{provider}") => {
+            (Some("SetModelKeyRequest"), One(200, "VaultModelKeyView"))
+        }
+        ("DELETE", "/api/vault/model-keys/{provider}") => (None, NoContent),
         ("GET", "/api/audit") => (None, List("AuditEntryView")),
         ("GET", "/api/shares") => (None, List("ShareLinkView")),
         ("POST", "/api/runs/{id}/shares") => (None, One(201, "ShareLinkCreated")),
@@ -87,6 +106,14 @@ fn path_parameters(path: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The query parameters a route requires (the handlers' `Query<...>` types say the same).
+fn query_parameters(method: &str, path: &str) -> &'static [&'static str] {
+    match (method, path) {
+        ("GET", "/api/workspace/file") => &["path"],
+        _ => &[],
+    }
+}
+
 /// The least access as the `x-least-role` extension names it.
 fn least_role_name(access: Access) -> &'static str {
     match access {
@@ -102,8 +129,14 @@ fn operation(method: &str, path: &str) -> Value {
     operation.insert("operationId".to_owned(), json!(operation_id(method, path)));
     let parameters: Vec<Value> = path_parameters(path)
         .into_iter()
-        .map(|name| {
-            json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string" } })
+        .map(|name| ("path", name))
+        .chain(
+            query_parameters(method, path)
+                .iter()
+                .map(|name| ("query", *name)),
+        )
+        .map(|(place, name)| {
+            json!({ "name": name, "in": place, "required": true, "schema": { "type": "string" } })
         })
         .collect();
     if !parameters.is_empty() {

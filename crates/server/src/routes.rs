@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, console, keys, people, runs, sessions, shares, signin, vault,
-    workflows,
+    admin, approve, assets, audit, console, files, keys, people, runs, sessions, shares, signin,
+    vault, vault_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -140,9 +140,62 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Get, "/api/vault/secrets", vault::list),
         entry(Put, "/api/vault/secrets/{name}", vault::set),
         entry(Delete, "/api/vault/secrets/{name}", vault::remove),
-        entry(Get, "/vault", admin::vault_page),
-        entry(Post, "/vault/secrets", admin::set_secret),
-        entry(Post, "/vault/secrets/{name}/remove", admin::remove_secret),
+        entry(Get, "/api/vault/connections", vault::list_connections),
+        entry(Put, "/api/vault/connections/{alias}", vault::set_connection),
+        entry(
+            Delete,
+            "/api/vault/connections/{alias}",
+            vault::remove_connection,
+        ),
+        entry(
+            Post,
+            "/api/vault/connections/{alias}/revoke",
+            vault::revoke_connection,
+        ),
+        entry(Get, "/api/vault/model-keys", vault::list_model_keys),
+        entry(
+            Put,
+            "/api/vault/model-keys/{provider}",
+            vault::set_model_key,
+        ),
+        entry(
+            Delete,
+            "/api/vault/model-keys/{provider}",
+            vault::remove_model_key,
+        ),
+        entry(Get, "/vault", vault_page::vault_page),
+        entry(Post, "/vault/secrets", vault_page::set_secret),
+        entry(
+            Post,
+            "/vault/secrets/{name}/remove",
+            vault_page::remove_secret,
+        ),
+        entry(Post, "/vault/connections", vault_page::set_connection),
+        entry(
+            Post,
+            "/vault/connections/{alias}/remove",
+            vault_page::remove_connection,
+        ),
+        entry(
+            Post,
+            "/vault/connections/{alias}/revoke",
+            vault_page::revoke_connection,
+        ),
+        entry(Post, "/vault/model-keys", vault_page::set_model_key),
+        entry(
+            Post,
+            "/vault/model-keys/{provider}/remove",
+            vault_page::remove_model_key,
+        ),
+        // The account's workspace: its files, one file, writes as revisions, the history.
+        entry(Get, "/api/workspace/files", files::list),
+        entry(Get, "/api/workspace/file", files::show),
+        entry(Get, "/api/workspace/revisions", files::history),
+        entry(Post, "/api/workspace/revisions", files::write),
+        entry(Get, "/files", files::files_page),
+        entry(Get, "/files/view", files::file_page),
+        entry(Post, "/files", files::write_with_form),
+        entry(Post, "/files/delete", files::delete_with_form),
         // The audit log.
         entry(Get, "/api/audit", audit::list),
         entry(Get, "/audit", admin::audit_page),

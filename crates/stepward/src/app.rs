@@ -16,6 +16,7 @@ use sandbox::Isolation;
 use storage::{Account, AccountId, AccountStore, Actor, AuditLog, Door, NewAuditEntry, Timestamp};
 use storage_sqlite::SqliteStore;
 use vault::{Vault, VaultOptions};
+use workspace::Workspaces;
 
 use crate::config::{Backend, Config};
 use crate::executor::SandboxExecutor;
@@ -56,6 +57,7 @@ impl App {
         if let Some(notice) = notice {
             eprintln!("{notice}");
         }
+        move_single_account_workspace(&config)?;
         let account = AccountId(LOCAL_ACCOUNT_ID.to_owned());
         store
             .ensure_account(&Account {
@@ -113,7 +115,7 @@ impl App {
     /// (its executor refuses every step).
     pub fn reading_engine(&self) -> Engine {
         Engine::new(
-            EngineOptions::default(),
+            self.engine_options(),
             self.store.clone(),
             Arc::new(RefusingExecutor),
             self.vault.clone(),
@@ -123,30 +125,24 @@ impl App {
         )
     }
 
+    /// Every account's workspace lives in its own folder under the data directory.
+    pub fn workspaces(&self) -> Workspaces {
+        Workspaces::new(self.config.accounts_dir())
+    }
+
+    fn engine_options(&self) -> EngineOptions {
+        EngineOptions::new(self.workspaces())
+    }
+
     /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted
     /// runs, and returns an engine whose steps run in the configured backend.
     pub fn engine(&self) -> anyhow::Result<(Engine, EngineLock)> {
         let lock = self.take_engine_lock()?;
         let backend = self.backend()?;
-        let executor = SandboxExecutor::new(
-            backend,
-            self.vault.clone(),
-            self.account.0.clone(),
-            sandbox::Limits::default(),
-        );
-        std::fs::create_dir_all(self.config.workspace_dir())
-            .context("cannot create the workspace folder")?;
-        let executor = LocalAccountOnly {
-            inner: executor,
-            store: self.store.clone(),
-            account: self.account.clone(),
-        };
+        let executor =
+            SandboxExecutor::new(backend, self.vault.clone(), sandbox::Limits::default());
         let engine = Engine::new(
-            EngineOptions {
-                work_dir: self.config.workspace_dir(),
-                revisions_dir: Some(self.config.revisions_dir()),
-                ..EngineOptions::default()
-            },
+            self.engine_options(),
             self.store.clone(),
             Arc::new(executor),
             self.vault.clone(),
@@ -245,49 +241,6 @@ impl App {
     }
 }
 
-/// Runs the steps of the local account's runs only, and refuses every other account's. The
-/// engine has one workspace folder and the executor's copy-back screen knows the local
-/// account's values only, so a step of another account (one made by `stepward accounts
-/// create`) would read and write the local account's files: until the engine keeps a workspace
-/// per account, such a step is refused before anything runs (failing closed).
-struct LocalAccountOnly {
-    inner: SandboxExecutor,
-    store: Arc<SqliteStore>,
-    account: AccountId,
-}
-
-impl engine::StepExecutor for LocalAccountOnly {
-    fn execute(&self, request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
-        use storage::RunStore;
-        let refusal = match self.store.run(&storage::RunId(request.run_id.to_owned())) {
-            Ok(Some(run)) if run.account == self.account => None,
-            Ok(Some(run)) => Some(format!(
-                "step {} of account {} was not run: this server runs the steps of account {} \
-                 only until each account has a workspace of its own",
-                request.step.id(),
-                run.account.0,
-                self.account.0
-            )),
-            Ok(None) => Some(format!(
-                "step {} was not run: its run {} is not in the store",
-                request.step.id(),
-                request.run_id
-            )),
-            Err(error) => Some(format!(
-                "step {} was not run: the run's account could not be read: {error}",
-                request.step.id()
-            )),
-        };
-        match refusal {
-            None => self.inner.execute(request),
-            Some(reason) => engine::ExecutionReport::outcome_only(
-                engine::ExecutionOutcome::Refused { reason },
-                "none",
-            ),
-        }
-    }
-}
-
 /// The executor of [`App::reading_engine`]: reading a run never runs a step.
 struct RefusingExecutor;
 
@@ -303,6 +256,30 @@ impl engine::StepExecutor for RefusingExecutor {
             "none",
         )
     }
+}
+
+/// Data directories made before each account had a workspace of its own kept the local
+/// account's working folder and history at `<data-dir>/workspace` and `<data-dir>/revisions`;
+/// they move, once, to the local account's folder, so no file or revision is left behind.
+fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
+    let local = config.accounts_dir().join(LOCAL_ACCOUNT_ID);
+    for name in ["workspace", "revisions"] {
+        let before = config.data_dir.join(name);
+        let after = local.join(name);
+        if before.is_dir() && !after.exists() {
+            std::fs::create_dir_all(&local)
+                .with_context(|| format!("cannot create {}", local.display()))?;
+            std::fs::rename(&before, &after).with_context(|| {
+                format!("cannot move {} to {}", before.display(), after.display())
+            })?;
+            eprintln!(
+                "moved the local account's {name} from {} to {}",
+                before.display(),
+                after.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A root key kept inside the data directory would make a copy of that directory enough to
@@ -373,7 +350,7 @@ pub fn now() -> Timestamp {
 }
 
 /// The operating-system user running this command, for the record of CLI decisions.
-fn os_user() -> String {
+pub fn os_user() -> String {
     if let Ok(user) = std::env::var("USER")
         && !user.is_empty()
     {

@@ -93,14 +93,10 @@ impl Config {
         self.data_dir.join("stepward.db")
     }
 
-    /// The local account's workspace: steps' files are copied from and back into it.
-    pub fn workspace_dir(&self) -> PathBuf {
-        self.data_dir.join("workspace")
-    }
-
-    /// The workspace's revision store (every write a revision with an author, G25).
-    pub fn revisions_dir(&self) -> PathBuf {
-        self.data_dir.join("revisions")
+    /// Every account's folder: its workflows, agents, working folder (what steps see at
+    /// `/work`) and revision history (`accounts/<account>/{workflows,agents,workspace,revisions}`).
+    pub fn accounts_dir(&self) -> PathBuf {
+        self.data_dir.join("accounts")
     }
 
     /// Scratch folders, slot locks and other sandbox state; swept at start-up.

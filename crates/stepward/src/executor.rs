@@ -19,9 +19,8 @@ use zeroize::Zeroizing;
 /// model provider exist (failing closed: nothing runs that could not be isolated as declared).
 pub struct SandboxExecutor {
     backend: Arc<dyn Isolation>,
-    /// Where the copy-back screen gets the account's current values (G12).
+    /// Where the copy-back screen gets the run's account's current values (G12).
     secrets: Arc<dyn SecretSource>,
-    account_id: String,
     limits: Limits,
 }
 
@@ -29,13 +28,11 @@ impl SandboxExecutor {
     pub fn new(
         backend: Arc<dyn Isolation>,
         secrets: Arc<dyn SecretSource>,
-        account_id: String,
         limits: Limits,
     ) -> SandboxExecutor {
         SandboxExecutor {
             backend,
             secrets,
-            account_id,
             limits,
         }
     }
@@ -66,9 +63,9 @@ impl StepExecutor for SandboxExecutor {
                 ));
             }
         };
-        // The screen knows every current value of the account, not only the run's: a file
-        // holding any of them must not reach the workspace.
-        let screen = match Redactor::for_account(&self.account_id, self.secrets.as_ref()) {
+        // The screen knows every current value of the run's account, not only the run's: a
+        // file holding any of them must not reach the account's workspace.
+        let screen = match Redactor::for_account(request.account, self.secrets.as_ref()) {
             Ok(redactor) => RedactorScreen(redactor),
             Err(error) => {
                 return self.refused(format!(

@@ -56,6 +56,7 @@ fn main() -> ExitCode {
         Command::Reject(args) => commands::decide::run(&args, GateDecision::Reject, config),
         Command::Secrets(command) => commands::vault::secrets(&command, config),
         Command::Connections(command) => commands::vault::connections(&command, config),
+        Command::Files(command) => commands::files::run(&command, config),
         Command::Keys(command) => commands::vault::keys(&command, config),
         Command::Audit(command) => commands::audit::run(&command, config),
         Command::Serve(args) => commands::serve::run(&args, config),

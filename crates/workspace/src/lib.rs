@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod account;
 mod folder;
 mod path;
 mod protected;
@@ -16,6 +17,7 @@ mod suggest;
 
 // The path, protection and revision types are the crate's whole vocabulary; every caller needs
 // them, so they are exported at the root rather than behind module paths.
+pub use crate::account::{FileContents, ListedFile, MAX_LISTED_ENTRIES, Workspace, Workspaces};
 pub use crate::folder::apply_to_folder;
 pub use crate::path::{
     MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, Refusal, RefusalReason, RelPath, confine,
@@ -76,6 +78,15 @@ pub enum Error {
     /// A stored blob whose content no longer matches its hash.
     #[error("blob {hash} does not match its content hash: the store is damaged")]
     BlobMismatch { hash: String },
+    /// An account id that cannot name a folder of its own.
+    #[error(
+        "the account id {account:?} cannot name a workspace: use lowercase letters, digits, `-` \
+         and `_`, at most 64 characters"
+    )]
+    AccountId { account: String },
+    /// A working folder with more entries than a listing walks.
+    #[error("{folder} holds more than {max} entries; it is not listed in part")]
+    TooManyEntries { folder: PathBuf, max: usize },
     /// Serialising a revision line failed.
     #[error("cannot encode revision: {source}")]
     Encode {

@@ -32,6 +32,13 @@ pub trait SecretScreen: Send + Sync {
     fn holds_secret(&self, content: &[u8]) -> bool;
 }
 
+/// Any `Fn(&[u8]) -> bool` screens, so a caller can hand in `&|content| redactor.holds_secret(content)`.
+impl<F: Fn(&[u8]) -> bool + Send + Sync> SecretScreen for F {
+    fn holds_secret(&self, content: &[u8]) -> bool {
+        self(content)
+    }
+}
+
 /// Who made a revision.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -366,7 +373,10 @@ fn sync_folder(folder: &Path) -> Result<(), Error> {
         .map_err(io_error("fsync", folder))
 }
 
-fn io_error(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+pub(crate) fn io_error(
+    operation: &'static str,
+    path: &Path,
+) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.to_path_buf();
     move |source| Error::Io {
         operation,

@@ -42,7 +42,7 @@ fn child(dir: &Path) {
         }
     });
     let engine = Engine::new(
-        EngineOptions::default(),
+        EngineOptions::new(workspace::Workspaces::new(dir.join("accounts"))),
         store,
         executor,
         source,

@@ -203,9 +203,8 @@ fn g25_run_reconstructed_from_events() {
 
 #[test]
 fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
-    let mut harness = Harness::new();
-    let revisions = harness.dir.path().join("revisions");
-    harness.options.revisions_dir = Some(revisions.clone());
+    let harness = Harness::new();
+    let revisions = harness.revisions_dir();
     harness.executor.then("compute", |_| {
         let mut report = crate::support::succeeded(json!(2));
         report.file_changes = vec![FileChange {
@@ -245,6 +244,78 @@ fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
         .unwrap();
     assert_eq!(recorded.payload["revision"], json!(history[0].id.as_str()));
     // The working folder follows the revision: the next step is staged from it.
-    let written = std::fs::read(harness.options.work_dir.join("shared/out.txt")).unwrap();
+    let written = std::fs::read(harness.work_dir().join("shared/out.txt")).unwrap();
     assert_eq!(written, b"result");
+}
+
+/// Two accounts' runs of the same workflow: each step is staged from its own account's folder,
+/// is told its own account, and its copy-back lands in that account's history and folder only.
+#[test]
+fn g25_copy_back_reaches_only_the_run_accounts_workspace() {
+    use storage::{Account, AccountId, AccountStore, Timestamp};
+    let harness = Harness::new();
+    let other = AccountId("other".into());
+    harness
+        .store
+        .ensure_account(&Account {
+            id: other.clone(),
+            name: "other".into(),
+            created_at: Timestamp(0),
+        })
+        .unwrap();
+    harness.source.set_connection_field(
+        "other",
+        "payments",
+        "api_key",
+        "sk_other_account_value_42",
+    );
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    for _ in 0..2 {
+        let seen = seen.clone();
+        harness.executor.then("compute", move |request| {
+            seen.lock()
+                .unwrap()
+                .push((request.account.to_owned(), request.work_dir.to_path_buf()));
+            let mut report = crate::support::succeeded(json!(2));
+            report.file_changes = vec![FileChange {
+                path: "out.txt".into(),
+                bytes: format!("written for {}", request.account).into_bytes(),
+            }];
+            report
+        });
+    }
+    let engine = harness.engine();
+    for owner in [account(), other.clone()] {
+        let summary = engine
+            .start_run(&owner, &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+            .unwrap();
+        assert_eq!(summary.status, storage::RunStatus::Succeeded);
+    }
+    let accounts = harness.dir.path().join("accounts");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            (crate::support::ACCOUNT.to_owned(), harness.work_dir()),
+            ("other".to_owned(), accounts.join("other/workspace")),
+        ]
+    );
+    assert_eq!(
+        std::fs::read(harness.work_dir().join("out.txt")).unwrap(),
+        format!("written for {}", crate::support::ACCOUNT).into_bytes()
+    );
+    assert_eq!(
+        std::fs::read(accounts.join("other/workspace/out.txt")).unwrap(),
+        b"written for other"
+    );
+    for (folder, count) in [
+        (harness.revisions_dir(), 1),
+        (accounts.join("other/revisions"), 1),
+    ] {
+        let history = workspace::RevisionStore::open(&folder)
+            .unwrap()
+            .history()
+            .unwrap();
+        assert_eq!(history.len(), count, "{}", folder.display());
+    }
 }

@@ -107,9 +107,8 @@ fn tree_holds(folder: &std::path::Path, needle: &[u8]) -> bool {
 /// name is written into the revision history and the working folder as it is (G12, G19).
 #[test]
 fn g19_a_copied_back_file_named_after_a_secret_is_refused() {
-    let mut harness = Harness::new();
-    let revisions = harness.dir.path().join("revisions");
-    harness.options.revisions_dir = Some(revisions.clone());
+    let harness = Harness::new();
+    let revisions = harness.revisions_dir();
     harness.executor.then("compute", |_| {
         let mut report = crate::support::succeeded(json!(1));
         report.file_changes = vec![
@@ -134,7 +133,7 @@ fn g19_a_copied_back_file_named_after_a_secret_is_refused() {
         )
         .unwrap();
     assert_eq!(summary.status, RunStatus::Succeeded);
-    let work = harness.options.work_dir.clone();
+    let work = harness.work_dir();
     assert!(!tree_holds(&revisions, SECRET.as_bytes()), "in the history");
     assert!(
         !tree_holds(&work, SECRET.as_bytes()),

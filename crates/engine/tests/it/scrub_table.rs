@@ -147,8 +147,7 @@ fn g17_every_encoding_in_every_sink_never_reaches_the_record() {
     let mut failures = Vec::new();
     for (encoding, encoded) in encodings() {
         for sink in SINKS {
-            let mut harness = Harness::new();
-            harness.options.revisions_dir = Some(harness.dir.path().join("revisions"));
+            let harness = Harness::new();
             harness
                 .source
                 .set_connection_field(ACCOUNT, "vendor", "token", VALUE);

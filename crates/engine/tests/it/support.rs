@@ -250,10 +250,7 @@ impl Harness {
             .unwrap();
         let source = Arc::new(MemorySource::new());
         source.set_connection_field(ACCOUNT, "payments", "api_key", SECRET);
-        let options = EngineOptions {
-            work_dir: dir.path().join("work"),
-            ..EngineOptions::default()
-        };
+        let options = EngineOptions::new(workspace::Workspaces::new(dir.path().join("accounts")));
         Harness {
             dir,
             store,
@@ -263,6 +260,24 @@ impl Harness {
             ids: Arc::new(CountingIds::default()),
             options,
         }
+    }
+
+    /// The test account's working folder.
+    pub fn work_dir(&self) -> PathBuf {
+        self.dir
+            .path()
+            .join("accounts")
+            .join(ACCOUNT)
+            .join("workspace")
+    }
+
+    /// The test account's revision store.
+    pub fn revisions_dir(&self) -> PathBuf {
+        self.dir
+            .path()
+            .join("accounts")
+            .join(ACCOUNT)
+            .join("revisions")
     }
 
     pub fn db_path(&self) -> PathBuf {

@@ -6,6 +6,7 @@ pub(crate) mod approve;
 pub(crate) mod assets;
 pub(crate) mod audit;
 pub(crate) mod console;
+pub(crate) mod files;
 pub(crate) mod keys;
 pub(crate) mod people;
 pub(crate) mod runs;
@@ -13,6 +14,7 @@ pub(crate) mod sessions;
 pub(crate) mod shares;
 pub(crate) mod signin;
 pub(crate) mod vault;
+pub(crate) mod vault_page;
 pub(crate) mod workflows;
 
 use redact::Redactor;

@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use api_types::{SignInRequest, SignInResponse};
 use auth::{
-    CsrfToken, PasswordHash, RateDecision, SessionToken, SignInLinkToken, TlsMode,
+    CsrfToken, PasswordHash, RateDecision, Role, SessionToken, SignInLinkToken, TlsMode,
     clear_session_cookie, hash_password, session_cookie, sign_in_key, verify_csrf, verify_password,
     verify_password_for_unknown_person,
 };
@@ -489,14 +489,34 @@ pub(crate) async fn home(
         });
     };
     let csrf = CsrfToken::for_session(&state.shared.csrf_key, &session.token_hash);
+    let role = authenticated.principal.role();
+    // The console's pages this role may open, by the same least roles as the policy table.
+    let pages = [
+        ("/workflows", "Workflows", Role::Viewer),
+        ("/runs", "Runs", Role::Viewer),
+        ("/approvals", "Approvals waiting for me", Role::Member),
+        ("/files", "Files", Role::Viewer),
+        ("/vault", "Vault", Role::Member),
+        ("/shares", "Share links", Role::Member),
+        ("/people", "People and roles", Role::Admin),
+        ("/keys", "API keys", Role::Admin),
+        ("/audit", "Audit log", Role::Admin),
+        ("/sessions", "Your sessions", Role::Viewer),
+    ];
+    let links: String = pages
+        .iter()
+        .filter(|(_, _, least)| role >= *least)
+        .map(|(path, label, _)| format!("<li><a href=\"{path}\">{label}</a></li>\n"))
+        .collect();
     Ok(page(
         "Home",
         &format!(
-            "<h1>Signed in as {} ({})</h1>\n<form method=\"post\" action=\"/signout\">\n\
+            "<h1>Signed in as {} ({})</h1>\n<nav><ul>\n{links}</ul></nav>\n\
+             <form method=\"post\" action=\"/signout\">\n\
              <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
              <button type=\"submit\">Sign out</button>\n</form>",
             escape(authenticated.actor.display_name()),
-            escape(authenticated.principal.role().as_str()),
+            escape(role.as_str()),
             escape(csrf.as_str()),
         ),
     ))

@@ -295,6 +295,68 @@ fn internet_cell(row: &ReachRow) -> String {
     }
 }
 
+/// The start form's first inputs: every declared input with an empty value of its type, for
+/// the person to fill in.
+fn input_skeleton(workflow: &Workflow) -> String {
+    let inputs: serde_json::Map<String, serde_json::Value> = workflow
+        .inputs()
+        .iter()
+        .map(|input| {
+            let empty = match input.kind() {
+                spec::InputKind::String => serde_json::json!(""),
+                spec::InputKind::Integer | spec::InputKind::Number => serde_json::json!(0),
+                spec::InputKind::Boolean => serde_json::json!(false),
+                spec::InputKind::Object => serde_json::json!({}),
+                spec::InputKind::Array => serde_json::json!([]),
+            };
+            (input.name().to_owned(), empty)
+        })
+        .collect();
+    serde_json::Value::Object(inputs).to_string()
+}
+
+/// What a run of `workflow` needs before it can start: its inputs with their types, and each
+/// connection it names with whether the account's vault has it (names and states only).
+fn needs_section(shared: &Shared, account: &str, workflow: &Workflow) -> String {
+    let mut section = String::from("<section id=\"needs\">\n<h2>What a run needs</h2>\n<ul>\n");
+    for input in workflow.inputs() {
+        section.push_str(&format!(
+            "<li>input <code>{}</code>: {}</li>\n",
+            escape(input.name()),
+            escape(input.kind().as_str())
+        ));
+    }
+    let mut aliases: Vec<&str> = workflow
+        .steps()
+        .iter()
+        .flat_map(|step| step.connections().iter().map(String::as_str))
+        .collect();
+    aliases.sort_unstable();
+    aliases.dedup();
+    let known = shared
+        .vault
+        .as_ref()
+        .map(|vault| vault.connections().list(account));
+    for alias in aliases {
+        let state = match &known {
+            Some(Ok(connections)) => match connections.iter().find(|info| info.alias == alias) {
+                Some(info) if info.revoked_at.is_some() => {
+                    "revoked: a run is refused until an admin sets it again on the Vault page"
+                }
+                Some(_) => "set",
+                None => "not set: an admin adds it on the Vault page before a run can start",
+            },
+            Some(Err(_)) | None => "unknown (the vault cannot be read here)",
+        };
+        section.push_str(&format!(
+            "<li>connection <code>{}</code>: {state}</li>\n",
+            escape(alias)
+        ));
+    }
+    section.push_str("</ul>\n</section>\n");
+    section
+}
+
 /// `GET /workflows/{name}`: the workflow screen: each step with its explanation, the panel
 /// "What each step can reach", and (for members) the form that starts a run.
 pub(crate) async fn workflow_page(
@@ -353,6 +415,7 @@ pub(crate) async fn workflow_page(
         ));
     }
     body.push_str("</table>\n</section>\n");
+    body.push_str(&needs_section(shared, account, &workflow));
     if let Some(session) = &authenticated.session
         && authenticated.principal.role() >= Role::Member
     {
@@ -361,11 +424,32 @@ pub(crate) async fn workflow_page(
             "<h2>Start a run</h2>\n<form method=\"post\" action=\"/runs\">\n\
              <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
              <input type=\"hidden\" name=\"workflow\" value=\"{}\">\n\
-             <label>Inputs (JSON) <textarea name=\"inputs\">{{}}</textarea></label>\n\
+             <label>Inputs (JSON) <textarea name=\"inputs\">{}</textarea></label>\n\
              <button type=\"submit\">Run</button>\n</form>",
             escape(csrf.as_str()),
-            escape(&name)
+            escape(&name),
+            escape(&input_skeleton(&workflow))
         ));
     }
     Ok(page(workflow.name(), &body))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_start_form_lists_every_input_with_an_empty_value_of_its_type() {
+        let workflow = spec::parse_workflow(
+            "w.yaml",
+            "name: w\npython: \"3.11\"\ninputs:\n  month: string\n  lines: array\n  top: integer\n\
+             steps:\n  - id: s\n    explain: Does it.\n    code: |\n      def main():\n          \
+             return 1\n",
+        )
+        .unwrap();
+        let skeleton: serde_json::Value =
+            serde_json::from_str(&super::input_skeleton(&workflow)).unwrap();
+        assert_eq!(
+            skeleton,
+            serde_json::json!({"month": "", "lines": [], "top": 0})
+        );
+    }
 }

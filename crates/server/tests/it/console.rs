@@ -85,3 +85,26 @@ async fn g25_audit_log_shows_the_accounts_entries_only() {
     assert_eq!(theirs.status, 200);
     assert!(!theirs.text().contains(&run.0));
 }
+
+/// G26: the home page links to the pages the role may open, and every link opens.
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_home_links_only_to_pages_the_role_may_open() {
+    let harness = Harness::new();
+    for role in Role::ALL {
+        let who = harness.credentials(Caller::Person(role));
+        let home = harness.call("GET", "/", &who, None).await;
+        assert_eq!(home.status, 200);
+        let text = home.text();
+        let links: Vec<&str> = text
+            .split("<a href=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert!(links.contains(&"/workflows"), "{role:?}: {links:?}");
+        assert_eq!(links.contains(&"/audit"), role >= Role::Admin, "{role:?}");
+        for link in links {
+            let answer = harness.call("GET", link, &who, None).await;
+            assert_eq!(answer.status, 200, "{role:?} {link}: {}", answer.text());
+        }
+    }
+}

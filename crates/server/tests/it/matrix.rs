@@ -51,13 +51,32 @@ fn concrete_path(pattern: &str, targets: &Targets) -> String {
     } else {
         "MATRIX_SECRET"
     };
-    pattern
+    let path = pattern
         .replace("{id}", &id)
         .replace("{run}", &targets.run)
         .replace("{attempt}", "1")
         .replace("{name}", name)
+        .replace("{alias}", "matrix_conn")
+        .replace("{provider}", "matrix-provider")
         .replace("{step}", "ship")
-        .replace("{token}", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+        .replace("{token}", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    if names_a_workspace_file(pattern) {
+        format!("{path}?path={MATRIX_FILE}")
+    } else {
+        path
+    }
+}
+
+/// A file of `acct`'s workspace the matrix reads and deletes.
+const MATRIX_FILE: &str = "matrix.txt";
+const MATRIX_FILE_CONTENTS: &str = "contents-of-acct-matrix-file";
+
+/// Routes that name one file of the workspace (in the query, or the form's `path`).
+fn names_a_workspace_file(pattern: &str) -> bool {
+    matches!(
+        pattern,
+        "/api/workspace/file" | "/files/view" | "/files/delete"
+    )
 }
 
 const TARGET_PERSON: &str = "p-target";
@@ -72,13 +91,20 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
         "/api/keys" => r#"{"name":"matrix","role":"viewer"}"#,
         "/api/runs" => r#"{"workflow":"gated"}"#,
         "/api/vault/secrets/{name}" => r#"{"value":"matrix-value-0123456789"}"#,
+        "/api/vault/connections/{alias}" => r#"{"fields":{"api_key":"matrix-value-0123456789"}}"#,
+        "/api/vault/model-keys/{provider}" => r#"{"value":"matrix-value-0123456789"}"#,
+        "/api/workspace/revisions" => {
+            r#"{"message":"matrix","changes":[{"path":"matrix.txt","action":"write","content":"m"}]}"#
+        }
         _ if pattern.starts_with("/api/") => r#"{"note":"matrix"}"#,
         _ => {
             return Some((
                 "application/x-www-form-urlencoded",
                 "decision=reject&note=matrix&workflow=gated&display_name=Matrix\
                  &email=matrix-form%40example.test&role=viewer&name=MATRIX_FORM\
-                 &value=matrix-form-value-0123&new_owner=p-nobody"
+                 &value=matrix-form-value-0123&new_owner=p-nobody&alias=matrix_form\
+                 &field_name_1=api_key&field_value_1=matrix-form-value-0123&provider=matrix-form\
+                 &path=matrix.txt&content=matrix&message=matrix"
                     .to_owned(),
             ));
         }
@@ -134,9 +160,14 @@ fn check(method: &str, pattern: &str, caller: Caller, answer: &Answer, secrets: 
                 assert_eq!(answer.status, 403, "{context}");
             } else if names_a_resource(method, pattern) {
                 assert_eq!(answer.status, 404, "{context}");
-            } else if pattern.contains("{name}") {
-                // A vault name is looked up in the caller's own account: the stranger acts on
-                // its own secret of that name, or finds none.
+            } else if pattern.contains("{name}")
+                || pattern.contains("{alias}")
+                || pattern.contains("{provider}")
+                || names_a_workspace_file(pattern)
+            {
+                // A vault name or a file path is looked up in the caller's own account: the
+                // stranger acts on its own secret, connection, model key or file of that name,
+                // or finds none (never `acct`'s: its contents are among the secrets below).
                 assert!(answer.status < 400 || answer.status == 404, "{context}");
             } else {
                 assert!(answer.status < 400 || answer.status == 409, "{context}");
@@ -180,8 +211,26 @@ async fn g26_route_role_matrix_over_the_real_router() {
         share_id,
         key_id,
     };
+    harness
+        .engine
+        .workspaces()
+        .for_account("acct")
+        .unwrap()
+        .commit(
+            &workspace::Author::Cli {
+                os_user: "matrix".into(),
+            },
+            "the matrix's file",
+            vec![(
+                workspace::RelPath::parse(MATRIX_FILE).unwrap(),
+                workspace::Change::Write(MATRIX_FILE_CONTENTS.as_bytes().to_vec()),
+            )],
+            &|_: &[u8]| false,
+        )
+        .unwrap();
     let member = person_id(Role::Member);
     let secrets = [
+        MATRIX_FILE_CONTENTS,
         targets.run.as_str(),
         targets.share_id.as_str(),
         targets.key_id.as_str(),

@@ -258,10 +258,7 @@ impl Harness {
             .unwrap();
         let clock = Arc::new(ManualClock(AtomicI64::new(START_MILLIS)));
         let engine = Arc::new(Engine::new(
-            EngineOptions {
-                work_dir: dir.path().join("work"),
-                ..EngineOptions::default()
-            },
+            EngineOptions::new(workspace::Workspaces::new(dir.path().join("workspaces"))),
             store.clone(),
             Arc::new(SucceedingExecutor),
             vault.clone(),

@@ -188,3 +188,41 @@ async fn g27_workflow_screen_starts_a_run_for_a_member() {
     assert_eq!(page.status, 200);
     assert!(page.text().contains("waiting_approval"));
 }
+
+/// The workflow screen says which connections a run needs and whether the vault has them, by
+/// name only, so a newcomer knows what to set before starting a run.
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_workflow_screen_names_the_connections_a_run_needs_and_their_state() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let before = harness.call("GET", "/workflows/fetch", &member, None).await;
+    assert_eq!(before.status, 200);
+    assert!(
+        before
+            .text()
+            .contains("connection <code>payments</code>: not set"),
+        "{}",
+        before.text()
+    );
+    harness
+        .vault
+        .connections()
+        .add(
+            crate::support::ACCOUNT,
+            "payments",
+            vec![(
+                "api_key".to_owned(),
+                redact::SecretValue::new("sk_test_workflow_screen_value".into()),
+            )],
+        )
+        .unwrap();
+    let after = harness.call("GET", "/workflows/fetch", &member, None).await;
+    assert!(
+        after
+            .text()
+            .contains("connection <code>payments</code>: set"),
+        "{}",
+        after.text()
+    );
+    assert!(!after.text().contains("sk_test_workflow_screen_value"));
+}

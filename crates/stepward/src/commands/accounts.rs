@@ -6,7 +6,7 @@
 //! (`workflows/<name>.yaml`, `agents/<name>/AGENT.md`), the layout of
 //! [`server::WorkflowDirectories`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use auth::SignInLinkToken;
@@ -23,11 +23,6 @@ use crate::config::{Backend, Config};
 
 /// How long an owner's one-time sign-in link works: 72 hours, as the server's invitations.
 pub const OWNER_LINK_LIFETIME_MILLIS: i64 = 72 * 60 * 60 * 1000;
-
-/// Where the server's accounts keep their workflows and agents.
-pub fn accounts_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("accounts")
-}
 
 pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome> {
     match command {
@@ -80,9 +75,7 @@ pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result
         OWNER_LINK_LIFETIME_MILLIS,
     )
     .with_context(|| format!("cannot create the account {name}"))?;
-    let folder = accounts_dir(&app.config.data_dir)
-        .join(name)
-        .join("workflows");
+    let folder = app.config.accounts_dir().join(name).join("workflows");
     std::fs::create_dir_all(&folder)
         .with_context(|| format!("cannot create {}", folder.display()))?;
     Ok(invitation)
@@ -150,16 +143,78 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
             at: created_at,
         })
         .context("cannot write the audit log")?;
-    let folder = accounts_dir(&app.config.data_dir)
-        .join(&app.account.0)
-        .join("workflows");
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
+    seed_examples(&app.config.accounts_dir().join(&app.account.0))?;
     Ok(OwnerInvitation {
         person_id,
         sign_in_path: format!("/welcome/{}", token.reveal_once()),
         expires_at,
     })
+}
+
+/// The example workflows (and the agent one of them uses), compiled in, so a newcomer's first
+/// start has something to look at, check and run.
+const EXAMPLE_WORKFLOWS: &[(&str, &str)] = &[
+    (
+        "word_count.yaml",
+        include_str!("../../../../examples/workflows/word_count.yaml"),
+    ),
+    (
+        "monthly_invoices.yaml",
+        include_str!("../../../../examples/workflows/monthly_invoices.yaml"),
+    ),
+    (
+        "refund.yaml",
+        include_str!("../../../../examples/workflows/refund.yaml"),
+    ),
+    (
+        "weekly_digest.yaml",
+        include_str!("../../../../examples/workflows/weekly_digest.yaml"),
+    ),
+];
+const EXAMPLE_AGENT: &[(&str, &str)] = &[
+    (
+        "digest/AGENT.md",
+        include_str!("../../../../examples/agents/digest/AGENT.md"),
+    ),
+    (
+        "digest/tools/release_notes.py",
+        include_str!("../../../../examples/agents/digest/tools/release_notes.py"),
+    ),
+];
+
+/// Puts the examples into the local account's folder on its first start, unless it already
+/// holds a workflow (nothing of the account's own is ever overwritten).
+fn seed_examples(account_folder: &Path) -> anyhow::Result<()> {
+    let workflows = account_folder.join("workflows");
+    std::fs::create_dir_all(&workflows)
+        .with_context(|| format!("cannot create {}", workflows.display()))?;
+    let has_workflows = std::fs::read_dir(&workflows)
+        .with_context(|| format!("cannot list {}", workflows.display()))?
+        .filter_map(Result::ok)
+        .any(|entry| entry.path().extension().is_some_and(|ext| ext == "yaml"));
+    if has_workflows {
+        return Ok(());
+    }
+    let agents = account_folder.join("agents");
+    let files = EXAMPLE_WORKFLOWS
+        .iter()
+        .map(|(name, text)| (workflows.join(name), text))
+        .chain(
+            EXAMPLE_AGENT
+                .iter()
+                .map(|(name, text)| (agents.join(name), text)),
+        );
+    for (path, text) in files {
+        if path.exists() {
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The part of an email before `@`, as the name the welcome page greets.

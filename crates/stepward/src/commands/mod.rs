@@ -4,6 +4,7 @@ pub mod accounts;
 pub mod audit;
 pub mod check;
 pub mod decide;
+pub mod files;
 pub mod reach;
 pub mod run;
 pub mod runs;

@@ -494,15 +494,16 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
         &format!("{SIGNING_KEY}\n"),
     );
     assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
-    let workflows = home.data_dir().join("accounts/local/workflows");
-    std::fs::create_dir_all(&workflows).unwrap();
-    std::fs::copy(
-        repo_root().join("examples/workflows/monthly_invoices.yaml"),
-        workflows.join("monthly_invoices.yaml"),
-    )
-    .unwrap();
-
+    // Nothing is put into the account's folder: the first start brings the examples.
     let (server, address, sign_in_path) = start_server(&home);
+    assert_eq!(
+        std::fs::read(
+            home.data_dir()
+                .join("accounts/local/workflows/monthly_invoices.yaml")
+        )
+        .unwrap(),
+        std::fs::read(repo_root().join("examples/workflows/monthly_invoices.yaml")).unwrap()
+    );
     let base = format!("http://{address}");
     let browser = Browser::start();
 
@@ -616,6 +617,36 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
         !answer.body.contains(SIGNING_KEY),
         "the connection's value never reaches the record"
     );
+
+    // The gate's step filed the summary: the account's files show it, written by the run.
+    browser.open(&format!("{base}/files"));
+    browser.wait_for("the files page", |_, source| {
+        source.contains("<h1>Files</h1>")
+    });
+    let files = browser.page_source();
+    assert!(files.contains("reports/2026-11.txt"), "{files}");
+    assert!(
+        files.contains(&format!("by run step {run_id}/file_summary/1")),
+        "the revision's author is the run's step: {files}"
+    );
+
+    // Every action is in the audit log: the sign-in, the start, the decision.
+    browser.open(&format!("{base}/audit"));
+    browser.wait_for("the audit log", |_, source| {
+        source.contains("<h1>Audit log</h1>")
+    });
+    let actions: Vec<String> = browser
+        .find_all("tr td:nth-child(4)")
+        .iter()
+        .map(|cell| browser.text(cell))
+        .collect();
+    for action in ["session.sign_in", "run.start", "run.approve"] {
+        assert!(
+            actions.iter().any(|seen| seen == action),
+            "{action} in {actions:?}"
+        );
+    }
+    assert!(!browser.page_source().contains(SIGNING_KEY));
 
     drop(browser);
     drop(server);

@@ -41,7 +41,9 @@ fn g23_cli_run_parks_at_the_gate_and_approve_records_who_door_and_note_needs_roo
         stdout(&started)
     );
     let run = run_id(&started);
-    let report = home.data_dir().join("workspace/reports/2026-11.txt");
+    let report = home
+        .data_dir()
+        .join("accounts/local/workspace/reports/2026-11.txt");
     assert!(
         !report.exists(),
         "nothing after the gate ran before the decision"
@@ -105,7 +107,7 @@ fn g23_reject_stops_the_run_and_the_gated_step_never_runs_needs_root() {
     assert!(
         !home
             .data_dir()
-            .join("workspace/reports/2026-12.txt")
+            .join("accounts/local/workspace/reports/2026-12.txt")
             .exists()
     );
     let again = home.stepward(&["approve", &run, "file_summary", "--note", "changed my mind"]);
@@ -305,4 +307,89 @@ fn g13_the_gvisor_backend_runs_a_workflow_and_records_itself_needs_root() {
         .find(|event| event["kind"] == "attempt.finished")
         .expect("an attempt finished");
     assert_eq!(finished["payload"]["backend"], "gvisor");
+}
+
+/// A data directory from before each account had a workspace of its own: the local account's
+/// files and history move to its folder on the next command, and nothing is lost.
+#[test]
+fn g25_a_single_account_workspace_moves_to_the_local_accounts_folder() {
+    let home = Home::new();
+    let data = home.data_dir();
+    std::fs::create_dir_all(data.join("workspace/reports")).unwrap();
+    std::fs::write(data.join("workspace/reports/old.txt"), b"kept").unwrap();
+    std::fs::create_dir_all(data.join("revisions")).unwrap();
+    std::fs::write(data.join("revisions/revisions.log"), b"").unwrap();
+    let listed = home.stepward(&["runs", "list"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert_eq!(
+        std::fs::read(data.join("accounts/local/workspace/reports/old.txt")).unwrap(),
+        b"kept"
+    );
+    assert!(data.join("accounts/local/revisions/revisions.log").exists());
+    assert!(!data.join("workspace").exists() && !data.join("revisions").exists());
+}
+
+/// `stepward files`: a write from the command line is a revision by the OS user, a value of the
+/// vault is refused whole, and the history names both the person at the terminal and the run's
+/// step that wrote beside them.
+#[test]
+fn g25_files_put_is_a_revision_by_the_os_user_and_a_vault_value_is_refused() {
+    let home = Home::new();
+    let put = home.stepward_with_stdin(
+        &[
+            "files",
+            "put",
+            "inputs/notes.txt",
+            "--message",
+            "notes for the run",
+        ],
+        "remember the totals\n",
+    );
+    assert_eq!(put.status.code(), Some(0), "{}", stderr(&put));
+    assert_eq!(
+        std::fs::read_to_string(
+            home.data_dir()
+                .join("accounts/local/workspace/inputs/notes.txt")
+        )
+        .unwrap(),
+        "remember the totals\n"
+    );
+    let added = home.stepward_with_stdin(
+        &["connections", "add", "signing", "--field", "key"],
+        &format!("{SIGNING_KEY}\n"),
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let leak = home.stepward_with_stdin(
+        &["files", "put", "leak.txt"],
+        &format!("key={SIGNING_KEY}\n"),
+    );
+    assert_ne!(leak.status.code(), Some(0), "{}", stdout(&leak));
+    assert!(!stderr(&leak).contains(SIGNING_KEY), "{}", stderr(&leak));
+    assert!(
+        !home
+            .data_dir()
+            .join("accounts/local/workspace/leak.txt")
+            .exists()
+    );
+    let outside = home.stepward_with_stdin(&["files", "put", "../escape.txt"], "x");
+    assert_ne!(outside.status.code(), Some(0));
+    assert!(!home.data_dir().join("accounts/local/escape.txt").exists());
+
+    let listed = home.stepward(&["files", "list"]);
+    assert!(
+        stdout(&listed).contains("inputs/notes.txt"),
+        "{}",
+        stdout(&listed)
+    );
+    let history = home.stepward(&["files", "history"]);
+    assert!(
+        stdout(&history).contains("(command line): notes for the run"),
+        "{}",
+        stdout(&history)
+    );
+    let removed = home.stepward(&["files", "rm", "inputs/notes.txt"]);
+    assert_eq!(removed.status.code(), Some(0), "{}", stderr(&removed));
+    assert!(stdout(&home.stepward(&["files", "history"])).contains("inputs/notes.txt (deleted)"));
+    let audit = home.stepward(&["audit", "verify"]);
+    assert_eq!(audit.status.code(), Some(0), "{}", stderr(&audit));
 }

@@ -1,0 +1,552 @@
+//! The account's workspace through the server: its files, one file, writes and the history
+//! (G25). Every write, by a person or an API key, is one revision authored by them (a key is
+//! recorded as itself, never as a person), screened like the engine's copy-back: a path, a
+//! message or a content holding a current value of the account is refused whole (G19). What is
+//! read is scrubbed of the account's current values before it is answered.
+//!
+//! The JSON API and the console's forms call the same functions, so both doors keep the same
+//! rules and audit entries.
+
+use api_types::workspace::{
+    WorkspaceChange, WorkspaceChangedPath, WorkspaceFileItem, WorkspaceFileView,
+    WorkspaceRevisionView, WorkspaceWriteRequest,
+};
+use auth::Role;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::{Extension, Form, Json};
+use base64::Engine as _;
+use redact::Redactor;
+use serde::Deserialize;
+use serde_json::json;
+use storage::{AccountId, Actor};
+use workspace::{Author, Change, RelPath, Revision, Workspace};
+
+use crate::authn::Authenticated;
+use crate::handlers::admin::csrf_field;
+use crate::handlers::{audit, blocking};
+use crate::html::{escape, page};
+use crate::state::Shared;
+use crate::{AppState, Error};
+
+/// The most bytes of one file an answer carries; the rest is cut, and said to be.
+const MAX_SHOWN_BYTES: u64 = 1024 * 1024;
+/// The most changes one write may carry.
+const MAX_CHANGES: usize = 1_000;
+/// The most bytes of a revision's message.
+const MAX_MESSAGE_BYTES: usize = 2_000;
+/// The most revisions a history answer lists, newest first.
+const MAX_LISTED_REVISIONS: usize = 200;
+
+fn open(shared: &Shared, account: &AccountId) -> Result<Workspace, Error> {
+    shared
+        .engine
+        .workspaces()
+        .for_account(account.as_str())
+        .map_err(|source| Error::Workspace {
+            operation: "open the account's workspace",
+            source,
+        })
+}
+
+fn redactor(shared: &Shared, account: &AccountId) -> Result<Redactor, Error> {
+    Redactor::for_account(account.as_str(), shared.secrets.as_ref()).map_err(|source| {
+        Error::Redact {
+            account: account.0.clone(),
+            source,
+        }
+    })
+}
+
+/// The revision's author: the person or the key, as the request's actor says.
+fn author_of(authenticated: &Authenticated) -> Result<Author, Error> {
+    match &authenticated.actor {
+        Actor::Person { id, .. } => Ok(Author::Person { id: id.clone() }),
+        Actor::ApiKey { id } => Ok(Author::ApiKey { id: id.clone() }),
+        other => Err(Error::Forbidden {
+            principal: format!("{} {}", other.kind(), other.id()),
+            method: "POST".to_owned(),
+            route: "a workspace write".to_owned(),
+        }),
+    }
+}
+
+fn parse_path(requested: &str) -> Result<RelPath, Error> {
+    RelPath::parse(requested).map_err(|refusal| Error::InvalidInput {
+        field: "path",
+        reason: refusal.to_string(),
+    })
+}
+
+/// `?path=<relative path>` of a file.
+#[derive(Debug, Deserialize)]
+pub(crate) struct PathQuery {
+    path: Option<String>,
+}
+
+impl PathQuery {
+    fn required(&self) -> Result<RelPath, Error> {
+        let Some(path) = &self.path else {
+            return Err(Error::InvalidInput {
+                field: "path",
+                reason: "the query needs `path`, the file's path relative to the workspace \
+                         (e.g. ?path=reports/2026-11.txt)"
+                    .to_owned(),
+            });
+        };
+        parse_path(path)
+    }
+}
+
+fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
+    let (author_kind, author) = match &revision.author {
+        Author::Person { id } => ("person", id.clone()),
+        Author::ApiKey { id } => ("api_key", id.clone()),
+        Author::Agent { name } => ("agent", name.clone()),
+        Author::RunStep {
+            run_id,
+            step,
+            attempt,
+        } => ("run_step", format!("{run_id}/{step}/{attempt}")),
+        Author::Cli { os_user } => ("cli", os_user.clone()),
+    };
+    WorkspaceRevisionView {
+        id: revision.id.to_string(),
+        parent: revision.parent.as_ref().map(ToString::to_string),
+        author_kind: author_kind.to_owned(),
+        author,
+        at: i64::try_from(revision.unix_millis).unwrap_or(i64::MAX),
+        message: revision.message.clone(),
+        changes: revision
+            .changes
+            .iter()
+            .map(|change| WorkspaceChangedPath {
+                path: change.path.clone(),
+                deleted: change.blob.is_none(),
+                blob: change.blob.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// `GET /api/workspace/files`: every file of the account's working folder.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<WorkspaceFileItem>>, Error> {
+    let shared = state.shared.clone();
+    let account = authenticated.account();
+    let files = blocking("list workspace files", move || {
+        let listed = open(&shared, &account)?
+            .list_files()
+            .map_err(|source| Error::Workspace {
+                operation: "list the workspace's files",
+                source,
+            })?;
+        Ok::<_, Error>(listed)
+    })
+    .await??;
+    Ok(Json(
+        files
+            .into_iter()
+            .map(|file| WorkspaceFileItem {
+                path: file.path,
+                bytes: file.bytes,
+            })
+            .collect(),
+    ))
+}
+
+async fn read(
+    state: &AppState,
+    authenticated: &Authenticated,
+    path: RelPath,
+) -> Result<WorkspaceFileView, Error> {
+    let shared = state.shared.clone();
+    let account = authenticated.account();
+    blocking("read a workspace file", move || {
+        let contents = open(&shared, &account)?
+            .read_file(&path, MAX_SHOWN_BYTES)
+            .map_err(|source| Error::Workspace {
+                operation: "read a workspace file",
+                source,
+            })?
+            .ok_or_else(|| Error::NotFound {
+                what: "file",
+                id: path.to_string(),
+            })?;
+        // Files are screened when written, but a file put into the folder by hand was not.
+        let scrubbed = redactor(&shared, &account)?.scrub_bytes(&contents.bytes);
+        let bytes = scrubbed.into_inner();
+        let (encoding, content) = match String::from_utf8(bytes) {
+            Ok(text) => ("utf-8", text),
+            Err(error) => (
+                "base64",
+                base64::engine::general_purpose::STANDARD.encode(error.into_bytes()),
+            ),
+        };
+        Ok(WorkspaceFileView {
+            path: path.to_string(),
+            total_bytes: contents.total_bytes,
+            truncated: contents.total_bytes > MAX_SHOWN_BYTES,
+            encoding: encoding.to_owned(),
+            content,
+        })
+    })
+    .await?
+}
+
+/// `GET /api/workspace/file?path=...`: one file's contents, scrubbed.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Query(query): Query<PathQuery>,
+) -> Result<Json<WorkspaceFileView>, Error> {
+    let path = query.required()?;
+    Ok(Json(read(&state, &authenticated, path).await?))
+}
+
+async fn revisions(
+    state: &AppState,
+    authenticated: &Authenticated,
+) -> Result<Vec<WorkspaceRevisionView>, Error> {
+    let shared = state.shared.clone();
+    let account = authenticated.account();
+    blocking("read the workspace's history", move || {
+        let history = open(&shared, &account)?
+            .history()
+            .map_err(|source| Error::Workspace {
+                operation: "read the workspace's history",
+                source,
+            })?;
+        Ok(history
+            .iter()
+            .rev()
+            .take(MAX_LISTED_REVISIONS)
+            .map(revision_view)
+            .collect())
+    })
+    .await?
+}
+
+/// `GET /api/workspace/revisions`: the history, newest first, with authors.
+pub(crate) async fn history(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<WorkspaceRevisionView>>, Error> {
+    Ok(Json(revisions(&state, &authenticated).await?))
+}
+
+fn decode_change(index: usize, change: &WorkspaceChange) -> Result<(RelPath, Change), Error> {
+    let path = parse_path(&change.path)?;
+    let invalid = |reason: String| Error::InvalidInput {
+        field: "changes",
+        reason: format!("change {index} ({}): {reason}", path.as_str()),
+    };
+    match (change.action.as_str(), &change.content) {
+        ("delete", None) => Ok((path, Change::Delete)),
+        ("delete", Some(_)) => Err(invalid("a deletion carries no content".to_owned())),
+        ("write", None) => Err(invalid(
+            "a write needs `content` (use action `delete` to remove a file)".to_owned(),
+        )),
+        ("write", Some(content)) => {
+            let bytes = match change.encoding.as_deref().unwrap_or("utf-8") {
+                "utf-8" => content.as_bytes().to_vec(),
+                "base64" => base64::engine::general_purpose::STANDARD
+                    .decode(content)
+                    .map_err(|error| invalid(format!("the content is not base64: {error}")))?,
+                other => {
+                    return Err(invalid(format!(
+                        "the encoding {other:?} is not known; use `utf-8` or `base64`"
+                    )));
+                }
+            };
+            Ok((path, Change::Write(bytes)))
+        }
+        (other, _) => Err(invalid(format!(
+            "the action {other:?} is not known; use `write` or `delete`"
+        ))),
+    }
+}
+
+/// Records `request` as one revision by the request's person or key, audits it (paths only),
+/// and answers the revision.
+async fn commit(
+    state: &AppState,
+    authenticated: &Authenticated,
+    request: WorkspaceWriteRequest,
+) -> Result<WorkspaceRevisionView, Error> {
+    if request.changes.is_empty() || request.changes.len() > MAX_CHANGES {
+        return Err(Error::InvalidInput {
+            field: "changes",
+            reason: format!("a write carries from 1 to {MAX_CHANGES} changes"),
+        });
+    }
+    if request.message.len() > MAX_MESSAGE_BYTES {
+        return Err(Error::InvalidInput {
+            field: "message",
+            reason: format!("at most {MAX_MESSAGE_BYTES} bytes"),
+        });
+    }
+    let changes = request
+        .changes
+        .iter()
+        .enumerate()
+        .map(|(index, change)| decode_change(index, change))
+        .collect::<Result<Vec<_>, _>>()?;
+    let author = author_of(authenticated)?;
+    let message = if request.message.trim().is_empty() {
+        "written through the server".to_owned()
+    } else {
+        request.message
+    };
+    let shared = state.shared.clone();
+    let account = authenticated.account();
+    let actor = authenticated.actor.clone();
+    blocking("write to the workspace", move || {
+        let workspace = open(&shared, &account)?;
+        let screen = redactor(&shared, &account)?;
+        for (path, change) in &changes {
+            let missing = matches!(change, Change::Delete)
+                && workspace
+                    .read_file(path, 0)
+                    .map_err(|source| Error::Workspace {
+                        operation: "find a file to delete",
+                        source,
+                    })?
+                    .is_none();
+            if missing {
+                return Err(Error::NotFound {
+                    what: "file",
+                    id: path.to_string(),
+                });
+            }
+        }
+        let paths: Vec<String> = changes.iter().map(|(path, _)| path.to_string()).collect();
+        let id = workspace
+            .commit(&author, &message, changes, &|content: &[u8]| {
+                screen.holds_secret(content)
+            })
+            .map_err(|source| Error::Workspace {
+                operation: "write to the workspace",
+                source,
+            })?;
+        audit(
+            &shared,
+            &account,
+            actor,
+            "workspace.write",
+            &json!({"revision": id.as_str(), "paths": paths}),
+        )?;
+        let history = workspace.history().map_err(|source| Error::Workspace {
+            operation: "read the revision just written",
+            source,
+        })?;
+        history
+            .iter()
+            .rev()
+            .find(|revision| revision.id == id)
+            .map(revision_view)
+            .ok_or_else(|| Error::NotFound {
+                what: "revision",
+                id: id.to_string(),
+            })
+    })
+    .await?
+}
+
+/// `POST /api/workspace/revisions`: every change in one revision, or none of them.
+pub(crate) async fn write(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Json(request): Json<WorkspaceWriteRequest>,
+) -> Result<(StatusCode, Json<WorkspaceRevisionView>), Error> {
+    let revision = commit(&state, &authenticated, request).await?;
+    Ok((StatusCode::CREATED, Json(revision)))
+}
+
+/// `path` for a query string: everything but unreserved characters and `/` percent-encoded.
+fn query_value(path: &str) -> String {
+    let mut encoded = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~' | b'/') {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+fn file_link(path: &str) -> String {
+    format!(
+        "<a href=\"/files/view?path={}\">{}</a>",
+        escape(&query_value(path)),
+        escape(path)
+    )
+}
+
+/// `GET /files`: the files, a form to write one (members), and the history with authors.
+pub(crate) async fn files_page(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Html<String>, Error> {
+    let Json(files) = list(State(state.clone()), Extension(authenticated.clone())).await?;
+    let history = revisions(&state, &authenticated).await?;
+    let mut body = String::from("<h1>Files</h1>\n<p>What steps see at <code>/work</code>.</p>\n");
+    if files.is_empty() {
+        body.push_str("<p>No files yet.</p>\n");
+    } else {
+        body.push_str("<table>\n<tr><th>File</th><th>Bytes</th></tr>\n");
+        for file in &files {
+            body.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td></tr>\n",
+                file_link(&file.path),
+                file.bytes
+            ));
+        }
+        body.push_str("</table>\n");
+    }
+    if authenticated.principal.role() >= Role::Member {
+        body.push_str(&format!(
+            "<h2>Write a file</h2>\n<form method=\"post\" action=\"/files\">{}\
+             <label>Path <input name=\"path\" required></label>\n\
+             <label>Contents <textarea name=\"content\" rows=\"8\"></textarea></label>\n\
+             <label>Why <input name=\"message\"></label>\n\
+             <button type=\"submit\">Write</button></form>\n",
+            csrf_field(&state, &authenticated)
+        ));
+    }
+    body.push_str("<h2>History</h2>\n<ul>\n");
+    for revision in &history {
+        let paths: Vec<String> = revision
+            .changes
+            .iter()
+            .map(|change| {
+                if change.deleted {
+                    format!("{} (deleted)", escape(&change.path))
+                } else {
+                    escape(&change.path)
+                }
+            })
+            .collect();
+        body.push_str(&format!(
+            "<li>{} by {} {}: {} ({})</li>\n",
+            revision.at,
+            escape(&revision.author_kind.replace('_', " ")),
+            escape(&revision.author),
+            escape(&revision.message),
+            paths.join(", ")
+        ));
+    }
+    body.push_str("</ul>\n");
+    Ok(page("Files", &body))
+}
+
+/// `GET /files/view?path=...`: one file, its text escaped (a binary file is not shown).
+pub(crate) async fn file_page(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Query(query): Query<PathQuery>,
+) -> Result<Html<String>, Error> {
+    let path = query.required()?;
+    let file = read(&state, &authenticated, path).await?;
+    let mut body = format!("<h1>{}</h1>\n", escape(&file.path));
+    if file.encoding == "utf-8" {
+        body.push_str(&format!("<pre>{}</pre>\n", escape(&file.content)));
+        if file.truncated {
+            body.push_str(&format!(
+                "<p>Shown up to {MAX_SHOWN_BYTES} of {} bytes.</p>\n",
+                file.total_bytes
+            ));
+        }
+    } else {
+        body.push_str(&format!(
+            "<p>A binary file of {} bytes (not shown; the API answers it in base64).</p>\n",
+            file.total_bytes
+        ));
+    }
+    if authenticated.principal.role() >= Role::Member {
+        body.push_str(&format!(
+            "<form method=\"post\" action=\"/files/delete\">{}\
+             <input type=\"hidden\" name=\"path\" value=\"{}\">\
+             <button type=\"submit\">Delete</button></form>\n",
+            csrf_field(&state, &authenticated),
+            escape(&file.path)
+        ));
+    }
+    body.push_str("<p><a href=\"/files\">All files</a></p>\n");
+    Ok(page(&file.path, &body))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct WriteForm {
+    path: String,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    message: String,
+}
+
+/// `POST /files`: writes one file as a revision by the signed-in person.
+pub(crate) async fn write_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Form(form): Form<WriteForm>,
+) -> Result<Response, Error> {
+    let path = form.path.trim().to_owned();
+    let request = WorkspaceWriteRequest {
+        message: form.message,
+        changes: vec![WorkspaceChange {
+            path: path.clone(),
+            action: "write".to_owned(),
+            content: Some(form.content),
+            encoding: None,
+        }],
+    };
+    let revision = commit(&state, &authenticated, request).await?;
+    let written = revision
+        .changes
+        .first()
+        .map_or(path, |change| change.path.clone());
+    Ok(Redirect::to(&format!("/files/view?path={}", query_value(&written))).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct DeleteForm {
+    path: String,
+}
+
+/// `POST /files/delete`: deletes one file as a revision by the signed-in person.
+pub(crate) async fn delete_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Form(form): Form<DeleteForm>,
+) -> Result<Response, Error> {
+    let request = WorkspaceWriteRequest {
+        message: format!("deleted {}", form.path),
+        changes: vec![WorkspaceChange {
+            path: form.path,
+            action: "delete".to_owned(),
+            content: None,
+            encoding: None,
+        }],
+    };
+    commit(&state, &authenticated, request).await?;
+    Ok(Redirect::to("/files").into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_value;
+
+    #[test]
+    fn query_values_keep_slashes_and_encode_the_rest() {
+        assert_eq!(
+            query_value("reports/2026 11&x=1.txt"),
+            "reports/2026%2011%26x%3D1.txt"
+        );
+        assert_eq!(query_value("ünï"), "%C3%BCn%C3%AF");
+    }
+}

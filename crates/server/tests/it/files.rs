@@ -1,0 +1,349 @@
+//! G25/G26/G19/G22: the account's workspace through the server. Every write is a revision
+//! authored by the person or the key (never a key as a person), audited by paths; a write
+//! holding a vault value is refused whole; paths outside the workspace or protected are
+//! refused; another account sees none of it.
+
+use auth::Role;
+use base64::Engine as _;
+use serde_json::{Value, json};
+use storage::AuditLog;
+
+use crate::support::{
+    ACCOUNT, Caller, Credentials, Harness, OTHER_ACCOUNT, VAULT_VALUE, person_id,
+};
+
+fn write_body(changes: Value) -> Option<(&'static str, String)> {
+    Some((
+        "application/json",
+        json!({"message": "from the test", "changes": changes}).to_string(),
+    ))
+}
+
+fn form(body: &str) -> Option<(&'static str, String)> {
+    Some(("application/x-www-form-urlencoded", body.to_owned()))
+}
+
+async fn write_one(harness: &Harness, who: &Credentials, path: &str, content: &str) -> Value {
+    let answer = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            who,
+            write_body(json!([{"path": path, "action": "write", "content": content}])),
+        )
+        .await;
+    assert_eq!(answer.status, 201, "{}", answer.text());
+    answer.json()
+}
+
+async fn listed_paths(harness: &Harness, who: &Credentials) -> Vec<String> {
+    let answer = harness.call("GET", "/api/workspace/files", who, None).await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    answer
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| file["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g25_a_write_through_the_api_is_a_revision_authored_by_the_person() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let revision = write_one(&harness, &member, "inputs/list.csv", "a,b\n1,2\n").await;
+    assert_eq!(revision["author_kind"], "person");
+    assert_eq!(revision["author"], person_id(Role::Member));
+    assert_eq!(revision["message"], "from the test");
+    assert_eq!(revision["changes"][0]["path"], "inputs/list.csv");
+
+    let viewer = harness.credentials(Caller::Person(Role::Viewer));
+    assert_eq!(
+        listed_paths(&harness, &viewer).await,
+        vec!["inputs/list.csv"]
+    );
+    let read = harness
+        .call(
+            "GET",
+            "/api/workspace/file?path=inputs/list.csv",
+            &viewer,
+            None,
+        )
+        .await;
+    assert_eq!(read.status, 200, "{}", read.text());
+    assert_eq!(read.json()["content"], "a,b\n1,2\n");
+    assert_eq!(read.json()["encoding"], "utf-8");
+    let history = harness
+        .call("GET", "/api/workspace/revisions", &viewer, None)
+        .await
+        .json();
+    assert_eq!(history[0]["id"], revision["id"]);
+
+    // What steps see: the engine's folder of this account holds the file.
+    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    assert_eq!(
+        std::fs::read(folder.files_dir().join("inputs/list.csv")).unwrap(),
+        b"a,b\n1,2\n"
+    );
+    let audited: Vec<_> = harness
+        .store
+        .audit_entries()
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == "workspace.write")
+        .collect();
+    assert_eq!(audited.len(), 1);
+    assert_eq!(audited[0].actor.kind(), "person");
+    assert_eq!(audited[0].detail["revision"], revision["id"]);
+    assert_eq!(audited[0].detail["paths"], json!(["inputs/list.csv"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_a_write_by_an_api_key_is_recorded_as_the_key() {
+    let harness = Harness::new();
+    let key = harness.credentials(Caller::Key(Role::Member));
+    let Credentials::Key { text } = &key else {
+        panic!("a key caller has a key");
+    };
+    let key_id = text.split('_').nth(1).unwrap().to_owned();
+    let revision = write_one(&harness, &key, "from-key.txt", "k").await;
+    assert_eq!(revision["author_kind"], "api_key");
+    assert_eq!(revision["author"], key_id);
+    let entry = harness
+        .store
+        .audit_entries()
+        .unwrap()
+        .into_iter()
+        .find(|entry| entry.action == "workspace.write")
+        .unwrap();
+    assert_eq!(
+        (entry.actor.kind(), entry.actor.id()),
+        ("api_key", key_id.as_str())
+    );
+    // A viewer key reads but does not write.
+    let viewer_key = harness.credentials(Caller::Key(Role::Viewer));
+    let refused = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &viewer_key,
+            write_body(json!([{"path": "v.txt", "action": "write", "content": "v"}])),
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g19_a_write_holding_a_vault_value_is_refused_whole() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(VAULT_VALUE);
+    let attempts = [
+        json!([
+            {"path": "clean.txt", "action": "write", "content": "nothing here"},
+            {"path": "leak.txt", "action": "write", "content": format!("token={VAULT_VALUE}")},
+        ]),
+        json!([{"path": format!("{VAULT_VALUE}.txt"), "action": "write", "content": "x"}]),
+        json!([{"path": "b64.txt", "action": "write", "content": format!("key: {encoded}")}]),
+        json!([{"path": "raw.bin", "action": "write", "encoding": "base64",
+                "content": base64::engine::general_purpose::STANDARD.encode(VAULT_VALUE)}]),
+    ];
+    for changes in attempts {
+        let answer = harness
+            .call(
+                "POST",
+                "/api/workspace/revisions",
+                &member,
+                write_body(changes.clone()),
+            )
+            .await;
+        assert_eq!(answer.status, 422, "{changes}: {}", answer.text());
+        assert!(!answer.text().contains(VAULT_VALUE));
+    }
+    let message = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &member,
+            Some((
+                "application/json",
+                json!({"message": format!("pasted {VAULT_VALUE}"),
+                       "changes": [{"path": "m.txt", "action": "write", "content": "m"}]})
+                .to_string(),
+            )),
+        )
+        .await;
+    assert_eq!(message.status, 422, "{}", message.text());
+    assert!(listed_paths(&harness, &member).await.is_empty());
+    let history = harness
+        .call("GET", "/api/workspace/revisions", &member, None)
+        .await;
+    assert_eq!(history.json(), json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g22_paths_outside_the_workspace_or_protected_are_refused() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    for path in [
+        "../escape.txt",
+        "/etc/passwd",
+        "a/../../b",
+        ".secrets",
+        "",
+        "a\u{0}b",
+    ] {
+        let answer = harness
+            .call(
+                "POST",
+                "/api/workspace/revisions",
+                &member,
+                write_body(json!([{"path": path, "action": "write", "content": "x"}])),
+            )
+            .await;
+        assert_eq!(answer.status, 400, "{path:?}: {}", answer.text());
+    }
+    for query in [
+        "path=../stepward.db",
+        "path=%2Fetc%2Fpasswd",
+        "",
+        "path=.secrets",
+    ] {
+        let answer = harness
+            .call(
+                "GET",
+                &format!("/api/workspace/file?{query}"),
+                &member,
+                None,
+            )
+            .await;
+        assert!(
+            answer.status == 400 || answer.status == 404,
+            "{query}: {} {}",
+            answer.status,
+            answer.text()
+        );
+    }
+    let unknown = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &member,
+            write_body(json!([{"path": "gone.txt", "action": "delete"}])),
+        )
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
+    assert!(listed_paths(&harness, &member).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_another_accounts_workspace_is_never_reached() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    write_one(&harness, &member, "plan.txt", "acct's own plan").await;
+    for stranger in [Caller::StrangerPerson, Caller::StrangerKey] {
+        let stranger = harness.credentials(stranger);
+        assert!(listed_paths(&harness, &stranger).await.is_empty());
+        let read = harness
+            .call("GET", "/api/workspace/file?path=plan.txt", &stranger, None)
+            .await;
+        assert_eq!(read.status, 404);
+        let history = harness
+            .call("GET", "/api/workspace/revisions", &stranger, None)
+            .await;
+        assert_eq!(history.json(), json!([]));
+    }
+    // A stranger's file of the same name lands in their own account's folder.
+    let stranger = harness.credentials(Caller::StrangerKey);
+    write_one(&harness, &stranger, "plan.txt", "the other plan").await;
+    let ours = harness
+        .call("GET", "/api/workspace/file?path=plan.txt", &member, None)
+        .await;
+    assert_eq!(ours.json()["content"], "acct's own plan");
+    let theirs = harness
+        .engine
+        .workspaces()
+        .for_account(OTHER_ACCOUNT)
+        .unwrap();
+    assert_eq!(
+        std::fs::read(theirs.files_dir().join("plan.txt")).unwrap(),
+        b"the other plan"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g25_console_writes_shows_escaped_and_deletes_files() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let written = harness
+        .call(
+            "POST",
+            "/files",
+            &member,
+            form("path=notes%2Ftodo.html&content=%3Cscript%3Ealert(1)%3C%2Fscript%3E&message=plan"),
+        )
+        .await;
+    assert_eq!(written.status, 303, "{}", written.text());
+    assert_eq!(
+        written.header("location").as_deref(),
+        Some("/files/view?path=notes/todo.html")
+    );
+    let page = harness
+        .call("GET", "/files/view?path=notes/todo.html", &member, None)
+        .await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text()
+            .contains("&lt;script&gt;alert(1)&lt;/script&gt;")
+    );
+    assert!(!page.text().contains("<script>"));
+    let listing = harness.call("GET", "/files", &member, None).await;
+    assert!(listing.text().contains("notes/todo.html"));
+    assert!(
+        listing.text().contains(&person_id(Role::Member)),
+        "the author"
+    );
+    // A viewer reads without a write form.
+    let viewer = harness.credentials(Caller::Person(Role::Viewer));
+    let viewed = harness.call("GET", "/files", &viewer, None).await;
+    assert!(viewed.text().contains("notes/todo.html"));
+    assert!(!viewed.text().contains("action=\"/files\""));
+    let deleted = harness
+        .call(
+            "POST",
+            "/files/delete",
+            &member,
+            form("path=notes%2Ftodo.html"),
+        )
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.text());
+    assert!(listed_paths(&harness, &member).await.is_empty());
+    let history = harness
+        .call("GET", "/api/workspace/revisions", &member, None)
+        .await
+        .json();
+    assert_eq!(history.as_array().unwrap().len(), 2);
+    assert_eq!(history[0]["changes"][0]["deleted"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g19_a_file_put_in_the_folder_by_hand_is_answered_scrubbed() {
+    let harness = Harness::new();
+    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    std::fs::write(
+        folder.files_dir().join("by-hand.txt"),
+        format!("token={VAULT_VALUE}\n"),
+    )
+    .unwrap();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let read = harness
+        .call("GET", "/api/workspace/file?path=by-hand.txt", &member, None)
+        .await;
+    assert_eq!(read.status, 200);
+    assert!(!read.text().contains(VAULT_VALUE), "{}", read.text());
+    let page = harness
+        .call("GET", "/files/view?path=by-hand.txt", &member, None)
+        .await;
+    assert!(!page.text().contains(VAULT_VALUE));
+}

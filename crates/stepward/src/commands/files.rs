@@ -1,0 +1,146 @@
+//! `stepward files`: the local account's workspace from the command line. A write is a revision
+//! authored by the operating-system user (G25), screened for the account's current values like
+//! every other write (G19), and audited by paths. Safe beside a running server: every writer
+//! takes the workspace's lock.
+
+use std::io::Read;
+
+use anyhow::{Context, bail};
+use redact::Redactor;
+use serde_json::json;
+use workspace::{Author, Change, RelPath, Workspace};
+
+use crate::Outcome;
+use crate::app::App;
+use crate::cli::FilesCommand;
+use crate::config::Config;
+
+/// The most bytes `files put` reads (from a file or stdin).
+const MAX_PUT_BYTES: u64 = 64 * 1024 * 1024;
+
+pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    let workspace = app
+        .workspaces()
+        .for_account(&app.account.0)
+        .context("cannot open the local account's workspace")?;
+    match command {
+        FilesCommand::List => {
+            let files = workspace
+                .list_files()
+                .context("cannot list the workspace")?;
+            if files.is_empty() {
+                println!(
+                    "no files in {}; add one with `stepward files put PATH --from FILE`",
+                    workspace.files_dir().display()
+                );
+            }
+            for file in files {
+                println!("{:>10}  {}", file.bytes, file.path);
+            }
+            Ok(Outcome::Done)
+        }
+        FilesCommand::Put {
+            path,
+            from,
+            message,
+        } => {
+            let contents = match from {
+                Some(file) => read_bounded(
+                    std::fs::File::open(file)
+                        .with_context(|| format!("cannot open {}", file.display()))?,
+                )
+                .with_context(|| format!("cannot read {}", file.display()))?,
+                None => read_bounded(std::io::stdin()).context("cannot read stdin")?,
+            };
+            write(&app, &workspace, path, Change::Write(contents), message)
+        }
+        FilesCommand::Rm { path, message } => {
+            let relative = parse(path)?;
+            if workspace
+                .read_file(&relative, 0)
+                .context("cannot read the workspace")?
+                .is_none()
+            {
+                bail!("{path}: no such file in the workspace (`stepward files list` shows them)");
+            }
+            write(&app, &workspace, path, Change::Delete, message)
+        }
+        FilesCommand::History => {
+            let history = workspace
+                .history()
+                .context("cannot read the workspace's history")?;
+            for revision in history.iter().rev() {
+                let author = match &revision.author {
+                    Author::Person { id } => format!("person {id}"),
+                    Author::ApiKey { id } => format!("API key {id}"),
+                    Author::Agent { name } => format!("agent {name}"),
+                    Author::RunStep {
+                        run_id,
+                        step,
+                        attempt,
+                    } => format!("run {run_id} step {step} attempt {attempt}"),
+                    Author::Cli { os_user } => format!("{os_user} (command line)"),
+                };
+                let paths: Vec<String> = revision
+                    .changes
+                    .iter()
+                    .map(|change| match change.blob {
+                        Some(_) => change.path.clone(),
+                        None => format!("{} (deleted)", change.path),
+                    })
+                    .collect();
+                println!(
+                    "{}  {}  by {author}: {} ({})",
+                    &revision.id.as_str()[..12],
+                    revision.unix_millis,
+                    revision.message,
+                    paths.join(", ")
+                );
+            }
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+fn parse(path: &str) -> anyhow::Result<RelPath> {
+    RelPath::parse(path).map_err(|refusal| anyhow::anyhow!("{refusal}"))
+}
+
+fn read_bounded(source: impl Read) -> anyhow::Result<Vec<u8>> {
+    let mut contents = Vec::new();
+    source.take(MAX_PUT_BYTES + 1).read_to_end(&mut contents)?;
+    if contents.len() as u64 > MAX_PUT_BYTES {
+        bail!("the contents are over {MAX_PUT_BYTES} bytes; a workspace file is at most that");
+    }
+    Ok(contents)
+}
+
+fn write(
+    app: &App,
+    workspace: &Workspace,
+    path: &str,
+    change: Change,
+    message: &str,
+) -> anyhow::Result<Outcome> {
+    let relative = parse(path)?;
+    let screen = Redactor::for_account(&app.account.0, app.vault.as_ref())
+        .context("cannot read the account's values to screen the write")?;
+    let author = Author::Cli {
+        os_user: crate::app::os_user(),
+    };
+    let revision = workspace
+        .commit(
+            &author,
+            message,
+            vec![(relative.clone(), change)],
+            &|content: &[u8]| screen.holds_secret(content),
+        )
+        .with_context(|| format!("nothing was written to {path}"))?;
+    app.audit(
+        "workspace.write",
+        json!({"revision": revision.as_str(), "paths": [relative.as_str()]}),
+    )?;
+    println!("revision {revision}: {path}");
+    Ok(Outcome::Done)
+}

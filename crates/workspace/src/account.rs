@@ -1,0 +1,362 @@
+//! One workspace per account: its working folder (what a step sees at `/work`) and its revision
+//! store (every write a revision with an author, G25), side by side under the account's own
+//! folder, so no account's step or person ever reads or writes another account's files.
+//!
+//! Every writer (the engine's copy-back, a person or key through the server, an agent) goes
+//! through [`Workspace::commit`], which records the revision and then brings the working folder
+//! up to date while holding the workspace's lock: two writers can never leave the folder in an
+//! order the history does not show.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::Error;
+use crate::folder::apply_to_folder;
+use crate::path::RelPath;
+use crate::protected::is_protected;
+use crate::revision::{
+    Author, Change, Revision, RevisionId, RevisionStore, SecretScreen, io_error,
+};
+
+/// The folder holding every account's workspace: `<root>/<account>/workspace/` is the working
+/// folder and `<root>/<account>/revisions/` its history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspaces {
+    root: PathBuf,
+}
+
+/// The most entries [`Workspace::list_files`] walks; a folder beyond it is refused rather than
+/// shown in part.
+pub const MAX_LISTED_ENTRIES: usize = 10_000;
+
+/// One file of a working folder, as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedFile {
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// The contents of one file, up to the reader's limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileContents {
+    pub bytes: Vec<u8>,
+    /// The file's whole size; more than `bytes.len()` when the read stopped at the limit.
+    pub total_bytes: u64,
+}
+
+impl Workspaces {
+    pub fn new(root: impl Into<PathBuf>) -> Workspaces {
+        Workspaces { root: root.into() }
+    }
+
+    /// The folder every account's workspace lives under.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The workspace of `account`, its folders created on first use. The account id must be a
+    /// plain name (lowercase letters, digits, `-`, `_`; at most 64 bytes): it becomes a folder
+    /// name, so `..`, `/` or an empty id could otherwise reach another account's files.
+    pub fn for_account(&self, account: &str) -> Result<Workspace, Error> {
+        if !is_plain_account_id(account) {
+            return Err(Error::AccountId {
+                account: account.to_owned(),
+            });
+        }
+        let folder = self.root.join(account);
+        let files = folder.join("workspace");
+        fs::create_dir_all(&files).map_err(io_error("create", &files))?;
+        Ok(Workspace {
+            revisions: folder.join("revisions"),
+            files,
+        })
+    }
+}
+
+fn is_plain_account_id(account: &str) -> bool {
+    account.len() <= 64
+        && account
+            .bytes()
+            .next()
+            .is_some_and(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit())
+        && account.bytes().all(|byte| {
+            byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_'
+        })
+}
+
+/// One account's working folder and revision store.
+pub struct Workspace {
+    files: PathBuf,
+    /// Opened when used: opening reads the whole log (to cut a torn last line), which a step
+    /// that writes nothing should not pay for.
+    revisions: PathBuf,
+}
+
+impl Workspace {
+    /// The working folder: what a step's `/work` is staged from and copied back into.
+    pub fn files_dir(&self) -> &Path {
+        &self.files
+    }
+
+    /// Records `changes` as one revision by `author`, then applies them to the working folder,
+    /// both under the workspace's lock (held against other processes too). Refused, writing
+    /// nothing, when a path is protected or repeated or `screen` finds a secret in a path,
+    /// the message or a content (G19).
+    pub fn commit(
+        &self,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        screen: &dyn SecretScreen,
+    ) -> Result<RevisionId, Error> {
+        let revisions = RevisionStore::open(&self.revisions)?;
+        let lock_path = self.revisions.join("commit.lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_error("open", &lock_path))?;
+        lock.lock().map_err(io_error("lock", &lock_path))?;
+        let revision = revisions.write(author, message, changes.clone(), screen)?;
+        apply_to_folder(&self.files, &changes)?;
+        Ok(revision)
+    }
+
+    /// Every revision, oldest first.
+    pub fn history(&self) -> Result<Vec<Revision>, Error> {
+        RevisionStore::open(&self.revisions)?.history()
+    }
+
+    /// Every regular file of the working folder, sorted by path. Links are never followed and
+    /// protected entries are left out; a folder of more than [`MAX_LISTED_ENTRIES`] entries is
+    /// refused.
+    pub fn list_files(&self) -> Result<Vec<ListedFile>, Error> {
+        let mut listed = Vec::new();
+        let mut pending = vec![(self.files.clone(), String::new(), 0_usize)];
+        let mut walked = 0_usize;
+        while let Some((folder, prefix, depth)) = pending.pop() {
+            for entry in fs::read_dir(&folder).map_err(io_error("list", &folder))? {
+                let entry = entry.map_err(io_error("list", &folder))?;
+                walked += 1;
+                if walked > MAX_LISTED_ENTRIES {
+                    return Err(Error::TooManyEntries {
+                        folder: self.files.clone(),
+                        max: MAX_LISTED_ENTRIES,
+                    });
+                }
+                let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                    continue;
+                };
+                let relative = format!("{prefix}{name}");
+                let Ok(path) = RelPath::parse(&relative) else {
+                    continue;
+                };
+                if is_protected(&path).is_some() {
+                    continue;
+                }
+                let meta = entry
+                    .metadata()
+                    .map_err(io_error("inspect", &entry.path()))?;
+                if meta.is_dir() && depth + 1 < crate::MAX_DEPTH {
+                    pending.push((entry.path(), format!("{relative}/"), depth + 1));
+                } else if meta.is_file() {
+                    listed.push(ListedFile {
+                        path: relative,
+                        bytes: meta.len(),
+                    });
+                }
+            }
+        }
+        listed.sort_by(|left, right| left.path.cmp(&right.path));
+        Ok(listed)
+    }
+
+    /// Reads `path` of the working folder, at most `max_bytes` of it; `None` when it is not
+    /// there, is not a regular file, or is protected. No component of the way may be a link.
+    pub fn read_file(&self, path: &RelPath, max_bytes: u64) -> Result<Option<FileContents>, Error> {
+        if is_protected(path).is_some() {
+            return Ok(None);
+        }
+        let mut current = self.files.clone();
+        for component in path.components() {
+            current.push(component);
+            match fs::symlink_metadata(&current) {
+                Ok(meta) if meta.file_type().is_symlink() => return Ok(None),
+                Ok(_) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(source) => return Err(io_error("inspect", &current)(source)),
+            }
+        }
+        let file = match File::options()
+            .read(true)
+            .custom_flags(O_NOFOLLOW | O_NONBLOCK)
+            .open(&current)
+        {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(io_error("open", &current)(source)),
+        };
+        let meta = file.metadata().map_err(io_error("inspect", &current))?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        file.take(max_bytes)
+            .read_to_end(&mut bytes)
+            .map_err(io_error("read", &current))?;
+        Ok(Some(FileContents {
+            bytes,
+            total_bytes: meta.len(),
+        }))
+    }
+}
+
+// Linux's values (asm-generic), spelled here so this crate needs no libc for two flags.
+const O_NOFOLLOW: i32 = 0o400_000;
+const O_NONBLOCK: i32 = 0o4_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoSecrets;
+
+    impl SecretScreen for NoSecrets {
+        fn holds_secret(&self, _content: &[u8]) -> bool {
+            false
+        }
+    }
+
+    struct Holds(&'static [u8]);
+
+    impl SecretScreen for Holds {
+        fn holds_secret(&self, content: &[u8]) -> bool {
+            content.windows(self.0.len()).any(|window| window == self.0)
+        }
+    }
+
+    fn write(path: &str, bytes: &[u8]) -> Vec<(RelPath, Change)> {
+        vec![(RelPath::parse(path).unwrap(), Change::Write(bytes.to_vec()))]
+    }
+
+    fn person() -> Author {
+        Author::Person {
+            id: "p-1".to_owned(),
+        }
+    }
+
+    #[test]
+    fn g25_accounts_have_separate_folders_and_histories() {
+        let root = tempfile::tempdir().unwrap();
+        let workspaces = Workspaces::new(root.path());
+        let alpha = workspaces.for_account("alpha").unwrap();
+        let beta = workspaces.for_account("beta").unwrap();
+        alpha
+            .commit(&person(), "add", write("a.txt", b"alpha's"), &NoSecrets)
+            .unwrap();
+        assert_ne!(alpha.files_dir(), beta.files_dir());
+        assert_eq!(alpha.list_files().unwrap().len(), 1);
+        assert!(beta.list_files().unwrap().is_empty());
+        assert!(beta.history().unwrap().is_empty());
+        let read = alpha
+            .read_file(&RelPath::parse("a.txt").unwrap(), 1024)
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.bytes, b"alpha's");
+        assert!(
+            beta.read_file(&RelPath::parse("a.txt").unwrap(), 1024)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn g25_an_account_id_that_is_not_a_plain_name_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let workspaces = Workspaces::new(root.path().join("accounts"));
+        for account in [
+            "",
+            "..",
+            "a/b",
+            "../beta",
+            "Alpha",
+            ".hidden",
+            &"a".repeat(65),
+        ] {
+            assert!(
+                matches!(
+                    workspaces.for_account(account),
+                    Err(Error::AccountId { .. })
+                ),
+                "{account:?} was accepted"
+            );
+        }
+        assert!(!root.path().join("beta").exists());
+    }
+
+    #[test]
+    fn g19_a_commit_holding_a_secret_writes_neither_history_nor_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let refused = workspace.commit(
+            &person(),
+            "add",
+            write("a.txt", b"token=hunter2-value"),
+            &Holds(b"hunter2-value"),
+        );
+        assert!(matches!(refused, Err(Error::HoldsSecret { .. })));
+        assert!(workspace.history().unwrap().is_empty());
+        assert!(workspace.list_files().unwrap().is_empty());
+    }
+
+    #[test]
+    fn g22_listing_and_reading_never_follow_links_nor_show_protected_entries() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("host.txt"), b"host file").unwrap();
+        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        std::os::unix::fs::symlink(outside.path(), workspace.files_dir().join("linked")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("host.txt"),
+            workspace.files_dir().join("file-link"),
+        )
+        .unwrap();
+        fs::write(workspace.files_dir().join(".secrets"), b"KEY=1").unwrap();
+        fs::write(workspace.files_dir().join("plain.txt"), b"plain").unwrap();
+        let listed = workspace.list_files().unwrap();
+        assert_eq!(
+            listed,
+            vec![ListedFile {
+                path: "plain.txt".to_owned(),
+                bytes: 5
+            }]
+        );
+        for path in ["linked/host.txt", "file-link", ".secrets"] {
+            assert!(
+                workspace
+                    .read_file(&RelPath::parse(path).unwrap(), 1024)
+                    .unwrap()
+                    .is_none(),
+                "{path} was read"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_stop_at_the_limit_and_say_the_whole_size() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        workspace
+            .commit(&person(), "add", write("big.txt", &[b'x'; 100]), &NoSecrets)
+            .unwrap();
+        let read = workspace
+            .read_file(&RelPath::parse("big.txt").unwrap(), 10)
+            .unwrap()
+            .unwrap();
+        assert_eq!(read.bytes.len(), 10);
+        assert_eq!(read.total_bytes, 100);
+    }
+}
