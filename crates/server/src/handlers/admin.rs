@@ -1,12 +1,10 @@
-//! The console's pages for sessions, people and roles, API keys, share links, the vault and
-//! the audit log. Each form posts to its console route (CSRF-checked by the policy middleware)
-//! and calls the same handler as the JSON API, so both doors keep the same rules and audit
-//! entries. What is shown once (a sign-in link, a key, a share link) is shown on the page that
-//! answers the form, and never again.
+//! The console's pages for sessions, people and roles, API keys, share links and the audit
+//! log (the vault's page is in `vault_page`). Each form posts to its console route
+//! (CSRF-checked by the policy middleware) and calls the same handler as the JSON API, so both
+//! doors keep the same rules and audit entries. What is shown once (a sign-in link, a key, a
+//! share link) is shown on the page that answers the form, and never again.
 
-use api_types::{
-    CreateApiKeyRequest, InvitePersonRequest, OwnershipRequest, RoleChangeRequest, SetSecretRequest,
-};
+use api_types::{CreateApiKeyRequest, InvitePersonRequest, OwnershipRequest, RoleChangeRequest};
 use auth::CsrfToken;
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -14,13 +12,13 @@ use axum::{Extension, Form, Json};
 use serde::Deserialize;
 
 use crate::authn::Authenticated;
-use crate::handlers::{audit, keys, people, sessions, shares, vault};
+use crate::handlers::{audit, keys, people, sessions, shares};
 use crate::html::{escape, page};
 use crate::layers::CSRF_FIELD;
 use crate::{AppState, Error};
 
 /// The hidden CSRF field of a form of this session.
-fn csrf_field(state: &AppState, authenticated: &Authenticated) -> String {
+pub(crate) fn csrf_field(state: &AppState, authenticated: &Authenticated) -> String {
     match &authenticated.session {
         Some(session) => format!(
             "<input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">",
@@ -31,7 +29,12 @@ fn csrf_field(state: &AppState, authenticated: &Authenticated) -> String {
 }
 
 /// A form with one button posting to `action`.
-fn button(state: &AppState, authenticated: &Authenticated, action: &str, label: &str) -> String {
+pub(crate) fn button(
+    state: &AppState,
+    authenticated: &Authenticated,
+    action: &str,
+    label: &str,
+) -> String {
     format!(
         "<form method=\"post\" action=\"{}\">{}<button type=\"submit\">{}</button></form>",
         escape(action),
@@ -40,7 +43,7 @@ fn button(state: &AppState, authenticated: &Authenticated, action: &str, label: 
     )
 }
 
-fn back_to(path: &str) -> Response {
+pub(crate) fn back_to(path: &str) -> Response {
     Redirect::to(path).into_response()
 }
 
@@ -405,66 +408,4 @@ pub(crate) async fn revoke_share(
 ) -> Result<Response, Error> {
     shares::revoke(State(state), Extension(authenticated), Path(link_id)).await?;
     Ok(back_to("/shares"))
-}
-
-/// `GET /vault`: the vault's names; a form to set a value (never to see one).
-pub(crate) async fn vault_page(
-    State(state): State<AppState>,
-    Extension(authenticated): Extension<Authenticated>,
-) -> Result<Html<String>, Error> {
-    let Json(list) = vault::list(State(state.clone()), Extension(authenticated.clone())).await?;
-    let csrf = csrf_field(&state, &authenticated);
-    let mut body = String::from("<h1>Vault</h1>\n<ul>\n");
-    for secret in &list {
-        body.push_str(&format!(
-            "<li>{} (version {}) {}</li>\n",
-            escape(&secret.name),
-            secret.version,
-            button(
-                &state,
-                &authenticated,
-                &format!("/vault/secrets/{}/remove", secret.name),
-                "Remove"
-            )
-        ));
-    }
-    body.push_str(&format!(
-        "</ul>\n<h2>Set a secret</h2>\n<form method=\"post\" action=\"/vault/secrets\">{csrf}\n\
-         <label>Name <input name=\"name\" required></label>\n\
-         <label>Value <input name=\"value\" type=\"password\" autocomplete=\"off\" \
-         required></label>\n<button type=\"submit\">Set</button>\n</form>"
-    ));
-    Ok(page("Vault", &body))
-}
-
-#[derive(Deserialize)]
-pub(crate) struct SecretForm {
-    name: String,
-    value: String,
-}
-
-/// `POST /vault/secrets`.
-pub(crate) async fn set_secret(
-    State(state): State<AppState>,
-    Extension(authenticated): Extension<Authenticated>,
-    Form(form): Form<SecretForm>,
-) -> Result<Response, Error> {
-    let Json(_stored) = vault::set(
-        State(state),
-        Extension(authenticated),
-        Path(form.name),
-        Json(SetSecretRequest { value: form.value }),
-    )
-    .await?;
-    Ok(back_to("/vault"))
-}
-
-/// `POST /vault/secrets/{name}/remove`.
-pub(crate) async fn remove_secret(
-    State(state): State<AppState>,
-    Extension(authenticated): Extension<Authenticated>,
-    Path(name): Path<String>,
-) -> Result<Response, Error> {
-    vault::remove(State(state), Extension(authenticated), Path(name)).await?;
-    Ok(back_to("/vault"))
 }

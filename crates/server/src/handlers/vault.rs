@@ -1,15 +1,24 @@
-//! The vault's agent secrets over the API: members list names, admins set and remove values;
-//! no route ever answers a value (G25: every write is audited, by name only).
+//! The vault over the API: agent secrets, connections and model keys. Members list names,
+//! admins set, remove and revoke; no route ever answers a value, and no refusal repeats what
+//! was submitted (G19). Every write is audited by name only (G25).
+//!
+//! Each route is a thin JSON shell over a function the console's forms call too
+//! (`store_secret`, `store_connection`, ...), so both doors keep the same rules and the same
+//! audit entries.
 
 use std::sync::Arc;
 
-use api_types::{SetSecretRequest, VaultSecretView};
+use api_types::{
+    SetConnectionRequest, SetModelKeyRequest, SetSecretRequest, VaultConnectionView,
+    VaultModelKeyView, VaultSecretView,
+};
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use redact::SecretValue;
 use serde_json::json;
-use vault::{SecretInfo, Vault};
+use vault::{ConnectionInfo, SecretInfo, Vault};
 
 use crate::authn::Authenticated;
 use crate::handlers::{audit, blocking};
@@ -23,7 +32,61 @@ fn vault_of(shared: &Shared, operation: &'static str) -> Result<Arc<Vault>, Erro
         .ok_or(Error::VaultUnavailable { operation })
 }
 
-fn view(info: SecretInfo) -> VaultSecretView {
+/// The vault's refusals of what was submitted become a 400 in the vault's own words about
+/// what is allowed. The submitted name is left out on purpose: someone who pasted a value
+/// into a name box must not see it repeated back. Every other failure keeps its mapping
+/// (not found is a 404, the rest a 500 with the detail logged only).
+fn vault_failure(operation: &'static str) -> impl FnOnce(vault::Error) -> Error {
+    move |source| match source {
+        vault::Error::InvalidName { kind, rule, .. } => Error::InvalidInput {
+            field: kind,
+            reason: rule.to_owned(),
+        },
+        vault::Error::EmptyValue { kind, .. } => Error::InvalidInput {
+            field: kind,
+            reason: "a value is empty; every value needs at least one character".to_owned(),
+        },
+        vault::Error::NoFields { .. } => Error::InvalidInput {
+            field: "connection",
+            reason: "a connection needs at least one field with a value".to_owned(),
+        },
+        vault::Error::DuplicateField { .. } => Error::InvalidInput {
+            field: "connection field",
+            reason: "two fields would reach a step as the same environment variable (field \
+                     names that are equal once `-` is read as `_`)"
+                .to_owned(),
+        },
+        other => Error::Vault {
+            operation,
+            source: other,
+        },
+    }
+}
+
+/// Runs one vault call on the blocking pool (the vault seals and opens values and writes the
+/// database synchronously).
+async fn with_vault<T: Send + 'static>(
+    shared: &Shared,
+    operation: &'static str,
+    work: impl FnOnce(&Vault) -> Result<T, vault::Error> + Send + 'static,
+) -> Result<T, Error> {
+    let vault = vault_of(shared, operation)?;
+    blocking(operation, move || work(&vault))
+        .await?
+        .map_err(vault_failure(operation))
+}
+
+/// A JSON body that does not parse is refused in our own words: serde's message can quote what
+/// was sent, which on these routes is a credential.
+fn json_body<T>(body: Result<Json<T>, JsonRejection>, expected: &'static str) -> Result<T, Error> {
+    body.map(|Json(request)| request)
+        .map_err(|_| Error::InvalidInput {
+            field: "body",
+            reason: format!("expected a JSON body (Content-Type: application/json) {expected}"),
+        })
+}
+
+fn secret_view(info: SecretInfo) -> VaultSecretView {
     VaultSecretView {
         name: info.name,
         version: info.version,
@@ -32,54 +95,122 @@ fn view(info: SecretInfo) -> VaultSecretView {
     }
 }
 
+fn connection_view(info: ConnectionInfo) -> VaultConnectionView {
+    VaultConnectionView {
+        alias: info.alias,
+        fields: info.fields,
+        version: info.version,
+        revoked: info.revoked_at.is_some(),
+        revoked_at: info.revoked_at.map(|at| at.0),
+        created_at: info.created_at.0,
+        updated_at: info.updated_at.0,
+    }
+}
+
+fn model_key_view(info: SecretInfo) -> VaultModelKeyView {
+    VaultModelKeyView {
+        provider: info.name,
+        version: info.version,
+        created_at: info.created_at.0,
+        updated_at: info.updated_at.0,
+    }
+}
+
+/// Appends the audit entry of a vault write: an action and names, never a value.
+fn audit_write(
+    state: &AppState,
+    authenticated: &Authenticated,
+    action: &str,
+    detail: &serde_json::Value,
+) -> Result<(), Error> {
+    audit(
+        &state.shared,
+        &authenticated.account(),
+        authenticated.actor.clone(),
+        action,
+        detail,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agent secrets.
+// ---------------------------------------------------------------------------------------------
+
+/// The account's agent secrets: names, versions and dates.
+pub(crate) async fn secret_views(
+    state: &AppState,
+    authenticated: &Authenticated,
+) -> Result<Vec<VaultSecretView>, Error> {
+    let account = authenticated.account();
+    let secrets = with_vault(&state.shared, "list vault secrets", move |vault| {
+        vault.secrets().list(account.as_str())
+    })
+    .await?;
+    Ok(secrets.into_iter().map(secret_view).collect())
+}
+
+/// Sets an agent secret (encrypted at rest by the vault) and audits its name and version.
+pub(crate) async fn store_secret(
+    state: &AppState,
+    authenticated: &Authenticated,
+    name: String,
+    value: SecretValue,
+) -> Result<VaultSecretView, Error> {
+    let account = authenticated.account();
+    let info = with_vault(&state.shared, "set a vault secret", move |vault| {
+        vault.secrets().set(account.as_str(), &name, value)
+    })
+    .await?;
+    audit_write(
+        state,
+        authenticated,
+        "vault.secret_set",
+        &json!({"name": info.name, "version": info.version}),
+    )?;
+    Ok(secret_view(info))
+}
+
+/// Removes an agent secret and audits its name.
+pub(crate) async fn delete_secret(
+    state: &AppState,
+    authenticated: &Authenticated,
+    name: String,
+) -> Result<(), Error> {
+    let account = authenticated.account();
+    let secret_name = name.clone();
+    with_vault(&state.shared, "remove a vault secret", move |vault| {
+        vault.secrets().remove(account.as_str(), &secret_name)
+    })
+    .await?;
+    audit_write(
+        state,
+        authenticated,
+        "vault.secret_remove",
+        &json!({"name": name}),
+    )
+}
+
 /// `GET /api/vault/secrets`: names, versions and dates.
 pub(crate) async fn list(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Json<Vec<VaultSecretView>>, Error> {
-    let vault = vault_of(&state.shared, "list vault secrets")?;
-    let account = authenticated.account();
-    let secrets = blocking("list vault secrets", move || {
-        vault.secrets().list(account.as_str())
-    })
-    .await?
-    .map_err(|source| Error::Vault {
-        operation: "list vault secrets",
-        source,
-    })?;
-    Ok(Json(secrets.into_iter().map(view).collect()))
+    Ok(Json(secret_views(&state, &authenticated).await?))
 }
 
-/// `PUT /api/vault/secrets/{name}`: sets a value (encrypted at rest by the vault). The answer
-/// and the audit entry carry the name and version, never the value.
+/// `PUT /api/vault/secrets/{name}`: sets a value. The answer and the audit entry carry the
+/// name and version, never the value.
 pub(crate) async fn set(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path(name): Path<String>,
-    Json(request): Json<SetSecretRequest>,
+    body: Result<Json<SetSecretRequest>, JsonRejection>,
 ) -> Result<Json<VaultSecretView>, Error> {
-    let shared = &state.shared;
-    let vault = vault_of(shared, "set a vault secret")?;
-    let account = authenticated.account();
+    let request = json_body(body, "{\"value\": \"<the secret>\"}")?;
     let value = SecretValue::new(request.value);
-    let account_id = account.0.clone();
-    let secret_name = name.clone();
-    let info = blocking("set a vault secret", move || {
-        vault.secrets().set(&account_id, &secret_name, value)
-    })
-    .await?
-    .map_err(|source| Error::Vault {
-        operation: "set a vault secret",
-        source,
-    })?;
-    audit(
-        shared,
-        &account,
-        authenticated.actor.clone(),
-        "vault.secret_set",
-        &json!({"name": info.name, "version": info.version}),
-    )?;
-    Ok(Json(view(info)))
+    Ok(Json(
+        store_secret(&state, &authenticated, name, value).await?,
+    ))
 }
 
 /// `DELETE /api/vault/secrets/{name}`.
@@ -88,25 +219,229 @@ pub(crate) async fn remove(
     Extension(authenticated): Extension<Authenticated>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, Error> {
-    let shared = &state.shared;
-    let vault = vault_of(shared, "remove a vault secret")?;
+    delete_secret(&state, &authenticated, name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connections.
+// ---------------------------------------------------------------------------------------------
+
+/// The account's connections: aliases, field names, versions, dates and revocation.
+pub(crate) async fn connection_views(
+    state: &AppState,
+    authenticated: &Authenticated,
+) -> Result<Vec<VaultConnectionView>, Error> {
     let account = authenticated.account();
-    let account_id = account.0.clone();
-    let secret_name = name.clone();
-    blocking("remove a vault secret", move || {
-        vault.secrets().remove(&account_id, &secret_name)
+    let connections = with_vault(&state.shared, "list vault connections", move |vault| {
+        vault.connections().list(account.as_str())
     })
-    .await?
-    .map_err(|source| Error::Vault {
-        operation: "remove a vault secret",
-        source,
-    })?;
-    audit(
-        shared,
-        &account,
-        authenticated.actor.clone(),
-        "vault.secret_remove",
-        &json!({"name": name}),
+    .await?;
+    Ok(connections.into_iter().map(connection_view).collect())
+}
+
+/// Adds a connection, or replaces all its fields (which lifts a revocation), and audits its
+/// alias, field names and version.
+pub(crate) async fn store_connection(
+    state: &AppState,
+    authenticated: &Authenticated,
+    alias: String,
+    fields: Vec<(String, SecretValue)>,
+) -> Result<VaultConnectionView, Error> {
+    let account = authenticated.account();
+    let info = with_vault(&state.shared, "set a vault connection", move |vault| {
+        vault.connections().add(account.as_str(), &alias, fields)
+    })
+    .await?;
+    audit_write(
+        state,
+        authenticated,
+        "vault.connection_set",
+        &json!({"alias": info.alias, "fields": info.fields, "version": info.version}),
     )?;
+    Ok(connection_view(info))
+}
+
+/// Removes a connection and its values, and audits its alias.
+pub(crate) async fn delete_connection(
+    state: &AppState,
+    authenticated: &Authenticated,
+    alias: String,
+) -> Result<(), Error> {
+    let account = authenticated.account();
+    let connection_alias = alias.clone();
+    with_vault(&state.shared, "remove a vault connection", move |vault| {
+        vault
+            .connections()
+            .remove(account.as_str(), &connection_alias)
+    })
+    .await?;
+    audit_write(
+        state,
+        authenticated,
+        "vault.connection_remove",
+        &json!({"alias": alias}),
+    )
+}
+
+/// Revokes a connection (runs that ask for it are refused, naming it, until it is set again)
+/// and audits its alias.
+pub(crate) async fn revoke_connection_by_alias(
+    state: &AppState,
+    authenticated: &Authenticated,
+    alias: String,
+) -> Result<(), Error> {
+    let account = authenticated.account();
+    let connection_alias = alias.clone();
+    with_vault(&state.shared, "revoke a vault connection", move |vault| {
+        vault
+            .connections()
+            .revoke(account.as_str(), &connection_alias)
+    })
+    .await?;
+    audit_write(
+        state,
+        authenticated,
+        "vault.connection_revoke",
+        &json!({"alias": alias}),
+    )
+}
+
+/// `GET /api/vault/connections`: aliases and field names, never values.
+pub(crate) async fn list_connections(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<VaultConnectionView>>, Error> {
+    Ok(Json(connection_views(&state, &authenticated).await?))
+}
+
+/// `PUT /api/vault/connections/{alias}`: sets every field of the connection. The answer and
+/// the audit entry carry the alias and field names, never a value.
+pub(crate) async fn set_connection(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(alias): Path<String>,
+    body: Result<Json<SetConnectionRequest>, JsonRejection>,
+) -> Result<Json<VaultConnectionView>, Error> {
+    let request = json_body(body, "{\"fields\": {\"<field name>\": \"<value>\", ...}}")?;
+    let fields = request
+        .fields
+        .into_iter()
+        .map(|(field, value)| (field, SecretValue::new(value)))
+        .collect();
+    Ok(Json(
+        store_connection(&state, &authenticated, alias, fields).await?,
+    ))
+}
+
+/// `DELETE /api/vault/connections/{alias}`.
+pub(crate) async fn remove_connection(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(alias): Path<String>,
+) -> Result<StatusCode, Error> {
+    delete_connection(&state, &authenticated, alias).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/vault/connections/{alias}/revoke`: unlike removing, the values stay stored (and
+/// stay in every scrub set), and setting the connection again lifts the revocation.
+pub(crate) async fn revoke_connection(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(alias): Path<String>,
+) -> Result<StatusCode, Error> {
+    revoke_connection_by_alias(&state, &authenticated, alias).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model keys.
+// ---------------------------------------------------------------------------------------------
+
+/// The providers the account has a key for: names, versions and dates.
+pub(crate) async fn model_key_views(
+    state: &AppState,
+    authenticated: &Authenticated,
+) -> Result<Vec<VaultModelKeyView>, Error> {
+    let account = authenticated.account();
+    let keys = with_vault(&state.shared, "list vault model keys", move |vault| {
+        vault.model_keys().list(account.as_str())
+    })
+    .await?;
+    Ok(keys.into_iter().map(model_key_view).collect())
+}
+
+/// Sets a provider's key and audits the provider and version.
+pub(crate) async fn store_model_key(
+    state: &AppState,
+    authenticated: &Authenticated,
+    provider: String,
+    value: SecretValue,
+) -> Result<VaultModelKeyView, Error> {
+    let account = authenticated.account();
+    let info = with_vault(&state.shared, "set a vault model key", move |vault| {
+        vault.model_keys().set(account.as_str(), &provider, value)
+    })
+    .await?;
+    audit_write(
+        state,
+        authenticated,
+        "vault.model_key_set",
+        &json!({"provider": info.name, "version": info.version}),
+    )?;
+    Ok(model_key_view(info))
+}
+
+/// Removes a provider's key and audits the provider.
+pub(crate) async fn delete_model_key(
+    state: &AppState,
+    authenticated: &Authenticated,
+    provider: String,
+) -> Result<(), Error> {
+    let account = authenticated.account();
+    let key_provider = provider.clone();
+    with_vault(&state.shared, "remove a vault model key", move |vault| {
+        vault.model_keys().remove(account.as_str(), &key_provider)
+    })
+    .await?;
+    audit_write(
+        state,
+        authenticated,
+        "vault.model_key_remove",
+        &json!({"provider": provider}),
+    )
+}
+
+/// `GET /api/vault/model-keys`: provider names, never keys.
+pub(crate) async fn list_model_keys(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<VaultModelKeyView>>, Error> {
+    Ok(Json(model_key_views(&state, &authenticated).await?))
+}
+
+/// `PUT /api/vault/model-keys/{provider}`: sets the provider's key. The answer and the audit
+/// entry carry the provider and version, never the key.
+pub(crate) async fn set_model_key(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(provider): Path<String>,
+    body: Result<Json<SetModelKeyRequest>, JsonRejection>,
+) -> Result<Json<VaultModelKeyView>, Error> {
+    let request = json_body(body, "{\"value\": \"<the provider's key>\"}")?;
+    let value = SecretValue::new(request.value);
+    Ok(Json(
+        store_model_key(&state, &authenticated, provider, value).await?,
+    ))
+}
+
+/// `DELETE /api/vault/model-keys/{provider}`.
+pub(crate) async fn remove_model_key(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(provider): Path<String>,
+) -> Result<StatusCode, Error> {
+    delete_model_key(&state, &authenticated, provider).await?;
     Ok(StatusCode::NO_CONTENT)
 }
