@@ -16,7 +16,8 @@
 //! - Every failed share-link fetch answers the same bytes ([`auth::SHARE_NOT_FOUND_BODY`]).
 //!
 //! This crate owns no SQL and opens no listener itself: the binary opens the store, builds an
-//! [`AppState`] and hands a listener to [`serve`] (or drives [`router`] itself).
+//! [`AppState`] and hands a listener to [`serve`] (or, with its certificate, to [`serve_tls`]), or
+//! drives [`router`] itself.
 
 #![forbid(unsafe_code)]
 
@@ -29,6 +30,7 @@ mod layers;
 mod openapi;
 mod routes;
 mod state;
+mod tls;
 mod workflows;
 
 pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
@@ -37,6 +39,7 @@ pub use crate::layers::SECURITY_HEADERS;
 pub use crate::openapi::openapi_document;
 pub use crate::routes::{registered_routes, router};
 pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore};
+pub use crate::tls::{TLS_HANDSHAKE_TIMEOUT, serve_tls, tls_server_config};
 pub use crate::workflows::{
     WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText,
 };

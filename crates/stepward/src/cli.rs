@@ -40,6 +40,10 @@ pub enum Command {
     /// Connections of the local account: an alias with named fields (values on stdin).
     #[command(subcommand)]
     Connections(ConnectionsCommand),
+    /// The local account's workspace (what steps see at `/work`): every write a revision
+    /// authored by this operating-system user.
+    #[command(subcommand)]
+    Files(FilesCommand),
     /// Key management.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -66,6 +70,25 @@ pub struct ServeArgs {
     /// are then `Secure` and `__Host-` prefixed.
     #[arg(long, env = "STEPWARD_BEHIND_TLS")]
     pub behind_tls: bool,
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first), with
+    /// `--tls-key`: session cookies are then `Secure` and `__Host-` prefixed. Not with
+    /// `--behind-tls`, which says a proxy in front terminates TLS instead.
+    #[arg(
+        long,
+        env = "STEPWARD_TLS_CERT",
+        value_name = "PATH",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1), in a file only its owner
+    /// may read (mode 600).
+    #[arg(
+        long,
+        env = "STEPWARD_TLS_KEY",
+        value_name = "PATH",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -162,6 +185,31 @@ pub enum SecretsCommand {
     },
     /// Remove a secret.
     Rm { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FilesCommand {
+    /// Every file of the workspace, with its size.
+    List,
+    /// Write one file as a revision; the contents are read from `--from FILE`, or stdin.
+    Put {
+        /// The file's path inside the workspace, e.g. `inputs/lines.csv`.
+        path: String,
+        /// Read the contents from this file instead of stdin.
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// Why, kept in the history.
+        #[arg(long, default_value = "written with the command line")]
+        message: String,
+    },
+    /// Delete one file as a revision.
+    Rm {
+        path: String,
+        #[arg(long, default_value = "deleted with the command line")]
+        message: String,
+    },
+    /// The revisions, newest first, with their authors.
+    History,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,13 +5,21 @@
 //! runs of a data directory (recovery would otherwise mark another live process's attempts
 //! interrupted). On first start, when no account has anybody in it, the owner of the local
 //! account is invited and the one-time sign-in link is printed on stdout.
+//!
+//! With `--tls-cert` and `--tls-key` the server speaks HTTPS itself. Both files are read and
+//! checked (PEM, the key file's mode, the key against the certificate) before anything else
+//! happens, so a bad file never leaves a first-start invitation behind that nobody saw.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{Context, anyhow, bail};
 use auth::TlsMode;
 use engine::SystemClock;
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
 use server::{AppOptions, AppState, Backends, NewOwner, WorkflowDirectories};
 use storage::{AccountStore, AuditLog, NewAuditEntry};
@@ -25,6 +33,19 @@ use crate::config::{Backend, Config};
 use crate::server_keys::ServerKeyFiles;
 
 pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
+    // Checked here rather than by clap, which would also refuse `STEPWARD_BEHIND_TLS=false`.
+    if args.behind_tls && args.tls_cert.is_some() {
+        bail!(
+            "--behind-tls and --tls-cert cannot be used together: --behind-tls says a proxy in \
+             front terminates TLS, --tls-cert that this server does; pass one of them"
+        );
+    }
+    let tls_config = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert_path), Some(key_path)) => Some(load_tls_files(cert_path, key_path)?),
+        (None, None) => None,
+        // clap requires each with the other; this is the same refusal should that change.
+        _ => bail!("--tls-cert and --tls-key go together: pass both or neither"),
+    };
     let app = App::open(config)?;
     if app.config.backend == Backend::Unisolated {
         let accounts = app.store.accounts().context("cannot list the accounts")?;
@@ -44,7 +65,7 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
         };
         Some(accounts::invite_local_owner(&app, &owner)?)
     };
-    let tls = if args.behind_tls {
+    let tls = if args.behind_tls || tls_config.is_some() {
         TlsMode::Tls
     } else {
         TlsMode::PlainHttp
@@ -52,12 +73,12 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
     if tls == TlsMode::PlainHttp && !args.listen.ip().is_loopback() {
         eprintln!(
             "warning: serving plain HTTP on {}, beyond this machine: passwords and session \
-             cookies cross the network unencrypted; put a TLS-terminating proxy in front and \
-             pass --behind-tls",
+             cookies cross the network unencrypted; pass --tls-cert and --tls-key, or put a \
+             TLS-terminating proxy in front and pass --behind-tls",
             args.listen
         );
     }
-    let workflows_root = accounts::accounts_dir(&app.config.data_dir);
+    let workflows_root = app.config.accounts_dir();
     std::fs::create_dir_all(&workflows_root)
         .with_context(|| format!("cannot create {}", workflows_root.display()))?;
     let state = AppState::new(
@@ -102,9 +123,11 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
             );
             println!("{base_url}{}", invitation.sign_in_path);
         }
-        server::serve(listener, state, shutdown)
-            .await
-            .context("the server failed")?;
+        match tls_config {
+            Some(tls_config) => server::serve_tls(listener, tls_config, state, shutdown).await,
+            None => server::serve(listener, state, shutdown).await,
+        }
+        .context("the server failed")?;
         eprintln!("stepward stopped: requests in flight finished");
         anyhow::Ok(())
     })?;
@@ -144,6 +167,104 @@ pub fn rotate_links(app: &App) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
+/// The server's TLS configuration from `--tls-cert` and `--tls-key`. Every refusal names the
+/// file and what is wrong with it.
+fn load_tls_files(cert_path: &Path, key_path: &Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
+    let cert_chain = read_certificate_chain(cert_path)?;
+    let key = read_private_key(key_path)?;
+    server::tls_server_config(cert_chain, key).map_err(|error| match error {
+        rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => anyhow!(
+            "the TLS key {} does not belong to the certificate in {}: give the key the \
+             certificate was issued for",
+            key_path.display(),
+            cert_path.display()
+        ),
+        rustls::Error::InconsistentKeys(_) => anyhow!(
+            "cannot check that the TLS key {} belongs to the certificate in {}: use an RSA, \
+             ECDSA or Ed25519 key",
+            key_path.display(),
+            cert_path.display()
+        ),
+        rustls::Error::InvalidCertificate(problem) => anyhow!(
+            "the TLS certificate file {} holds a certificate that cannot be parsed ({problem:?})",
+            cert_path.display()
+        ),
+        other => anyhow!(
+            "the TLS key {} cannot be used with the certificate in {}: {other}",
+            key_path.display(),
+            cert_path.display()
+        ),
+    })
+}
+
+/// Every certificate of a PEM file, the server's own first.
+fn read_certificate_chain(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let text = std::fs::read(path)
+        .with_context(|| format!("cannot read the TLS certificate file {}", path.display()))?;
+    let chain = CertificateDer::pem_slice_iter(&text)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| {
+            anyhow!(
+                "the TLS certificate file {} is not valid PEM: {}",
+                path.display(),
+                pem_problem(&error)
+            )
+        })?;
+    if chain.is_empty() {
+        bail!(
+            "the TLS certificate file {} holds no certificate (a PEM block `BEGIN CERTIFICATE`)",
+            path.display()
+        );
+    }
+    Ok(chain)
+}
+
+/// The first private key of a PEM file that only its owner may read, as the vault's root key
+/// and the server's own key files are kept.
+fn read_private_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
+    let metadata = std::fs::metadata(path)
+        .with_context(|| format!("cannot read the TLS key file {}", path.display()))?;
+    let mode = metadata.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        bail!(
+            "the TLS key file {} has mode {mode:o}: its group or others may read it; run \
+             `chmod 600 {}` (and replace the key if somebody else may have read it)",
+            path.display(),
+            path.display()
+        );
+    }
+    let text = zeroize::Zeroizing::new(
+        std::fs::read(path)
+            .with_context(|| format!("cannot read the TLS key file {}", path.display()))?,
+    );
+    PrivateKeyDer::from_pem_slice(&text).map_err(|error| match error {
+        pem::Error::NoItemsFound => anyhow!(
+            "the TLS key file {} holds no private key (a PEM block `BEGIN PRIVATE KEY`, \
+             `BEGIN RSA PRIVATE KEY` or `BEGIN EC PRIVATE KEY`)",
+            path.display()
+        ),
+        other => anyhow!(
+            "the TLS key file {} is not valid PEM: {}",
+            path.display(),
+            pem_problem(&other)
+        ),
+    })
+}
+
+/// What is wrong with a PEM file, without echoing its bytes (a key file's line may hold key
+/// material).
+fn pem_problem(error: &pem::Error) -> &'static str {
+    match error {
+        pem::Error::MissingSectionEnd { .. } => "a block has no END line",
+        pem::Error::IllegalSectionStart { .. } => "a BEGIN line is malformed",
+        pem::Error::Base64Decode(_) => "a block is not valid base64",
+        pem::Error::Io(_) => "it cannot be read",
+        pem::Error::NoItemsFound => "it holds no block of the expected kind",
+        pem::Error::SectionTooLarge => "a block is too large",
+        _ => "it cannot be parsed",
+    }
+}
+
 fn base_url(address: SocketAddr, tls: TlsMode) -> String {
     let scheme = match tls {
         TlsMode::Tls => "https",
@@ -164,4 +285,95 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
             _ = terminate.recv() => {}
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    use crate::commands::serve::load_tls_files;
+
+    /// A self-signed certificate for `localhost` and its key, as PEM.
+    fn self_signed() -> (String, String) {
+        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        (certified.cert.pem(), certified.signing_key.serialize_pem())
+    }
+
+    fn write(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    /// Each bad pair of files is refused with a message naming the file at fault and what is
+    /// wrong with it; the good pair loads.
+    #[test]
+    fn tls_files_are_refused_with_the_file_and_the_problem_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = self_signed();
+        let (_other_cert, other_key) = self_signed();
+        let good_cert = write(dir.path(), "cert.pem", &cert, 0o644);
+        let good_key = write(dir.path(), "key.pem", &key, 0o600);
+        assert!(load_tls_files(&good_cert, &good_key).is_ok());
+
+        let missing = dir.path().join("missing.pem");
+        let garbage_cert = write(
+            dir.path(),
+            "garbage-cert.pem",
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            0o644,
+        );
+        let broken_pem = write(
+            dir.path(),
+            "broken.pem",
+            "-----BEGIN CERTIFICATE-----\nMIIB\n",
+            0o644,
+        );
+        let open_key = write(dir.path(), "open-key.pem", &key, 0o640);
+        let wrong_key = write(dir.path(), "wrong-key.pem", &other_key, 0o600);
+        let cert_as_key = write(dir.path(), "cert-as-key.pem", &cert, 0o600);
+        let cases: [(&Path, &Path, &Path, &str); 7] = [
+            (
+                &missing,
+                &good_key,
+                &missing,
+                "cannot read the TLS certificate file",
+            ),
+            (
+                &good_cert,
+                &missing,
+                &missing,
+                "cannot read the TLS key file",
+            ),
+            (&good_key, &good_key, &good_key, "holds no certificate"),
+            (&broken_pem, &good_key, &broken_pem, "is not valid PEM"),
+            (&garbage_cert, &good_key, &garbage_cert, "cannot be parsed"),
+            (&good_cert, &open_key, &open_key, "chmod 600"),
+            (
+                &good_cert,
+                &cert_as_key,
+                &cert_as_key,
+                "holds no private key",
+            ),
+        ];
+        for (cert_path, key_path, named, problem) in cases {
+            let error = format!("{:#}", load_tls_files(cert_path, key_path).unwrap_err());
+            assert!(
+                error.contains(&named.display().to_string()) && error.contains(problem),
+                "{cert_path:?} {key_path:?}: {error}"
+            );
+        }
+        let mismatch = format!("{:#}", load_tls_files(&good_cert, &wrong_key).unwrap_err());
+        assert!(
+            mismatch.contains(&format!(
+                "the TLS key {} does not belong to the certificate in {}",
+                wrong_key.display(),
+                good_cert.display()
+            )),
+            "{mismatch}"
+        );
+        assert!(!mismatch.contains("PRIVATE KEY"), "{mismatch}");
+    }
 }

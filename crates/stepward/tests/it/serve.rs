@@ -1,15 +1,18 @@
 //! `stepward serve` as an operator starts it: the real binary on a free loopback port, its
 //! printed one-time sign-in link fetched over loopback with a tiny HTTP/1.1 client, the
 //! security headers, the OpenAPI document, the server's own key files, and a clean stop on
-//! SIGTERM; `stepward accounts create` and `stepward keys rotate-links`.
+//! SIGTERM; `stepward accounts create` and `stepward keys rotate-links`; `--tls-cert` and
+//! `--tls-key` (HTTPS served by the binary itself, reached by a rustls client that trusts only a
+//! certificate made at test time).
 //!
 //! Every request goes to 127.0.0.1 only.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
@@ -73,9 +76,18 @@ impl Server {
 
     /// The address from `stepward serves http://<address> ...`.
     fn address(&mut self) -> SocketAddr {
+        self.address_after("stepward serves http://")
+    }
+
+    /// The address from `stepward serves https://<address> ...`.
+    fn https_address(&mut self) -> SocketAddr {
+        self.address_after("stepward serves https://")
+    }
+
+    fn address_after(&mut self, prefix: &str) -> SocketAddr {
         let line = self.next_line();
         let rest = line
-            .strip_prefix("stepward serves http://")
+            .strip_prefix(prefix)
             .unwrap_or_else(|| panic!("not the serving line: {line}"));
         rest.split(' ').next().unwrap().parse().unwrap()
     }
@@ -161,6 +173,35 @@ impl Answer {
             .find(|(header, _)| header == name)
             .map(|(_, value)| value.as_str())
     }
+
+    /// The whole `Set-Cookie` value (attributes included) of the cookie `name`.
+    fn set_cookie(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .filter(|(header, _)| header == "set-cookie")
+            .map(|(_, value)| value.as_str())
+            .find(|value| value.starts_with(&format!("{name}=")))
+    }
+
+    fn parse(raw: Vec<u8>) -> Answer {
+        let text = String::from_utf8(raw).expect("the answer is text");
+        let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|line| line.split(' ').nth(1))
+            .and_then(|code| code.parse().ok())
+            .expect("a status line");
+        let headers = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(name, value)| (name.trim().to_lowercase(), value.trim().to_owned()))
+            .collect();
+        Answer {
+            status,
+            headers,
+            body: body.to_owned(),
+        }
+    }
 }
 
 /// `GET path` over a fresh loopback connection, read until the server closes it.
@@ -176,11 +217,31 @@ fn send(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Answer {
+    let mut stream = connect(address);
+    stream
+        .write_all(request_text(address, method, path, headers, body).as_bytes())
+        .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("the answer arrives");
+    Answer::parse(raw)
+}
+
+fn connect(address: SocketAddr) -> TcpStream {
     assert!(address.ip().is_loopback(), "tests only talk to loopback");
-    let mut stream = TcpStream::connect(address).expect("the server accepts");
+    let stream = TcpStream::connect(address).expect("the server accepts");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
+    stream
+}
+
+fn request_text(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
     let mut request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\
          Content-Length: {}\r\n",
@@ -191,26 +252,77 @@ fn send(
     }
     request.push_str("\r\n");
     request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("the answer arrives");
-    let text = String::from_utf8(raw).expect("the answer is text");
-    let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|line| line.split(' ').nth(1))
-        .and_then(|code| code.parse().ok())
-        .expect("a status line");
-    let headers = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_lowercase(), value.trim().to_owned()))
-        .collect();
-    Answer {
-        status,
-        headers,
-        body: body.to_owned(),
+    request
+}
+
+/// A self-signed certificate for `localhost` and 127.0.0.1, written as PEM files beside the
+/// home (the key file at `key_mode`), and a client that trusts it and nothing else.
+struct TestCertificate {
+    cert_path: PathBuf,
+    key_path: PathBuf,
+    client: Arc<rustls::ClientConfig>,
+}
+
+impl TestCertificate {
+    fn write(dir: &Path, key_mode: u32) -> TestCertificate {
+        let certified = rcgen::generate_simple_self_signed(vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+        ])
+        .unwrap();
+        let cert_path = dir.join("server-cert.pem");
+        let key_path = dir.join("server-key.pem");
+        std::fs::write(&cert_path, certified.cert.pem()).unwrap();
+        std::fs::write(&key_path, certified.signing_key.serialize_pem()).unwrap();
+        std::fs::set_permissions(&key_path, std::fs::Permissions::from_mode(key_mode)).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(certified.cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        TestCertificate {
+            cert_path,
+            key_path,
+            client: Arc::new(client),
+        }
     }
+
+    fn serve_args(&self) -> [String; 4] {
+        [
+            "--tls-cert".to_owned(),
+            self.cert_path.display().to_string(),
+            "--tls-key".to_owned(),
+            self.key_path.display().to_string(),
+        ]
+    }
+}
+
+/// One request over a fresh TLS connection (the certificate checked for `localhost`), read
+/// until the server ends the TLS session.
+fn send_tls(
+    certificate: &TestCertificate,
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let server_name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let connection = rustls::ClientConnection::new(certificate.client.clone(), server_name)
+        .expect("a client connection");
+    let mut stream = rustls::StreamOwned::new(connection, connect(address));
+    stream
+        .write_all(request_text(address, method, path, headers, body).as_bytes())
+        .expect("the TLS handshake succeeds and the request is sent");
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .expect("the answer arrives and the TLS session ends cleanly");
+    Answer::parse(raw)
 }
 
 fn server_key_files(home: &Home) -> Vec<PathBuf> {
@@ -417,8 +529,7 @@ fn csrf_field(page: &str) -> String {
 }
 
 #[test]
-fn g26_a_second_accounts_owner_signs_in_and_its_steps_are_refused_until_it_has_a_workspace_needs_root()
- {
+fn g26_a_second_accounts_owner_signs_in_and_its_steps_write_only_its_own_workspace_needs_root() {
     let home = Home::new();
     let created = home.stepward(&[
         "accounts",
@@ -434,8 +545,9 @@ fn g26_a_second_accounts_owner_signs_in_and_its_steps_are_refused_until_it_has_a
         .to_owned();
     std::fs::write(
         home.data_dir().join("accounts/acme/workflows/hello.yaml"),
-        "name: hello\npython: \"3.11\"\nsteps:\n  - id: build\n    explain: \"Returns one.\"\n    \
-         code: |\n      def main():\n          return 1\n",
+        "name: hello\npython: \"3.11\"\nsteps:\n  - id: build\n    explain: \"Writes hello.txt.\"\n    \
+         code: |\n      def main():\n          with open('/work/hello.txt', 'w') as out:\n              \
+         out.write('from acme')\n          return 1\n",
     )
     .unwrap();
 
@@ -505,15 +617,194 @@ fn g26_a_second_accounts_owner_signs_in_and_its_steps_are_refused_until_it_has_a
     );
     assert_eq!(started.status, 201, "{}", started.body);
     let run: serde_json::Value = serde_json::from_str(&started.body).unwrap();
-    assert_ne!(run["status"], "succeeded", "{run}");
-    let step = &run["steps"][0];
-    assert_eq!(step["status"], "refused", "{run}");
-    assert!(
-        step["reason"]
-            .as_str()
-            .unwrap()
-            .contains("workspace of its own"),
-        "{run}"
+    assert_eq!(run["status"], "succeeded", "{run}");
+    // The step's file is in acme's workspace, authored by the run's step, and nowhere else.
+    let accounts = home.data_dir().join("accounts");
+    assert_eq!(
+        std::fs::read_to_string(accounts.join("acme/workspace/hello.txt")).unwrap(),
+        "from acme"
     );
+    assert!(!accounts.join("local/workspace/hello.txt").exists());
+    let history = send(
+        address,
+        "GET",
+        "/api/workspace/revisions",
+        &[("Cookie", &session)],
+        "",
+    );
+    assert_eq!(history.status, 200, "{}", history.body);
+    let history: serde_json::Value = serde_json::from_str(&history.body).unwrap();
+    assert_eq!(history[0]["author_kind"], "run_step", "{history}");
+    assert_eq!(history[0]["changes"][0]["path"], "hello.txt", "{history}");
+    assert!(server.terminate().success());
+}
+
+/// `args` followed by `more`, as the `&str`s `Server::start` takes.
+fn arguments<'a>(args: &'a [String], more: &[&'a str]) -> Vec<&'a str> {
+    args.iter()
+        .map(String::as_str)
+        .chain(more.iter().copied())
+        .collect()
+}
+
+#[test]
+fn g26_serve_with_its_own_certificate_serves_https_with_secure_cookies_needs_root() {
+    let home = Home::new();
+    let certificate = TestCertificate::write(home.dir.path(), 0o600);
+    let tls_args = certificate.serve_args();
+    let mut server = Server::start(
+        &home,
+        &arguments(&tls_args, &["--owner-email", "ada@example.test"]),
+    );
+    let address = server.https_address();
+    let first_start = server.next_line();
+    assert!(first_start.contains("ada@example.test"), "{first_start}");
+    let link = server.next_line();
+    let path = link
+        .strip_prefix(&format!("https://{address}"))
+        .unwrap_or_else(|| panic!("not an https link to this server: {link}"))
+        .to_owned();
+
+    let sign_in_page = send_tls(&certificate, address, "GET", "/signin", &[], "");
+    assert_eq!(sign_in_page.status, 200, "{}", sign_in_page.body);
+    assert_security_headers(&sign_in_page);
+
+    // The owner sets a password through the printed link; the form's cookie is already a
+    // `Secure` `__Host-` cookie.
+    let form = send_tls(&certificate, address, "GET", &path, &[], "");
+    assert_eq!(form.status, 200, "{}", form.body);
+    let form_cookie = form
+        .set_cookie("__Host-stepward_form")
+        .unwrap_or_else(|| panic!("no __Host- form cookie: {:?}", form.headers));
+    assert!(form_cookie.contains("; Secure"), "{form_cookie}");
+    let form_cookie = form_cookie.split(';').next().unwrap().to_owned();
+    let password = "correct horse battery staple";
+    let body = format!(
+        "csrf={}&password={password}&password_again={password}",
+        csrf_field(&form.body)
+    )
+    .replace(' ', "+");
+    let welcomed = send_tls(
+        &certificate,
+        address,
+        "POST",
+        &path,
+        &[
+            ("Cookie", &form_cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &body,
+    );
+    assert!(
+        welcomed.status < 400,
+        "{} {}",
+        welcomed.status,
+        welcomed.body
+    );
+
+    let signed_in = send_tls(
+        &certificate,
+        address,
+        "POST",
+        "/api/signin",
+        &[("Content-Type", "application/json")],
+        &serde_json::json!({ "account": "local", "email": "ada@example.test", "password": password })
+            .to_string(),
+    );
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+    let session = signed_in
+        .set_cookie("__Host-stepward_session")
+        .unwrap_or_else(|| panic!("no __Host- session cookie: {:?}", signed_in.headers));
+    for attribute in ["; Secure", "; HttpOnly", "; SameSite=Strict", "; Path=/"] {
+        assert!(
+            session.contains(attribute),
+            "{attribute} missing: {session}"
+        );
+    }
+    let session = session.split(';').next().unwrap().to_owned();
+    let runs = send_tls(
+        &certificate,
+        address,
+        "GET",
+        "/api/runs",
+        &[("Cookie", &session)],
+        "",
+    );
+    assert_eq!(runs.status, 200, "{}", runs.body);
+
+    // Plain HTTP to the HTTPS port gets no HTTP answer.
+    let mut plain = connect(address);
+    plain
+        .write_all(request_text(address, "GET", "/signin", &[], "").as_bytes())
+        .unwrap();
+    let mut raw = Vec::new();
+    // A reset closes the connection as well as an end of stream does.
+    let _ = plain.read_to_end(&mut raw);
+    assert!(
+        !raw.windows(5).any(|window| window == b"HTTP/"),
+        "{:?}",
+        String::from_utf8_lossy(&raw)
+    );
+
+    let status = server.terminate();
+    assert!(status.success(), "the server exited with {status}");
+}
+
+#[test]
+fn g26_serve_refuses_a_tls_key_others_may_read_and_tls_behind_tls_needs_root() {
+    let home = Home::new();
+    let certificate = TestCertificate::write(home.dir.path(), 0o644);
+    let tls_args = certificate.serve_args();
+
+    let mut readable = Server::start(&home, &arguments(&tls_args, &[]));
+    let status = readable.exit_within_a_minute();
+    assert_eq!(
+        status.and_then(|status| status.code()),
+        Some(2),
+        "{:?}",
+        readable.rest_of_output()
+    );
+    let message = readable.stderr();
+    assert!(
+        message.contains("chmod 600")
+            && message.contains(&certificate.key_path.display().to_string()),
+        "{message}"
+    );
+    assert!(
+        !readable
+            .rest_of_output()
+            .iter()
+            .any(|line| line.contains("stepward serves")),
+        "it listened"
+    );
+
+    std::fs::set_permissions(
+        &certificate.key_path,
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let mut both = Server::start(&home, &arguments(&tls_args, &["--behind-tls"]));
+    let status = both.exit_within_a_minute();
+    assert_eq!(status.and_then(|status| status.code()), Some(2));
+    let message = both.stderr();
+    assert!(
+        message.contains("--behind-tls and --tls-cert cannot be used together"),
+        "{message}"
+    );
+    let mut half = Server::start(
+        &home,
+        &["--tls-cert", &certificate.cert_path.display().to_string()],
+    );
+    assert_eq!(
+        half.exit_within_a_minute().and_then(|status| status.code()),
+        Some(2)
+    );
+    assert!(half.stderr().contains("--tls-key"), "{}", half.stderr());
+
+    // The refused starts set nothing up: the first start that serves still invites the owner.
+    let mut server = Server::start(&home, &arguments(&tls_args, &[]));
+    server.https_address();
+    let first_start = server.next_line();
+    assert!(first_start.starts_with("first start"), "{first_start}");
     assert!(server.terminate().success());
 }
