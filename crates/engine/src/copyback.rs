@@ -21,7 +21,19 @@ impl SecretScreen for Screens {
     }
 }
 
+/// What an event says in place of a path that holds a credential value of the account.
+const WITHHELD_PATH: &str = "(a path holding a current credential value, withheld)";
+
 impl Engine {
+    /// `text` with the host's workspaces folder named `<workspaces>`: a run's record is the
+    /// account's to read, and the host's layout stays out of it.
+    pub(crate) fn without_host_paths(&self, text: &str) -> String {
+        text.replace(
+            &*self.options.workspaces.root().to_string_lossy(),
+            "<workspaces>",
+        )
+    }
+
     pub(crate) fn record_copy_back(
         &self,
         context: &RunContext,
@@ -30,11 +42,19 @@ impl Engine {
         report: &ExecutionReport,
         workspace: &Workspace,
     ) -> Result<(), Error> {
+        // The run's redactor scrubs every event; the account may hold values the run was never
+        // given, and a path naming one of them is withheld from the record too.
+        let screens = Redactor::for_account(context.run.account.as_str(), self.secrets.as_ref())
+            .map(|account| Screens(vec![context.redactor.clone(), account]));
+        let shown = |path: &str| match &screens {
+            Ok(screens) if screens.holds_secret(path.as_bytes()) => WITHHELD_PATH.to_owned(),
+            _ => path.to_owned(),
+        };
         for refusal in &report.copy_back_refusals {
             self.event(
                 context,
                 kind::COPY_BACK_REFUSED,
-                json!({"step": step, "attempt": attempt, "path": refusal.path, "reason": refusal.reason, "by": "sandbox"}),
+                json!({"step": step, "attempt": attempt, "path": shown(&refusal.path), "reason": refusal.reason, "by": "sandbox"}),
             )?;
         }
         if report.file_changes.is_empty() {
@@ -42,11 +62,8 @@ impl Engine {
         }
         // Fail closed: without the account's current values, no file can be shown to be free
         // of them, so none is written.
-        let screens = match Redactor::for_account(
-            context.run.account.as_str(),
-            self.secrets.as_ref(),
-        ) {
-            Ok(account) => Screens(vec![context.redactor.clone(), account]),
+        let screens = match screens {
+            Ok(screens) => screens,
             Err(error) => {
                 for change in &report.file_changes {
                     self.event(
@@ -61,20 +78,20 @@ impl Engine {
         let mut accepted = Vec::new();
         let mut paths = Vec::new();
         for change in &report.file_changes {
-            if screens.holds_secret(&change.bytes) {
-                self.event(
-                    context,
-                    kind::COPY_BACK_REFUSED,
-                    json!({"step": step, "attempt": attempt, "path": change.path, "reason": "the file holds a current credential value", "by": "engine"}),
-                )?;
-                continue;
-            }
             // The path is written into the history and the working folder as it is (G19).
             if screens.holds_secret(change.path.as_bytes()) {
                 self.event(
                     context,
                     kind::COPY_BACK_REFUSED,
-                    json!({"step": step, "attempt": attempt, "path": change.path, "reason": "the file's path holds a current credential value", "by": "engine"}),
+                    json!({"step": step, "attempt": attempt, "path": WITHHELD_PATH, "reason": "the file's path holds a current credential value", "by": "engine"}),
+                )?;
+                continue;
+            }
+            if screens.holds_secret(&change.bytes) {
+                self.event(
+                    context,
+                    kind::COPY_BACK_REFUSED,
+                    json!({"step": step, "attempt": attempt, "path": change.path, "reason": "the file holds a current credential value", "by": "engine"}),
                 )?;
                 continue;
             }
@@ -102,21 +119,21 @@ impl Engine {
         };
         let message = format!("copy-back of step {step}, attempt {attempt}");
         // The revision is the record; the working folder (what the next step is staged from)
-        // follows it, under the workspace's lock.
-        let written = workspace.commit(&author, &message, accepted, &screens);
-        match written {
+        // follows it, all or nothing, under the workspace's lock.
+        match workspace.commit(&author, &message, accepted, &screens) {
             Ok(revision) => {
                 self.event(
                     context,
                     kind::WORKSPACE_REVISION,
-                    json!({"step": step, "attempt": attempt, "revision": revision.as_str(), "files": paths}),
+                    json!({"step": step, "attempt": attempt, "revision": revision.id.as_str(), "files": paths}),
                 )?;
             }
             Err(error) => {
+                let reason = self.without_host_paths(&error.to_string());
                 self.event(
                     context,
                     kind::COPY_BACK_REFUSED,
-                    json!({"step": step, "attempt": attempt, "files": paths, "reason": format!("the workspace refused the revision: {error}"), "by": "workspace"}),
+                    json!({"step": step, "attempt": attempt, "files": paths, "reason": format!("the workspace refused the revision, nothing of it was written: {reason}"), "by": "workspace"}),
                 )?;
             }
         }

@@ -243,7 +243,12 @@ impl Engine {
             .options
             .workspaces
             .for_account(context.run.account.as_str())
-            .map_err(|error| format!("the account's workspace cannot be opened: {error}"));
+            .map_err(|error| {
+                format!(
+                    "the account's workspace cannot be opened: {}",
+                    self.without_host_paths(&error.to_string())
+                )
+            });
         let env = match step_env(step, &context.secrets, &context.unavailable) {
             Ok(env) => env,
             Err(reason) => {

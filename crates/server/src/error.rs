@@ -262,6 +262,14 @@ impl Error {
                  value of this account (credentials belong in the vault).",
             ),
             Error::Workspace {
+                source: workspace::Error::PathConflict { .. },
+                ..
+            } => (
+                StatusCode::CONFLICT,
+                "Nothing was written: a path does not fit the workspace (a file where a folder \
+                 is needed, a folder where the file goes, or a link on the way).",
+            ),
+            Error::Workspace {
                 source:
                     workspace::Error::Protected { .. }
                     | workspace::Error::DuplicatePath { .. }
@@ -291,6 +299,11 @@ impl Error {
     fn public_detail(&self) -> Option<String> {
         match self {
             Error::InvalidInput { field, reason } => Some(format!("{field}: {reason}")),
+            // Our own words about the request's own paths (already screened for values).
+            Error::Workspace {
+                source: workspace::Error::PathConflict { path, reason },
+                ..
+            } => Some(format!("{path}: {reason}")),
             _ => None,
         }
     }

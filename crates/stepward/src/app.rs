@@ -141,10 +141,19 @@ impl App {
         let backend = self.backend()?;
         let executor =
             SandboxExecutor::new(backend, self.vault.clone(), sandbox::Limits::default());
+        let executor: Arc<dyn engine::StepExecutor> = match self.config.backend {
+            // Counted before every attempt, not only at start: an account created beside a
+            // running server must not get steps run without isolation (G13).
+            Backend::Unisolated => Arc::new(OneAccountOnly {
+                inner: executor,
+                store: self.store.clone(),
+            }),
+            Backend::Local | Backend::Gvisor => Arc::new(executor),
+        };
         let engine = Engine::new(
             self.engine_options(),
             self.store.clone(),
-            Arc::new(executor),
+            executor,
             self.vault.clone(),
             Arc::new(PersonSupervisor),
             Arc::new(SystemClock),
@@ -241,6 +250,35 @@ impl App {
     }
 }
 
+/// The unisolated backend's executor: refuses every attempt once the store holds more than one
+/// account, however that account came to be (G13).
+struct OneAccountOnly<E> {
+    inner: E,
+    store: Arc<SqliteStore>,
+}
+
+impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
+    fn execute(&self, request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
+        let allowed = self
+            .store
+            .accounts()
+            .map_err(|error| format!("the accounts could not be counted: {error}"))
+            .and_then(|accounts| {
+                sandbox::unisolated::unisolated_allowed(accounts.len())
+                    .map_err(|error| error.to_string())
+            });
+        match allowed {
+            Ok(()) => self.inner.execute(request),
+            Err(reason) => engine::ExecutionReport::outcome_only(
+                engine::ExecutionOutcome::Refused {
+                    reason: format!("step {} was not run: {reason}", request.step.id()),
+                },
+                "unisolated",
+            ),
+        }
+    }
+}
+
 /// The executor of [`App::reading_engine`]: reading a run never runs a step.
 struct RefusingExecutor;
 
@@ -266,7 +304,14 @@ fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
     for name in ["workspace", "revisions"] {
         let before = config.data_dir.join(name);
         let after = local.join(name);
-        if before.is_dir() && !after.exists() {
+        if before.is_dir() && after.exists() {
+            eprintln!(
+                "warning: {} is left as it is: the local account's {name} is {} now; move what \
+                 you still need from the first into the second",
+                before.display(),
+                after.display()
+            );
+        } else if before.is_dir() {
             std::fs::create_dir_all(&local)
                 .with_context(|| format!("cannot create {}", local.display()))?;
             std::fs::rename(&before, &after).with_context(|| {
@@ -374,4 +419,75 @@ fn user_name_of(uid: u32) -> Option<String> {
         let id = fields.nth(1)?;
         (id.parse::<u32>().ok()? == uid).then(|| name.to_owned())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// Counts the attempts that reached it.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl engine::StepExecutor for Counting {
+        fn execute(&self, _request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            engine::ExecutionReport::outcome_only(
+                engine::ExecutionOutcome::Succeeded {
+                    output: serde_json::json!(1),
+                },
+                "unisolated",
+            )
+        }
+    }
+
+    #[test]
+    fn g13_unisolated_refuses_every_attempt_once_a_second_account_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
+        let account = |id: &str| Account {
+            id: AccountId(id.to_owned()),
+            name: id.to_owned(),
+            created_at: Timestamp(0),
+        };
+        store.ensure_account(&account("local")).unwrap();
+        let executor = OneAccountOnly {
+            inner: Counting::default(),
+            store: store.clone(),
+        };
+        let workflow = spec::parse_workflow(
+            "w.yaml",
+            "name: w\npython: \"3.11\"\nsteps:\n  - id: s\n    explain: Does it.\n    code: |\n      \
+             def main():\n          return 1\n",
+        )
+        .unwrap();
+        let request = || engine::ExecutionRequest {
+            account: "local",
+            run_id: "run_1",
+            step: &workflow.steps()[0],
+            python: workflow.python(),
+            inputs: serde_json::json!({}),
+            env: Vec::new(),
+            attempt: 1,
+            work_dir: dir.path(),
+        };
+        use engine::StepExecutor as _;
+        let alone = executor.execute(request());
+        assert!(matches!(
+            alone.outcome,
+            engine::ExecutionOutcome::Succeeded { .. }
+        ));
+        // An account created beside the running process (by `stepward accounts create`
+        // without `--backend unisolated`): from the next attempt on, nothing runs.
+        store.ensure_account(&account("acme")).unwrap();
+        let refused = executor.execute(request());
+        assert!(
+            matches!(&refused.outcome, engine::ExecutionOutcome::Refused { reason } if reason.contains("one account")),
+            "{:?}",
+            refused.outcome
+        );
+        assert_eq!(executor.inner.0.load(Ordering::SeqCst), 1);
+    }
 }

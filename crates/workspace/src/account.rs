@@ -13,12 +13,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
-use crate::folder::apply_to_folder;
+use crate::folder::stage;
 use crate::path::RelPath;
 use crate::protected::is_protected;
-use crate::revision::{
-    Author, Change, Revision, RevisionId, RevisionStore, SecretScreen, io_error,
-};
+use crate::revision::{Author, Change, Revision, RevisionStore, SecretScreen, check, io_error};
 
 /// The folder holding every account's workspace: `<root>/<account>/workspace/` is the working
 /// folder and `<root>/<account>/revisions/` its history.
@@ -27,8 +25,7 @@ pub struct Workspaces {
     root: PathBuf,
 }
 
-/// The most entries [`Workspace::list_files`] walks; a folder beyond it is refused rather than
-/// shown in part.
+/// The most entries [`Workspace::list_files`] walks; beyond it, the listing says it is a part.
 pub const MAX_LISTED_ENTRIES: usize = 10_000;
 
 /// One file of a working folder, as listed.
@@ -36,6 +33,15 @@ pub const MAX_LISTED_ENTRIES: usize = 10_000;
 pub struct ListedFile {
     pub path: String,
     pub bytes: u64,
+}
+
+/// The files of a working folder, as far as a listing walks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub files: Vec<ListedFile>,
+    /// `true` when the folder holds more than [`MAX_LISTED_ENTRIES`] entries and `files` is a
+    /// part of it.
+    pub truncated: bool,
 }
 
 /// The contents of one file, up to the reader's limit.
@@ -100,17 +106,19 @@ impl Workspace {
         &self.files
     }
 
-    /// Records `changes` as one revision by `author`, then applies them to the working folder,
-    /// both under the workspace's lock (held against other processes too). Refused, writing
-    /// nothing, when a path is protected or repeated or `screen` finds a secret in a path,
-    /// the message or a content (G19).
+    /// Records `changes` as one revision by `author` and applies them to the working folder,
+    /// under the workspace's lock (held against other processes too), all or nothing:
+    /// every change is checked (protected, repeated, a secret in a path, the message or a
+    /// content, G19) and fitted to the folder, and every new content written beside its
+    /// target, before the revision is appended; only renames and removals come after it.
     pub fn commit(
         &self,
         author: &Author,
         message: &str,
         changes: Vec<(RelPath, Change)>,
         screen: &dyn SecretScreen,
-    ) -> Result<RevisionId, Error> {
+    ) -> Result<Revision, Error> {
+        check(message, &changes, screen)?;
         let revisions = RevisionStore::open(&self.revisions)?;
         let lock_path = self.revisions.join("commit.lock");
         let lock = OpenOptions::new()
@@ -120,9 +128,15 @@ impl Workspace {
             .open(&lock_path)
             .map_err(io_error("open", &lock_path))?;
         lock.lock().map_err(io_error("lock", &lock_path))?;
-        let revision = revisions.write(author, message, changes.clone(), screen)?;
-        apply_to_folder(&self.files, &changes)?;
+        let staged = stage(&self.files, &changes)?;
+        let revision = revisions.append_checked(author, message, &changes)?;
+        staged.finish()?;
         Ok(revision)
+    }
+
+    /// The last `count` revisions, newest first; reads only the end of the history.
+    pub fn latest(&self, count: usize) -> Result<Vec<Revision>, Error> {
+        RevisionStore::open(&self.revisions)?.latest(count)
     }
 
     /// Every revision, oldest first.
@@ -130,22 +144,19 @@ impl Workspace {
         RevisionStore::open(&self.revisions)?.history()
     }
 
-    /// Every regular file of the working folder, sorted by path. Links are never followed and
-    /// protected entries are left out; a folder of more than [`MAX_LISTED_ENTRIES`] entries is
-    /// refused.
-    pub fn list_files(&self) -> Result<Vec<ListedFile>, Error> {
-        let mut listed = Vec::new();
+    /// The regular files of the working folder, sorted by path, and whether the walk stopped
+    /// at [`MAX_LISTED_ENTRIES`] entries (then the list is a part of the folder). Links are
+    /// never followed and protected entries are left out.
+    pub fn list_files(&self) -> Result<Listing, Error> {
+        let mut files = Vec::new();
         let mut pending = vec![(self.files.clone(), String::new(), 0_usize)];
         let mut walked = 0_usize;
-        while let Some((folder, prefix, depth)) = pending.pop() {
+        'walk: while let Some((folder, prefix, depth)) = pending.pop() {
             for entry in fs::read_dir(&folder).map_err(io_error("list", &folder))? {
                 let entry = entry.map_err(io_error("list", &folder))?;
                 walked += 1;
                 if walked > MAX_LISTED_ENTRIES {
-                    return Err(Error::TooManyEntries {
-                        folder: self.files.clone(),
-                        max: MAX_LISTED_ENTRIES,
-                    });
+                    break 'walk;
                 }
                 let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                     continue;
@@ -157,21 +168,25 @@ impl Workspace {
                 if is_protected(&path).is_some() {
                     continue;
                 }
+                // `DirEntry::metadata` does not follow a link.
                 let meta = entry
                     .metadata()
                     .map_err(io_error("inspect", &entry.path()))?;
                 if meta.is_dir() && depth + 1 < crate::MAX_DEPTH {
                     pending.push((entry.path(), format!("{relative}/"), depth + 1));
                 } else if meta.is_file() {
-                    listed.push(ListedFile {
+                    files.push(ListedFile {
                         path: relative,
                         bytes: meta.len(),
                     });
                 }
             }
         }
-        listed.sort_by(|left, right| left.path.cmp(&right.path));
-        Ok(listed)
+        files.sort_by(|left, right| left.path.cmp(&right.path));
+        Ok(Listing {
+            files,
+            truncated: walked > MAX_LISTED_ENTRIES,
+        })
     }
 
     /// Reads `path` of the working folder, at most `max_bytes` of it; `None` when it is not
@@ -181,10 +196,14 @@ impl Workspace {
             return Ok(None);
         }
         let mut current = self.files.clone();
-        for component in path.components() {
+        let depth = path.depth();
+        for (index, component) in path.components().enumerate() {
             current.push(component);
+            let is_last = index + 1 == depth;
             match fs::symlink_metadata(&current) {
                 Ok(meta) if meta.file_type().is_symlink() => return Ok(None),
+                Ok(meta) if is_last && !meta.is_file() => return Ok(None),
+                Ok(meta) if !is_last && !meta.is_dir() => return Ok(None),
                 Ok(_) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(source) => return Err(io_error("inspect", &current)(source)),
@@ -258,8 +277,8 @@ mod tests {
             .commit(&person(), "add", write("a.txt", b"alpha's"), &NoSecrets)
             .unwrap();
         assert_ne!(alpha.files_dir(), beta.files_dir());
-        assert_eq!(alpha.list_files().unwrap().len(), 1);
-        assert!(beta.list_files().unwrap().is_empty());
+        assert_eq!(alpha.list_files().unwrap().files.len(), 1);
+        assert!(beta.list_files().unwrap().files.is_empty());
         assert!(beta.history().unwrap().is_empty());
         let read = alpha
             .read_file(&RelPath::parse("a.txt").unwrap(), 1024)
@@ -309,7 +328,7 @@ mod tests {
         );
         assert!(matches!(refused, Err(Error::HoldsSecret { .. })));
         assert!(workspace.history().unwrap().is_empty());
-        assert!(workspace.list_files().unwrap().is_empty());
+        assert!(workspace.list_files().unwrap().files.is_empty());
     }
 
     #[test]
@@ -326,7 +345,7 @@ mod tests {
         .unwrap();
         fs::write(workspace.files_dir().join(".secrets"), b"KEY=1").unwrap();
         fs::write(workspace.files_dir().join("plain.txt"), b"plain").unwrap();
-        let listed = workspace.list_files().unwrap();
+        let listed = workspace.list_files().unwrap().files;
         assert_eq!(
             listed,
             vec![ListedFile {
@@ -334,7 +353,12 @@ mod tests {
                 bytes: 5
             }]
         );
-        for path in ["linked/host.txt", "file-link", ".secrets"] {
+        for path in [
+            "linked/host.txt",
+            "file-link",
+            ".secrets",
+            "plain.txt/inside",
+        ] {
             assert!(
                 workspace
                     .read_file(&RelPath::parse(path).unwrap(), 1024)
@@ -358,5 +382,97 @@ mod tests {
             .unwrap();
         assert_eq!(read.bytes.len(), 10);
         assert_eq!(read.total_bytes, 100);
+    }
+
+    fn folder_entries(workspace: &Workspace) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(workspace.files_dir())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn g25_a_commit_that_does_not_fit_the_folder_writes_neither_history_nor_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        workspace
+            .commit(&person(), "a file", write("data", b"file"), &NoSecrets)
+            .unwrap();
+        let attempts: Vec<Vec<(RelPath, Change)>> = vec![
+            // A file where a folder is needed, beside a change that would fit.
+            [write("good.txt", b"good"), write("data/x", b"x")].concat(),
+            // A folder where the file goes.
+            [write("dir/inner.txt", b"i"), write("dir", b"d")].concat(),
+            // A path inside another path of the same revision.
+            [write("a", b"a"), write("a/b", b"b")].concat(),
+            // A new folder would fit, but a later change does not: no folder is made.
+            [write("new/deep/x.txt", b"n"), write("data/y", b"y")].concat(),
+        ];
+        for changes in attempts {
+            let refused = workspace.commit(&person(), "conflict", changes, &NoSecrets);
+            assert!(
+                matches!(refused, Err(Error::PathConflict { .. })),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(workspace.history().unwrap().len(), 1);
+        assert_eq!(folder_entries(&workspace), vec!["data"]);
+    }
+
+    #[test]
+    fn g25_the_longest_file_name_is_written_and_no_temporary_file_is_left() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let long = "n".repeat(250);
+        // A file named like an earlier temporary one changes nothing.
+        fs::write(
+            workspace
+                .files_dir()
+                .join(format!(".report.txt.{}.tmp", std::process::id())),
+            b"planted",
+        )
+        .unwrap();
+        for name in [long.as_str(), "report.txt"] {
+            workspace
+                .commit(&person(), "write", write(name, b"ok"), &NoSecrets)
+                .unwrap();
+            assert_eq!(fs::read(workspace.files_dir().join(name)).unwrap(), b"ok");
+        }
+        assert!(
+            folder_entries(&workspace)
+                .iter()
+                .all(|name| !name.starts_with(".sw-")),
+            "{:?}",
+            folder_entries(&workspace)
+        );
+    }
+
+    #[test]
+    fn g25_the_latest_revisions_are_read_from_the_end_of_a_long_history() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        // About 300 KiB of log: several of the chunks the tail is read in.
+        let padding = "p".repeat(1000);
+        for index in 0..300 {
+            workspace
+                .commit(
+                    &person(),
+                    &format!("{index} {padding}"),
+                    write(&format!("f{index}"), b"x"),
+                    &NoSecrets,
+                )
+                .unwrap();
+        }
+        let history = workspace.history().unwrap();
+        let latest = workspace.latest(5).unwrap();
+        let expected: Vec<_> = history.iter().rev().take(5).cloned().collect();
+        assert_eq!(latest, expected);
+        assert_eq!(latest[0].parent.as_ref(), Some(&history[298].id));
+        let all = workspace.latest(1000).unwrap();
+        assert_eq!(all.len(), 300);
+        assert_eq!(all.last().unwrap().id, history[0].id);
+        assert!(workspace.latest(0).unwrap().is_empty());
     }
 }

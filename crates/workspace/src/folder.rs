@@ -9,14 +9,33 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
 
 use crate::Error;
 use crate::path::RelPath;
 use crate::protected::is_protected;
 use crate::revision::Change;
 
-/// Applies `changes` to the folder at `root`. Protected paths are refused, nothing written.
+/// Applies `changes` to the folder at `root`: [`stage`], then [`Staged::finish`]. Refused,
+/// writing nothing, when a path is protected or does not fit the folder's layout.
 pub fn apply_to_folder(root: &Path, changes: &[(RelPath, Change)]) -> Result<(), Error> {
+    stage(root, changes)?.finish()
+}
+
+/// Changes checked against the folder, each new content already written beside its target:
+/// only renames and removals are left, which do not fail for a layout reason. Dropped without
+/// [`Staged::finish`], the temporary files are removed and the folder is as it was.
+pub(crate) struct Staged {
+    renames: Vec<(PathBuf, PathBuf)>,
+    removals: Vec<PathBuf>,
+}
+
+/// Checks every change against the folder (protected entries, links, a file where a folder is
+/// needed or the other way round, a path inside another path of the same revision) and writes
+/// every new content to a temporary file beside its target. Nothing visible changes.
+pub(crate) fn stage(root: &Path, changes: &[(RelPath, Change)]) -> Result<Staged, Error> {
     for (path, _) in changes {
         if let Some(kind) = is_protected(path) {
             return Err(Error::Protected {
@@ -24,46 +43,107 @@ pub fn apply_to_folder(root: &Path, changes: &[(RelPath, Change)]) -> Result<(),
                 kind,
             });
         }
+        let nested = changes.iter().find(|(other, _)| {
+            other
+                .as_str()
+                .strip_prefix(path.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+        });
+        if let Some((inner, _)) = nested {
+            return Err(Error::PathConflict {
+                path: inner.to_string(),
+                reason: format!("{path} is a file of the same revision, so it holds no files"),
+            });
+        }
+    }
+    // Every change is fitted before any folder is made, so a refused revision leaves nothing.
+    for (path, _) in changes {
+        checked_target(root, path, Folders::Leave)?;
     }
     fs::create_dir_all(root).map_err(|source| io("create", root, source))?;
+    let mut staged = Staged {
+        renames: Vec::new(),
+        removals: Vec::new(),
+    };
     for (path, change) in changes {
-        let target = checked_target(root, path)?;
+        let target = checked_target(root, path, Folders::Create)?;
         match change {
-            Change::Write(bytes) => write_file(&target, bytes)?,
-            Change::Delete => match fs::remove_file(&target) {
+            Change::Write(bytes) => {
+                let temporary = write_temporary(&target, bytes)?;
+                staged.renames.push((temporary, target));
+            }
+            Change::Delete => staged.removals.push(target),
+        }
+    }
+    Ok(staged)
+}
+
+impl Staged {
+    /// Moves every new content into place and removes every deleted file.
+    pub(crate) fn finish(mut self) -> Result<(), Error> {
+        for (temporary, target) in std::mem::take(&mut self.renames) {
+            if let Err(source) = fs::rename(&temporary, &target) {
+                let _ = fs::remove_file(&temporary);
+                return Err(io("rename into place", &target, source));
+            }
+        }
+        for target in std::mem::take(&mut self.removals) {
+            match fs::remove_file(&target) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
                 Err(source) => return Err(io("remove", &target, source)),
-            },
+            }
         }
+        Ok(())
     }
-    Ok(())
 }
 
-/// The file's place under `root`, creating its folders; refuses any symbolic link on the way.
-fn checked_target(root: &Path, path: &RelPath) -> Result<PathBuf, Error> {
+impl Drop for Staged {
+    fn drop(&mut self) {
+        for (temporary, _) in &self.renames {
+            let _ = fs::remove_file(temporary);
+        }
+    }
+}
+
+/// Whether [`checked_target`] makes the missing folders on the way.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Folders {
+    Leave,
+    Create,
+}
+
+/// The file's place under `root` (making its missing folders when asked); refuses any symbolic
+/// link on the way, a file where a folder is needed, and a folder where the file goes.
+fn checked_target(root: &Path, path: &RelPath, folders: Folders) -> Result<PathBuf, Error> {
     let components: Vec<&str> = path.components().collect();
     let mut current = root.to_path_buf();
+    let conflict = |reason: String| Error::PathConflict {
+        path: path.to_string(),
+        reason,
+    };
     for (index, component) in components.iter().enumerate() {
         current.push(component);
         let is_last = index + 1 == components.len();
+        let so_far = components[..=index].join("/");
         match fs::symlink_metadata(&current) {
             Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(io(
-                    "refuse a symbolic link at",
-                    &current,
-                    std::io::Error::other("a link inside the workspace is never followed"),
-                ));
+                return Err(conflict(format!(
+                    "{so_far} is a link, and a link inside the workspace is never followed"
+                )));
             }
             Ok(meta) if !is_last && !meta.is_dir() => {
-                return Err(io(
-                    "use as a folder",
-                    &current,
-                    std::io::Error::other("it is a file"),
-                ));
+                return Err(conflict(format!("{so_far} is a file, not a folder")));
+            }
+            Ok(meta) if is_last && meta.is_dir() => {
+                return Err(conflict(format!("{so_far} is a folder, not a file")));
             }
             Ok(_) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                if folders == Folders::Leave {
+                    // Nothing further down exists either.
+                    break;
+                }
                 if !is_last {
                     fs::create_dir(&current).map_err(|source| io("create", &current, source))?;
                 }
@@ -74,18 +154,40 @@ fn checked_target(root: &Path, path: &RelPath) -> Result<PathBuf, Error> {
     Ok(current)
 }
 
-fn write_file(target: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let file_name = target
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temporary = target.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
-    let mut file =
-        fs::File::create_new(&temporary).map_err(|source| io("create", &temporary, source))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|source| io("write", &temporary, source))?;
-    fs::rename(&temporary, target).map_err(|source| io("rename into place", target, source))
+/// Writes `bytes` to a new file beside `target`, under a short name of its own (never derived
+/// from the target's name, which may be as long as a name can be), and syncs it.
+fn write_temporary(target: &Path, bytes: &[u8]) -> Result<PathBuf, Error> {
+    let folder = target.parent().unwrap_or(target);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    for attempt in 0_u32..16 {
+        let seed = format!(
+            "{}:{}:{nanos}:{attempt}",
+            std::process::id(),
+            target.display()
+        );
+        let name = format!(
+            ".sw-{}.tmp",
+            &hex::encode(Sha256::digest(seed.as_bytes()))[..16]
+        );
+        let temporary = folder.join(name);
+        let mut file = match fs::File::create_new(&temporary) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(io("create", &temporary, source)),
+        };
+        if let Err(source) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+            let _ = fs::remove_file(&temporary);
+            return Err(io("write", &temporary, source));
+        }
+        return Ok(temporary);
+    }
+    Err(io(
+        "create a temporary file in",
+        folder,
+        std::io::Error::other("every temporary name tried exists"),
+    ))
 }
 
 fn io(operation: &'static str, path: &Path, source: std::io::Error) -> Error {
@@ -132,7 +234,7 @@ mod tests {
             root.path(),
             &[(rel("reports/x.txt"), Change::Write(b"x".to_vec()))],
         );
-        assert!(result.is_err());
+        assert!(matches!(result, Err(Error::PathConflict { .. })));
         assert!(!outside.path().join("x.txt").exists());
     }
 

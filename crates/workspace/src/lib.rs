@@ -34,8 +34,8 @@ use std::path::PathBuf;
 /// Everything that can go wrong in the revision store.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A filesystem operation on the store failed.
-    #[error("revision store: {operation} {path}: {source}")]
+    /// A filesystem operation on the workspace (its folder or its revision store) failed.
+    #[error("workspace: {operation} {path}: {source}")]
     Io {
         operation: &'static str,
         path: PathBuf,
@@ -78,15 +78,16 @@ pub enum Error {
     /// A stored blob whose content no longer matches its hash.
     #[error("blob {hash} does not match its content hash: the store is damaged")]
     BlobMismatch { hash: String },
+    /// A change that does not fit the working folder's layout (a file where a folder is
+    /// needed, a folder where the file goes, a link on the way). Nothing was written.
+    #[error("cannot write {path}: {reason}")]
+    PathConflict { path: String, reason: String },
     /// An account id that cannot name a folder of its own.
     #[error(
         "the account id {account:?} cannot name a workspace: use lowercase letters, digits, `-` \
          and `_`, at most 64 characters"
     )]
     AccountId { account: String },
-    /// A working folder with more entries than a listing walks.
-    #[error("{folder} holds more than {max} entries; it is not listed in part")]
-    TooManyEntries { folder: PathBuf, max: usize },
     /// Serialising a revision line failed.
     #[error("cannot encode revision: {source}")]
     Encode {

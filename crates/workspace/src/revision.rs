@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -145,16 +145,13 @@ impl RevisionStore {
             .open(&log_path)
             .map_err(io_error("open", &log_path))?;
         log.lock().map_err(io_error("lock", &log_path))?;
-        let mut contents = Vec::new();
-        (&log)
-            .read_to_end(&mut contents)
-            .map_err(io_error("read", &log_path))?;
-        if !contents.is_empty() && !contents.ends_with(b"\n") {
-            let keep = contents
-                .iter()
-                .rposition(|byte| *byte == b'\n')
-                .map_or(0, |newline| newline + 1);
-            log.set_len(keep as u64)
+        let complete = complete_length(&log, &log_path)?;
+        let length = log
+            .metadata()
+            .map_err(io_error("inspect", &log_path))?
+            .len();
+        if complete != length {
+            log.set_len(complete)
                 .map_err(io_error("truncate", &log_path))?;
             log.sync_all().map_err(io_error("fsync", &log_path))?;
         }
@@ -174,39 +171,18 @@ impl RevisionStore {
         changes: Vec<(RelPath, Change)>,
         screen: &dyn SecretScreen,
     ) -> Result<RevisionId, Error> {
-        if changes.is_empty() {
-            return Err(Error::EmptyRevision);
-        }
-        // G19: the path and the message are written into the history as they are, so they are
-        // screened like the contents.
-        if screen.holds_secret(message.as_bytes()) {
-            return Err(Error::MessageHoldsSecret);
-        }
-        let mut seen = HashSet::new();
-        for (index, (path, change)) in changes.iter().enumerate() {
-            if screen.holds_secret(path.as_str().as_bytes()) {
-                return Err(Error::PathHoldsSecret { index });
-            }
-            if !seen.insert(path.as_str()) {
-                return Err(Error::DuplicatePath {
-                    path: path.to_string(),
-                });
-            }
-            if let Some(kind) = is_protected(path) {
-                return Err(Error::Protected {
-                    path: path.to_string(),
-                    kind,
-                });
-            }
-            if let Change::Write(contents) = change
-                && screen.holds_secret(contents)
-            {
-                return Err(Error::HoldsSecret {
-                    path: path.to_string(),
-                });
-            }
-        }
+        check(message, &changes, screen)?;
+        self.append_checked(author, message, &changes)
+            .map(|revision| revision.id)
+    }
 
+    /// Appends a revision whose changes passed [`check`].
+    pub(crate) fn append_checked(
+        &self,
+        author: &Author,
+        message: &str,
+        changes: &[(RelPath, Change)],
+    ) -> Result<Revision, Error> {
         let _writer = self
             .writer
             .lock()
@@ -220,7 +196,7 @@ impl RevisionStore {
         log.lock().map_err(io_error("lock", &log_path))?;
 
         let mut recorded: Vec<ChangedPath> = Vec::with_capacity(changes.len());
-        for (path, change) in &changes {
+        for (path, change) in changes {
             let blob = match change {
                 Change::Write(contents) => Some(self.store_blob(contents)?),
                 Change::Delete => None,
@@ -233,7 +209,8 @@ impl RevisionStore {
         recorded.sort_by(|left, right| left.path.cmp(&right.path));
         sync_folder(&self.folder.join(BLOBS_NAME))?;
 
-        let parent = read_log(&log_path)?.last().map(|last| last.id.clone());
+        // Only the last line is read: the log of a busy workspace grows without bound.
+        let parent = read_tail(&log_path, 1)?.pop().map(|last| last.id);
         let unix_millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |since| {
@@ -260,12 +237,20 @@ impl RevisionStore {
         log.write_all(&line)
             .map_err(io_error("append", &log_path))?;
         log.sync_all().map_err(io_error("fsync", &log_path))?;
-        Ok(revision.id)
+        Ok(revision)
     }
 
-    /// Every revision, oldest first.
+    /// Every revision, oldest first. Reads the whole log; [`RevisionStore::latest`] reads only
+    /// its end.
     pub fn history(&self) -> Result<Vec<Revision>, Error> {
         read_log(&self.folder.join(LOG_NAME))
+    }
+
+    /// The last `count` revisions, newest first, reading the log from its end only.
+    pub fn latest(&self, count: usize) -> Result<Vec<Revision>, Error> {
+        let mut revisions = read_tail(&self.folder.join(LOG_NAME), count)?;
+        revisions.reverse();
+        Ok(revisions)
     }
 
     /// The contents of `path` as of revision `revision`, or `None` if it did not exist then.
@@ -343,6 +328,122 @@ impl RevisionStore {
         }
         Ok(contents)
     }
+}
+
+/// Everything a revision must pass before any of it is written: at least one change, no path
+/// twice, no protected path, and no current secret in the message, a path or a content (G19).
+pub(crate) fn check(
+    message: &str,
+    changes: &[(RelPath, Change)],
+    screen: &dyn SecretScreen,
+) -> Result<(), Error> {
+    if changes.is_empty() {
+        return Err(Error::EmptyRevision);
+    }
+    // G19: the path and the message are written into the history as they are, so they are
+    // screened like the contents.
+    if screen.holds_secret(message.as_bytes()) {
+        return Err(Error::MessageHoldsSecret);
+    }
+    let mut seen = HashSet::new();
+    for (index, (path, change)) in changes.iter().enumerate() {
+        if screen.holds_secret(path.as_str().as_bytes()) {
+            return Err(Error::PathHoldsSecret { index });
+        }
+        if !seen.insert(path.as_str()) {
+            return Err(Error::DuplicatePath {
+                path: path.to_string(),
+            });
+        }
+        if let Some(kind) = is_protected(path) {
+            return Err(Error::Protected {
+                path: path.to_string(),
+                kind,
+            });
+        }
+        if let Change::Write(contents) = change
+            && screen.holds_secret(contents)
+        {
+            return Err(Error::HoldsSecret {
+                path: path.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// How many bytes the log reads backwards at a time.
+const TAIL_CHUNK: u64 = 64 * 1024;
+
+/// The length of the log up to and including its last newline (a torn last line excluded),
+/// found by reading backwards from the end.
+fn complete_length(log: &File, log_path: &Path) -> Result<u64, Error> {
+    let length = log.metadata().map_err(io_error("inspect", log_path))?.len();
+    let mut end = length;
+    let mut chunk = Vec::new();
+    while end > 0 {
+        let start = end.saturating_sub(TAIL_CHUNK);
+        read_range(log, log_path, start, end, &mut chunk)?;
+        if let Some(newline) = chunk.iter().rposition(|byte| *byte == b'\n') {
+            return Ok(start + newline as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+fn read_range(
+    log: &File,
+    log_path: &Path,
+    start: u64,
+    end: u64,
+    into: &mut Vec<u8>,
+) -> Result<(), Error> {
+    use std::os::unix::fs::FileExt;
+    into.clear();
+    into.resize(usize::try_from(end - start).unwrap_or(0), 0);
+    log.read_exact_at(into, start)
+        .map_err(io_error("read", log_path))
+}
+
+/// The last `count` complete revisions of the log, oldest first, read from its end: memory and
+/// time grow with `count`, not with the log.
+fn read_tail(log_path: &Path, count: usize) -> Result<Vec<Revision>, Error> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let log = File::open(log_path).map_err(io_error("open", log_path))?;
+    let complete = complete_length(&log, log_path)?;
+    let mut start = complete;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut chunk = Vec::new();
+    // Enough when the tail holds `count` whole lines: `count + 1` newlines, or the log's start.
+    while start > 0 && tail.iter().filter(|byte| **byte == b'\n').count() <= count {
+        let from = start.saturating_sub(TAIL_CHUNK);
+        read_range(&log, log_path, from, start, &mut chunk)?;
+        chunk.extend_from_slice(&tail);
+        std::mem::swap(&mut tail, &mut chunk);
+        start = from;
+    }
+    // Unless the log's start was reached, what comes before the first newline may be a cut
+    // line: it is never parsed.
+    let cut = usize::from(start > 0);
+    let whole: Vec<&[u8]> = tail
+        .split(|byte| *byte == b'\n')
+        .skip(cut)
+        .filter(|line| !line.is_empty())
+        .collect();
+    let skip = whole.len().saturating_sub(count);
+    whole[skip..]
+        .iter()
+        .map(|line| {
+            serde_json::from_slice(line).map_err(|source| Error::CorruptLog {
+                path: log_path.to_path_buf(),
+                line: 0,
+                source,
+            })
+        })
+        .collect()
 }
 
 fn read_log(log_path: &Path) -> Result<Vec<Revision>, Error> {

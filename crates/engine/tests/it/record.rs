@@ -319,3 +319,80 @@ fn g25_copy_back_reaches_only_the_run_accounts_workspace() {
         assert_eq!(history.len(), count, "{}", folder.display());
     }
 }
+
+/// The copy-back screen is the run's account's: a value the account holds but the run was
+/// never given is refused in a file and withheld from the record when it names a file; the
+/// same bytes from another account's run are just bytes there.
+#[test]
+fn g19_copy_back_is_screened_with_the_run_accounts_values() {
+    use storage::{Account, AccountId, AccountStore, Timestamp};
+    const SPARE: &str = "sk_other_spare_value_never_given_77";
+    let harness = Harness::new();
+    let other = AccountId("other".into());
+    harness
+        .store
+        .ensure_account(&Account {
+            id: other.clone(),
+            name: "other".into(),
+            created_at: Timestamp(0),
+        })
+        .unwrap();
+    harness.source.set_connection_field(
+        "other",
+        "payments",
+        "api_key",
+        "sk_other_payments_value_42",
+    );
+    harness
+        .source
+        .set_connection_field("other", "spare", "token", SPARE);
+    for _ in 0..2 {
+        harness.executor.then("compute", |_| {
+            let mut report = crate::support::succeeded(json!(2));
+            report.file_changes = vec![
+                FileChange {
+                    path: "holds.txt".into(),
+                    bytes: format!("token={SPARE}").into_bytes(),
+                },
+                FileChange {
+                    path: format!("{SPARE}.txt"),
+                    bytes: b"named after it".to_vec(),
+                },
+            ];
+            report
+        });
+    }
+    let engine = harness.engine();
+    let run = engine
+        .start_run(&other, &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        .unwrap()
+        .run;
+    let accounts = harness.dir.path().join("accounts");
+    assert!(!accounts.join("other/workspace/holds.txt").exists());
+    assert!(
+        !accounts
+            .join(format!("other/workspace/{SPARE}.txt"))
+            .exists()
+    );
+    let events = harness.store.events(&run).unwrap();
+    let refusals: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|event| event.kind == "copy_back.refused")
+        .map(|event| &event.payload)
+        .collect();
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert!(
+        !format!("{events:?}").contains(SPARE),
+        "a path naming an account value is withheld from the record"
+    );
+    // In the first account, the other account's value is no credential of its own.
+    engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
+        .unwrap();
+    assert!(harness.work_dir().join("holds.txt").exists());
+}

@@ -32,6 +32,8 @@ use crate::{AppState, Error};
 
 /// The most bytes of one file an answer carries; the rest is cut, and said to be.
 const MAX_SHOWN_BYTES: u64 = 1024 * 1024;
+/// The largest file the server shows: it is scrubbed whole before it is cut.
+const MAX_SCRUBBED_BYTES: u64 = 16 * 1024 * 1024;
 /// The most changes one write may carry.
 const MAX_CHANGES: usize = 1_000;
 /// The most bytes of a revision's message.
@@ -130,32 +132,51 @@ fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
     }
 }
 
-/// `GET /api/workspace/files`: every file of the account's working folder.
-pub(crate) async fn list(
-    State(state): State<AppState>,
-    Extension(authenticated): Extension<Authenticated>,
-) -> Result<Json<Vec<WorkspaceFileItem>>, Error> {
+/// The account's files, their paths scrubbed (a file put in by hand was never screened), and
+/// whether the listing is a part of the folder.
+async fn listing(
+    state: &AppState,
+    authenticated: &Authenticated,
+) -> Result<(Vec<WorkspaceFileItem>, bool), Error> {
     let shared = state.shared.clone();
     let account = authenticated.account();
-    let files = blocking("list workspace files", move || {
-        let listed = open(&shared, &account)?
+    blocking("list workspace files", move || {
+        let listing = open(&shared, &account)?
             .list_files()
             .map_err(|source| Error::Workspace {
                 operation: "list the workspace's files",
                 source,
             })?;
-        Ok::<_, Error>(listed)
-    })
-    .await??;
-    Ok(Json(
-        files
+        let redactor = redactor(&shared, &account)?;
+        let files = listing
+            .files
             .into_iter()
             .map(|file| WorkspaceFileItem {
-                path: file.path,
+                path: redactor.scrub(&file.path).into_inner(),
                 bytes: file.bytes,
             })
-            .collect(),
-    ))
+            .collect();
+        Ok((files, listing.truncated))
+    })
+    .await?
+}
+
+/// `GET /api/workspace/files`: the files of the account's working folder, sorted by path. A
+/// folder of more than `workspace::MAX_LISTED_ENTRIES` entries is listed in part, and the
+/// answer says so in `x-stepward-listing: partial`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Response, Error> {
+    let (files, truncated) = listing(&state, &authenticated).await?;
+    let mut response = Json(files).into_response();
+    if truncated {
+        response.headers_mut().insert(
+            "x-stepward-listing",
+            axum::http::HeaderValue::from_static("partial"),
+        );
+    }
+    Ok(response)
 }
 
 async fn read(
@@ -167,7 +188,7 @@ async fn read(
     let account = authenticated.account();
     blocking("read a workspace file", move || {
         let contents = open(&shared, &account)?
-            .read_file(&path, MAX_SHOWN_BYTES)
+            .read_file(&path, MAX_SCRUBBED_BYTES)
             .map_err(|source| Error::Workspace {
                 operation: "read a workspace file",
                 source,
@@ -176,11 +197,33 @@ async fn read(
                 what: "file",
                 id: path.to_string(),
             })?;
-        // Files are screened when written, but a file put into the folder by hand was not.
-        let scrubbed = redactor(&shared, &account)?.scrub_bytes(&contents.bytes);
-        let bytes = scrubbed.into_inner();
+        if contents.total_bytes > MAX_SCRUBBED_BYTES {
+            return Err(Error::InvalidInput {
+                field: "path",
+                reason: format!(
+                    "the file is {} bytes; the server shows files of at most {MAX_SCRUBBED_BYTES} \
+                     bytes (a step reads it whole at /work)",
+                    contents.total_bytes
+                ),
+            });
+        }
+        // Files are screened when written, but a file put into the folder by hand, or written
+        // before a value entered the vault, was not. The whole file is scrubbed before it is
+        // cut to what is shown, so no value is ever cut in half and half shown.
+        let mut bytes = redactor(&shared, &account)?
+            .scrub_bytes(&contents.bytes)
+            .into_inner();
+        let cut = usize::try_from(MAX_SHOWN_BYTES).unwrap_or(usize::MAX);
+        bytes.truncate(cut);
         let (encoding, content) = match String::from_utf8(bytes) {
             Ok(text) => ("utf-8", text),
+            // A cut may fall inside a character of a text file: it is shown up to there.
+            Err(error) if error.utf8_error().error_len().is_none() => {
+                let valid = error.utf8_error().valid_up_to();
+                let mut bytes = error.into_bytes();
+                bytes.truncate(valid);
+                ("utf-8", String::from_utf8(bytes).unwrap_or_default())
+            }
             Err(error) => (
                 "base64",
                 base64::engine::general_purpose::STANDARD.encode(error.into_bytes()),
@@ -214,20 +257,33 @@ async fn revisions(
     let shared = state.shared.clone();
     let account = authenticated.account();
     blocking("read the workspace's history", move || {
-        let history = open(&shared, &account)?
-            .history()
+        let latest = open(&shared, &account)?
+            .latest(MAX_LISTED_REVISIONS)
             .map_err(|source| Error::Workspace {
                 operation: "read the workspace's history",
                 source,
             })?;
-        Ok(history
+        // Messages and paths written before a value entered the vault were not screened.
+        let redactor = redactor(&shared, &account)?;
+        Ok(latest
             .iter()
-            .rev()
-            .take(MAX_LISTED_REVISIONS)
-            .map(revision_view)
+            .map(|revision| scrubbed_view(&redactor, revision))
             .collect())
     })
     .await?
+}
+
+/// A revision's view, its words (message, paths, author) scrubbed of the account's current
+/// values.
+fn scrubbed_view(redactor: &Redactor, revision: &Revision) -> WorkspaceRevisionView {
+    let scrub = |text: &str| redactor.scrub(text).into_inner();
+    let mut view = revision_view(revision);
+    view.message = scrub(&view.message);
+    view.author = scrub(&view.author);
+    for change in &mut view.changes {
+        change.path = scrub(&change.path);
+    }
+    view
 }
 
 /// `GET /api/workspace/revisions`: the history, newest first, with authors.
@@ -324,34 +380,36 @@ async fn commit(
             }
         }
         let paths: Vec<String> = changes.iter().map(|(path, _)| path.to_string()).collect();
-        let id = workspace
-            .commit(&author, &message, changes, &|content: &[u8]| {
-                screen.holds_secret(content)
-            })
-            .map_err(|source| Error::Workspace {
-                operation: "write to the workspace",
-                source,
-            })?;
+        let committed = workspace.commit(&author, &message, changes, &|content: &[u8]| {
+            screen.holds_secret(content)
+        });
+        let revision = match committed {
+            Ok(revision) => revision,
+            Err(source) => {
+                // A refusal is recorded too (paths, scrubbed, and the reason; never a value):
+                // repeated refusals are someone probing for a credential's value.
+                let refused = Error::Workspace {
+                    operation: "write to the workspace",
+                    source,
+                };
+                audit(
+                    &shared,
+                    &account,
+                    actor,
+                    "workspace.write_refused",
+                    &json!({"paths": paths, "reason": refused.status_and_public_message().1}),
+                )?;
+                return Err(refused);
+            }
+        };
         audit(
             &shared,
             &account,
             actor,
             "workspace.write",
-            &json!({"revision": id.as_str(), "paths": paths}),
+            &json!({"revision": revision.id.as_str(), "paths": paths}),
         )?;
-        let history = workspace.history().map_err(|source| Error::Workspace {
-            operation: "read the revision just written",
-            source,
-        })?;
-        history
-            .iter()
-            .rev()
-            .find(|revision| revision.id == id)
-            .map(revision_view)
-            .ok_or_else(|| Error::NotFound {
-                what: "revision",
-                id: id.to_string(),
-            })
+        Ok(scrubbed_view(&screen, &revision))
     })
     .await?
 }
@@ -392,7 +450,7 @@ pub(crate) async fn files_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let Json(files) = list(State(state.clone()), Extension(authenticated.clone())).await?;
+    let (files, truncated) = listing(&state, &authenticated).await?;
     let history = revisions(&state, &authenticated).await?;
     let mut body = String::from("<h1>Files</h1>\n<p>What steps see at <code>/work</code>.</p>\n");
     if files.is_empty() {
@@ -407,6 +465,12 @@ pub(crate) async fn files_page(
             ));
         }
         body.push_str("</table>\n");
+    }
+    if truncated {
+        body.push_str(&format!(
+            "<p>The folder holds more than {} entries: these are a part of it.</p>\n",
+            workspace::MAX_LISTED_ENTRIES
+        ));
     }
     if authenticated.principal.role() >= Role::Member {
         body.push_str(&format!(

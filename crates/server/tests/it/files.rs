@@ -347,3 +347,106 @@ async fn g19_a_file_put_in_the_folder_by_hand_is_answered_scrubbed() {
         .await;
     assert!(!page.text().contains(VAULT_VALUE));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g17_a_value_across_the_cut_of_a_long_file_is_never_half_shown() {
+    let harness = Harness::new();
+    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    // The value starts 10 bytes before the 1 MiB the server shows and ends after it.
+    let mut contents = vec![b'x'; 1024 * 1024 - 10];
+    contents.extend_from_slice(VAULT_VALUE.as_bytes());
+    contents.extend_from_slice(b"\nrest\n");
+    std::fs::write(folder.files_dir().join("long.log"), &contents).unwrap();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let read = harness
+        .call("GET", "/api/workspace/file?path=long.log", &member, None)
+        .await;
+    assert_eq!(read.status, 200);
+    let view = read.json();
+    assert_eq!(view["truncated"], true);
+    let shown = view["content"].as_str().unwrap();
+    assert!(
+        !shown.ends_with(&VAULT_VALUE[..10]) && !shown.contains(&VAULT_VALUE[..8]),
+        "half a value is shown: {}",
+        &shown[shown.len() - 40..]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g16_listing_and_history_are_scrubbed_of_values_written_before_they_were_secret() {
+    let harness = Harness::new();
+    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    const LATER: &str = "sk_live_entered_the_vault_later_5Qx";
+    // Written while the value was nothing secret: by hand, and as a revision.
+    std::fs::write(folder.files_dir().join(format!("{LATER}.txt")), b"x").unwrap();
+    folder
+        .commit(
+            &workspace::Author::Cli {
+                os_user: "ops".into(),
+            },
+            &format!("notes about {LATER}"),
+            vec![(
+                workspace::RelPath::parse(&format!("dir/{LATER}")).unwrap(),
+                workspace::Change::Write(b"y".to_vec()),
+            )],
+            &|_: &[u8]| false,
+        )
+        .unwrap();
+    harness
+        .vault
+        .secrets()
+        .set(ACCOUNT, "LATER", redact::SecretValue::new(LATER.into()))
+        .unwrap();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    for path in ["/api/workspace/files", "/api/workspace/revisions", "/files"] {
+        let answer = harness.call("GET", path, &member, None).await;
+        assert_eq!(answer.status, 200, "{path}");
+        assert!(!answer.text().contains(LATER), "{path}: {}", answer.text());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g25_refused_writes_are_audited_without_the_value_and_conflicts_are_409() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let refused = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &member,
+            write_body(json!([{"path": "leak.txt", "action": "write", "content": VAULT_VALUE}])),
+        )
+        .await;
+    assert_eq!(refused.status, 422);
+    let entries = harness.store.audit_entries().unwrap();
+    let recorded = entries
+        .iter()
+        .find(|entry| entry.action == "workspace.write_refused")
+        .expect("the refusal is audited");
+    assert_eq!(recorded.detail["paths"], json!(["leak.txt"]));
+    assert!(!format!("{entries:?}").contains(VAULT_VALUE));
+
+    write_one(&harness, &member, "data", "a file").await;
+    let conflict = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &member,
+            write_body(json!([
+                {"path": "fine.txt", "action": "write", "content": "fine"},
+                {"path": "data/inner.txt", "action": "write", "content": "x"},
+            ])),
+        )
+        .await;
+    assert_eq!(conflict.status, 409, "{}", conflict.text());
+    assert!(
+        conflict.text().contains("data is a file"),
+        "{}",
+        conflict.text()
+    );
+    assert_eq!(listed_paths(&harness, &member).await, vec!["data"]);
+    let history = harness
+        .call("GET", "/api/workspace/revisions", &member, None)
+        .await;
+    assert_eq!(history.json().as_array().unwrap().len(), 1);
+}

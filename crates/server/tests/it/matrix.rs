@@ -82,6 +82,13 @@ fn names_a_workspace_file(pattern: &str) -> bool {
 const TARGET_PERSON: &str = "p-target";
 
 fn body_for(pattern: &str) -> Option<(&'static str, String)> {
+    // Writes name a file of their own: `matrix.txt` keeps acct's contents for the leak check.
+    if pattern == "/files" {
+        return Some((
+            "application/x-www-form-urlencoded",
+            "path=matrix-written.txt&content=matrix&message=matrix".to_owned(),
+        ));
+    }
     let json = match pattern {
         "/api/people" => {
             r#"{"display_name":"Matrix","email":"matrix@example.test","role":"viewer"}"#
@@ -94,7 +101,7 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
         "/api/vault/connections/{alias}" => r#"{"fields":{"api_key":"matrix-value-0123456789"}}"#,
         "/api/vault/model-keys/{provider}" => r#"{"value":"matrix-value-0123456789"}"#,
         "/api/workspace/revisions" => {
-            r#"{"message":"matrix","changes":[{"path":"matrix.txt","action":"write","content":"m"}]}"#
+            r#"{"message":"matrix","changes":[{"path":"matrix-written.txt","action":"write","content":"m"}]}"#
         }
         _ if pattern.starts_with("/api/") => r#"{"note":"matrix"}"#,
         _ => {

@@ -26,17 +26,23 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
         .context("cannot open the local account's workspace")?;
     match command {
         FilesCommand::List => {
-            let files = workspace
+            let listing = workspace
                 .list_files()
                 .context("cannot list the workspace")?;
-            if files.is_empty() {
+            if listing.files.is_empty() {
                 println!(
                     "no files in {}; add one with `stepward files put PATH --from FILE`",
                     workspace.files_dir().display()
                 );
             }
-            for file in files {
-                println!("{:>10}  {}", file.bytes, file.path);
+            for file in &listing.files {
+                println!("{:>10}  {}", file.bytes, printable(&file.path));
+            }
+            if listing.truncated {
+                println!(
+                    "(a part: the folder holds more than {} entries)",
+                    workspace::MAX_LISTED_ENTRIES
+                );
             }
             Ok(Outcome::Done)
         }
@@ -86,21 +92,37 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                     .changes
                     .iter()
                     .map(|change| match change.blob {
-                        Some(_) => change.path.clone(),
-                        None => format!("{} (deleted)", change.path),
+                        Some(_) => printable(&change.path),
+                        None => format!("{} (deleted)", printable(&change.path)),
                     })
                     .collect();
                 println!(
-                    "{}  {}  by {author}: {} ({})",
+                    "{}  {}  by {}: {} ({})",
                     &revision.id.as_str()[..12],
                     revision.unix_millis,
-                    revision.message,
+                    printable(&author),
+                    printable(&revision.message),
                     paths.join(", ")
                 );
             }
             Ok(Outcome::Done)
         }
     }
+}
+
+/// `text` with control characters and bidirectional overrides shown as `?`: a name a step
+/// chose must not drive the terminal (escape sequences) or reorder what is read.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|character| {
+            let reorders = matches!(character, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            if character.is_control() || reorders {
+                '?'
+            } else {
+                character
+            }
+        })
+        .collect()
 }
 
 fn parse(path: &str) -> anyhow::Result<RelPath> {
@@ -139,8 +161,20 @@ fn write(
         .with_context(|| format!("nothing was written to {path}"))?;
     app.audit(
         "workspace.write",
-        json!({"revision": revision.as_str(), "paths": [relative.as_str()]}),
+        json!({"revision": revision.id.as_str(), "paths": [relative.as_str()]}),
     )?;
-    println!("revision {revision}: {path}");
+    println!("revision {}: {}", revision.id, printable(path));
     Ok(Outcome::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_cannot_drive_the_terminal_or_reorder_text() {
+        assert_eq!(super::printable("a\u{1b}[2Jb\u{202E}c\nd"), "a?[2Jb?c?d");
+        assert_eq!(
+            super::printable("reports/2026-11.txt"),
+            "reports/2026-11.txt"
+        );
+    }
 }
