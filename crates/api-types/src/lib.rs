@@ -272,9 +272,19 @@ pub struct VaultSecretView {
 }
 
 /// The body of `PUT /api/vault/secrets/{name}`: the value goes in and never comes back out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Its `Debug` shows `<redacted>` for the value, so a logged request holds no credential.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetSecretRequest {
     pub value: String,
+}
+
+impl std::fmt::Debug for SetSecretRequest {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SetSecretRequest")
+            .field("value", &Redacted)
+            .finish()
+    }
 }
 
 /// A connection of the account's vault as the API shows it: its alias and the names of its
@@ -296,9 +306,24 @@ pub struct VaultConnectionView {
 
 /// The body of `PUT /api/vault/connections/{alias}`: every field by name with its value. It
 /// replaces all the connection's fields (and lifts a revocation); values never come back out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Its `Debug` shows each field name with `<redacted>` for its value.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetConnectionRequest {
     pub fields: std::collections::BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for SetConnectionRequest {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fields: std::collections::BTreeMap<&str, Redacted> = self
+            .fields
+            .keys()
+            .map(|field| (field.as_str(), Redacted))
+            .collect();
+        formatter
+            .debug_struct("SetConnectionRequest")
+            .field("fields", &fields)
+            .finish()
+    }
 }
 
 /// A model provider's key of the account's vault as the API shows it: never its value.
@@ -312,9 +337,28 @@ pub struct VaultModelKeyView {
 }
 
 /// The body of `PUT /api/vault/model-keys/{provider}`: the key goes in and never comes back out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Its `Debug` shows `<redacted>` for the key.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetModelKeyRequest {
     pub value: String,
+}
+
+impl std::fmt::Debug for SetModelKeyRequest {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SetModelKeyRequest")
+            .field("value", &Redacted)
+            .finish()
+    }
+}
+
+/// What the `Debug` of a request holding a credential prints in place of the value.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("<redacted>")
+    }
 }
 
 /// A workflow of the account (`GET /api/workflows`).
@@ -356,4 +400,49 @@ pub struct StartRunRequest {
 
 fn empty_inputs() -> serde_json::Value {
     serde_json::Value::Object(serde_json::Map::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::{SetConnectionRequest, SetModelKeyRequest, SetSecretRequest};
+
+    const VALUE: &str = "sk_live_DebugMustNotShow7Qw3";
+
+    #[test]
+    fn g16_debug_of_vault_requests_names_fields_and_never_shows_a_value() {
+        let printed = [
+            format!(
+                "{:?}",
+                SetSecretRequest {
+                    value: VALUE.to_owned()
+                }
+            ),
+            format!(
+                "{:?}",
+                SetConnectionRequest {
+                    fields: BTreeMap::from([
+                        ("api_key".to_owned(), VALUE.to_owned()),
+                        ("base-url".to_owned(), format!("https://u:{VALUE}@x.test")),
+                    ]),
+                }
+            ),
+            format!(
+                "{:#?}",
+                SetModelKeyRequest {
+                    value: VALUE.to_owned()
+                }
+            ),
+        ];
+        for text in &printed {
+            assert!(!text.contains(VALUE), "{text}");
+            assert!(text.contains("<redacted>"), "{text}");
+        }
+        assert_eq!(printed[0], "SetSecretRequest { value: <redacted> }");
+        assert_eq!(
+            printed[1],
+            "SetConnectionRequest { fields: {\"api_key\": <redacted>, \"base-url\": <redacted>} }"
+        );
+    }
 }

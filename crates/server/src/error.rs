@@ -239,12 +239,15 @@ impl Error {
                 "The vault is not available on this server.",
             ),
             Error::Vault {
-                source: vault::Error::InvalidName { .. } | vault::Error::EmptyValue { .. },
+                source:
+                    vault::Error::InvalidName { .. }
+                    | vault::Error::EmptyValue { .. }
+                    | vault::Error::ValueTooShort { .. },
                 ..
             } => (
                 StatusCode::BAD_REQUEST,
                 "The secret's name or value is not acceptable (names are letters, digits and \
-                 underscores; values are not empty).",
+                 underscores; values are at least 8 bytes).",
             ),
             Error::Vault {
                 source: vault::Error::NotFound { .. },

@@ -90,6 +90,20 @@ pub enum Error {
         name: String,
         field: String,
     },
+    /// A value shorter than [`crate::MIN_VALUE_BYTES`]: every value joins the account's scrub
+    /// set and the workspace write screen, so a short one (`1`, `true`) would match ordinary
+    /// text and be masked, and block writes, everywhere. The value itself is not kept.
+    #[error(
+        "the value of {kind} {name:?} (field {field:?}) is too short: the vault needs a value of \
+         at least {min_bytes} bytes: shorter ones match ordinary text and would be masked \
+         everywhere; keep non-secret settings such as a region in the step's inputs"
+    )]
+    ValueTooShort {
+        kind: &'static str,
+        name: String,
+        field: String,
+        min_bytes: usize,
+    },
     /// A connection with no fields.
     #[error("connection {alias:?} needs at least one field")]
     NoFields { alias: String },
@@ -101,8 +115,9 @@ pub enum Error {
         second: String,
         variable: String,
     },
-    /// The item does not exist.
-    #[error("account {account_id} has no {kind} named {name:?}")]
+    /// The item does not exist. The message leaves the name out: a name that names nothing
+    /// may be anything someone typed or pasted (even a value), and this message is logged.
+    #[error("account {account_id} has no {kind} of the name given")]
     NotFound {
         account_id: String,
         kind: &'static str,

@@ -4,9 +4,11 @@ use redact::SecretValue;
 use storage::vault::{ItemKind, ItemSummary, SealedItem, WriteOutcome};
 use storage::{AccountId, Timestamp};
 
+use crate::MIN_VALUE_BYTES;
 use crate::error::Error;
 use crate::names::{
-    check_alias, check_field, check_provider, check_secret_name, field_variable_part, kind_label,
+    check_alias, check_field, check_provider, check_secret_name, check_secret_name_format,
+    field_variable_part, kind_label,
 };
 use crate::vault::{
     AccountKey, MAX_ATTEMPTS, RootState, ValueIdentity, Vault, now, open_value, seal_value,
@@ -92,13 +94,17 @@ impl Secrets<'_> {
     }
 
     /// Deletes the secret; [`Error::NotFound`] if there is none.
+    /// A malformed name is [`Error::InvalidName`]; a reserved one is accepted, so that a secret
+    /// stored before its name became reserved can still be removed.
     pub fn remove(&self, account_id: &str, name: &str) -> Result<(), Error> {
+        check_secret_name_format(name)?;
         self.vault.remove_item(account_id, ItemKind::Secret, name)
     }
 
     /// The secret's current value. Only for a person who asked to see it; runs get values
     /// through [`redact::SecretSource`].
     pub fn dangerously_reveal(&self, account_id: &str, name: &str) -> Result<SecretValue, Error> {
+        check_secret_name_format(name)?;
         self.vault.reveal_single(account_id, ItemKind::Secret, name)
     }
 }
@@ -149,14 +155,18 @@ impl Connections<'_> {
     }
 
     /// Deletes the connection and its values; [`Error::NotFound`] if there is none.
+    /// A malformed alias is [`Error::InvalidName`].
     pub fn remove(&self, account_id: &str, alias: &str) -> Result<(), Error> {
+        check_alias(alias)?;
         self.vault
             .remove_item(account_id, ItemKind::Connection, alias)
     }
 
     /// Marks the connection revoked: runs that ask for it are refused, naming it, until it is
     /// added again. Its values stay stored (and stay in every scrub set).
+    /// A malformed alias is [`Error::InvalidName`].
     pub fn revoke(&self, account_id: &str, alias: &str) -> Result<(), Error> {
+        check_alias(alias)?;
         let account = AccountId(account_id.to_owned());
         if self
             .vault
@@ -175,6 +185,7 @@ impl Connections<'_> {
         account_id: &str,
         alias: &str,
     ) -> Result<Vec<(String, SecretValue)>, Error> {
+        check_alias(alias)?;
         self.vault
             .reveal_item(account_id, ItemKind::Connection, alias)
     }
@@ -206,7 +217,9 @@ impl ModelKeys<'_> {
     }
 
     /// Deletes the provider's key; [`Error::NotFound`] if there is none.
+    /// A malformed provider is [`Error::InvalidName`].
     pub fn remove(&self, account_id: &str, provider: &str) -> Result<(), Error> {
+        check_provider(provider)?;
         self.vault
             .remove_item(account_id, ItemKind::ModelKey, provider)
     }
@@ -270,11 +283,20 @@ impl Vault {
         values: &[(String, SecretValue)],
     ) -> Result<ItemSummary, Error> {
         for (field, value) in values {
-            if value.dangerously_expose().is_empty() {
+            let length = value.dangerously_expose().len();
+            if length == 0 {
                 return Err(Error::EmptyValue {
                     kind: kind_label(kind),
                     name: name.to_owned(),
                     field: field.clone(),
+                });
+            }
+            if length < MIN_VALUE_BYTES {
+                return Err(Error::ValueTooShort {
+                    kind: kind_label(kind),
+                    name: name.to_owned(),
+                    field: field.clone(),
+                    min_bytes: MIN_VALUE_BYTES,
                 });
             }
         }

@@ -74,5 +74,11 @@ pub use crate::items::{ConnectionInfo, Connections, ModelKeys, SecretInfo, Secre
 pub use crate::root_key::{Notice, RootKeySource, VaultOptions};
 pub use crate::vault::{DEFAULT_SUPERSEDED_RETENTION, Vault};
 
+/// The fewest bytes a stored value may have (counted as given, nothing trimmed). Every value
+/// joins its account's scrub set and the workspace write screen, so a shorter one (`1`, `e`,
+/// `true`) would match ordinary text: records would be masked and workspace writes refused
+/// almost everywhere. Settings that are not secret (a region) belong in a step's inputs.
+pub const MIN_VALUE_BYTES: usize = 8;
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -18,8 +18,46 @@ pub(crate) fn kind_label(kind: ItemKind) -> &'static str {
     }
 }
 
-/// An agent secret: an environment variable name (`GITHUB_TOKEN`).
+/// Names a secret may not take, exactly (compared ignoring ASCII case): a step's own
+/// environment needs them, so a secret of that name would replace the search path or the home
+/// directory of the step that asks for it.
+const RESERVED_SECRET_NAMES: [&str; 2] = ["PATH", "HOME"];
+
+/// Beginnings a secret name may not have (compared ignoring ASCII case): `LD_` steers the
+/// dynamic loader (`LD_PRELOAD`), `PYTHON` steers the interpreter (`PYTHONPATH`,
+/// `PYTHONSTARTUP`), `CONN_` is where a step's connections arrive and `STEPWARD_` is the
+/// platform's own.
+const RESERVED_SECRET_PREFIXES: [&str; 4] = ["LD_", "PYTHON", "CONN_", "STEPWARD_"];
+
+/// Why a reserved name is refused, in words safe to show (the name itself is not repeated).
+const RESERVED_RULE: &str = "a secret reaches scripts as an environment variable, so it may \
+                             not take a name the process environment depends on: PATH, HOME, \
+                             or one starting with LD_, PYTHON, CONN_ (a step's connections) or \
+                             STEPWARD_";
+
+/// An agent secret about to be stored: an environment variable name (`GITHUB_TOKEN`) that does
+/// not take over the step's environment.
 pub(crate) fn check_secret_name(name: &str) -> Result<(), Error> {
+    check_secret_name_format(name)?;
+    let upper = name.to_ascii_uppercase();
+    let reserved = RESERVED_SECRET_NAMES.contains(&upper.as_str())
+        || RESERVED_SECRET_PREFIXES
+            .iter()
+            .any(|prefix| upper.starts_with(prefix));
+    if reserved {
+        Err(Error::InvalidName {
+            kind: "secret",
+            name: name.to_owned(),
+            rule: RESERVED_RULE,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// The shape of a secret name alone, for removing and revealing: a secret stored before a
+/// name became reserved can still be removed.
+pub(crate) fn check_secret_name_format(name: &str) -> Result<(), Error> {
     let mut characters = name.chars();
     let first_ok = characters
         .next()
@@ -114,6 +152,39 @@ mod tests {
         assert!(check_secret_name("_private").is_ok());
         for bad in ["", "1TOKEN", "A-B", "A B", "A=B", "É", &"A".repeat(129)] {
             assert!(check_secret_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn g19_secret_names_that_would_hijack_the_environment_are_refused_saying_why() {
+        for reserved in [
+            "PATH",
+            "HOME",
+            "path",
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "PYTHONPATH",
+            "PYTHONSTARTUP",
+            "CONN_PAYMENTS_API_KEY",
+            "STEPWARD_ROOT_KEY",
+        ] {
+            let refused = check_secret_name(reserved).err().unwrap();
+            let Error::InvalidName { rule, .. } = &refused else {
+                panic!("{reserved}: {refused}");
+            };
+            assert!(rule.contains("process environment"), "{reserved}: {rule}");
+            assert!(
+                check_secret_name_format(reserved).is_ok(),
+                "{reserved}: a stored one can still be removed"
+            );
+        }
+        for allowed in [
+            "PATHFINDER_TOKEN",
+            "HOMEBREW_TOKEN",
+            "OLD_PATH",
+            "MY_CONN_TOKEN",
+        ] {
+            assert!(check_secret_name(allowed).is_ok(), "{allowed} refused");
         }
     }
 

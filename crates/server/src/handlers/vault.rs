@@ -5,6 +5,12 @@
 //! Each route is a thin JSON shell over a function the console's forms call too
 //! (`store_secret`, `store_connection`, ...), so both doors keep the same rules and the same
 //! audit entries.
+//!
+//! A write and its audit entry run together on the blocking pool (the audit builds the
+//! account's redactor, which opens every value of the account). They are two writes, not one
+//! transaction: the vault's store and the audit log are separate storage traits, so a single
+//! transaction would need a new storage call. An audit that fails after its write is logged at
+//! error level with the operation and the name (never a value) and the request fails.
 
 use std::sync::Arc;
 
@@ -18,7 +24,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use redact::SecretValue;
 use serde_json::json;
-use vault::{ConnectionInfo, SecretInfo, Vault};
+use vault::{ConnectionInfo, MIN_VALUE_BYTES, SecretInfo, Vault};
 
 use crate::authn::Authenticated;
 use crate::handlers::{audit, blocking};
@@ -34,8 +40,9 @@ fn vault_of(shared: &Shared, operation: &'static str) -> Result<Arc<Vault>, Erro
 
 /// The vault's refusals of what was submitted become a 400 in the vault's own words about
 /// what is allowed. The submitted name is left out on purpose: someone who pasted a value
-/// into a name box must not see it repeated back. Every other failure keeps its mapping
-/// (not found is a 404, the rest a 500 with the detail logged only).
+/// into a name box must not see it repeated back (nor find it in the log). Every other
+/// failure keeps its mapping (not found is a 404, whose message leaves the name out too; the
+/// rest a 500 with the detail logged only).
 fn vault_failure(operation: &'static str) -> impl FnOnce(vault::Error) -> Error {
     move |source| match source {
         vault::Error::InvalidName { kind, rule, .. } => Error::InvalidInput {
@@ -45,6 +52,14 @@ fn vault_failure(operation: &'static str) -> impl FnOnce(vault::Error) -> Error 
         vault::Error::EmptyValue { kind, .. } => Error::InvalidInput {
             field: kind,
             reason: "a value is empty; every value needs at least one character".to_owned(),
+        },
+        vault::Error::ValueTooShort { kind, .. } => Error::InvalidInput {
+            field: kind,
+            reason: format!(
+                "the vault needs a value of at least {MIN_VALUE_BYTES} bytes: shorter ones match \
+                 ordinary text and would be masked everywhere; keep non-secret settings such as \
+                 a region in the step's inputs"
+            ),
         },
         vault::Error::NoFields { .. } => Error::InvalidInput {
             field: "connection",
@@ -116,20 +131,66 @@ fn model_key_view(info: SecretInfo) -> VaultModelKeyView {
     }
 }
 
-/// Appends the audit entry of a vault write: an action and names, never a value.
-fn audit_write(
+/// The audit entry of a vault write: an action and names, never a value. `name` is the
+/// secret's name, the alias or the provider, for the error log if the entry cannot be written.
+struct VaultAudit {
+    action: &'static str,
+    name: String,
+    detail: serde_json::Value,
+}
+
+/// What a vault write that was applied left behind: its result, and the audit failure if its
+/// entry could not be written.
+struct Applied<T> {
+    value: T,
+    audit: VaultAudit,
+    audit_failure: Option<Error>,
+}
+
+/// Applies a vault write, then appends its audit entry, both on the blocking pool. A refused
+/// or failed write is not audited. An audit that fails after the write was applied is logged
+/// at error level, naming the operation and the item (never a value), and fails the request:
+/// the write stays, and a person can see in the log that its entry is missing (G25).
+async fn write_and_audit<T: Send + 'static>(
     state: &AppState,
     authenticated: &Authenticated,
-    action: &str,
-    detail: &serde_json::Value,
-) -> Result<(), Error> {
-    audit(
-        &state.shared,
-        &authenticated.account(),
-        authenticated.actor.clone(),
-        action,
-        detail,
-    )
+    operation: &'static str,
+    write: impl FnOnce(&Vault) -> Result<T, vault::Error> + Send + 'static,
+    entry: impl FnOnce(&T) -> VaultAudit + Send + 'static,
+) -> Result<T, Error> {
+    let vault = vault_of(&state.shared, operation)?;
+    let shared = Arc::clone(&state.shared);
+    let account = authenticated.account();
+    let actor = authenticated.actor.clone();
+    let applied = blocking(operation, move || {
+        let value = write(&vault).map_err(vault_failure(operation))?;
+        let audit_entry = entry(&value);
+        let audit_failure = audit(
+            &shared,
+            &account,
+            actor,
+            audit_entry.action,
+            &audit_entry.detail,
+        )
+        .err();
+        Ok::<_, Error>(Applied {
+            value,
+            audit: audit_entry,
+            audit_failure,
+        })
+    })
+    .await??;
+    if let Some(failure) = applied.audit_failure {
+        tracing::error!(
+            operation,
+            action = applied.audit.action,
+            name = %applied.audit.name,
+            error = %failure,
+            "a vault write was applied but its audit entry could not be written"
+        );
+        return Err(failure);
+    }
+    Ok(applied.value)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,16 +218,18 @@ pub(crate) async fn store_secret(
     value: SecretValue,
 ) -> Result<VaultSecretView, Error> {
     let account = authenticated.account();
-    let info = with_vault(&state.shared, "set a vault secret", move |vault| {
-        vault.secrets().set(account.as_str(), &name, value)
-    })
-    .await?;
-    audit_write(
+    let info = write_and_audit(
         state,
         authenticated,
-        "vault.secret_set",
-        &json!({"name": info.name, "version": info.version}),
-    )?;
+        "set a vault secret",
+        move |vault| vault.secrets().set(account.as_str(), &name, value),
+        |info| VaultAudit {
+            action: "vault.secret_set",
+            name: info.name.clone(),
+            detail: json!({"name": info.name, "version": info.version}),
+        },
+    )
+    .await?;
     Ok(secret_view(info))
 }
 
@@ -178,16 +241,18 @@ pub(crate) async fn delete_secret(
 ) -> Result<(), Error> {
     let account = authenticated.account();
     let secret_name = name.clone();
-    with_vault(&state.shared, "remove a vault secret", move |vault| {
-        vault.secrets().remove(account.as_str(), &secret_name)
-    })
-    .await?;
-    audit_write(
+    write_and_audit(
         state,
         authenticated,
-        "vault.secret_remove",
-        &json!({"name": name}),
+        "remove a vault secret",
+        move |vault| vault.secrets().remove(account.as_str(), &secret_name),
+        move |()| VaultAudit {
+            action: "vault.secret_remove",
+            detail: json!({"name": name}),
+            name,
+        },
     )
+    .await
 }
 
 /// `GET /api/vault/secrets`: names, versions and dates.
@@ -249,16 +314,18 @@ pub(crate) async fn store_connection(
     fields: Vec<(String, SecretValue)>,
 ) -> Result<VaultConnectionView, Error> {
     let account = authenticated.account();
-    let info = with_vault(&state.shared, "set a vault connection", move |vault| {
-        vault.connections().add(account.as_str(), &alias, fields)
-    })
-    .await?;
-    audit_write(
+    let info = write_and_audit(
         state,
         authenticated,
-        "vault.connection_set",
-        &json!({"alias": info.alias, "fields": info.fields, "version": info.version}),
-    )?;
+        "set a vault connection",
+        move |vault| vault.connections().add(account.as_str(), &alias, fields),
+        |info| VaultAudit {
+            action: "vault.connection_set",
+            name: info.alias.clone(),
+            detail: json!({"alias": info.alias, "fields": info.fields, "version": info.version}),
+        },
+    )
+    .await?;
     Ok(connection_view(info))
 }
 
@@ -270,18 +337,22 @@ pub(crate) async fn delete_connection(
 ) -> Result<(), Error> {
     let account = authenticated.account();
     let connection_alias = alias.clone();
-    with_vault(&state.shared, "remove a vault connection", move |vault| {
-        vault
-            .connections()
-            .remove(account.as_str(), &connection_alias)
-    })
-    .await?;
-    audit_write(
+    write_and_audit(
         state,
         authenticated,
-        "vault.connection_remove",
-        &json!({"alias": alias}),
+        "remove a vault connection",
+        move |vault| {
+            vault
+                .connections()
+                .remove(account.as_str(), &connection_alias)
+        },
+        move |()| VaultAudit {
+            action: "vault.connection_remove",
+            detail: json!({"alias": alias}),
+            name: alias,
+        },
     )
+    .await
 }
 
 /// Revokes a connection (runs that ask for it are refused, naming it, until it is set again)
@@ -293,18 +364,22 @@ pub(crate) async fn revoke_connection_by_alias(
 ) -> Result<(), Error> {
     let account = authenticated.account();
     let connection_alias = alias.clone();
-    with_vault(&state.shared, "revoke a vault connection", move |vault| {
-        vault
-            .connections()
-            .revoke(account.as_str(), &connection_alias)
-    })
-    .await?;
-    audit_write(
+    write_and_audit(
         state,
         authenticated,
-        "vault.connection_revoke",
-        &json!({"alias": alias}),
+        "revoke a vault connection",
+        move |vault| {
+            vault
+                .connections()
+                .revoke(account.as_str(), &connection_alias)
+        },
+        move |()| VaultAudit {
+            action: "vault.connection_revoke",
+            detail: json!({"alias": alias}),
+            name: alias,
+        },
     )
+    .await
 }
 
 /// `GET /api/vault/connections`: aliases and field names, never values.
@@ -380,16 +455,18 @@ pub(crate) async fn store_model_key(
     value: SecretValue,
 ) -> Result<VaultModelKeyView, Error> {
     let account = authenticated.account();
-    let info = with_vault(&state.shared, "set a vault model key", move |vault| {
-        vault.model_keys().set(account.as_str(), &provider, value)
-    })
-    .await?;
-    audit_write(
+    let info = write_and_audit(
         state,
         authenticated,
-        "vault.model_key_set",
-        &json!({"provider": info.name, "version": info.version}),
-    )?;
+        "set a vault model key",
+        move |vault| vault.model_keys().set(account.as_str(), &provider, value),
+        |info| VaultAudit {
+            action: "vault.model_key_set",
+            name: info.name.clone(),
+            detail: json!({"provider": info.name, "version": info.version}),
+        },
+    )
+    .await?;
     Ok(model_key_view(info))
 }
 
@@ -401,16 +478,18 @@ pub(crate) async fn delete_model_key(
 ) -> Result<(), Error> {
     let account = authenticated.account();
     let key_provider = provider.clone();
-    with_vault(&state.shared, "remove a vault model key", move |vault| {
-        vault.model_keys().remove(account.as_str(), &key_provider)
-    })
-    .await?;
-    audit_write(
+    write_and_audit(
         state,
         authenticated,
-        "vault.model_key_remove",
-        &json!({"provider": provider}),
+        "remove a vault model key",
+        move |vault| vault.model_keys().remove(account.as_str(), &key_provider),
+        move |()| VaultAudit {
+            action: "vault.model_key_remove",
+            detail: json!({"provider": provider}),
+            name: provider,
+        },
     )
+    .await
 }
 
 /// `GET /api/vault/model-keys`: provider names, never keys.

@@ -152,7 +152,9 @@ pub(crate) async fn set_secret(
     Form(form): Form<SecretForm>,
 ) -> Result<Response, Error> {
     let value = SecretValue::new(form.value);
-    vault::store_secret(&state, &authenticated, form.name, value).await?;
+    // Names are trimmed like the alias and the provider (a pasted name often ends in a
+    // space); values never are: every byte of a value is part of the credential.
+    vault::store_secret(&state, &authenticated, form.name.trim().to_owned(), value).await?;
     Ok(back_to("/vault"))
 }
 

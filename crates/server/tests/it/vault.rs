@@ -9,6 +9,8 @@ use storage::AuditLog;
 
 use crate::support::{ACCOUNT, Answer, Caller, Harness, OTHER_ACCOUNT, VAULT_VALUE};
 
+mod refusals;
+
 const NEW_VALUE: &str = "ghp_NewValue0123456789abcdefXYZ";
 
 #[tokio::test(flavor = "multi_thread")]
@@ -500,11 +502,17 @@ async fn g26_members_list_connection_and_model_key_names_but_only_admins_write()
         (
             "POST",
             "/vault/connections",
-            form("alias=crm&field_name_1=token&field_value_1=x"),
+            form(&format!(
+                "alias=crm&field_name_1=token&field_value_1={FORM_VALUE}"
+            )),
         ),
         ("POST", "/vault/connections/crm/remove", None),
         ("POST", "/vault/connections/crm/revoke", None),
-        ("POST", "/vault/model-keys", form("provider=openai&value=x")),
+        (
+            "POST",
+            "/vault/model-keys",
+            form(&format!("provider=openai&value={MODEL_KEY}")),
+        ),
         ("POST", "/vault/model-keys/openai/remove", None),
     ];
     for caller in [
@@ -670,7 +678,7 @@ async fn g19_console_connection_form_lists_names_never_values() {
             "/vault/connections",
             &admin,
             form(&format!(
-                "alias=Bad%20Alias&field_name_1={FORM_VALUE}&field_value_1=x"
+                "alias=Bad%20Alias&field_name_1={FORM_VALUE}&field_value_1={CONNECTION_KEY}"
             )),
         )
         .await;

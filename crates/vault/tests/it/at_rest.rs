@@ -223,14 +223,14 @@ fn g20_default_root_key_is_generated_once_mode_0600_outside_the_data_directory()
     assert_eq!(key_text.trim().len(), 64);
     vault
         .secrets()
-        .set("acct", "TOKEN", secret("kept"))
+        .set("acct", "TOKEN", secret("kept-value"))
         .unwrap();
     drop(vault);
 
     let (reopened, notice) = Vault::open(&dirs.default_options(), dirs.store()).unwrap();
     assert!(notice.is_none(), "the key is generated only once");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), key_text);
-    assert_eq!(resolve_secret(&reopened, "acct", "TOKEN"), "kept");
+    assert_eq!(resolve_secret(&reopened, "acct", "TOKEN"), "kept-value");
     assert_eq!(reopened.root_key_location(), path.display().to_string());
 }
 
@@ -238,8 +238,14 @@ fn g20_default_root_key_is_generated_once_mode_0600_outside_the_data_directory()
 fn g20_each_account_has_its_own_key() {
     let dirs = Dirs::new();
     let vault = dirs.open(&dirs.default_options());
-    vault.secrets().set("a", "TOKEN", secret("same")).unwrap();
-    vault.secrets().set("b", "TOKEN", secret("same")).unwrap();
+    vault
+        .secrets()
+        .set("a", "TOKEN", secret("same-value"))
+        .unwrap();
+    vault
+        .secrets()
+        .set("b", "TOKEN", secret("same-value"))
+        .unwrap();
     let connection = rusqlite::Connection::open(dirs.db_path()).unwrap();
     let keys: Vec<Vec<u8>> = connection
         .prepare("SELECT wrapped_key FROM vault_account_keys ORDER BY account_id")

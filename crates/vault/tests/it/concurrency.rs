@@ -108,7 +108,7 @@ fn g20_processes_starting_at_once_share_one_generated_root_key() {
                     .set(
                         "acct",
                         &format!("FROM_{index}"),
-                        secret(&format!("v{index}")),
+                        secret(&format!("value-of-{index}")),
                     )
                     .unwrap();
                 notice.is_some()
@@ -124,7 +124,7 @@ fn g20_processes_starting_at_once_share_one_generated_root_key() {
     for index in 0..THREADS {
         assert_eq!(
             resolve_secret(&vault, "acct", &format!("FROM_{index}")),
-            format!("v{index}")
+            format!("value-of-{index}")
         );
     }
 }
@@ -136,7 +136,7 @@ fn g20_writes_during_account_key_rotations_lose_nothing() {
     let vault = Arc::new(dirs.open(&options));
     vault
         .secrets()
-        .set("shared-account", "SEED", secret("seed"))
+        .set("shared-account", "SEED", secret("seed-value"))
         .unwrap();
     let rotator = {
         let vault = Arc::new(dirs.open(&options));
@@ -164,5 +164,8 @@ fn g20_writes_during_account_key_rotations_lose_nothing() {
             );
         }
     }
-    assert_eq!(resolve_secret(&vault, "shared-account", "SEED"), "seed");
+    assert_eq!(
+        resolve_secret(&vault, "shared-account", "SEED"),
+        "seed-value"
+    );
 }

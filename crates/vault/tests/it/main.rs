@@ -7,6 +7,7 @@
 mod at_rest;
 mod concurrency;
 mod names_only;
+mod refusals;
 mod rotation;
 mod superseded;
 mod support;

@@ -101,7 +101,11 @@ fn g19_changing_a_value_keeps_the_name_and_bumps_the_version() {
     );
     let connection = vault
         .connections()
-        .add("acct", "crm", vec![("token".to_owned(), secret("crm_new"))])
+        .add(
+            "acct",
+            "crm",
+            vec![("token".to_owned(), secret("crm_new_value"))],
+        )
         .unwrap();
     assert_eq!(connection.version, 2);
     assert_eq!(vault.secrets().list("acct").unwrap().len(), 1);
@@ -247,7 +251,7 @@ fn g20_revoked_or_removed_connection_is_refused_by_name() {
         .add(
             "acct",
             "payments",
-            vec![("api_key".to_owned(), secret("pay_v2"))],
+            vec![("api_key".to_owned(), secret("pay_value_v2"))],
         )
         .unwrap();
     assert_eq!(readded.revoked_at, None);
@@ -300,7 +304,7 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
     assert!(matches!(
         vault
             .secrets()
-            .set("acct", "NOT-A-VARIABLE", secret("v"))
+            .set("acct", "NOT-A-VARIABLE", secret("valid-length-value"))
             .err()
             .unwrap(),
         Error::InvalidName { .. }
@@ -311,7 +315,7 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
             .add(
                 "acct",
                 "Payments",
-                vec![("api_key".to_owned(), secret("v"))]
+                vec![("api_key".to_owned(), secret("valid-length-value"))]
             )
             .err()
             .unwrap(),
@@ -323,8 +327,8 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
             "acct",
             "payments",
             vec![
-                ("api-key".to_owned(), secret("one")),
-                ("api_key".to_owned(), secret("two")),
+                ("api-key".to_owned(), secret("value-one")),
+                ("api_key".to_owned(), secret("value-two")),
             ],
         )
         .err()

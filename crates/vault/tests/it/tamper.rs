@@ -225,5 +225,10 @@ fn g20_tampered_account_key_is_detected() {
         .unwrap();
     assert!(matches!(error, Error::AccountKeyTampered { .. }), "{error}");
     // Setting a value does not silently replace the damaged key either.
-    assert!(vault.secrets().set("acct", "THIRD", secret("x")).is_err());
+    assert!(
+        vault
+            .secrets()
+            .set("acct", "THIRD", secret("third-value-long-enough"))
+            .is_err()
+    );
 }
