@@ -1,9 +1,9 @@
 //! What the binary needs around the router: creating an account with its owner and the owner's
 //! one-time sign-in link (first start, `stepward accounts create`), and serving the router on
-//! a listener with the remote address recorded and a graceful shutdown.
+//! a listener with the remote address recorded, bounded connections and a graceful shutdown
+//! with a deadline.
 
 use std::future::Future;
-use std::net::SocketAddr;
 
 use auth::SignInLinkToken;
 use redact::{Redactor, SecretSource};
@@ -11,7 +11,8 @@ use serde_json::json;
 use storage::people::{NewPerson, NewSignInLink, TokenHash};
 use storage::{Account, Actor, NewAuditEntry, Timestamp};
 
-use crate::{AppState, Error, ServerStore, router};
+use crate::listener::{ListenerLimits, Transport, serve_connections};
+use crate::{AppState, Error, ServerStore};
 
 /// A new account's owner, invited.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,18 +101,18 @@ pub fn create_account_with_owner(
     })
 }
 
-/// Serves the router over `listener` until `shutdown` completes, then lets requests in flight
-/// finish. The remote address of each connection is recorded, so the sign-in limit applies
+/// Serves the router over plain HTTP on `listener` until `shutdown` completes (or the listener
+/// fails for good: that error is returned), then lets requests in flight finish for at most
+/// `limits.shutdown_deadline` and drops what is still open. Every connection is bounded (see
+/// [`ListenerLimits`]): a request head must arrive within the header-read deadline (also on an
+/// idle keep-alive connection), and connections over the global or per-address cap are closed
+/// at once. The remote address of each connection is recorded, so the sign-in limit applies
 /// per address.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ListenerLimits,
 ) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    serve_connections(listener, Transport::Plain, state, shutdown, limits).await
 }

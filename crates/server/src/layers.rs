@@ -6,7 +6,7 @@
 //!   table, authenticates, answers with [`auth::authorize`], and checks the CSRF token of every
 //!   state-changing request that came with a session cookie. Only then does the handler run.
 
-use auth::{Access, Decision, Principal, authorize, find_policy, verify_csrf};
+use auth::{Access, Decision, Principal, TlsMode, authorize, find_policy, verify_csrf};
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
@@ -32,6 +32,12 @@ pub const SECURITY_HEADERS: [(&str, &str); 4] = [
     ("cache-control", "no-store"),
 ];
 
+/// The header set on every response when clients reach the server over TLS (its own, or a
+/// proxy's with `--behind-tls`): browsers then refuse plain HTTP to this host for a year, so a
+/// network attacker cannot strip TLS from a later visit.
+pub const STRICT_TRANSPORT_SECURITY: (&str, &str) =
+    ("strict-transport-security", "max-age=31536000");
+
 /// The header a cookie-authenticated client sends its CSRF token in.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 
@@ -48,8 +54,13 @@ fn new_request_id() -> String {
     }
 }
 
-/// The outermost middleware: request id, error rendering and logging, security headers.
-pub(crate) async fn finish(request: Request, next: Next) -> Response {
+/// The outermost middleware: request id, error rendering and logging, security headers (and
+/// `Strict-Transport-Security` when the server is reached over TLS).
+pub(crate) async fn finish(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let request_id = new_request_id();
     let is_api = request.uri().path().starts_with("/api/");
     let method = request.method().clone();
@@ -93,6 +104,13 @@ pub(crate) async fn finish(request: Request, next: Next) -> Response {
         *response.body_mut() = Body::from(body);
     }
     for (name, value) in SECURITY_HEADERS {
+        response.headers_mut().insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    if state.shared.options.tls == TlsMode::Tls {
+        let (name, value) = STRICT_TRANSPORT_SECURITY;
         response.headers_mut().insert(
             HeaderName::from_static(name),
             HeaderValue::from_static(value),

@@ -10,7 +10,7 @@
 //! - [`Error`] is the one place errors become HTTP: a safe message and a request id go to the
 //!   client, the details only to the log.
 //! - Every response carries the security headers (CSP without inline script, no framing,
-//!   no-sniff, no referrer).
+//!   no-sniff, no referrer), and with TLS (`TlsMode::Tls`) `Strict-Transport-Security` too.
 //! - An API key never acts as a person: what it does is recorded as the key
 //!   (`storage::Actor::ApiKey`).
 //! - Every failed share-link fetch answers the same bytes ([`auth::SHARE_NOT_FOUND_BODY`]).
@@ -27,6 +27,7 @@ mod error;
 mod handlers;
 mod html;
 mod layers;
+mod listener;
 mod openapi;
 mod routes;
 mod state;
@@ -35,11 +36,16 @@ mod workflows;
 
 pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
 pub use crate::error::Error;
-pub use crate::layers::SECURITY_HEADERS;
+pub use crate::layers::{SECURITY_HEADERS, STRICT_TRANSPORT_SECURITY};
+pub use crate::listener::{
+    HEADER_READ_TIMEOUT, ListenerLimits, MAX_CONNECTIONS_PER_ADDRESS, MAX_HANDSHAKES_PER_ADDRESS,
+    MAX_PENDING_HANDSHAKES, SHUTDOWN_DEADLINE, STALL_TIMEOUT, TLS_HANDSHAKE_TIMEOUT,
+    raise_open_file_limit,
+};
 pub use crate::openapi::openapi_document;
 pub use crate::routes::{registered_routes, router};
 pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore};
-pub use crate::tls::{TLS_HANDSHAKE_TIMEOUT, serve_tls, tls_server_config};
+pub use crate::tls::{serve_tls, tls_server_config};
 pub use crate::workflows::{
     WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText,
 };

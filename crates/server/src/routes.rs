@@ -5,7 +5,7 @@
 use axum::Router;
 use axum::handler::Handler;
 use axum::http::Uri;
-use axum::middleware::{from_fn, from_fn_with_state};
+use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
@@ -241,6 +241,6 @@ pub fn router(state: AppState) -> Router {
     router
         .route_layer(from_fn_with_state(state.clone(), enforce_policy))
         .fallback(fallback)
-        .layer(from_fn(finish))
+        .layer(from_fn_with_state(state.clone(), finish))
         .with_state(state)
 }

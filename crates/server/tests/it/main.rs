@@ -14,6 +14,7 @@ mod decisions;
 mod files;
 mod headers;
 mod keys;
+mod listener;
 mod matrix;
 mod methods;
 mod people;

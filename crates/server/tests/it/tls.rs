@@ -2,7 +2,8 @@
 //! certificate for `localhost` made at test time, reached by a rustls client that trusts only
 //! that certificate: pages carry the security headers, sessions get `Secure` `__Host-`
 //! cookies, plain HTTP gets no HTTP answer, a silent client keeps nobody else out, and the peer
-//! address still reaches the sign-in limit.
+//! address still reaches the sign-in limit. `Strict-Transport-Security` is on every answer
+//! in TLS mode (the server's own TLS or `--behind-tls`) and on none over plain HTTP.
 //!
 //! Every connection goes to 127.0.0.1 only (from 127.0.0.1 or 127.0.0.2, both loopback).
 
@@ -10,26 +11,29 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use auth::{RateLimit, TlsMode};
+use auth::{RateLimit, Role, TlsMode};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
-use server::{AppOptions, SECURITY_HEADERS, serve_tls, tls_server_config};
+use server::{
+    AppOptions, ListenerLimits, SECURITY_HEADERS, STRICT_TRANSPORT_SECURITY, serve_tls,
+    tls_server_config,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 
-use crate::support::{ACCOUNT, Harness, PASSWORD};
+use crate::support::{ACCOUNT, Caller, Credentials, Harness, PASSWORD};
 
 /// A self-signed certificate for `localhost` and 127.0.0.1, and its key.
-struct TestCertificate {
-    der: CertificateDer<'static>,
-    key: PrivateKeyDer<'static>,
+pub(crate) struct TestCertificate {
+    pub(crate) der: CertificateDer<'static>,
+    pub(crate) key: PrivateKeyDer<'static>,
 }
 
 impl TestCertificate {
-    fn generate() -> TestCertificate {
+    pub(crate) fn generate() -> TestCertificate {
         let certified = rcgen::generate_simple_self_signed(vec![
             "localhost".to_owned(),
             "127.0.0.1".to_owned(),
@@ -43,7 +47,10 @@ impl TestCertificate {
 
     /// A client configuration that trusts this certificate and nothing else, speaking
     /// `versions`.
-    fn client(&self, versions: &[&'static rustls::SupportedProtocolVersion]) -> TlsConnector {
+    pub(crate) fn client(
+        &self,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> TlsConnector {
         let mut roots = RootCertStore::empty();
         roots.add(self.der.clone()).unwrap();
         let config =
@@ -74,9 +81,15 @@ impl TlsServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let serving = tokio::spawn(serve_tls(listener, config, harness.state.clone(), async {
-            let _ = stopped.await;
-        }));
+        let serving = tokio::spawn(serve_tls(
+            listener,
+            config,
+            harness.state.clone(),
+            async {
+                let _ = stopped.await;
+            },
+            ListenerLimits::with_max_connections(1024),
+        ));
         TlsServer {
             address,
             certificate,
@@ -99,14 +112,14 @@ impl TlsServer {
 }
 
 /// An HTTP/1.1 answer: status, headers (names lower case) and body.
-struct HttpAnswer {
-    status: u16,
+pub(crate) struct HttpAnswer {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: String,
 }
 
 impl HttpAnswer {
-    fn parse(raw: &[u8]) -> HttpAnswer {
+    pub(crate) fn parse(raw: &[u8]) -> HttpAnswer {
         let text = String::from_utf8_lossy(raw);
         let (head, body) = text
             .split_once("\r\n\r\n")
@@ -137,7 +150,7 @@ impl HttpAnswer {
 }
 
 /// One request over a fresh TLS connection from `tcp`, read until the server closes it.
-async fn request_over(
+pub(crate) async fn request_over(
     tcp: TcpStream,
     connector: &TlsConnector,
     request: &str,
@@ -158,7 +171,12 @@ async fn request_over(
     (HttpAnswer::parse(&raw), version)
 }
 
-fn http_request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
+pub(crate) fn http_request(
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
     let mut request = format!(
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
          Content-Length: {}\r\n",
@@ -172,7 +190,7 @@ fn http_request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) 
     request
 }
 
-async fn connect_from(local: &str, server: SocketAddr) -> TcpStream {
+pub(crate) async fn connect_from(local: &str, server: SocketAddr) -> TcpStream {
     assert!(server.ip().is_loopback(), "tests only talk to loopback");
     let socket = TcpSocket::new_v4().unwrap();
     socket.bind(local.parse().unwrap()).unwrap();
@@ -390,5 +408,49 @@ async fn g26_tls_listener_keeps_the_peer_address_for_the_sign_in_limit() {
     )
     .await;
     assert_eq!(other_address.status, 200, "{}", other_address.body);
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_tls_mode_answers_carry_hsts_and_plain_mode_answers_do_not() {
+    let (name, value) = STRICT_TRANSPORT_SECURITY;
+    assert_eq!(
+        (name, value),
+        ("strict-transport-security", "max-age=31536000")
+    );
+    let tls = Harness::with_options(AppOptions::new(TlsMode::Tls));
+    let plain = Harness::new();
+    for (harness, expected) in [(&tls, Some(value.to_owned())), (&plain, None)] {
+        let member = harness.credentials(Caller::Person(Role::Member));
+        let answers = [
+            harness
+                .call("GET", "/signin", &Credentials::None, None)
+                .await,
+            harness.call("GET", "/api/runs", &member, None).await,
+            harness
+                .call("GET", "/api/runs", &Credentials::None, None)
+                .await,
+            harness
+                .call("GET", "/no/such/page", &Credentials::None, None)
+                .await,
+            harness
+                .call("GET", "/s/nothing", &Credentials::None, None)
+                .await,
+        ];
+        for answer in &answers {
+            assert_eq!(answer.header(name), expected, "a {} answer", answer.status);
+        }
+    }
+
+    // And over the server's own TLS listener.
+    let server = TlsServer::start(AppOptions::new(TlsMode::Tls)).await;
+    let connector = server.certificate.client(rustls::DEFAULT_VERSIONS);
+    let (page, _) = request_over(
+        connect_from("127.0.0.1:0", server.address).await,
+        &connector,
+        &http_request("GET", "/signin", &[], ""),
+    )
+    .await;
+    assert_eq!(page.header(name), Some(value));
     server.stop().await.unwrap();
 }

@@ -7,11 +7,13 @@
 //! account is invited and the one-time sign-in link is printed on stdout.
 //!
 //! With `--tls-cert` and `--tls-key` the server speaks HTTPS itself. Both files are read and
-//! checked (PEM, the key file's mode, the key against the certificate) before anything else
-//! happens, so a bad file never leaves a first-start invitation behind that nobody saw.
+//! checked (PEM, the key file's mode and owner, the key against the certificate) before
+//! anything else happens, so a bad file never leaves a first-start invitation behind that
+//! nobody saw.
 
+use std::io::Read;
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -102,6 +104,17 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .try_init();
+    // Each connection is a file descriptor: the cap on connections is half the soft limit, so
+    // the soft limit goes as high as the hard one allows.
+    if let Err(error) = server::raise_open_file_limit() {
+        eprintln!("warning: cannot raise the open-file limit to its hard limit: {error}");
+    }
+    let mut limits = server::ListenerLimits::for_open_file_limit();
+    if args.behind_tls {
+        // Every connection comes from the proxy's address: a cap per address would cap the
+        // whole server; the proxy in front limits its clients.
+        limits.max_connections_per_address = limits.max_connections;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -124,11 +137,13 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
             println!("{base_url}{}", invitation.sign_in_path);
         }
         match tls_config {
-            Some(tls_config) => server::serve_tls(listener, tls_config, state, shutdown).await,
-            None => server::serve(listener, state, shutdown).await,
+            Some(tls_config) => {
+                server::serve_tls(listener, tls_config, state, shutdown, limits).await
+            }
+            None => server::serve(listener, state, shutdown, limits).await,
         }
         .context("the server failed")?;
-        eprintln!("stepward stopped: requests in flight finished");
+        eprintln!("stepward stopped");
         anyhow::Ok(())
     })?;
     Ok(Outcome::Done)
@@ -220,10 +235,25 @@ fn read_certificate_chain(path: &Path) -> anyhow::Result<Vec<CertificateDer<'sta
 }
 
 /// The first private key of a PEM file that only its owner may read, as the vault's root key
-/// and the server's own key files are kept.
+/// and the server's own key files are kept, and whose owner is the user this process runs as.
+/// The file is opened once; its type, mode and owner are those of the open file, and the key
+/// is read from it, so the file cannot be swapped between the checks and the read.
 fn read_private_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
-    let metadata = std::fs::metadata(path)
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        // A FIFO in the key's place would otherwise block the open until somebody writes.
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
+        .open(path)
         .with_context(|| format!("cannot read the TLS key file {}", path.display()))?;
+    let metadata = file
+        .metadata()
+        .with_context(|| format!("cannot read the TLS key file {}", path.display()))?;
+    if !metadata.file_type().is_file() {
+        bail!(
+            "the TLS key file {} is not a regular file: give the path of the PEM key file",
+            path.display()
+        );
+    }
     let mode = metadata.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         bail!(
@@ -233,10 +263,19 @@ fn read_private_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
             path.display()
         );
     }
-    let text = zeroize::Zeroizing::new(
-        std::fs::read(path)
-            .with_context(|| format!("cannot read the TLS key file {}", path.display()))?,
-    );
+    let this_user = rustix::process::geteuid().as_raw();
+    if metadata.uid() != this_user {
+        bail!(
+            "the TLS key file {} belongs to uid {}, not to uid {this_user} that the server runs \
+             as: whoever owns it may change or swap the key; run `chown {this_user} {}`",
+            path.display(),
+            metadata.uid(),
+            path.display()
+        );
+    }
+    let mut text = zeroize::Zeroizing::new(Vec::new());
+    file.read_to_end(&mut text)
+        .with_context(|| format!("cannot read the TLS key file {}", path.display()))?;
     PrivateKeyDer::from_pem_slice(&text).map_err(|error| match error {
         pem::Error::NoItemsFound => anyhow!(
             "the TLS key file {} holds no private key (a PEM block `BEGIN PRIVATE KEY`, \
@@ -273,8 +312,10 @@ fn base_url(address: SocketAddr, tls: TlsMode) -> String {
     format!("{scheme}://{address}")
 }
 
-/// Resolves on the first SIGINT or SIGTERM. The handlers are installed before this returns, so
-/// a signal that arrives once the server is listening is never missed.
+/// Resolves on the first SIGINT or SIGTERM, which starts the graceful shutdown (the server
+/// drains for at most its shutdown deadline). A second SIGINT or SIGTERM after that ends the
+/// process at once, whatever is still open. The handlers are installed before this returns,
+/// so a signal that arrives once the server is listening is never missed.
 fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
@@ -284,8 +325,23 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
+        eprintln!(
+            "stepward stopping: finishing requests in flight (a second SIGINT or SIGTERM stops \
+             at once)"
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            eprintln!("stepward stopped at once: a second signal");
+            std::process::exit(SECOND_SIGNAL_EXIT_CODE);
+        });
     })
 }
+
+/// The exit status after a second SIGINT or SIGTERM: not 0, since requests were cut off.
+const SECOND_SIGNAL_EXIT_CODE: i32 = 130;
 
 #[cfg(test)]
 mod tests {
@@ -375,5 +431,66 @@ mod tests {
             "{mismatch}"
         );
         assert!(!mismatch.contains("PRIVATE KEY"), "{mismatch}");
+    }
+
+    /// A key file that belongs to another user is refused even with mode 0600: whoever owns it
+    /// may change it. Root makes the file another user's (CI runs as root).
+    #[test]
+    fn tls_key_file_of_another_owner_is_refused_needs_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = self_signed();
+        let cert_path = write(dir.path(), "cert.pem", &cert, 0o644);
+        let key_path = write(dir.path(), "key.pem", &key, 0o600);
+        assert!(load_tls_files(&cert_path, &key_path).is_ok());
+        let this_user = rustix::process::geteuid().as_raw();
+        // nobody's uid under root; unprivileged, the chown below fails and says root is needed.
+        let other_user = if this_user == 0 { 65534 } else { 0 };
+        std::os::unix::fs::chown(&key_path, Some(other_user), None)
+            .expect("making the key another user's needs root");
+        let error = format!("{:#}", load_tls_files(&cert_path, &key_path).unwrap_err());
+        assert!(
+            error.contains(&key_path.display().to_string())
+                && error.contains(&format!(
+                    "belongs to uid {other_user}, not to uid {this_user}"
+                )),
+            "{error}"
+        );
+    }
+
+    /// What is not a regular file in the key's place (a directory, a FIFO nobody writes to)
+    /// is refused at once, without blocking on the open.
+    #[test]
+    fn tls_key_path_that_is_not_a_regular_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, _key) = self_signed();
+        let cert_path = write(dir.path(), "cert.pem", &cert, 0o644);
+        let directory = dir.path().join("key-dir");
+        std::fs::create_dir(&directory).unwrap();
+        std::fs::set_permissions(&directory, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let fifo = dir.path().join("key-fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg("-m")
+            .arg("600")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for key_path in [directory, fifo] {
+            // On another thread, so an open that blocks fails the test instead of hanging it.
+            let (sender, answer) = std::sync::mpsc::channel();
+            let (cert_path, key_path_there) = (cert_path.clone(), key_path.clone());
+            std::thread::spawn(move || {
+                let _ = sender.send(load_tls_files(&cert_path, &key_path_there).map(|_| ()));
+            });
+            let loaded = answer
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .expect("loading the key file did not block");
+            let error = format!("{:#}", loaded.unwrap_err());
+            assert!(
+                error.contains(&key_path.display().to_string())
+                    && error.contains("is not a regular file"),
+                "{error}"
+            );
+        }
     }
 }

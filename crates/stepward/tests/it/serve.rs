@@ -3,7 +3,7 @@
 //! security headers, the OpenAPI document, the server's own key files, and a clean stop on
 //! SIGTERM; `stepward accounts create` and `stepward keys rotate-links`; `--tls-cert` and
 //! `--tls-key` (HTTPS served by the binary itself, reached by a rustls client that trusts only a
-//! certificate made at test time).
+//! certificate made at test time, with HSTS); a second SIGTERM stops a draining server at once.
 //!
 //! Every request goes to 127.0.0.1 only.
 
@@ -92,14 +92,31 @@ impl Server {
         rest.split(' ').next().unwrap().parse().unwrap()
     }
 
-    /// Sends SIGTERM to the server's pid and waits for it to exit.
-    fn terminate(&mut self) -> ExitStatus {
+    /// Sends `signal` (`-TERM`, `-INT`) to the server's pid.
+    fn signal(&self, signal: &str) {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([signal, &pid])
             .status()
             .expect("kill runs");
         assert!(sent.success());
+    }
+
+    /// How the server exited within `limit` (`None`: still running).
+    fn exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("the server can be waited for") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Sends SIGTERM to the server's pid and waits for it to exit.
+    fn terminate(&mut self) -> ExitStatus {
+        self.signal("-TERM");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait().expect("the server can be waited for") {
@@ -367,6 +384,8 @@ fn g24_serve_prints_a_sign_in_link_that_works_over_loopback_and_stops_cleanly_ne
         welcome.body
     );
     assert_security_headers(&welcome);
+    // Plain HTTP without `--behind-tls`: no HSTS.
+    assert_eq!(welcome.header("strict-transport-security"), None);
     let tampered = get(address, &format!("{path}x"));
     assert_eq!(tampered.status, 404);
 
@@ -668,6 +687,10 @@ fn g26_serve_with_its_own_certificate_serves_https_with_secure_cookies_needs_roo
     let sign_in_page = send_tls(&certificate, address, "GET", "/signin", &[], "");
     assert_eq!(sign_in_page.status, 200, "{}", sign_in_page.body);
     assert_security_headers(&sign_in_page);
+    assert_eq!(
+        sign_in_page.header("strict-transport-security"),
+        Some("max-age=31536000")
+    );
 
     // The owner sets a password through the printed link; the form's cookie is already a
     // `Secure` `__Host-` cookie.
@@ -807,4 +830,35 @@ fn g26_serve_refuses_a_tls_key_others_may_read_and_tls_behind_tls_needs_root() {
     let first_start = server.next_line();
     assert!(first_start.starts_with("first start"), "{first_start}");
     assert!(server.terminate().success());
+}
+
+/// A client that sent one byte holds a graceful shutdown until the header-read deadline; a
+/// second SIGTERM (or SIGINT) ends the process at once instead of being ignored.
+#[test]
+fn serve_stops_at_once_on_a_second_signal_needs_root() {
+    let home = Home::new();
+    let mut server = Server::start(&home, &[]);
+    let address = server.address();
+    let mut stalled = connect(address);
+    stalled.write_all(b"G").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    server.signal("-TERM");
+    // Still draining: the stalled client is within the header-read deadline (15 s).
+    assert_eq!(
+        server.exit_within(Duration::from_secs(1)),
+        None,
+        "the server did not wait for the stalled client: {}",
+        server.stderr()
+    );
+    server.signal("-TERM");
+    let status = server
+        .exit_within(Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("a second SIGTERM did not stop the server at once"));
+    assert_eq!(status.code(), Some(130), "{}", server.stderr());
+    assert!(
+        server.stderr().contains("second signal"),
+        "{}",
+        server.stderr()
+    );
+    drop(stalled);
 }
