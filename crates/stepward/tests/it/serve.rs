@@ -573,45 +573,7 @@ fn g26_a_second_accounts_owner_signs_in_and_its_steps_write_only_its_own_workspa
     let mut server = Server::start(&home, &[]);
     let address = server.address();
     // The owner of acme exists, so no first-start link is printed for the local account.
-    let form = get(address, path);
-    assert_eq!(form.status, 200, "{}", form.body);
-    let form_cookie = form.cookie("stepward_form").expect("a form cookie");
-    let password = "correct horse battery staple";
-    let body = format!(
-        "csrf={}&password={password}&password_again={password}",
-        csrf_field(&form.body)
-    )
-    .replace(' ', "+");
-    let welcomed = send(
-        address,
-        "POST",
-        path,
-        &[
-            ("Cookie", &form_cookie),
-            ("Content-Type", "application/x-www-form-urlencoded"),
-        ],
-        &body,
-    );
-    assert!(
-        welcomed.status < 400,
-        "{} {}",
-        welcomed.status,
-        welcomed.body
-    );
-
-    let signed_in = send(
-        address,
-        "POST",
-        "/api/signin",
-        &[("Content-Type", "application/json")],
-        &serde_json::json!({ "account": "acme", "email": "ada@example.test", "password": password })
-            .to_string(),
-    );
-    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
-    let session = signed_in.cookie("stepward_session").expect("a session");
-    let answer: serde_json::Value = serde_json::from_str(&signed_in.body).unwrap();
-    let csrf = answer["csrf_token"].as_str().unwrap().to_owned();
-    assert_eq!(answer["role"], "owner");
+    let (session, csrf) = owner_session(address, path, "acme", "ada@example.test");
 
     let workflows = send(
         address,
@@ -861,4 +823,136 @@ fn serve_stops_at_once_on_a_second_signal_needs_root() {
         server.stderr()
     );
     drop(stalled);
+}
+
+/// Sets the owner's password through the one-time link `path`, signs in with it over the JSON
+/// API, and returns the session cookie and its CSRF token.
+fn owner_session(address: SocketAddr, path: &str, account: &str, email: &str) -> (String, String) {
+    let form = get(address, path);
+    assert_eq!(form.status, 200, "{}", form.body);
+    let form_cookie = form.cookie("stepward_form").expect("a form cookie");
+    let password = "correct horse battery staple";
+    let body = format!(
+        "csrf={}&password={password}&password_again={password}",
+        csrf_field(&form.body)
+    )
+    .replace(' ', "+");
+    let welcomed = send(
+        address,
+        "POST",
+        path,
+        &[
+            ("Cookie", &form_cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &body,
+    );
+    assert!(
+        welcomed.status < 400,
+        "{} {}",
+        welcomed.status,
+        welcomed.body
+    );
+    let signed_in = send(
+        address,
+        "POST",
+        "/api/signin",
+        &[("Content-Type", "application/json")],
+        &serde_json::json!({ "account": account, "email": email, "password": password })
+            .to_string(),
+    );
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+    let session = signed_in.cookie("stepward_session").expect("a session");
+    let answer: serde_json::Value = serde_json::from_str(&signed_in.body).unwrap();
+    assert_eq!(answer["role"], "owner");
+    (session, answer["csrf_token"].as_str().unwrap().to_owned())
+}
+
+/// G25: whatever the server answered as done survives a SIGKILL: the file written as a
+/// revision, the API key created, the run it finished and the audit chain.
+#[test]
+fn g25_a_killed_server_loses_nothing_it_acknowledged_needs_root() {
+    let home = Home::new();
+    let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
+    let address = server.address();
+    let _first_start = server.next_line();
+    let link = server.next_line();
+    let path = link
+        .strip_prefix(&format!("http://{address}"))
+        .expect("a link to this server")
+        .to_owned();
+    let (session, csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let write = |method: &str, route: &str, body: &str| {
+        send(
+            address,
+            method,
+            route,
+            &[
+                ("Cookie", &session),
+                ("X-CSRF-Token", &csrf),
+                ("Content-Type", "application/json"),
+            ],
+            body,
+        )
+    };
+    let revision = write(
+        "POST",
+        "/api/workspace/revisions",
+        r#"{"message":"before the crash","changes":[{"path":"kept.txt","action":"write","content":"acknowledged"}]}"#,
+    );
+    assert_eq!(revision.status, 201, "{}", revision.body);
+    let key = write("POST", "/api/keys", r#"{"name":"ci","role":"viewer"}"#);
+    assert_eq!(key.status, 201, "{}", key.body);
+    let key_id = serde_json::from_str::<serde_json::Value>(&key.body).unwrap()["key_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let run = write(
+        "POST",
+        "/api/runs",
+        r#"{"workflow":"word_count","inputs":{"text":"a b a","top":1}}"#,
+    );
+    assert_eq!(run.status, 201, "{}", run.body);
+    let run = serde_json::from_str::<serde_json::Value>(&run.body).unwrap();
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let run_id = run["run"].as_str().unwrap().to_owned();
+
+    // Killed (SIGKILL, by its own pid) with no chance to flush anything.
+    server.child.kill().unwrap();
+    let _ = server.child.wait();
+
+    let mut again = Server::start(&home, &[]);
+    let address = again.address();
+    let signed_in = send(
+        address,
+        "POST",
+        "/api/signin",
+        &[("Content-Type", "application/json")],
+        r#"{"account":"local","email":"ada@example.test","password":"correct horse battery staple"}"#,
+    );
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+    let session = signed_in.cookie("stepward_session").expect("a session");
+    let file = send(
+        address,
+        "GET",
+        "/api/workspace/file?path=kept.txt",
+        &[("Cookie", &session)],
+        "",
+    );
+    assert_eq!(file.status, 200, "{}", file.body);
+    assert!(file.body.contains("acknowledged"), "{}", file.body);
+    let keys = send(address, "GET", "/api/keys", &[("Cookie", &session)], "");
+    assert!(keys.body.contains(&key_id), "{}", keys.body);
+    let run = send(
+        address,
+        "GET",
+        &format!("/api/runs/{run_id}"),
+        &[("Cookie", &session)],
+        "",
+    );
+    assert!(run.body.contains("\"succeeded\""), "{}", run.body);
+    drop(again);
+    let verified = home.stepward(&["audit", "verify"]);
+    assert_eq!(verified.status.code(), Some(0), "{}", stderr(&verified));
 }
