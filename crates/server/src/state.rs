@@ -38,6 +38,10 @@ pub struct AppOptions {
     pub sign_in_link_lifetime_millis: i64,
     /// How large a form body the CSRF check reads, in bytes; larger forms are refused.
     pub max_form_bytes: usize,
+    /// The reverse proxy in front, if any: a request whose connection comes from this address
+    /// is taken to come from the last address the proxy appended to `X-Forwarded-For`, for
+    /// the sign-in limits and the audit. No other peer's `X-Forwarded-For` is ever read.
+    pub trusted_proxy: Option<std::net::IpAddr>,
 }
 
 impl AppOptions {
@@ -63,6 +67,7 @@ impl AppOptions {
             share_link_lifetime_millis: 7 * 24 * 60 * 60 * 1000,
             sign_in_link_lifetime_millis: 72 * 60 * 60 * 1000,
             max_form_bytes: 64 * 1024,
+            trusted_proxy: None,
         }
     }
 }

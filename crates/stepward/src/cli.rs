@@ -70,6 +70,11 @@ pub struct ServeArgs {
     /// are then `Secure` and `__Host-` prefixed.
     #[arg(long, env = "STEPWARD_BEHIND_TLS")]
     pub behind_tls: bool,
+    /// The address of the reverse proxy in front: for connections from it, the client is the
+    /// last address it appended to `X-Forwarded-For` (sign-in limits and the audit log). No
+    /// other client's `X-Forwarded-For` is read.
+    #[arg(long, env = "STEPWARD_TRUSTED_PROXY", value_name = "IP")]
+    pub trusted_proxy: Option<std::net::IpAddr>,
     /// Serve HTTPS with this certificate chain (PEM, the server's certificate first), with
     /// `--tls-key`: session cookies are then `Secure` and `__Host-` prefixed. Not with
     /// `--behind-tls`, which says a proxy in front terminates TLS instead.

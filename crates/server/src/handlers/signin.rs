@@ -35,21 +35,57 @@ use crate::{AppState, Error};
 /// or audited.
 const MAX_IDENTIFIER_CHARS: usize = 320;
 
-/// The remote address of the connection, when the listener recorded it
-/// (`into_make_service_with_connect_info`). Without it, every request shares the unspecified
-/// address, so the per-address limit then applies to everyone at once: stricter, never looser.
+/// Who is signing in: the connection's remote address, when the listener recorded it
+/// (`into_make_service_with_connect_info`), or, when that address is the trusted proxy's, the
+/// client address the proxy appended last to `X-Forwarded-For`. Without a recorded address,
+/// every request shares the unspecified address, so the per-address limit then applies to
+/// everyone at once: stricter, never looser.
 pub(crate) struct RemoteAddress(pub(crate) IpAddr);
 
-impl<S: Send + Sync> FromRequestParts<S> for RemoteAddress {
+impl FromRequestParts<AppState> for RemoteAddress {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(RemoteAddress(
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip()),
-        ))
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
+        let remote = match state.shared.options.trusted_proxy {
+            Some(proxy) if proxy == peer => forwarded_client(&parts.headers).unwrap_or(peer),
+            _ => peer,
+        };
+        Ok(RemoteAddress(remote))
+    }
+}
+
+/// The last address of the last `X-Forwarded-For` header: the one the proxy itself appended
+/// (everything before it came from the client and can say anything).
+fn forwarded_client(headers: &HeaderMap) -> Option<IpAddr> {
+    let last = headers.get_all("x-forwarded-for").iter().next_back()?;
+    last.to_str().ok()?.rsplit(',').next()?.trim().parse().ok()
+}
+
+/// The address a limit counts by: an IPv6 address by its /64 (one host usually holds a whole
+/// /64, so counting single addresses would give it unlimited tries).
+fn limit_address(remote: IpAddr) -> IpAddr {
+    match remote {
+        IpAddr::V4(_) => remote,
+        IpAddr::V6(address) => {
+            let segments = address.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(
+                segments[0],
+                segments[1],
+                segments[2],
+                segments[3],
+                0,
+                0,
+                0,
+                0,
+            ))
+        }
     }
 }
 
@@ -131,15 +167,16 @@ async fn sign_in(
     let typed_email = bounded(email_text);
     let email = typed_email.to_lowercase();
     let now_millis = shared.now_millis();
+    let counted = limit_address(remote);
     let per_address = shared
         .sign_in_limiter()
-        .check(&sign_in_key(account.as_str(), remote), now_millis);
+        .check(&sign_in_key(account.as_str(), counted), now_millis);
     let per_account = shared
         .account_sign_in_limiter()
         .check(account.as_str(), now_millis);
     let per_remote = shared
         .address_sign_in_limiter()
-        .check(&remote.to_string(), now_millis);
+        .check(&counted.to_string(), now_millis);
     for decision in [per_address, per_account, per_remote] {
         if let RateDecision::Limited { retry_after_millis } = decision {
             audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
@@ -520,4 +557,34 @@ pub(crate) async fn home(
             escape(csrf.as_str()),
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use axum::http::HeaderMap;
+
+    #[test]
+    fn the_proxys_own_entry_is_the_last_one() {
+        let mut headers = HeaderMap::new();
+        headers.append("x-forwarded-for", "1.2.3.4, 10.0.0.1".parse().unwrap());
+        headers.append("x-forwarded-for", "198.51.100.7".parse().unwrap());
+        assert_eq!(
+            super::forwarded_client(&headers),
+            Some("198.51.100.7".parse::<IpAddr>().unwrap())
+        );
+        let mut spoofed = HeaderMap::new();
+        spoofed.append("x-forwarded-for", "not an address".parse().unwrap());
+        assert_eq!(super::forwarded_client(&spoofed), None);
+    }
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64() {
+        let one: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        assert_eq!(super::limit_address(one), super::limit_address(other));
+        let v4: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(super::limit_address(v4), v4);
+    }
 }

@@ -348,3 +348,61 @@ async fn g26_one_address_trying_many_accounts_is_limited() {
         .await;
     assert_eq!(limited.status, 429);
 }
+
+/// Behind a proxy, one client's guesses must not lock every client out: with the proxy
+/// trusted, the limits count the address it forwarded; a client that is not the proxy cannot
+/// pick its own address with the header.
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_behind_a_trusted_proxy_limits_count_each_forwarded_client() {
+    use axum::extract::ConnectInfo;
+    let proxy: std::net::SocketAddr = "127.0.0.9:40000".parse().unwrap();
+    let options = AppOptions {
+        trusted_proxy: Some(proxy.ip()),
+        ..AppOptions::new(TlsMode::Tls)
+    };
+    let harness = Harness::with_options(options);
+    let burst = options.address_sign_in_limit.burst;
+    let attempt = |peer: std::net::SocketAddr, forwarded: &str, account: &str| {
+        let mut request = crate::support::request(
+            "POST",
+            "/api/signin",
+            &Credentials::None,
+            sign_in_body(account, "x@example.test", "guess"),
+        );
+        request.extensions_mut().insert(ConnectInfo(peer));
+        request
+            .headers_mut()
+            .insert("x-forwarded-for", forwarded.parse().unwrap());
+        request
+    };
+    // One client behind the proxy uses up its address's tries...
+    for index in 0..burst {
+        let answer = harness
+            .send(attempt(proxy, "203.0.113.5", &format!("account-{index}")))
+            .await;
+        assert_eq!(answer.status, 401, "attempt {index}");
+    }
+    let limited = harness
+        .send(attempt(proxy, "203.0.113.5", "one-more"))
+        .await;
+    assert_eq!(limited.status, 429);
+    // ...another client behind the same proxy is not limited,
+    let other = harness
+        .send(attempt(proxy, "spoofed, 203.0.113.6", "acct"))
+        .await;
+    assert_eq!(other.status, 401, "{}", other.text());
+    // and a direct client naming another address is counted by its own.
+    let direct: std::net::SocketAddr = "127.0.0.10:40001".parse().unwrap();
+    for index in 0..burst {
+        harness
+            .send(attempt(direct, "203.0.113.99", &format!("d-{index}")))
+            .await;
+    }
+    let direct_limited = harness
+        .send(attempt(direct, "203.0.113.100", "again"))
+        .await;
+    assert_eq!(
+        direct_limited.status, 429,
+        "the header of a non-proxy is ignored"
+    );
+}

@@ -84,7 +84,10 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&workflows_root)
         .with_context(|| format!("cannot create {}", workflows_root.display()))?;
     let state = AppState::new(
-        AppOptions::new(tls),
+        AppOptions {
+            trusted_proxy: args.trusted_proxy,
+            ..AppOptions::new(tls)
+        },
         Backends {
             store: app.store.clone(),
             engine: Arc::new(engine),
