@@ -265,6 +265,14 @@ impl Error {
                  value of this account (credentials belong in the vault).",
             ),
             Error::Workspace {
+                source: workspace::Error::QuotaExceeded { .. },
+                ..
+            } => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                "Nothing was written: the account's workspace history is full (it keeps every \
+                 revision). Ask the operator for a larger quota.",
+            ),
+            Error::Workspace {
                 source: workspace::Error::PathConflict { .. },
                 ..
             } => (

@@ -127,7 +127,7 @@ impl App {
 
     /// Every account's workspace lives in its own folder under the data directory.
     pub fn workspaces(&self) -> Workspaces {
-        Workspaces::new(self.config.accounts_dir())
+        Workspaces::new(self.config.accounts_dir()).with_quota(self.config.workspace_quota_bytes)
     }
 
     fn engine_options(&self) -> EngineOptions {

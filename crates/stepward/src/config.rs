@@ -48,6 +48,16 @@ pub struct GlobalArgs {
     /// may sit in a private home folder) but `/run/stepward/<id of the data directory>`.
     #[arg(long, env = "STEPWARD_SANDBOX_STATE_DIR", global = true)]
     pub sandbox_state_dir: Option<PathBuf>,
+    /// How many MiB each account's workspace history (its stored contents and log) may hold;
+    /// a write beyond it is refused whole, so no account fills the disk for the others.
+    #[arg(
+        long,
+        env = "STEPWARD_WORKSPACE_QUOTA_MIB",
+        global = true,
+        default_value_t = 1024,
+        value_name = "MIB"
+    )]
+    pub workspace_quota_mib: u64,
 }
 
 /// The sandbox backend a command uses.
@@ -67,6 +77,8 @@ pub struct Config {
     pub egress_resolver: Option<IpAddr>,
     pub egress_uplink: Option<String>,
     pub sandbox_state_dir: Option<PathBuf>,
+    /// Each account's workspace history may hold at most this many bytes.
+    pub workspace_quota_bytes: u64,
     /// Scrubs panic messages and the final error of every value this process holds (G16).
     pub scrub_registry: redact::ScrubRegistry,
 }
@@ -85,6 +97,7 @@ impl Config {
             egress_resolver: args.egress_resolver,
             egress_uplink: args.egress_uplink.clone(),
             sandbox_state_dir: args.sandbox_state_dir.clone(),
+            workspace_quota_bytes: args.workspace_quota_mib.saturating_mul(1024 * 1024),
             scrub_registry,
         }
     }

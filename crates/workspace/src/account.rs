@@ -23,7 +23,12 @@ use crate::revision::{Author, Change, Revision, RevisionStore, SecretScreen, che
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspaces {
     root: PathBuf,
+    quota_bytes: u64,
 }
+
+/// How many bytes an account's history (contents and log) may hold unless the operator says
+/// otherwise: 1 GiB.
+pub const DEFAULT_QUOTA_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// The most entries [`Workspace::list_files`] walks; beyond it, the listing says it is a part.
 pub const MAX_LISTED_ENTRIES: usize = 10_000;
@@ -53,8 +58,22 @@ pub struct FileContents {
 }
 
 impl Workspaces {
+    /// Every account's workspace under `root`, each holding at most [`DEFAULT_QUOTA_BYTES`].
     pub fn new(root: impl Into<PathBuf>) -> Workspaces {
-        Workspaces { root: root.into() }
+        Workspaces {
+            root: root.into(),
+            quota_bytes: DEFAULT_QUOTA_BYTES,
+        }
+    }
+
+    /// The same workspaces, each account's history holding at most `quota_bytes` (the stored
+    /// contents and the log: the history keeps every revision, so deleting a file frees
+    /// nothing). A commit beyond it is refused whole.
+    pub fn with_quota(self, quota_bytes: u64) -> Workspaces {
+        Workspaces {
+            quota_bytes,
+            ..self
+        }
     }
 
     /// The folder every account's workspace lives under.
@@ -77,6 +96,7 @@ impl Workspaces {
         Ok(Workspace {
             revisions: folder.join("revisions"),
             files,
+            quota_bytes: self.quota_bytes,
         })
     }
 }
@@ -95,9 +115,9 @@ fn is_plain_account_id(account: &str) -> bool {
 /// One account's working folder and revision store.
 pub struct Workspace {
     files: PathBuf,
-    /// Opened when used: opening reads the whole log (to cut a torn last line), which a step
-    /// that writes nothing should not pay for.
+    /// Opened when used, so a step that writes nothing pays nothing for it.
     revisions: PathBuf,
+    quota_bytes: u64,
 }
 
 impl Workspace {
@@ -128,6 +148,15 @@ impl Workspace {
             .open(&lock_path)
             .map_err(io_error("open", &lock_path))?;
         lock.lock().map_err(io_error("lock", &lock_path))?;
+        let used = revisions.stored_bytes()?;
+        let adding = revisions.bytes_to_store(message, &changes);
+        if used.saturating_add(adding) > self.quota_bytes {
+            return Err(Error::QuotaExceeded {
+                used,
+                adding,
+                quota: self.quota_bytes,
+            });
+        }
         let staged = stage(&self.files, &changes)?;
         let revision = revisions.append_checked(author, message, &changes)?;
         staged.finish()?;
@@ -474,5 +503,36 @@ mod tests {
         assert_eq!(all.len(), 300);
         assert_eq!(all.last().unwrap().id, history[0].id);
         assert!(workspace.latest(0).unwrap().is_empty());
+    }
+
+    #[test]
+    fn g25_a_commit_beyond_the_quota_writes_nothing_and_stored_contents_count_once() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path())
+            .with_quota(10_000)
+            .for_account("alpha")
+            .unwrap();
+        workspace
+            .commit(&person(), "a", write("a.bin", &[b'a'; 4000]), &NoSecrets)
+            .unwrap();
+        workspace
+            .commit(&person(), "b", write("b.bin", &[b'b'; 4000]), &NoSecrets)
+            .unwrap();
+        let refused = workspace.commit(&person(), "c", write("c.bin", &[b'c'; 4000]), &NoSecrets);
+        assert!(
+            matches!(refused, Err(Error::QuotaExceeded { quota: 10_000, .. })),
+            "{refused:?}"
+        );
+        assert!(!workspace.files_dir().join("c.bin").exists());
+        assert_eq!(workspace.history().unwrap().len(), 2);
+        // Contents already stored cost nothing more: a copy of `a` still fits.
+        workspace
+            .commit(
+                &person(),
+                "copy",
+                write("a-copy.bin", &[b'a'; 4000]),
+                &NoSecrets,
+            )
+            .unwrap();
     }
 }

@@ -17,7 +17,10 @@ mod suggest;
 
 // The path, protection and revision types are the crate's whole vocabulary; every caller needs
 // them, so they are exported at the root rather than behind module paths.
-pub use crate::account::{FileContents, ListedFile, MAX_LISTED_ENTRIES, Workspace, Workspaces};
+pub use crate::account::{
+    DEFAULT_QUOTA_BYTES, FileContents, ListedFile, Listing, MAX_LISTED_ENTRIES, Workspace,
+    Workspaces,
+};
 pub use crate::folder::apply_to_folder;
 pub use crate::path::{
     MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, Refusal, RefusalReason, RelPath, confine,
@@ -82,6 +85,13 @@ pub enum Error {
     /// needed, a folder where the file goes, a link on the way). Nothing was written.
     #[error("cannot write {path}: {reason}")]
     PathConflict { path: String, reason: String },
+    /// The revision would take the account's history beyond its quota. Nothing was written.
+    #[error(
+        "the workspace's history holds {used} bytes of its {quota}, and this revision would add \
+         {adding}: nothing was written (the history keeps every revision, so deleting files frees \
+         nothing; the operator can raise the quota with --workspace-quota-mib)"
+    )]
+    QuotaExceeded { used: u64, adding: u64, quota: u64 },
     /// An account id that cannot name a folder of its own.
     #[error(
         "the account id {account:?} cannot name a workspace: use lowercase letters, digits, `-` \

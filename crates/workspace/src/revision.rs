@@ -300,6 +300,41 @@ impl RevisionStore {
         Ok(tree)
     }
 
+    /// What the history holds now: every stored content and the log, in bytes.
+    pub(crate) fn stored_bytes(&self) -> Result<u64, Error> {
+        let blobs = self.folder.join(BLOBS_NAME);
+        let mut total = fs::metadata(self.folder.join(LOG_NAME))
+            .map_err(io_error("inspect", &self.folder.join(LOG_NAME)))?
+            .len();
+        for entry in fs::read_dir(&blobs).map_err(io_error("list", &blobs))? {
+            let entry = entry.map_err(io_error("list", &blobs))?;
+            total += entry
+                .metadata()
+                .map_err(io_error("inspect", &entry.path()))?
+                .len();
+        }
+        Ok(total)
+    }
+
+    /// About how many bytes recording `changes` adds: each content not stored yet (once, however
+    /// often it appears), and the log line's paths and message.
+    pub(crate) fn bytes_to_store(&self, message: &str, changes: &[(RelPath, Change)]) -> u64 {
+        let blobs = self.folder.join(BLOBS_NAME);
+        let mut seen = HashSet::new();
+        let mut adding = message.len() as u64;
+        for (path, change) in changes {
+            // A path, its hash and the JSON around them.
+            adding += path.as_str().len() as u64 + 96;
+            if let Change::Write(contents) = change {
+                let hash = hex::encode(Sha256::digest(contents));
+                if !blobs.join(&hash).exists() && seen.insert(hash) {
+                    adding += contents.len() as u64;
+                }
+            }
+        }
+        adding
+    }
+
     fn store_blob(&self, contents: &[u8]) -> Result<String, Error> {
         let hash = hex::encode(Sha256::digest(contents));
         let blobs = self.folder.join(BLOBS_NAME);

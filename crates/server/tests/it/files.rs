@@ -450,3 +450,32 @@ async fn g25_refused_writes_are_audited_without_the_value_and_conflicts_are_409(
         .await;
     assert_eq!(history.json().as_array().unwrap().len(), 1);
 }
+
+/// No account fills the disk for the others: a write beyond the account's history quota is
+/// refused whole (507), and the refusal is audited.
+#[tokio::test(flavor = "multi_thread")]
+async fn g25_a_write_beyond_the_accounts_quota_is_refused_whole() {
+    let harness = Harness::with_workspace_quota(64 * 1024);
+    let member = harness.credentials(Caller::Person(Role::Member));
+    write_one(&harness, &member, "first.txt", &"a".repeat(40 * 1024)).await;
+    let refused = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &member,
+            write_body(json!([{"path": "second.txt", "action": "write", "content": "b".repeat(40 * 1024)}])),
+        )
+        .await;
+    assert_eq!(refused.status, 507, "{}", refused.text());
+    assert_eq!(listed_paths(&harness, &member).await, vec!["first.txt"]);
+    let entries = harness.store.audit_entries().unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|entry| entry.action == "workspace.write_refused"),
+        "the refusal is audited"
+    );
+    // Another account's quota is its own.
+    let stranger = harness.credentials(Caller::StrangerKey);
+    write_one(&harness, &stranger, "theirs.txt", &"c".repeat(40 * 1024)).await;
+}

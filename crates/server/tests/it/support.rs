@@ -177,31 +177,45 @@ fn role_name(role: Role) -> RoleName {
     }
 }
 
+/// The options of [`Harness::new`]: the matrix sends many sign-ins from one (unknown) address;
+/// the limits are tested on their own with the default options.
+fn test_options() -> AppOptions {
+    AppOptions {
+        sign_in_limit: RateLimit {
+            burst: 1000,
+            refill_every_millis: 1,
+            max_keys: 1000,
+        },
+        account_sign_in_limit: RateLimit {
+            burst: 1000,
+            refill_every_millis: 1,
+            max_keys: 1000,
+        },
+        address_sign_in_limit: RateLimit {
+            burst: 1000,
+            refill_every_millis: 1,
+            max_keys: 1000,
+        },
+        ..AppOptions::new(TlsMode::PlainHttp)
+    }
+}
+
 impl Harness {
     pub fn new() -> Harness {
-        Harness::with_options(AppOptions {
-            // The matrix sends many sign-ins from one (unknown) address; the limit is tested
-            // on its own with the default options.
-            sign_in_limit: RateLimit {
-                burst: 1000,
-                refill_every_millis: 1,
-                max_keys: 1000,
-            },
-            account_sign_in_limit: RateLimit {
-                burst: 1000,
-                refill_every_millis: 1,
-                max_keys: 1000,
-            },
-            address_sign_in_limit: RateLimit {
-                burst: 1000,
-                refill_every_millis: 1,
-                max_keys: 1000,
-            },
-            ..AppOptions::new(TlsMode::PlainHttp)
-        })
+        Harness::with_options(test_options())
     }
 
     pub fn with_options(options: AppOptions) -> Harness {
+        Harness::with_options_and_quota(options, workspace::DEFAULT_QUOTA_BYTES)
+    }
+
+    /// The default test options, each account's workspace history holding at most
+    /// `quota_bytes`.
+    pub fn with_workspace_quota(quota_bytes: u64) -> Harness {
+        Harness::with_options_and_quota(test_options(), quota_bytes)
+    }
+
+    fn with_options_and_quota(options: AppOptions, quota_bytes: u64) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
         for id in [ACCOUNT, OTHER_ACCOUNT] {
@@ -258,7 +272,9 @@ impl Harness {
             .unwrap();
         let clock = Arc::new(ManualClock(AtomicI64::new(START_MILLIS)));
         let engine = Arc::new(Engine::new(
-            EngineOptions::new(workspace::Workspaces::new(dir.path().join("workspaces"))),
+            EngineOptions::new(
+                workspace::Workspaces::new(dir.path().join("workspaces")).with_quota(quota_bytes),
+            ),
             store.clone(),
             Arc::new(SucceedingExecutor),
             vault.clone(),
