@@ -20,6 +20,17 @@ pub(crate) fn escape(text: &str) -> String {
     escaped
 }
 
+/// A time of the record (milliseconds since the epoch) as people read it, in UTC:
+/// `2026-11-29 12:59:16 UTC`. Out of range: the milliseconds as they are.
+pub(crate) fn when(millis: i64) -> String {
+    let format =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+        .ok()
+        .and_then(|moment| moment.format(&format).ok())
+        .unwrap_or_else(|| format!("{millis} ms"))
+}
+
 /// A whole page around `body_html` (already escaped by the caller); the title is escaped here.
 pub(crate) fn page(title: &str, body_html: &str) -> Html<String> {
     Html(format!(
@@ -56,6 +67,12 @@ pub(crate) fn error_page(message: &str, request_id: &str, hint: SignInHint) -> S
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn times_read_as_utc_dates() {
+        assert_eq!(super::when(1_795_957_156_000), "2026-11-29 12:59:16 UTC");
+        assert_eq!(super::when(i64::MAX), format!("{} ms", i64::MAX));
+    }
+
     #[test]
     fn escape_neutralises_markup_and_quotes() {
         assert_eq!(

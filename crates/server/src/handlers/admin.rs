@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::authn::Authenticated;
 use crate::handlers::{audit, keys, people, sessions, shares};
-use crate::html::{escape, page};
+use crate::html::{escape, page, when};
 use crate::layers::CSRF_FIELD;
 use crate::{AppState, Error};
 
@@ -59,8 +59,8 @@ pub(crate) async fn sessions_page(
         body.push_str(&format!(
             "<li>{} since {}, last used {}{} {}</li>\n",
             escape(&session.id),
-            session.created_at,
-            session.last_used_at,
+            when(session.created_at),
+            when(session.last_used_at),
             if session.current { " (this one)" } else { "" },
             button(
                 &state,
@@ -336,7 +336,7 @@ pub(crate) async fn audit_page(
         body.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td><code>{}</code></td></tr>\n",
             entry.seq,
-            entry.at,
+            when(entry.at),
             escape(&entry.actor_kind),
             escape(if entry.actor_name.is_empty() {
                 &entry.actor_id
@@ -363,7 +363,7 @@ pub(crate) async fn shares_page(
             "<li>{} of run {} until {}{} {}</li>\n",
             escape(&link.id),
             escape(&link.run),
-            link.expires_at,
+            when(link.expires_at),
             if link.revoked { " revoked" } else { "" },
             if link.revoked {
                 String::new()

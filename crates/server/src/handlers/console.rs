@@ -12,7 +12,7 @@ use storage::EventRecord;
 
 use crate::authn::Authenticated;
 use crate::handlers::runs::{detail, run_in_scope, waiting_gates};
-use crate::html::{escape, page};
+use crate::html::{escape, page, when};
 use crate::layers::CSRF_FIELD;
 use crate::{AppState, Error};
 
@@ -142,7 +142,7 @@ pub(crate) async fn run_page(
             .collect();
         body.push_str(&format!(
             "<li>{} <code>{}</code> {}</li>\n",
-            event.at.0,
+            when(event.at.0),
             escape(&event.kind),
             escape(&payload)
         ));

@@ -26,7 +26,7 @@ use workspace::{Author, Change, RelPath, Revision, Workspace};
 use crate::authn::Authenticated;
 use crate::handlers::admin::csrf_field;
 use crate::handlers::{audit, blocking};
-use crate::html::{escape, page};
+use crate::html::{escape, page, when};
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -497,7 +497,7 @@ pub(crate) async fn files_page(
             .collect();
         body.push_str(&format!(
             "<li>{} by {} {}: {} ({})</li>\n",
-            revision.at,
+            when(revision.at),
             escape(&revision.author_kind.replace('_', " ")),
             escape(&revision.author),
             escape(&revision.message),
