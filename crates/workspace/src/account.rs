@@ -7,7 +7,7 @@
 //! up to date while holding the workspace's lock: two writers can never leave the folder in an
 //! order the history does not show.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -127,7 +127,8 @@ impl Workspace {
     }
 
     /// Records `changes` as one revision by `author` and applies them to the working folder,
-    /// under the workspace's lock (held against other processes too), all or nothing:
+    /// under the workspace's lock (the working folder's own `flock`, held against other
+    /// processes and against staging too), all or nothing:
     /// every change is checked (protected, repeated, a secret in a path, the message or a
     /// content, G19) and fitted to the folder, and every new content written beside its
     /// target, before the revision is appended; only renames and removals come after it.
@@ -140,14 +141,11 @@ impl Workspace {
     ) -> Result<Revision, Error> {
         check(message, &changes, screen)?;
         let revisions = RevisionStore::open(&self.revisions)?;
-        let lock_path = self.revisions.join("commit.lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_error("open", &lock_path))?;
-        lock.lock().map_err(io_error("lock", &lock_path))?;
+        // The working folder itself is the lock: writers hold it exclusively, and staging a
+        // step's `/work` holds it shared while it copies (the sandbox's `stage_in`), so a step
+        // never starts from half of a revision.
+        let lock = File::open(&self.files).map_err(io_error("open", &self.files))?;
+        lock.lock().map_err(io_error("lock", &self.files))?;
         let used = revisions.stored_bytes()?;
         let adding = revisions.bytes_to_store(message, &changes);
         if used.saturating_add(adding) > self.quota_bytes {
@@ -534,5 +532,34 @@ mod tests {
                 &NoSecrets,
             )
             .unwrap();
+    }
+
+    #[test]
+    fn g25_a_commit_waits_while_a_step_is_being_staged() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        // What staging holds while it copies the folder.
+        let staging = File::open(workspace.files_dir()).unwrap();
+        staging.lock_shared().unwrap();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                workspace
+                    .commit(&person(), "w", write("w.txt", b"w"), &NoSecrets)
+                    .unwrap();
+                done.send(()).unwrap();
+            });
+            assert!(
+                finished
+                    .recv_timeout(std::time::Duration::from_millis(300))
+                    .is_err(),
+                "the commit went ahead while the folder was being staged"
+            );
+            staging.unlock().unwrap();
+            finished
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .unwrap();
+        });
+        assert!(workspace.files_dir().join("w.txt").exists());
     }
 }

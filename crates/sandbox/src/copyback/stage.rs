@@ -26,12 +26,18 @@ const CREATE_FLAGS: OFlags = OFlags::WRONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
-/// Copies `workspace` into the empty folder `scratch`: folders and regular files only, never
-/// following a link, every created entry owned by `owner` (uid, gid). Protected entries, links
+/// Copies `workspace` into the empty folder `scratch`, holding the folder's shared lock (so no
+/// revision is applied meanwhile): folders and regular files only, never following a link,
+/// every created entry owned by `owner` (uid, gid). Protected entries, links
 /// and special files are left out and listed in [`Manifest::skipped`].
 pub fn stage_in(workspace: &Path, scratch: &Path, owner: (u32, u32)) -> Result<Manifest, Error> {
     let source = rustix::fs::open(workspace, FOLDER_FLAGS, Mode::empty())
         .map_err(Error::io("open", workspace))?;
+    // Writers of the workspace (`workspace::Workspace::commit`) hold the folder's own lock
+    // exclusively while they apply a revision; the copy holds it shared, so it never takes half
+    // of one. Released when `source` closes.
+    rustix::fs::flock(&source, rustix::fs::FlockOperation::LockShared)
+        .map_err(Error::io("lock", workspace))?;
     let target = rustix::fs::open(scratch, FOLDER_FLAGS, Mode::empty())
         .map_err(Error::io("open", scratch))?;
     let has_entries = rustix::fs::Dir::read_from(&target)

@@ -552,3 +552,35 @@ fn g12_refusals_read_as_sentences() {
     );
     assert!(sentence.ends_with('.'), "{sentence}");
 }
+
+/// G25: staging holds the workspace folder's shared lock while it copies, so a writer applying
+/// a revision (which holds it exclusively) and a step's staging never interleave: the step
+/// starts from the folder before the revision or after it, never from half of it.
+#[test]
+fn g25_staging_waits_while_a_revision_is_being_applied() {
+    let tree = tree();
+    let writer = fs::File::open(&tree.workspace).unwrap();
+    writer.lock().unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            done.send(staged(&tree)).unwrap();
+        });
+        assert!(
+            finished
+                .recv_timeout(std::time::Duration::from_millis(300))
+                .is_err(),
+            "staging copied the folder while a revision was being applied"
+        );
+        // The revision lands, then the writer lets go.
+        fs::write(tree.workspace.join("notes.md"), b"notes, revised").unwrap();
+        writer.unlock().unwrap();
+        finished
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+    });
+    assert_eq!(
+        fs::read(tree.scratch.join("notes.md")).unwrap(),
+        b"notes, revised"
+    );
+}
