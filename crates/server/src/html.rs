@@ -22,7 +22,7 @@ pub(crate) fn escape(text: &str) -> String {
 
 /// A time of the record (milliseconds since the epoch) as people read it, in UTC:
 /// `2026-11-29 12:59:16 UTC`. Out of range: the milliseconds as they are.
-pub(crate) fn when(millis: i64) -> String {
+pub fn when(millis: i64) -> String {
     let format =
         time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)

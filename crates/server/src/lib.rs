@@ -36,6 +36,7 @@ mod workflows;
 
 pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
 pub use crate::error::Error;
+pub use crate::html::when as utc_time;
 pub use crate::layers::{SECURITY_HEADERS, STRICT_TRANSPORT_SECURITY};
 pub use crate::listener::{
     HEADER_READ_TIMEOUT, ListenerLimits, MAX_CONNECTIONS_PER_ADDRESS, MAX_HANDSHAKES_PER_ADDRESS,

@@ -99,7 +99,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 println!(
                     "{}  {}  by {}: {} ({})",
                     &revision.id.as_str()[..12],
-                    revision.unix_millis,
+                    server::utc_time(i64::try_from(revision.unix_millis).unwrap_or(i64::MAX)),
                     printable(&author),
                     printable(&revision.message),
                     paths.join(", ")
