@@ -16,7 +16,9 @@ use crate::Error;
 use crate::folder::stage;
 use crate::path::RelPath;
 use crate::protected::is_protected;
-use crate::revision::{Author, Change, Revision, RevisionStore, SecretScreen, check, io_error};
+use crate::revision::{
+    Author, Change, Revision, RevisionStore, SecretScreen, charged_bytes, check, io_error,
+};
 
 /// The folder holding every account's workspace: `<root>/<account>/workspace/` is the working
 /// folder and `<root>/<account>/revisions/` its history.
@@ -146,8 +148,20 @@ impl Workspace {
         // never starts from half of a revision.
         let lock = File::open(&self.files).map_err(io_error("open", &self.files))?;
         lock.lock().map_err(io_error("lock", &self.files))?;
-        let used = revisions.stored_bytes()?;
-        let adding = revisions.bytes_to_store(message, &changes);
+        // The quota covers the history and the working folder: every written content lands in
+        // both (the folder's copy is charged whole even when the history already holds it).
+        let used = revisions
+            .stored_bytes()?
+            .saturating_add(self.folder_bytes()?);
+        let adding = revisions.bytes_to_store(message, &changes).saturating_add(
+            changes
+                .iter()
+                .map(|(_, change)| match change {
+                    Change::Write(contents) => charged_bytes(contents.len() as u64),
+                    Change::Delete => 0,
+                })
+                .sum(),
+        );
         if used.saturating_add(adding) > self.quota_bytes {
             return Err(Error::QuotaExceeded {
                 used,
@@ -159,6 +173,26 @@ impl Workspace {
         let revision = revisions.append_checked(author, message, &changes)?;
         staged.finish()?;
         Ok(revision)
+    }
+
+    /// What the working folder holds, charged as `charged_bytes`: every regular file (links
+    /// are not followed) and every folder.
+    fn folder_bytes(&self) -> Result<u64, Error> {
+        let mut total = 0_u64;
+        let mut pending = vec![self.files.clone()];
+        while let Some(folder) = pending.pop() {
+            for entry in fs::read_dir(&folder).map_err(io_error("list", &folder))? {
+                let entry = entry.map_err(io_error("list", &folder))?;
+                let meta = entry
+                    .metadata()
+                    .map_err(io_error("inspect", &entry.path()))?;
+                if meta.is_dir() {
+                    pending.push(entry.path());
+                }
+                total = total.saturating_add(charged_bytes(meta.len()));
+            }
+        }
+        Ok(total)
     }
 
     /// The last `count` revisions, newest first; reads only the end of the history.
@@ -504,34 +538,60 @@ mod tests {
     }
 
     #[test]
-    fn g25_a_commit_beyond_the_quota_writes_nothing_and_stored_contents_count_once() {
+    fn g25_a_commit_beyond_the_quota_writes_nothing_and_the_folders_copy_counts_too() {
         let root = tempfile::tempdir().unwrap();
+        // Each 40 KiB content costs 80 KiB: its copy in the history and in the folder.
+        let content = |byte: u8| vec![byte; 40 * 1024];
         let workspace = Workspaces::new(root.path())
-            .with_quota(10_000)
+            .with_quota(240 * 1024)
             .for_account("alpha")
             .unwrap();
         workspace
-            .commit(&person(), "a", write("a.bin", &[b'a'; 4000]), &NoSecrets)
+            .commit(&person(), "a", write("a.bin", &content(b'a')), &NoSecrets)
             .unwrap();
         workspace
-            .commit(&person(), "b", write("b.bin", &[b'b'; 4000]), &NoSecrets)
+            .commit(&person(), "b", write("b.bin", &content(b'b')), &NoSecrets)
             .unwrap();
-        let refused = workspace.commit(&person(), "c", write("c.bin", &[b'c'; 4000]), &NoSecrets);
-        assert!(
-            matches!(refused, Err(Error::QuotaExceeded { quota: 10_000, .. })),
-            "{refused:?}"
-        );
-        assert!(!workspace.files_dir().join("c.bin").exists());
-        assert_eq!(workspace.history().unwrap().len(), 2);
-        // Contents already stored cost nothing more: a copy of `a` still fits.
+        // A copy of a stored content still costs its place in the folder: it fits once more.
         workspace
             .commit(
                 &person(),
                 "copy",
-                write("a-copy.bin", &[b'a'; 4000]),
+                write("a-copy.bin", &content(b'a')),
                 &NoSecrets,
             )
             .unwrap();
+        for (path, contents) in [("c.bin", content(b'c')), ("a-again.bin", content(b'a'))] {
+            let refused = workspace.commit(&person(), "over", write(path, &contents), &NoSecrets);
+            assert!(
+                matches!(refused, Err(Error::QuotaExceeded { .. })),
+                "{path}: {refused:?}"
+            );
+            assert!(!workspace.files_dir().join(path).exists());
+        }
+        assert_eq!(workspace.history().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn g25_many_tiny_files_are_charged_their_disk_blocks() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path())
+            .with_quota(64 * 1024)
+            .for_account("alpha")
+            .unwrap();
+        let changes: Vec<(RelPath, Change)> = (0..20)
+            .map(|index| {
+                (
+                    RelPath::parse(&format!("tiny/{index}")).unwrap(),
+                    Change::Write(vec![u8::try_from(index).unwrap()]),
+                )
+            })
+            .collect();
+        let refused = workspace.commit(&person(), "tiny", changes, &NoSecrets);
+        assert!(
+            matches!(refused, Err(Error::QuotaExceeded { .. })),
+            "20 one-byte files take 40 blocks: {refused:?}"
+        );
     }
 
     #[test]

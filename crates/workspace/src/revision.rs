@@ -300,24 +300,29 @@ impl RevisionStore {
         Ok(tree)
     }
 
-    /// What the history holds now: every stored content and the log, in bytes.
+    /// What the history holds now, charged as [`charged_bytes`]: every stored content and the
+    /// log.
     pub(crate) fn stored_bytes(&self) -> Result<u64, Error> {
         let blobs = self.folder.join(BLOBS_NAME);
-        let mut total = fs::metadata(self.folder.join(LOG_NAME))
-            .map_err(io_error("inspect", &self.folder.join(LOG_NAME)))?
-            .len();
+        let mut total = charged_bytes(
+            fs::metadata(self.folder.join(LOG_NAME))
+                .map_err(io_error("inspect", &self.folder.join(LOG_NAME)))?
+                .len(),
+        );
         for entry in fs::read_dir(&blobs).map_err(io_error("list", &blobs))? {
             let entry = entry.map_err(io_error("list", &blobs))?;
-            total += entry
-                .metadata()
-                .map_err(io_error("inspect", &entry.path()))?
-                .len();
+            total += charged_bytes(
+                entry
+                    .metadata()
+                    .map_err(io_error("inspect", &entry.path()))?
+                    .len(),
+            );
         }
         Ok(total)
     }
 
-    /// About how many bytes recording `changes` adds: each content not stored yet (once, however
-    /// often it appears), and the log line's paths and message.
+    /// What recording `changes` adds to the history, charged as [`charged_bytes`]: each content
+    /// not stored yet (once, however often it appears), and the log line's paths and message.
     pub(crate) fn bytes_to_store(&self, message: &str, changes: &[(RelPath, Change)]) -> u64 {
         let blobs = self.folder.join(BLOBS_NAME);
         let mut seen = HashSet::new();
@@ -328,7 +333,7 @@ impl RevisionStore {
             if let Change::Write(contents) = change {
                 let hash = hex::encode(Sha256::digest(contents));
                 if !blobs.join(&hash).exists() && seen.insert(hash) {
-                    adding += contents.len() as u64;
+                    adding += charged_bytes(contents.len() as u64);
                 }
             }
         }
@@ -405,6 +410,14 @@ pub(crate) fn check(
         }
     }
     Ok(())
+}
+
+/// What a stored file costs against a quota: its length rounded up to whole 4 KiB blocks, and
+/// at least one block, so a flood of tiny files is charged for the disk blocks and inodes it
+/// really takes.
+pub(crate) fn charged_bytes(length: u64) -> u64 {
+    const BLOCK: u64 = 4096;
+    length.div_ceil(BLOCK).max(1).saturating_mul(BLOCK)
 }
 
 /// How many bytes the log reads backwards at a time.

@@ -55,7 +55,11 @@ pub fn stage_in(workspace: &Path, scratch: &Path, owner: (u32, u32)) -> Result<M
     };
     stager.chown(&target, scratch)?;
     let mut manifest = Manifest::default();
-    stager.copy_folder(&source, &target, None, workspace, &mut manifest)?;
+    let copied = stager.copy_folder(&source, &target, None, workspace, &mut manifest);
+    // Let go at once, whatever else still holds this open file description.
+    rustix::fs::flock(&source, rustix::fs::FlockOperation::Unlock)
+        .map_err(Error::io("unlock", workspace))?;
+    copied?;
     Ok(manifest)
 }
 

@@ -49,11 +49,19 @@ impl FromRequestParts<AppState> for RemoteAddress {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        // A dual-stack listener sees an IPv4 client as `::ffff:a.b.c.d`: addresses are compared
+        // and counted in their canonical form.
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
-        let remote = match state.shared.options.trusted_proxy {
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip())
+            .to_canonical();
+        let trusted = state
+            .shared
+            .options
+            .trusted_proxy
+            .map(|proxy| proxy.to_canonical());
+        let remote = match trusted {
             Some(proxy) if proxy == peer => forwarded_client(&parts.headers).unwrap_or(peer),
             _ => peer,
         };
@@ -65,14 +73,18 @@ impl FromRequestParts<AppState> for RemoteAddress {
 /// (everything before it came from the client and can say anything).
 fn forwarded_client(headers: &HeaderMap) -> Option<IpAddr> {
     let last = headers.get_all("x-forwarded-for").iter().next_back()?;
-    last.to_str().ok()?.rsplit(',').next()?.trim().parse().ok()
+    // Only the proxy's own entry is read as text: bytes a client put before it (which may not
+    // be text at all) must not make the whole header unreadable.
+    let entry = last.as_bytes().rsplit(|byte| *byte == b',').next()?;
+    let address: IpAddr = std::str::from_utf8(entry).ok()?.trim().parse().ok()?;
+    Some(address.to_canonical())
 }
 
 /// The address a limit counts by: an IPv6 address by its /64 (one host usually holds a whole
 /// /64, so counting single addresses would give it unlimited tries).
 fn limit_address(remote: IpAddr) -> IpAddr {
-    match remote {
-        IpAddr::V4(_) => remote,
+    match remote.to_canonical() {
+        IpAddr::V4(address) => IpAddr::V4(address),
         IpAddr::V6(address) => {
             let segments = address.segments();
             IpAddr::V6(std::net::Ipv6Addr::new(
@@ -577,6 +589,27 @@ mod tests {
         let mut spoofed = HeaderMap::new();
         spoofed.append("x-forwarded-for", "not an address".parse().unwrap());
         assert_eq!(super::forwarded_client(&spoofed), None);
+        // Bytes that are not text before the proxy's entry do not hide it.
+        let mut garbled = HeaderMap::new();
+        garbled.append(
+            "x-forwarded-for",
+            axum::http::HeaderValue::from_bytes(b"\x80\xff, ::ffff:198.51.100.8").unwrap(),
+        );
+        assert_eq!(
+            super::forwarded_client(&garbled),
+            Some("198.51.100.8".parse::<IpAddr>().unwrap())
+        );
+    }
+
+    #[test]
+    fn ipv4_clients_of_a_dual_stack_listener_count_by_their_own_address() {
+        let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
+        let other: IpAddr = "::ffff:192.0.2.2".parse().unwrap();
+        assert_ne!(super::limit_address(mapped), super::limit_address(other));
+        assert_eq!(
+            super::limit_address(mapped),
+            "192.0.2.1".parse::<IpAddr>().unwrap()
+        );
     }
 
     #[test]

@@ -455,7 +455,7 @@ async fn g25_refused_writes_are_audited_without_the_value_and_conflicts_are_409(
 /// refused whole (507), and the refusal is audited.
 #[tokio::test(flavor = "multi_thread")]
 async fn g25_a_write_beyond_the_accounts_quota_is_refused_whole() {
-    let harness = Harness::with_workspace_quota(64 * 1024);
+    let harness = Harness::with_workspace_quota(128 * 1024);
     let member = harness.credentials(Caller::Person(Role::Member));
     write_one(&harness, &member, "first.txt", &"a".repeat(40 * 1024)).await;
     let refused = harness

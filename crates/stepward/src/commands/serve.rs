@@ -113,10 +113,11 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
         eprintln!("warning: cannot raise the open-file limit to its hard limit: {error}");
     }
     let mut limits = server::ListenerLimits::for_open_file_limit();
-    if args.behind_tls {
+    if args.behind_tls || args.trusted_proxy.is_some() {
         // Every connection comes from the proxy's address: a cap per address would cap the
         // whole server; the proxy in front limits its clients.
         limits.max_connections_per_address = limits.max_connections;
+        limits.max_handshakes_per_address = limits.max_pending_handshakes;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
