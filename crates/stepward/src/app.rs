@@ -136,9 +136,14 @@ impl App {
 
     /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted
     /// runs, and returns an engine whose steps run in the configured backend.
-    pub fn engine(&self) -> anyhow::Result<(Engine, EngineLock)> {
-        let lock = self.take_engine_lock()?;
-        let backend = self.backend()?;
+    pub fn engine(&self) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+        let lock = Arc::new(self.take_engine_lock()?);
+        // The backend removes this data directory's cgroup parent when it goes: it must go
+        // while the lock is still held, whichever of the engine and the lock is dropped first.
+        let backend: Arc<dyn Isolation> = Arc::new(UnderEngineLock {
+            backend: self.backend()?,
+            _lock: lock.clone(),
+        });
         let executor =
             SandboxExecutor::new(backend, self.vault.clone(), sandbox::Limits::default());
         let executor: Arc<dyn engine::StepExecutor> = match self.config.backend {
@@ -200,9 +205,12 @@ impl App {
                 }
                 sandbox::local::sweep(&options)
                     .context("cannot sweep sandboxes left by an earlier crash")?;
+                // This process holds the engine lock: nobody else uses this data directory's
+                // cgroup parent, so it goes with the backend.
                 Ok(Arc::new(
                     sandbox::local::LocalBackend::new(options)
-                        .context("cannot set up the local sandbox backend")?,
+                        .context("cannot set up the local sandbox backend")?
+                        .removing_cgroup_parents_on_drop(),
                 ))
             }
             Backend::Gvisor => {
@@ -216,7 +224,8 @@ impl App {
                     .context("cannot sweep gvisor sandboxes left by an earlier crash")?;
                 Ok(Arc::new(
                     sandbox::gvisor::GvisorBackend::new(options)
-                        .context("cannot set up the gvisor backend")?,
+                        .context("cannot set up the gvisor backend")?
+                        .removing_cgroup_parents_on_drop(),
                 ))
             }
             Backend::Unisolated => {
@@ -247,6 +256,23 @@ impl App {
             .validate()
             .context("the egress settings are invalid")?;
         Ok(Some(options))
+    }
+}
+
+/// A backend that keeps the engine lock for as long as it lives: its fields drop in order, so
+/// the backend (and its cleanup) is gone before this clone of the lock is.
+struct UnderEngineLock {
+    backend: Arc<dyn Isolation>,
+    _lock: Arc<EngineLock>,
+}
+
+impl Isolation for UnderEngineLock {
+    fn name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    fn run(&self, invocation: sandbox::Invocation) -> Result<sandbox::Observation, sandbox::Error> {
+        self.backend.run(invocation)
     }
 }
 

@@ -189,6 +189,14 @@ impl LocalBackend {
         })
     }
 
+    /// The same backend, which removes its cgroup parents when dropped (after tearing down
+    /// every sandbox of its own). Only for the one process driving a data directory's runs
+    /// (the platform's engine lock): another live backend over the same parent would lose it.
+    pub fn removing_cgroup_parents_on_drop(mut self) -> Self {
+        self.remove_cgroup_parent_on_drop = true;
+        self
+    }
+
     /// A backend for tests: state under `state_dir`, a cgroup parent unique to this process
     /// and backend (removed on drop), the given helper binary (in this crate's tests:
     /// `env!("CARGO_BIN_EXE_stepward-jail")`), a uid range unlikely to collide with another

@@ -36,6 +36,11 @@ fn g23_cli_run_parks_at_the_gate_and_approve_records_who_door_and_note_needs_roo
         stderr(&started)
     );
     assert!(
+        home.cgroup_parents().is_empty(),
+        "a finished command leaves no cgroup parent behind: {:?}",
+        home.cgroup_parents()
+    );
+    assert!(
         stdout(&started).contains("waiting_approval"),
         "{}",
         stdout(&started)
@@ -298,6 +303,11 @@ fn g13_the_gvisor_backend_runs_a_workflow_and_records_itself_needs_root() {
         stderr(&ran)
     );
     assert!(stdout(&ran).contains(r#"["two",2]"#), "{}", stdout(&ran));
+    assert!(
+        home.cgroup_parents().is_empty(),
+        "{:?}",
+        home.cgroup_parents()
+    );
     let events = home.stepward(&["runs", "events", &run_id(&ran), "--json"]);
     let events: serde_json::Value = serde_json::from_str(&stdout(&events)).unwrap();
     let finished = events

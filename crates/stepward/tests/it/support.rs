@@ -123,12 +123,11 @@ impl Home {
     }
 }
 
-impl Drop for Home {
-    /// Removes the (empty) cgroup parents the platform made for this data directory; the
-    /// temporary folder removes itself. `rmdir` only ever removes an empty cgroup.
-    fn drop(&mut self) {
+impl Home {
+    /// The cgroup parents the platform made for this data directory that exist now.
+    pub fn cgroup_parents(&self) -> Vec<PathBuf> {
         let Ok(data_dir) = std::fs::canonicalize(self.data_dir()) else {
-            return;
+            return Vec::new();
         };
         use sha2::Digest;
         let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
@@ -137,17 +136,28 @@ impl Drop for Home {
             format!("stepward-{instance}"),
             format!("stepward-gvisor-{instance}"),
         ];
-        for hierarchy in std::fs::read_dir("/sys/fs/cgroup")
+        std::fs::read_dir("/sys/fs/cgroup")
             .into_iter()
             .flatten()
             .flatten()
-        {
-            for name in &names {
-                let parent = hierarchy.path().join(name);
-                if parent.is_dir() {
-                    let _ = std::fs::remove_dir(&parent);
-                }
-            }
+            .flat_map(|hierarchy| {
+                names
+                    .iter()
+                    .map(|name| hierarchy.path().join(name))
+                    .collect::<Vec<_>>()
+            })
+            .filter(|parent| parent.is_dir())
+            .collect()
+    }
+}
+
+impl Drop for Home {
+    /// Removes the (empty) cgroup parents the platform made for this data directory, should a
+    /// failed test leave any; the temporary folder removes itself. `rmdir` only ever removes an
+    /// empty cgroup.
+    fn drop(&mut self) {
+        for parent in self.cgroup_parents() {
+            let _ = std::fs::remove_dir(&parent);
         }
     }
 }
