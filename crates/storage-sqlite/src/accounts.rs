@@ -3,6 +3,7 @@
 use rusqlite::{OptionalExtension, params};
 use storage::{Account, AccountId, AccountStore, Error, Timestamp};
 
+use crate::rows::row_tuple;
 use crate::{Durability, SqliteStore, TxError, backend};
 
 type AccountRow = (String, String, i64);
@@ -13,10 +14,6 @@ fn account_from_row((id, name, created_at): AccountRow) -> Account {
         name,
         created_at: Timestamp(created_at),
     }
-}
-
-fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AccountRow> {
-    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
 }
 
 impl AccountStore for SqliteStore {
@@ -42,7 +39,7 @@ impl AccountStore for SqliteStore {
                 .query_row(
                     "SELECT id, name, created_at FROM accounts WHERE id = ?1",
                     params![id.as_str()],
-                    read_row,
+                    row_tuple,
                 )
                 .optional()
         })
@@ -54,7 +51,7 @@ impl AccountStore for SqliteStore {
         self.with_conn(|connection| {
             let mut statement = connection
                 .prepare("SELECT id, name, created_at FROM accounts ORDER BY created_at, id")?;
-            let rows = statement.query_map([], read_row)?;
+            let rows = statement.query_map([], row_tuple)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })
         .map(|rows| rows.into_iter().map(account_from_row).collect())
@@ -71,7 +68,7 @@ impl AccountStore for SqliteStore {
             let row = transaction.query_row(
                 "SELECT id, name, created_at FROM accounts WHERE id = ?1",
                 params![account.id.as_str()],
-                read_row,
+                row_tuple,
             )?;
             Ok(account_from_row(row))
         })

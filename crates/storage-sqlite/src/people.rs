@@ -13,24 +13,12 @@ use storage::people::{
 };
 use storage::{AccountId, Error, RunId, Timestamp};
 
-use crate::rows::parse_name;
+use crate::rows::{parse_name, row_tuple};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 const PERSON_COLUMNS: &str = "id, account_id, display_name, email, role, password_hash, created_at";
 
 type PersonRow = (String, String, String, String, String, Option<String>, i64);
-
-fn read_person(row: &rusqlite::Row<'_>) -> rusqlite::Result<PersonRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-    ))
-}
 
 fn person_from_row(
     (id, account, display_name, email, role, password_hash, created_at): PersonRow,
@@ -101,18 +89,6 @@ type SessionRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>);
 const SESSION_COLUMNS: &str = "s.id, s.token_hash, s.person_id, p.account_id, s.created_at, \
      s.last_used_at, s.revoked_at";
 
-fn read_session(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-    ))
-}
-
 fn session_from_row(
     (id, hash, person_id, account, created_at, last_used_at, revoked_at): SessionRow,
 ) -> Result<SessionRecord, Error> {
@@ -141,19 +117,6 @@ type ApiKeyRow = (
 const API_KEY_COLUMNS: &str =
     "key_id, token_hash, account_id, role, name, created_at, last_used_at, revoked_at";
 
-fn read_api_key(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKeyRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        row.get(7)?,
-    ))
-}
-
 fn api_key_from_row(
     (key_id, hash, account, role, name, created_at, last_used_at, revoked_at): ApiKeyRow,
 ) -> Result<ApiKeyRecord, Error> {
@@ -173,18 +136,6 @@ type ShareRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>);
 
 const SHARE_COLUMNS: &str =
     "id, token_hash, account_id, run_id, created_at, expires_at, revoked_at";
-
-fn read_share(row: &rusqlite::Row<'_>) -> rusqlite::Result<ShareRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-    ))
-}
 
 fn share_from_row(
     (id, hash, account, run, created_at, expires_at, revoked_at): ShareRow,
@@ -264,13 +215,7 @@ impl PeopleStore for SqliteStore {
     fn person(&self, id: &str) -> Result<Option<PersonRecord>, Error> {
         let sql = format!("SELECT {PERSON_COLUMNS} FROM people WHERE id = ?1");
         Ok(self
-            .read_records(
-                "read person",
-                &sql,
-                params![id],
-                read_person,
-                person_from_row,
-            )?
+            .read_records("read person", &sql, params![id], row_tuple, person_from_row)?
             .into_iter()
             .next())
     }
@@ -287,7 +232,7 @@ impl PeopleStore for SqliteStore {
                 "read person by email",
                 &sql,
                 params![account.as_str(), email],
-                read_person,
+                row_tuple,
                 person_from_row,
             )?
             .into_iter()
@@ -302,7 +247,7 @@ impl PeopleStore for SqliteStore {
             "list people",
             &sql,
             params![account.as_str()],
-            read_person,
+            row_tuple,
             person_from_row,
         )
     }
@@ -539,7 +484,7 @@ impl PeopleStore for SqliteStore {
                 "read session",
                 &sql,
                 params![token_hash.0.as_slice()],
-                read_session,
+                row_tuple,
                 session_from_row,
             )?
             .into_iter()
@@ -565,7 +510,7 @@ impl PeopleStore for SqliteStore {
             "list sessions",
             &sql,
             params![person_id],
-            read_session,
+            row_tuple,
             session_from_row,
         )
     }
@@ -621,7 +566,7 @@ impl PeopleStore for SqliteStore {
                 "read API key",
                 &sql,
                 params![key_id],
-                read_api_key,
+                row_tuple,
                 api_key_from_row,
             )?
             .into_iter()
@@ -637,7 +582,7 @@ impl PeopleStore for SqliteStore {
             "list API keys",
             &sql,
             params![account.as_str()],
-            read_api_key,
+            row_tuple,
             api_key_from_row,
         )
     }
@@ -698,7 +643,7 @@ impl PeopleStore for SqliteStore {
                 "read share link",
                 &sql,
                 params![token_hash.0.as_slice()],
-                read_share,
+                row_tuple,
                 share_from_row,
             )?
             .into_iter()
@@ -714,7 +659,7 @@ impl PeopleStore for SqliteStore {
             "list share links",
             &sql,
             params![account.as_str()],
-            read_share,
+            row_tuple,
             share_from_row,
         )
     }

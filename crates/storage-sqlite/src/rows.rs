@@ -42,3 +42,12 @@ pub(crate) fn to_u64(what: &'static str, value: i64) -> Result<u64, Error> {
         detail: format!("{value} is out of range"),
     })
 }
+
+/// The columns of a row as a tuple, in the order the query selects them (rusqlite converts each
+/// column with `FromSql`).
+pub(crate) fn row_tuple<T>(row: &rusqlite::Row<'_>) -> rusqlite::Result<T>
+where
+    T: for<'a> TryFrom<&'a rusqlite::Row<'a>, Error = rusqlite::Error>,
+{
+    T::try_from(row)
+}

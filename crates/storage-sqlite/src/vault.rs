@@ -11,7 +11,7 @@ use storage::vault::{
 };
 use storage::{AccountId, Error, Timestamp};
 
-use crate::rows::{to_u32, to_u64};
+use crate::rows::{row_tuple, to_u32, to_u64};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 const INSTALL_ID_KEY: &str = "install_id";
@@ -325,17 +325,6 @@ const KEY_SELECT: &str =
     "SELECT account_id, key_version, root_key_id, nonce, wrapped_key, created_at
      FROM vault_account_keys";
 
-fn read_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        row.get(2)?,
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-    ))
-}
-
 fn key_from_row(
     (account_id, key_version, root_key_id, nonce, wrapped_key, created_at): KeyRow,
 ) -> Result<WrappedAccountKey, Error> {
@@ -413,7 +402,7 @@ impl VaultStore for SqliteStore {
                     .query_row(
                         &format!("{KEY_SELECT} WHERE account_id = ?1"),
                         params![account_id.as_str()],
-                        read_key_row,
+                        row_tuple,
                     )
                     .optional()
             })
@@ -448,7 +437,7 @@ impl VaultStore for SqliteStore {
             let row = transaction.query_row(
                 &format!("{KEY_SELECT} WHERE account_id = ?1"),
                 params![key.account_id.as_str()],
-                read_key_row,
+                row_tuple,
             )?;
             Ok(InsertKeyOutcome::Existing(key_from_row(row)?))
         })
@@ -731,7 +720,7 @@ impl VaultStore for SqliteStore {
                 let mut statement =
                     transaction.prepare_cached(&format!("{KEY_SELECT} ORDER BY account_id"))?;
                 statement
-                    .query_map([], read_key_row)?
+                    .query_map([], row_tuple)?
                     .collect::<rusqlite::Result<Vec<_>>>()?
             };
             for row in rows {
