@@ -194,6 +194,134 @@ async fn write_and_audit<T: Send + 'static>(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Items of one named value: agent secrets and model keys.
+// ---------------------------------------------------------------------------------------------
+
+/// The vault's items that are one value under a name: agent secrets (by name) and model keys
+/// (by provider). Both are listed, set and removed alike; only their words differ.
+#[derive(Debug, Clone, Copy)]
+enum NamedValue {
+    Secret,
+    ModelKey,
+}
+
+impl NamedValue {
+    fn list(self, vault: &Vault, account: &str) -> Result<Vec<SecretInfo>, vault::Error> {
+        match self {
+            NamedValue::Secret => vault.secrets().list(account),
+            NamedValue::ModelKey => vault.model_keys().list(account),
+        }
+    }
+
+    fn set(
+        self,
+        vault: &Vault,
+        account: &str,
+        name: &str,
+        value: SecretValue,
+    ) -> Result<SecretInfo, vault::Error> {
+        match self {
+            NamedValue::Secret => vault.secrets().set(account, name, value),
+            NamedValue::ModelKey => vault.model_keys().set(account, name, value),
+        }
+    }
+
+    fn remove(self, vault: &Vault, account: &str, name: &str) -> Result<(), vault::Error> {
+        match self {
+            NamedValue::Secret => vault.secrets().remove(account, name),
+            NamedValue::ModelKey => vault.model_keys().remove(account, name),
+        }
+    }
+
+    /// The operations (list, set, remove) as the log and errors name them.
+    fn operations(self) -> [&'static str; 3] {
+        match self {
+            NamedValue::Secret => [
+                "list vault secrets",
+                "set a vault secret",
+                "remove a vault secret",
+            ],
+            NamedValue::ModelKey => [
+                "list vault model keys",
+                "set a vault model key",
+                "remove a vault model key",
+            ],
+        }
+    }
+
+    /// The audit actions (set, remove) and the detail's key for the name.
+    fn audit_words(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            NamedValue::Secret => ("vault.secret_set", "vault.secret_remove", "name"),
+            NamedValue::ModelKey => ("vault.model_key_set", "vault.model_key_remove", "provider"),
+        }
+    }
+}
+
+async fn named_value_infos(
+    state: &AppState,
+    authenticated: &Authenticated,
+    kind: NamedValue,
+) -> Result<Vec<SecretInfo>, Error> {
+    let account = authenticated.account();
+    let [operation, _, _] = kind.operations();
+    with_vault(&state.shared, operation, move |vault| {
+        kind.list(vault, account.as_str())
+    })
+    .await
+}
+
+/// Sets the value (encrypted at rest by the vault) and audits its name and version.
+async fn store_named_value(
+    state: &AppState,
+    authenticated: &Authenticated,
+    kind: NamedValue,
+    name: String,
+    value: SecretValue,
+) -> Result<SecretInfo, Error> {
+    let account = authenticated.account();
+    let [_, operation, _] = kind.operations();
+    let (action, _, key) = kind.audit_words();
+    write_and_audit(
+        state,
+        authenticated,
+        operation,
+        move |vault| kind.set(vault, account.as_str(), &name, value),
+        move |info| VaultAudit {
+            action,
+            name: info.name.clone(),
+            detail: json!({key: info.name, "version": info.version}),
+        },
+    )
+    .await
+}
+
+/// Removes the value and audits its name.
+async fn delete_named_value(
+    state: &AppState,
+    authenticated: &Authenticated,
+    kind: NamedValue,
+    name: String,
+) -> Result<(), Error> {
+    let account = authenticated.account();
+    let [_, _, operation] = kind.operations();
+    let (_, action, key) = kind.audit_words();
+    let removed = name.clone();
+    write_and_audit(
+        state,
+        authenticated,
+        operation,
+        move |vault| kind.remove(vault, account.as_str(), &removed),
+        move |()| VaultAudit {
+            action,
+            detail: json!({key: name}),
+            name,
+        },
+    )
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
 // Agent secrets.
 // ---------------------------------------------------------------------------------------------
 
@@ -202,12 +330,8 @@ pub(crate) async fn secret_views(
     state: &AppState,
     authenticated: &Authenticated,
 ) -> Result<Vec<VaultSecretView>, Error> {
-    let account = authenticated.account();
-    let secrets = with_vault(&state.shared, "list vault secrets", move |vault| {
-        vault.secrets().list(account.as_str())
-    })
-    .await?;
-    Ok(secrets.into_iter().map(secret_view).collect())
+    let infos = named_value_infos(state, authenticated, NamedValue::Secret).await?;
+    Ok(infos.into_iter().map(secret_view).collect())
 }
 
 /// Sets an agent secret (encrypted at rest by the vault) and audits its name and version.
@@ -217,20 +341,9 @@ pub(crate) async fn store_secret(
     name: String,
     value: SecretValue,
 ) -> Result<VaultSecretView, Error> {
-    let account = authenticated.account();
-    let info = write_and_audit(
-        state,
-        authenticated,
-        "set a vault secret",
-        move |vault| vault.secrets().set(account.as_str(), &name, value),
-        |info| VaultAudit {
-            action: "vault.secret_set",
-            name: info.name.clone(),
-            detail: json!({"name": info.name, "version": info.version}),
-        },
-    )
-    .await?;
-    Ok(secret_view(info))
+    store_named_value(state, authenticated, NamedValue::Secret, name, value)
+        .await
+        .map(secret_view)
 }
 
 /// Removes an agent secret and audits its name.
@@ -239,20 +352,7 @@ pub(crate) async fn delete_secret(
     authenticated: &Authenticated,
     name: String,
 ) -> Result<(), Error> {
-    let account = authenticated.account();
-    let secret_name = name.clone();
-    write_and_audit(
-        state,
-        authenticated,
-        "remove a vault secret",
-        move |vault| vault.secrets().remove(account.as_str(), &secret_name),
-        move |()| VaultAudit {
-            action: "vault.secret_remove",
-            detail: json!({"name": name}),
-            name,
-        },
-    )
-    .await
+    delete_named_value(state, authenticated, NamedValue::Secret, name).await
 }
 
 /// `GET /api/vault/secrets`: names, versions and dates.
@@ -439,12 +539,8 @@ pub(crate) async fn model_key_views(
     state: &AppState,
     authenticated: &Authenticated,
 ) -> Result<Vec<VaultModelKeyView>, Error> {
-    let account = authenticated.account();
-    let keys = with_vault(&state.shared, "list vault model keys", move |vault| {
-        vault.model_keys().list(account.as_str())
-    })
-    .await?;
-    Ok(keys.into_iter().map(model_key_view).collect())
+    let infos = named_value_infos(state, authenticated, NamedValue::ModelKey).await?;
+    Ok(infos.into_iter().map(model_key_view).collect())
 }
 
 /// Sets a provider's key and audits the provider and version.
@@ -454,20 +550,9 @@ pub(crate) async fn store_model_key(
     provider: String,
     value: SecretValue,
 ) -> Result<VaultModelKeyView, Error> {
-    let account = authenticated.account();
-    let info = write_and_audit(
-        state,
-        authenticated,
-        "set a vault model key",
-        move |vault| vault.model_keys().set(account.as_str(), &provider, value),
-        |info| VaultAudit {
-            action: "vault.model_key_set",
-            name: info.name.clone(),
-            detail: json!({"provider": info.name, "version": info.version}),
-        },
-    )
-    .await?;
-    Ok(model_key_view(info))
+    store_named_value(state, authenticated, NamedValue::ModelKey, provider, value)
+        .await
+        .map(model_key_view)
 }
 
 /// Removes a provider's key and audits the provider.
@@ -476,20 +561,7 @@ pub(crate) async fn delete_model_key(
     authenticated: &Authenticated,
     provider: String,
 ) -> Result<(), Error> {
-    let account = authenticated.account();
-    let key_provider = provider.clone();
-    write_and_audit(
-        state,
-        authenticated,
-        "remove a vault model key",
-        move |vault| vault.model_keys().remove(account.as_str(), &key_provider),
-        move |()| VaultAudit {
-            action: "vault.model_key_remove",
-            detail: json!({"provider": provider}),
-            name: provider,
-        },
-    )
-    .await
+    delete_named_value(state, authenticated, NamedValue::ModelKey, provider).await
 }
 
 /// `GET /api/vault/model-keys`: provider names, never keys.
