@@ -478,6 +478,26 @@ mod tests {
                 "{refused:?}"
             );
         }
+        // Deleting what is not a file, beside a write that would fit: nothing is written.
+        for missing in ["gone.txt", "data/inner.txt"] {
+            let refused = workspace.commit(
+                &person(),
+                "delete",
+                [
+                    write("new.txt", b"n"),
+                    vec![(RelPath::parse(missing).unwrap(), Change::Delete)],
+                ]
+                .concat(),
+                &NoSecrets,
+            );
+            assert!(
+                matches!(
+                    refused,
+                    Err(Error::NoSuchFile { .. }) | Err(Error::PathConflict { .. })
+                ),
+                "{missing}: {refused:?}"
+            );
+        }
         assert_eq!(workspace.history().unwrap().len(), 1);
         assert_eq!(folder_entries(&workspace), vec!["data"]);
     }

@@ -57,8 +57,15 @@ pub(crate) fn stage(root: &Path, changes: &[(RelPath, Change)]) -> Result<Staged
         }
     }
     // Every change is fitted before any folder is made, so a refused revision leaves nothing.
-    for (path, _) in changes {
+    for (path, change) in changes {
         checked_target(root, path, Folders::Leave)?;
+        let is_file =
+            fs::symlink_metadata(root.join(path.as_path())).is_ok_and(|meta| meta.is_file());
+        if matches!(change, Change::Delete) && !is_file {
+            return Err(Error::NoSuchFile {
+                path: path.to_string(),
+            });
+        }
     }
     fs::create_dir_all(root).map_err(|source| io("create", root, source))?;
     let mut staged = Staged {

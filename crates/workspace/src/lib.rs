@@ -92,6 +92,9 @@ pub enum Error {
          nothing; the operator can raise the quota with --workspace-quota-mib)"
     )]
     QuotaExceeded { used: u64, adding: u64, quota: u64 },
+    /// A deletion of a path that is not a file of the working folder. Nothing was written.
+    #[error("cannot delete {path}: there is no such file in the workspace")]
+    NoSuchFile { path: String },
     /// An account id that cannot name a folder of its own.
     #[error(
         "the account id {account:?} cannot name a workspace: use lowercase letters, digits, `-` \

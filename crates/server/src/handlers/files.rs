@@ -363,28 +363,19 @@ async fn commit(
     blocking("write to the workspace", move || {
         let workspace = open(&shared, &account)?;
         let screen = redactor(&shared, &account)?;
-        for (path, change) in &changes {
-            let missing = matches!(change, Change::Delete)
-                && workspace
-                    .read_file(path, 0)
-                    .map_err(|source| Error::Workspace {
-                        operation: "find a file to delete",
-                        source,
-                    })?
-                    .is_none();
-            if missing {
-                return Err(Error::NotFound {
-                    what: "file",
-                    id: path.to_string(),
-                });
-            }
-        }
         let paths: Vec<String> = changes.iter().map(|(path, _)| path.to_string()).collect();
         let committed = workspace.commit(&author, &message, changes, &|content: &[u8]| {
             screen.holds_secret(content)
         });
         let revision = match committed {
             Ok(revision) => revision,
+            // Deleting what is not there is an answer about the folder, not a refusal.
+            Err(workspace::Error::NoSuchFile { path }) => {
+                return Err(Error::NotFound {
+                    what: "file",
+                    id: path,
+                });
+            }
             Err(source) => {
                 // A refusal is recorded too (paths, scrubbed, and the reason; never a value):
                 // repeated refusals are someone probing for a credential's value.

@@ -62,14 +62,6 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
             write(&app, &workspace, path, Change::Write(contents), message)
         }
         FilesCommand::Rm { path, message } => {
-            let relative = parse(path)?;
-            if workspace
-                .read_file(&relative, 0)
-                .context("cannot read the workspace")?
-                .is_none()
-            {
-                bail!("{path}: no such file in the workspace (`stepward files list` shows them)");
-            }
             write(&app, &workspace, path, Change::Delete, message)
         }
         FilesCommand::History => {
