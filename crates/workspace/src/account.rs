@@ -17,7 +17,8 @@ use crate::folder::stage;
 use crate::path::RelPath;
 use crate::protected::is_protected;
 use crate::revision::{
-    Author, Change, Revision, RevisionStore, SecretScreen, charged_bytes, check, io_error,
+    Author, Change, Revision, RevisionStore, SecretScreen, charged_bytes, check, content_hashes,
+    io_error,
 };
 
 /// The folder holding every account's workspace: `<root>/<account>/workspace/` is the working
@@ -153,15 +154,18 @@ impl Workspace {
         let used = revisions
             .stored_bytes()?
             .saturating_add(self.folder_bytes()?);
-        let adding = revisions.bytes_to_store(message, &changes).saturating_add(
-            changes
-                .iter()
-                .map(|(_, change)| match change {
-                    Change::Write(contents) => charged_bytes(contents.len() as u64),
-                    Change::Delete => 0,
-                })
-                .sum(),
-        );
+        let hashes = content_hashes(&changes);
+        let adding = revisions
+            .bytes_to_store(message, &changes, &hashes)
+            .saturating_add(
+                changes
+                    .iter()
+                    .map(|(_, change)| match change {
+                        Change::Write(contents) => charged_bytes(contents.len() as u64),
+                        Change::Delete => 0,
+                    })
+                    .sum(),
+            );
         if used.saturating_add(adding) > self.quota_bytes {
             return Err(Error::QuotaExceeded {
                 used,
@@ -170,7 +174,7 @@ impl Workspace {
             });
         }
         let staged = stage(&self.files, &changes)?;
-        let revision = revisions.append_checked(author, message, &changes)?;
+        let revision = revisions.append_checked(author, message, &changes, &hashes)?;
         staged.finish()?;
         Ok(revision)
     }

@@ -172,16 +172,18 @@ impl RevisionStore {
         screen: &dyn SecretScreen,
     ) -> Result<RevisionId, Error> {
         check(message, &changes, screen)?;
-        self.append_checked(author, message, &changes)
+        self.append_checked(author, message, &changes, &content_hashes(&changes))
             .map(|revision| revision.id)
     }
 
-    /// Appends a revision whose changes passed [`check`].
+    /// Appends a revision whose changes passed [`check`]; `hashes` are their
+    /// [`content_hashes`].
     pub(crate) fn append_checked(
         &self,
         author: &Author,
         message: &str,
         changes: &[(RelPath, Change)],
+        hashes: &[Option<String>],
     ) -> Result<Revision, Error> {
         let _writer = self
             .writer
@@ -196,10 +198,10 @@ impl RevisionStore {
         log.lock().map_err(io_error("lock", &log_path))?;
 
         let mut recorded: Vec<ChangedPath> = Vec::with_capacity(changes.len());
-        for (path, change) in changes {
-            let blob = match change {
-                Change::Write(contents) => Some(self.store_blob(contents)?),
-                Change::Delete => None,
+        for ((path, change), hash) in changes.iter().zip(hashes) {
+            let blob = match (change, hash) {
+                (Change::Write(contents), Some(hash)) => Some(self.store_blob(hash, contents)?),
+                _ => None,
             };
             recorded.push(ChangedPath {
                 path: path.to_string(),
@@ -323,29 +325,34 @@ impl RevisionStore {
 
     /// What recording `changes` adds to the history, charged as [`charged_bytes`]: each content
     /// not stored yet (once, however often it appears), and the log line's paths and message.
-    pub(crate) fn bytes_to_store(&self, message: &str, changes: &[(RelPath, Change)]) -> u64 {
+    pub(crate) fn bytes_to_store(
+        &self,
+        message: &str,
+        changes: &[(RelPath, Change)],
+        hashes: &[Option<String>],
+    ) -> u64 {
         let blobs = self.folder.join(BLOBS_NAME);
         let mut seen = HashSet::new();
         let mut adding = message.len() as u64;
-        for (path, change) in changes {
+        for ((path, change), hash) in changes.iter().zip(hashes) {
             // A path, its hash and the JSON around them.
             adding += path.as_str().len() as u64 + 96;
-            if let Change::Write(contents) = change {
-                let hash = hex::encode(Sha256::digest(contents));
-                if !blobs.join(&hash).exists() && seen.insert(hash) {
-                    adding += charged_bytes(contents.len() as u64);
-                }
+            if let (Change::Write(contents), Some(hash)) = (change, hash)
+                && !blobs.join(hash).exists()
+                && seen.insert(hash)
+            {
+                adding += charged_bytes(contents.len() as u64);
             }
         }
         adding
     }
 
-    fn store_blob(&self, contents: &[u8]) -> Result<String, Error> {
-        let hash = hex::encode(Sha256::digest(contents));
+    /// Stores `contents` under its `hash` (from [`content_hashes`]) unless it is there already.
+    fn store_blob(&self, hash: &str, contents: &[u8]) -> Result<String, Error> {
         let blobs = self.folder.join(BLOBS_NAME);
-        let final_path = blobs.join(&hash);
+        let final_path = blobs.join(hash);
         if final_path.exists() {
-            return Ok(hash);
+            return Ok(hash.to_owned());
         }
         let temporary_path = blobs.join(format!(".{hash}.{}.tmp", std::process::id()));
         let mut file =
@@ -355,7 +362,7 @@ impl RevisionStore {
         file.sync_all()
             .map_err(io_error("fsync", &temporary_path))?;
         fs::rename(&temporary_path, &final_path).map_err(io_error("rename", &final_path))?;
-        Ok(hash)
+        Ok(hash.to_owned())
     }
 
     fn load_blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
@@ -410,6 +417,18 @@ pub(crate) fn check(
         }
     }
     Ok(())
+}
+
+/// The SHA-256 (hex) of each change's new content, `None` for a deletion: computed once per
+/// commit, for the quota and for the blob store alike.
+pub(crate) fn content_hashes(changes: &[(RelPath, Change)]) -> Vec<Option<String>> {
+    changes
+        .iter()
+        .map(|(_, change)| match change {
+            Change::Write(contents) => Some(hex::encode(Sha256::digest(contents))),
+            Change::Delete => None,
+        })
+        .collect()
 }
 
 /// What a stored file costs against a quota: its length rounded up to whole 4 KiB blocks, and
