@@ -25,7 +25,7 @@ use workspace::{Author, Change, RelPath, Revision, Workspace};
 
 use crate::authn::Authenticated;
 use crate::handlers::admin::csrf_field;
-use crate::handlers::{audit, blocking};
+use crate::handlers::{account_redactor, audit, blocking};
 use crate::html::{escape, page, when};
 use crate::state::Shared;
 use crate::{AppState, Error};
@@ -50,15 +50,6 @@ fn open(shared: &Shared, account: &AccountId) -> Result<Workspace, Error> {
             operation: "open the account's workspace",
             source,
         })
-}
-
-fn redactor(shared: &Shared, account: &AccountId) -> Result<Redactor, Error> {
-    Redactor::for_account(account.as_str(), shared.secrets.as_ref()).map_err(|source| {
-        Error::Redact {
-            account: account.0.clone(),
-            source,
-        }
-    })
 }
 
 /// The revision's author: the person or the key, as the request's actor says.
@@ -147,7 +138,7 @@ async fn listing(
                 operation: "list the workspace's files",
                 source,
             })?;
-        let redactor = redactor(&shared, &account)?;
+        let redactor = account_redactor(&shared, &account)?;
         let files = listing
             .files
             .into_iter()
@@ -210,7 +201,7 @@ async fn read(
         // Files are screened when written, but a file put into the folder by hand, or written
         // before a value entered the vault, was not. The whole file is scrubbed before it is
         // cut to what is shown, so no value is ever cut in half and half shown.
-        let mut bytes = redactor(&shared, &account)?
+        let mut bytes = account_redactor(&shared, &account)?
             .scrub_bytes(&contents.bytes)
             .into_inner();
         let cut = usize::try_from(MAX_SHOWN_BYTES).unwrap_or(usize::MAX);
@@ -264,7 +255,7 @@ async fn revisions(
                 source,
             })?;
         // Messages and paths written before a value entered the vault were not screened.
-        let redactor = redactor(&shared, &account)?;
+        let redactor = account_redactor(&shared, &account)?;
         Ok(latest
             .iter()
             .map(|revision| scrubbed_view(&redactor, revision))
@@ -362,7 +353,7 @@ async fn commit(
     let actor = authenticated.actor.clone();
     blocking("write to the workspace", move || {
         let workspace = open(&shared, &account)?;
-        let screen = redactor(&shared, &account)?;
+        let screen = account_redactor(&shared, &account)?;
         let paths: Vec<String> = changes.iter().map(|(path, _)| path.to_string()).collect();
         let committed = workspace.commit(&author, &message, changes, &|content: &[u8]| {
             screen.holds_secret(content)

@@ -42,6 +42,17 @@ pub(crate) fn ensure_same_account(
     }
 }
 
+/// Every current value of `account`, to scrub what leaves for it (answers, audit details) and
+/// to screen what it writes.
+pub(crate) fn account_redactor(shared: &Shared, account: &AccountId) -> Result<Redactor, Error> {
+    Redactor::for_account(account.as_str(), shared.secrets.as_ref()).map_err(|source| {
+        Error::Redact {
+            account: account.0.clone(),
+            source,
+        }
+    })
+}
+
 /// Appends an audit entry of `account` that belongs to no run, its detail scrubbed with the
 /// account's current vault values (`Redactor::for_account`).
 pub(crate) fn audit(
@@ -51,13 +62,7 @@ pub(crate) fn audit(
     action: &str,
     detail: &serde_json::Value,
 ) -> Result<(), Error> {
-    let redactor =
-        Redactor::for_account(account.as_str(), shared.secrets.as_ref()).map_err(|source| {
-            Error::Redact {
-                account: account.0.clone(),
-                source,
-            }
-        })?;
+    let redactor = account_redactor(shared, account)?;
     shared
         .store
         .append_audit(&NewAuditEntry {
