@@ -7,6 +7,7 @@
 
 mod crash;
 mod failure_policy;
+mod g16_account_values;
 mod gates;
 mod inputs;
 mod kill;
