@@ -270,7 +270,7 @@ fn measure(store: Arc<dyn Store>, label: &str, network: &str) -> Duration {
         EngineOptions::new(workspace::Workspaces::new(workspaces.path())),
         store.clone(),
         Arc::new(NoopExecutor),
-        source,
+        redact::ScrubSets::new(source),
         Arc::new(PersonSupervisor),
         Arc::new(SystemClock),
         Arc::new(RandomRunIds),

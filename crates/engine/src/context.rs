@@ -122,10 +122,10 @@ impl Engine {
     }
 
     /// Collects the run's secrets: everything available, and the aliases that are not (with
-    /// the source's reason, which names them). A cached set (a run resumed in this process)
-    /// is refreshed, so old values stay in its scrub set. A stored run without a cached set (it
-    /// parked in another process: every CLI command is a new one) gets the values of its names
-    /// superseded since it was created in its scrub set, never in its environment (G16).
+    /// the source's reason, which names them). A stored run (one continued after a gate, a
+    /// retry or a restart) also keeps the values of its names superseded since it was created
+    /// in its own scrub set, never in its environment (G16); its redactor scrubs every value
+    /// the account keeps anyway.
     pub(crate) fn collect_secrets(
         &self,
         run: &RunId,
@@ -152,27 +152,17 @@ impl Engine {
             run: run.clone(),
             source,
         };
-        let cached = self.take_cached_secrets(run);
-        let secrets = match (cached, whose) {
-            (Some(mut secrets), _) => {
-                secrets
-                    .refresh(self.secrets.as_ref(), &available)
-                    .map_err(secrets_error)?;
-                secrets
+        let secrets = match whose {
+            SecretsFor::NewRun => {
+                RunSecrets::collect(run.as_str(), account.as_str(), &self.scrub_sets, &available)
+                    .map_err(secrets_error)?
             }
-            (None, SecretsFor::NewRun) => RunSecrets::collect(
-                run.as_str(),
-                account.as_str(),
-                self.secrets.as_ref(),
-                &available,
-            )
-            .map_err(secrets_error)?,
-            (None, SecretsFor::StoredRun { created_at }) => {
+            SecretsFor::StoredRun { created_at } => {
                 let since = created_at.0.saturating_sub(SUPERSEDED_LOOKBACK_MILLIS);
                 let mut secrets = RunSecrets::collect_for_resume(
                     run.as_str(),
                     account.as_str(),
-                    self.secrets.as_ref(),
+                    &self.scrub_sets,
                     &available,
                     since,
                 )
@@ -185,7 +175,7 @@ impl Engine {
                         ..SecretRequest::default()
                     };
                     secrets
-                        .keep_superseded(self.secrets.as_ref(), &gone, since)
+                        .keep_superseded(&gone, since)
                         .map_err(secrets_error)?;
                 }
                 secrets
@@ -290,26 +280,6 @@ impl Engine {
             .set_run_status(&context.run.id, status, event.at, &event)?;
         context.run.status = status;
         Ok(())
-    }
-
-    /// Keeps a run's secret set for a later resume in this process; dropped when the run ends.
-    pub(crate) fn finish_context(&self, context: RunContext) {
-        if context.run.status.is_terminal() {
-            return;
-        }
-        let mut cache = self
-            .run_secrets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache.insert(context.run.id.clone(), context.secrets);
-    }
-
-    fn take_cached_secrets(&self, run: &RunId) -> Option<RunSecrets> {
-        let mut cache = self
-            .run_secrets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        cache.remove(run)
     }
 }
 

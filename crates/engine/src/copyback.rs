@@ -11,13 +11,13 @@ use crate::engine::Engine;
 use crate::executor::ExecutionReport;
 use crate::record::kind;
 
-/// Refuses content holding a value of the run (current or rotated away) or any current value
-/// of the account.
-struct Screens(Vec<Redactor>);
+/// Refuses content holding any value of the run's account (current, revoked or superseded
+/// and still kept) or of the run: the run's redactor knows them all.
+struct Screen<'a>(&'a Redactor);
 
-impl SecretScreen for Screens {
+impl SecretScreen for Screen<'_> {
     fn holds_secret(&self, content: &[u8]) -> bool {
-        self.0.iter().any(|redactor| redactor.holds_secret(content))
+        self.0.holds_secret(content)
     }
 }
 
@@ -42,13 +42,15 @@ impl Engine {
         report: &ExecutionReport,
         workspace: &Workspace,
     ) -> Result<(), Error> {
-        // The run's redactor scrubs every event; the account may hold values the run was never
-        // given, and a path naming one of them is withheld from the record too.
-        let screens = Redactor::for_account(context.run.account.as_str(), self.secrets.as_ref())
-            .map(|account| Screens(vec![context.redactor.clone(), account]));
-        let shown = |path: &str| match &screens {
-            Ok(screens) if screens.holds_secret(path.as_bytes()) => WITHHELD_PATH.to_owned(),
-            _ => path.to_owned(),
+        // The run's redactor scrubs every event with every value of the account; a path naming
+        // one of them is withheld from the record whole, not only masked.
+        let screens = Screen(&context.redactor);
+        let shown = |path: &str| {
+            if screens.holds_secret(path.as_bytes()) {
+                WITHHELD_PATH.to_owned()
+            } else {
+                path.to_owned()
+            }
         };
         for refusal in &report.copy_back_refusals {
             self.event(
@@ -60,21 +62,6 @@ impl Engine {
         if report.file_changes.is_empty() {
             return Ok(());
         }
-        // Fail closed: without the account's current values, no file can be shown to be free
-        // of them, so none is written.
-        let screens = match screens {
-            Ok(screens) => screens,
-            Err(error) => {
-                for change in &report.file_changes {
-                    self.event(
-                        context,
-                        kind::COPY_BACK_REFUSED,
-                        json!({"step": step, "attempt": attempt, "path": change.path, "reason": format!("the account's secrets could not be checked: {error}"), "by": "engine"}),
-                    )?;
-                }
-                return Ok(());
-            }
-        };
         let mut accepted = Vec::new();
         let mut paths = Vec::new();
         for change in &report.file_changes {

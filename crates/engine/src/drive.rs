@@ -99,7 +99,6 @@ impl Engine {
     ) -> Result<RunSummary, Error> {
         let result = self.drive_steps(&mut context, resume);
         let run = context.run.id.clone();
-        self.finish_context(context);
         result?;
         self.summary(&run)
     }

@@ -1,10 +1,9 @@
 //! The engine and its public operations: start a run, decide a gate, retry or stop a run that
 //! needs a person, and read a run's summary and state.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use redact::{RunSecrets, SecretRequest, SecretSource};
+use redact::{ScrubSets, SecretRequest, SecretSource};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use spec::Workflow;
@@ -27,12 +26,12 @@ pub struct Engine {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) executor: Arc<dyn StepExecutor>,
     pub(crate) secrets: Arc<dyn SecretSource>,
+    /// Every account's live scrub set: each run's redactor scrubs with its account's whole
+    /// set (G16), rebuilt when the vault's generation moves.
+    pub(crate) scrub_sets: ScrubSets,
     pub(crate) supervisor: Arc<dyn Supervisor>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ids: Arc<dyn IdSource>,
-    /// Secret sets of runs parked in this process, so a resume keeps old values in the scrub
-    /// set (a rotated value may still appear in what the run printed before).
-    pub(crate) run_secrets: Mutex<HashMap<RunId, RunSecrets>>,
 }
 
 /// A gate's decision.
@@ -83,11 +82,14 @@ pub struct RunSummary {
 }
 
 impl Engine {
+    /// An engine over `store`; its runs' values come from the source behind `scrub_sets` (the
+    /// vault), and every writer scrubs with the live sets it shares with the rest of the
+    /// process (the server's answers, the logs).
     pub fn new(
         options: EngineOptions,
         store: Arc<dyn Store>,
         executor: Arc<dyn StepExecutor>,
-        secrets: Arc<dyn SecretSource>,
+        scrub_sets: ScrubSets,
         supervisor: Arc<dyn Supervisor>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdSource>,
@@ -96,12 +98,17 @@ impl Engine {
             options,
             store,
             executor,
-            secrets,
+            secrets: Arc::clone(scrub_sets.source()),
+            scrub_sets,
             supervisor,
             clock,
             ids,
-            run_secrets: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The live scrub sets every writer of this engine scrubs with.
+    pub fn scrub_sets(&self) -> &ScrubSets {
+        &self.scrub_sets
     }
 
     /// Every account's workspace, as this engine's steps see them: a person's or key's write
@@ -267,7 +274,6 @@ impl Engine {
                     RunStatus::Stopped,
                     Some("rejected at the gate"),
                 )?;
-                self.finish_context(context);
                 self.summary(run)
             }
             GateDecision::Approve => {
@@ -378,7 +384,6 @@ impl Engine {
             RunStatus::Stopped,
             Some("stopped by a person"),
         )?;
-        self.finish_context(context);
         self.summary(run)
     }
 

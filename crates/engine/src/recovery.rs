@@ -86,7 +86,6 @@ impl Engine {
                 }
                 report.interrupted_offline.push(key);
             }
-            self.finish_context(context);
         }
         for run in self
             .store
@@ -145,7 +144,6 @@ impl Engine {
                         RunStatus::Stopped,
                         Some("rejected at the gate"),
                     )?;
-                    self.finish_context(context);
                     return Ok(true);
                 }
                 self.set_status(&mut context, RunStatus::Running, None)?;
@@ -155,7 +153,6 @@ impl Engine {
             | RunStatus::Succeeded
             | RunStatus::Failed
             | RunStatus::Stopped => {
-                self.finish_context(context);
                 return Ok(false);
             }
         }

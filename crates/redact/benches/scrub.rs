@@ -159,7 +159,8 @@ fn measure(text: &str, secret_values: &[String]) {
         ..SecretRequest::default()
     };
     let build_started = Instant::now();
-    let run_secrets = match RunSecrets::collect("bench-run", "bench-account", &source, &request) {
+    let sets = redact::ScrubSets::new(std::sync::Arc::new(source));
+    let run_secrets = match RunSecrets::collect("bench-run", "bench-account", &sets, &request) {
         Ok(run_secrets) => run_secrets,
         Err(error) => {
             eprintln!("the bench source did not resolve its secrets: {error}");

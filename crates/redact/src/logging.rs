@@ -1,10 +1,13 @@
 //! Logs and panic messages pass through the same scrubbing as a run's output (G16).
 //!
-//! A [`ScrubRegistry`] is a cloneable handle on the redactors of every live run: a run registers
-//! its [`Redactor`] when it starts and the returned [`ScrubRegistration`] takes it out again when
-//! dropped. [`ScrubbingWriter`] (a tracing `MakeWriter`) and the panic hook scrub with every
-//! redactor registered at that moment. The only process-wide state is the panic hook itself,
-//! which std keeps globally by design (`std::panic::set_hook`); the registry is handed to it.
+//! A [`ScrubRegistry`] is a cloneable handle on what a process scrubs its logs with: redactors
+//! and whole [`ScrubSets`] (every account's live set: a server registers its sets once and so
+//! scrubs every account it has touched). A registration is taken out again when its
+//! [`ScrubRegistration`] is dropped. [`ScrubbingWriter`] (a tracing `MakeWriter`) and the panic
+//! hook scrub with everything registered at that moment, using the sets as last built: a log
+//! line never waits on the database (a server refreshes the sets now and then, and every write
+//! refreshes its account's). The only process-wide state is the panic hook itself, which std
+//! keeps globally by design (`std::panic::set_hook`); the registry is handed to it.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -13,7 +16,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing_subscriber::fmt::MakeWriter;
 
+use crate::live::ScrubSets;
 use crate::redactor::Redactor;
+use crate::scrub_set::{SetList, replace_spans};
 
 /// The redactors of every live run; clones share one set.
 #[derive(Clone, Default)]
@@ -24,7 +29,14 @@ pub struct ScrubRegistry {
 #[derive(Default)]
 struct RegistryState {
     next_registration: u64,
-    live: BTreeMap<u64, Redactor>,
+    live: BTreeMap<u64, Registered>,
+}
+
+/// One registration: a redactor, or every account set of a process.
+#[derive(Clone)]
+enum Registered {
+    Redactor(Redactor),
+    Sets(ScrubSets),
 }
 
 /// Keeps a redactor in the registry; dropping it takes the redactor out.
@@ -47,33 +59,53 @@ impl ScrubRegistry {
         Self::default()
     }
 
-    /// Adds a run's redactor until the returned registration is dropped.
+    /// Adds a redactor until the returned registration is dropped.
     pub fn register(&self, redactor: Redactor) -> ScrubRegistration {
+        self.add(Registered::Redactor(redactor))
+    }
+
+    /// Adds every account set of `sets` (those built so far and those built later) until the
+    /// returned registration is dropped.
+    pub fn register_sets(&self, sets: ScrubSets) -> ScrubRegistration {
+        self.add(Registered::Sets(sets))
+    }
+
+    fn add(&self, registered: Registered) -> ScrubRegistration {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let registration = state.next_registration;
         state.next_registration += 1;
-        state.live.insert(registration, redactor);
+        state.live.insert(registration, registered);
         ScrubRegistration {
             state: Arc::clone(&self.state),
             registration,
         }
     }
 
-    /// The run ids of every registered redactor, in registration order.
-    pub fn live_run_ids(&self) -> Vec<String> {
-        self.live_redactors()
-            .iter()
-            .map(|redactor| redactor.run_id().to_owned())
-            .collect()
+    /// How many registrations are live.
+    pub fn live_registrations(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .live
+            .len()
     }
 
-    /// `text` scrubbed with every live run's redactor in turn.
+    /// `text` scrubbed with every registered set as last built.
     pub fn scrub(&self, text: &str) -> String {
-        let mut scrubbed = text.to_owned();
-        for redactor in self.live_redactors() {
-            scrubbed = redactor.scrub_to_string(&scrubbed);
+        let mut sets = Vec::new();
+        for registered in self.live_registrations_cloned() {
+            match registered {
+                Registered::Redactor(redactor) => sets.extend(redactor.cached_sets().0),
+                Registered::Sets(all) => sets.extend(all.cached_sets()),
+            }
         }
-        scrubbed
+        let sets = SetList(sets);
+        let spans = sets.masked_spans(text.as_bytes());
+        if spans.is_empty() {
+            text.to_owned()
+        } else {
+            replace_spans(text, &spans)
+        }
     }
 
     /// The message of a panic payload (as `catch_unwind` or a thread join hands it back),
@@ -82,8 +114,8 @@ impl ScrubRegistry {
         self.scrub(panic_payload_text(payload))
     }
 
-    /// Clones the redactors out so no lock is held while scrubbing.
-    fn live_redactors(&self) -> Vec<Redactor> {
+    /// Clones the registrations out so no lock is held while scrubbing.
+    fn live_registrations_cloned(&self) -> Vec<Registered> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.live.values().cloned().collect()
     }

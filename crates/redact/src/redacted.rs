@@ -1,9 +1,8 @@
 //! `Redacted<T>`: a value that went through a run's redactor, and can only be made by one.
 
-use std::fmt;
-use std::sync::Arc;
-
 use crate::error::Error;
+use crate::scope::Scope;
+use std::fmt;
 
 /// Only made by scrubbing; cannot be built, mutated or re-wrapped from outside.
 ///
@@ -12,13 +11,13 @@ use crate::error::Error;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Redacted<T> {
     value: T,
-    run_id: Arc<str>,
+    scope: Scope,
 }
 
 impl<T> Redacted<T> {
     /// Crate-private on purpose: the only callers are the scrubbing functions.
-    pub(crate) fn scrubbed(value: T, run_id: Arc<str>) -> Self {
-        Self { value, run_id }
+    pub(crate) fn scrubbed(value: T, scope: Scope) -> Self {
+        Self { value, scope }
     }
 
     /// The scrubbed value.
@@ -26,9 +25,9 @@ impl<T> Redacted<T> {
         &self.value
     }
 
-    /// The run whose redactor scrubbed this value (`account:<id>` for account redactors).
-    pub fn run_id(&self) -> &str {
-        &self.run_id
+    /// Whose values this was scrubbed with: a run's, or an account's.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
     }
 
     /// Gives the value up; there is no way to wrap it again without scrubbing it again.
@@ -36,15 +35,15 @@ impl<T> Redacted<T> {
         self.value
     }
 
-    /// The value, if it was scrubbed for `expected_run_id`; a writer for one run calls this so a
-    /// value scrubbed with another run's secrets is an error instead of a silent leak.
-    pub fn check_run(&self, expected_run_id: &str) -> Result<&T, Error> {
-        if &*self.run_id == expected_run_id {
+    /// The value, if it was scrubbed for `expected`; a writer for one run (or account) calls
+    /// this so a value scrubbed for another is an error instead of a silent leak.
+    pub fn check_scope(&self, expected: &Scope) -> Result<&T, Error> {
+        if &self.scope == expected {
             Ok(&self.value)
         } else {
-            Err(Error::ForeignRun {
-                expected: expected_run_id.to_owned(),
-                found: self.run_id.to_string(),
+            Err(Error::ForeignScope {
+                expected: expected.clone(),
+                found: self.scope.clone(),
             })
         }
     }

@@ -1,84 +1,108 @@
-//! `Redactor`: scrubs text, JSON and streams with one run's secret set.
+//! `Redactor`: scrubs text, JSON and streams with an account's values and a run's own.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::live::{AccountSet, Built, OwnValues};
 use crate::redacted::Redacted;
-use crate::scrub_set::{ScrubSet, replace_spans};
-use crate::secret::{SecretSource, SourceError};
+use crate::scope::Scope;
+use crate::scrub_set::{SetList, char_aligned, replace_spans};
 use crate::stream::StreamScrubber;
-use crate::{ACCOUNT_RUN_ID_PREFIX, MASK};
+use crate::{MASK, UNREADABLE_MASK};
 
-/// Scrubs with one run's secrets. Cheap to clone; every clone sees values added when the run's
-/// secrets are refreshed on resume (the set only ever grows).
+/// Scrubs with every value of one account (current, revoked, and superseded values the vault
+/// keeps), checked against the vault's generation before each use, and, for a run, the run's
+/// own values too. Cheap to clone; clones share the compiled sets.
+///
+/// There is no way to build one without its account's live set: a run redactor comes from
+/// [`crate::RunSecrets::redactor`], an account redactor from [`crate::ScrubSets::for_account`].
 #[derive(Clone)]
 pub struct Redactor {
-    run_id: Arc<str>,
-    set: Arc<RwLock<Arc<ScrubSet>>>,
+    scope: Scope,
+    /// The run's own values (current and replaced on resume); `None` for an account redactor.
+    own: Option<Arc<RwLock<Arc<OwnValues>>>>,
+    account: Arc<AccountSet>,
 }
 
 impl Redactor {
-    pub(crate) fn from_set(run_id: Arc<str>, set: ScrubSet) -> Self {
+    pub(crate) fn new(
+        scope: Scope,
+        own: Option<Arc<RwLock<Arc<OwnValues>>>>,
+        account: Arc<AccountSet>,
+    ) -> Self {
         Self {
-            run_id,
-            set: Arc::new(RwLock::new(Arc::new(set))),
+            scope,
+            own,
+            account,
         }
     }
 
-    /// Swaps in a set built from more values; only `RunSecrets::refresh` calls this.
-    pub(crate) fn replace_set(&self, set: ScrubSet) {
-        let mut guard = self.set.write().unwrap_or_else(PoisonError::into_inner);
-        *guard = Arc::new(set);
+    /// The sets to scrub with now: the account's for its current generation, and the run's
+    /// own unless the account's set already holds every one of them (the usual case: a value
+    /// leaves the account's set only when the vault prunes it). `None` when the account's
+    /// generation or values cannot be read: then everything is masked (fail closed).
+    pub(crate) fn sets(&self) -> Option<SetList> {
+        self.account
+            .refreshed()
+            .ok()
+            .map(|account| self.sets_with(&account))
     }
 
-    pub(crate) fn current_set(&self) -> Arc<ScrubSet> {
-        Arc::clone(&self.set.read().unwrap_or_else(PoisonError::into_inner))
+    /// Checks that the account's values can be read now; a writer that can refuse calls this
+    /// first, so a vault that cannot be read is an error instead of a record masked whole.
+    pub fn ensure_current(&self) -> Result<(), Error> {
+        self.account.refreshed().map(|_| ())
     }
 
-    pub(crate) fn run_id_arc(&self) -> Arc<str> {
-        Arc::clone(&self.run_id)
+    /// The sets as last built, without asking the source (logs, panic messages).
+    pub(crate) fn cached_sets(&self) -> SetList {
+        self.sets_with(&self.account.cached())
     }
 
-    /// A redactor for records not tied to a run (the audit of a vault write, a sign-in), built
-    /// from every current value of the account; its run id is `account:<id>`.
-    pub fn for_account(account_id: &str, source: &dyn SecretSource) -> Result<Redactor, Error> {
-        let run_id = format!("{ACCOUNT_RUN_ID_PREFIX}{account_id}");
-        let values = source
-            .current_values(account_id)
-            .map_err(|source: SourceError| Error::Source {
-                run_id: run_id.clone(),
-                account_id: account_id.to_owned(),
-                source,
-            })?;
-        let set = ScrubSet::build(
-            &run_id,
-            values.iter().map(|value| value.dangerously_expose()),
-        )?;
-        Ok(Self::from_set(Arc::from(run_id), set))
+    fn sets_with(&self, account: &Arc<Built>) -> SetList {
+        let mut sets = vec![Arc::clone(&account.set)];
+        if let Some(own) = &self.own {
+            let own = Arc::clone(&own.read().unwrap_or_else(PoisonError::into_inner));
+            if !own.covered_by(account) {
+                sets.push(Arc::clone(&own.set));
+            }
+        }
+        SetList(sets)
     }
 
-    /// The run this redactor scrubs for (`account:<id>` for an account redactor).
-    pub fn run_id(&self) -> &str {
-        &self.run_id
+    /// Whose records this redactor scrubs for.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The account whose values it scrubs.
+    pub fn account_id(&self) -> &str {
+        self.account.account_id()
     }
 
     /// `text` with every form of every value replaced by [`MASK`].
     pub fn scrub(&self, text: &str) -> Redacted<String> {
-        Redacted::scrubbed(self.scrub_to_string(text), self.run_id_arc())
+        Redacted::scrubbed(self.scrub_to_string(text), self.scope.clone())
     }
 
     pub(crate) fn scrub_to_string(&self, text: &str) -> String {
-        scrub_text(&self.current_set(), text)
+        match self.sets() {
+            Some(sets) => scrub_text(&sets, text),
+            None => UNREADABLE_MASK.to_owned(),
+        }
     }
 
     /// Scrubs first, then cuts to at most `max_bytes` on a character boundary, so a cut can
     /// never leave the first half of a value that scrubbing would have recognised whole. A cut
     /// that would fall inside a mask drops the whole mask instead of leaving `[REDA`.
     pub fn scrub_truncated(&self, text: &str, max_bytes: usize) -> Redacted<String> {
-        let spans = self.current_set().masked_spans(text.as_bytes());
-        truncate_masked(text, &spans, max_bytes, self.run_id_arc())
+        let Some(sets) = self.sets() else {
+            return self.unreadable();
+        };
+        let spans = sets.masked_spans(text.as_bytes());
+        truncate_masked(text, &spans, max_bytes, self.scope.clone())
     }
 
     /// For text that something before the redactor may have cut at its end (a sandbox's cap on
@@ -86,9 +110,11 @@ impl Redactor {
     /// form of a value (at least [`crate::MIN_ENCODED_VALUE_BYTES`] long) is masked too, so a
     /// value cut in half upstream leaves no half behind.
     pub fn scrub_cut_truncated(&self, text: &str, max_bytes: usize) -> Redacted<String> {
-        let set = self.current_set();
-        let mut spans = set.masked_spans(text.as_bytes());
-        if let Some(start) = set.dangling_form_start(text.as_bytes())
+        let Some(sets) = self.sets() else {
+            return self.unreadable();
+        };
+        let mut spans = sets.masked_spans(text.as_bytes());
+        if let Some(start) = sets.dangling_form_start(text.as_bytes())
             && text.is_char_boundary(start)
         {
             // Spans are sorted and merged: the tail joins the last one or comes after it.
@@ -97,13 +123,16 @@ impl Redactor {
                 _ => spans.push(start..text.len()),
             }
         }
-        truncate_masked(text, &spans, max_bytes, self.run_id_arc())
+        truncate_masked(text, &spans, max_bytes, self.scope.clone())
     }
 
     /// `bytes` (a written file, output that is not UTF-8) with every form of every value
     /// replaced by [`MASK`]; the bytes around the matches are kept as they are.
     pub fn scrub_bytes(&self, bytes: &[u8]) -> Redacted<Vec<u8>> {
-        let spans = self.current_set().masked_spans(bytes);
+        let Some(sets) = self.sets() else {
+            return Redacted::scrubbed(UNREADABLE_MASK.as_bytes().to_vec(), self.scope.clone());
+        };
+        let spans = sets.masked_spans(bytes);
         let mut scrubbed = Vec::with_capacity(bytes.len());
         let mut copied_up_to = 0;
         for span in &spans {
@@ -112,7 +141,7 @@ impl Redactor {
             copied_up_to = span.end;
         }
         scrubbed.extend_from_slice(bytes.get(copied_up_to..).unwrap_or_default());
-        Redacted::scrubbed(scrubbed, self.run_id_arc())
+        Redacted::scrubbed(scrubbed, self.scope.clone())
     }
 
     /// Every key and every string, recursively; a number whose text holds a value becomes the
@@ -120,18 +149,27 @@ impl Redactor {
     /// (`\u0041`, `\/`) in the original document is matched in its decoded form. Two keys that
     /// scrub to the same text are kept apart with a `#2`, `#3`... suffix rather than merged.
     pub fn scrub_json(&self, value: &Value) -> Redacted<Value> {
-        let set = self.current_set();
-        Redacted::scrubbed(scrub_json_value(&set, value), self.run_id_arc())
+        let scrubbed = match self.sets() {
+            Some(sets) => scrub_json_value(&sets, value),
+            None => Value::String(UNREADABLE_MASK.to_owned()),
+        };
+        Redacted::scrubbed(scrubbed, self.scope.clone())
     }
 
-    /// Whether any form of any value occurs in `bytes`.
+    /// Whether any form of any value occurs in `bytes`; `true` when the account's values
+    /// cannot be read (a screen refuses what it cannot check).
     pub fn holds_secret(&self, bytes: &[u8]) -> bool {
-        self.current_set().holds_secret(bytes)
+        self.sets().is_none_or(|sets| sets.holds_secret(bytes))
     }
 
-    /// A scrubber for output that arrives in chunks; it uses the values known now.
+    /// A scrubber for output that arrives in chunks; it uses the values known now (none
+    /// readable: it masks every chunk whole).
     pub fn stream(&self) -> StreamScrubber {
-        StreamScrubber::new(self.current_set(), self.run_id_arc())
+        StreamScrubber::new(self.sets(), self.scope.clone())
+    }
+
+    fn unreadable(&self) -> Redacted<String> {
+        Redacted::scrubbed(UNREADABLE_MASK.to_owned(), self.scope.clone())
     }
 }
 
@@ -141,15 +179,16 @@ fn truncate_masked(
     text: &str,
     spans: &[std::ops::Range<usize>],
     max_bytes: usize,
-    run_id: Arc<str>,
+    scope: Scope,
 ) -> Redacted<String> {
-    let mut scrubbed = replace_spans(text, spans);
+    let spans = char_aligned(text, spans);
+    let mut scrubbed = replace_spans(text, &spans);
     if scrubbed.len() > max_bytes {
         let mut cut = max_bytes;
         while !scrubbed.is_char_boundary(cut) {
             cut -= 1;
         }
-        if let Some(mask_start) = mask_starts_in_output(spans)
+        if let Some(mask_start) = mask_starts_in_output(&spans)
             .into_iter()
             .find(|mask_start| *mask_start < cut && cut < mask_start + MASK.len())
         {
@@ -157,7 +196,7 @@ fn truncate_masked(
         }
         scrubbed.truncate(cut);
     }
-    Redacted::scrubbed(scrubbed, run_id)
+    Redacted::scrubbed(scrubbed, scope)
 }
 
 /// Where each mask starts in the output of `replace_spans(text, spans)`: each earlier span
@@ -174,7 +213,7 @@ fn mask_starts_in_output(spans: &[std::ops::Range<usize>]) -> Vec<usize> {
     starts
 }
 
-fn scrub_text(set: &ScrubSet, text: &str) -> String {
+fn scrub_text(set: &SetList, text: &str) -> String {
     let spans = set.masked_spans(text.as_bytes());
     if spans.is_empty() {
         text.to_owned()
@@ -183,7 +222,7 @@ fn scrub_text(set: &ScrubSet, text: &str) -> String {
     }
 }
 
-fn scrub_json_value(set: &ScrubSet, value: &Value) -> Value {
+fn scrub_json_value(set: &SetList, value: &Value) -> Value {
     match value {
         Value::Null | Value::Bool(_) => value.clone(),
         Value::Number(number) => {

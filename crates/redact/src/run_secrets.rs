@@ -1,33 +1,38 @@
 //! `RunSecrets`: every value one run can observe, collected from the secret source only.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::ACCOUNT_RUN_ID_PREFIX;
 use crate::error::Error;
+use crate::live::{AccountSet, OwnValues, ScrubSets};
 use crate::redactor::Redactor;
-use crate::scrub_set::ScrubSet;
+use crate::scope::Scope;
 use crate::secret::{SecretName, SecretRequest, SecretSource, SecretValue};
 
-/// Every value one run can observe; only built from a [`SecretSource`]; carries the run id.
+/// Every value one run is granted, collected from the secret source only; carries the run id
+/// and its account's live scrub set, so the run's [`Redactor`] scrubs every value of the
+/// account as well as the run's own.
 ///
 /// There is no public constructor besides [`RunSecrets::collect`], no `Default` and no `Clone`:
 /// an empty set made by hand, which would scrub nothing, cannot exist.
 pub struct RunSecrets {
     run_id: Arc<str>,
     account_id: String,
+    source: Arc<dyn SecretSource>,
     current: BTreeMap<SecretName, SecretValue>,
     /// Values replaced by a refresh: a resumed run's earlier output may still hold them.
     replaced: Vec<SecretValue>,
-    redactor: Redactor,
+    own: Arc<RwLock<Arc<OwnValues>>>,
+    account: Arc<AccountSet>,
 }
 
 impl RunSecrets {
-    /// Asks the source for everything `request` names, once, when the run starts.
+    /// Asks the source (the one behind `sets`) for everything `request` names, once, when the
+    /// run starts.
     pub fn collect(
         run_id: &str,
         account_id: &str,
-        source: &dyn SecretSource,
+        sets: &ScrubSets,
         request: &SecretRequest,
     ) -> Result<RunSecrets, Error> {
         if run_id.is_empty() {
@@ -35,29 +40,27 @@ impl RunSecrets {
                 account_id: account_id.to_owned(),
             });
         }
-        if run_id.starts_with(ACCOUNT_RUN_ID_PREFIX) {
-            return Err(Error::ReservedRunId {
-                run_id: run_id.to_owned(),
-            });
-        }
+        let account = sets.account(account_id)?;
+        let source = Arc::clone(sets.source());
         let resolved = source
             .resolve(account_id, request)
             .map_err(|source| Error::Source {
-                run_id: run_id.to_owned(),
                 account_id: account_id.to_owned(),
                 source,
             })?;
         let current: BTreeMap<SecretName, SecretValue> = resolved.into_iter().collect();
-        let set = ScrubSet::build(
-            run_id,
+        let own = OwnValues::new(
+            &format!("run {run_id}"),
             current.values().map(|value| value.dangerously_expose()),
         )?;
         Ok(RunSecrets {
             run_id: Arc::from(run_id),
             account_id: account_id.to_owned(),
+            source,
             current,
             replaced: Vec::new(),
-            redactor: Redactor::from_set(Arc::from(run_id), set),
+            own: Arc::new(RwLock::new(Arc::new(own))),
+            account,
         })
     }
 
@@ -70,12 +73,12 @@ impl RunSecrets {
     pub fn collect_for_resume(
         run_id: &str,
         account_id: &str,
-        source: &dyn SecretSource,
+        sets: &ScrubSets,
         request: &SecretRequest,
         run_started_millis: i64,
     ) -> Result<RunSecrets, Error> {
-        let mut secrets = RunSecrets::collect(run_id, account_id, source, request)?;
-        secrets.keep_superseded(source, request, run_started_millis)?;
+        let mut secrets = RunSecrets::collect(run_id, account_id, sets, request)?;
+        secrets.keep_superseded(request, run_started_millis)?;
         Ok(secrets)
     }
 
@@ -84,14 +87,13 @@ impl RunSecrets {
     /// but can no longer resolve (removed or revoked while it waited).
     pub fn keep_superseded(
         &mut self,
-        source: &dyn SecretSource,
         request: &SecretRequest,
         since_millis: i64,
     ) -> Result<(), Error> {
-        let superseded = source
+        let superseded = self
+            .source
             .superseded_values(&self.account_id, request, since_millis)
             .map_err(|source| Error::Source {
-                run_id: self.run_id.to_string(),
                 account_id: self.account_id.clone(),
                 source,
             })?;
@@ -116,15 +118,11 @@ impl RunSecrets {
     /// On resume: looks every value up again; new values join the scrub set, old ones stay in
     /// it. Every clone of this run's [`Redactor`] sees the grown set; a [`crate::StreamScrubber`]
     /// already started keeps the set it started with.
-    pub fn refresh(
-        &mut self,
-        source: &dyn SecretSource,
-        request: &SecretRequest,
-    ) -> Result<(), Error> {
-        let resolved = source
+    pub fn refresh(&mut self, request: &SecretRequest) -> Result<(), Error> {
+        let resolved = self
+            .source
             .resolve(&self.account_id, request)
             .map_err(|source| Error::Source {
-                run_id: self.run_id.to_string(),
                 account_id: self.account_id.clone(),
                 source,
             })?;
@@ -147,14 +145,14 @@ impl RunSecrets {
 
     /// Compiles the current and replaced values into the redactor every clone shares.
     fn rebuild_set(&mut self) -> Result<(), Error> {
-        let set = ScrubSet::build(
-            &self.run_id,
+        let own = OwnValues::new(
+            &format!("run {}", self.run_id),
             self.current
                 .values()
                 .chain(self.replaced.iter())
                 .map(|value| value.dangerously_expose()),
         )?;
-        self.redactor.replace_set(set);
+        *self.own.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(own);
         Ok(())
     }
 
@@ -173,8 +171,13 @@ impl RunSecrets {
         self.current.keys().cloned().collect()
     }
 
-    /// The run's redactor (cheap: shares the compiled set).
+    /// The run's redactor: the run's own values and every value of its account (cheap: shares
+    /// the compiled sets).
     pub fn redactor(&self) -> Redactor {
-        self.redactor.clone()
+        Redactor::new(
+            Scope::run(&self.run_id),
+            Some(Arc::clone(&self.own)),
+            Arc::clone(&self.account),
+        )
     }
 }

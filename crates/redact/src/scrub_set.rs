@@ -16,6 +16,7 @@
 //!   them alone, which gets aho-corasick's vectorised prefilter when they are few.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 
@@ -50,7 +51,7 @@ impl ScrubSet {
         patterns.sort_unstable_by(|left, right| left.as_slice().cmp(right.as_slice()));
         patterns.dedup_by(|left, right| left.as_slice() == right.as_slice());
         let automaton_error = |source| Error::Automaton {
-            run_id: label.to_owned(),
+            label: label.to_owned(),
             source,
         };
         let longest_pattern_bytes = patterns
@@ -202,18 +203,90 @@ impl ScrubSet {
     }
 }
 
+/// The compiled sets one redactor scrubs with (its run's own values, its account's values):
+/// every question is answered for their union.
+#[derive(Clone)]
+pub(crate) struct SetList(pub(crate) Vec<Arc<ScrubSet>>);
+
+impl SetList {
+    /// The longest searched form of any set.
+    pub(crate) fn longest_pattern_bytes(&self) -> usize {
+        self.0
+            .iter()
+            .map(|set| set.longest_pattern_bytes())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether any form of any value of any set occurs in `haystack`.
+    pub(crate) fn holds_secret(&self, haystack: &[u8]) -> bool {
+        self.0.iter().any(|set| set.holds_secret(haystack))
+    }
+
+    /// The masked spans of every set, merged and in order.
+    pub(crate) fn masked_spans(&self, haystack: &[u8]) -> Vec<Range<usize>> {
+        let mut all: Vec<Range<usize>> = Vec::new();
+        for set in &self.0 {
+            all.extend(set.masked_spans(haystack));
+        }
+        merge_spans(all)
+    }
+
+    /// The earliest start of a dangling form over every set.
+    pub(crate) fn dangling_form_start(&self, haystack: &[u8]) -> Option<usize> {
+        self.0
+            .iter()
+            .filter_map(|set| set.dangling_form_start(haystack))
+            .min()
+    }
+}
+
+/// Sorts spans and merges the overlapping and touching ones.
+pub(crate) fn merge_spans(mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    spans.sort_unstable_by_key(|span| (span.start, span.end));
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(spans.len());
+    for span in spans {
+        match merged.last_mut() {
+            Some(last) if span.start <= last.end => last.end = last.end.max(span.end),
+            _ => merged.push(span),
+        }
+    }
+    merged
+}
+
 /// `text` with each span replaced by one [`MASK`].
 ///
-/// Every pattern is valid UTF-8 (a value, one of its lines, or ASCII), and UTF-8 is
-/// self-synchronising, so every match starts and ends on a character boundary of `text`.
+/// A span that starts or ends inside a character (a form that is not UTF-8 on its own, such as
+/// a UTF-16 encoding, matched across a character) is widened to whole characters first, so
+/// nothing of a value is kept and the text stays valid.
 pub(crate) fn replace_spans(text: &str, spans: &[Range<usize>]) -> String {
+    let spans = char_aligned(text, spans);
     let mut scrubbed = String::with_capacity(text.len());
     let mut copied_up_to = 0;
-    for span in spans {
+    for span in &spans {
         scrubbed.push_str(text.get(copied_up_to..span.start).unwrap_or_default());
         scrubbed.push_str(MASK);
         copied_up_to = span.end;
     }
     scrubbed.push_str(text.get(copied_up_to..).unwrap_or_default());
     scrubbed
+}
+
+/// `spans` widened to character boundaries of `text`, then merged again.
+pub(crate) fn char_aligned(text: &str, spans: &[Range<usize>]) -> Vec<Range<usize>> {
+    let widened = spans
+        .iter()
+        .map(|span| {
+            let mut start = span.start.min(text.len());
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = span.end.min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            start..end
+        })
+        .collect();
+    merge_spans(widened)
 }

@@ -72,8 +72,15 @@ pub trait SecretSource: Send + Sync {
         request: &SecretRequest,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError>;
 
-    /// Every current value of the account (for the copy-back screen and workspace writes).
-    fn current_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError>;
+    /// Every value of the account that must never be in a record or a workspace: every current
+    /// value (revoked ones included) and every superseded value still kept. Every writer scrubs
+    /// with these; the copy-back screen and every workspace writer refuse them.
+    fn account_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError>;
+
+    /// A number that changes with every change of the account's values (in the same
+    /// transaction as the change), so a writer knows whether the set it compiled is still
+    /// current, also after a change made by another process.
+    fn generation(&self, account_id: &str) -> Result<u64, SourceError>;
 
     /// Values of the names `request` names that stopped being current (replaced, removed or
     /// revoked) at or after `since_millis` (milliseconds since the Unix epoch), with their

@@ -7,17 +7,17 @@
 //! match that begins inside an emitted mask and ends in a new chunk is still found and its tail
 //! masked; as a result a stream cut anywhere scrubs exactly like the whole text at once.
 
-use std::sync::Arc;
-
 use crate::MASK;
 use crate::redacted::Redacted;
-use crate::scrub_set::ScrubSet;
+use crate::scope::Scope;
+use crate::scrub_set::SetList;
 
 /// Scrubs one stream (a step's stdout, say). `push` returns what can no longer be part of a
 /// match; `finish` flushes the rest.
 pub struct StreamScrubber {
-    set: Arc<ScrubSet>,
-    run_id: Arc<str>,
+    /// `None`: the account's values could not be read; every chunk is masked whole.
+    set: Option<SetList>,
+    scope: Scope,
     /// The last bytes already emitted, kept only to find matches that began in them.
     look_behind: Vec<u8>,
     /// Text received and not yet emitted.
@@ -34,10 +34,10 @@ enum StreamEnd {
 }
 
 impl StreamScrubber {
-    pub(crate) fn new(set: Arc<ScrubSet>, run_id: Arc<str>) -> Self {
+    pub(crate) fn new(set: Option<SetList>, scope: Scope) -> Self {
         Self {
             set,
-            run_id,
+            scope,
             look_behind: Vec::new(),
             pending: String::new(),
             output_ends_masked: false,
@@ -48,13 +48,13 @@ impl StreamScrubber {
     pub fn push(&mut self, chunk: &str) -> Redacted<String> {
         self.pending.push_str(chunk);
         let emitted = self.emit(StreamEnd::MoreMayFollow);
-        Redacted::scrubbed(emitted, Arc::clone(&self.run_id))
+        Redacted::scrubbed(emitted, self.scope.clone())
     }
 
     /// Ends the stream; returns everything still held back, scrubbed.
     pub fn finish(mut self) -> Redacted<String> {
         let emitted = self.emit(StreamEnd::Finished);
-        Redacted::scrubbed(emitted, Arc::clone(&self.run_id))
+        Redacted::scrubbed(emitted, self.scope.clone())
     }
 
     /// How many bytes are held back right now (at most the longest form's length + 2).
@@ -63,12 +63,21 @@ impl StreamScrubber {
     }
 
     fn emit(&mut self, stream_end: StreamEnd) -> String {
+        let Some(set) = self.set.clone() else {
+            // Nothing can be checked: everything that arrived is masked whole, once.
+            let had_pending = !self.pending.is_empty();
+            self.pending.clear();
+            if had_pending && !self.output_ends_masked {
+                self.output_ends_masked = true;
+                return crate::UNREADABLE_MASK.to_owned();
+            }
+            return String::new();
+        };
         let look_behind_len = self.look_behind.len();
         let mut buffer = std::mem::take(&mut self.look_behind);
         buffer.extend_from_slice(self.pending.as_bytes());
         // Spans in the coordinates of `pending`; a span that began in the look-behind starts at 0.
-        let spans: Vec<_> = self
-            .set
+        let spans: Vec<_> = set
             .masked_spans(&buffer)
             .into_iter()
             .filter(|span| span.end > look_behind_len)
@@ -78,7 +87,7 @@ impl StreamScrubber {
         let mut emit_up_to = match stream_end {
             StreamEnd::Finished => self.pending.len(),
             StreamEnd::MoreMayFollow => {
-                let longest = self.set.longest_pattern_bytes();
+                let longest = set.longest_pattern_bytes();
                 let mut limit = (self.pending.len() + 1)
                     .saturating_sub(longest)
                     .min(self.pending.len());
@@ -124,8 +133,7 @@ impl StreamScrubber {
 
         // Keep the last `longest - 1` bytes of everything scanned so far as look-behind.
         let scanned_len = look_behind_len + emit_up_to;
-        let keep = self
-            .set
+        let keep = set
             .longest_pattern_bytes()
             .saturating_sub(1)
             .min(scanned_len);

@@ -25,10 +25,17 @@ struct MemoryState {
     revoked: BTreeMap<String, BTreeSet<SecretName>>,
     /// account id -> (name, value, milliseconds when it stopped being current)
     superseded: BTreeMap<String, Vec<(SecretName, String, i64)>>,
+    /// Moves with every change, like the vault's generation.
+    generation: u64,
+    /// Superseded values are forgotten (as the vault's retention would) when set.
+    forget_superseded: bool,
 }
 
 impl MemoryState {
     fn supersede(&mut self, account_id: &str, name: &SecretName, value: String, at_millis: i64) {
+        if self.forget_superseded {
+            return;
+        }
         self.superseded
             .entry(account_id.to_owned())
             .or_default()
@@ -68,6 +75,7 @@ impl MemorySource {
     /// `at_millis`.
     pub fn set_at(&self, account_id: &str, name: SecretName, value: &str, at_millis: i64) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.generation += 1;
         if let Some(revoked) = state.revoked.get_mut(account_id) {
             revoked.remove(&name);
         }
@@ -84,6 +92,7 @@ impl MemorySource {
     /// Removes one value; it is remembered as superseded now.
     pub fn remove(&self, account_id: &str, name: &SecretName) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.generation += 1;
         let previous = state
             .values
             .get_mut(account_id)
@@ -125,6 +134,7 @@ impl MemorySource {
     /// counts as superseded now.
     pub fn revoke(&self, account_id: &str, name: SecretName) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.generation += 1;
         let current = state
             .values
             .get(account_id)
@@ -138,6 +148,17 @@ impl MemorySource {
         if let (true, Some(current)) = (newly_revoked, current) {
             state.supersede(account_id, &name, current, now_millis());
         }
+    }
+}
+
+impl MemorySource {
+    /// From now on, a replaced or removed value is forgotten at once, as if the vault's
+    /// retention had passed (it no longer scrubs anything).
+    pub fn forget_superseded_values(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.generation += 1;
+        state.forget_superseded = true;
+        state.superseded.clear();
     }
 }
 
@@ -224,17 +245,29 @@ impl SecretSource for MemorySource {
             .unwrap_or_default())
     }
 
-    fn current_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+    fn account_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(state
+        let current = state
             .values
             .get(account_id)
-            .map(|values| {
-                values
-                    .values()
-                    .map(|value| SecretValue::new(value.clone()))
-                    .collect()
-            })
-            .unwrap_or_default())
+            .into_iter()
+            .flat_map(|values| values.values());
+        let superseded = state
+            .superseded
+            .get(account_id)
+            .into_iter()
+            .flat_map(|superseded| superseded.iter().map(|(_, value, _)| value));
+        Ok(current
+            .chain(superseded)
+            .map(|value| SecretValue::new(value.clone()))
+            .collect())
+    }
+
+    fn generation(&self, _account_id: &str) -> Result<u64, SourceError> {
+        Ok(self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .generation)
     }
 }

@@ -6,7 +6,7 @@
 use std::future::Future;
 
 use auth::SignInLinkToken;
-use redact::{Redactor, SecretSource};
+use redact::ScrubSets;
 use serde_json::json;
 use storage::people::{NewPerson, NewSignInLink, TokenHash};
 use storage::{Account, Actor, NewAuditEntry, Timestamp};
@@ -36,7 +36,7 @@ pub struct NewOwner {
 /// second owner this way.
 pub fn create_account_with_owner(
     store: &dyn ServerStore,
-    secrets: &dyn SecretSource,
+    scrub_sets: &ScrubSets,
     account: &Account,
     owner: &NewOwner,
     operator: Actor,
@@ -75,8 +75,9 @@ pub fn create_account_with_owner(
             expires_at,
         })
         .map_err(Error::storage("create a sign-in link"))?;
-    let redactor =
-        Redactor::for_account(account.id.as_str(), secrets).map_err(|source| Error::Redact {
+    let redactor = scrub_sets
+        .for_account(account.id.as_str())
+        .map_err(|source| Error::Redact {
             account: account.id.0.clone(),
             source,
         })?;

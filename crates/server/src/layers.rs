@@ -4,7 +4,8 @@
 //!   [`ErrorReport`] into the logged detail and the safe body, and sets the security headers.
 //! - [`enforce_policy`] (after routing, every route): looks the matched route up in the policy
 //!   table, authenticates, answers with [`auth::authorize`], and checks the CSRF token of every
-//!   state-changing request that came with a session cookie. Only then does the handler run.
+//!   state-changing request that came with a session cookie. Only then does the handler run;
+//!   its answer is scrubbed for the account it shows ([`crate::served`]).
 
 use auth::{Access, Decision, Principal, TlsMode, authorize, find_policy, verify_csrf};
 use axum::body::Body;
@@ -126,7 +127,16 @@ pub(crate) async fn enforce_policy(
     next: Next,
 ) -> Response {
     match admit(&state, &mut request).await {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            // What the handler shows is scrubbed again on its way out, with the account's
+            // values as they are now (G16).
+            let account = request
+                .extensions()
+                .get::<Authenticated>()
+                .map(Authenticated::account);
+            let response = next.run(request).await;
+            crate::served::scrub_answer(state.clone(), account, response).await
+        }
         Err(error) => error.into_response(),
     }
 }

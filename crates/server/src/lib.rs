@@ -30,6 +30,7 @@ mod layers;
 mod listener;
 mod openapi;
 mod routes;
+mod served;
 mod state;
 mod tls;
 mod workflows;

@@ -1,11 +1,9 @@
-//! What every request handler shares: the store, the engine, the secret source (for scrubbing
-//! audit details), the clock, the CSRF key, the sign-in rate limiters and the options.
+//! What every request handler shares: the store, the engine (and its live scrub sets), the clock, the CSRF key, the sign-in rate limiters and the options.
 
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use auth::{ApproveLinkKey, CsrfKey, KeyRing, RateLimit, RateLimiter, SessionLifetime, TlsMode};
 use engine::{Clock, Engine};
-use redact::SecretSource;
 use storage::people::PeopleStore;
 use storage::{Store, Timestamp};
 use vault::Vault;
@@ -79,14 +77,13 @@ pub struct ServerKeys {
     pub approve_links: KeyRing,
 }
 
-/// What the server runs over. The engine runs over the same store; `secrets` gives every
-/// account's current values to scrub audit details (the vault, in the binary); `vault` manages
-/// names and values for the vault routes (`None`: those routes answer "not available"); `clock`
-/// gives every time the server records and compares.
+/// What the server runs over. The engine runs over the same store, and its live scrub sets
+/// (every account's values, from the vault) scrub every answer, audit detail and workspace
+/// read of the server; `vault` manages names and values for the vault routes (`None`: those
+/// routes answer "not available"); `clock` gives every time the server records and compares.
 pub struct Backends {
     pub store: Arc<dyn ServerStore>,
     pub engine: Arc<Engine>,
-    pub secrets: Arc<dyn SecretSource>,
     pub vault: Option<Arc<Vault>>,
     /// The accounts' workflows and agents (`None`: the workflow routes answer "not
     /// available").
@@ -112,7 +109,6 @@ pub(crate) struct Shared {
     pub(crate) options: AppOptions,
     pub(crate) store: Arc<dyn ServerStore>,
     pub(crate) engine: Arc<Engine>,
-    pub(crate) secrets: Arc<dyn SecretSource>,
     pub(crate) vault: Option<Arc<Vault>>,
     pub(crate) workflows: Option<Arc<dyn WorkflowSource>>,
     pub(crate) clock: Arc<dyn Clock>,
@@ -131,7 +127,6 @@ impl AppState {
                 options,
                 store: backends.store,
                 engine: backends.engine,
-                secrets: backends.secrets,
                 vault: backends.vault,
                 workflows: backends.workflows,
                 clock: backends.clock,

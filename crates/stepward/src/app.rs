@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use engine::{Engine, EngineOptions, PersonDecision, PersonSupervisor, RandomRunIds, SystemClock};
-use redact::Redactor;
+use redact::{Redactor, ScrubSets};
 use sandbox::Isolation;
 use storage::{Account, AccountId, AccountStore, Actor, AuditLog, Door, NewAuditEntry, Timestamp};
 use storage_sqlite::SqliteStore;
@@ -29,8 +29,10 @@ pub struct App {
     pub config: Config,
     pub store: Arc<SqliteStore>,
     pub vault: Arc<Vault>,
+    /// Every account's live scrub set (G16), shared by the engine, the server and the logs.
+    pub scrub_sets: ScrubSets,
     pub account: AccountId,
-    /// Keeps the account's values in the panic and error scrubber while the app lives.
+    /// Keeps every account set in the panic and error scrubber while the app lives.
     _scrubbing: redact::ScrubRegistration,
 }
 
@@ -66,14 +68,19 @@ impl App {
                 created_at: now(),
             })
             .context("cannot create the local account")?;
-        // The account's current values are a superset of any of its runs' values.
-        let redactor = Redactor::for_account(&account.0, &vault)
+        let vault = Arc::new(vault);
+        let scrub_sets = ScrubSets::new(vault.clone());
+        // The account's values are a superset of any of its runs' values; building its set
+        // now puts it in the panic and error scrubber at once.
+        scrub_sets
+            .for_account(&account.0)
             .context("cannot build the account's redactor")?;
-        let scrubbing = config.scrub_registry.register(redactor);
+        let scrubbing = config.scrub_registry.register_sets(scrub_sets.clone());
         Ok(App {
             config,
             store,
-            vault: Arc::new(vault),
+            vault,
+            scrub_sets,
             account,
             _scrubbing: scrubbing,
         })
@@ -96,7 +103,8 @@ impl App {
     /// Appends an audit entry for the local account, its detail scrubbed of every current
     /// value of the account.
     pub fn audit(&self, action: &str, detail: serde_json::Value) -> anyhow::Result<()> {
-        let redactor = Redactor::for_account(&self.account.0, self.vault.as_ref())
+        let redactor = self
+            .redactor()
             .context("cannot build the account's redactor for the audit log")?;
         self.store
             .append_audit(&NewAuditEntry {
@@ -111,6 +119,12 @@ impl App {
         Ok(())
     }
 
+    /// The local account's live redactor: what a command writes or shows of the account's
+    /// records passes through it.
+    pub fn redactor(&self) -> Result<Redactor, redact::Error> {
+        self.scrub_sets.for_account(&self.account.0)
+    }
+
     /// An engine for reading runs only: it never recovers, takes no lock and runs nothing
     /// (its executor refuses every step).
     pub fn reading_engine(&self) -> Engine {
@@ -118,7 +132,7 @@ impl App {
             self.engine_options(),
             self.store.clone(),
             Arc::new(RefusingExecutor),
-            self.vault.clone(),
+            self.scrub_sets.clone(),
             Arc::new(PersonSupervisor),
             Arc::new(SystemClock),
             Arc::new(RandomRunIds),
@@ -145,7 +159,7 @@ impl App {
             _lock: lock.clone(),
         });
         let executor =
-            SandboxExecutor::new(backend, self.vault.clone(), sandbox::Limits::default());
+            SandboxExecutor::new(backend, self.scrub_sets.clone(), sandbox::Limits::default());
         let executor: Arc<dyn engine::StepExecutor> = match self.config.backend {
             // Counted before every attempt, not only at start: an account created beside a
             // running server must not get steps run without isolation (G13).
@@ -159,7 +173,7 @@ impl App {
             self.engine_options(),
             self.store.clone(),
             executor,
-            self.vault.clone(),
+            self.scrub_sets.clone(),
             Arc::new(PersonSupervisor),
             Arc::new(SystemClock),
             Arc::new(RandomRunIds),

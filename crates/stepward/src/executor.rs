@@ -11,7 +11,7 @@ use engine::{
     CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
     StepExecutor,
 };
-use redact::{Redactor, SecretSource};
+use redact::{Redactor, ScrubSets};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use zeroize::Zeroizing;
 
@@ -19,20 +19,20 @@ use zeroize::Zeroizing;
 /// model provider exist (failing closed: nothing runs that could not be isolated as declared).
 pub struct SandboxExecutor {
     backend: Arc<dyn Isolation>,
-    /// Where the copy-back screen gets the run's account's current values (G12).
-    secrets: Arc<dyn SecretSource>,
+    /// Where the copy-back screen gets every value of the run's account (G12).
+    scrub_sets: ScrubSets,
     limits: Limits,
 }
 
 impl SandboxExecutor {
     pub fn new(
         backend: Arc<dyn Isolation>,
-        secrets: Arc<dyn SecretSource>,
+        scrub_sets: ScrubSets,
         limits: Limits,
     ) -> SandboxExecutor {
         SandboxExecutor {
             backend,
-            secrets,
+            scrub_sets,
             limits,
         }
     }
@@ -63,9 +63,9 @@ impl StepExecutor for SandboxExecutor {
                 ));
             }
         };
-        // The screen knows every current value of the run's account, not only the run's: a
-        // file holding any of them must not reach the account's workspace.
-        let screen = match Redactor::for_account(request.account, self.secrets.as_ref()) {
+        // The screen knows every value of the run's account, not only the run's: a file
+        // holding any of them must not reach the account's workspace.
+        let screen = match self.scrub_sets.for_account(request.account) {
             Ok(redactor) => RedactorScreen(redactor),
             Err(error) => {
                 return self.refused(format!(

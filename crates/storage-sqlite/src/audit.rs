@@ -12,7 +12,7 @@ use crate::{Durability, SqliteStore};
 impl AuditLog for SqliteStore {
     fn append_audit(&self, entry: &NewAuditEntry) -> Result<AuditEntry, Error> {
         let scope = match &entry.run {
-            Some(run) => run.as_str().to_owned(),
+            Some(run) => run.redaction_scope(),
             None => entry.account.redaction_scope(),
         };
         check_scope(&scope, &entry.detail)?;

@@ -19,8 +19,8 @@ impl DecisionStore for SqliteStore {
         decision: &NewDecision,
         event: &NewEvent,
     ) -> Result<DecisionRecord, Error> {
-        check_scope(decision.run.as_str(), &decision.note)?;
-        check_scope(decision.run.as_str(), &event.payload)?;
+        check_scope(&decision.run.redaction_scope(), &decision.note)?;
+        check_scope(&decision.run.redaction_scope(), &event.payload)?;
         let is_gate_decision =
             matches!(decision.kind, DecisionKind::Approve | DecisionKind::Reject);
         self.transaction(Durability::Synced, |transaction| {

@@ -17,7 +17,7 @@ pub(crate) fn append_in(
     payload: &Redacted<serde_json::Value>,
     at: Timestamp,
 ) -> Result<u64, TxError> {
-    check_scope(run.as_str(), payload)?;
+    check_scope(&run.redaction_scope(), payload)?;
     let exists: i64 = transaction.query_row(
         "SELECT COUNT(*) FROM runs WHERE id = ?1",
         params![run.as_str()],
@@ -55,7 +55,7 @@ impl EventLog for SqliteStore {
         payload: &Redacted<serde_json::Value>,
         at: Timestamp,
     ) -> Result<u64, Error> {
-        check_scope(run.as_str(), payload)?;
+        check_scope(&run.redaction_scope(), payload)?;
         self.transaction(Durability::ProcessCrashSafe, |transaction| {
             append_in(transaction, run, kind, payload, at)
         })

@@ -152,7 +152,7 @@ fn optional_scoped_text(
 ) -> Result<Option<String>, Error> {
     value
         .map(|value| {
-            check_scope(run.as_str(), value)?;
+            check_scope(&run.redaction_scope(), value)?;
             Ok(value.get().clone())
         })
         .transpose()
@@ -160,9 +160,9 @@ fn optional_scoped_text(
 
 impl RunStore for SqliteStore {
     fn create_run(&self, run: &NewRun, event: &NewEvent) -> Result<(), Error> {
-        check_scope(run.id.as_str(), &run.workflow_source)?;
-        check_scope(run.id.as_str(), &event.payload)?;
-        check_scope(run.id.as_str(), &run.inputs)?;
+        check_scope(&run.id.redaction_scope(), &run.workflow_source)?;
+        check_scope(&run.id.redaction_scope(), &event.payload)?;
+        check_scope(&run.id.redaction_scope(), &run.inputs)?;
         let inputs = run.inputs.get().to_string();
         self.transaction(Durability::Synced, |transaction| {
             let inserted = transaction.execute(
@@ -235,7 +235,7 @@ impl RunStore for SqliteStore {
         at: Timestamp,
         event: &NewEvent,
     ) -> Result<(), Error> {
-        check_scope(id.as_str(), &event.payload)?;
+        check_scope(&id.redaction_scope(), &event.payload)?;
         self.transaction(Durability::Synced, |transaction| {
             let current: Option<String> = transaction
                 .query_row(
@@ -265,8 +265,8 @@ impl RunStore for SqliteStore {
     }
 
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
-        check_scope(attempt.run.as_str(), &attempt.inputs)?;
-        check_scope(attempt.run.as_str(), &event.payload)?;
+        check_scope(&attempt.run.redaction_scope(), &attempt.inputs)?;
+        check_scope(&attempt.run.redaction_scope(), &event.payload)?;
         let inputs = attempt.inputs.get().to_string();
         // For a networked attempt this row is the promise "the sandbox may be running with
         // network", which must survive a power loss so that recovery never starts that step a
@@ -311,14 +311,14 @@ impl RunStore for SqliteStore {
         finish: &AttemptFinish,
         event: &NewEvent,
     ) -> Result<(), Error> {
-        check_scope(run.as_str(), &event.payload)?;
+        check_scope(&run.redaction_scope(), &event.payload)?;
         let isolation_notes = optional_scoped_text(run, finish.isolation_notes.as_ref())?;
         let reason = optional_scoped_text(run, finish.reason.as_ref())?;
         let output = finish
             .output
             .as_ref()
             .map(|output| {
-                check_scope(run.as_str(), output)?;
+                check_scope(&run.redaction_scope(), output)?;
                 Ok::<_, Error>(output.get().to_string())
             })
             .transpose()?;
@@ -383,8 +383,8 @@ impl RunStore for SqliteStore {
         at: Timestamp,
         event: &NewEvent,
     ) -> Result<(), Error> {
-        check_scope(run.as_str(), state)?;
-        check_scope(run.as_str(), &event.payload)?;
+        check_scope(&run.redaction_scope(), state)?;
+        check_scope(&run.redaction_scope(), &event.payload)?;
         let state_text = state.get().to_string();
         self.transaction(Durability::Synced, |transaction| {
             transaction.execute(

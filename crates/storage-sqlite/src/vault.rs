@@ -634,6 +634,20 @@ impl VaultStore for SqliteStore {
             .map_err(|TxError(error)| error)
     }
 
+    fn generation(&self, account_id: &AccountId) -> Result<u64, Error> {
+        let generation: Option<i64> = self
+            .with_conn(|connection| {
+                connection
+                    .prepare_cached(
+                        "SELECT generation FROM vault_generations WHERE account_id = ?1",
+                    )?
+                    .query_row(params![account_id.as_str()], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(backend("read the vault generation"))?;
+        to_u64("vault generation", generation.unwrap_or(0))
+    }
+
     fn rotate_account_key(
         &self,
         new_key: &WrappedAccountKey,

@@ -7,8 +7,11 @@ use crate::types::{RunId, RunStatus};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A `Redacted` value scrubbed for another run (or account) was handed to a writer.
-    #[error("a value scrubbed for {found:?} was written to a record of {expected:?}")]
-    WrongRedactor { expected: String, found: String },
+    #[error("a value scrubbed for {found} was written to a record of {expected}")]
+    WrongRedactor {
+        expected: redact::Scope,
+        found: redact::Scope,
+    },
     /// The run does not exist.
     #[error("no run with id {run}")]
     UnknownRun { run: RunId },
@@ -47,17 +50,15 @@ pub enum Error {
     },
 }
 
-/// Checks that a scrubbed value belongs to the record it is written to.
-///
-/// `expected` is a run id, or `account:<id>` for records not tied to a run (the contract of
-/// `redact::Redactor::for_account`).
-pub fn check_scope<T>(expected: &str, value: &redact::Redacted<T>) -> Result<(), Error> {
-    if value.run_id() == expected {
+/// Checks that a scrubbed value belongs to the record it is written to: a run's records take
+/// values scrubbed for that run, an account's other records values scrubbed for the account.
+pub fn check_scope<T>(expected: &redact::Scope, value: &redact::Redacted<T>) -> Result<(), Error> {
+    if value.scope() == expected {
         Ok(())
     } else {
         Err(Error::WrongRedactor {
-            expected: expected.to_owned(),
-            found: value.run_id().to_owned(),
+            expected: expected.clone(),
+            found: value.scope().clone(),
         })
     }
 }

@@ -17,15 +17,20 @@ impl AccountId {
     }
 
     /// The scope a `Redacted` value must carry to be written to a record of this account that
-    /// belongs to no run (`redact::Redactor::for_account`).
-    pub fn redaction_scope(&self) -> String {
-        format!("account:{}", self.0)
+    /// belongs to no run (`redact::ScrubSets::for_account`).
+    pub fn redaction_scope(&self) -> redact::Scope {
+        redact::Scope::account(&self.0)
     }
 }
 
 impl RunId {
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The scope a `Redacted` value must carry to be written to this run's records.
+    pub fn redaction_scope(&self) -> redact::Scope {
+        redact::Scope::run(&self.0)
     }
 }
 

@@ -256,6 +256,10 @@ pub trait VaultStore: Send + Sync {
         since: Timestamp,
     ) -> Result<Vec<SupersededValue>, Error>;
 
+    /// The account's vault generation: a number that every change of its items, values or
+    /// superseded values moves, in the same transaction (0 before the first change).
+    fn generation(&self, account_id: &AccountId) -> Result<u64, Error>;
+
     /// In one transaction: replaces the account's key by `new_key` (whose version must be the
     /// stored one plus one, under the same root key), every item of the account by what
     /// `reseal` returns for it, and every superseded value of the account kept after

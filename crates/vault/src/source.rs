@@ -25,9 +25,18 @@ impl SecretSource for Vault {
     }
 
     /// Every stored value of the account, revoked connections included (a revoked credential
-    /// in a file is still a leak).
-    fn current_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+    /// in a file is still a leak), and every superseded value still kept (an old key may still
+    /// work at the provider).
+    fn account_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
         self.all_values(account_id).map_err(unavailable)
+    }
+
+    /// The account's vault generation, moved by every write of its items in the same
+    /// transaction.
+    fn generation(&self, account_id: &str) -> Result<u64, SourceError> {
+        self.store
+            .generation(&AccountId(account_id.to_owned()))
+            .map_err(|error| unavailable(Error::from(error)))
     }
 
     /// The kept values of the requested names that were replaced or removed at or after
@@ -272,11 +281,35 @@ impl Vault {
         Ok(values)
     }
 
+    /// Every value of the account, current (revoked ones included) and superseded (still
+    /// kept), read consistently with one key version.
     fn all_values(&self, account_id: &str) -> Result<Vec<SecretValue>, Error> {
         let account = AccountId(account_id.to_owned());
         let root = self.read_root();
-        let (items, key) =
-            self.read_consistently(&root, &account, || Ok(self.store.items(&account)?))?;
+        let mut attempt = 0;
+        let (items, kept, key) = loop {
+            attempt += 1;
+            let items = self.store.items(&account)?;
+            let kept = self
+                .store
+                .superseded_values(&account, Timestamp(i64::MIN))?;
+            let key = self.account_key(&root, &account)?;
+            let consistent = match &key {
+                Some(key) => {
+                    items
+                        .iter()
+                        .flat_map(|item| item.values.iter())
+                        .all(|value| value.key_version == key.version)
+                        && kept.iter().all(|value| value.key_version == key.version)
+                }
+                None => items.is_empty() && kept.is_empty(),
+            };
+            // Past the last attempt, a value sealed under another key version fails to open
+            // below, which is the error to give.
+            if consistent || attempt >= MAX_ATTEMPTS {
+                break (items, kept, key);
+            }
+        };
         let Some(key) = key else {
             return Ok(Vec::new());
         };
@@ -285,6 +318,21 @@ impl Vault {
             for value in &item.values {
                 values.push(open_value(&key, item, value)?);
             }
+        }
+        for value in &kept {
+            let identity = ValueIdentity {
+                account_id: &value.account_id,
+                kind: value.kind,
+                name: &value.name,
+                version: value.version,
+            };
+            let sealed = SealedValue {
+                field: value.field.clone(),
+                key_version: value.key_version,
+                nonce: value.nonce.clone(),
+                ciphertext: value.ciphertext.clone(),
+            };
+            values.push(open_identified(&key, &identity, &sealed)?);
         }
         Ok(values)
     }

@@ -41,7 +41,9 @@ steps:
 fn harness_with_account_values() -> Harness {
     let harness = Harness::new();
     harness.source.set_secret(ACCOUNT, "GH_TOKEN", AGENT_SECRET);
-    harness.source.set_model_key(ACCOUNT, "anthropic", MODEL_KEY);
+    harness
+        .source
+        .set_model_key(ACCOUNT, "anthropic", MODEL_KEY);
     harness
         .source
         .set_connection_field(ACCOUNT, "other", "key", OTHER_CONNECTION);

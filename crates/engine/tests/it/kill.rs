@@ -45,7 +45,7 @@ fn child(dir: &Path) {
         EngineOptions::new(workspace::Workspaces::new(dir.join("accounts"))),
         store,
         executor,
-        source,
+        redact::ScrubSets::new(source),
         Arc::new(PersonSupervisor),
         Arc::new(CountingClock::default()),
         Arc::new(CountingIds::default()),

@@ -298,7 +298,7 @@ impl Harness {
             self.options.clone(),
             store,
             self.executor.clone(),
-            self.source.clone(),
+            redact::ScrubSets::new(self.source.clone()),
             supervisor,
             self.clock.clone(),
             self.ids.clone(),

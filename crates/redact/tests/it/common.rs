@@ -3,7 +3,9 @@
 
 use base64::Engine;
 use redact::testing::MemorySource;
-use redact::{Redactor, RunSecrets, SecretRequest};
+use std::sync::Arc;
+
+use redact::{Redactor, RunSecrets, ScrubSets, SecretRequest};
 
 pub const ACCOUNT: &str = "account-1";
 
@@ -17,7 +19,8 @@ pub fn run_secrets_for(run_id: &str, values: &[&str]) -> RunSecrets {
     for (index, value) in values.iter().enumerate() {
         source.set_secret(ACCOUNT, &format!("secret-{index}"), value);
     }
-    RunSecrets::collect(run_id, ACCOUNT, &source, &request_for(values.len())).unwrap()
+    let sets = ScrubSets::new(Arc::new(source));
+    RunSecrets::collect(run_id, ACCOUNT, &sets, &request_for(values.len())).unwrap()
 }
 
 pub fn request_for(count: usize) -> SecretRequest {

@@ -1,8 +1,10 @@
 //! G16: the secret set is built only from the source, carries its run id, grows on resume, and a
 //! value scrubbed for one run is refused by a writer for another.
 
+use std::sync::Arc;
+
 use redact::testing::MemorySource;
-use redact::{Error, Redactor, RunSecrets, SecretName, SecretRequest, SourceError};
+use redact::{Error, RunSecrets, Scope, ScrubSets, SecretName, SecretRequest, SourceError};
 
 use crate::common::{ACCOUNT, redactor_for};
 
@@ -14,8 +16,12 @@ fn connection_request() -> SecretRequest {
     }
 }
 
-fn source_with_connection() -> MemorySource {
-    let source = MemorySource::new();
+fn sets_over(source: &Arc<MemorySource>) -> ScrubSets {
+    ScrubSets::new(source.clone())
+}
+
+fn source_with_connection() -> Arc<MemorySource> {
+    let source = Arc::new(MemorySource::new());
     source.set_connection_field(ACCOUNT, "warehouse", "user", "warehouse-user-name");
     source.set_connection_field(ACCOUNT, "warehouse", "password", "warehouse-password-1");
     source.set_secret(ACCOUNT, "deploy-token", "deploy-token-value-1");
@@ -28,37 +34,40 @@ fn g16_redactor_of_another_run_is_rejected() {
     let first = redactor_for("run-a", &["secret-of-run-a"]);
     let second = redactor_for("run-b", &["secret-of-run-b"]);
     let scrubbed = first.scrub("hello");
-    assert_eq!(scrubbed.run_id(), "run-a");
-    assert!(scrubbed.check_run("run-a").is_ok());
-    match scrubbed.check_run(second.run_id()) {
-        Err(Error::ForeignRun { expected, found }) => {
-            assert_eq!(expected, "run-b");
-            assert_eq!(found, "run-a");
+    assert_eq!(scrubbed.scope(), &Scope::run("run-a"));
+    assert!(scrubbed.check_scope(&Scope::run("run-a")).is_ok());
+    match scrubbed.check_scope(second.scope()) {
+        Err(Error::ForeignScope { expected, found }) => {
+            assert_eq!(expected, Scope::run("run-b"));
+            assert_eq!(found, Scope::run("run-a"));
         }
-        other => panic!("expected ForeignRun, got {other:?}"),
+        other => panic!("expected ForeignScope, got {other:?}"),
     }
 }
 
 #[test]
 fn g16_every_scrub_output_carries_its_run_id() {
     let redactor = redactor_for("run-ids", &["some-secret-value"]);
-    assert_eq!(redactor.run_id(), "run-ids");
-    assert_eq!(redactor.scrub("x").run_id(), "run-ids");
-    assert_eq!(redactor.scrub_truncated("x", 1).run_id(), "run-ids");
-    assert_eq!(
-        redactor.scrub_json(&serde_json::json!(1)).run_id(),
-        "run-ids"
-    );
+    let scope = Scope::run("run-ids");
+    assert_eq!(redactor.scope(), &scope);
+    assert_eq!(redactor.scrub("x").scope(), &scope);
+    assert_eq!(redactor.scrub_truncated("x", 1).scope(), &scope);
+    assert_eq!(redactor.scrub_json(&serde_json::json!(1)).scope(), &scope);
     let mut stream = redactor.stream();
-    assert_eq!(stream.push("x").run_id(), "run-ids");
-    assert_eq!(stream.finish().run_id(), "run-ids");
+    assert_eq!(stream.push("x").scope(), &scope);
+    assert_eq!(stream.finish().scope(), &scope);
 }
 
 #[test]
 fn g16_collect_resolves_every_field_of_each_connection() {
     let source = source_with_connection();
-    let run_secrets =
-        RunSecrets::collect("run-collect", ACCOUNT, &source, &connection_request()).unwrap();
+    let run_secrets = RunSecrets::collect(
+        "run-collect",
+        ACCOUNT,
+        &sets_over(&source),
+        &connection_request(),
+    )
+    .unwrap();
     assert_eq!(run_secrets.run_id(), "run-collect");
     assert_eq!(run_secrets.names().len(), 4);
     let password = SecretName::ConnectionField {
@@ -80,18 +89,17 @@ fn g16_collect_resolves_every_field_of_each_connection() {
 
 #[test]
 fn g16_missing_names_are_an_error_that_names_them() {
-    let source = MemorySource::new();
+    let source = Arc::new(MemorySource::new());
     let request = SecretRequest {
         secrets: vec!["absent".to_owned()],
         ..connection_request()
     };
-    match RunSecrets::collect("run-missing", ACCOUNT, &source, &request) {
+    match RunSecrets::collect("run-missing", ACCOUNT, &sets_over(&source), &request) {
         Err(Error::Source {
-            run_id,
+            account_id,
             source: SourceError::Missing { names },
-            ..
         }) => {
-            assert_eq!(run_id, "run-missing");
+            assert_eq!(account_id, ACCOUNT);
             assert!(
                 names.contains(&"connection:warehouse".to_owned()),
                 "{names:?}"
@@ -111,7 +119,8 @@ fn g16_missing_names_are_an_error_that_names_them() {
 fn g16_revoked_connection_is_refused_on_resume() {
     let source = source_with_connection();
     let request = connection_request();
-    let mut run_secrets = RunSecrets::collect("run-revoke", ACCOUNT, &source, &request).unwrap();
+    let mut run_secrets =
+        RunSecrets::collect("run-revoke", ACCOUNT, &sets_over(&source), &request).unwrap();
     source.revoke(
         ACCOUNT,
         SecretName::ConnectionField {
@@ -119,7 +128,7 @@ fn g16_revoked_connection_is_refused_on_resume() {
             field: "password".to_owned(),
         },
     );
-    let refused = run_secrets.refresh(&source, &request);
+    let refused = run_secrets.refresh(&request);
     assert!(
         matches!(refused, Err(Error::Source { source: SourceError::Revoked { ref names }, .. }) if names == &["connection:warehouse.password".to_owned()]),
         "{refused:?}"
@@ -130,10 +139,11 @@ fn g16_revoked_connection_is_refused_on_resume() {
 fn g16_refresh_adds_rotated_values_and_keeps_old_ones() {
     let source = source_with_connection();
     let request = connection_request();
-    let mut run_secrets = RunSecrets::collect("run-resume", ACCOUNT, &source, &request).unwrap();
+    let mut run_secrets =
+        RunSecrets::collect("run-resume", ACCOUNT, &sets_over(&source), &request).unwrap();
     let redactor_before_refresh = run_secrets.redactor();
     source.set_secret(ACCOUNT, "deploy-token", "deploy-token-value-2");
-    run_secrets.refresh(&source, &request).unwrap();
+    run_secrets.refresh(&request).unwrap();
 
     let token = SecretName::AgentSecret {
         name: "deploy-token".to_owned(),
@@ -149,32 +159,83 @@ fn g16_refresh_adds_rotated_values_and_keeps_old_ones() {
     assert_eq!(redactor_before_refresh.scrub(text).as_str(), expected);
     // Rotating back and forth does not lose either value.
     source.set_secret(ACCOUNT, "deploy-token", "deploy-token-value-1");
-    run_secrets.refresh(&source, &request).unwrap();
+    run_secrets.refresh(&request).unwrap();
     assert_eq!(run_secrets.redactor().scrub(text).as_str(), expected);
 }
 
 #[test]
-fn g16_empty_and_reserved_run_ids_are_refused() {
+fn g16_empty_run_ids_are_refused() {
     let source = source_with_connection();
     let request = SecretRequest::default();
     assert!(matches!(
-        RunSecrets::collect("", ACCOUNT, &source, &request),
+        RunSecrets::collect("", ACCOUNT, &sets_over(&source), &request),
         Err(Error::EmptyRunId { .. })
-    ));
-    assert!(matches!(
-        RunSecrets::collect("account:someone", ACCOUNT, &source, &request),
-        Err(Error::ReservedRunId { .. })
     ));
 }
 
 #[test]
 fn g16_account_redactor_scrubs_every_current_value() {
     let source = source_with_connection();
-    let redactor = Redactor::for_account(ACCOUNT, &source).unwrap();
-    assert_eq!(redactor.run_id(), format!("account:{ACCOUNT}"));
+    let redactor = sets_over(&source).for_account(ACCOUNT).unwrap();
+    assert_eq!(redactor.scope(), &Scope::account(ACCOUNT));
     let scrubbed = redactor.scrub("warehouse-password-1 model-key-value-0001 deploy-token-value-1");
     assert_eq!(scrubbed.as_str(), "[REDACTED] [REDACTED] [REDACTED]");
-    assert!(scrubbed.check_run("run-x").is_err());
+    assert!(scrubbed.check_scope(&Scope::run("run-x")).is_err());
+}
+
+#[test]
+fn g16_a_run_redactor_scrubs_every_value_of_its_account_not_only_its_own() {
+    let source = source_with_connection();
+    source.set_secret(ACCOUNT, "never-granted", "value-the-run-was-never-granted");
+    let request = SecretRequest {
+        connections: vec!["warehouse".to_owned()],
+        ..SecretRequest::default()
+    };
+    let run_secrets =
+        RunSecrets::collect("run-narrow", ACCOUNT, &sets_over(&source), &request).unwrap();
+    // The run is handed its connection only...
+    assert_eq!(run_secrets.names().len(), 2);
+    // ...and scrubs every value of the account.
+    let scrubbed = run_secrets
+        .redactor()
+        .scrub("a=value-the-run-was-never-granted b=model-key-value-0001 c=deploy-token-value-1");
+    assert_eq!(scrubbed.as_str(), "a=[REDACTED] b=[REDACTED] c=[REDACTED]");
+}
+
+#[test]
+fn g16_a_value_set_after_the_redactor_was_made_is_scrubbed_from_its_next_use() {
+    let source = source_with_connection();
+    let sets = sets_over(&source);
+    let redactor = RunSecrets::collect("run-late", ACCOUNT, &sets, &SecretRequest::default())
+        .unwrap()
+        .redactor();
+    let account = sets.for_account(ACCOUNT).unwrap();
+    let text = "later: a-value-set-while-the-run-lived";
+    assert_eq!(redactor.scrub(text).as_str(), text);
+    source.set_secret(ACCOUNT, "late", "a-value-set-while-the-run-lived");
+    assert_eq!(redactor.scrub(text).as_str(), "later: [REDACTED]");
+    assert_eq!(account.scrub(text).as_str(), "later: [REDACTED]");
+}
+
+#[test]
+fn g16_a_run_scrubs_its_own_values_after_the_account_forgot_them() {
+    let source = source_with_connection();
+    let request = connection_request();
+    let sets = sets_over(&source);
+    let mut run_secrets = RunSecrets::collect("run-kept", ACCOUNT, &sets, &request).unwrap();
+    source.forget_superseded_values();
+    source.set_secret(ACCOUNT, "deploy-token", "deploy-token-value-2");
+    run_secrets.refresh(&request).unwrap();
+    // The account no longer has the old token (its retention passed); the run still does.
+    let text = "old deploy-token-value-1 new deploy-token-value-2";
+    assert_eq!(
+        sets.for_account(ACCOUNT).unwrap().scrub(text).as_str(),
+        "old deploy-token-value-1 new [REDACTED]"
+    );
+    assert_eq!(
+        run_secrets.redactor().scrub(text).as_str(),
+        "old [REDACTED] new [REDACTED]"
+    );
 }
 
 #[test]
@@ -237,7 +298,7 @@ fn g16_resume_in_a_new_process_scrubs_values_superseded_since_the_run_started() 
     let resumed = RunSecrets::collect_for_resume(
         "run-resumed",
         ACCOUNT,
-        &source,
+        &sets_over(&source),
         &connection_request(),
         run_started_millis,
     )
@@ -249,10 +310,11 @@ fn g16_resume_in_a_new_process_scrubs_values_superseded_since_the_run_started() 
              before=deploy-token-value-1 other=other-token-value-1",
         )
         .into_inner();
+    // Every value the account keeps is scrubbed, whenever it was replaced and whoever held it.
     assert!(!scrubbed.contains("warehouse-password-1"), "{scrubbed}");
     assert!(!scrubbed.contains("warehouse-password-2"), "{scrubbed}");
-    assert!(scrubbed.contains("deploy-token-value-1"), "{scrubbed}");
-    assert!(scrubbed.contains("other-token-value-1"), "{scrubbed}");
+    assert!(!scrubbed.contains("deploy-token-value-1"), "{scrubbed}");
+    assert!(!scrubbed.contains("other-token-value-1"), "{scrubbed}");
 
     // The old value is only scrubbed: the run's values are the current ones.
     let password = resumed
@@ -267,13 +329,19 @@ fn g16_resume_in_a_new_process_scrubs_values_superseded_since_the_run_started() 
         assert_ne!(value, "warehouse-password-1", "{name}");
     }
 
-    // A plain collect (a new run) knows nothing of the history.
-    let fresh = RunSecrets::collect("run-new", ACCOUNT, &source, &connection_request()).unwrap();
+    // A new run scrubs the values the account keeps too, though it was never handed them.
+    let fresh = RunSecrets::collect(
+        "run-new",
+        ACCOUNT,
+        &sets_over(&source),
+        &connection_request(),
+    )
+    .unwrap();
     let scrubbed = fresh
         .redactor()
         .scrub("old=warehouse-password-1")
         .into_inner();
-    assert!(scrubbed.contains("warehouse-password-1"), "{scrubbed}");
+    assert_eq!(scrubbed, "old=[REDACTED]");
 }
 
 #[test]
@@ -283,9 +351,14 @@ fn g16_values_removed_or_revoked_while_waiting_are_kept_for_scrubbing() {
         alias: "warehouse".to_owned(),
         field: "password".to_owned(),
     };
-    let mut resumed =
-        RunSecrets::collect_for_resume("run-gone", ACCOUNT, &source, &SecretRequest::default(), 0)
-            .unwrap();
+    let mut resumed = RunSecrets::collect_for_resume(
+        "run-gone",
+        ACCOUNT,
+        &sets_over(&source),
+        &SecretRequest::default(),
+        0,
+    )
+    .unwrap();
     source.revoke(ACCOUNT, password.clone());
     source.remove(
         ACCOUNT,
@@ -293,9 +366,7 @@ fn g16_values_removed_or_revoked_while_waiting_are_kept_for_scrubbing() {
             name: "deploy-token".to_owned(),
         },
     );
-    resumed
-        .keep_superseded(&source, &connection_request(), 0)
-        .unwrap();
+    resumed.keep_superseded(&connection_request(), 0).unwrap();
     let scrubbed = resumed
         .redactor()
         .scrub("a=warehouse-password-1 b=deploy-token-value-1")

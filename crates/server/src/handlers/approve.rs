@@ -8,7 +8,7 @@
 use auth::{CsrfToken, Principal, Role, verify_approve_token};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use storage::{Door, RunId, RunRecord, RunStatus};
 
@@ -90,7 +90,7 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path((run_id, step, attempt, token)): LinkPath,
-) -> Result<Html<String>, Error> {
+) -> Result<Response, Error> {
     let shared = &state.shared;
     let record = pending_gate(shared, &run_id, &step, attempt, &token)?;
     let summary = format!(
@@ -122,7 +122,11 @@ pub(crate) async fn show(
                  <a href=\"/signin\">sign in</a>, then open this link again.</p>"
             .to_owned(),
     };
-    Ok(page("Decide", &format!("{summary}{form}")))
+    let mut response = page("Decide", &format!("{summary}{form}")).into_response();
+    response
+        .extensions_mut()
+        .insert(crate::served::ServedFor(record.account.clone()));
+    Ok(response)
 }
 
 /// `POST /approve/{run}/{step}/{attempt}/{token}`: a signed-in member decides through the

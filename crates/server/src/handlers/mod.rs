@@ -42,19 +42,21 @@ pub(crate) fn ensure_same_account(
     }
 }
 
-/// Every current value of `account`, to scrub what leaves for it (answers, audit details) and
-/// to screen what it writes.
+/// Every value of `account` (the engine's live set), to scrub what leaves for it (answers,
+/// audit details) and to screen what it writes.
 pub(crate) fn account_redactor(shared: &Shared, account: &AccountId) -> Result<Redactor, Error> {
-    Redactor::for_account(account.as_str(), shared.secrets.as_ref()).map_err(|source| {
-        Error::Redact {
+    shared
+        .engine
+        .scrub_sets()
+        .for_account(account.as_str())
+        .map_err(|source| Error::Redact {
             account: account.0.clone(),
             source,
-        }
-    })
+        })
 }
 
 /// Appends an audit entry of `account` that belongs to no run, its detail scrubbed with the
-/// account's current vault values (`Redactor::for_account`).
+/// account's values (`ScrubSets::for_account`).
 pub(crate) fn audit(
     shared: &Shared,
     account: &AccountId,

@@ -203,8 +203,15 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
             return share_not_found();
         }
     };
+    let account = record.account.clone();
     match detail(shared, record) {
-        Ok(detail) => render(&detail).into_response(),
+        Ok(detail) => {
+            let mut response = render(&detail).into_response();
+            response
+                .extensions_mut()
+                .insert(crate::served::ServedFor(account));
+            response
+        }
         Err(error) => {
             tracing::error!(%error, "rendering a shared run failed");
             share_not_found()

@@ -26,7 +26,7 @@ async fn g26_new_account_has_one_owner_with_a_one_time_link() {
     };
     let invitation = create_account_with_owner(
         harness.store.as_ref(),
-        harness.vault.as_ref(),
+        harness.engine.scrub_sets(),
         &third_account(),
         &owner,
         operator.clone(),
@@ -43,7 +43,7 @@ async fn g26_new_account_has_one_owner_with_a_one_time_link() {
     assert!(page.text().contains("Tess"));
     let again = create_account_with_owner(
         harness.store.as_ref(),
-        harness.vault.as_ref(),
+        harness.engine.scrub_sets(),
         &third_account(),
         &owner,
         operator,

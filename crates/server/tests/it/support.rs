@@ -156,10 +156,26 @@ pub struct Harness {
     pub vault: Arc<Vault>,
     pub clock: Arc<ManualClock>,
     pub engine: Arc<Engine>,
+    engine_options: EngineOptions,
     pub csrf_key: CsrfKey,
     pub app: Router,
     pub state: AppState,
     keys: std::sync::Mutex<Vec<(Caller, String)>>,
+}
+
+impl Harness {
+    /// An engine like the harness's, over another secret source.
+    pub fn engine_over(&self, scrub_sets: redact::ScrubSets) -> Engine {
+        Engine::new(
+            self.engine_options.clone(),
+            self.store.clone(),
+            Arc::new(SucceedingExecutor),
+            scrub_sets,
+            Arc::new(PersonSupervisor),
+            self.clock.clone(),
+            Arc::new(CountingIds::default()),
+        )
+    }
 }
 
 pub fn person_id(role: Role) -> String {
@@ -271,13 +287,14 @@ impl Harness {
             )
             .unwrap();
         let clock = Arc::new(ManualClock(AtomicI64::new(START_MILLIS)));
+        let engine_options = EngineOptions::new(
+            workspace::Workspaces::new(dir.path().join("workspaces")).with_quota(quota_bytes),
+        );
         let engine = Arc::new(Engine::new(
-            EngineOptions::new(
-                workspace::Workspaces::new(dir.path().join("workspaces")).with_quota(quota_bytes),
-            ),
+            engine_options.clone(),
             store.clone(),
             Arc::new(SucceedingExecutor),
-            vault.clone(),
+            redact::ScrubSets::new(vault.clone()),
             Arc::new(PersonSupervisor),
             clock.clone(),
             Arc::new(CountingIds::default()),
@@ -298,7 +315,6 @@ impl Harness {
             Backends {
                 store: store.clone(),
                 engine: engine.clone(),
-                secrets: vault.clone(),
                 vault: Some(vault.clone()),
                 workflows: Some(Arc::new(WorkflowDirectories::new(
                     dir.path().join("workspaces"),
@@ -312,6 +328,7 @@ impl Harness {
         );
         let harness = Harness {
             _dir: dir,
+            engine_options,
             store,
             vault,
             clock,

@@ -10,7 +10,6 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use auth::SignInLinkToken;
-use redact::Redactor;
 use serde_json::json;
 use server::{NewOwner, OwnerInvitation};
 use storage::people::{NewPerson, NewSignInLink, PeopleChange, PeopleStore, RoleName, TokenHash};
@@ -68,7 +67,7 @@ pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result
     };
     let invitation = server::create_account_with_owner(
         app.store.as_ref(),
-        app.vault.as_ref(),
+        &app.scrub_sets,
         &account,
         owner,
         App::cli_actor(),
@@ -127,7 +126,8 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
             expires_at,
         })
         .context("cannot store the owner's sign-in link")?;
-    let redactor = Redactor::for_account(&app.account.0, app.vault.as_ref())
+    let redactor = app
+        .redactor()
         .context("cannot build the account's redactor for the audit log")?;
     app.store
         .append_audit(&NewAuditEntry {

@@ -8,7 +8,7 @@ use storage::{Door, RunId};
 use crate::Outcome;
 use crate::app::App;
 use crate::cli::DecideArgs;
-use crate::commands::{print_summary, summary_outcome};
+use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
 
 pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Result<Outcome> {
@@ -27,6 +27,6 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
             decision,
         )
         .with_context(|| format!("cannot decide on step {} of run {}", args.step, args.run))?;
-    print_summary(&summary, false)?;
+    print_summary(&summary, false, &Shown::new(&app)?)?;
     Ok(summary_outcome(&summary))
 }

@@ -6,7 +6,6 @@
 use std::io::Read;
 
 use anyhow::{Context, bail};
-use redact::Redactor;
 use serde_json::json;
 use workspace::{Author, Change, RelPath, Workspace};
 
@@ -24,6 +23,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
         .workspaces()
         .for_account(&app.account.0)
         .context("cannot open the local account's workspace")?;
+    let shown = crate::commands::Shown::new(&app)?;
     match command {
         FilesCommand::List => {
             let listing = workspace
@@ -36,7 +36,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 );
             }
             for file in &listing.files {
-                println!("{:>10}  {}", file.bytes, printable(&file.path));
+                shown.line(&format!("{:>10}  {}", file.bytes, printable(&file.path)));
             }
             if listing.truncated {
                 println!(
@@ -88,14 +88,14 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                         None => format!("{} (deleted)", printable(&change.path)),
                     })
                     .collect();
-                println!(
+                shown.line(&format!(
                     "{}  {}  by {}: {} ({})",
                     &revision.id.as_str()[..12],
                     server::utc_time(i64::try_from(revision.unix_millis).unwrap_or(i64::MAX)),
                     printable(&author),
                     printable(&revision.message),
                     paths.join(", ")
-                );
+                ));
             }
             Ok(Outcome::Done)
         }
@@ -138,7 +138,8 @@ fn write(
     message: &str,
 ) -> anyhow::Result<Outcome> {
     let relative = parse(path)?;
-    let screen = Redactor::for_account(&app.account.0, app.vault.as_ref())
+    let screen = app
+        .redactor()
         .context("cannot read the account's values to screen the write")?;
     let author = Author::Cli {
         os_user: crate::app::os_user(),

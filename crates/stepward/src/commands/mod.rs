@@ -58,8 +58,46 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a command shows of the account's records, scrubbed again on the way out with the
+/// account's values as they are now (G16): a value that entered the vault after a record was
+/// written is masked in what is shown too.
+pub struct Shown {
+    redactor: redact::Redactor,
+}
+
+impl Shown {
+    /// Shows for the app's account.
+    pub fn new(app: &crate::app::App) -> anyhow::Result<Shown> {
+        use anyhow::Context;
+        Ok(Shown {
+            redactor: app
+                .redactor()
+                .context("cannot read the account's values to scrub what is shown")?,
+        })
+    }
+
+    /// Prints one line, scrubbed.
+    pub fn line(&self, text: &str) {
+        println!("{}", self.redactor.scrub(text));
+    }
+
+    /// Prints a value as pretty JSON, scrubbed.
+    pub fn json<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<()> {
+        let value = serde_json::to_value(value)?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(self.redactor.scrub_json(&value).get())?
+        );
+        Ok(())
+    }
+}
+
 /// Prints where a run stands: its id and status, then each step's latest attempt.
-pub fn print_summary(summary: &engine::RunSummary, json: bool) -> anyhow::Result<()> {
+pub fn print_summary(
+    summary: &engine::RunSummary,
+    json: bool,
+    shown: &Shown,
+) -> anyhow::Result<()> {
     let wire = api_types::runs::RunSummary {
         run: summary.run.0.clone(),
         status: summary.status.as_str().to_owned(),
@@ -78,16 +116,24 @@ pub fn print_summary(summary: &engine::RunSummary, json: bool) -> anyhow::Result
             .collect(),
     };
     if json {
-        return print_json(&wire);
+        return shown.json(&wire);
     }
-    println!("run {}: {}", wire.run, wire.status);
+    shown.line(&format!("run {}: {}", wire.run, wire.status));
     if let Some(gate) = &wire.waiting_at {
-        println!("  waiting for a person to approve or reject step `{gate}`:");
-        println!("    stepward approve {} {gate} --note \"...\"", wire.run);
-        println!("    stepward reject {} {gate} --note \"...\"", wire.run);
+        shown.line(&format!(
+            "  waiting for a person to approve or reject step `{gate}`:"
+        ));
+        shown.line(&format!(
+            "    stepward approve {} {gate} --note \"...\"",
+            wire.run
+        ));
+        shown.line(&format!(
+            "    stepward reject {} {gate} --note \"...\"",
+            wire.run
+        ));
     }
     if let Some(reason) = &wire.reason {
-        println!("  reason: {reason}");
+        shown.line(&format!("  reason: {reason}"));
     }
     let width = wire
         .steps
@@ -101,10 +147,10 @@ pub fn print_summary(summary: &engine::RunSummary, json: bool) -> anyhow::Result
             (None, Some(reason)) => reason.clone(),
             (None, None) => String::new(),
         };
-        println!(
+        shown.line(&format!(
             "  {:<width$}  attempt {}  {:<12} {detail}",
             step.step, step.attempt, step.status
-        );
+        ));
     }
     Ok(())
 }

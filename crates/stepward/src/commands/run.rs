@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::Outcome;
 use crate::app::App;
 use crate::cli::RunArgs;
-use crate::commands::{parse_workflow_file, print_summary, summary_outcome};
+use crate::commands::{Shown, parse_workflow_file, print_summary, summary_outcome};
 use crate::config::Config;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
@@ -29,7 +29,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
         App::cli_actor(),
     ) {
         Ok(summary) => {
-            print_summary(&summary, args.json)?;
+            print_summary(&summary, args.json, &Shown::new(&app)?)?;
             Ok(summary_outcome(&summary))
         }
         Err(

@@ -7,22 +7,23 @@ use crate::Outcome;
 use crate::app::App;
 use crate::cli::RunsCommand;
 use crate::commands::run::step_inputs;
-use crate::commands::{print_json, print_summary, summary_outcome};
+use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
 
 pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
+    let shown = Shown::new(&app)?;
     match command {
-        RunsCommand::List { json } => list(&app, *json),
+        RunsCommand::List { json } => list(&app, *json, &shown),
         RunsCommand::Show { run, json } => {
             let engine = app.reading_engine();
             let summary = engine
                 .summary(&RunId(run.clone()))
                 .with_context(|| format!("cannot show run {run}"))?;
-            print_summary(&summary, *json)?;
+            print_summary(&summary, *json, &shown)?;
             Ok(Outcome::Done)
         }
-        RunsCommand::Events { run, json } => events(&app, run, *json),
+        RunsCommand::Events { run, json } => events(&app, run, *json, &shown),
         RunsCommand::Retry {
             run,
             step,
@@ -46,7 +47,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                     app.decision(note),
                 )
                 .with_context(|| format!("cannot retry step {step} of run {run}"))?;
-            print_summary(&summary, false)?;
+            print_summary(&summary, false, &shown)?;
             Ok(summary_outcome(&summary))
         }
         RunsCommand::Stop { run, note } => {
@@ -54,13 +55,13 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             let summary = engine
                 .stop(&RunId(run.clone()), app.decision(note))
                 .with_context(|| format!("cannot stop run {run}"))?;
-            print_summary(&summary, false)?;
+            print_summary(&summary, false, &shown)?;
             Ok(Outcome::Done)
         }
     }
 }
 
-fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
+fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     let runs = app.store.runs(&app.account)?;
     let items: Vec<api_types::runs::RunListItem> = runs
         .iter()
@@ -73,18 +74,21 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
         })
         .collect();
     if json {
-        print_json(&items)?;
+        shown.json(&items)?;
     } else if items.is_empty() {
         println!("no runs yet; start one with `stepward run FILE`");
     } else {
         for item in &items {
-            println!("{}  {:<18} {}", item.run, item.status, item.workflow);
+            shown.line(&format!(
+                "{}  {:<18} {}",
+                item.run, item.status, item.workflow
+            ));
         }
     }
     Ok(Outcome::Done)
 }
 
-fn events(app: &App, run: &str, json: bool) -> anyhow::Result<Outcome> {
+fn events(app: &App, run: &str, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     let run_id = RunId(run.to_owned());
     let record = app.store.run(&run_id)?;
     if record.is_none_or(|record| record.account != app.account) {
@@ -102,10 +106,13 @@ fn events(app: &App, run: &str, json: bool) -> anyhow::Result<Outcome> {
         })
         .collect();
     if json {
-        print_json(&events)?;
+        shown.json(&events)?;
     } else {
         for event in &events {
-            println!("{:>4}  {:<24} {}", event.seq, event.kind, event.payload);
+            shown.line(&format!(
+                "{:>4}  {:<24} {}",
+                event.seq, event.kind, event.payload
+            ));
         }
     }
     Ok(Outcome::Done)

@@ -91,17 +91,27 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
         Backends {
             store: app.store.clone(),
             engine: Arc::new(engine),
-            secrets: app.vault.clone(),
             vault: Some(app.vault.clone()),
             workflows: Some(Arc::new(WorkflowDirectories::new(workflows_root))),
             clock: Arc::new(SystemClock),
         },
         keys,
     );
+    // Every account's set is built now, so the logs scrub every account's values from the
+    // first line on (the app's registration holds every set the process builds).
+    for account in app.store.accounts().context("cannot list the accounts")? {
+        app.scrub_sets
+            .for_account(&account.id.0)
+            .with_context(|| format!("cannot read the values of account {}", account.id))?;
+    }
     // The server logs an error's details (never sent to clients) through `tracing`; they go
-    // to stderr, at the level `RUST_LOG` asks for (warnings and errors by default).
+    // to stderr, scrubbed of every account's values (G16), at the level `RUST_LOG` asks for
+    // (warnings and errors by default).
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(redact::ScrubbingWriter::new(
+            app.config.scrub_registry.clone(),
+            std::io::stderr,
+        ))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -123,6 +133,18 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // A log line never waits on the database, so it scrubs with the sets as last built; this
+    // keeps them current when another process changes the vault and nothing here writes.
+    let scrub_sets = app.scrub_sets.clone();
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(SCRUB_SET_REFRESH);
+        loop {
+            tick.tick().await;
+            let sets = scrub_sets.clone();
+            // A failed refresh keeps the last sets; the next tick tries again.
+            let _ = tokio::task::spawn_blocking(move || sets.refresh_all()).await;
+        }
+    });
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
@@ -165,7 +187,9 @@ pub fn rotate_links(app: &App) -> anyhow::Result<Outcome> {
     let key_id = key_files.rotate_approve_link_key()?;
     // The key signs every account's links, so every account's log records the rotation.
     for account in app.store.accounts().context("cannot list the accounts")? {
-        let redactor = redact::Redactor::for_account(&account.id.0, app.vault.as_ref())
+        let redactor = app
+            .scrub_sets
+            .for_account(&account.id.0)
             .context("cannot build the account's redactor for the audit log")?;
         app.store
             .append_audit(&NewAuditEntry {
@@ -346,6 +370,9 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
 
 /// The exit status after a second SIGINT or SIGTERM: not 0, since requests were cut off.
 const SECOND_SIGNAL_EXIT_CODE: i32 = 130;
+
+/// How often the server checks every account's vault generation for its logs' scrub sets.
+const SCRUB_SET_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

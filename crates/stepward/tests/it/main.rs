@@ -4,6 +4,7 @@
 
 mod browser;
 mod cli;
+mod g16_live_scrub;
 mod http;
 mod runs;
 mod serve;

@@ -293,7 +293,9 @@ fn story(store: &dyn Store) {
         })
         .unwrap();
     let source = FixedSource::with_connection_field("payments", "api_key", SECRET);
-    let account_redactor = Redactor::for_account("acct", &source).unwrap();
+    let account_redactor = redact::ScrubSets::new(std::sync::Arc::new(source))
+        .for_account("acct")
+        .unwrap();
     let second = audit
         .append_audit(&NewAuditEntry {
             account: local.id.clone(),

@@ -1,8 +1,10 @@
 //! Test helpers: a temp database and a secret source held in memory.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use redact::{RunSecrets, SecretName, SecretRequest, SecretSource, SecretValue, SourceError};
+use redact::{
+    RunSecrets, ScrubSets, SecretName, SecretRequest, SecretSource, SecretValue, SourceError,
+};
 use storage_sqlite::SqliteStore;
 
 /// A secret source with fixed connection fields, for tests.
@@ -50,7 +52,7 @@ impl SecretSource for FixedSource {
         Ok(found)
     }
 
-    fn current_values(&self, _account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+    fn account_values(&self, _account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
         Ok(self
             .fields
             .lock()
@@ -59,15 +61,21 @@ impl SecretSource for FixedSource {
             .map(|(_, _, value)| SecretValue::new(value.clone()))
             .collect())
     }
+
+    fn generation(&self, _account_id: &str) -> Result<u64, SourceError> {
+        Ok(0)
+    }
 }
 
 /// The secrets of one run over a source holding `value` as `payments.api_key`.
 pub fn run_secrets(run_id: &str, value: &str) -> RunSecrets {
-    let source = FixedSource::with_connection_field("payments", "api_key", value);
+    let sets = ScrubSets::new(Arc::new(FixedSource::with_connection_field(
+        "payments", "api_key", value,
+    )));
     RunSecrets::collect(
         run_id,
         "acct",
-        &source,
+        &sets,
         &SecretRequest {
             connections: vec!["payments".into()],
             ..SecretRequest::default()

@@ -268,5 +268,5 @@ fn g20_each_account_has_its_own_key() {
             name: "TOKEN".to_owned()
         }
     );
-    assert!(vault.current_values("nobody").unwrap().is_empty());
+    assert!(vault.account_values("nobody").unwrap().is_empty());
 }

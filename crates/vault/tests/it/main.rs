@@ -6,6 +6,7 @@
 
 mod at_rest;
 mod concurrency;
+mod generation;
 mod names_only;
 mod refusals;
 mod rotation;

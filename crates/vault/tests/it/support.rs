@@ -250,6 +250,9 @@ impl VaultStore for FaultyStore {
     ) -> Result<Vec<SupersededValue>, storage::Error> {
         self.inner.superseded_values(account_id, since)
     }
+    fn generation(&self, account_id: &AccountId) -> Result<u64, storage::Error> {
+        self.inner.generation(account_id)
+    }
     fn rotate_account_key(
         &self,
         new_key: &WrappedAccountKey,
