@@ -234,3 +234,45 @@ fn sandbox_error_report(
     };
     ExecutionReport::outcome_only(outcome, backend)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observed_refusal(path: &str) -> sandbox::Observation {
+        sandbox::Observation {
+            outcome: Outcome::Succeeded {
+                result_json: "1".to_owned(),
+            },
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            output_truncated: false,
+            copy_back: sandbox::copyback::CopyBack {
+                refusals: vec![sandbox::copyback::Refusal {
+                    path: path.to_owned(),
+                    reason: sandbox::copyback::RefusalReason::SymlinkOrHardlink,
+                }],
+                ..sandbox::copyback::CopyBack::default()
+            },
+            interpreter: "3.11.2".to_owned(),
+            backend: "local",
+            isolation_notes: Vec::new(),
+        }
+    }
+
+    /// G12 (review "credentials" A2): the engine withholds a refused path that holds a value of
+    /// the account, so the refusal's reason must not repeat the path.
+    #[test]
+    fn g12_a_copy_back_refusal_reason_never_repeats_its_path() {
+        let path = "link_named-after-a-value-3Fq9";
+        let report = report(observed_refusal(path));
+        let refusal = &report.copy_back_refusals[0];
+        assert_eq!(refusal.path, path);
+        assert!(!refusal.reason.contains(path), "{}", refusal.reason);
+        assert!(
+            refusal.reason.contains("symbolic link"),
+            "{}",
+            refusal.reason
+        );
+    }
+}

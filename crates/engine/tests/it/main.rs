@@ -8,6 +8,7 @@
 mod crash;
 mod failure_policy;
 mod g16_account_values;
+mod g17_cuts_and_outputs;
 mod gates;
 mod inputs;
 mod kill;
