@@ -175,7 +175,9 @@ fn report(observation: sandbox::Observation) -> ExecutionReport {
             .refusals
             .into_iter()
             .map(|refusal| CopyBackRefusal {
-                reason: refusal.to_string(),
+                // The reason alone: the engine may withhold the path, and must not find it
+                // again in the reason.
+                reason: refusal.reason.to_string(),
                 path: refusal.path,
             })
             .collect(),

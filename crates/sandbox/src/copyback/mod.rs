@@ -191,8 +191,15 @@ pub enum RefusalReason {
 
 impl fmt::Display for Refusal {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{} was not copied back: ", self.path)?;
-        match &self.reason {
+        write!(formatter, "{} was not copied back: {}", self.path, self.reason)
+    }
+}
+
+/// The reason alone, without the path: a record that withholds a path (one that holds a
+/// credential value) must not repeat it in the reason.
+impl fmt::Display for RefusalReason {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             RefusalReason::NotRegularFile { kind } => {
                 write!(
                     formatter,
