@@ -567,12 +567,12 @@ impl Engine {
         if bytes.is_empty() {
             return Ok(());
         }
-        let text = String::from_utf8_lossy(bytes);
-        // The executor may have cut the stream at its own cap before the engine saw it; a value
-        // cut there is masked by its beginning.
+        // The executor may have cut the stream at its own cap, at any byte, before the engine
+        // saw it: the bytes are scrubbed as they are, a value cut there is masked by its
+        // beginning, and only then is the text decoded and bounded.
         let kept = context
             .redactor
-            .scrub_cut_truncated(&text, self.options.max_printed_bytes);
+            .scrub_printed(bytes, self.options.max_printed_bytes);
         self.event(
             context,
             kind::STEP_PRINTED,

@@ -47,6 +47,9 @@ pub use crate::stream::StreamScrubber;
 /// What every scrubbed value is replaced with.
 pub const MASK: &str = "[REDACTED]";
 
+/// What ends a text that was cut, so that it never joins what follows into a value.
+pub const CUT_MARK: &str = "[cut]";
+
 /// What a whole text is replaced with when the account's values cannot be read to scrub it
 /// (fail closed: nothing unchecked is written).
 pub const UNREADABLE_MASK: &str = "[REDACTED: the vault could not be read to scrub this]";

@@ -10,7 +10,7 @@ use crate::redacted::Redacted;
 use crate::scope::Scope;
 use crate::scrub_set::{SetList, char_aligned, replace_spans};
 use crate::stream::StreamScrubber;
-use crate::{MASK, UNREADABLE_MASK};
+use crate::{CUT_MARK, MASK, UNREADABLE_MASK};
 
 /// Scrubs with every value of one account (current, revoked, and superseded values the vault
 /// keeps), checked against the vault's generation before each use, and, for a run, the run's
@@ -126,6 +126,51 @@ impl Redactor {
         truncate_masked(text, &spans, max_bytes, self.scope.clone())
     }
 
+    /// What a program printed, as raw bytes that something before the redactor may have cut at
+    /// any byte (a sandbox's cap on printed output): scrubbed on the bytes themselves (so a form
+    /// that is not UTF-8, or a value cut inside a multi-byte character, is still found), a tail
+    /// that is the beginning of a form masked, an incomplete character at the end dropped, then
+    /// decoded (invalid bytes shown as U+FFFD) and cut to `max_bytes` with [`CUT_MARK`] at the
+    /// end of a cut text, so a cut never joins the next chunk into a value.
+    pub fn scrub_printed(&self, bytes: &[u8], max_bytes: usize) -> Redacted<String> {
+        let Some(sets) = self.sets() else {
+            return self.unreadable();
+        };
+        let mut spans = sets.masked_spans(bytes);
+        let end = complete_utf8_end(bytes);
+        let cut_upstream = end < bytes.len();
+        if let Some(start) = sets.dangling_form_start(bytes) {
+            match spans.last_mut() {
+                Some(last) if start <= last.end => last.end = bytes.len(),
+                _ => spans.push(start..bytes.len()),
+            }
+        }
+        // Decode piece by piece around the masks; the incomplete character a cut left at the
+        // very end is dropped (it is shown as nothing rather than as U+FFFD).
+        let mut decoded = String::with_capacity(bytes.len());
+        let mut decoded_spans = Vec::with_capacity(spans.len());
+        let mut copied_up_to = 0;
+        for span in &spans {
+            let piece = bytes.get(copied_up_to..span.start).unwrap_or_default();
+            decoded.push_str(&String::from_utf8_lossy(piece));
+            let start = decoded.len();
+            decoded.push_str(MASK);
+            decoded_spans.push(start..decoded.len());
+            copied_up_to = span.end;
+        }
+        if copied_up_to < end {
+            let piece = bytes.get(copied_up_to..end).unwrap_or_default();
+            decoded.push_str(&String::from_utf8_lossy(piece));
+        }
+        // `decoded` holds the masks already: cut it with the masks as its spans, which
+        // replaces each mask by itself.
+        let mut kept = truncate_masked(&decoded, &decoded_spans, max_bytes, self.scope.clone());
+        if cut_upstream && !kept.get().ends_with(CUT_MARK) {
+            kept = Redacted::scrubbed(format!("{}{CUT_MARK}", kept.get()), self.scope.clone());
+        }
+        kept
+    }
+
     /// `bytes` (a written file, output that is not UTF-8) with every form of every value
     /// replaced by [`MASK`]; the bytes around the matches are kept as they are.
     pub fn scrub_bytes(&self, bytes: &[u8]) -> Redacted<Vec<u8>> {
@@ -173,8 +218,36 @@ impl Redactor {
     }
 }
 
+/// Where the last complete UTF-8 character of `bytes` ends: an incomplete sequence at the very
+/// end (a cut inside a character) is left out; invalid bytes elsewhere stay.
+fn complete_utf8_end(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for start in (len.saturating_sub(3)..len).rev() {
+        let Some(&byte) = bytes.get(start) else {
+            break;
+        };
+        if byte < 0x80 {
+            return len;
+        }
+        if byte >= 0xC0 {
+            // A lead byte: how long its character is.
+            let needed = if byte >= 0xF0 {
+                4
+            } else if byte >= 0xE0 {
+                3
+            } else {
+                2
+            };
+            return if len - start < needed { start } else { len };
+        }
+        // A continuation byte: its lead byte is further back.
+    }
+    len
+}
+
 /// `text` with `spans` masked, then cut to at most `max_bytes` on a character boundary and
-/// never inside a mask.
+/// never inside a mask; a text that was cut ends with [`CUT_MARK`] (counted in `max_bytes`
+/// when it fits), so what is kept never joins the next chunk into a value.
 fn truncate_masked(
     text: &str,
     spans: &[std::ops::Range<usize>],
@@ -184,7 +257,7 @@ fn truncate_masked(
     let spans = char_aligned(text, spans);
     let mut scrubbed = replace_spans(text, &spans);
     if scrubbed.len() > max_bytes {
-        let mut cut = max_bytes;
+        let mut cut = max_bytes.saturating_sub(CUT_MARK.len());
         while !scrubbed.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -195,6 +268,7 @@ fn truncate_masked(
             cut = mask_start;
         }
         scrubbed.truncate(cut);
+        scrubbed.push_str(CUT_MARK);
     }
     Redacted::scrubbed(scrubbed, scope)
 }

@@ -74,11 +74,24 @@ fn g17_scrub_happens_before_truncation() {
 fn g17_truncation_cuts_on_a_char_boundary() {
     let redactor = redactor_for("run-truncate-utf8", &[SECRET]);
     let text = "ünïcødé 🦀🦀🦀";
+    let mark = redact::CUT_MARK;
     for max_bytes in 0..=text.len() + 2 {
-        let truncated = redactor.scrub_truncated(text, max_bytes);
-        assert!(truncated.as_str().len() <= max_bytes);
-        assert!(text.starts_with(truncated.as_str()));
-        assert!(truncated.as_str().len() + 4 > max_bytes.min(text.len()));
+        let truncated = redactor.scrub_truncated(text, max_bytes).into_inner();
+        if max_bytes >= text.len() {
+            assert_eq!(truncated, text);
+            continue;
+        }
+        // A cut text ends with the mark, within the bound once the mark fits in it.
+        let kept = truncated
+            .strip_suffix(mark)
+            .unwrap_or_else(|| panic!("no cut mark at {max_bytes}: {truncated}"));
+        assert!(text.starts_with(kept));
+        if max_bytes >= mark.len() {
+            assert!(truncated.len() <= max_bytes, "{max_bytes}: {truncated}");
+            assert!(kept.len() + mark.len() + 4 > max_bytes, "{max_bytes}: {truncated}");
+        } else {
+            assert_eq!(kept, "");
+        }
     }
 }
 
@@ -86,13 +99,21 @@ fn g17_truncation_cuts_on_a_char_boundary() {
 fn g17_a_cut_inside_a_mask_drops_the_whole_mask() {
     let redactor = redactor_for("run-truncate-mask", &[SECRET]);
     let text = format!("ab{SECRET}cd");
-    for max_bytes in 0..=("ab".len() + redact::MASK.len() + 2) {
+    let mark = redact::CUT_MARK;
+    let expected_full = "ab[REDACTED]cd";
+    for max_bytes in 0..=(expected_full.len() + 2) {
         let truncated = redactor.scrub_truncated(&text, max_bytes);
-        let expected_full = "ab[REDACTED]cd";
-        let expected = if max_bytes >= 12 {
-            &expected_full[..max_bytes.min(expected_full.len())]
+        let expected = if max_bytes >= expected_full.len() {
+            expected_full.to_owned()
         } else {
-            &expected_full[..max_bytes.min(2)]
+            // Room for the text before the mark: never part of `[REDACTED]`.
+            let room = max_bytes.saturating_sub(mark.len());
+            let kept = if room >= 12 {
+                &expected_full[..room]
+            } else {
+                &expected_full[..room.min(2)]
+            };
+            format!("{kept}{mark}")
         };
         assert_eq!(truncated.as_str(), expected, "max_bytes {max_bytes}");
     }
@@ -110,4 +131,28 @@ fn g17_bytes_that_are_not_utf8_are_scrubbed_too() {
         &[&[0xFF, 0x00, 0xC3][..], b"[REDACTED]", &[0xFE]].concat()
     );
     assert_eq!(scrubbed.scope(), &redact::Scope::run("run-bytes"));
+}
+
+#[test]
+fn g17_printed_bytes_cut_inside_a_character_leave_nothing_of_a_value() {
+    let value = "correct-horse-battery-staple-ключ-77";
+    let redactor = redactor_for("run-printed", &[value]);
+    for cut in 4..value.len() {
+        let mut bytes = b"before ".to_vec();
+        bytes.extend_from_slice(&value.as_bytes()[..cut]);
+        let printed = redactor.scrub_printed(&bytes, 1024).into_inner();
+        let shown_of_value = printed.strip_prefix("before ").unwrap_or(&printed);
+        assert!(
+            !shown_of_value.contains(&value[..4]),
+            "cut at {cut}: {printed}"
+        );
+    }
+    // A whole value in bytes that are not all UTF-8 is found too.
+    let mut bytes = vec![0xFF];
+    bytes.extend_from_slice(value.as_bytes());
+    bytes.extend_from_slice(b" after");
+    assert_eq!(
+        redactor.scrub_printed(&bytes, 1024).as_str(),
+        "\u{FFFD}[REDACTED] after"
+    );
 }
