@@ -314,7 +314,11 @@ impl Engine {
         let redactor = &context.redactor;
         match report.outcome {
             ExecutionOutcome::Succeeded { output } => {
-                let output = redactor.scrub_json(&output);
+                // G4: a value under a forbidden key may be a credential no redactor knows (a
+                // token the step minted); the output keeps the key and loses the value, so
+                // neither this step's record nor the next step's inputs hold it (a next step
+                // that takes it is refused for the key).
+                let output = redactor.scrub_json(&without_forbidden_values(&output));
                 finished.output = Some(output.clone());
                 self.finish(
                     context,
