@@ -35,7 +35,7 @@ impl StepExecutor for NoopExecutor {
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
         let mut report = ExecutionReport::outcome_only(
             ExecutionOutcome::Succeeded {
-                output: json!({"step": request.step.id(), "n": 1}),
+                output: engine::StepOutput::from_value(&json!({"step": request.step.id(), "n": 1})),
             },
             "noop",
         );

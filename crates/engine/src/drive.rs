@@ -318,7 +318,12 @@ impl Engine {
                 // token the step minted); the output keeps the key and loses the value, so
                 // neither this step's record nor the next step's inputs hold it (a next step
                 // that takes it is refused for the key).
-                let output = redactor.scrub_json(&without_forbidden_values(&output));
+                let output = match redactor.scrub_json_text(output.as_text()) {
+                    Ok(scrubbed) => redactor.scrub_json(&without_forbidden_values(scrubbed.get())),
+                    // The executor checked the text; one that still does not parse is shown as
+                    // no output rather than as text nobody checked.
+                    Err(_) => redactor.scrub_json(&Value::Null),
+                };
                 finished.output = Some(output.clone());
                 self.finish(
                     context,

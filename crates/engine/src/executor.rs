@@ -43,11 +43,35 @@ pub struct StepError {
     pub traceback: String,
 }
 
+/// A step's JSON result as the step wrote it. Kept as text, so the digits of every number are
+/// scrubbed as they were written (a 23-digit numeric credential parsed first would be a float
+/// keeping 16 of its digits, which no form matches).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepOutput(String);
+
+impl StepOutput {
+    /// The text a step wrote, if it is one JSON document.
+    pub fn from_json_text(text: String) -> Result<StepOutput, serde_json::Error> {
+        serde_json::from_str::<serde_json::Value>(&text)?;
+        Ok(StepOutput(text))
+    }
+
+    /// A value's JSON text (for executors that produce values, and tests).
+    pub fn from_value(value: &serde_json::Value) -> StepOutput {
+        StepOutput(value.to_string())
+    }
+
+    /// The JSON text.
+    pub fn as_text(&self) -> &str {
+        &self.0
+    }
+}
+
 /// How the attempt ended, observed from outside the sandbox (never what step code claims).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExecutionOutcome {
-    /// `main` returned; its JSON value.
-    Succeeded { output: serde_json::Value },
+    /// `main` returned; its JSON result as written.
+    Succeeded { output: StepOutput },
     /// The code (or the setup before it) reported an error.
     Failed { error: StepError, phase: CodePhase },
     /// A third-party import (`module`) or a syntax error (`module` empty) found before any

@@ -30,7 +30,7 @@ pub use crate::clock::{Clock, IdSource, RandomRunIds, SystemClock};
 pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
 pub use crate::executor::{
     CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
-    StepError, StepExecutor,
+    StepError, StepExecutor, StepOutput,
 };
 pub use crate::record::{AttemptState, RunState, kind, reconstruct};
 pub use crate::recovery::RecoveryReport;

@@ -201,6 +201,25 @@ impl Redactor {
         Redacted::scrubbed(scrubbed, self.scope.clone())
     }
 
+    /// A JSON document as a program wrote it, parsed and scrubbed as [`Redactor::scrub_json`]
+    /// does, after every number whose digits as written hold a value was made the string
+    /// [`MASK`]: parsing first would turn a 23-digit numeric credential into a float that keeps
+    /// 16 of its digits, which no form matches any more.
+    pub fn scrub_json_text(&self, text: &str) -> Result<Redacted<Value>, serde_json::Error> {
+        let Some(sets) = self.sets() else {
+            return Ok(Redacted::scrubbed(
+                Value::String(UNREADABLE_MASK.to_owned()),
+                self.scope.clone(),
+            ));
+        };
+        let without_numbers = mask_number_tokens(&sets, text);
+        let value: Value = serde_json::from_str(&without_numbers)?;
+        Ok(Redacted::scrubbed(
+            scrub_json_value(&sets, &value),
+            self.scope.clone(),
+        ))
+    }
+
     /// Whether any form of any value occurs in `bytes`; `true` when the account's values
     /// cannot be read (a screen refuses what it cannot check).
     pub fn holds_secret(&self, bytes: &[u8]) -> bool {
@@ -216,6 +235,54 @@ impl Redactor {
     fn unreadable(&self) -> Redacted<String> {
         Redacted::scrubbed(UNREADABLE_MASK.to_owned(), self.scope.clone())
     }
+}
+
+/// `text` (JSON) with every number token outside a string whose text holds a value replaced
+/// by the string [`MASK`]; everything else is left as it is.
+fn mask_number_tokens(sets: &SetList, text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut masked = String::with_capacity(text.len());
+    let mut copied_up_to = 0;
+    let mut index = 0;
+    let mut in_string = false;
+    while let Some(&byte) = bytes.get(index) {
+        if in_string {
+            match byte {
+                b'\\' => index += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            index += 1;
+            continue;
+        }
+        if byte == b'"' {
+            in_string = true;
+            index += 1;
+            continue;
+        }
+        if byte == b'-' || byte.is_ascii_digit() {
+            let start = index;
+            while bytes
+                .get(index)
+                .is_some_and(|next| next.is_ascii_digit() || b"+-.eE".contains(next))
+            {
+                index += 1;
+            }
+            let token = text.get(start..index).unwrap_or_default();
+            let digits: String = token.chars().filter(char::is_ascii_digit).collect();
+            if sets.holds_secret(token.as_bytes()) || sets.holds_secret(digits.as_bytes()) {
+                masked.push_str(text.get(copied_up_to..start).unwrap_or_default());
+                masked.push('"');
+                masked.push_str(MASK);
+                masked.push('"');
+                copied_up_to = index;
+            }
+            continue;
+        }
+        index += 1;
+    }
+    masked.push_str(text.get(copied_up_to..).unwrap_or_default());
+    masked
 }
 
 /// Where the last complete UTF-8 character of `bytes` ends: an incomplete sequence at the very

@@ -476,7 +476,7 @@ mod tests {
             self.0.fetch_add(1, Ordering::SeqCst);
             engine::ExecutionReport::outcome_only(
                 engine::ExecutionOutcome::Succeeded {
-                    output: serde_json::json!(1),
+                    output: engine::StepOutput::from_value(&serde_json::json!(1)),
                 },
                 "unisolated",
             )

@@ -106,7 +106,8 @@ impl StepExecutor for SandboxExecutor {
 
 fn report(observation: sandbox::Observation) -> ExecutionReport {
     let outcome = match observation.outcome {
-        Outcome::Succeeded { result_json } => match serde_json::from_str(&result_json) {
+        Outcome::Succeeded { result_json } => match engine::StepOutput::from_json_text(result_json)
+        {
             Ok(output) => ExecutionOutcome::Succeeded { output },
             // The backend only reports well-formed JSON; anything else is not a result.
             Err(error) => ExecutionOutcome::Unknown {

@@ -164,7 +164,12 @@ impl StepExecutor for ScriptedExecutor {
 pub fn succeeded(output: Value) -> ExecutionReport {
     ExecutionReport {
         interpreter_version: Some("3.11.2".into()),
-        ..ExecutionReport::outcome_only(ExecutionOutcome::Succeeded { output }, "fake")
+        ..ExecutionReport::outcome_only(
+            ExecutionOutcome::Succeeded {
+                output: engine::StepOutput::from_value(&output),
+            },
+            "fake",
+        )
     }
 }
 

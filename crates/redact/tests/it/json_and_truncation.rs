@@ -88,7 +88,10 @@ fn g17_truncation_cuts_on_a_char_boundary() {
         assert!(text.starts_with(kept));
         if max_bytes >= mark.len() {
             assert!(truncated.len() <= max_bytes, "{max_bytes}: {truncated}");
-            assert!(kept.len() + mark.len() + 4 > max_bytes, "{max_bytes}: {truncated}");
+            assert!(
+                kept.len() + mark.len() + 4 > max_bytes,
+                "{max_bytes}: {truncated}"
+            );
         } else {
             assert_eq!(kept, "");
         }
@@ -155,4 +158,26 @@ fn g17_printed_bytes_cut_inside_a_character_leave_nothing_of_a_value() {
         redactor.scrub_printed(&bytes, 1024).as_str(),
         "\u{FFFD}[REDACTED] after"
     );
+}
+
+#[test]
+fn g17_numbers_are_scrubbed_by_the_digits_as_written() {
+    let redactor = redactor_for("run-numbers", &["98765432109876543210987"]);
+    let scrubbed = redactor
+        .scrub_json_text(
+            r#"{"a": 98765432109876543210987, "b": [-98765432109876543210987, 1.5e3, 7],
+               "c": "98765432109876543210987 in a string", "d": "12\"34"}"#,
+        )
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        scrubbed,
+        serde_json::json!({
+            "a": "[REDACTED]",
+            "b": ["[REDACTED]", 1500.0, 7],
+            "c": "[REDACTED] in a string",
+            "d": "12\"34"
+        })
+    );
+    assert!(redactor.scrub_json_text("{not json").is_err());
 }

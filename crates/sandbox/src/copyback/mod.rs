@@ -191,7 +191,11 @@ pub enum RefusalReason {
 
 impl fmt::Display for Refusal {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{} was not copied back: {}", self.path, self.reason)
+        write!(
+            formatter,
+            "{} was not copied back: {}",
+            self.path, self.reason
+        )
     }
 }
 

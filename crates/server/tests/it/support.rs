@@ -102,7 +102,7 @@ impl StepExecutor for SucceedingExecutor {
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
         ExecutionReport::outcome_only(
             ExecutionOutcome::Succeeded {
-                output: json!({"step": request.step.id()}),
+                output: engine::StepOutput::from_value(&json!({"step": request.step.id()})),
             },
             "fake",
         )
