@@ -19,6 +19,7 @@ pub mod jail;
 pub mod local;
 pub mod runtime;
 pub mod slot;
+mod tail;
 pub mod unisolated;
 
 use std::path::PathBuf;

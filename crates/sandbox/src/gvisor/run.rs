@@ -61,9 +61,7 @@ pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Obs
     drop(cgroup);
 
     let report = read_report(&scratch.report(), &invocation.limits)?;
-    let stderr_tail =
-        String::from_utf8_lossy(&watched.stderr[watched.stderr.len().saturating_sub(2048)..])
-            .into_owned();
+    let stderr_tail = crate::tail::stderr_tail(&watched.stderr);
     if !watched.timed_out && !watched.report_overflow && !oom_killed && !announced_ready(&report) {
         // Fail closed: the sandbox never reached the harness, so nothing of the step ran; this
         // is runsc or the host, not the step. The guards tear everything down.

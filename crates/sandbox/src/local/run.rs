@@ -255,9 +255,7 @@ pub(crate) fn finish(
     // step's observation arrives (moving it to the reaper would save its teardown time).
     drop(network);
 
-    let stderr_tail =
-        String::from_utf8_lossy(&watched.stderr[watched.stderr.len().saturating_sub(2048)..])
-            .into_owned();
+    let stderr_tail = crate::tail::stderr_tail(&watched.stderr);
     let outcome = outcome::classify(&Observed {
         network: invocation.network,
         termination: watched.termination,
