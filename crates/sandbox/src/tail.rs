@@ -4,9 +4,23 @@
 /// How many bytes of stderr an error message may quote.
 pub(crate) const STDERR_TAIL_BYTES: usize = 2048;
 
-/// The last [`STDERR_TAIL_BYTES`] bytes of `stderr`, as text.
+/// The last whole lines of `stderr` that fit in [`STDERR_TAIL_BYTES`] bytes, as text. A cut
+/// never starts inside a line: the line the cut fell in is dropped and `…` says so, because
+/// the engine scrubs whole forms, and a line cut in half could start with the second half of
+/// a value (every line of a multi-line value is a form of its own).
 pub(crate) fn stderr_tail(stderr: &[u8]) -> String {
-    String::from_utf8_lossy(&stderr[stderr.len().saturating_sub(STDERR_TAIL_BYTES)..]).into_owned()
+    let start = stderr.len().saturating_sub(STDERR_TAIL_BYTES);
+    if start == 0 {
+        return String::from_utf8_lossy(stderr).into_owned();
+    }
+    let tail = stderr.get(start..).unwrap_or_default();
+    match tail.iter().position(|byte| *byte == b'\n') {
+        Some(newline) => format!(
+            "…{}",
+            String::from_utf8_lossy(tail.get(newline + 1..).unwrap_or_default())
+        ),
+        None => "… (its last line is too long to show)".to_owned(),
+    }
 }
 
 #[cfg(test)]
