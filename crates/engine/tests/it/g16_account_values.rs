@@ -131,3 +131,28 @@ fn g16_account_values_in_inputs_output_print_error_and_notes_are_never_stored() 
         "the values are masked, not dropped"
     );
 }
+
+/// G1, G16 (review "credentials" A3): a definition that holds a value of the account (in its
+/// name, a step id, an explanation, a literal) is refused before a run, naming where, like a
+/// workspace write; nothing of it is stored.
+#[test]
+fn g16_a_definition_holding_an_account_value_is_refused_before_a_run_with_its_line() {
+    let harness = harness_with_account_values();
+    let text = format!(
+        "name: \"sync with {OTHER_CONNECTION}\"\npython: \"3.11\"\nsteps:\n  - id: s\n    \
+         explain: Does it.\n    code: |\n      def main():\n          return 1\n"
+    );
+    let refused = harness
+        .engine()
+        .start_run(&account(), &workflow(&text), json!({}), cli("alice"));
+    match refused {
+        Err(error) => {
+            let shown = error.to_string();
+            assert!(shown.contains("workflow.yaml:1:"), "{shown}");
+            assert!(!shown.contains(OTHER_CONNECTION), "{shown}");
+        }
+        Ok(summary) => panic!("a run was created: {summary:?}"),
+    }
+    assert!(harness.store.runs(&account()).unwrap().is_empty());
+    assert_nowhere(&harness, &[OTHER_CONNECTION]);
+}
