@@ -3,9 +3,8 @@
 
 use redact::{Redactor, RunSecrets, SecretName, SecretRequest, SecretValue};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use spec::{Step, Workflow};
-use storage::{AccountId, NewEvent, RunId, RunRecord, RunStatus, Timestamp};
+use storage::{AccountId, NewEvent, RunId, RunRecord, RunStatus, Sha256Hex, Timestamp};
 
 use crate::Error;
 use crate::engine::Engine;
@@ -194,8 +193,8 @@ impl Engine {
         // The stored text must be exactly what was checked when the run started: a text edited
         // in the database, or one that held a credential value and was scrubbed, is refused
         // rather than run as something nobody confirmed (G1).
-        let stored_hash = hex::encode(Sha256::digest(record.workflow_source.as_bytes()));
-        if stored_hash != record.workflow_hash {
+        let stored_hash = Sha256Hex::of(record.workflow_source.as_bytes());
+        if stored_hash.as_str() != record.workflow_hash {
             return Err(Error::StoredWorkflowInvalid {
                 run: run.clone(),
                 detail: "the stored workflow text no longer matches the hash recorded when the \
@@ -241,7 +240,7 @@ impl Engine {
     pub(crate) fn event(
         &self,
         context: &RunContext,
-        event_kind: &str,
+        event_kind: &'static str,
         payload: Value,
     ) -> Result<u64, Error> {
         let scrubbed = context.redactor.scrub_json(&payload);
@@ -254,11 +253,11 @@ impl Engine {
     pub(crate) fn new_event(
         &self,
         context: &RunContext,
-        event_kind: &str,
+        event_kind: &'static str,
         payload: Value,
     ) -> NewEvent {
         NewEvent {
-            kind: event_kind.to_owned(),
+            kind: event_kind,
             payload: context.redactor.scrub_json(&payload),
             at: self.clock.now(),
         }

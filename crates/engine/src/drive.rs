@@ -273,7 +273,7 @@ impl Engine {
         self.store.begin_attempt(
             &NewAttempt {
                 run: context.run.id.clone(),
-                step_id: step.id().to_owned(),
+                step_id: crate::engine::step_id(step.id())?,
                 attempt,
                 network,
                 inputs: scrubbed_inputs.clone(),
@@ -554,8 +554,8 @@ impl Engine {
                 "output": finished.output.as_ref().map(Redacted::get),
                 "error": finished.error,
                 "reason": finished.reason.as_ref().map(Redacted::get),
-                "interpreter_version": finished.interpreter_version,
-                "backend": finished.backend,
+                "interpreter_version": finished.interpreter_version.as_ref().map(Redacted::get),
+                "backend": finished.backend.as_ref().map(Redacted::get),
                 "isolation_notes": finished.isolation_notes.as_ref().map(Redacted::get),
             }),
         );
@@ -600,8 +600,8 @@ struct Failure {
 
 /// What is recorded when an attempt ends.
 pub(crate) struct Finished {
-    pub(crate) interpreter_version: Option<String>,
-    pub(crate) backend: Option<String>,
+    pub(crate) interpreter_version: Option<Redacted<String>>,
+    pub(crate) backend: Option<Redacted<String>>,
     pub(crate) isolation_notes: Option<Redacted<String>>,
     pub(crate) output: Option<Redacted<Value>>,
     pub(crate) reason: Option<Redacted<String>>,
@@ -627,8 +627,8 @@ impl Finished {
             interpreter_version: report
                 .interpreter_version
                 .as_deref()
-                .map(|version| redactor.scrub(version).into_inner()),
-            backend: Some(redactor.scrub(&report.backend).into_inner()),
+                .map(|version| redactor.scrub(version)),
+            backend: Some(redactor.scrub(&report.backend)),
             isolation_notes: (!notes.is_empty()).then(|| redactor.scrub(&notes)),
             output: None,
             reason: None,

@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use redact::{ScrubSets, SecretRequest, SecretSource};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use spec::Workflow;
 use storage::{
     AccountId, Actor, AttemptStatus, DecisionKind, Door, NewAuditEntry, NewDecision, NewEvent,
-    NewRun, RunId, RunStatus, Store,
+    NewRun, RunId, RunStatus, Sha256Hex, StepId, Store,
 };
 
 use crate::context::{RunContext, SecretsFor, secret_request, step_env, unavailable_payload};
@@ -131,6 +130,7 @@ impl Engine {
         who: Actor,
     ) -> Result<RunSummary, Error> {
         self.revalidate(workflow)?;
+        self.refuse_definition_holding_values(account, workflow)?;
         let forbidden = spec::forbidden_keys_in(&inputs);
         if !forbidden.is_empty() {
             return Err(Error::ForbiddenInputKeys { paths: forbidden });
@@ -145,14 +145,14 @@ impl Engine {
             self.collect_secrets(&run_id, account, &request, SecretsFor::NewRun)?;
         let redactor = secrets.redactor();
         let now = self.clock.now();
-        let hash = hex::encode(Sha256::digest(workflow.source().as_bytes()));
+        let hash = Sha256Hex::of(workflow.source().as_bytes());
         let created = NewEvent {
-            kind: kind::RUN_CREATED.to_owned(),
+            kind: kind::RUN_CREATED,
             payload: redactor.scrub_json(&json!({
                 "status": RunStatus::Running.as_str(),
                 "workflow": workflow.name(),
                 "file": workflow.file_name(),
-                "hash": hash,
+                "hash": hash.as_str(),
                 "inputs": inputs,
                 "started_by": actor_json(&who),
             })),
@@ -163,8 +163,8 @@ impl Engine {
                 id: run_id.clone(),
                 account: account.clone(),
                 status: RunStatus::Running,
-                workflow_name: workflow.name().to_owned(),
-                workflow_file_name: workflow.file_name().to_owned(),
+                workflow_name: redactor.scrub(workflow.name()),
+                workflow_file_name: redactor.scrub(workflow.file_name()),
                 workflow_source: redactor.scrub(workflow.source()),
                 workflow_hash: hash.clone(),
                 inputs: redactor.scrub_json(&inputs),
@@ -186,7 +186,7 @@ impl Engine {
             account: account.clone(),
             run: Some(run_id.clone()),
             actor: who,
-            action: "run.start".to_owned(),
+            action: "run.start",
             detail: context.redactor.scrub_json(
                 &json!({"workflow": workflow.name(), "hash": context.run.workflow_hash}),
             ),
@@ -411,7 +411,7 @@ impl Engine {
         let event = self.new_event(context, kind::DECISION, payload.clone());
         let decision = NewDecision {
             run: context.run.id.clone(),
-            step_id: step.map(str::to_owned),
+            step_id: step.map(step_id).transpose()?,
             attempt,
             kind,
             who: who.clone(),
@@ -424,7 +424,12 @@ impl Engine {
             account: context.run.account.clone(),
             run: Some(context.run.id.clone()),
             actor: who.clone(),
-            action: format!("run.{}", kind.as_str()),
+            action: match kind {
+                DecisionKind::Approve => "run.approve",
+                DecisionKind::Reject => "run.reject",
+                DecisionKind::Retry => "run.retry",
+                DecisionKind::Stop => "run.stop",
+            },
             detail: context.redactor.scrub_json(&payload),
             at: now,
         })?;
@@ -515,11 +520,50 @@ impl Engine {
         })
     }
 
+    /// Refuses a definition that holds a value of the account anywhere (its name, a step id, an
+    /// explanation, a literal), naming the line and column, never the value: a definition is
+    /// read, compared and exported, and holds references to connections only (G1, G16).
+    fn refuse_definition_holding_values(
+        &self,
+        account: &AccountId,
+        workflow: &Workflow,
+    ) -> Result<(), Error> {
+        let redactor = self
+            .scrub_sets
+            .for_account(account.as_str())
+            .map_err(|source| Error::AccountValues {
+                account: account.clone(),
+                source,
+            })?;
+        let source = workflow.source();
+        let Some(found) = redactor.find_secret(source.as_bytes()) else {
+            return Ok(());
+        };
+        let before = source.get(..found.start).unwrap_or(source);
+        let line = before.matches('\n').count() + 1;
+        let column = before
+            .rfind('\n')
+            .map_or(before.len(), |newline| before.len() - newline - 1)
+            + 1;
+        Err(Error::DefinitionHoldsValue {
+            file: workflow.file_name().to_owned(),
+            line,
+            column,
+        })
+    }
+
     /// The secret request of a workflow (every connection its steps name); exposed so the
     /// binary can show what a run will ask the vault for.
     pub fn secret_request(workflow: &Workflow) -> SecretRequest {
         secret_request(workflow)
     }
+}
+
+/// A validated step's id as the store takes it.
+pub(crate) fn step_id(step: &str) -> Result<StepId, Error> {
+    StepId::parse(step).map_err(|_| Error::NotAStepId {
+        step: step.to_owned(),
+    })
 }
 
 /// An actor as event JSON.

@@ -79,6 +79,20 @@ pub enum Error {
     /// Parsing the workflow's own text gives a different workflow (G1).
     #[error("{file}: the validated workflow does not match its own source text")]
     WorkflowChanged { file: String },
+    /// The definition holds a value of the account's vault (G1, G16); where, never what.
+    #[error(
+        "{file}:{line}:{column}: this definition holds a value of the account's vault (a secret, \
+         a connection or a model key); a definition never holds one: name a connection in the \
+         step's `connections` and read it from its environment variable instead"
+    )]
+    DefinitionHoldsValue {
+        file: String,
+        line: usize,
+        column: usize,
+    },
+    /// A step id the store refuses (the parser and the store disagree on the grammar).
+    #[error("`{step}` is not a step id the record can hold")]
+    NotAStepId { step: String },
     /// A run-time input holds a key that names a credential (G4).
     #[error("run inputs hold forbidden keys (credentials are never inputs; use a connection): {}", paths.join(", "))]
     ForbiddenInputKeys { paths: Vec<String> },
@@ -125,6 +139,13 @@ pub enum Error {
     #[error("run {run}: {source}")]
     Secrets {
         run: RunId,
+        #[source]
+        source: redact::Error,
+    },
+    /// The account's values could not be read to check a definition against them.
+    #[error("the values of account {account} could not be read to check the definition")]
+    AccountValues {
+        account: storage::AccountId,
         #[source]
         source: redact::Error,
     },

@@ -220,6 +220,16 @@ impl Redactor {
         ))
     }
 
+    /// Where the first form of any value occurs in `bytes` (positions only), so a refusal can
+    /// say where without repeating what; `Some(0..0)` when the account's values cannot be read
+    /// (a screen refuses what it cannot check).
+    pub fn find_secret(&self, bytes: &[u8]) -> Option<std::ops::Range<usize>> {
+        match self.sets() {
+            Some(sets) => sets.masked_spans(bytes).into_iter().next(),
+            None => Some(0..0),
+        }
+    }
+
     /// Whether any form of any value occurs in `bytes`; `true` when the account's values
     /// cannot be read (a screen refuses what it cannot check).
     pub fn holds_secret(&self, bytes: &[u8]) -> bool {

@@ -86,7 +86,7 @@ pub fn create_account_with_owner(
             account: account.id.clone(),
             run: None,
             actor: operator,
-            action: "account.create".to_owned(),
+            action: "account.create",
             detail: redactor.scrub_json(&json!({
                 "account": account.id.as_str(),
                 "owner": person_id,

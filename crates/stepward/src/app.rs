@@ -102,7 +102,7 @@ impl App {
 
     /// Appends an audit entry for the local account, its detail scrubbed of every current
     /// value of the account.
-    pub fn audit(&self, action: &str, detail: serde_json::Value) -> anyhow::Result<()> {
+    pub fn audit(&self, action: &'static str, detail: serde_json::Value) -> anyhow::Result<()> {
         let redactor = self
             .redactor()
             .context("cannot build the account's redactor for the audit log")?;
@@ -111,7 +111,7 @@ impl App {
                 account: self.account.clone(),
                 run: None,
                 actor: App::cli_actor(),
-                action: action.to_owned(),
+                action,
                 detail: redactor.scrub_json(&detail),
                 at: now(),
             })

@@ -64,7 +64,7 @@ impl AuditLog for SqliteStore {
                 account: entry.account.clone(),
                 run: entry.run.clone(),
                 actor: entry.actor.clone(),
-                action: entry.action.clone(),
+                action: entry.action.to_owned(),
                 detail: detail.clone(),
                 at: entry.at,
                 prev_hash,

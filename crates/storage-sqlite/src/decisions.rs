@@ -3,7 +3,7 @@
 use rusqlite::params;
 use storage::{
     Actor, DecisionKind, DecisionRecord, DecisionStore, Error, NewDecision, NewEvent, RunId,
-    Timestamp, check_scope,
+    StepId, Timestamp, check_scope,
 };
 
 use crate::events::append_event_in;
@@ -30,7 +30,7 @@ impl DecisionStore for SqliteStore {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     decision.run.as_str(),
-                    decision.step_id,
+                    decision.step_id.as_ref().map(StepId::as_str),
                     decision.attempt,
                     decision.kind.as_str(),
                     decision.who.kind(),
@@ -48,7 +48,11 @@ impl DecisionStore for SqliteStore {
                 {
                     return Err(TxError(Error::AlreadyDecided {
                         run: decision.run.clone(),
-                        step: decision.step_id.clone().unwrap_or_default(),
+                        step: decision
+                            .step_id
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .unwrap_or_default(),
                     }));
                 }
                 Err(error) => return Err(error.into()),
@@ -58,7 +62,7 @@ impl DecisionStore for SqliteStore {
             Ok(DecisionRecord {
                 id,
                 run: decision.run.clone(),
-                step_id: decision.step_id.clone(),
+                step_id: decision.step_id.as_ref().map(ToString::to_string),
                 attempt: decision.attempt,
                 kind: decision.kind,
                 who: decision.who.clone(),

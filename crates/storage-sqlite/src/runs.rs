@@ -161,6 +161,8 @@ fn optional_scoped_text(
 impl RunStore for SqliteStore {
     fn create_run(&self, run: &NewRun, event: &NewEvent) -> Result<(), Error> {
         check_scope(&run.id.redaction_scope(), &run.workflow_source)?;
+        check_scope(&run.id.redaction_scope(), &run.workflow_name)?;
+        check_scope(&run.id.redaction_scope(), &run.workflow_file_name)?;
         check_scope(&run.id.redaction_scope(), &event.payload)?;
         check_scope(&run.id.redaction_scope(), &run.inputs)?;
         let inputs = run.inputs.get().to_string();
@@ -174,10 +176,10 @@ impl RunStore for SqliteStore {
                     run.id.as_str(),
                     run.account.as_str(),
                     run.status.as_str(),
-                    run.workflow_name,
-                    run.workflow_file_name,
+                    run.workflow_name.get(),
+                    run.workflow_file_name.get(),
                     run.workflow_source.get(),
-                    run.workflow_hash,
+                    run.workflow_hash.as_str(),
                     inputs,
                     run.created_at.0,
                 ],
@@ -283,7 +285,7 @@ impl RunStore for SqliteStore {
                  ON CONFLICT(run_id, step_id, attempt) DO NOTHING",
                 params![
                     attempt.run.as_str(),
-                    attempt.step_id,
+                    attempt.step_id.as_str(),
                     attempt.attempt,
                     attempt.network.as_str(),
                     inputs,
@@ -314,6 +316,8 @@ impl RunStore for SqliteStore {
         check_scope(&run.redaction_scope(), &event.payload)?;
         let isolation_notes = optional_scoped_text(run, finish.isolation_notes.as_ref())?;
         let reason = optional_scoped_text(run, finish.reason.as_ref())?;
+        let interpreter_version = optional_scoped_text(run, finish.interpreter_version.as_ref())?;
+        let backend = optional_scoped_text(run, finish.backend.as_ref())?;
         let output = finish
             .output
             .as_ref()
@@ -340,8 +344,8 @@ impl RunStore for SqliteStore {
                     attempt,
                     finish.status.as_str(),
                     finish.finished_at.0,
-                    finish.interpreter_version,
-                    finish.backend,
+                    interpreter_version,
+                    backend,
                     isolation_notes,
                     output,
                     reason,

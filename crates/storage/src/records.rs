@@ -6,7 +6,8 @@
 use redact::Redacted;
 
 use crate::types::{
-    AccountId, Actor, AttemptStatus, DecisionKind, Door, NetworkMode, RunId, RunStatus, Timestamp,
+    AccountId, Actor, AttemptStatus, DecisionKind, Door, NetworkMode, RunId, RunStatus, Sha256Hex,
+    StepId, Timestamp,
 };
 
 /// A tenant.
@@ -23,13 +24,13 @@ pub struct NewRun {
     pub id: RunId,
     pub account: AccountId,
     pub status: RunStatus,
-    pub workflow_name: String,
+    pub workflow_name: Redacted<String>,
     /// The file name the workflow was parsed under; recovery parses the source again with it.
-    pub workflow_file_name: String,
+    pub workflow_file_name: Redacted<String>,
     /// The workflow text, scrubbed for this run (a literal in it could hold a value).
     pub workflow_source: Redacted<String>,
-    /// SHA-256 (hex) of the workflow text as the parser saw it.
-    pub workflow_hash: String,
+    /// SHA-256 of the workflow text as the parser saw it.
+    pub workflow_hash: Sha256Hex,
     /// The run-time input values, scrubbed.
     pub inputs: Redacted<serde_json::Value>,
     pub created_at: Timestamp,
@@ -54,7 +55,7 @@ pub struct RunRecord {
 #[derive(Debug, Clone)]
 pub struct NewAttempt {
     pub run: RunId,
-    pub step_id: String,
+    pub step_id: StepId,
     /// 1 for the first attempt of the step, then 2, 3, ...
     pub attempt: u32,
     pub network: NetworkMode,
@@ -69,9 +70,9 @@ pub struct AttemptFinish {
     pub status: AttemptStatus,
     pub finished_at: Timestamp,
     /// The exact interpreter version the sandbox reported (G8), when it got that far.
-    pub interpreter_version: Option<String>,
+    pub interpreter_version: Option<Redacted<String>>,
     /// The sandbox backend's name (`local`, `unisolated`, ...).
-    pub backend: Option<String>,
+    pub backend: Option<Redacted<String>>,
     /// What the backend could not enforce or chose (for example "landlock unavailable").
     pub isolation_notes: Option<Redacted<String>>,
     /// The step's output, scrubbed, for a succeeded attempt.
@@ -102,7 +103,8 @@ pub struct AttemptRecord {
 /// journal and the state never disagree, whatever moment a crash picks (G25).
 #[derive(Debug, Clone)]
 pub struct NewEvent {
-    pub kind: String,
+    /// One of the engine's event kinds (compile-time constants).
+    pub kind: &'static str,
     pub payload: Redacted<serde_json::Value>,
     pub at: Timestamp,
 }
@@ -123,7 +125,7 @@ pub struct EventRecord {
 pub struct NewDecision {
     pub run: RunId,
     /// The gate or failed step decided on; `None` for a stop of the whole run.
-    pub step_id: Option<String>,
+    pub step_id: Option<StepId>,
     /// The attempt the decision concerns (the gate's pending attempt, the failed attempt).
     pub attempt: Option<u32>,
     pub kind: DecisionKind,
@@ -166,7 +168,7 @@ pub struct NewAuditEntry {
     pub run: Option<RunId>,
     pub actor: Actor,
     /// A stable machine name (`gate.approve`, `secret.set`, `session.sign_in`, ...).
-    pub action: String,
+    pub action: &'static str,
     pub detail: Redacted<serde_json::Value>,
     pub at: Timestamp,
 }

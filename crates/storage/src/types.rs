@@ -46,6 +46,66 @@ impl fmt::Display for RunId {
     }
 }
 
+/// A step's id as the workflow parser validated it: lower case letters, digits and `_`,
+/// starting with a letter (never the `!` of a gate). An identifier, not free text; a
+/// definition whose ids hold a value of the account is refused before a run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StepId(String);
+
+impl StepId {
+    /// The id, if it has a step id's grammar.
+    pub fn parse(text: &str) -> Result<StepId, UnknownName> {
+        let mut characters = text.chars();
+        let starts_with_letter = characters
+            .next()
+            .is_some_and(|first| first.is_ascii_lowercase());
+        if starts_with_letter
+            && characters.all(|character| {
+                character.is_ascii_lowercase() || character.is_ascii_digit() || character == '_'
+            })
+        {
+            Ok(StepId(text.to_owned()))
+        } else {
+            Err(UnknownName {
+                vocabulary: "step id",
+                name: text.to_owned(),
+            })
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for StepId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A SHA-256 digest as 64 lower-case hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Sha256Hex(String);
+
+impl Sha256Hex {
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Sha256Hex {
+        use sha2::Digest;
+        Sha256Hex(hex::encode(sha2::Sha256::digest(bytes)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Sha256Hex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Milliseconds since the Unix epoch, as the engine's clock reported them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(pub i64);

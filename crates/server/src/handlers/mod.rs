@@ -61,7 +61,7 @@ pub(crate) fn audit(
     shared: &Shared,
     account: &AccountId,
     actor: Actor,
-    action: &str,
+    action: &'static str,
     detail: &serde_json::Value,
 ) -> Result<(), Error> {
     let redactor = account_redactor(shared, account)?;
@@ -71,7 +71,7 @@ pub(crate) fn audit(
             account: account.clone(),
             run: None,
             actor,
-            action: action.to_owned(),
+            action,
             detail: redactor.scrub_json(detail),
             at: shared.now(),
         })

@@ -134,7 +134,7 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
             account: app.account.clone(),
             run: None,
             actor: App::cli_actor(),
-            action: "account.invite_owner".to_owned(),
+            action: "account.invite_owner",
             detail: redactor.scrub_json(&json!({
                 "account": app.account.0,
                 "owner": person_id,

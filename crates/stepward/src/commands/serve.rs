@@ -196,7 +196,7 @@ pub fn rotate_links(app: &App) -> anyhow::Result<Outcome> {
                 account: account.id.clone(),
                 run: None,
                 actor: App::cli_actor(),
-                action: "key.rotate_links".to_owned(),
+                action: "key.rotate_links",
                 detail: redactor.scrub_json(&json!({ "key_id": key_id.to_hex() })),
                 at: now(),
             })

@@ -18,18 +18,18 @@ fn new_run(id: &RunId, redactor: &Redactor) -> NewRun {
         id: id.clone(),
         account: AccountId("acct".into()),
         status: RunStatus::Running,
-        workflow_name: "refund".into(),
-        workflow_file_name: "refund.yaml".into(),
+        workflow_name: redactor.scrub("refund"),
+        workflow_file_name: redactor.scrub("refund.yaml"),
         workflow_source: redactor.scrub("name: refund\n"),
-        workflow_hash: "hash".into(),
+        workflow_hash: storage::Sha256Hex::of(b"name: refund\n"),
         inputs: redactor.scrub_json(&json!({"ticket_id": "T-1"})),
         created_at: Timestamp(10),
     }
 }
 
-fn event(redactor: &Redactor, kind: &str) -> NewEvent {
+fn event(redactor: &Redactor, kind: &'static str) -> NewEvent {
     NewEvent {
-        kind: kind.to_owned(),
+        kind,
         payload: redactor.scrub_json(&json!({"kind": kind})),
         at: Timestamp(10),
     }
@@ -131,7 +131,7 @@ fn story(store: &dyn Store) {
     // Attempts: running (with its network mode) before the sandbox starts, then finished.
     let attempt = NewAttempt {
         run: run.clone(),
-        step_id: "send_refund".into(),
+        step_id: storage::StepId::parse("send_refund").unwrap(),
         attempt: 1,
         network: NetworkMode::PublicEgress,
         inputs: redactor.scrub_json(&json!({"request": {"amount": 1}})),
@@ -150,8 +150,8 @@ fn story(store: &dyn Store) {
     let finish = AttemptFinish {
         status: AttemptStatus::Succeeded,
         finished_at: Timestamp(14),
-        interpreter_version: Some("3.11.2".into()),
-        backend: Some("local".into()),
+        interpreter_version: Some(redactor.scrub("3.11.2")),
+        backend: Some(redactor.scrub("local")),
         isolation_notes: Some(redactor.scrub("landlock unavailable")),
         output: Some(redactor.scrub_json(&json!({"ok": true, "echo": SECRET}))),
         reason: None,
@@ -214,7 +214,7 @@ fn story(store: &dyn Store) {
     // Decisions: a gate is decided once.
     let approve = NewDecision {
         run: run.clone(),
-        step_id: Some("approve_refund".into()),
+        step_id: Some(storage::StepId::parse("approve_refund").unwrap()),
         attempt: Some(1),
         kind: DecisionKind::Approve,
         who: Actor::Cli {
@@ -439,7 +439,7 @@ fn a_state_change_and_its_event_are_written_together() {
     let foreign = run_secrets("run-9", SECRET).redactor();
     let attempt = NewAttempt {
         run: run.clone(),
-        step_id: "late".into(),
+        step_id: storage::StepId::parse("late").unwrap(),
         attempt: 1,
         network: NetworkMode::None,
         inputs: redactor.scrub_json(&json!({})),
