@@ -37,7 +37,7 @@ impl AuditLog for SqliteStore {
                 &entry.account,
                 entry.run.as_ref(),
                 &entry.actor,
-                &entry.action,
+                entry.action,
                 &detail,
                 entry.at,
             );

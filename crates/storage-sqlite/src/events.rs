@@ -44,7 +44,7 @@ pub(crate) fn append_event_in(
     run: &RunId,
     event: &NewEvent,
 ) -> Result<u64, TxError> {
-    append_in(transaction, run, &event.kind, &event.payload, event.at)
+    append_in(transaction, run, event.kind, &event.payload, event.at)
 }
 
 impl EventLog for SqliteStore {
