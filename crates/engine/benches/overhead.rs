@@ -83,7 +83,7 @@ impl RunStore for MemoryStore {
             updated_at: run.created_at,
         };
         self.runs.lock().unwrap().insert(run.id.clone(), record);
-        self.append(&run.id, &event.kind, &event.payload, event.at)
+        self.append(&run.id, event.kind, &event.payload, event.at)
             .map(drop)
     }
     fn run(&self, id: &RunId) -> Result<Option<RunRecord>, Error> {
@@ -106,7 +106,7 @@ impl RunStore for MemoryStore {
             run.status = status;
             run.updated_at = at;
         }
-        self.append(id, &event.kind, &event.payload, event.at)
+        self.append(id, event.kind, &event.payload, event.at)
             .map(drop)
     }
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
@@ -130,7 +130,7 @@ impl RunStore for MemoryStore {
                 output: None,
                 reason: None,
             });
-        self.append(&attempt.run, &event.kind, &event.payload, event.at)
+        self.append(&attempt.run, event.kind, &event.payload, event.at)
             .map(drop)
     }
     fn finish_attempt(
@@ -155,7 +155,7 @@ impl RunStore for MemoryStore {
             record.status = finish.status;
             record.output = finish.output.as_ref().map(|output| output.get().clone());
         }
-        self.append(run, &event.kind, &event.payload, event.at)
+        self.append(run, event.kind, &event.payload, event.at)
             .map(drop)
     }
     fn attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, Error> {
