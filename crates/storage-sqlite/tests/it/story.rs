@@ -287,7 +287,7 @@ fn story(store: &dyn Store) {
             actor: Actor::Cli {
                 os_user: "alice".into(),
             },
-            action: "gate.approve".into(),
+            action: "gate.approve",
             detail: redactor.scrub_json(&json!({"note": "looks right"})),
             at: Timestamp(16),
         })
@@ -304,7 +304,7 @@ fn story(store: &dyn Store) {
                 id: "p1".into(),
                 name: "Alice".into(),
             },
-            action: "secret.set".into(),
+            action: "secret.set",
             detail: account_redactor.scrub_json(&json!({"name": "payments", "pasted": SECRET})),
             at: Timestamp(20),
         })
@@ -316,7 +316,7 @@ fn story(store: &dyn Store) {
             account: local.id.clone(),
             run: None,
             actor: Actor::Engine,
-            action: "x".into(),
+            action: "x",
             detail: redactor.scrub_json(&json!({})),
             at: Timestamp(21),
         }),
