@@ -9,6 +9,7 @@ mod encodings;
 mod json_and_truncation;
 mod logging;
 mod properties;
+mod review_common_formats;
 mod review_python_forms;
 mod run_secrets;
 mod streaming;
