@@ -4,7 +4,6 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-
 /// An IPv4 or IPv6 range. The host bits are cleared on construction, so two ways of writing the
 /// same range compare equal and the nftables text never carries a host address by accident.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
