@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "vault_history",
         sql: include_str!("../migrations/0004_vault_history.sql"),
     },
+    Migration {
+        version: 5,
+        name: "model_providers",
+        sql: include_str!("../migrations/0005_model_providers.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.
