@@ -43,7 +43,9 @@ pub use crate::endpoint::{
 };
 pub use crate::error::Error;
 pub use crate::http::{Client, ClientOptions, MAX_RETRIES, RetryPolicy};
-pub use crate::provider::{Provider, ProviderKind, UnknownProviderKind, endpoint_url};
+pub use crate::provider::{
+    PROBE_PROMPT, Probe, Provider, ProviderKind, UnknownProviderKind, endpoint_url,
+};
 pub use crate::types::{
     Ignore, Message, Observer, Recorder, RetryNotice, StopReason, ToolCall, ToolDefinition,
     ToolResult, Turn, TurnRequest, Usage,

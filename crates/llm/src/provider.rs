@@ -233,3 +233,30 @@ impl Model for Provider {
         Box::pin(self.turn_with_retries(request, observer))
     }
 }
+
+/// The prompt of a test turn: short, so it costs a few tokens.
+pub const PROBE_PROMPT: &str = "Reply with one short sentence to say you can be reached.";
+
+/// What a test turn gave, with the retries it took.
+#[derive(Debug)]
+pub struct Probe {
+    pub model: String,
+    pub result: Result<Turn, Error>,
+    pub retries: Vec<RetryNotice>,
+}
+
+impl Provider {
+    /// Sends one short prompt to `model` (a whole answer, at most 64 tokens): how a person
+    /// learns that the key and the endpoint work.
+    pub async fn probe(&self, model: &str) -> Probe {
+        let mut request = TurnRequest::new(model, PROBE_PROMPT);
+        request.max_tokens = 64;
+        let mut recorder = crate::types::Recorder::default();
+        let result = self.turn(&request, &mut recorder).await;
+        Probe {
+            model: model.to_owned(),
+            result,
+            retries: recorder.retries,
+        }
+    }
+}

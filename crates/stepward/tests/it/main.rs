@@ -4,6 +4,7 @@
 
 mod browser;
 mod cli;
+mod models;
 mod runs;
 mod serve;
 mod support;
