@@ -4,7 +4,8 @@
 //! run`, and `stepward check` when the data directory exists).
 //!
 //! - An agent file's `model:` is `NAME/MODEL_ID`, split at the first `/`; a bare model id
-//!   means the account's default provider. The provider must exist.
+//!   means the account's default provider. Once the account has providers, the one named
+//!   must exist (and a bare id needs a default).
 //! - A model key never reaches a script: an agent's `secrets:` or a step's `connections:`
 //!   that names one of the account's model providers is an error.
 
@@ -95,22 +96,19 @@ pub fn parse_agent_for_account(
     merge(parsed, diagnostics, text)
 }
 
+/// An account without any provider is not checked: a definition may be written (and the
+/// bundled examples checked) before a provider is configured; its agent steps cannot run
+/// until one is, and say so then.
 fn check_model(account: &AccountNames, model: &str, at: Position, diagnostics: &mut Diagnostics) {
-    if model.trim().is_empty() {
+    if model.trim().is_empty() || account.model_providers.is_empty() {
         return;
     }
     let reference = ModelRef::parse(model);
     let names = || {
-        if account.model_providers.is_empty() {
-            "the account has none yet; add one with `stepward models add NAME --provider \
-             anthropic|openai`"
-                .to_owned()
-        } else {
-            format!(
-                "the account's providers are: {}",
-                account.model_providers.join(", ")
-            )
-        }
+        format!(
+            "the account's providers are: {}",
+            account.model_providers.join(", ")
+        )
     };
     match reference.provider {
         Some(provider) if !account.model_providers.iter().any(|name| name == provider) => {

@@ -86,6 +86,14 @@ fn a_bare_model_id_without_a_default_provider_is_an_error() {
 }
 
 #[test]
+fn an_account_without_providers_does_not_check_models() {
+    let text = agent("model: claude-sonnet-4-5\n");
+    parse_agent_for_account("AGENT.md", &text, &AccountNames::default()).unwrap();
+    let text = agent("model: anyone/claude-sonnet-4-5\n");
+    parse_agent_for_account("AGENT.md", &text, &AccountNames::default()).unwrap();
+}
+
+#[test]
 fn g19_an_agent_secret_that_names_a_model_key_is_an_error() {
     let text = agent("secrets: [GITHUB_TOKEN, ANTHROPIC, LOCAL_LLAMA]\n");
     let diagnostics = parse_agent_for_account("AGENT.md", &text, &account()).unwrap_err();
