@@ -57,6 +57,10 @@ pub enum Error {
     /// No answer arrived: the connection failed before a response.
     #[error("cannot reach the model endpoint `{url}`: {detail}")]
     Network { url: String, detail: String },
+    /// The TLS handshake failed: the endpoint's certificate does not verify for its name
+    /// (or it speaks no TLS). Sending again would fail the same way, so it is not retried.
+    #[error("the model endpoint `{url}` failed the TLS handshake: {detail}")]
+    Tls { url: String, detail: String },
     /// A deadline passed.
     #[error("the model endpoint `{url}` did not {phase} within {}", seconds(.after))]
     Timeout {
@@ -114,6 +118,7 @@ impl Error {
             Error::Auth { .. } => "auth",
             Error::Server { .. } => "server",
             Error::Network { .. } => "network",
+            Error::Tls { .. } => "tls",
             Error::Timeout { .. } => "timeout",
             Error::StreamCut { .. } => "stream_cut",
             Error::ResponseTooLarge { .. } => "response_too_large",

@@ -213,6 +213,11 @@ impl Client {
                         phase: "accept the connection",
                         after: options.connect_timeout,
                     }
+                } else if is_tls_failure(&error) {
+                    Error::Tls {
+                        url: shown.clone(),
+                        detail: error_chain(&error),
+                    }
                 } else {
                     Error::Network {
                         url: shown.clone(),
@@ -268,6 +273,32 @@ impl reqwest::dns::Resolve for RefuseEveryName {
             )
         })
     }
+}
+
+/// Whether a failed request failed in the TLS handshake: a rustls error somewhere in the
+/// chain. hyper-rustls carries it inside an `io::Error` inside another, and an `io::Error`'s
+/// `source` skips its own payload, so payloads are looked into as well.
+fn is_tls_failure(error: &(dyn std::error::Error + 'static)) -> bool {
+    fn holds_rustls(error: &(dyn std::error::Error + 'static)) -> bool {
+        if error.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        match error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(payload) => holds_rustls(payload),
+            None => false,
+        }
+    }
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = current {
+        if holds_rustls(cause) {
+            return true;
+        }
+        current = cause.source();
+    }
+    false
 }
 
 /// The source chain of a client error in one line (reqwest's top message alone says little).

@@ -8,3 +8,4 @@
 mod g11_endpoints;
 mod suite;
 mod support;
+mod tls;
