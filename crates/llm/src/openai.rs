@@ -23,7 +23,10 @@ struct Request<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
-    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -83,9 +86,32 @@ struct WireFunction<'a> {
     parameters: &'a Value,
 }
 
+/// How the answer's length limit is named: OpenAI itself wants `max_completion_tokens` (its
+/// newer models refuse `max_tokens`); the compatible servers (llama.cpp, vLLM, Ollama) all
+/// take `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TokenLimit {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl TokenLimit {
+    /// `max_completion_tokens` for `api.openai.com`, `max_tokens` for every other host.
+    pub(crate) fn for_host(host: Option<&str>) -> TokenLimit {
+        if host.is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com")) {
+            TokenLimit::MaxCompletionTokens
+        } else {
+            TokenLimit::MaxTokens
+        }
+    }
+}
+
 /// The request body. A failed tool result is marked in its text (`Error: ...`): the API has
 /// no flag for it.
-pub(crate) fn request_body(request: &TurnRequest) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn request_body(
+    request: &TurnRequest,
+    limit: TokenLimit,
+) -> serde_json::Result<Vec<u8>> {
     let mut messages = Vec::new();
     if !request.system.is_empty() {
         messages.push(WireMessage::System {
@@ -142,7 +168,9 @@ pub(crate) fn request_body(request: &TurnRequest) -> serde_json::Result<Vec<u8>>
                 },
             })
             .collect(),
-        max_tokens: request.max_tokens,
+        max_tokens: (limit == TokenLimit::MaxTokens).then_some(request.max_tokens),
+        max_completion_tokens: (limit == TokenLimit::MaxCompletionTokens)
+            .then_some(request.max_tokens),
         stream: request.stream,
         stream_options: request.stream.then_some(StreamOptions {
             include_usage: true,
@@ -401,4 +429,24 @@ pub(crate) async fn read_stream(
     Err(Error::StreamCut {
         detail: "the stream ended before [DONE]".to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_itself_gets_max_completion_tokens_and_compatible_servers_max_tokens() {
+        let request = TurnRequest::new("m", "hi");
+        let body = |host| -> Value {
+            serde_json::from_slice(&request_body(&request, TokenLimit::for_host(host)).unwrap())
+                .unwrap()
+        };
+        let openai = body(Some("api.openai.com"));
+        assert_eq!(openai["max_completion_tokens"], 1024);
+        assert!(openai.get("max_tokens").is_none());
+        let local = body(Some("127.0.0.1"));
+        assert_eq!(local["max_tokens"], 1024);
+        assert!(local.get("max_completion_tokens").is_none());
+    }
 }

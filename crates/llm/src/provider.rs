@@ -173,7 +173,9 @@ impl Provider {
     ) -> Result<Turn, Error> {
         let body = match self.kind {
             ProviderKind::Anthropic => anthropic::request_body(request),
-            ProviderKind::OpenAi => openai::request_body(request),
+            ProviderKind::OpenAi => {
+                openai::request_body(request, openai::TokenLimit::for_host(self.url.host_str()))
+            }
         }
         .map_err(|error| Error::Setup {
             detail: format!("the request cannot be written: {error}"),
