@@ -257,3 +257,41 @@ impl ScriptTurn {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The script format's example in docs/agents.md is a script this crate reads.
+    #[test]
+    fn the_documented_example_script_parses() {
+        let docs = include_str!("../../../docs/agents.md");
+        let start = docs
+            .find("### The script format")
+            .and_then(|at| {
+                docs[at..]
+                    .find("```json")
+                    .map(|offset| at + offset + "```json".len())
+            })
+            .unwrap();
+        let end = start + docs[start..].find("```").unwrap();
+        let script = Script::from_json(&docs[start..end]).unwrap();
+        assert_eq!(script.turns.len(), 8);
+        assert_eq!(script.turns[1].tool_calls.len(), 2);
+        assert_eq!(script.turns[3].error.as_ref().unwrap().retry_after, Some(1));
+        assert_eq!(script.turns[7].redirect.as_ref().unwrap().status, 302);
+    }
+
+    #[test]
+    fn a_turn_that_is_two_things_or_an_unknown_field_is_refused() {
+        for bad in [
+            r#"{"turns":[{"text":"x","redirect":{"location":"http://127.0.0.1:9"}}]}"#,
+            r#"{"turns":[{"error":{"status":200}}]}"#,
+            r#"{"turns":[{"redirect":{"status":200,"location":"x"}}]}"#,
+            r#"{"turns":[{"tool_calls":[{"name":""}]}]}"#,
+            r#"{"turns":[{"txt":"typo"}]}"#,
+        ] {
+            assert!(Script::from_json(bad).is_err(), "{bad}");
+        }
+    }
+}
