@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod models;
 pub mod runs;
 pub mod schemas;
 pub mod workspace;

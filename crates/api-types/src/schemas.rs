@@ -353,6 +353,7 @@ pub fn component_schemas() -> Map<String, Value> {
         ),
     );
     crate::workspace::add_schemas(&mut schemas);
+    crate::models::add_schemas(&mut schemas);
     schemas
 }
 
@@ -732,6 +733,7 @@ mod tests {
         let schemas = component_schemas();
         let mut samples = samples();
         samples.extend(workspace::samples());
+        samples.extend(models::samples());
         for (name, sample) in &samples {
             let schema = &schemas[*name];
             assert_eq!(

@@ -187,6 +187,18 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("GET", "/files/view", Viewer),
     person("POST", "/files", Member),
     person("POST", "/files/delete", Member),
+    // Model providers: members see which exist (to write agent files); admins add, replace,
+    // remove, pick the default and test (a test spends the account's money).
+    role("GET", "/api/models", Member),
+    role("PUT", "/api/models/{provider}", Admin),
+    role("DELETE", "/api/models/{provider}", Admin),
+    role("POST", "/api/models/{provider}/default", Admin),
+    role("POST", "/api/models/{provider}/test", Admin),
+    person("GET", "/models", Member),
+    person("POST", "/models", Admin),
+    person("POST", "/models/{provider}/remove", Admin),
+    person("POST", "/models/{provider}/default", Admin),
+    person("POST", "/models/{provider}/test", Admin),
     // People and roles. Ownership moves only by the owner's transfer.
     role("GET", "/api/people", Admin),
     role("POST", "/api/people", Admin),

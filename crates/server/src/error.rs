@@ -113,6 +113,9 @@ pub enum Error {
         #[source]
         source: Box<engine::Error>,
     },
+    /// The server was started without a model client, so models cannot be called.
+    #[error("no model client is configured for {operation}")]
+    ModelsUnavailable { operation: &'static str },
     /// The server was started without a vault, so vault routes cannot be served.
     #[error("no vault is configured for {operation}")]
     VaultUnavailable { operation: &'static str },
@@ -237,6 +240,10 @@ impl Error {
             Error::VaultUnavailable { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "The vault is not available on this server.",
+            ),
+            Error::ModelsUnavailable { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Models are not available on this server.",
             ),
             Error::Vault {
                 source:

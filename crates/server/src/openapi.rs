@@ -89,6 +89,16 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
             (Some("SetModelKeyRequest"), One(200, "VaultModelKeyView"))
         }
         ("DELETE", "/api/vault/model-keys/{provider}") => (None, NoContent),
+        ("GET", "/api/models") => (None, List("ModelProviderView")),
+        ("PUT", "/api/models/{provider}") => (
+            Some("SaveModelProviderRequest"),
+            One(200, "ModelProviderView"),
+        ),
+        ("DELETE", "/api/models/{provider}") => (None, NoContent),
+        ("POST", "/api/models/{provider}/default") => (None, NoContent),
+        ("POST", "/api/models/{provider}/test") => {
+            (Some("ModelTestRequest"), One(200, "ModelTestResult"))
+        }
         ("GET", "/api/audit") => (None, List("AuditEntryView")),
         ("GET", "/api/shares") => (None, List("ShareLinkView")),
         ("POST", "/api/runs/{id}/shares") => (None, One(201, "ShareLinkCreated")),

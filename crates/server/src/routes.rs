@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, console, files, keys, people, runs, sessions, shares, signin,
-    vault, vault_page, workflows,
+    admin, approve, assets, audit, console, files, keys, models, people, runs, sessions, shares,
+    signin, vault, vault_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -187,6 +187,21 @@ fn route_entries() -> Vec<RouteEntry> {
             "/vault/model-keys/{provider}/remove",
             vault_page::remove_model_key,
         ),
+        // The account's model providers: settings as rows, keys in the vault (never out).
+        entry(Get, "/api/models", models::list),
+        entry(Put, "/api/models/{provider}", models::put),
+        entry(Delete, "/api/models/{provider}", models::delete),
+        entry(Post, "/api/models/{provider}/default", models::set_default),
+        entry(Post, "/api/models/{provider}/test", models::run_test),
+        entry(Get, "/models", models::models_page),
+        entry(Post, "/models", models::add_with_form),
+        entry(Post, "/models/{provider}/remove", models::remove_with_form),
+        entry(
+            Post,
+            "/models/{provider}/default",
+            models::default_with_form,
+        ),
+        entry(Post, "/models/{provider}/test", models::test_with_form),
         // The account's workspace: its files, one file, writes as revisions, the history.
         entry(Get, "/api/workspace/files", files::list),
         entry(Get, "/api/workspace/file", files::show),

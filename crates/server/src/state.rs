@@ -4,16 +4,17 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use auth::{ApproveLinkKey, CsrfKey, KeyRing, RateLimit, RateLimiter, SessionLifetime, TlsMode};
 use engine::{Clock, Engine};
+use storage::models::ModelProviderStore;
 use storage::people::PeopleStore;
 use storage::{Store, Timestamp};
 use vault::Vault;
 
 use crate::WorkflowSource;
 
-/// Everything the server needs from storage: the engine's traits and people.
-pub trait ServerStore: Store + PeopleStore {}
+/// Everything the server needs from storage: the engine's traits, people and model providers.
+pub trait ServerStore: Store + PeopleStore + ModelProviderStore {}
 
-impl<T: Store + PeopleStore> ServerStore for T {}
+impl<T: Store + PeopleStore + ModelProviderStore> ServerStore for T {}
 
 /// The server's settings, handed in by the binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +90,9 @@ pub struct Backends {
     /// available").
     pub workflows: Option<Arc<dyn WorkflowSource>>,
     pub clock: Arc<dyn Clock>,
+    /// The client model calls go through, held to the operator's endpoint rules (`None`: the
+    /// model routes that call a model answer "not available").
+    pub models: Option<llm::Client>,
 }
 
 /// The shared state of the router. Cheap to clone (an `Arc` inside).
@@ -112,6 +116,7 @@ pub(crate) struct Shared {
     pub(crate) vault: Option<Arc<Vault>>,
     pub(crate) workflows: Option<Arc<dyn WorkflowSource>>,
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) models: Option<llm::Client>,
     pub(crate) csrf_key: CsrfKey,
     approve_links: RwLock<KeyRing>,
     sign_in_limiter: Mutex<RateLimiter>,
@@ -130,6 +135,7 @@ impl AppState {
                 vault: backends.vault,
                 workflows: backends.workflows,
                 clock: backends.clock,
+                models: backends.models,
                 csrf_key: keys.csrf,
                 approve_links: RwLock::new(keys.approve_links),
                 sign_in_limiter: Mutex::new(RateLimiter::new(options.sign_in_limit)),

@@ -57,14 +57,14 @@ pub fn parse_agent(file_name: &str, text: &str) -> Result<Agent, Vec<Diagnostic>
 }
 
 /// The parts of an agent file: front matter YAML and the prompt after it.
-struct Parts<'text> {
-    front_matter: &'text str,
+pub(crate) struct Parts<'text> {
+    pub(crate) front_matter: &'text str,
     prompt: &'text str,
     /// The line the prompt starts on, for a diagnostic about a blank prompt.
     prompt_line: u32,
 }
 
-fn split_front_matter<'text>(
+pub(crate) fn split_front_matter<'text>(
     text: &'text str,
     diagnostics: &mut Diagnostics,
 ) -> Option<Parts<'text>> {

@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+mod account;
 mod agent;
 mod diagnostic;
 mod env;
@@ -27,6 +28,9 @@ mod suggest;
 mod workflow;
 mod yaml;
 
+pub use crate::account::{
+    AccountNames, ModelRef, parse_agent_for_account, parse_workflow_for_account,
+};
 pub use crate::agent::parse_agent;
 pub use crate::diagnostic::Diagnostic;
 pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions};

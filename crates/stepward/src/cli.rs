@@ -56,6 +56,70 @@ pub enum Command {
     /// The server's accounts (an operator command on the server's data).
     #[command(subcommand)]
     Accounts(AccountsCommand),
+    /// The local account's model providers: add one (its key on stdin), list, remove, pick
+    /// the default, test that a key works.
+    #[command(subcommand)]
+    Models(ModelsCommand),
+    /// Tools for trying stepward by hand.
+    #[command(subcommand)]
+    Dev(DevCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Add a provider, or replace one's settings and key. The key is read from stdin (not
+    /// echoed on a terminal) and stored sealed in the vault as a model key. The first provider
+    /// added is the account's default.
+    Add {
+        /// How agent files name it (`model: NAME/MODEL_ID`): lower-case letters, digits, `-`
+        /// and `_`, starting with a letter.
+        name: String,
+        /// `anthropic` (Anthropic's Messages API) or `openai` (any OpenAI-compatible Chat
+        /// Completions endpoint: OpenAI, llama.cpp's server, vLLM, Ollama).
+        #[arg(long, value_parser = ["anthropic", "openai"])]
+        provider: String,
+        /// Where its API is: by default `https://api.anthropic.com` or
+        /// `https://api.openai.com/v1`; for a local server e.g. `http://127.0.0.1:8081/v1`
+        /// (which the operator exempts with `--allow-model-endpoint 127.0.0.1:8081`).
+        #[arg(long, value_name = "URL")]
+        base_url: Option<String>,
+        /// The model the platform's own assistant uses on this provider (the supervisor,
+        /// repair, the interview).
+        #[arg(long, value_name = "ID")]
+        assistant_model: Option<String>,
+    },
+    /// The providers: names, kinds, URLs, the default; never a key.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a provider and its key.
+    Rm { name: String },
+    /// Make a provider the account's default (what a bare model id in an agent file means).
+    Default { name: String },
+    /// Send one short prompt and print the answer, the model and the tokens used.
+    Test {
+        name: String,
+        /// The model to ask; by default the provider's `--assistant-model`.
+        #[arg(long, value_name = "ID")]
+        model: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DevCommand {
+    /// Run the fake model server (both wire formats, streaming and not) replaying a script
+    /// of turns, so the console and the demo can be tried without a key. The script format
+    /// is in docs/agents.md. Loopback addresses only.
+    FakeModel {
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        listen: std::net::SocketAddr,
+        /// The script: a JSON file of turns.
+        #[arg(long, value_name = "FILE")]
+        script: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -58,6 +58,22 @@ pub struct GlobalArgs {
         value_name = "MIB"
     )]
     pub workspace_quota_mib: u64,
+    /// A model endpoint, `HOST:PORT`, that providers may reach although it is on this host or
+    /// a private network, and over plain `http` (a local llama.cpp at `127.0.0.1:8081`, the
+    /// fake model). Only the operator sets this; an account admin cannot. Repeat the flag, or
+    /// separate endpoints with commas in the environment variable.
+    #[arg(
+        long = "allow-model-endpoint",
+        env = "STEPWARD_ALLOW_MODEL_ENDPOINT",
+        value_name = "HOST:PORT",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub allow_model_endpoint: Vec<llm::Endpoint>,
+    /// Reach no model endpoint but those of `--allow-model-endpoint` (a server whose models
+    /// all run locally, or a test that must never reach the internet).
+    #[arg(long, env = "STEPWARD_ONLY_EXEMPT_MODEL_ENDPOINTS", global = true)]
+    pub only_exempt_model_endpoints: bool,
 }
 
 /// The sandbox backend a command uses.
@@ -81,6 +97,8 @@ pub struct Config {
     pub workspace_quota_bytes: u64,
     /// Scrubs panic messages and the final error of every value this process holds (G16).
     pub scrub_registry: redact::ScrubRegistry,
+    /// Which model endpoints providers may reach: the operator's exemptions (G11).
+    pub model_endpoints: llm::EndpointPolicy,
 }
 
 impl Config {
@@ -99,7 +117,25 @@ impl Config {
             sandbox_state_dir: args.sandbox_state_dir.clone(),
             workspace_quota_bytes: args.workspace_quota_mib.saturating_mul(1024 * 1024),
             scrub_registry,
+            model_endpoints: llm::EndpointPolicy {
+                exempt: args.allow_model_endpoint.clone(),
+                public: if args.only_exempt_model_endpoints {
+                    llm::PublicEndpoints::Refused
+                } else {
+                    llm::PublicEndpoints::Allowed
+                },
+                denied: Vec::new(),
+            },
         }
+    }
+
+    /// The client every model call of this process goes through, held to the operator's
+    /// endpoint rules.
+    pub fn model_client(&self) -> anyhow::Result<llm::Client> {
+        Ok(llm::Client::new(llm::ClientOptions {
+            endpoints: self.model_endpoints.clone(),
+            ..llm::ClientOptions::default()
+        })?)
     }
 
     pub fn database_path(&self) -> PathBuf {

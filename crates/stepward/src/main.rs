@@ -47,7 +47,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = Config::from_args(&cli.global, scrub_registry.clone());
     let result = match cli.command {
-        Command::Check(args) => commands::check::run(&args),
+        Command::Check(args) => commands::check::run(&args, &config),
         Command::Reach(args) => commands::reach::run(&args),
         Command::Schema => commands::schema::run(),
         Command::Run(args) => commands::run::run(&args, config),
@@ -61,6 +61,8 @@ fn main() -> ExitCode {
         Command::Audit(command) => commands::audit::run(&command, config),
         Command::Serve(args) => commands::serve::run(&args, config),
         Command::Accounts(command) => commands::accounts::run(&command, config),
+        Command::Models(command) => commands::models::run(&command, config),
+        Command::Dev(command) => commands::models::dev(&command),
     };
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,

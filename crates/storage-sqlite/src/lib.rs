@@ -25,6 +25,7 @@ mod audit;
 mod decisions;
 mod events;
 pub mod migrations;
+mod models;
 mod people;
 mod rows;
 mod runs;

@@ -45,6 +45,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "vault_generation",
         sql: include_str!("../migrations/0005_vault_generation.sql"),
     },
+    Migration {
+        version: 6,
+        name: "model_providers",
+        sql: include_str!("../migrations/0006_model_providers.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

@@ -72,8 +72,8 @@ pub enum Error {
     )]
     NotANewNamespace { path: PathBuf },
     /// A text that should be an address range is not one.
-    #[error("`{text}` is not an IP address range (expected ADDRESS/PREFIX): {reason}")]
-    InvalidCidr { text: String, reason: &'static str },
+    #[error(transparent)]
+    InvalidCidr(#[from] netguard::CidrError),
     /// Reading or writing a file failed.
     #[error("{action} `{path}`: {source}")]
     Io {

@@ -24,44 +24,12 @@ use std::fmt::Write as _;
 use crate::net::cidr::Cidr;
 use crate::net::options::{EgressOptions, HOST_VETH_PREFIX, Uplink};
 
-/// Every IPv4 destination a sandbox may never reach (G11), besides the host's own addresses,
-/// the address pool and the configured endpoints.
-pub const DENIED_IPV4: &[&str] = &[
-    "0.0.0.0/8",
-    "10.0.0.0/8",
-    "100.64.0.0/10",
-    "127.0.0.0/8",
-    "169.254.0.0/16",
-    "172.16.0.0/12",
-    "192.0.0.0/24",
-    "192.0.2.0/24",
-    "192.88.99.0/24",
-    "192.168.0.0/16",
-    "198.18.0.0/15",
-    "198.51.100.0/24",
-    "203.0.113.0/24",
-    "224.0.0.0/4",
-    "240.0.0.0/4",
-    "255.255.255.255/32",
-];
-
-/// Every IPv6 destination a sandbox may never reach (G11). Sandboxes have no IPv6 at all (it is
-/// disabled in their namespace and every other IPv6 packet is dropped too); this list is
+/// Every IPv4 and IPv6 destination a sandbox may never reach (G11), besides the host's own
+/// addresses, the address pool and the configured endpoints. The lists live in `netguard`,
+/// which the model client's endpoint check shares. Sandboxes have no IPv6 at all (it is
+/// disabled in their namespace and every other IPv6 packet is dropped too); the IPv6 list is
 /// defence in depth and documents the IPv4-mapped, NAT64, 6to4 and Teredo forms.
-pub const DENIED_IPV6: &[&str] = &[
-    "::/128",
-    "::1/128",
-    "::ffff:0:0/96",
-    "64:ff9b::/96",
-    "64:ff9b:1::/48",
-    "100::/64",
-    "2001::/32",
-    "2001:db8::/32",
-    "2002::/16",
-    "fc00::/7",
-    "fe80::/10",
-    "ff00::/8",
-];
+pub use netguard::{DENIED_IPV4, DENIED_IPV6};
 
 /// The nftables program that installs (or atomically replaces) the policy table.
 ///

@@ -8,6 +8,7 @@ pub(crate) mod audit;
 pub(crate) mod console;
 pub(crate) mod files;
 pub(crate) mod keys;
+pub(crate) mod models;
 pub(crate) mod people;
 pub(crate) mod runs;
 pub(crate) mod sessions;

@@ -43,7 +43,7 @@ fn vault_of(shared: &Shared, operation: &'static str) -> Result<Arc<Vault>, Erro
 /// into a name box must not see it repeated back (nor find it in the log). Every other
 /// failure keeps its mapping (not found is a 404, whose message leaves the name out too; the
 /// rest a 500 with the detail logged only).
-fn vault_failure(operation: &'static str) -> impl FnOnce(vault::Error) -> Error {
+pub(crate) fn vault_failure(operation: &'static str) -> impl FnOnce(vault::Error) -> Error {
     move |source| match source {
         vault::Error::InvalidName { kind, rule, .. } => Error::InvalidInput {
             field: kind,
@@ -93,7 +93,10 @@ async fn with_vault<T: Send + 'static>(
 
 /// A JSON body that does not parse is refused in our own words: serde's message can quote what
 /// was sent, which on these routes is a credential.
-fn json_body<T>(body: Result<Json<T>, JsonRejection>, expected: &'static str) -> Result<T, Error> {
+pub(crate) fn json_body<T>(
+    body: Result<Json<T>, JsonRejection>,
+    expected: &'static str,
+) -> Result<T, Error> {
     body.map(|Json(request)| request)
         .map_err(|_| Error::InvalidInput {
             field: "body",

@@ -49,13 +49,17 @@ fn load(shared: &Shared, account: &str, name: &str) -> Result<Loaded, Error> {
             what: "workflow",
             id: name.to_owned(),
         })?;
-    Ok(match spec::parse_workflow(&text.file_name, &text.text) {
-        Ok(workflow) => Loaded::Valid(Box::new(workflow)),
-        Err(diagnostics) => Loaded::Invalid {
-            file_name: text.file_name,
-            problems: diagnostics.iter().map(ToString::to_string).collect(),
+    // Checked against the account too: no step may be granted a model key (G19).
+    let names = crate::handlers::models::account_names(shared, account)?;
+    Ok(
+        match spec::parse_workflow_for_account(&text.file_name, &text.text, &names) {
+            Ok(workflow) => Loaded::Valid(Box::new(workflow)),
+            Err(diagnostics) => Loaded::Invalid {
+                file_name: text.file_name,
+                problems: diagnostics.iter().map(ToString::to_string).collect(),
+            },
         },
-    })
+    )
 }
 
 fn load_valid(shared: &Shared, account: &str, name: &str) -> Result<Workflow, Error> {

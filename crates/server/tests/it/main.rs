@@ -17,6 +17,7 @@ mod keys;
 mod listener;
 mod matrix;
 mod methods;
+mod models;
 mod people;
 mod sessions;
 mod shares;

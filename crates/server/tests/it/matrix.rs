@@ -89,6 +89,15 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
             "path=matrix-written.txt&content=matrix&message=matrix".to_owned(),
         ));
     }
+    // A provider at the one endpoint the harness exempts (nothing listens there).
+    if pattern == "/models" {
+        return Some((
+            "application/x-www-form-urlencoded",
+            "name=matrix-form&provider=anthropic&base_url=http%3A%2F%2F127.0.0.1%3A9\
+             &assistant_model=m&key=matrix-form-value-0123"
+                .to_owned(),
+        ));
+    }
     let json = match pattern {
         "/api/people" => {
             r#"{"display_name":"Matrix","email":"matrix@example.test","role":"viewer"}"#
@@ -100,6 +109,10 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
         "/api/vault/secrets/{name}" => r#"{"value":"matrix-value-0123456789"}"#,
         "/api/vault/connections/{alias}" => r#"{"fields":{"api_key":"matrix-value-0123456789"}}"#,
         "/api/vault/model-keys/{provider}" => r#"{"value":"matrix-value-0123456789"}"#,
+        "/api/models/{provider}" => {
+            r#"{"provider":"anthropic","base_url":"http://127.0.0.1:9","assistant_model":"m","key":"matrix-value-0123456789"}"#
+        }
+        "/api/models/{provider}/test" => "{}",
         "/api/workspace/revisions" => {
             r#"{"message":"matrix","changes":[{"path":"matrix-written.txt","action":"write","content":"m"}]}"#
         }

@@ -216,22 +216,32 @@ fn test_options() -> AppOptions {
     }
 }
 
+/// The one model endpoint the default harness exempts: port 9 of loopback, where nothing
+/// listens, so a test of a provider there fails at once without leaving the machine.
+pub const NO_MODEL: &str = "127.0.0.1:9";
+
 impl Harness {
     pub fn new() -> Harness {
         Harness::with_options(test_options())
     }
 
     pub fn with_options(options: AppOptions) -> Harness {
-        Harness::with_options_and_quota(options, workspace::DEFAULT_QUOTA_BYTES)
+        Harness::with_options_and_quota(options, workspace::DEFAULT_QUOTA_BYTES, &[NO_MODEL])
     }
 
     /// The default test options, each account's workspace history holding at most
     /// `quota_bytes`.
     pub fn with_workspace_quota(quota_bytes: u64) -> Harness {
-        Harness::with_options_and_quota(test_options(), quota_bytes)
+        Harness::with_options_and_quota(test_options(), quota_bytes, &[NO_MODEL])
     }
 
-    fn with_options_and_quota(options: AppOptions, quota_bytes: u64) -> Harness {
+    /// The default test options, with these model endpoints (`HOST:PORT`) exempted by the
+    /// operator: the only ones the server's model client may reach.
+    pub fn with_model_endpoints(exempt: &[&str]) -> Harness {
+        Harness::with_options_and_quota(test_options(), workspace::DEFAULT_QUOTA_BYTES, exempt)
+    }
+
+    fn with_options_and_quota(options: AppOptions, quota_bytes: u64, exempt: &[&str]) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
         for id in [ACCOUNT, OTHER_ACCOUNT] {
@@ -320,6 +330,7 @@ impl Harness {
                     dir.path().join("workspaces"),
                 ))),
                 clock: clock.clone(),
+                models: Some(crate::models::client(exempt)),
             },
             ServerKeys {
                 csrf: server_key,

@@ -5,6 +5,7 @@
 // test code too, and a panic there is a test failure, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod account;
 mod examples;
 mod fixtures;
 mod guarantees;

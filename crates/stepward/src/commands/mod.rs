@@ -5,6 +5,7 @@ pub mod audit;
 pub mod check;
 pub mod decide;
 pub mod files;
+pub mod models;
 pub mod reach;
 pub mod run;
 pub mod runs;
@@ -33,9 +34,23 @@ pub fn parse_workflow_file(
     path: &std::path::Path,
     consequence: &str,
 ) -> anyhow::Result<Option<spec::Workflow>> {
+    parse_workflow_file_for(path, consequence, None)
+}
+
+/// [`parse_workflow_file`], also checked against the account's names when they are given
+/// (a step's connection must not name a model key).
+pub fn parse_workflow_file_for(
+    path: &std::path::Path,
+    consequence: &str,
+    account: Option<&spec::AccountNames>,
+) -> anyhow::Result<Option<spec::Workflow>> {
     let text = crate::definitions::read_text(path)?;
     let name = crate::definitions::display_name(path);
-    match spec::parse_workflow(&name, &text) {
+    let parsed = match account {
+        Some(account) => spec::parse_workflow_for_account(&name, &text, account),
+        None => spec::parse_workflow(&name, &text),
+    };
+    match parsed {
         Ok(workflow) => Ok(Some(workflow)),
         Err(diagnostics) => {
             print_diagnostics(&diagnostics, &text);

@@ -6,7 +6,10 @@ use serde_json::{Map, Value};
 use crate::Outcome;
 use crate::app::App;
 use crate::cli::RunArgs;
-use crate::commands::{Shown, parse_workflow_file, print_summary, summary_outcome};
+use crate::commands::models::account_names;
+use crate::commands::{
+    Shown, parse_workflow_file, parse_workflow_file_for, print_summary, summary_outcome,
+};
 use crate::config::Config;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
@@ -21,6 +24,11 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
         }
     };
     let app = App::open(config)?;
+    // Checked again against the account: a step must not be granted a model key (G19).
+    let names = account_names(&app.store, &app.account)?;
+    let Some(workflow) = parse_workflow_file_for(&args.file, "nothing ran", Some(&names))? else {
+        return Ok(Outcome::Invalid);
+    };
     let (engine, _lock) = app.engine()?;
     match engine.start_run(
         &app.account,

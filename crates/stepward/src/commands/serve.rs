@@ -94,6 +94,7 @@ pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
             vault: Some(app.vault.clone()),
             workflows: Some(Arc::new(WorkflowDirectories::new(workflows_root))),
             clock: Arc::new(SystemClock),
+            models: Some(app.config.model_client()?),
         },
         keys,
     );

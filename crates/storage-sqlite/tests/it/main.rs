@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod migrations;
+mod models;
 mod people;
 mod story;
 mod support;

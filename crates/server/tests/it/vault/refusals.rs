@@ -234,6 +234,7 @@ fn watched_router(harness: &Harness) -> (axum::Router, Arc<WatchedSecrets>) {
             vault: Some(harness.vault.clone()),
             workflows: None,
             clock: harness.clock.clone(),
+            models: None,
         },
         ServerKeys {
             csrf: CsrfKey::decode_key_file(&harness.csrf_key.dangerously_encode_key_file())

@@ -1,0 +1,538 @@
+//! The HTTP client of the providers: reqwest over rustls (the ring provider, the platform's
+//! root certificates), HTTP/1.1, no proxy, no redirects, no retries of its own, and every
+//! connection to the addresses [`crate::endpoint::check`] approved and nothing else.
+//! Answers are bounded in bytes and in time.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt};
+use redact::SecretValue;
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderValue};
+use rustls::pki_types::CertificateDer;
+use tokio::time::{Instant, timeout_at};
+
+use crate::endpoint::{EndpointPolicy, Resolve, SystemResolver, check};
+use crate::error::Error;
+
+/// How many times a request is sent again, at most.
+pub const MAX_RETRIES: u32 = 3;
+
+/// When to send a failed request again (only rate limits, overload and a connection that
+/// failed before any answer; see [`Error::is_retriable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// At most [`MAX_RETRIES`]; a larger number counts as that.
+    pub max_retries: u32,
+    /// The wait before the first retry when the provider names none; doubled each time.
+    pub base_delay: Duration,
+    /// A provider's `retry-after` longer than this is not waited for: the error is returned.
+    pub max_wait: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            max_retries: MAX_RETRIES,
+            base_delay: Duration::from_secs(1),
+            max_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+/// How the client connects and what it accepts. Set by the operator (the binary's flags),
+/// never by an account.
+#[derive(Clone)]
+pub struct ClientOptions {
+    pub endpoints: EndpointPolicy,
+    /// Resolves endpoint names; [`SystemResolver`] unless a test injects one.
+    pub resolver: Arc<dyn Resolve>,
+    /// Resolving and connecting, each.
+    pub connect_timeout: Duration,
+    /// One whole attempt: from sending to the last byte of the answer.
+    pub turn_timeout: Duration,
+    /// The longest silence between two pieces of an answer.
+    pub idle_timeout: Duration,
+    /// The most bytes one answer may have.
+    pub max_response_bytes: u64,
+    pub retries: RetryPolicy,
+    /// Root certificates trusted besides the platform's (an operator's own CA, a test's).
+    pub extra_roots: Vec<CertificateDer<'static>>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> ClientOptions {
+        ClientOptions {
+            endpoints: EndpointPolicy::default(),
+            resolver: Arc::new(SystemResolver),
+            connect_timeout: Duration::from_secs(10),
+            turn_timeout: Duration::from_secs(600),
+            idle_timeout: Duration::from_secs(120),
+            max_response_bytes: 32 * 1024 * 1024,
+            retries: RetryPolicy::default(),
+            extra_roots: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ClientOptions")
+            .field("endpoints", &self.endpoints)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("turn_timeout", &self.turn_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("retries", &self.retries)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The shared machinery every provider sends through. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: ClientOptions,
+    tls: rustls::ClientConfig,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Client")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most bytes of an error answer that are read, for its message.
+const MAX_ERROR_BYTES: usize = 64 * 1024;
+/// The most characters of a provider's message that are kept.
+const MAX_MESSAGE_CHARS: usize = 500;
+
+impl Client {
+    /// A client with these options; fails when TLS cannot be set up (no root certificates).
+    pub fn new(options: ClientOptions) -> Result<Client, Error> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(
+            options.extra_roots.clone(),
+            provider.clone(),
+        )
+        .map_err(|error| Error::Setup {
+            detail: format!("the platform's root certificates cannot be loaded: {error}"),
+        })?;
+        let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|error| Error::Setup {
+                detail: error.to_string(),
+            })?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Client {
+            inner: Arc::new(Inner { options, tls }),
+        })
+    }
+
+    pub fn options(&self) -> &ClientOptions {
+        &self.inner.options
+    }
+
+    /// Checks `url` against the endpoint rules (G11) without connecting: the scheme, the
+    /// exemptions, and every address its host resolves to. Gives the addresses a request
+    /// would go to. `stepward models add` uses it to refuse an endpoint at once.
+    pub async fn check_endpoint(&self, url: &Url) -> Result<Vec<std::net::SocketAddr>, Error> {
+        let options = &self.inner.options;
+        check(
+            url,
+            &options.endpoints,
+            options.resolver.as_ref(),
+            options.connect_timeout,
+        )
+        .await
+        .map(|checked| checked.addresses)
+    }
+
+    /// Checks `url` (G11), then POSTs `body` to the addresses that passed. A success status
+    /// gives the answer's body to read; anything else is a typed error, read from a bounded
+    /// part of the answer with `key` taken out of the provider's message.
+    pub(crate) async fn post(
+        &self,
+        url: &Url,
+        headers: HeaderMap,
+        body: Vec<u8>,
+        key: &SecretValue,
+    ) -> Result<Body, Error> {
+        let options = &self.inner.options;
+        let deadline = Instant::now() + options.turn_timeout;
+        let checked = check(
+            url,
+            &options.endpoints,
+            options.resolver.as_ref(),
+            options.connect_timeout,
+        )
+        .await?;
+        let mut builder = reqwest::Client::builder()
+            .use_preconfigured_tls(self.inner.tls.clone())
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never())
+            .no_proxy()
+            .referer(false)
+            .http1_only()
+            .connect_timeout(options.connect_timeout)
+            .pool_max_idle_per_host(0)
+            .user_agent("stepward")
+            // Every name but the checked one fails: nothing is ever resolved a second time.
+            .dns_resolver(RefuseEveryName);
+        if !checked.is_address {
+            builder = builder.resolve_to_addrs(&checked.host, &checked.addresses);
+        }
+        let client = builder.build().map_err(|error| Error::Setup {
+            detail: error.to_string(),
+        })?;
+        let shown = url.as_str().to_owned();
+        let sending = client.post(url.clone()).headers(headers).body(body).send();
+        let response = timeout_at(deadline, sending)
+            .await
+            .map_err(|_| Error::Timeout {
+                url: shown.clone(),
+                phase: "answer",
+                after: options.turn_timeout,
+            })?
+            .map_err(|error| {
+                if error.is_timeout() {
+                    Error::Timeout {
+                        url: shown.clone(),
+                        phase: "accept the connection",
+                        after: options.connect_timeout,
+                    }
+                } else if is_tls_failure(&error) {
+                    Error::Tls {
+                        url: shown.clone(),
+                        detail: error_chain(&error),
+                    }
+                } else {
+                    Error::Network {
+                        url: shown.clone(),
+                        detail: error_chain(&error),
+                    }
+                }
+            })?;
+        let status = response.status();
+        let response_headers = response.headers().clone();
+        let mut body = Body {
+            stream: Box::pin(response.bytes_stream()),
+            read: 0,
+            limit: options.max_response_bytes,
+            idle: options.idle_timeout,
+            deadline,
+            turn_timeout: options.turn_timeout,
+            url: shown.clone(),
+        };
+        if status.is_success() {
+            return Ok(body);
+        }
+        if status.is_redirection() {
+            let location = response_headers
+                .get(reqwest::header::LOCATION)
+                .and_then(|value| value.to_str().ok())
+                .map(|location| clean_message(location, key))
+                .unwrap_or_else(|| "(no Location header)".to_owned());
+            return Err(Error::Redirected {
+                url: shown,
+                status: status.as_u16(),
+                location,
+            });
+        }
+        // An error answer is read only for its message; a broken or huge one still gives
+        // the status's error.
+        let bytes = body.read_prefix(MAX_ERROR_BYTES).await;
+        let problem = ProviderProblem::from_body(&bytes, key);
+        Err(problem.into_error(status.as_u16(), retry_after(&response_headers)))
+    }
+}
+
+/// The name resolver of the per-request client: it refuses every name, because the one name
+/// the request may use was resolved and checked already (`resolve_to_addrs`).
+struct RefuseEveryName;
+
+impl reqwest::dns::Resolve for RefuseEveryName {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let name = name.as_str().to_owned();
+        Box::pin(async move {
+            Err(
+                format!("`{name}` was not checked against the deny list, so it is not resolved")
+                    .into(),
+            )
+        })
+    }
+}
+
+/// Whether a failed request failed in the TLS handshake: a rustls error somewhere in the
+/// chain. hyper-rustls carries it inside an `io::Error` inside another, and an `io::Error`'s
+/// `source` skips its own payload, so payloads are looked into as well.
+fn is_tls_failure(error: &(dyn std::error::Error + 'static)) -> bool {
+    fn holds_rustls(error: &(dyn std::error::Error + 'static)) -> bool {
+        if error.downcast_ref::<rustls::Error>().is_some() {
+            return true;
+        }
+        match error
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(payload) => holds_rustls(payload),
+            None => false,
+        }
+    }
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = current {
+        if holds_rustls(cause) {
+            return true;
+        }
+        current = cause.source();
+    }
+    false
+}
+
+/// The source chain of a client error in one line (reqwest's top message alone says little).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The body of an answer, read piece by piece under the byte limit, the idle timeout and the
+/// attempt's deadline.
+pub(crate) struct Body {
+    stream: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    read: u64,
+    limit: u64,
+    idle: Duration,
+    deadline: Instant,
+    turn_timeout: Duration,
+    url: String,
+}
+
+impl Body {
+    /// The next piece, `None` at the end.
+    pub(crate) async fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, Error> {
+        let idle_deadline = Instant::now() + self.idle;
+        let (until, phase, after) = if idle_deadline < self.deadline {
+            (idle_deadline, "keep sending its answer", self.idle)
+        } else {
+            (self.deadline, "finish its answer", self.turn_timeout)
+        };
+        let next = timeout_at(until, self.stream.next())
+            .await
+            .map_err(|_| Error::Timeout {
+                url: self.url.clone(),
+                phase,
+                after,
+            })?;
+        match next {
+            None => Ok(None),
+            Some(Err(error)) => Err(Error::StreamCut {
+                detail: error_chain(&error),
+            }),
+            Some(Ok(chunk)) => {
+                self.read = self.read.saturating_add(chunk.len() as u64);
+                if self.read > self.limit {
+                    return Err(Error::ResponseTooLarge { limit: self.limit });
+                }
+                Ok(Some(chunk))
+            }
+        }
+    }
+
+    /// The whole body, at most `limit` bytes (the smaller of this and the client's limit).
+    pub(crate) async fn read_to_end(&mut self, limit: usize) -> Result<Vec<u8>, Error> {
+        let mut bytes = Vec::new();
+        while let Some(chunk) = self.next_chunk().await? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > limit {
+                return Err(Error::ResponseTooLarge {
+                    limit: limit as u64,
+                });
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// At most `limit` bytes of the body, whatever happens while reading (for error
+    /// answers, whose message is all that is wanted).
+    pub(crate) async fn read_prefix(&mut self, limit: usize) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        while let Ok(Some(chunk)) = self.next_chunk().await {
+            let room = limit.saturating_sub(bytes.len());
+            bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if bytes.len() >= limit {
+                break;
+            }
+        }
+        bytes
+    }
+
+    /// The body as a stream, for the SSE parser; it ends after the first error.
+    pub(crate) fn into_stream(self) -> impl Stream<Item = Result<bytes::Bytes, Error>> + Send {
+        futures_util::stream::unfold(Some(self), |state| async move {
+            let mut body = state?;
+            match body.next_chunk().await {
+                Ok(Some(chunk)) => Some((Ok(chunk), Some(body))),
+                Ok(None) => None,
+                Err(error) => Some((Err(error), None)),
+            }
+        })
+    }
+}
+
+/// A provider's message, fit for an error: the key taken out, control characters dropped,
+/// at most 500 characters.
+pub(crate) fn clean_message(text: &str, key: &SecretValue) -> String {
+    let exposed = key.dangerously_expose();
+    let without_key = if exposed.is_empty() {
+        text.to_owned()
+    } else {
+        text.replace(exposed, redact::MASK)
+    };
+    let mut cleaned: String = without_key
+        .chars()
+        .map(|character| {
+            if character.is_control() {
+                ' '
+            } else {
+                character
+            }
+        })
+        .take(MAX_MESSAGE_CHARS)
+        .collect();
+    if without_key.chars().count() > MAX_MESSAGE_CHARS {
+        cleaned.push('…');
+    }
+    cleaned.trim().to_owned()
+}
+
+/// What a provider said about a failure: its error type or code and its message.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct ProviderProblem {
+    /// `rate_limit_error`, `overloaded_error`, `context_length_exceeded`, ...
+    pub(crate) kind: String,
+    pub(crate) message: String,
+}
+
+impl ProviderProblem {
+    /// Reads an error body of either provider (`{"type":"error","error":{...}}` or
+    /// `{"error":{...}}`), or takes the text as it is.
+    pub(crate) fn from_body(bytes: &[u8], key: &SecretValue) -> ProviderProblem {
+        let text = String::from_utf8_lossy(bytes);
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+            return ProviderProblem {
+                kind: String::new(),
+                message: clean_message(&text, key),
+            };
+        };
+        ProviderProblem::from_json(value.get("error").unwrap_or(&value), key)
+    }
+
+    /// Reads an `error` object: `type` or `code`, and `message`.
+    pub(crate) fn from_json(error: &serde_json::Value, key: &SecretValue) -> ProviderProblem {
+        let field = |name: &str| error.get(name).and_then(serde_json::Value::as_str);
+        let kind = field("code")
+            .filter(|code| !code.is_empty())
+            .or_else(|| field("type"))
+            .unwrap_or_default();
+        let message = match (field("message"), error.as_str()) {
+            (Some(message), _) | (None, Some(message)) => message.to_owned(),
+            (None, None) => error.to_string(),
+        };
+        ProviderProblem {
+            kind: clean_message(kind, key),
+            message: clean_message(&message, key),
+        }
+    }
+
+    fn mentions_context_length(&self) -> bool {
+        let message = self.message.to_ascii_lowercase();
+        self.kind == "context_length_exceeded"
+            || self.kind == "request_too_large"
+            || [
+                "context length",
+                "context_length",
+                "context window",
+                "maximum context",
+                "prompt is too long",
+                "too many tokens",
+            ]
+            .iter()
+            .any(|phrase| message.contains(phrase))
+    }
+
+    /// The error for an answer with `status` (or, in a stream, status 0 and the error's
+    /// type alone).
+    pub(crate) fn into_error(self, status: u16, retry_after: Option<Duration>) -> Error {
+        let message = if self.message.is_empty() {
+            "(no message)".to_owned()
+        } else {
+            self.message.clone()
+        };
+        let kind = self.kind.as_str();
+        match (status, kind) {
+            (429, _) | (_, "rate_limit_error" | "rate_limit_exceeded") => Error::RateLimited {
+                retry_after,
+                message,
+            },
+            (529 | 503, _) | (_, "overloaded_error") => Error::Overloaded {
+                status: if status == 0 { 529 } else { status },
+                retry_after,
+                message,
+            },
+            (413, _) => Error::ContextTooLong { message },
+            (400 | 0, _) if self.mentions_context_length() => Error::ContextTooLong { message },
+            (401 | 403, _) | (0, "authentication_error" | "permission_error") => Error::Auth {
+                status: if status == 0 { 401 } else { status },
+                message,
+            },
+            (400 | 404 | 422, _) | (0, "invalid_request_error" | "not_found_error") => {
+                Error::BadRequest {
+                    status: if status == 0 { 400 } else { status },
+                    message,
+                }
+            }
+            _ => Error::Server {
+                status: if status == 0 { 500 } else { status },
+                message,
+            },
+        }
+    }
+}
+
+/// `Retry-After` in seconds (or OpenAI's `retry-after-ms`); an HTTP date is not used.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value: &HeaderValue| value.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(millis) = text("retry-after-ms").and_then(|value| value.parse::<f64>().ok())
+        && millis.is_finite()
+        && millis >= 0.0
+    {
+        return Some(Duration::from_secs_f64(millis / 1000.0));
+    }
+    text("retry-after")
+        .and_then(|value| value.parse::<f64>().ok())
+        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .map(Duration::from_secs_f64)
+}

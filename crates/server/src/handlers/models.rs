@@ -1,0 +1,656 @@
+//! The account's model providers over the API (`/api/models`) and the console (`/models`):
+//! members list them (names, kinds, URLs, the default; never a key), admins add, replace,
+//! remove, pick the default and send a test prompt. A provider's settings are a row of their
+//! own; its key is the vault model key of the same name, which goes in and never comes back
+//! out. Every change and every test is audited by name (G25). Which endpoints may be reached
+//! is the operator's choice (the server's `llm::Client`), never the account's (G11).
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use api_types::models::{
+    ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
+};
+use auth::Role;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{Html, Response};
+use axum::{Extension, Form, Json};
+use redact::{SecretName, SecretRequest, SecretValue};
+use serde::Deserialize;
+use serde_json::json;
+use storage::AccountId;
+use storage::models::{ModelProvider, NewModelProvider};
+
+use crate::authn::Authenticated;
+use crate::handlers::admin::{back_to, button, csrf_field};
+use crate::handlers::vault::{json_body, vault_failure};
+use crate::handlers::{account_redactor, audit, blocking};
+use crate::html::{escape, page};
+use crate::state::Shared;
+use crate::{AppState, Error};
+
+fn client_of(shared: &Shared, operation: &'static str) -> Result<llm::Client, Error> {
+    shared
+        .models
+        .clone()
+        .ok_or(Error::ModelsUnavailable { operation })
+}
+
+/// The account's names its definitions are checked against: its providers and its default.
+pub(crate) fn account_names(shared: &Shared, account: &str) -> Result<spec::AccountNames, Error> {
+    let providers = shared
+        .store
+        .model_providers(&AccountId(account.to_owned()))
+        .map_err(Error::storage("read the account's model providers"))?;
+    Ok(spec::AccountNames {
+        default_provider: providers
+            .iter()
+            .find(|provider| provider.is_default)
+            .map(|provider| provider.name.clone()),
+        model_providers: providers
+            .into_iter()
+            .map(|provider| provider.name)
+            .collect(),
+    })
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidInput {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// A provider's name: the name of its vault key and what agent files write before the `/`.
+fn check_name(name: &str) -> Result<(), Error> {
+    let mut characters = name.chars();
+    let first_ok = characters
+        .next()
+        .is_some_and(|first| first.is_ascii_lowercase());
+    let rest_ok = characters.all(|character| {
+        character.is_ascii_lowercase() || character.is_ascii_digit() || "-_".contains(character)
+    });
+    if first_ok && rest_ok && name.len() <= 64 {
+        Ok(())
+    } else {
+        Err(invalid(
+            "provider name",
+            "agent files write `model: NAME/MODEL_ID`, so a name is 1 to 64 lower-case letters, \
+             digits, `-` and `_`, starting with a letter",
+        ))
+    }
+}
+
+fn kind_of(text: &str) -> Result<llm::ProviderKind, Error> {
+    llm::ProviderKind::from_str(text).map_err(|_| {
+        invalid(
+            "provider",
+            "write `anthropic` (Anthropic's Messages API) or `openai` (any OpenAI-compatible \
+             Chat Completions endpoint: OpenAI, llama.cpp, vLLM, Ollama)",
+        )
+    })
+}
+
+/// The base URL's form, and its scheme and address against the operator's rules, resolving
+/// no name (names are resolved and checked at every request). The reason never repeats the
+/// URL: what was typed into the box stays out of answers and logs.
+async fn check_base_url(
+    client: &llm::Client,
+    kind: llm::ProviderKind,
+    base_url: &str,
+) -> Result<(), Error> {
+    let url = llm::endpoint_url(kind, base_url).map_err(|error| match error {
+        llm::Error::InvalidBaseUrl { reason, .. } => invalid("base_url", reason),
+        other => invalid("base_url", other.kind()),
+    })?;
+    let offline = llm::Client::new(llm::ClientOptions {
+        endpoints: client.options().endpoints.clone(),
+        resolver: Arc::new(llm::StaticResolver::new()),
+        ..llm::ClientOptions::default()
+    })
+    .map_err(|error| invalid("base_url", error.to_string()))?;
+    match offline.check_endpoint(&url).await {
+        Ok(_) | Err(llm::Error::Resolve { .. }) => Ok(()),
+        Err(
+            llm::Error::EndpointRefused { reason, .. } | llm::Error::InvalidBaseUrl { reason, .. },
+        ) => Err(invalid("base_url", reason)),
+        Err(other) => Err(invalid("base_url", other.kind())),
+    }
+}
+
+/// The URL a provider's requests go to.
+fn shown_url(provider: &ModelProvider) -> String {
+    match llm::ProviderKind::from_str(&provider.kind) {
+        Ok(kind) => llm::endpoint_url(
+            kind,
+            provider
+                .base_url
+                .as_deref()
+                .unwrap_or(kind.default_base_url()),
+        )
+        .map(|url| url.to_string())
+        .unwrap_or_default(),
+        Err(_) => provider.base_url.clone().unwrap_or_default(),
+    }
+}
+
+fn view(provider: &ModelProvider, key_version: Option<u64>) -> ModelProviderView {
+    ModelProviderView {
+        name: provider.name.clone(),
+        provider: provider.kind.clone(),
+        base_url: shown_url(provider),
+        assistant_model: provider.assistant_model.clone(),
+        is_default: provider.is_default,
+        key_version,
+        created_at: provider.created_at.0,
+        updated_at: provider.updated_at.0,
+    }
+}
+
+/// The account's providers with their keys' versions.
+async fn views(
+    state: &AppState,
+    authenticated: &Authenticated,
+) -> Result<Vec<ModelProviderView>, Error> {
+    let shared = Arc::clone(&state.shared);
+    let account = authenticated.account();
+    blocking("list model providers", move || {
+        let providers = shared
+            .store
+            .model_providers(&account)
+            .map_err(Error::storage("list model providers"))?;
+        let keys = match &shared.vault {
+            Some(vault) => vault
+                .model_keys()
+                .list(account.as_str())
+                .map_err(vault_failure("list model keys"))?,
+            None => Vec::new(),
+        };
+        Ok(providers
+            .iter()
+            .map(|provider| {
+                let version = keys
+                    .iter()
+                    .find(|key| key.name == provider.name)
+                    .map(|key| key.version);
+                view(provider, version)
+            })
+            .collect())
+    })
+    .await?
+}
+
+/// Adds the provider (or replaces its settings and key) and audits it by name.
+async fn save(
+    state: &AppState,
+    authenticated: &Authenticated,
+    name: String,
+    request: SaveModelProviderRequest,
+) -> Result<ModelProviderView, Error> {
+    check_name(&name)?;
+    let kind = kind_of(&request.provider)?;
+    let base_url = request
+        .base_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(str::to_owned);
+    let assistant_model = request
+        .assistant_model
+        .as_deref()
+        .map(str::trim)
+        .filter(|model| !model.is_empty())
+        .map(str::to_owned);
+    let client = client_of(&state.shared, "add a model provider")?;
+    check_base_url(
+        &client,
+        kind,
+        base_url.as_deref().unwrap_or(kind.default_base_url()),
+    )
+    .await?;
+    let key = SecretValue::new(request.key);
+    let vault = state.shared.vault.clone().ok_or(Error::VaultUnavailable {
+        operation: "store a model key",
+    })?;
+    let shared = Arc::clone(&state.shared);
+    let account = authenticated.account();
+    let actor = authenticated.actor.clone();
+    blocking("add a model provider", move || {
+        let key_info = vault
+            .model_keys()
+            .set(account.as_str(), &name, key)
+            .map_err(vault_failure("store a model key"))?;
+        let saved = shared
+            .store
+            .save_model_provider(&NewModelProvider {
+                account: account.clone(),
+                name: name.clone(),
+                kind: kind.as_str().to_owned(),
+                base_url,
+                assistant_model,
+                at: shared.now(),
+            })
+            .map_err(Error::storage("save a model provider"))?;
+        let provider = &saved.provider;
+        audit(
+            &shared,
+            &account,
+            actor,
+            "model.add",
+            &json!({
+                "name": name,
+                "provider": kind.as_str(),
+                "base_url": provider.base_url,
+                "assistant_model": provider.assistant_model,
+                "default": provider.is_default,
+                "replaced": saved.replaced,
+                "key_version": key_info.version,
+            }),
+        )?;
+        Ok(view(provider, Some(key_info.version)))
+    })
+    .await?
+}
+
+async fn remove(
+    state: &AppState,
+    authenticated: &Authenticated,
+    name: String,
+) -> Result<(), Error> {
+    check_name(&name)?;
+    let shared = Arc::clone(&state.shared);
+    let account = authenticated.account();
+    let actor = authenticated.actor.clone();
+    blocking("remove a model provider", move || {
+        let removed_row = shared
+            .store
+            .remove_model_provider(&account, &name)
+            .map_err(Error::storage("remove a model provider"))?;
+        let removed_key = match &shared.vault {
+            Some(vault) => match vault.model_keys().remove(account.as_str(), &name) {
+                Ok(()) => true,
+                Err(vault::Error::NotFound { .. }) => false,
+                Err(error) => return Err(vault_failure("remove a model key")(error)),
+            },
+            None => false,
+        };
+        if !removed_row && !removed_key {
+            return Err(Error::NotFound {
+                what: "model provider",
+                id: name,
+            });
+        }
+        audit(
+            &shared,
+            &account,
+            actor,
+            "model.remove",
+            &json!({ "name": name }),
+        )
+    })
+    .await?
+}
+
+async fn make_default(
+    state: &AppState,
+    authenticated: &Authenticated,
+    name: String,
+) -> Result<(), Error> {
+    check_name(&name)?;
+    let shared = Arc::clone(&state.shared);
+    let account = authenticated.account();
+    let actor = authenticated.actor.clone();
+    blocking("set the default model provider", move || {
+        let found = shared
+            .store
+            .set_default_model_provider(&account, &name, shared.now())
+            .map_err(Error::storage("set the default model provider"))?;
+        if !found {
+            return Err(Error::NotFound {
+                what: "model provider",
+                id: name,
+            });
+        }
+        audit(
+            &shared,
+            &account,
+            actor,
+            "model.default",
+            &json!({ "name": name }),
+        )
+    })
+    .await?
+}
+
+/// The provider's settings and a provider to call, its key from the vault.
+async fn callable(
+    state: &AppState,
+    account: &AccountId,
+    name: &str,
+) -> Result<(ModelProvider, llm::Provider), Error> {
+    let client = client_of(&state.shared, "test a model provider")?;
+    let shared = Arc::clone(&state.shared);
+    let account = account.clone();
+    let name = name.to_owned();
+    blocking("read a model provider", move || {
+        let settings = shared
+            .store
+            .model_providers(&account)
+            .map_err(Error::storage("read a model provider"))?
+            .into_iter()
+            .find(|provider| provider.name == name)
+            .ok_or_else(|| Error::NotFound {
+                what: "model provider",
+                id: name.clone(),
+            })?;
+        let kind = kind_of(&settings.kind)?;
+        let request = SecretRequest {
+            model_keys: vec![name.clone()],
+            ..SecretRequest::default()
+        };
+        let key = shared
+            .engine
+            .scrub_sets()
+            .source()
+            .resolve(account.as_str(), &request)
+            .ok()
+            .and_then(|values| {
+                values
+                    .into_iter()
+                    .find(|(found, _)| matches!(found, SecretName::ModelKey { provider } if *provider == name))
+                    .map(|(_, value)| value)
+            })
+            .ok_or_else(|| {
+                invalid(
+                    "provider",
+                    "its key is missing from the vault; add the provider again with its key",
+                )
+            })?;
+        let provider = llm::Provider::new(kind, settings.base_url.as_deref(), key, client)
+            .map_err(|error| invalid("base_url", error.kind()))?;
+        Ok((settings, provider))
+    })
+    .await?
+}
+
+/// Sends one short prompt; the result says what came back or why not, scrubbed of the
+/// account's values, and the test is audited.
+async fn test(
+    state: &AppState,
+    authenticated: &Authenticated,
+    name: String,
+    model: Option<String>,
+) -> Result<ModelTestResult, Error> {
+    check_name(&name)?;
+    let account = authenticated.account();
+    let (settings, provider) = callable(state, &account, &name).await?;
+    let Some(model) = model
+        .map(|model| model.trim().to_owned())
+        .filter(|model| !model.is_empty())
+        .or(settings.assistant_model)
+    else {
+        return Err(invalid(
+            "model",
+            "say which model to ask, or give the provider an assistant model",
+        ));
+    };
+    let probe = provider.probe(&model).await;
+    let retries = u32::try_from(probe.retries.len()).unwrap_or(u32::MAX);
+    let result = match &probe.result {
+        Ok(turn) => ModelTestResult {
+            ok: true,
+            model: model.clone(),
+            answer: Some(turn.text.trim().to_owned()),
+            answered_by: Some(turn.model.clone()),
+            input_tokens: Some(turn.usage.input_tokens),
+            output_tokens: Some(turn.usage.output_tokens),
+            error_kind: None,
+            error: None,
+            retries,
+        },
+        Err(error) => ModelTestResult {
+            ok: false,
+            model: model.clone(),
+            answer: None,
+            answered_by: None,
+            input_tokens: None,
+            output_tokens: None,
+            error_kind: Some(error.kind().to_owned()),
+            error: Some(error.to_string()),
+            retries,
+        },
+    };
+    let shared = Arc::clone(&state.shared);
+    let actor = authenticated.actor.clone();
+    blocking("test a model provider", move || {
+        audit(
+            &shared,
+            &account,
+            actor,
+            "model.test",
+            &json!({
+                "name": name,
+                "model": result.model,
+                "ok": result.ok,
+                "error_kind": result.error_kind,
+                "retries": result.retries,
+            }),
+        )?;
+        // What the provider said goes out scrubbed of every value of the account.
+        let redactor = account_redactor(&shared, &account)?;
+        let scrub =
+            |text: &Option<String>| text.as_ref().map(|text| redactor.scrub(text).into_inner());
+        Ok(ModelTestResult {
+            answer: scrub(&result.answer),
+            error: scrub(&result.error),
+            ..result.clone()
+        })
+    })
+    .await?
+}
+
+// ---------------------------------------------------------------------------------------------
+// The JSON API.
+// ---------------------------------------------------------------------------------------------
+
+/// `GET /api/models`.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Json<Vec<ModelProviderView>>, Error> {
+    Ok(Json(views(&state, &authenticated).await?))
+}
+
+/// `PUT /api/models/{provider}`.
+pub(crate) async fn put(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(name): Path<String>,
+    body: Result<Json<SaveModelProviderRequest>, JsonRejection>,
+) -> Result<Json<ModelProviderView>, Error> {
+    let request = json_body(body, "with `provider` and `key`")?;
+    Ok(Json(save(&state, &authenticated, name, request).await?))
+}
+
+/// `DELETE /api/models/{provider}`.
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, Error> {
+    remove(&state, &authenticated, name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/models/{provider}/default`.
+pub(crate) async fn set_default(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, Error> {
+    make_default(&state, &authenticated, name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /api/models/{provider}/test`.
+pub(crate) async fn run_test(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(name): Path<String>,
+    body: Result<Json<ModelTestRequest>, JsonRejection>,
+) -> Result<Json<ModelTestResult>, Error> {
+    let request = json_body(body, "such as {} or {\"model\": \"ID\"}")?;
+    Ok(Json(
+        test(&state, &authenticated, name, request.model).await?,
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The console.
+// ---------------------------------------------------------------------------------------------
+
+/// `GET /models`: the providers and, for admins, the forms.
+pub(crate) async fn models_page(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+) -> Result<Html<String>, Error> {
+    let providers = views(&state, &authenticated).await?;
+    let may_write = authenticated.principal.role() >= Role::Admin;
+    let mut body = String::from(
+        "<h1>Models</h1>\n<p>The providers this account's agents and assistant use. A key goes \
+         in and is never shown again; models are called by the platform, never from a step.</p>\n\
+         <table>\n<tr><th>Name</th><th>Provider</th><th>URL</th><th>Assistant model</th>\
+         <th>Key</th><th></th></tr>\n",
+    );
+    for provider in &providers {
+        let name = escape(&provider.name);
+        let key = match provider.key_version {
+            Some(version) => format!("version {version}"),
+            None => "missing".to_owned(),
+        };
+        let mut actions = String::new();
+        if may_write {
+            if !provider.is_default {
+                actions.push_str(&button(
+                    &state,
+                    &authenticated,
+                    &format!("/models/{name}/default"),
+                    "Make default",
+                ));
+            }
+            actions.push_str(&button(
+                &state,
+                &authenticated,
+                &format!("/models/{name}/test"),
+                "Test",
+            ));
+            actions.push_str(&button(
+                &state,
+                &authenticated,
+                &format!("/models/{name}/remove"),
+                "Remove",
+            ));
+        }
+        body.push_str(&format!(
+            "<tr><td>{name}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{key}</td><td>{actions}</td></tr>\n",
+            if provider.is_default { " (default)" } else { "" },
+            escape(&provider.provider),
+            escape(&provider.base_url),
+            escape(provider.assistant_model.as_deref().unwrap_or("none")),
+        ));
+    }
+    body.push_str("</table>\n");
+    if may_write {
+        let csrf = csrf_field(&state, &authenticated);
+        body.push_str(&format!(
+            "<h2>Add a provider</h2>\n<form method=\"post\" action=\"/models\">{csrf}\n\
+             <label>Name <input name=\"name\" required></label>\n\
+             <label>Provider <select name=\"provider\"><option>anthropic</option>\
+             <option>openai</option></select></label>\n\
+             <label>Base URL <input name=\"base_url\" placeholder=\"the provider's default\"></label>\n\
+             <label>Assistant model <input name=\"assistant_model\"></label>\n\
+             <label>Key <input name=\"key\" type=\"password\" autocomplete=\"off\" required></label>\n\
+             <button type=\"submit\">Add</button>\n</form>\n\
+             <p>Adding a name that exists replaces its settings and key. Only the operator can \
+             let a provider reach this host or a private network.</p>\n"
+        ));
+    } else {
+        body.push_str("<p>Only an admin of the account can add, remove or test providers.</p>\n");
+    }
+    Ok(page("Models", &body))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ProviderForm {
+    name: String,
+    provider: String,
+    #[serde(default)]
+    base_url: String,
+    #[serde(default)]
+    assistant_model: String,
+    key: String,
+}
+
+/// `POST /models`.
+pub(crate) async fn add_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Form(form): Form<ProviderForm>,
+) -> Result<Response, Error> {
+    let request = SaveModelProviderRequest {
+        provider: form.provider,
+        base_url: Some(form.base_url),
+        assistant_model: Some(form.assistant_model),
+        key: form.key,
+    };
+    save(&state, &authenticated, form.name.trim().to_owned(), request).await?;
+    Ok(back_to("/models"))
+}
+
+/// `POST /models/{provider}/remove`.
+pub(crate) async fn remove_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(name): Path<String>,
+) -> Result<Response, Error> {
+    remove(&state, &authenticated, name).await?;
+    Ok(back_to("/models"))
+}
+
+/// `POST /models/{provider}/default`.
+pub(crate) async fn default_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(name): Path<String>,
+) -> Result<Response, Error> {
+    make_default(&state, &authenticated, name).await?;
+    Ok(back_to("/models"))
+}
+
+/// `POST /models/{provider}/test`: the result on a page of its own.
+pub(crate) async fn test_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(name): Path<String>,
+) -> Result<Html<String>, Error> {
+    let result = test(&state, &authenticated, name.clone(), None).await?;
+    let mut body = format!("<h1>Test of {}</h1>\n", escape(&name));
+    if result.ok {
+        body.push_str(&format!(
+            "<p>Answer: {}</p>\n<p>Model: {}</p>\n<p>Tokens: {} in, {} out</p>\n",
+            escape(result.answer.as_deref().unwrap_or_default()),
+            escape(result.answered_by.as_deref().unwrap_or_default()),
+            result.input_tokens.unwrap_or_default(),
+            result.output_tokens.unwrap_or_default(),
+        ));
+    } else {
+        body.push_str(&format!(
+            "<p>The test failed: {}</p>\n",
+            escape(result.error.as_deref().unwrap_or_default())
+        ));
+    }
+    body.push_str("<p><a href=\"/models\">Back to the models</a></p>\n");
+    Ok(page("Model test", &body))
+}

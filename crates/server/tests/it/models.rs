@@ -1,0 +1,271 @@
+//! The account's model providers over the API and the console, against the fake model on
+//! 127.0.0.1 (exempted by the harness's operator settings). The server's model client reaches
+//! nothing but exempted endpoints and resolves no name, so no test can leave loopback.
+
+use std::sync::Arc;
+
+use auth::Role;
+use fake_model::{FakeModel, Script, ScriptTurn};
+use serde_json::json;
+
+use crate::support::{Caller, Harness};
+
+const KEY: &str = "sk-ant-server-test-0123456789-key";
+
+/// The harness's model client: only the exempted endpoints, names from an empty table.
+pub fn client(exempt: &[&str]) -> llm::Client {
+    llm::Client::new(llm::ClientOptions {
+        endpoints: llm::EndpointPolicy {
+            exempt: exempt
+                .iter()
+                .map(|endpoint| endpoint.parse().unwrap())
+                .collect(),
+            public: llm::PublicEndpoints::Refused,
+            denied: Vec::new(),
+        },
+        resolver: Arc::new(llm::StaticResolver::new()),
+        // A refused connection is not retried here: the route matrix tests providers at a
+        // port where nothing listens, and must not wait for backoffs.
+        retries: llm::RetryPolicy {
+            max_retries: 0,
+            ..llm::RetryPolicy::default()
+        },
+        connect_timeout: std::time::Duration::from_secs(2),
+        ..llm::ClientOptions::default()
+    })
+    .unwrap()
+}
+
+fn json_body(value: serde_json::Value) -> Option<(&'static str, String)> {
+    Some(("application/json", value.to_string()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn models_api_add_list_test_default_remove_with_the_fake() {
+    let fake = FakeModel::start(Script::new(vec![
+        ScriptTurn::text("Hello from the fake.").with_usage(9, 4),
+    ]))
+    .await
+    .unwrap();
+    let harness = Harness::with_model_endpoints(&[&fake.endpoint()]);
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let member = harness.credentials(Caller::Person(Role::Member));
+
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/claude",
+            &admin,
+            json_body(json!({
+                "provider": "anthropic",
+                "base_url": fake.url(),
+                "assistant_model": "fake-large",
+                "key": KEY,
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    assert!(!added.text().contains(KEY));
+    assert_eq!(added.json()["is_default"], true);
+    assert_eq!(added.json()["key_version"], 1);
+    let second = harness
+        .call(
+            "PUT",
+            "/api/models/local",
+            &admin,
+            json_body(json!({
+                "provider": "openai",
+                "base_url": fake.openai_base_url(),
+                "key": "sk-local-server-test-abcdef",
+            })),
+        )
+        .await;
+    assert_eq!(second.status, 200, "{}", second.text());
+    assert_eq!(second.json()["is_default"], false);
+
+    let listed = harness.call("GET", "/api/models", &member, None).await;
+    assert_eq!(listed.status, 200, "{}", listed.text());
+    let providers = listed.json();
+    let names: Vec<&str> = providers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|provider| provider["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["claude", "local"]);
+    assert!(!listed.text().contains(KEY));
+
+    let tested = harness
+        .call(
+            "POST",
+            "/api/models/claude/test",
+            &admin,
+            json_body(json!({})),
+        )
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.text());
+    let result = tested.json();
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(result["answer"], "Hello from the fake.");
+    assert_eq!(result["answered_by"], "fake-large");
+    assert_eq!(result["input_tokens"], 9);
+    let received = fake.requests();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].header("x-api-key"), Some(KEY));
+
+    let made_default = harness
+        .call("POST", "/api/models/local/default", &admin, None)
+        .await;
+    assert_eq!(made_default.status, 204, "{}", made_default.text());
+    let listed = harness
+        .call("GET", "/api/models", &member, None)
+        .await
+        .json();
+    assert_eq!(listed[0]["is_default"], false);
+    assert_eq!(listed[1]["is_default"], true);
+
+    let removed = harness
+        .call("DELETE", "/api/models/claude", &admin, None)
+        .await;
+    assert_eq!(removed.status, 204, "{}", removed.text());
+    let again = harness
+        .call("DELETE", "/api/models/claude", &admin, None)
+        .await;
+    assert_eq!(again.status, 404);
+
+    let audit = harness.call("GET", "/api/audit", &admin, None).await;
+    assert_eq!(audit.status, 200);
+    for action in ["model.add", "model.test", "model.default", "model.remove"] {
+        assert!(
+            audit.text().contains(action),
+            "{action} missing: {}",
+            audit.text()
+        );
+    }
+    assert!(!audit.text().contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g11_an_admin_cannot_point_a_provider_at_loopback_or_plain_http() {
+    let fake = FakeModel::start(Script::new(vec![ScriptTurn::text("never")]))
+        .await
+        .unwrap();
+    // The operator exempted nothing: the admin's base URLs are refused, whatever they say.
+    let harness = Harness::with_model_endpoints(&[]);
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let port = fake.address().port();
+    for base_url in [
+        fake.url(),
+        format!("https://127.0.0.1:{port}"),
+        "https://10.0.0.1/v1".to_owned(),
+        "https://169.254.169.254".to_owned(),
+    ] {
+        let refused = harness
+            .call(
+                "PUT",
+                "/api/models/claude",
+                &admin,
+                json_body(json!({ "provider": "anthropic", "base_url": base_url, "key": KEY })),
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{base_url}: {}", refused.text());
+        assert!(refused.text().contains("base_url"), "{}", refused.text());
+        assert!(!refused.text().contains(KEY));
+    }
+    let listed = harness.call("GET", "/api/models", &admin, None).await;
+    assert_eq!(listed.json(), json!([]));
+    assert!(fake.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_models_page_lists_providers_escaped_and_never_a_key() {
+    let harness = Harness::with_model_endpoints(&["127.0.0.1:9"]);
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/claude",
+            &admin,
+            json_body(json!({
+                "provider": "anthropic",
+                "base_url": "http://127.0.0.1:9",
+                "assistant_model": "<script>alert(1)</script>",
+                "key": KEY,
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    let page = harness
+        .call(
+            "GET",
+            "/models",
+            &harness.credentials(Caller::Person(Role::Admin)),
+            None,
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    let html = page.text();
+    assert!(html.contains("claude (default)"), "{html}");
+    assert!(html.contains("&lt;script&gt;"), "{html}");
+    assert!(!html.contains("<script>alert"), "{html}");
+    assert!(!html.contains(KEY));
+    assert!(
+        html.contains("action=\"/models\""),
+        "an admin gets the form"
+    );
+    let member_page = harness
+        .call(
+            "GET",
+            "/models",
+            &harness.credentials(Caller::Person(Role::Member)),
+            None,
+        )
+        .await;
+    assert_eq!(member_page.status, 200);
+    assert!(!member_page.text().contains("action=\"/models\""));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g19_a_workflow_whose_step_names_a_model_key_does_not_validate_and_cannot_run() {
+    let harness = Harness::new();
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let before = harness
+        .call("GET", "/api/workflows/fetch", &admin, None)
+        .await;
+    assert_eq!(before.json()["valid"], true, "{}", before.text());
+    // A provider named like the connection the workflow's step is granted.
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/payments",
+            &admin,
+            json_body(json!({
+                "provider": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "key": KEY,
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    let after = harness
+        .call("GET", "/api/workflows/fetch", &admin, None)
+        .await;
+    let view = after.json();
+    assert_eq!(view["valid"], false, "{view}");
+    assert!(
+        view["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("names the model key of the provider `payments`"),
+        "{view}"
+    );
+    let started = harness
+        .call(
+            "POST",
+            "/api/runs",
+            &admin,
+            json_body(json!({ "workflow": "fetch" })),
+        )
+        .await;
+    assert_eq!(started.status, 422, "{}", started.text());
+}

@@ -1,0 +1,511 @@
+//! `stepward models add|list|rm|default|test` and `stepward dev fake-model`.
+//!
+//! A provider's settings (kind, base URL, the assistant's model, the default flag) are rows of
+//! their own; its key is the vault model key of the same name, read from stdin (never echoed
+//! on a terminal, never an argument) and never shown again. Every change is in the audit log,
+//! by name. The endpoint rules are the operator's (`--allow-model-endpoint`), never the
+//! account's.
+
+use std::io::{BufRead, IsTerminal, Read};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
+use serde_json::json;
+use storage::AccountId;
+use storage::models::{ModelProvider, ModelProviderStore, NewModelProvider};
+use storage_sqlite::SqliteStore;
+
+use crate::Outcome;
+use crate::app::{App, now};
+use crate::cli::{DevCommand, ModelsCommand};
+use crate::commands::print_json;
+use crate::config::Config;
+
+pub fn run(command: &ModelsCommand, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    match command {
+        ModelsCommand::Add {
+            name,
+            provider,
+            base_url,
+            assistant_model,
+        } => add(
+            &app,
+            name,
+            provider,
+            base_url.as_deref(),
+            assistant_model.as_deref(),
+        ),
+        ModelsCommand::List { json } => list(&app, *json),
+        ModelsCommand::Rm { name } => remove(&app, name),
+        ModelsCommand::Default { name } => set_default(&app, name),
+        ModelsCommand::Test { name, model, json } => test(&app, name, model.as_deref(), *json),
+    }
+}
+
+/// The account's names that definitions are checked against (G19: no script is handed a
+/// model key; `model:` names a provider the account has).
+pub fn account_names(
+    store: &SqliteStore,
+    account: &AccountId,
+) -> anyhow::Result<spec::AccountNames> {
+    let providers = store
+        .model_providers(account)
+        .context("cannot read the account's model providers")?;
+    Ok(spec::AccountNames {
+        default_provider: providers
+            .iter()
+            .find(|provider| provider.is_default)
+            .map(|provider| provider.name.clone()),
+        model_providers: providers
+            .into_iter()
+            .map(|provider| provider.name)
+            .collect(),
+    })
+}
+
+/// A provider's name becomes the name of its vault key and the part of `model:` before the
+/// first `/`.
+fn check_name(name: &str) -> anyhow::Result<()> {
+    let mut characters = name.chars();
+    let first_ok = characters
+        .next()
+        .is_some_and(|first| first.is_ascii_lowercase());
+    let rest_ok = characters.all(|character| {
+        character.is_ascii_lowercase()
+            || character.is_ascii_digit()
+            || character == '-'
+            || character == '_'
+    });
+    if first_ok && rest_ok && name.len() <= 64 {
+        Ok(())
+    } else {
+        bail!(
+            "`{name}` is not a provider name: agent files write `model: NAME/MODEL_ID`, so a \
+             name is 1 to 64 lower-case letters, digits, `-` and `_`, starting with a letter \
+             (such as `anthropic` or `local-llama`)"
+        )
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Checks the base URL's form and, without resolving any name, its address and scheme
+/// against the operator's rules: a refused endpoint is refused at once, not at its first
+/// use. Names are resolved (and checked again) at every request.
+fn check_base_url(config: &Config, kind: llm::ProviderKind, base_url: &str) -> anyhow::Result<()> {
+    let url = llm::endpoint_url(kind, base_url)?;
+    let offline = llm::Client::new(llm::ClientOptions {
+        endpoints: config.model_endpoints.clone(),
+        resolver: Arc::new(llm::StaticResolver::new()),
+        ..llm::ClientOptions::default()
+    })?;
+    match runtime()?.block_on(offline.check_endpoint(&url)) {
+        Ok(_) | Err(llm::Error::Resolve { .. }) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn add(
+    app: &App,
+    name: &str,
+    provider: &str,
+    base_url: Option<&str>,
+    assistant_model: Option<&str>,
+) -> anyhow::Result<Outcome> {
+    check_name(name)?;
+    let kind = llm::ProviderKind::from_str(provider)?;
+    let base_url = base_url.map(str::trim).filter(|url| !url.is_empty());
+    check_base_url(
+        &app.config,
+        kind,
+        base_url.unwrap_or(kind.default_base_url()),
+    )?;
+    let assistant_model = assistant_model
+        .map(str::trim)
+        .filter(|model| !model.is_empty());
+    let key = read_key(name)?;
+    let account = &app.account;
+    let key_info = app
+        .vault
+        .model_keys()
+        .set(account.as_str(), name, key)
+        .context("cannot store the model key")?;
+    let saved = app
+        .store
+        .save_model_provider(&NewModelProvider {
+            account: account.clone(),
+            name: name.to_owned(),
+            kind: kind.as_str().to_owned(),
+            base_url: base_url.map(str::to_owned),
+            assistant_model: assistant_model.map(str::to_owned),
+            at: now(),
+        })
+        .context("cannot store the provider")?;
+    let provider = &saved.provider;
+    app.audit(
+        "model.add",
+        json!({
+            "name": name,
+            "provider": kind.as_str(),
+            "base_url": provider.base_url,
+            "assistant_model": provider.assistant_model,
+            "default": provider.is_default,
+            "replaced": saved.replaced,
+            "key_version": key_info.version,
+        }),
+    )?;
+    let verb = if saved.replaced { "replaced" } else { "added" };
+    eprintln!(
+        "model provider {name} {verb}: {} at {}, key stored sealed (version {}){}",
+        kind.as_str(),
+        shown_url(provider),
+        key_info.version,
+        if provider.is_default {
+            "; it is the account's default"
+        } else {
+            ""
+        }
+    );
+    eprintln!("check it with `stepward models test {name} --model ID`");
+    Ok(Outcome::Done)
+}
+
+/// Reads the key: from a terminal without echo, else all of stdin (one trailing newline
+/// taken off).
+fn read_key(name: &str) -> anyhow::Result<SecretValue> {
+    let stdin = std::io::stdin();
+    let mut text = String::new();
+    if stdin.is_terminal() {
+        eprint!("the key of {name} (not shown as you type): ");
+        let _echo_off = EchoOff::new()?;
+        stdin
+            .lock()
+            .take(64 * 1024)
+            .read_line(&mut text)
+            .context("cannot read the key from the terminal")?;
+        eprintln!();
+    } else {
+        stdin
+            .lock()
+            .take(64 * 1024)
+            .read_to_string(&mut text)
+            .context("cannot read the key from stdin")?;
+    }
+    let trimmed = text.strip_suffix('\n').unwrap_or(&text);
+    let trimmed = trimmed.strip_suffix('\r').unwrap_or(trimmed).to_owned();
+    zeroize::Zeroize::zeroize(&mut text);
+    if trimmed.is_empty() {
+        bail!(
+            "no key was given on stdin; pipe it in, e.g. `stepward models add {name} --provider anthropic < key.txt`"
+        );
+    }
+    Ok(SecretValue::new(trimmed))
+}
+
+/// Turns the terminal's echo off until dropped.
+struct EchoOff {
+    saved: rustix::termios::Termios,
+}
+
+impl EchoOff {
+    fn new() -> anyhow::Result<EchoOff> {
+        let stdin = std::io::stdin();
+        let saved =
+            rustix::termios::tcgetattr(&stdin).context("cannot read the terminal's settings")?;
+        let mut quiet = saved.clone();
+        quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
+        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &quiet)
+            .context("cannot turn the terminal's echo off")?;
+        Ok(EchoOff { saved })
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        // Restoring can only fail if the terminal went away; nothing is left to restore then.
+        let _ = rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            &self.saved,
+        );
+    }
+}
+
+/// The URL a provider's requests go to.
+fn shown_url(provider: &ModelProvider) -> String {
+    let kind = llm::ProviderKind::from_str(&provider.kind).ok();
+    match (kind, &provider.base_url) {
+        (Some(kind), base) => {
+            llm::endpoint_url(kind, base.as_deref().unwrap_or(kind.default_base_url()))
+                .map(|url| url.to_string())
+                .unwrap_or_else(|_| base.clone().unwrap_or_default())
+        }
+        (None, base) => base.clone().unwrap_or_default(),
+    }
+}
+
+/// The wire view of a provider, with its key's version (or none when the key is missing).
+pub fn view(
+    provider: &ModelProvider,
+    key_version: Option<u64>,
+) -> api_types::models::ModelProviderView {
+    api_types::models::ModelProviderView {
+        name: provider.name.clone(),
+        provider: provider.kind.clone(),
+        base_url: shown_url(provider),
+        assistant_model: provider.assistant_model.clone(),
+        is_default: provider.is_default,
+        key_version,
+        created_at: provider.created_at.0,
+        updated_at: provider.updated_at.0,
+    }
+}
+
+fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
+    let providers = app
+        .store
+        .model_providers(&app.account)
+        .context("cannot read the model providers")?;
+    let keys = app.vault.model_keys().list(app.account.as_str())?;
+    let views: Vec<_> = providers
+        .iter()
+        .map(|provider| {
+            let version = keys
+                .iter()
+                .find(|key| key.name == provider.name)
+                .map(|key| key.version);
+            view(provider, version)
+        })
+        .collect();
+    if json {
+        print_json(&views)?;
+        return Ok(Outcome::Done);
+    }
+    if views.is_empty() {
+        println!(
+            "no model providers; add one with `stepward models add NAME --provider \
+             anthropic|openai` (the key on stdin)"
+        );
+        return Ok(Outcome::Done);
+    }
+    for provider in &views {
+        let key = match provider.key_version {
+            Some(version) => format!("key version {version}"),
+            None => "no key: add it again".to_owned(),
+        };
+        println!(
+            "{}{}  {}  {}  assistant model: {}  {key}",
+            provider.name,
+            if provider.is_default {
+                " (default)"
+            } else {
+                ""
+            },
+            provider.provider,
+            provider.base_url,
+            provider.assistant_model.as_deref().unwrap_or("none"),
+        );
+    }
+    Ok(Outcome::Done)
+}
+
+fn remove(app: &App, name: &str) -> anyhow::Result<Outcome> {
+    check_name(name)?;
+    let removed_row = app
+        .store
+        .remove_model_provider(&app.account, name)
+        .context("cannot remove the provider")?;
+    let removed_key = match app.vault.model_keys().remove(app.account.as_str(), name) {
+        Ok(()) => true,
+        Err(vault::Error::NotFound { .. }) => false,
+        Err(error) => return Err(error).context("cannot remove the model key"),
+    };
+    if !removed_row && !removed_key {
+        bail!("the account has no model provider `{name}`; `stepward models list` shows them");
+    }
+    app.audit("model.remove", json!({ "name": name }))?;
+    eprintln!("model provider {name} and its key removed");
+    Ok(Outcome::Done)
+}
+
+fn set_default(app: &App, name: &str) -> anyhow::Result<Outcome> {
+    check_name(name)?;
+    if !app
+        .store
+        .set_default_model_provider(&app.account, name, now())
+        .context("cannot set the default provider")?
+    {
+        bail!("the account has no model provider `{name}`; `stepward models list` shows them");
+    }
+    app.audit("model.default", json!({ "name": name }))?;
+    eprintln!("{name} is the account's default model provider");
+    Ok(Outcome::Done)
+}
+
+/// The account's provider `name`, ready to call: its settings and its key from the vault.
+pub fn provider(
+    store: &SqliteStore,
+    secrets: &dyn SecretSource,
+    account: &AccountId,
+    name: &str,
+    client: llm::Client,
+) -> anyhow::Result<(ModelProvider, llm::Provider)> {
+    let settings = store
+        .model_providers(account)?
+        .into_iter()
+        .find(|provider| provider.name == name)
+        .with_context(|| {
+            format!("the account has no model provider `{name}`; `stepward models list` shows them")
+        })?;
+    let kind = llm::ProviderKind::from_str(&settings.kind)?;
+    let request = SecretRequest {
+        model_keys: vec![name.to_owned()],
+        ..SecretRequest::default()
+    };
+    let key = secrets
+        .resolve(account.as_str(), &request)
+        .with_context(|| {
+            format!(
+                "the key of {name} cannot be read; add it again with `stepward models add {name}`"
+            )
+        })?
+        .into_iter()
+        .find(|(found, _)| matches!(found, SecretName::ModelKey { provider } if provider == name))
+        .map(|(_, value)| value)
+        .with_context(|| format!("the vault has no key for {name}"))?;
+    let provider = llm::Provider::new(kind, settings.base_url.as_deref(), key, client)?;
+    Ok((settings, provider))
+}
+
+fn test(app: &App, name: &str, model: Option<&str>, json: bool) -> anyhow::Result<Outcome> {
+    check_name(name)?;
+    let (settings, provider) = provider(
+        &app.store,
+        app.vault.as_ref(),
+        &app.account,
+        name,
+        app.config.model_client()?,
+    )?;
+    let Some(model) = model
+        .map(str::to_owned)
+        .or_else(|| settings.assistant_model.clone())
+    else {
+        bail!(
+            "say which model to ask: `stepward models test {name} --model ID` (or give the \
+             provider an `--assistant-model`)"
+        );
+    };
+    let probe = runtime()?.block_on(provider.probe(&model));
+    let result = probe_result(&probe);
+    app.audit(
+        "model.test",
+        json!({
+            "name": name,
+            "model": model,
+            "ok": result.ok,
+            "error_kind": result.error_kind,
+            "retries": result.retries,
+        }),
+    )?;
+    if json {
+        print_json(&result)?;
+    } else {
+        for retry in &probe.retries {
+            eprintln!(
+                "retry {} after {:.1} s: {}",
+                retry.retry,
+                retry.wait.as_secs_f64(),
+                retry.reason
+            );
+        }
+        match &probe.result {
+            Ok(turn) => {
+                println!("answer: {}", turn.text.trim());
+                println!("model: {}", turn.model);
+                println!(
+                    "tokens: {} in, {} out",
+                    turn.usage.input_tokens, turn.usage.output_tokens
+                );
+            }
+            Err(error) => eprintln!("error: the test of {name} failed: {error}"),
+        }
+    }
+    Ok(if result.ok {
+        Outcome::Done
+    } else {
+        Outcome::Invalid
+    })
+}
+
+/// A probe as the wire type the CLI's `--json` and the API share.
+pub fn probe_result(probe: &llm::Probe) -> api_types::models::ModelTestResult {
+    let retries = u32::try_from(probe.retries.len()).unwrap_or(u32::MAX);
+    match &probe.result {
+        Ok(turn) => api_types::models::ModelTestResult {
+            ok: true,
+            model: probe.model.clone(),
+            answer: Some(turn.text.trim().to_owned()),
+            answered_by: Some(turn.model.clone()),
+            input_tokens: Some(turn.usage.input_tokens),
+            output_tokens: Some(turn.usage.output_tokens),
+            error_kind: None,
+            error: None,
+            retries,
+        },
+        Err(error) => api_types::models::ModelTestResult {
+            ok: false,
+            model: probe.model.clone(),
+            answer: None,
+            answered_by: None,
+            input_tokens: None,
+            output_tokens: None,
+            error_kind: Some(error.kind().to_owned()),
+            error: Some(error.to_string()),
+            retries,
+        },
+    }
+}
+
+pub fn dev(command: &DevCommand) -> anyhow::Result<Outcome> {
+    match command {
+        DevCommand::FakeModel { listen, script } => {
+            let text = crate::definitions::read_text(script)?;
+            let script_value = fake_model::Script::from_json(&text)
+                .with_context(|| format!("{} is not a fake model script", script.display()))?;
+            let turns = script_value.turns.len();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            let received = runtime.block_on(fake_model::serve_until(
+                *listen,
+                script_value,
+                |fake| {
+                    println!(
+                        "fake model serves {turns} scripted turn(s) at {} (Anthropic base URL {}, \
+                         OpenAI-compatible base URL {}); the operator lets providers reach it with \
+                         --allow-model-endpoint {}. Ctrl-C stops it.",
+                        fake.url(),
+                        fake.url(),
+                        fake.openai_base_url(),
+                        fake.endpoint()
+                    );
+                },
+                async {
+                    let _ = tokio::signal::ctrl_c().await;
+                },
+            ))?;
+            eprintln!("fake model stopped after {} request(s)", received.len());
+            Ok(Outcome::Done)
+        }
+    }
+}
