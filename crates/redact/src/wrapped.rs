@@ -31,21 +31,33 @@ fn is_base64(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'-' | b'_' | b'=')
 }
 
-/// Every line of `haystack`, as a range without its line break (`\n` or `\r\n`).
-fn lines(haystack: &[u8]) -> Vec<Range<usize>> {
-    let mut lines = Vec::new();
+/// The lines of `haystack`, each as a range without its line break (`\n` or `\r\n`), found
+/// lazily: most text is never looked at beyond its line breaks.
+fn lines(haystack: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
     let mut start = 0;
-    for newline in memchr::memchr_iter(b'\n', haystack) {
-        let end = if newline > start && haystack.get(newline - 1) == Some(&b'\r') {
-            newline - 1
-        } else {
-            newline
-        };
-        lines.push(start..end);
-        start = newline + 1;
-    }
-    lines.push(start..haystack.len());
-    lines
+    let mut newlines = memchr::memchr_iter(b'\n', haystack);
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        match newlines.next() {
+            Some(newline) => {
+                let end = if newline > start && haystack.get(newline - 1) == Some(&b'\r') {
+                    newline - 1
+                } else {
+                    newline
+                };
+                let line = start..end;
+                start = newline + 1;
+                Some(line)
+            }
+            None => {
+                done = true;
+                Some(start..haystack.len())
+            }
+        }
+    })
 }
 
 /// The wrapped blocks of `haystack`: one or more full lines (64 or 76 base64 characters, the
@@ -59,40 +71,43 @@ pub(crate) fn wrapped_blocks(haystack: &[u8]) -> Vec<JoinedBlock> {
             .get(line.clone())
             .is_some_and(|bytes| !bytes.is_empty() && bytes.iter().all(|byte| is_base64(*byte)))
     };
-    let lines = lines(haystack);
     let mut blocks = Vec::new();
-    let mut index = 0;
-    while index < lines.len() {
-        let Some(first) = lines.get(index) else { break };
-        let width = first.len();
-        if !WRAP_WIDTHS.contains(&width) || !all_base64(first) {
-            index += 1;
-            continue;
-        }
-        let mut end = index + 1;
-        while lines
-            .get(end)
-            .is_some_and(|line| line.len() == width && all_base64(line))
-        {
-            end += 1;
-        }
-        // The block's last line may be shorter (the rest of the encoding).
-        if lines
-            .get(end)
-            .is_some_and(|line| line.len() < width && all_base64(line))
-        {
-            end += 1;
-        }
-        if end - index >= 2 {
-            let mut joined = Vec::with_capacity((end - index) * width);
-            let mut origin = Vec::with_capacity((end - index) * width);
-            for line in lines.get(index..end).unwrap_or_default() {
+    // The lines of the block being gathered, and their width.
+    let mut block: Vec<Range<usize>> = Vec::new();
+    let mut width = 0;
+    let mut finish = |block: &mut Vec<Range<usize>>| {
+        if block.len() >= 2 {
+            let bytes: usize = block.iter().map(ExactSizeIterator::len).sum();
+            let mut joined = Vec::with_capacity(bytes);
+            let mut origin = Vec::with_capacity(bytes);
+            for line in block.iter() {
                 joined.extend_from_slice(haystack.get(line.clone()).unwrap_or_default());
                 origin.extend(line.clone());
             }
             blocks.push(JoinedBlock { joined, origin });
         }
-        index = end.max(index + 1);
+        block.clear();
+    };
+    for line in lines(haystack) {
+        if !block.is_empty() {
+            if line.len() == width && all_base64(&line) {
+                block.push(line);
+                continue;
+            }
+            // The block's last line may be shorter (the rest of the encoding).
+            let ends_block = line.len() < width && all_base64(&line);
+            if ends_block {
+                block.push(line);
+                finish(&mut block);
+                continue;
+            }
+            finish(&mut block);
+        }
+        if WRAP_WIDTHS.contains(&line.len()) && all_base64(&line) {
+            width = line.len();
+            block.push(line);
+        }
     }
+    finish(&mut block);
     blocks
 }
