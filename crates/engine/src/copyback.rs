@@ -3,7 +3,9 @@
 
 use redact::Redactor;
 use serde_json::json;
-use workspace::{Author, Change, RelPath, SecretScreen, Workspace};
+use workspace::{
+    Author, Change, RelPath, Screened, SecretScreen, UnreadableArchives, Workspace, screen_contents,
+};
 
 use crate::Error;
 use crate::context::RunContext;
@@ -12,12 +14,20 @@ use crate::executor::ExecutionReport;
 use crate::record::kind;
 
 /// Refuses content holding any value of the run's account (current, revoked or superseded
-/// and still kept) or of the run: the run's redactor knows them all.
-struct Screen<'a>(&'a Redactor);
+/// and still kept) or of the run: the run's redactor knows them all. An archive it cannot open
+/// is refused when the step held credentials.
+struct Screen<'a> {
+    redactor: &'a Redactor,
+    unreadable: UnreadableArchives,
+}
 
 impl SecretScreen for Screen<'_> {
     fn holds_secret(&self, content: &[u8]) -> bool {
-        self.0.holds_secret(content)
+        self.redactor.holds_secret(content)
+    }
+
+    fn unreadable_archives(&self) -> UnreadableArchives {
+        self.unreadable
     }
 }
 
@@ -41,10 +51,14 @@ impl Engine {
         attempt: u32,
         report: &ExecutionReport,
         workspace: &Workspace,
+        unreadable: UnreadableArchives,
     ) -> Result<(), Error> {
         // The run's redactor scrubs every event with every value of the account; a path naming
         // one of them is withheld from the record whole, not only masked.
-        let screens = Screen(&context.redactor);
+        let screens = Screen {
+            redactor: &context.redactor,
+            unreadable,
+        };
         let shown = |path: &str| {
             if screens.holds_secret(path.as_bytes()) {
                 WITHHELD_PATH.to_owned()
@@ -74,11 +88,18 @@ impl Engine {
                 )?;
                 continue;
             }
-            if screens.holds_secret(&change.bytes) {
+            let refused = match screen_contents(&screens, &change.bytes, unreadable) {
+                Screened::Clean => None,
+                Screened::HoldsSecret { .. } => {
+                    Some("the file holds a current credential value".to_owned())
+                }
+                Screened::Unscreenable { reason } => Some(reason),
+            };
+            if let Some(reason) = refused {
                 self.event(
                     context,
                     kind::COPY_BACK_REFUSED,
-                    json!({"step": step, "attempt": attempt, "path": change.path, "reason": "the file holds a current credential value", "by": "engine"}),
+                    json!({"step": step, "attempt": attempt, "path": change.path, "reason": reason, "by": "engine"}),
                 )?;
                 continue;
             }

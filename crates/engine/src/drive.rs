@@ -309,7 +309,12 @@ impl Engine {
         });
         self.record_printed(context, step.id(), attempt, "stdout", &report.stdout)?;
         self.record_printed(context, step.id(), attempt, "stderr", &report.stderr)?;
-        self.record_copy_back(context, step.id(), attempt, &report, &workspace)?;
+        let unreadable = if step.connections().is_empty() {
+            workspace::UnreadableArchives::Accept
+        } else {
+            workspace::UnreadableArchives::Refuse
+        };
+        self.record_copy_back(context, step.id(), attempt, &report, &workspace, unreadable)?;
         let mut finished = Finished::observed(&context.redactor, &report);
         let redactor = &context.redactor;
         match report.outcome {

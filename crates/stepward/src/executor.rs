@@ -42,12 +42,24 @@ impl SandboxExecutor {
     }
 }
 
-/// Lets the copy-back filter ask the redactor, without handing it any plaintext.
-struct RedactorScreen(Redactor);
+/// Lets the copy-back filter ask the redactor, without handing it any plaintext; an archive it
+/// cannot open is refused when the step held credentials.
+struct RedactorScreen {
+    redactor: Redactor,
+    holds_credentials: bool,
+}
 
 impl sandbox::copyback::SecretScreen for RedactorScreen {
     fn holds_secret(&self, content: &[u8]) -> bool {
-        self.0.holds_secret(content)
+        self.redactor.holds_secret(content)
+    }
+
+    fn unreadable_archives(&self) -> workspace::UnreadableArchives {
+        if self.holds_credentials {
+            workspace::UnreadableArchives::Refuse
+        } else {
+            workspace::UnreadableArchives::Accept
+        }
     }
 }
 
@@ -66,7 +78,10 @@ impl StepExecutor for SandboxExecutor {
         // The screen knows every value of the run's account, not only the run's: a file
         // holding any of them must not reach the account's workspace.
         let screen = match self.scrub_sets.for_account(request.account) {
-            Ok(redactor) => RedactorScreen(redactor),
+            Ok(redactor) => RedactorScreen {
+                redactor,
+                holds_credentials: !request.env.is_empty(),
+            },
             Err(error) => {
                 return self.refused(format!(
                     "the copy-back screen could not get the account's current values: {error}"

@@ -13,6 +13,7 @@ mod folder;
 mod path;
 mod protected;
 mod revision;
+mod screen;
 mod suggest;
 
 // The path, protection and revision types are the crate's whole vocabulary; every caller needs
@@ -29,6 +30,9 @@ pub use crate::path::{
 pub use crate::protected::{ProtectedKind, is_protected};
 pub use crate::revision::{
     Author, Change, ChangedPath, Revision, RevisionId, RevisionStore, SecretScreen,
+};
+pub use crate::screen::{
+    MAX_ARCHIVE_DEPTH, MAX_INFLATED_BYTES, Screened, UnreadableArchives, screen_contents,
 };
 pub use crate::suggest::did_you_mean;
 
@@ -58,6 +62,10 @@ pub enum Error {
          (G19)"
     )]
     PathHoldsSecret { index: usize },
+    /// A content cannot be fully checked for credentials (it inflates past the bound, or it is
+    /// an archive the screen cannot open from a writer that holds credentials).
+    #[error("refused to write {path}: {reason}; nothing of the revision was written")]
+    Unscreenable { path: String, reason: String },
     /// The revision's message holds a current secret value; nothing was written.
     #[error("refused to write the revision: its message holds a current secret value (G19)")]
     MessageHoldsSecret,

@@ -30,6 +30,12 @@ use crate::protected::is_protected;
 pub trait SecretScreen: Send + Sync {
     /// `true` when `content` holds a current secret value in any known encoding.
     fn holds_secret(&self, content: &[u8]) -> bool;
+
+    /// What to do with an archive this screen cannot open: refused for the copy-back of a step
+    /// that holds credentials, written otherwise (the default).
+    fn unreadable_archives(&self) -> crate::UnreadableArchives {
+        crate::UnreadableArchives::Accept
+    }
 }
 
 /// Any `Fn(&[u8]) -> bool` screens, so a caller can hand in `&|content| redactor.holds_secret(content)`.
@@ -408,12 +414,21 @@ pub(crate) fn check(
                 kind,
             });
         }
-        if let Change::Write(contents) = change
-            && screen.holds_secret(contents)
-        {
-            return Err(Error::HoldsSecret {
-                path: path.to_string(),
-            });
+        if let Change::Write(contents) = change {
+            match crate::screen_contents(screen, contents, screen.unreadable_archives()) {
+                crate::Screened::Clean => {}
+                crate::Screened::HoldsSecret { .. } => {
+                    return Err(Error::HoldsSecret {
+                        path: path.to_string(),
+                    });
+                }
+                crate::Screened::Unscreenable { reason } => {
+                    return Err(Error::Unscreenable {
+                        path: path.to_string(),
+                        reason,
+                    });
+                }
+            }
         }
     }
     Ok(())

@@ -357,9 +357,17 @@ impl Walker<'_> {
         {
             return;
         }
-        if self.screen.holds_secret(&contents) {
-            self.refuse(shown, RefusalReason::HoldsSecret);
-            return;
+        match workspace::screen_contents(self.screen, &contents, self.screen.unreadable_archives())
+        {
+            workspace::Screened::Clean => {}
+            workspace::Screened::HoldsSecret { .. } => {
+                self.refuse(shown, RefusalReason::HoldsSecret);
+                return;
+            }
+            workspace::Screened::Unscreenable { reason } => {
+                self.refuse(shown, RefusalReason::Unscreenable { reason });
+                return;
+            }
         }
         if self.result.files.len() >= self.policy.max_files {
             self.refuse(

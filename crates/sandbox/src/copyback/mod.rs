@@ -181,8 +181,12 @@ pub enum RefusalReason {
     TooMany { cap: usize },
     /// An entry deeper than the cap.
     TooDeep { depth: usize, cap: usize },
-    /// A file whose contents hold a current secret value in some encoding.
+    /// A file whose contents hold a current secret value in some encoding (also inside a
+    /// compressed file or an archive member).
     HoldsSecret,
+    /// A file the screen cannot fully check: it inflates past the bound, or it is an archive
+    /// the screen cannot open from a step that holds credentials.
+    Unscreenable { reason: String },
     /// A name that is not a valid workspace path component (not UTF-8, too long).
     BadName { detail: String },
     /// An entry that could not be read.
@@ -246,6 +250,7 @@ impl fmt::Display for RefusalReason {
                 formatter,
                 "it holds the value of a current secret; it was refused, not edited."
             ),
+            RefusalReason::Unscreenable { reason } => write!(formatter, "{reason}."),
             RefusalReason::BadName { detail } => {
                 write!(formatter, "its name cannot be a workspace path ({detail}).")
             }

@@ -93,7 +93,38 @@ fn g12_an_archive_that_inflates_past_the_bound_is_refused_not_skipped() {
     assert!(bomb.len() < 1024 * 1024);
     let refused = written(bomb);
     assert!(
-        matches!(refused, Err(Error::HoldsSecret { .. })),
+        matches!(refused, Err(Error::Unscreenable { .. })),
         "{refused:?}"
+    );
+}
+
+#[test]
+fn g12_an_archive_the_screen_cannot_open_is_refused_from_a_writer_holding_credentials() {
+    use workspace::{Screened, UnreadableArchives, screen_contents};
+    // A gzip stream cut in half, and archives nested four deep.
+    let mut cut = python("gzip.compress(b'token: nothing here' * 1000)");
+    cut.truncate(cut.len() / 2);
+    let deep = python("z('a', gzip.compress(z('b', gzip.compress(b'clean'))))");
+    for contents in [cut, deep] {
+        assert!(matches!(
+            screen_contents(&KnowsSecret, &contents, UnreadableArchives::Refuse),
+            Screened::Unscreenable { .. }
+        ));
+        assert_eq!(
+            screen_contents(&KnowsSecret, &contents, UnreadableArchives::Accept),
+            Screened::Clean
+        );
+    }
+    // Where a value was found is said by layer, never with the value.
+    let found = screen_contents(
+        &KnowsSecret,
+        &python("z('docs/x.xml', gzip.compress(s))"),
+        UnreadableArchives::Accept,
+    );
+    assert_eq!(
+        found,
+        Screened::HoldsSecret {
+            inside: vec!["zip member docs/x.xml".to_owned(), "gzip".to_owned()]
+        }
     );
 }

@@ -1,5 +1,8 @@
 //! The workspace crate's one integration-test binary.
 
+// Test helpers unwrap: a failed unwrap is the failure message we want.
+#![allow(clippy::unwrap_used)]
+
 mod g12_archives;
 mod paths;
 mod protected;
