@@ -10,6 +10,7 @@ mod generation;
 mod names_only;
 mod refusals;
 mod rotation;
+mod rotation_backups;
 mod superseded;
 mod support;
 mod tamper;
