@@ -30,6 +30,17 @@ fn key_rows(path: &std::path::Path) -> Vec<(String, Vec<u8>, Vec<u8>, i64, Strin
         .unwrap()
 }
 
+/// Copies a database in WAL mode: its main file and whatever of the log is beside it.
+fn copy_database(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::copy(from, to).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let log = std::path::PathBuf::from(format!("{}{suffix}", from.display()));
+        if log.exists() {
+            std::fs::copy(&log, format!("{}{suffix}", to.display())).unwrap();
+        }
+    }
+}
+
 #[test]
 fn g20_an_old_root_key_and_a_pre_rotation_backup_open_nothing_stored_after_rotation() {
     let dirs = Dirs::new();
@@ -42,7 +53,7 @@ fn g20_an_old_root_key_and_a_pre_rotation_backup_open_nothing_stored_after_rotat
         .unwrap();
     // The backup: the whole database as it was before the rotation.
     let backup = dirs.data.join("backup.db");
-    std::fs::copy(dirs.db_path(), &backup).unwrap();
+    copy_database(&dirs.db_path(), &backup);
     let old_key_check: (String, Vec<u8>, Vec<u8>, i64) = Connection::open(&backup)
         .unwrap()
         .query_row(
@@ -71,7 +82,7 @@ fn g20_an_old_root_key_and_a_pre_rotation_backup_open_nothing_stored_after_rotat
     // The attacker: a copy of the data directory taken now, with the key table and key check
     // of the old backup put back, opened with the old root key.
     let stolen = dirs.data.join("stolen.db");
-    std::fs::copy(dirs.db_path(), &stolen).unwrap();
+    copy_database(&dirs.db_path(), &stolen);
     {
         let connection = Connection::open(&stolen).unwrap();
         for (account, nonce, wrapped, version, root) in key_rows(&backup) {
