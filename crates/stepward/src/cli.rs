@@ -307,6 +307,13 @@ pub enum KeysCommand {
         #[arg(long)]
         new_root_key_file: Option<PathBuf>,
     },
+    /// Rotate one account's data key: every value of the account is re-encrypted under a new
+    /// key, so the old data key (in a copy of the key table made before) opens nothing stored
+    /// afterwards.
+    RotateAccount {
+        /// The account (`local` for the command line's own).
+        account: String,
+    },
     /// Replace the server's approve-link signing key: every approve link sent so far stops
     /// working. Refused while `stepward serve` runs on this data directory.
     RotateLinks,

@@ -634,6 +634,19 @@ impl VaultStore for SqliteStore {
             .map_err(|TxError(error)| error)
     }
 
+    fn pending_account_rotations(&self) -> Result<Vec<AccountId>, Error> {
+        let rows: Vec<String> = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(
+                    "SELECT account_id FROM vault_pending_rotations ORDER BY account_id",
+                )?;
+                let rows = statement.query_map([], |row| row.get(0))?;
+                rows.collect::<rusqlite::Result<Vec<String>>>()
+            })
+            .map_err(backend("read the pending account key rotations"))?;
+        Ok(rows.into_iter().map(AccountId).collect())
+    }
+
     fn generation(&self, account_id: &AccountId) -> Result<u64, Error> {
         let generation: Option<i64> = self
             .with_conn(|connection| {
@@ -704,6 +717,10 @@ impl VaultStore for SqliteStore {
                 }
                 write_values(transaction, &resealed)?;
             }
+            transaction.execute(
+                "DELETE FROM vault_pending_rotations WHERE account_id = ?1",
+                params![new_key.account_id.as_str()],
+            )?;
             // The account's old key is gone after this transaction, so every kept superseded
             // value must move to the new key too (or be past retention and deleted).
             prune_history(transaction, prune_superseded_before)?;
@@ -752,6 +769,12 @@ impl VaultStore for SqliteStore {
                         ),
                     }));
                 }
+                transaction.execute(
+                    "INSERT INTO vault_pending_rotations (account_id, since_root_key_id)
+                     VALUES (?1, ?2)
+                     ON CONFLICT(account_id) DO UPDATE SET since_root_key_id = ?2",
+                    params![rewrapped.account_id.as_str(), new_check.root_key_id],
+                )?;
                 transaction.execute(
                     "UPDATE vault_account_keys
                      SET root_key_id = ?2, nonce = ?3, wrapped_key = ?4

@@ -256,6 +256,10 @@ pub trait VaultStore: Send + Sync {
         since: Timestamp,
     ) -> Result<Vec<SupersededValue>, Error>;
 
+    /// The accounts whose data key a root-key rotation left to rotate (listed by
+    /// [`VaultStore::rotate_root`], taken out by [`VaultStore::rotate_account_key`]).
+    fn pending_account_rotations(&self) -> Result<Vec<AccountId>, Error>;
+
     /// The account's vault generation: a number that every change of its items, values or
     /// superseded values moves, in the same transaction (0 before the first change).
     fn generation(&self, account_id: &AccountId) -> Result<u64, Error>;
@@ -274,8 +278,8 @@ pub trait VaultStore: Send + Sync {
     ) -> Result<WriteOutcome, Error>;
 
     /// In one transaction: checks that the stored key check is for `current_root_key_id`,
-    /// replaces every account key by what `rewrap` returns for it, and stores `new_check`. Any
-    /// error rolls everything back.
+    /// replaces every account key by what `rewrap` returns for it, lists every account as
+    /// pending an account key rotation, and stores `new_check`. Any error rolls everything back.
     fn rotate_root(
         &self,
         current_root_key_id: &str,

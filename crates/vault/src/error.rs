@@ -147,6 +147,17 @@ pub enum Error {
     #[error("encryption failed")]
     Encrypt,
     /// The storage backend failed.
+    #[error(
+        "the root key was rotated and every value opens with the new key, but the data keys of \
+         {} account(s) are still to rotate ({}): run `stepward keys rotate-root` again to finish",
+        left.len(),
+        left.join(", ")
+    )]
+    RotationUnfinished {
+        left: Vec<String>,
+        #[source]
+        source: Box<Error>,
+    },
     #[error("vault storage failed: {source}")]
     Store {
         #[from]

@@ -63,11 +63,59 @@ impl Vault {
         })
     }
 
-    /// Rewraps every account key under the root key at `new_source` and replaces the key check,
-    /// in one transaction, without touching any value. For [`RootKeySource::DefaultFile`] a new
-    /// key is generated, written beside the current default file, and renamed over it once the
-    /// transaction committed. The returned notice says where the root key must be read from now.
+    /// Rotates the root key to the one at `new_source`, then every account's data key.
+    ///
+    /// First, in one transaction, every account key is rewrapped under the new root key, the
+    /// key check replaced, and every account listed as pending; then each account's data key is
+    /// rotated (its values re-encrypted) in a transaction of its own, which takes it off the
+    /// list. So the old root key, even with a copy of the key table made before, opens nothing
+    /// stored afterwards. A rotation that dies half-way leaves every value readable with the
+    /// new root key; [`Vault::finish_account_rotations`] (what `stepward keys rotate-root`
+    /// runs when accounts are still pending) finishes it. For [`RootKeySource::DefaultFile`] a
+    /// new key is generated, written beside the current default file, and renamed over it once
+    /// the first transaction committed. The returned notice says where the root key must be
+    /// read from now, and what the old one still opens.
     pub fn rotate_root(&self, new_source: &RootKeySource) -> Result<Notice, Error> {
+        let (old_location, new_location) = self.rewrap_under_new_root(new_source)?;
+        let rotated = self
+            .finish_account_rotations()
+            .map_err(|source| self.unfinished(source))?;
+        Ok(rotation_notice(&old_location, &new_location, rotated.len()))
+    }
+
+    /// The accounts whose data key a root-key rotation left to rotate.
+    pub fn pending_account_rotations(&self) -> Result<Vec<String>, Error> {
+        Ok(self
+            .store
+            .pending_account_rotations()?
+            .into_iter()
+            .map(|account| account.0)
+            .collect())
+    }
+
+    /// Rotates the data key of every account a root-key rotation left pending; returns them.
+    pub fn finish_account_rotations(&self) -> Result<Vec<String>, Error> {
+        let mut rotated = Vec::new();
+        for account in self.pending_account_rotations()? {
+            self.rotate_account_key(&account)?;
+            rotated.push(account);
+        }
+        Ok(rotated)
+    }
+
+    fn unfinished(&self, source: Error) -> Error {
+        Error::RotationUnfinished {
+            left: self.pending_account_rotations().unwrap_or_default(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The first half of [`Vault::rotate_root`]: every account key rewrapped under the new
+    /// root key and listed as pending, in one transaction.
+    fn rewrap_under_new_root(
+        &self,
+        new_source: &RootKeySource,
+    ) -> Result<(KeyLocation, KeyLocation), Error> {
         let mut root = self.write_root();
         let (new_key, new_location, pending) = match new_source {
             RootKeySource::File(path) => (
@@ -118,7 +166,7 @@ impl Vault {
             },
         )
         .location;
-        Ok(rotation_notice(&old_location, &new_location))
+        Ok((old_location, new_location))
     }
 }
 
@@ -209,23 +257,30 @@ fn from_store_error(error: storage::Error) -> Error {
     }
 }
 
-fn rotation_notice(old_location: &KeyLocation, new_location: &KeyLocation) -> Notice {
+fn rotation_notice(
+    old_location: &KeyLocation,
+    new_location: &KeyLocation,
+    accounts_rotated: usize,
+) -> Notice {
     let root_key_path = match new_location {
         KeyLocation::File(path) => Some(path.clone()),
         KeyLocation::Env(_) => None,
     };
-    let text = if old_location == new_location {
-        format!(
-            "Rotated the vault's root key: the new key replaced the old one at {new_location}. \
-             Back up the new key; the old one opens nothing any more."
-        )
+    let where_now = if old_location == new_location {
+        format!("the new key replaced the old one at {new_location}")
     } else {
         format!(
-            "Rotated the vault's root key: from now on it must be read from {new_location}; \
-             start stepward with that root key source. The old key at {old_location} opens \
-             nothing any more: delete it once stepward has started with the new one."
+            "from now on it must be read from {new_location}; start stepward with that root \
+             key source"
         )
     };
+    let text = format!(
+        "Rotated the vault's root key: {where_now}. The data keys of {accounts_rotated} \
+         account(s) were rotated too and their values re-encrypted. Back up the new key. The old \
+         key (at {old_location}) still opens copies of the vault made before this rotation \
+         (backups of the data directory, with the values they held then), and nothing stored \
+         from now on: keep it only as long as you keep such backups."
+    );
     Notice {
         root_key_path,
         text,

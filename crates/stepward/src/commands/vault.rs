@@ -135,6 +135,25 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
     match command {
         KeysCommand::RotateRoot { new_root_key_file } => {
+            // A rotation that died half-way is finished first, under the root key it made.
+            let pending = app
+                .vault
+                .pending_account_rotations()
+                .context("cannot read the vault's pending rotations")?;
+            if !pending.is_empty() {
+                let rotated = app
+                    .vault
+                    .finish_account_rotations()
+                    .context("cannot finish the root key's rotation")?;
+                app.audit("key.rotate_root_finished", json!({ "accounts": rotated }))?;
+                eprintln!(
+                    "Finished the rotation of the root key begun earlier: the data keys of {} \
+                     account(s) were rotated and their values re-encrypted. Run the command \
+                     again to rotate the root key once more.",
+                    rotated.len()
+                );
+                return Ok(Outcome::Done);
+            }
             let source = match new_root_key_file {
                 Some(path) => vault::RootKeySource::File(path.clone()),
                 None => vault::RootKeySource::DefaultFile,
@@ -148,6 +167,20 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                 json!({ "location": app.vault.root_key_location() }),
             )?;
             eprintln!("{notice}");
+        }
+        KeysCommand::RotateAccount { account } => {
+            let version = app
+                .vault
+                .rotate_account_key(account)
+                .with_context(|| format!("cannot rotate the data key of account {account}"))?;
+            app.audit(
+                "key.rotate_account",
+                json!({ "account": account, "key_version": version }),
+            )?;
+            eprintln!(
+                "Rotated the data key of account {account} (now version {version}) and \
+                 re-encrypted its values: the old data key opens nothing stored from now on."
+            );
         }
         KeysCommand::RotateLinks => return crate::commands::serve::rotate_links(&app),
     }

@@ -116,9 +116,12 @@ fn g20_root_rotation_preserves_every_value_and_retires_the_old_key() {
         .unwrap();
     assert!(notice.text.contains(&managed.display().to_string()));
     assert_filled(&vault);
-    // Rewrapping keys leaves every value row as it was, and changes every key row.
+    // Every key row changed, and every value was re-encrypted under a new account key (G20:
+    // the old root key with an old key table opens nothing stored afterwards).
     let after = snapshot(&dirs);
-    assert_eq!(after.values, before.values);
+    assert!(after.values.iter().all(|row| !before.values.contains(row)));
+    assert_eq!(after.values.len(), before.values.len());
+    assert!(vault.pending_account_rotations().unwrap().is_empty());
     assert_ne!(after.key_check, before.key_check);
     assert!(
         after
@@ -294,4 +297,39 @@ fn g20_root_rotation_that_never_committed_leaves_the_old_default_key_in_charge()
     reopened.rotate_root(&RootKeySource::DefaultFile).unwrap();
     drop(reopened);
     assert_filled(&dirs.open(&options));
+}
+
+/// G20 (review "credentials" A5): a root rotation that dies while rotating the accounts' data
+/// keys leaves every value readable with the new root key, and running it again finishes.
+#[test]
+fn g20_a_root_rotation_killed_among_the_account_keys_loses_nothing_and_finishes_when_run_again() {
+    let dirs = Dirs::new();
+    let default_options = dirs.default_options();
+    fill(&dirs.open(&default_options));
+    let managed = dirs.new_key_file("managed.key");
+    // Three account keys rewrapped, then the first account's three items, then a fault.
+    let faulty = faulty_vault(&dirs, &default_options, Fault::ErrorAfterRows(7));
+    let failed = faulty
+        .rotate_root(&RootKeySource::File(managed.clone()))
+        .err()
+        .unwrap();
+    match &failed {
+        Error::RotationUnfinished { left, .. } => {
+            assert_eq!(left, &["acct-b".to_owned(), "acct-c".to_owned()]);
+        }
+        other => panic!("expected an unfinished rotation, got {other}"),
+    }
+    assert!(failed.to_string().contains("stepward keys rotate-root"));
+    drop(faulty);
+
+    let vault = dirs.open(&dirs.options(RootKeySource::File(managed)));
+    assert_filled(&vault);
+    assert_eq!(
+        vault.finish_account_rotations().unwrap(),
+        ["acct-b".to_owned(), "acct-c".to_owned()]
+    );
+    assert!(vault.pending_account_rotations().unwrap().is_empty());
+    assert_filled(&vault);
+    let old = Vault::open(&default_options, dirs.store()).err().unwrap();
+    assert!(matches!(old, Error::RootKeyWrong { .. }), "{old}");
 }

@@ -253,6 +253,9 @@ impl VaultStore for FaultyStore {
     fn generation(&self, account_id: &AccountId) -> Result<u64, storage::Error> {
         self.inner.generation(account_id)
     }
+    fn pending_account_rotations(&self) -> Result<Vec<AccountId>, storage::Error> {
+        self.inner.pending_account_rotations()
+    }
     fn rotate_account_key(
         &self,
         new_key: &WrappedAccountKey,
