@@ -53,3 +53,105 @@ steps:
     assert_eq!(output["as_int"], "[REDACTED]", "{output}");
     assert_eq!(output["list"][1], 1, "other numbers stay numbers: {output}");
 }
+
+/// Runs `stepward ARGS --data-dir DATA` with `XDG_CONFIG_HOME` set to `config`.
+fn stepward_with_config(
+    data: &std::path::Path,
+    config: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_stepward"))
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("XDG_CONFIG_HOME", config)
+        .output()
+        .unwrap()
+}
+
+fn files_under(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// G20 (review "credentials" A6): the root key never lands inside the data directory, whatever
+/// names it: the default file under a configuration directory inside it, a key file that is a
+/// link to a file inside it, or a rotation's new key file inside it. Each is refused before a
+/// key is generated or anything is rotated.
+#[test]
+fn g20_the_root_key_is_refused_inside_the_data_directory_from_every_source() {
+    let home = Home::new();
+    let data = home.dir.path().join("data");
+    // A service user whose configuration directory is inside the data directory.
+    let refused = stepward_with_config(&data, &data.join("cfg"), &["connections", "list"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("inside the data directory"),
+        "{}",
+        stderr(&refused)
+    );
+    let keys: Vec<_> = files_under(&data)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|extension| extension == "key"))
+        .collect();
+    assert!(keys.is_empty(), "a key was generated inside: {keys:?}");
+
+    // A proper start, then a rotation whose new key file is inside the data directory.
+    let config = home.dir.path().join("config");
+    let started = stepward_with_config(&data, &config, &["connections", "list"]);
+    assert_eq!(started.status.code(), Some(0), "{}", stderr(&started));
+    let inside = data.join("newroot.key");
+    std::fs::write(&inside, format!("{}\n", "ab".repeat(32))).unwrap();
+    let rotated = stepward_with_config(
+        &data,
+        &config,
+        &[
+            "keys",
+            "rotate-root",
+            "--new-root-key-file",
+            inside.to_str().unwrap(),
+        ],
+    );
+    assert_ne!(rotated.status.code(), Some(0), "{}", stderr(&rotated));
+    assert!(
+        stderr(&rotated).contains("inside the data directory"),
+        "{}",
+        stderr(&rotated)
+    );
+    // Nothing was rotated: the old key still opens the vault.
+    let again = stepward_with_config(&data, &config, &["connections", "list"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+
+    // A key file outside that is a link to one inside.
+    let link = home.dir.path().join("link.key");
+    std::os::unix::fs::symlink(&inside, &link).unwrap();
+    let linked = stepward_with_config(
+        &data,
+        &config,
+        &[
+            "--root-key-file",
+            link.to_str().unwrap(),
+            "connections",
+            "list",
+        ],
+    );
+    assert_ne!(linked.status.code(), Some(0), "{}", stderr(&linked));
+    assert!(
+        stderr(&linked).contains("inside the data directory"),
+        "{}",
+        stderr(&linked)
+    );
+}
