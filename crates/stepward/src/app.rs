@@ -40,7 +40,6 @@ impl App {
     /// Opens (creating on first use) the data directory, its database, the vault and the local
     /// account. Prints the vault's notice (where a new root key was put) to stderr.
     pub fn open(config: Config) -> anyhow::Result<App> {
-        refuse_root_key_inside(&config)?;
         std::fs::create_dir_all(&config.data_dir).with_context(|| {
             format!(
                 "cannot create the data directory {}",
@@ -53,9 +52,11 @@ impl App {
                 config.database_path().display()
             )
         })?);
-        let (vault, notice) =
-            Vault::open(&VaultOptions::new(config.root_key.clone()), store.clone())
-                .context("cannot open the vault")?;
+        let (vault, notice) = Vault::open(
+            &VaultOptions::new(config.root_key.clone(), &config.data_dir),
+            store.clone(),
+        )
+        .context("cannot open the vault")?;
         if let Some(notice) = notice {
             eprintln!("{notice}");
         }
@@ -363,37 +364,6 @@ fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
                 after.display()
             );
         }
-    }
-    Ok(())
-}
-
-/// A root key kept inside the data directory would make a copy of that directory enough to
-/// open every secret in it (G20).
-fn refuse_root_key_inside(config: &Config) -> anyhow::Result<()> {
-    let vault::RootKeySource::File(key) = &config.root_key else {
-        return Ok(());
-    };
-    std::fs::create_dir_all(&config.data_dir).with_context(|| {
-        format!(
-            "cannot create the data directory {}",
-            config.data_dir.display()
-        )
-    })?;
-    let data_dir = std::fs::canonicalize(&config.data_dir)
-        .with_context(|| format!("cannot resolve {}", config.data_dir.display()))?;
-    let key_dir = key
-        .parent()
-        .map(std::fs::canonicalize)
-        .transpose()
-        .ok()
-        .flatten();
-    if key_dir.is_some_and(|dir| dir.starts_with(&data_dir)) {
-        bail!(
-            "the root key file {} is inside the data directory {}: a copy of the data directory \
-             would then open every secret in it; keep the key outside it (or in a key manager)",
-            key.display(),
-            data_dir.display()
-        );
     }
     Ok(())
 }

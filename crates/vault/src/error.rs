@@ -40,6 +40,20 @@ pub enum Error {
     )]
     RootKeyWrong { location: String },
     /// The new root key of a rotation is the current one.
+    #[error(
+        "the root key file {} is inside the data directory {}: a copy of the data directory \
+         would then open every secret in it; keep the key outside it (set --root-key-file, or \
+         XDG_CONFIG_HOME to a folder outside it), or in a key manager (--root-key-env)",
+        path.display(),
+        data_dir.display()
+    )]
+    RootKeyInsideDataDir { path: PathBuf, data_dir: PathBuf },
+    #[error("cannot tell where the root key file {} is: {source}", path.display())]
+    RootKeyUnresolvable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("the new root key at {location} is the current root key; rotation needs a new key")]
     RootKeyUnchanged { location: String },
     /// Writing a generated root key failed.

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::{self, ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -31,16 +31,84 @@ pub struct VaultOptions {
     /// Overrides the user's configuration directory for [`RootKeySource::DefaultFile`]; `None`
     /// reads `$XDG_CONFIG_HOME`, then `$HOME/.config`.
     pub user_config_dir: Option<PathBuf>,
+    /// The data directory the vault's database lives in: a root key file that resolves inside
+    /// it (the default file, a given file, a link to one, a rotation's new key) is refused
+    /// before any key is generated or rotated, because a copy of the data directory would then
+    /// open everything (G20).
+    pub data_dir: Option<PathBuf>,
 }
 
 impl VaultOptions {
-    /// Options with the configuration directory taken from the environment.
-    pub fn new(root_key: RootKeySource) -> VaultOptions {
+    /// Options with the configuration directory taken from the environment, for the data
+    /// directory `data_dir`.
+    pub fn new(root_key: RootKeySource, data_dir: &Path) -> VaultOptions {
         VaultOptions {
             root_key,
             user_config_dir: None,
+            data_dir: Some(data_dir.to_path_buf()),
         }
     }
+}
+
+/// `path` as the file system resolves it: the file itself with every link followed when it
+/// exists (a link to a file inside the data directory is inside it), otherwise its nearest
+/// existing folder resolved and the rest of the path appended.
+fn resolved(path: &Path) -> io::Result<PathBuf> {
+    if let Ok(resolved) = fs::canonicalize(path) {
+        return Ok(resolved);
+    }
+    if fs::symlink_metadata(path).is_ok() {
+        // It exists but does not resolve: a dangling link, whose target cannot be judged.
+        return Err(io::Error::new(
+            ErrorKind::NotFound,
+            "it is a link that points nowhere",
+        ));
+    }
+    let mut rest = Vec::new();
+    let mut ancestor = path;
+    loop {
+        let Some(parent) = ancestor.parent() else {
+            break;
+        };
+        if let Some(name) = ancestor.file_name() {
+            rest.push(name.to_owned());
+        }
+        ancestor = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        if let Ok(resolved) = fs::canonicalize(ancestor) {
+            return Ok(rest
+                .iter()
+                .rev()
+                .fold(resolved, |path, name| path.join(name)));
+        }
+    }
+    Ok(path.to_path_buf())
+}
+
+/// Refuses a root key file that resolves inside `data_dir`.
+pub(crate) fn refuse_inside_data_dir(
+    key_path: &Path,
+    data_dir: Option<&Path>,
+) -> Result<(), Error> {
+    let Some(data_dir) = data_dir else {
+        return Ok(());
+    };
+    let unresolvable = |source| Error::RootKeyUnresolvable {
+        path: key_path.to_path_buf(),
+        source,
+    };
+    let data_dir = resolved(data_dir).map_err(unresolvable)?;
+    let key = resolved(key_path).map_err(unresolvable)?;
+    if key.starts_with(&data_dir) {
+        return Err(Error::RootKeyInsideDataDir {
+            path: key_path.to_path_buf(),
+            data_dir,
+        });
+    }
+    Ok(())
 }
 
 /// Something the person running stepward must be told (the binary prints it).
@@ -213,7 +281,7 @@ pub(crate) fn write_new_key_file(path: &Path, key: &KeyBytes) -> Result<bool, Er
     }
 }
 
-fn write_key_then_link(temporary: &Path, path: &Path, key: &KeyBytes) -> std::io::Result<()> {
+fn write_key_then_link(temporary: &Path, path: &Path, key: &KeyBytes) -> io::Result<()> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -244,7 +312,7 @@ pub(crate) fn replace_key_file(path: &Path, key: &KeyBytes) -> Result<(), Error>
     } else {
         Err(Error::RootKeyWrite {
             path: path.to_path_buf(),
-            source: std::io::Error::new(
+            source: io::Error::new(
                 ErrorKind::AlreadyExists,
                 "another process wrote the file at the same time",
             ),
@@ -262,7 +330,7 @@ pub(crate) fn promote_pending_key(pending: &Path, key_path: &Path) -> Result<(),
     sync_parent(key_path).map_err(write_error)
 }
 
-fn sync_parent(path: &Path) -> std::io::Result<()> {
+fn sync_parent(path: &Path) -> io::Result<()> {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => File::open(parent)?.sync_all(),
         _ => Ok(()),

@@ -9,7 +9,7 @@ use crate::crypto::{KeyBytes, random_id};
 use crate::error::Error;
 use crate::root_key::{
     KeyLocation, Notice, RootKeySource, pending_key_path, promote_pending_key, read_key_env,
-    read_required_key_file, replace_key_file,
+    read_required_key_file, refuse_inside_data_dir, replace_key_file,
 };
 use crate::vault::{
     AccountKey, MAX_ATTEMPTS, RootState, ValueIdentity, Vault, make_key_check, now,
@@ -118,14 +118,18 @@ impl Vault {
     ) -> Result<(KeyLocation, KeyLocation), Error> {
         let mut root = self.write_root();
         let (new_key, new_location, pending) = match new_source {
-            RootKeySource::File(path) => (
-                read_required_key_file(path)?,
-                KeyLocation::File(path.clone()),
-                None,
-            ),
+            RootKeySource::File(path) => {
+                refuse_inside_data_dir(path, self.data_dir.as_deref())?;
+                (
+                    read_required_key_file(path)?,
+                    KeyLocation::File(path.clone()),
+                    None,
+                )
+            }
             RootKeySource::Env(name) => (read_key_env(name)?, KeyLocation::Env(name.clone()), None),
             RootKeySource::DefaultFile => {
                 let path = self.default_key_path()?;
+                refuse_inside_data_dir(&path, self.data_dir.as_deref())?;
                 let pending = pending_key_path(&path);
                 let key = KeyBytes::generate()?;
                 replace_key_file(&pending, &key)?;

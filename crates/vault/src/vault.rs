@@ -21,7 +21,7 @@ use crate::names::kind_label;
 use crate::root_key::{
     KeyLocation, Notice, RootKeySource, VaultOptions, default_key_path, generated_key_notice,
     missing_default_key, pending_key_path, promote_pending_key, read_key_env, read_key_file,
-    read_required_key_file, user_config_dir, write_new_key_file,
+    read_required_key_file, refuse_inside_data_dir, user_config_dir, write_new_key_file,
 };
 
 /// How many times a write is retried when another writer changed the same rows in between.
@@ -37,6 +37,8 @@ pub struct Vault {
     root: RwLock<RootState>,
     install_id: String,
     user_config_dir: Option<PathBuf>,
+    /// The data directory a root key file must stay outside of.
+    pub(crate) data_dir: Option<PathBuf>,
     /// How long replaced and removed values are kept (sealed) for the scrub sets of resumed
     /// runs.
     superseded_retention: Duration,
@@ -79,16 +81,22 @@ impl Vault {
             return Err(Error::InstallIdMalformed { install_id });
         }
         let stored_check = store.key_check()?;
+        let data_dir = options.data_dir.as_deref();
         let (key, location, notice) = match &options.root_key {
-            RootKeySource::File(path) => (
-                read_required_key_file(path)?,
-                KeyLocation::File(path.clone()),
-                None,
-            ),
+            RootKeySource::File(path) => {
+                refuse_inside_data_dir(path, data_dir)?;
+                (
+                    read_required_key_file(path)?,
+                    KeyLocation::File(path.clone()),
+                    None,
+                )
+            }
             RootKeySource::Env(name) => (read_key_env(name)?, KeyLocation::Env(name.clone()), None),
             RootKeySource::DefaultFile => {
                 let config_dir = user_config_dir(options.user_config_dir.as_deref())?;
                 let path = default_key_path(&config_dir, &install_id);
+                // Checked before a key is generated there.
+                refuse_inside_data_dir(&path, data_dir)?;
                 let (key, notice) = load_default_key(&path, stored_check.as_ref())?;
                 (key, KeyLocation::File(path), notice)
             }
@@ -114,6 +122,7 @@ impl Vault {
             }),
             install_id,
             user_config_dir: options.user_config_dir.clone(),
+            data_dir: options.data_dir.clone(),
             superseded_retention: DEFAULT_SUPERSEDED_RETENTION,
         };
         Ok((vault, notice))

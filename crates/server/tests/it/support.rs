@@ -283,6 +283,7 @@ impl Harness {
             &VaultOptions {
                 root_key: RootKeySource::DefaultFile,
                 user_config_dir: Some(dir.path().join("config")),
+                data_dir: None,
             },
             store.clone(),
         )

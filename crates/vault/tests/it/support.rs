@@ -56,6 +56,7 @@ impl Dirs {
         VaultOptions {
             root_key,
             user_config_dir: Some(self.config.clone()),
+            data_dir: Some(self.data.clone()),
         }
     }
 
