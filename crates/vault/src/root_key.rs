@@ -66,10 +66,7 @@ fn resolved(path: &Path) -> io::Result<PathBuf> {
     }
     let mut rest = Vec::new();
     let mut ancestor = path;
-    loop {
-        let Some(parent) = ancestor.parent() else {
-            break;
-        };
+    while let Some(parent) = ancestor.parent() {
         if let Some(name) = ancestor.file_name() {
             rest.push(name.to_owned());
         }
