@@ -10,7 +10,10 @@ use crate::support::{Dirs, resolve_secret, secret};
 
 /// The key table and key check of the database at `path`, as an attacker's old backup holds
 /// them.
-fn key_rows(path: &std::path::Path) -> Vec<(String, Vec<u8>, Vec<u8>, i64, String)> {
+/// One account key row: account, nonce, wrapped key, key version, root key id.
+type KeyRow = (String, Vec<u8>, Vec<u8>, i64, String);
+
+fn key_rows(path: &std::path::Path) -> Vec<KeyRow> {
     let connection = Connection::open(path).unwrap();
     let mut statement = connection
         .prepare("SELECT account_id, nonce, wrapped_key, key_version, root_key_id FROM vault_account_keys")
