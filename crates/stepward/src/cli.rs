@@ -300,8 +300,11 @@ pub enum ConnectionsCommand {
 }
 
 #[derive(Debug, Subcommand)]
+// The subcommands are `rotate-root`, `rotate-account` and `rotate-links` (DESIGN section 4).
+#[allow(clippy::enum_variant_names)]
 pub enum KeysCommand {
-    /// Rewrap every account key under a new root key; secrets are not touched.
+    /// Rotate the root key, then every account's data key (each account's values are
+    /// re-encrypted); run again to finish a rotation that was interrupted.
     RotateRoot {
         /// Where the new root key is; by default a new key in the default key file.
         #[arg(long)]
