@@ -155,3 +155,40 @@ fn g20_the_root_key_is_refused_inside_the_data_directory_from_every_source() {
         stderr(&linked)
     );
 }
+
+/// G20 (review "credentials" A11): the data directory, the database and the workspaces are
+/// private (0700 and 0600, whatever the umask), and a data directory others can write is
+/// refused, not used.
+#[test]
+fn g20_the_data_directory_is_private_and_one_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    let written = home.stepward_with_stdin(&["files", "put", "notes/a.txt"], "hello");
+    assert_eq!(written.status.code(), Some(0), "{}", stderr(&written));
+    let mode = |path: std::path::PathBuf| {
+        std::fs::metadata(&path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let data = home.data_dir();
+    assert_eq!(mode(data.clone()), 0o700, "the data directory");
+    assert_eq!(mode(data.join("stepward.db")), 0o600, "the database");
+    for folder in [
+        "accounts",
+        "accounts/local/workspace",
+        "accounts/local/revisions",
+    ] {
+        assert_eq!(mode(data.join(folder)) & 0o077, 0, "{folder}");
+    }
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = home.stepward(&["files", "list"]);
+    assert_ne!(refused.status.code(), Some(0), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("others can write"),
+        "{}",
+        stderr(&refused)
+    );
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+}
