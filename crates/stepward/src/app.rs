@@ -40,12 +40,7 @@ impl App {
     /// Opens (creating on first use) the data directory, its database, the vault and the local
     /// account. Prints the vault's notice (where a new root key was put) to stderr.
     pub fn open(config: Config) -> anyhow::Result<App> {
-        std::fs::create_dir_all(&config.data_dir).with_context(|| {
-            format!(
-                "cannot create the data directory {}",
-                config.data_dir.display()
-            )
-        })?;
+        private_data_dir(&config.data_dir)?;
         let store = Arc::new(SqliteStore::open(&config.database_path()).with_context(|| {
             format!(
                 "cannot open the database {}",
@@ -365,6 +360,56 @@ fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// Creates the data directory private (0700, whatever the umask), or checks an existing one:
+/// owned by this user and writable by nobody else (a folder someone else can write could hold
+/// what they planted: a database, a workspace file, a link); then makes it 0700, so nothing
+/// inside (the database, every workspace and history) is readable by other users (G20).
+fn private_data_dir(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if !data_dir.exists() {
+        if let Some(parent) = data_dir
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(data_dir)
+            .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+    }
+    let metadata = std::fs::symlink_metadata(data_dir)
+        .with_context(|| format!("cannot read the data directory {}", data_dir.display()))?;
+    if !metadata.is_dir() {
+        bail!(
+            "the data directory {} is not a folder (a link or a file): give a folder of its own",
+            data_dir.display()
+        );
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if metadata.uid() != me {
+        bail!(
+            "the data directory {} belongs to user id {}, not to the user stepward runs as ({me}): \
+             run stepward as its owner, or give a folder of your own",
+            data_dir.display(),
+            metadata.uid()
+        );
+    }
+    if metadata.mode() & 0o022 != 0 {
+        bail!(
+            "the data directory {} is a folder others can write (mode {:o}): whatever they put \
+             there would be taken for stepward's own; check its contents, then `chmod 700 {}`",
+            data_dir.display(),
+            metadata.mode() & 0o777,
+            data_dir.display()
+        );
+    }
+    std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", data_dir.display()))?;
     Ok(())
 }
 

@@ -59,9 +59,36 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    /// The database file cannot be made private (0600).
+    #[error("cannot make the database {path} private (mode 600): {source}")]
+    Private {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The database was written by a newer version of stepward.
     #[error("the database is at schema version {found}, newer than this build knows ({known})")]
     NewerSchema { found: u32, known: u32 },
+}
+
+/// Creates the database file 0600 (whatever the umask) before SQLite opens it, or makes an
+/// existing one 0600: its write-ahead log and shared-memory files take the database file's
+/// permissions, so none of the three is readable by other users.
+fn private_database_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    for suffix in ["-wal", "-shm"] {
+        let beside = PathBuf::from(format!("{}{suffix}", path.display()));
+        if beside.exists() {
+            std::fs::set_permissions(&beside, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a transaction must be on disk (fsynced) before it returns.
@@ -103,6 +130,10 @@ impl SqliteStore {
             path: path.to_owned(),
             source,
         };
+        private_database_file(path).map_err(|source| Error::Private {
+            path: path.to_owned(),
+            source,
+        })?;
         let mut connection = Connection::open(path).map_err(open_failed)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(open_failed)?;
         let journal_mode: String = connection

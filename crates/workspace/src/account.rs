@@ -95,13 +95,24 @@ impl Workspaces {
         }
         let folder = self.root.join(account);
         let files = folder.join("workspace");
-        fs::create_dir_all(&files).map_err(io_error("create", &files))?;
+        // Private whatever the umask: an account's files are its own (G20).
+        private_dirs(&files).map_err(io_error("create", &files))?;
         Ok(Workspace {
             revisions: folder.join("revisions"),
             files,
             quota_bytes: self.quota_bytes,
         })
     }
+}
+
+/// Creates `folder` and every missing folder above it 0700, whatever the umask (an existing
+/// folder is left as it is).
+pub(crate) fn private_dirs(folder: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(folder)
 }
 
 fn is_plain_account_id(account: &str) -> bool {

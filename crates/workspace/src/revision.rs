@@ -142,7 +142,7 @@ impl RevisionStore {
     /// Opens (creating if needed) the store in `folder`, cutting off a torn last log line.
     pub fn open(folder: &Path) -> Result<RevisionStore, Error> {
         let blobs = folder.join(BLOBS_NAME);
-        fs::create_dir_all(&blobs).map_err(io_error("create", &blobs))?;
+        crate::account::private_dirs(&blobs).map_err(io_error("create", &blobs))?;
         let log_path = folder.join(LOG_NAME);
         let log = OpenOptions::new()
             .create(true)
