@@ -269,25 +269,10 @@ fn point_path(point: &MountPoint) -> &Path {
     }
 }
 
-/// The sandbox's minimal `/etc`, written into the read-only root.
+/// The sandbox's minimal `/etc`, written into the read-only root: the same as the local
+/// backend's.
 pub(crate) fn etc_files() -> Vec<(&'static str, String)> {
-    let sandbox_id = SANDBOX_UID;
-    vec![
-        (
-            "passwd",
-            format!(
-                "sandbox:x:{sandbox_id}:{sandbox_id}:sandbox:/work:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n"
-            ),
-        ),
-        (
-            "group",
-            format!("sandbox:x:{sandbox_id}:\nnogroup:x:65534:\n"),
-        ),
-        (
-            "hosts",
-            String::from("127.0.0.1 localhost\n::1 localhost\n"),
-        ),
-    ]
+    crate::local::plan::etc_files()
 }
 
 #[cfg(test)]

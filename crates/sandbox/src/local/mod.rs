@@ -10,7 +10,7 @@
 
 mod helper;
 pub(crate) mod outcome;
-mod plan;
+pub(crate) mod plan;
 mod pool;
 mod reaper;
 mod run;

@@ -2,7 +2,10 @@
 //! outside any step, so its answers are trusted) for its exact version and its standard
 //! library's module names, and each with its read-only view computed once: the interpreter,
 //! the dynamic loader and exactly the shared libraries the interpreter and its `lib-dynload`
-//! modules need, and the standard library without site-packages or dist-packages.
+//! modules need (their `ldd` closure, plus what a probe run of the interpreter really maps
+//! once every `lib-dynload` module is imported: the libraries glibc and the modules `dlopen`
+//! on demand, such as `libgcc_s.so.1` for `pthread_exit`), and the standard library without
+//! site-packages or dist-packages.
 //!
 //! A workflow's pin matches on major.minor exactly; no other version is ever substituted.
 
@@ -33,7 +36,11 @@ impl Default for RuntimeOptions {
                 PathBuf::from("/usr/local/bin/python3*"),
             ],
             ldd: PathBuf::from("/usr/bin/ldd"),
-            data_dirs: vec![PathBuf::from("/usr/share/zoneinfo")],
+            // Time zones, and the C.UTF-8 locale Python coerces the C locale to.
+            data_dirs: vec![
+                PathBuf::from("/usr/share/zoneinfo"),
+                PathBuf::from("/usr/lib/locale/C.utf8"),
+            ],
         }
     }
 }
@@ -241,6 +248,43 @@ fn describe(executable: &Path, options: &RuntimeOptions) -> Result<Runtime, Erro
         });
     }
     let mut library_dirs = vec![report.stdlib.clone()];
+    let mut bound_sources: BTreeSet<PathBuf> = mounts
+        .iter()
+        .filter_map(|mount| match mount {
+            RuntimeMount::File { source, .. } => Some(source.clone()),
+            _ => None,
+        })
+        .collect();
+    let stdlib_dirs: Vec<PathBuf> = [&report.stdlib, &report.platstdlib]
+        .iter()
+        .filter_map(|dir| dir.canonicalize().ok())
+        .collect();
+    let mut found_libgcc = false;
+    for path in loaded_at_run_time(executable).map_err(discovery_error)? {
+        let Ok(source) = path.canonicalize() else {
+            continue;
+        };
+        found_libgcc |= source
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("libgcc_s.so"));
+        // The standard library (lib-dynload included) is bound as a whole below.
+        if source == executable || stdlib_dirs.iter().any(|dir| source.starts_with(dir)) {
+            continue;
+        }
+        if !is_run_time_file(&source) || !bound_sources.insert(source.clone()) {
+            continue;
+        }
+        mounts.push(RuntimeMount::File {
+            target: source.clone(),
+            source,
+        });
+    }
+    if !found_libgcc {
+        return Err(discovery_error(String::from(
+            "the interpreter cannot load libgcc_s.so.1, which glibc needs for pthread_exit \
+             (an interpreter exiting with daemon threads would abort); install libgcc-s1",
+        )));
+    }
     if report.platstdlib != report.stdlib {
         library_dirs.push(report.platstdlib.clone());
     }
@@ -390,6 +434,44 @@ fn create_view_dir(path: &Path) -> Result<(), Error> {
         .map_err(|source| Error::io("cannot create", path, source))
 }
 
+/// The probe that imports every `lib-dynload` module and reports what the process mapped.
+const LOADED_PROBE: &str = include_str!("loaded.py");
+
+/// Every file the interpreter maps once every `lib-dynload` module is imported, its user and
+/// group looked up and `libgcc_s.so.1` loaded by name (see `loaded.py`): run with `-I -S` and
+/// an empty environment, outside any sandbox.
+fn loaded_at_run_time(executable: &Path) -> Result<Vec<PathBuf>, String> {
+    let output = Command::new(executable)
+        .args(["-I", "-S", "-c", LOADED_PROBE])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run the run-time library probe: {error}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let last = text.lines().next_back().unwrap_or_default();
+    serde_json::from_str(last).map_err(|error| {
+        format!(
+            "the run-time library probe exited with {} and printed no list ({error})",
+            output.status
+        )
+    })
+}
+
+/// What of a probe run's mappings a sandbox needs too: shared objects, and the character-set
+/// conversion cache glibc maps; never anything outside the system's library folders.
+fn is_run_time_file(path: &Path) -> bool {
+    let in_library_folder = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"]
+        .iter()
+        .any(|folder| path.starts_with(folder));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let shared_object = name.ends_with(".so") || name.contains(".so.");
+    in_library_folder && (shared_object || name == "gconv-modules.cache")
+}
+
 /// Every shared library (and the dynamic loader) the given ELF files need, as the paths the
 /// loader resolved them to.
 fn shared_libraries(ldd: &Path, files: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
@@ -433,6 +515,21 @@ fn shared_libraries(ldd: &Path, files: &[PathBuf]) -> Result<Vec<PathBuf>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn g7_run_time_files_are_shared_objects_in_library_folders_only() {
+        assert!(is_run_time_file(Path::new(
+            "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
+        )));
+        assert!(is_run_time_file(Path::new(
+            "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache"
+        )));
+        assert!(!is_run_time_file(Path::new("/etc/ld.so.cache")));
+        assert!(!is_run_time_file(Path::new("/home/user/libevil.so")));
+        assert!(!is_run_time_file(Path::new(
+            "/usr/lib/locale/C.utf8/LC_CTYPE"
+        )));
+    }
 
     #[test]
     fn g8_interpreter_names_exclude_other_tools() {
