@@ -466,7 +466,8 @@ impl Sys for RealSys {
 
     fn bring_up_loopback(&mut self) -> io::Result<()> {
         // SAFETY: a datagram socket is only a handle for the interface ioctls; closed below.
-        let socket = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        let socket =
+            unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
         if socket < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -57,8 +57,10 @@ const PROC_READ_ONLY: [&str; 5] = [
 const ETC_TABLES: [&str; 2] = ["/etc/services", "/etc/protocols"];
 
 /// The sandbox's small `/etc`, shared by every backend: the sandbox user (home `/tmp`, the one
-/// writable place that is always there) and its group, so that `getpass.getuser()`, `pwd`,
-/// `grp`, `os.path.expanduser` and `tarfile`'s owner lookups work; localhost; and a name
+/// writable place that is always there) and its group, `root` and `nobody` by name only (no
+/// id but the sandbox user's is mapped), so that `getpass.getuser()`, `pwd`,
+/// `grp`, `os.path.expanduser` and `tarfile`'s owner lookups work; localhost and the
+/// sandbox's hostname; and a name
 /// service configuration that uses only these files and, where a resolver is configured,
 /// DNS. No `HOME`, `USER` or `LOGNAME` is set in the environment (G7).
 pub(crate) fn etc_files() -> Vec<(&'static str, String)> {
@@ -66,16 +68,18 @@ pub(crate) fn etc_files() -> Vec<(&'static str, String)> {
         (
             "passwd",
             format!(
-                "sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/tmp:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n"
+                "root:x:0:0:root:/nonexistent:/nonexistent\nsandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/tmp:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n"
             ),
         ),
         (
             "group",
-            format!("sandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"),
+            format!("root:x:0:\nsandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"),
         ),
         (
             "hosts",
-            String::from("127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"),
+            String::from(
+                "127.0.0.1 localhost\n127.0.1.1 sandbox\n::1 localhost ip6-localhost ip6-loopback\n",
+            ),
         ),
         (
             "nsswitch.conf",
@@ -194,6 +198,14 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
         inodes: 16_384,
         mode: 0o1777,
     });
+    // POSIX shared memory and semaphores (`multiprocessing`'s locks and queues) live here in a
+    // normal container; a tmpfs like /tmp, its pages charged to the sandbox's memory limit.
+    mounts.push(MountStep::Tmpfs {
+        target: PathBuf::from("/dev/shm"),
+        size_bytes: inputs.limits.tmp_bytes,
+        inodes: 4_096,
+        mode: 0o1777,
+    });
 
     let mut files: Vec<FileStep> = etc_files()
         .into_iter()
@@ -262,7 +274,11 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
         rlimits,
         landlock: LandlockPlan {
             read_execute: vec![PathBuf::from("/")],
-            read_write: vec![PathBuf::from("/work"), PathBuf::from("/tmp")],
+            read_write: vec![
+                PathBuf::from("/work"),
+                PathBuf::from("/tmp"),
+                PathBuf::from("/dev/shm"),
+            ],
             write_files: DEVICES
                 .iter()
                 .map(|device| Path::new("/dev").join(device))

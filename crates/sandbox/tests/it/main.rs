@@ -6,3 +6,4 @@ mod hostile;
 mod jail;
 mod net;
 mod review;
+mod stdlib;

@@ -40,8 +40,7 @@ fn g11_network_none_has_a_working_loopback_needs_root() {
 }
 
 #[test]
-fn g7_the_sandbox_user_has_a_passwd_entry_with_tmp_as_home_and_no_added_environment_needs_root()
-{
+fn g7_the_sandbox_user_has_a_passwd_entry_with_tmp_as_home_and_no_added_environment_needs_root() {
     let answer = report(
         &Probe::new(include_str!("../../probes/ordinary.py"), json!({})).run(Filter::Enforced),
     );
@@ -49,7 +48,11 @@ fn g7_the_sandbox_user_has_a_passwd_entry_with_tmp_as_home_and_no_added_environm
     assert_eq!(answer["home"], "/tmp", "{answer}");
     assert_eq!(answer["expanduser"], "/tmp", "{answer}");
     assert_eq!(answer["group"], "sandbox", "{answer}");
-    assert_eq!(answer["tar_owner"], json!(["sandbox", "sandbox"]), "{answer}");
+    assert_eq!(
+        answer["tar_owner"],
+        json!(["sandbox", "sandbox"]),
+        "{answer}"
+    );
     // G7: nothing but what the step declared (none here) and what the interpreter sets.
     let environment: Vec<&str> = answer["environment"]
         .as_array()
@@ -66,8 +69,11 @@ fn g7_the_sandbox_user_has_a_passwd_entry_with_tmp_as_home_and_no_added_environm
 #[test]
 fn g7_an_interpreter_exiting_with_daemon_threads_finds_libgcc_s_needs_root() {
     let answer = report(
-        &Probe::new(include_str!("../../probes/daemon_thread_exit.py"), json!({}))
-            .run(Filter::Enforced),
+        &Probe::new(
+            include_str!("../../probes/daemon_thread_exit.py"),
+            json!({}),
+        )
+        .run(Filter::Enforced),
     );
     for run in answer["runs"].as_array().unwrap() {
         assert_eq!(run["code"], 0, "{answer}");
