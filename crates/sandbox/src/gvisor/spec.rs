@@ -109,6 +109,25 @@ pub(crate) fn config(inputs: &SpecInputs<'_>) -> Value {
         "source": "tmpfs",
         "options": ["nosuid", "noexec", "mode=0755", "size=65536"],
     }));
+    // POSIX shared memory, as in the local backend: a tmpfs like /tmp, never executable.
+    mounts.push(json!({
+        "destination": "/dev/shm",
+        "type": "tmpfs",
+        "source": "tmpfs",
+        "options": [
+            "nosuid",
+            "nodev",
+            "noexec",
+            "mode=1777",
+            format!("size={}", inputs.limits.tmp_bytes),
+        ],
+    }));
+    // The public name tables, as in the local backend.
+    for table in crate::local::plan::ETC_TABLES {
+        if let Ok(source) = Path::new(table).canonicalize() {
+            mounts.push(bind_read_only(&source, Path::new(table)));
+        }
+    }
     // gVisor adds its own (synthetic) sysfs when the spec has none; an empty read-only tmpfs
     // keeps /sys as bare as in the local backend.
     mounts.push(json!({
@@ -258,6 +277,11 @@ pub(crate) fn mount_points(runtime: &Runtime) -> Vec<MountPoint> {
         points.insert(MountPoint::Dir(PathBuf::from(dir)));
     }
     points.insert(MountPoint::File(PathBuf::from(REPORT_TARGET)));
+    for table in crate::local::plan::ETC_TABLES {
+        if Path::new(table).exists() {
+            points.insert(MountPoint::File(PathBuf::from(table)));
+        }
+    }
     let mut sorted: Vec<MountPoint> = points.into_iter().collect();
     sorted.sort_by(|left, right| point_path(left).cmp(point_path(right)));
     sorted

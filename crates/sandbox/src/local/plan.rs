@@ -16,7 +16,7 @@ pub(crate) const SANDBOX_GID: u32 = 1000;
 
 /// Address space headroom above the memory limit: thread stacks and arenas reserve far more
 /// address space than they touch; the cgroup enforces the real memory limit.
-const ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
+pub(crate) const ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
 
 /// Files in /proc that expose the host's kernel or let a process poke it; hidden behind
 /// /dev/null.
@@ -54,7 +54,7 @@ const PROC_READ_ONLY: [&str; 5] = [
 
 /// Public host tables bound read-only when the host has them: they hold no secret, and a
 /// normal container image has them.
-const ETC_TABLES: [&str; 2] = ["/etc/services", "/etc/protocols"];
+pub(crate) const ETC_TABLES: [&str; 2] = ["/etc/services", "/etc/protocols"];
 
 /// The sandbox's small `/etc`, shared by every backend: the sandbox user (home `/tmp`, the one
 /// writable place that is always there) and its group, `root` and `nobody` by name only (no
