@@ -131,7 +131,9 @@ impl App {
     }
 
     fn engine_options(&self) -> EngineOptions {
-        EngineOptions::new(self.workspaces())
+        let mut options = EngineOptions::new(self.workspaces());
+        options.limit_maxima = self.config.limit_maxima;
+        options
     }
 
     /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted

@@ -58,6 +58,21 @@ pub struct GlobalArgs {
         value_name = "MIB"
     )]
     pub workspace_quota_mib: u64,
+    /// The largest `memory_mib` a step may declare in its `limits`.
+    #[arg(long, env = "STEPWARD_MAX_STEP_MEMORY_MIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.memory_mib, value_name = "MIB")]
+    pub max_step_memory_mib: u64,
+    /// The largest `timeout_s` (wall-clock seconds) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_TIMEOUT_S", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.timeout_s, value_name = "SECONDS")]
+    pub max_step_timeout_s: u64,
+    /// The largest `cpu_s` (CPU seconds) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_CPU_S", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.cpu_s, value_name = "SECONDS")]
+    pub max_step_cpu_s: u64,
+    /// The largest `output_kib` (printed output and result) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_OUTPUT_KIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.output_kib, value_name = "KIB")]
+    pub max_step_output_kib: u64,
+    /// The largest `work_mib` (size of `/work`) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_WORK_MIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.work_mib, value_name = "MIB")]
+    pub max_step_work_mib: u64,
 }
 
 /// The sandbox backend a command uses.
@@ -79,6 +94,8 @@ pub struct Config {
     pub sandbox_state_dir: Option<PathBuf>,
     /// Each account's workspace history may hold at most this many bytes.
     pub workspace_quota_bytes: u64,
+    /// The largest limits a step may declare (`--max-step-*`); every parse is held to them.
+    pub limit_maxima: spec::LimitMaxima,
     /// Scrubs panic messages and the final error of every value this process holds (G16).
     pub scrub_registry: redact::ScrubRegistry,
 }
@@ -98,6 +115,13 @@ impl Config {
             egress_uplink: args.egress_uplink.clone(),
             sandbox_state_dir: args.sandbox_state_dir.clone(),
             workspace_quota_bytes: args.workspace_quota_mib.saturating_mul(1024 * 1024),
+            limit_maxima: spec::LimitMaxima {
+                memory_mib: args.max_step_memory_mib,
+                timeout_s: args.max_step_timeout_s,
+                cpu_s: args.max_step_cpu_s,
+                output_kib: args.max_step_output_kib,
+                work_mib: args.max_step_work_mib,
+            },
             scrub_registry,
         }
     }

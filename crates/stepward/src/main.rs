@@ -47,8 +47,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = Config::from_args(&cli.global, scrub_registry.clone());
     let result = match cli.command {
-        Command::Check(args) => commands::check::run(&args),
-        Command::Reach(args) => commands::reach::run(&args),
+        Command::Check(args) => commands::check::run(&args, &config.limit_maxima),
+        Command::Reach(args) => commands::reach::run(&args, &config.limit_maxima),
         Command::Schema => commands::schema::run(),
         Command::Run(args) => commands::run::run(&args, config),
         Command::Runs(command) => commands::runs::run(&command, config),

@@ -4,6 +4,7 @@ mod copyback;
 mod gvisor;
 mod hostile;
 mod jail;
+mod limits;
 mod net;
 mod review;
 mod stdlib;

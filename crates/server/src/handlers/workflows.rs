@@ -49,13 +49,16 @@ fn load(shared: &Shared, account: &str, name: &str) -> Result<Loaded, Error> {
             what: "workflow",
             id: name.to_owned(),
         })?;
-    Ok(match spec::parse_workflow(&text.file_name, &text.text) {
-        Ok(workflow) => Loaded::Valid(Box::new(workflow)),
-        Err(diagnostics) => Loaded::Invalid {
-            file_name: text.file_name,
-            problems: diagnostics.iter().map(ToString::to_string).collect(),
+    Ok(
+        match spec::parse_workflow_within(&text.file_name, &text.text, shared.engine.limit_maxima())
+        {
+            Ok(workflow) => Loaded::Valid(Box::new(workflow)),
+            Err(diagnostics) => Loaded::Invalid {
+                file_name: text.file_name,
+                problems: diagnostics.iter().map(ToString::to_string).collect(),
+            },
         },
-    })
+    )
 }
 
 fn load_valid(shared: &Shared, account: &str, name: &str) -> Result<Workflow, Error> {
@@ -126,6 +129,11 @@ fn reach_report(shared: &Shared, account: &str, workflow: &Workflow) -> Result<R
                     unknown_reason,
                     connections: row.connections,
                     secrets: row.secrets,
+                    limits: row
+                        .limits
+                        .iter()
+                        .map(|(key, value)| format!("{key}: {value}"))
+                        .collect(),
                 }
             })
             .collect(),
@@ -397,14 +405,24 @@ pub(crate) async fn workflow_page(
             escape(step.explain())
         ));
     }
+    // A limits column only when some step declares limits (non-default ones only, G27).
+    let with_limits = report.rows.iter().any(|row| !row.limits.is_empty());
     body.push_str(&format!(
         "</ol>\n<section id=\"reach\">\n<h2>What each step can reach</h2>\n<p>{}</p>\n\
-         <table>\n<tr><th>Step</th><th>Internet</th><th>Connections</th></tr>\n",
-        escape(&report.caption)
+         <table>\n<tr><th>Step</th><th>Internet</th><th>Connections</th>{}</tr>\n",
+        escape(&report.caption),
+        if with_limits { "<th>Limits</th>" } else { "" }
     ));
     for row in &report.rows {
+        let limits_cell = if !with_limits {
+            String::new()
+        } else if row.limits.is_empty() {
+            String::from("<td>default</td>")
+        } else {
+            format!("<td>{}</td>", escape(&row.limits.join(", ")))
+        };
         body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td>{limits_cell}</tr>\n",
             escape(&row.step),
             internet_cell(row),
             if row.connections.is_empty() {

@@ -482,7 +482,7 @@ const LIMITED: &str = "name: limited\npython: \"3.11\"\nsteps:\n  - id: crunch\n
 #[test]
 fn g5_declared_limits_are_held_to_the_maxima_the_parse_is_given() {
     // The built-in maxima allow it; the declared values are kept exactly, never lowered.
-    let workflow = spec::parse_workflow("limited.yaml", LIMITED).unwrap();
+    let workflow = parse_workflow("limited.yaml", LIMITED).unwrap();
     assert_eq!(
         workflow.steps()[0].limits().declared(),
         vec![("memory_mib", 1024), ("timeout_s", 120)]
@@ -508,8 +508,8 @@ fn g5_declared_limits_are_held_to_the_maxima_the_parse_is_given() {
 
 #[test]
 fn g27_the_reach_panel_shows_only_non_default_limits() {
-    let workflow = spec::parse_workflow("limited.yaml", LIMITED).unwrap();
-    let rows = spec::reach(&workflow, &|_| None);
+    let workflow = parse_workflow("limited.yaml", LIMITED).unwrap();
+    let rows = reach(&workflow, &|_| None);
     assert_eq!(
         rows[0].limits,
         vec![
@@ -517,19 +517,19 @@ fn g27_the_reach_panel_shows_only_non_default_limits() {
             ("timeout_s".to_owned(), 120)
         ]
     );
-    let table = spec::render_reach_table(&rows);
+    let table = render_reach_table(&rows);
     assert!(table.contains("LIMITS"), "{table}");
     assert!(
         table.contains("memory_mib: 1024, timeout_s: 120"),
         "{table}"
     );
     // A workflow without declared limits shows no limits column at all.
-    let plain = spec::parse_workflow(
+    let plain = parse_workflow(
         "plain.yaml",
         "name: plain\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: One.\n    code: |\n      def main():\n          return 1\n",
     )
     .unwrap();
-    let rows = spec::reach(&plain, &|_| None);
+    let rows = reach(&plain, &|_| None);
     assert!(rows[0].limits.is_empty());
-    assert!(!spec::render_reach_table(&rows).contains("LIMITS"));
+    assert!(!render_reach_table(&rows).contains("LIMITS"));
 }

@@ -31,11 +31,12 @@ pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diag
 /// `{file}: invalid, so {consequence}; fix the problems above`, and gives `None`.
 pub fn parse_workflow_file(
     path: &std::path::Path,
+    maxima: &spec::LimitMaxima,
     consequence: &str,
 ) -> anyhow::Result<Option<spec::Workflow>> {
     let text = crate::definitions::read_text(path)?;
     let name = crate::definitions::display_name(path);
-    match spec::parse_workflow(&name, &text) {
+    match spec::parse_workflow_within(&name, &text, maxima) {
         Ok(workflow) => Ok(Some(workflow)),
         Err(diagnostics) => {
             print_diagnostics(&diagnostics, &text);

@@ -10,7 +10,8 @@ use crate::commands::{parse_workflow_file, print_summary, summary_outcome};
 use crate::config::Config;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
-    let Some(workflow) = parse_workflow_file(&args.file, "nothing ran")? else {
+    let Some(workflow) = parse_workflow_file(&args.file, &config.limit_maxima, "nothing ran")?
+    else {
         return Ok(Outcome::Invalid);
     };
     let inputs = match workflow_inputs(&workflow, &args.inputs) {

@@ -4,6 +4,7 @@
 
 mod browser;
 mod cli;
+mod limits;
 mod runs;
 mod serve;
 mod support;
