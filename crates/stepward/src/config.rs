@@ -58,6 +58,19 @@ pub struct GlobalArgs {
         value_name = "MIB"
     )]
     pub workspace_quota_mib: u64,
+    /// Where runtime discovery keeps what it found (which host files every sandbox binds), so
+    /// a command does not ask Python again on every start. Root's and 0700, outside the data
+    /// directory; checked at every load and rebuilt when anything is off or Python changed.
+    #[arg(
+        long,
+        env = "STEPWARD_RUNTIME_CACHE_DIR",
+        global = true,
+        default_value = "/var/cache/stepward/runtimes"
+    )]
+    pub runtime_cache_dir: PathBuf,
+    /// Print how long each start-up phase took to stderr (for `scripts/bench`).
+    #[arg(long, env = "STEPWARD_STARTUP_TIMINGS", global = true, hide = true)]
+    pub startup_timings: bool,
     /// The largest `memory_mib` a step may declare in its `limits`.
     #[arg(long, env = "STEPWARD_MAX_STEP_MEMORY_MIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.memory_mib, value_name = "MIB")]
     pub max_step_memory_mib: u64,
@@ -96,12 +109,20 @@ pub struct Config {
     pub workspace_quota_bytes: u64,
     /// The largest limits a step may declare (`--max-step-*`); every parse is held to them.
     pub limit_maxima: spec::LimitMaxima,
+    /// Where runtime discovery's cache lives.
+    pub runtime_cache_dir: PathBuf,
+    /// The start-up phases' clock (prints only with `--startup-timings`).
+    pub timings: std::sync::Arc<crate::timings::Timings>,
     /// Scrubs panic messages and the final error of every value this process holds (G16).
     pub scrub_registry: redact::ScrubRegistry,
 }
 
 impl Config {
-    pub fn from_args(args: &GlobalArgs, scrub_registry: redact::ScrubRegistry) -> Config {
+    pub fn from_args(
+        args: &GlobalArgs,
+        scrub_registry: redact::ScrubRegistry,
+        timings: std::sync::Arc<crate::timings::Timings>,
+    ) -> Config {
         let root_key = match (&args.root_key_file, &args.root_key_env) {
             (Some(path), _) => vault::RootKeySource::File(path.clone()),
             (None, Some(name)) => vault::RootKeySource::Env(name.clone()),
@@ -122,6 +143,8 @@ impl Config {
                 output_kib: args.max_step_output_kib,
                 work_mib: args.max_step_work_mib,
             },
+            runtime_cache_dir: args.runtime_cache_dir.clone(),
+            timings,
             scrub_registry,
         }
     }

@@ -314,6 +314,7 @@ mod tests {
                 minor: 11,
             },
             executable: PathBuf::from("/usr/bin/python3.11"),
+            stdlib: PathBuf::from("/usr/lib/python3.11"),
             stdlib_module_names: Arc::new(vec![String::from("os")]),
             mounts: vec![
                 RuntimeMount::File {

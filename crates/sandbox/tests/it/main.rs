@@ -7,4 +7,5 @@ mod jail;
 mod limits;
 mod net;
 mod review;
+mod runtime_cache;
 mod stdlib;

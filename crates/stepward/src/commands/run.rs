@@ -21,14 +21,17 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Invalid);
         }
     };
+    let timings = config.timings.clone();
     let app = App::open(config)?;
     let (engine, _lock) = app.engine()?;
-    match engine.start_run(
+    let started = engine.start_run(
         &app.account,
         &workflow,
         Value::Object(inputs),
         App::cli_actor(),
-    ) {
+    );
+    timings.mark("the run (steps, scrubbing, record)");
+    match started {
         Ok(summary) => {
             print_summary(&summary, args.json)?;
             Ok(summary_outcome(&summary))
