@@ -43,6 +43,9 @@ pub enum Platform {
     Systrap,
     /// kvm: needs `/dev/kvm`.
     Kvm,
+    /// systrap where this runsc offers it, else ptrace (the default); which one ran is
+    /// recorded with every run.
+    SystrapOrPtrace,
 }
 
 impl Platform {
@@ -52,6 +55,7 @@ impl Platform {
             Platform::Ptrace => "ptrace",
             Platform::Systrap => "systrap",
             Platform::Kvm => "kvm",
+            Platform::SystrapOrPtrace => "systrap or ptrace",
         }
     }
 }
@@ -94,7 +98,7 @@ impl GvisorOptions {
             slots: 1024,
             runtimes: RuntimeOptions::default(),
             copy_back: CopyBackPolicy::default(),
-            platform: Platform::Ptrace,
+            platform: Platform::SystrapOrPtrace,
         }
     }
 
@@ -125,6 +129,9 @@ pub struct GvisorBackend {
     pub(crate) slots: SlotAllocator,
     /// `runsc --version`'s first line, recorded with each run.
     pub(crate) runsc_version: String,
+    /// The platform runsc runs with (never `SystrapOrPtrace`), and why it was chosen.
+    pub(crate) platform: Platform,
+    pub(crate) platform_note: String,
     /// Tests give each backend its own cgroup parent and remove it on drop.
     remove_cgroup_parent_on_drop: bool,
 }
@@ -141,7 +148,8 @@ impl GvisorBackend {
                 ),
             });
         }
-        let runsc_version = probe_runsc(&options.runsc, options.platform)?;
+        let (runsc_version, platform, platform_note) =
+            probe_runsc(&options.runsc, options.platform)?;
         for (dir, mode) in [
             (options.state_dir.clone(), 0o711),
             (options.scratch_dir(), 0o711),
@@ -162,6 +170,8 @@ impl GvisorBackend {
             cgroups,
             slots,
             runsc_version,
+            platform,
+            platform_note,
             remove_cgroup_parent_on_drop: false,
         })
     }
@@ -284,8 +294,9 @@ pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
 }
 
 /// Runs `runsc --version` and `runsc help platforms`; fails closed unless both work and the
-/// platform is listed. Returns the version line.
-fn probe_runsc(runsc: &Path, platform: Platform) -> Result<String, Error> {
+/// platform is listed (`SystrapOrPtrace` picks systrap when listed, else ptrace). Returns the
+/// version line, the platform in use and a note saying how it was chosen.
+fn probe_runsc(runsc: &Path, platform: Platform) -> Result<(String, Platform, String), Error> {
     let unusable = |detail: String| Error::LayerFailed {
         layer: String::from("gvisor (runsc)"),
         detail: format!("{}: {detail}", runsc.display()),
@@ -318,6 +329,25 @@ fn probe_runsc(runsc: &Path, platform: Platform) -> Result<String, Error> {
         .to_string();
     let platforms = run(&["help", "platforms"])?;
     let listed = String::from_utf8_lossy(&platforms.stdout).into_owned();
+    let offers = |name: &str| listed.lines().any(|line| line.trim() == name);
+    let (platform, note) = match platform {
+        Platform::SystrapOrPtrace if offers("systrap") => (
+            Platform::Systrap,
+            String::from("gvisor platform: systrap (this runsc offers it)"),
+        ),
+        Platform::SystrapOrPtrace => (
+            Platform::Ptrace,
+            format!(
+                "gvisor platform: ptrace, the fallback: this runsc ({version_line}) has no systrap \
+                 (it offers: {})",
+                listed.split_whitespace().collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        chosen => (
+            chosen,
+            format!("gvisor platform: {} (configured)", chosen.name()),
+        ),
+    };
     if !listed.lines().any(|line| line.trim() == platform.name()) {
         return Err(unusable(format!(
             "the platform `{}` is not offered by this runsc; it offers: {}",
@@ -330,7 +360,7 @@ fn probe_runsc(runsc: &Path, platform: Platform) -> Result<String, Error> {
             "the kvm platform needs /dev/kvm, which this host does not have",
         )));
     }
-    Ok(version_line)
+    Ok((version_line, platform, note))
 }
 
 fn write_harness(dir: &Path) -> Result<(), Error> {

@@ -187,7 +187,7 @@ fn start(
         root: &options.runsc_root(),
         id: &container_id,
         bundle: &scratch.path,
-        platform: options.platform,
+        platform: backend.platform,
         cgroup_procs,
     })?;
     Ok(Started {
@@ -245,9 +245,10 @@ fn notes(backend: &GvisorBackend) -> Vec<String> {
     vec![
         format!(
             "gvisor ({} platform, {})",
-            backend.options.platform.name(),
+            backend.platform.name(),
             backend.runsc_version
         ),
+        backend.platform_note.clone(),
         String::from(
             "user namespace: the step runs as uid 1000 mapped to an unprivileged host id of its own range; gVisor's file proxy runs as that range's first id, gVisor's kernel as nobody in a user namespace of its own; no capabilities",
         ),

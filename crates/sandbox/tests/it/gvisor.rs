@@ -293,6 +293,32 @@ fn g13_gvisor_missing_runsc_fails_closed() {
 }
 
 #[test]
+fn g13_gvisor_runs_on_systrap_where_runsc_offers_it_else_ptrace_and_records_which_needs_root() {
+    let listed = std::process::Command::new("/usr/bin/runsc")
+        .args(["help", "platforms"])
+        .output()
+        .unwrap();
+    let offers_systrap = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .any(|line| line.trim() == "systrap");
+    let fixture = Fixture::new();
+    let observation = fixture.run(fixture.invocation("def main():\n    return 1\n", json!({})));
+    let expected = if offers_systrap {
+        "gvisor platform: systrap"
+    } else {
+        "gvisor platform: ptrace, the fallback: this runsc"
+    };
+    assert!(
+        observation
+            .isolation_notes
+            .iter()
+            .any(|note| note.starts_with(expected)),
+        "{:?}",
+        observation.isolation_notes
+    );
+}
+
+#[test]
 fn g10_gvisor_host_files_and_proc_sys_stay_out_of_reach_needs_root() {
     const PROC_SYS: &[&str] = &[
         "/proc/sys/kernel/core_pattern",
