@@ -284,6 +284,8 @@ pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
     if let Ok(entries) = std::fs::read_dir(options.scratch_dir()) {
         for entry in entries.flatten() {
             let path = entry.path();
+            // A crash leaves each scratch folder's `/work` tmpfs mounted.
+            let _ = rustix::mount::unmount(path.join("work"), rustix::mount::UnmountFlags::DETACH);
             std::fs::remove_dir_all(&path)
                 .map_err(|source| Error::io("cannot remove", &path, source))?;
             report.scratch_dirs += 1;

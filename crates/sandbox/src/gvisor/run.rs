@@ -143,8 +143,13 @@ fn start(
     build_root(&scratch.root(), runtime)?;
     std::fs::create_dir(scratch.work())
         .map_err(|source| Error::io("cannot create", scratch.work(), source))?;
-    std::os::unix::fs::chown(scratch.work(), Some(step_host_id), Some(step_host_id))
-        .map_err(|source| Error::io("cannot chown", scratch.work(), source))?;
+    // `/work` is a tmpfs of its own with the size and inode cap of `work_mib`, as in the local
+    // backend: gVisor's file proxy serves it, so a step can never fill the host's disk.
+    crate::local::run::mount_work_tmpfs(
+        &scratch.work(),
+        step_host_id,
+        invocation.limits.work_bytes,
+    )?;
     std::fs::write(scratch.report(), b"")
         .map_err(|source| Error::io("cannot create", scratch.report(), source))?;
     std::os::unix::fs::chown(scratch.report(), Some(step_host_id), Some(step_host_id))
@@ -368,6 +373,8 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        // Detach `/work`'s tmpfs first (after a failure before it was mounted, this is a no-op).
+        let _ = rustix::mount::unmount(self.work(), rustix::mount::UnmountFlags::DETACH);
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }

@@ -14,7 +14,7 @@ pub(crate) mod outcome;
 pub(crate) mod plan;
 mod pool;
 mod reaper;
-mod run;
+pub(crate) mod run;
 mod spare;
 
 use std::ffi::OsString;

@@ -368,7 +368,7 @@ pub(crate) fn work_inodes(work_bytes: u64) -> u64 {
 /// never fill the host's disk or its inodes (RLIMIT_FSIZE alone caps single files only). Its
 /// pages are charged to whoever writes them, so what the step writes also counts against the
 /// sandbox's memory limit.
-fn mount_work_tmpfs(work: &Path, host_id: u32, work_bytes: u64) -> Result<(), Error> {
+pub(crate) fn mount_work_tmpfs(work: &Path, host_id: u32, work_bytes: u64) -> Result<(), Error> {
     use rustix::mount::{MountFlags, mount};
     let inodes = work_inodes(work_bytes);
     let options =
