@@ -15,6 +15,7 @@
 //! harness (see [`spec::SHIM`]). The local backend is not affected.
 
 mod container;
+mod pool;
 mod run;
 pub(crate) mod spec;
 
@@ -82,6 +83,9 @@ pub struct GvisorOptions {
     pub copy_back: CopyBackPolicy,
     /// The gVisor platform; it must be one the installed runsc lists.
     pub platform: Platform,
+    /// Pre-started runsc sandboxes kept per class (Python version, limits); 0 means always
+    /// cold. Each serves one invocation and is destroyed.
+    pub pool_size: usize,
 }
 
 impl GvisorOptions {
@@ -99,6 +103,7 @@ impl GvisorOptions {
             runtimes: RuntimeOptions::default(),
             copy_back: CopyBackPolicy::default(),
             platform: Platform::SystrapOrPtrace,
+            pool_size: 0,
         }
     }
 
@@ -120,9 +125,24 @@ impl GvisorOptions {
     }
 }
 
-/// The gvisor backend. Each [`Isolation::run`] uses a runsc sandbox built for it alone and
-/// destroys it.
+/// The gvisor backend. Each [`Isolation::run`] uses a runsc sandbox built for it alone (cold,
+/// or warm from the pool) and destroys it.
 pub struct GvisorBackend {
+    shared: std::sync::Arc<Shared>,
+    /// Tests give each backend its own cgroup parent and remove it on drop.
+    remove_cgroup_parent_on_drop: bool,
+}
+
+impl std::ops::Deref for GvisorBackend {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// What the backend, its pool and the pool's refill threads share.
+pub struct Shared {
     pub(crate) options: GvisorOptions,
     pub(crate) runtimes: Runtimes,
     pub(crate) cgroups: CgroupLayout,
@@ -132,8 +152,8 @@ pub struct GvisorBackend {
     /// The platform runsc runs with (never `SystrapOrPtrace`), and why it was chosen.
     pub(crate) platform: Platform,
     pub(crate) platform_note: String,
-    /// Tests give each backend its own cgroup parent and remove it on drop.
-    remove_cgroup_parent_on_drop: bool,
+    /// Pre-started runsc sandboxes, each waiting on its harness for one request.
+    pub(crate) pool: pool::Pool,
 }
 
 impl GvisorBackend {
@@ -164,14 +184,18 @@ impl GvisorBackend {
         let runtimes = Runtimes::discover(&options.runtimes)?;
         let cgroups = CgroupLayout::detect(&options.cgroups)?;
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
+        let pool = pool::Pool::new(options.pool_size);
         Ok(Self {
-            options,
-            runtimes,
-            cgroups,
-            slots,
-            runsc_version,
-            platform,
-            platform_note,
+            shared: std::sync::Arc::new(Shared {
+                options,
+                runtimes,
+                cgroups,
+                slots,
+                runsc_version,
+                platform,
+                platform_note,
+                pool,
+            }),
             remove_cgroup_parent_on_drop: false,
         })
     }
@@ -188,6 +212,15 @@ impl GvisorBackend {
     /// and backend (removed on drop), a uid range unlikely to collide with another test.
     #[cfg(feature = "test-controls")]
     pub fn for_tests(state_dir: &Path) -> Result<Self, Error> {
+        Self::for_tests_with(state_dir, |_| {})
+    }
+
+    /// [`GvisorBackend::for_tests`] with a chance to change the options (the pool size).
+    #[cfg(feature = "test-controls")]
+    pub fn for_tests_with(
+        state_dir: &Path,
+        configure: impl FnOnce(&mut GvisorOptions),
+    ) -> Result<Self, Error> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|elapsed| elapsed.subsec_nanos())
@@ -199,6 +232,7 @@ impl GvisorBackend {
         let range = (process.wrapping_mul(7919).wrapping_add(nanos / 1000)) % 30_000;
         options.uid_base = 1_950_000_000 + range * 64 * 1024;
         options.slots = 64;
+        configure(&mut options);
         let mut backend = Self::new(options)?;
         backend.remove_cgroup_parent_on_drop = true;
         Ok(backend)
@@ -235,10 +269,17 @@ impl GvisorBackend {
     pub fn live_containers(&self) -> Result<Vec<String>, Error> {
         container::list(&self.options.runsc, &self.options.runsc_root())
     }
+
+    /// Warm sandboxes waiting in the pool.
+    pub fn idle_sandboxes(&self) -> usize {
+        self.shared.pool.idle_count()
+    }
 }
 
 impl Drop for GvisorBackend {
     fn drop(&mut self) {
+        // Waiting sandboxes die with the backend.
+        self.shared.pool.close();
         if self.remove_cgroup_parent_on_drop {
             let _ = self.cgroups.sweep();
             self.cgroups.remove_parents();
@@ -252,7 +293,7 @@ impl Isolation for GvisorBackend {
     }
 
     fn run(&self, invocation: Invocation) -> Result<Observation, Error> {
-        run::run(self, invocation)
+        run::run(&self.shared, invocation)
     }
 }
 
