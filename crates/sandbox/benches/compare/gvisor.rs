@@ -1,6 +1,7 @@
-//! 5. The gvisor backend (issue 13, part 5): a cold step and a warm request -> result, beside
-//! `runsc do` running bare python in the same run, on the platform the backend chose (systrap
-//! where runsc offers it, else ptrace; printed). Targets: warm <= 100 ms, cold <= 300 ms.
+//! Section 5, the gvisor backend (issue 13, part 5): a cold step and a warm request -> result,
+//! beside `runsc do` running bare python in the same run, on the platform the backend chose
+//! (systrap where runsc offers it, else ptrace; printed). Targets: warm <= 100 ms, cold <= 300
+//! ms.
 
 use std::path::Path;
 use std::process::Command;
