@@ -57,6 +57,9 @@ pub struct ReachRow {
     pub unknown_reason: Option<String>,
     pub connections: Vec<String>,
     pub secrets: Vec<String>,
+    /// The limits the step declared (non-default only), as `key: value`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
 }
 
 /// The whole panel: its caption, word for word, and one row per step.

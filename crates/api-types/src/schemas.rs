@@ -34,7 +34,11 @@ pub fn component_schemas() -> Map<String, Value> {
                 ("connections", array(string())),
                 ("secrets", array(string())),
             ],
-            &[("agent", string()), ("unknown_reason", string())],
+            &[
+                ("agent", string()),
+                ("unknown_reason", string()),
+                ("limits", array(string())),
+            ],
         ),
     );
     add(
@@ -451,6 +455,7 @@ mod tests {
             unknown_reason: Some("u".into()),
             connections: vec![],
             secrets: vec![],
+            limits: vec!["memory_mib: 512".into()],
         }
     }
 

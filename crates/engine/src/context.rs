@@ -108,7 +108,11 @@ pub(crate) fn step_env<'a>(
 impl Engine {
     /// Parses a workflow's own text again and checks it gives the same value (G1).
     pub(crate) fn revalidate(&self, workflow: &Workflow) -> Result<(), Error> {
-        match spec::parse_workflow(workflow.file_name(), workflow.source()) {
+        match spec::parse_workflow_within(
+            workflow.file_name(),
+            workflow.source(),
+            &self.options.limit_maxima,
+        ) {
             Ok(parsed) if parsed == *workflow => Ok(()),
             Ok(_) => Err(Error::WorkflowChanged {
                 file: workflow.file_name().to_owned(),
@@ -202,14 +206,18 @@ impl Engine {
                     .to_owned(),
             });
         }
-        let workflow = spec::parse_workflow(&record.workflow_file_name, &record.workflow_source)
-            .map_err(|diagnostics| Error::StoredWorkflowInvalid {
-                run: run.clone(),
-                detail: diagnostics
-                    .first()
-                    .map(ToString::to_string)
-                    .unwrap_or_else(|| "no diagnostics".to_owned()),
-            })?;
+        let workflow = spec::parse_workflow_within(
+            &record.workflow_file_name,
+            &record.workflow_source,
+            &self.options.limit_maxima,
+        )
+        .map_err(|diagnostics| Error::StoredWorkflowInvalid {
+            run: run.clone(),
+            detail: diagnostics
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "no diagnostics".to_owned()),
+        })?;
         let (secrets, unavailable) = self.collect_secrets(
             run,
             &record.account,

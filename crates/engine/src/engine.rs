@@ -110,6 +110,11 @@ impl Engine {
         &self.scrub_sets
     }
 
+    /// The maxima declared `limits` are held to (the server's and CLI's parses use them too).
+    pub fn limit_maxima(&self) -> &spec::LimitMaxima {
+        &self.options.limit_maxima
+    }
+
     /// Every account's workspace, as this engine's steps see them: a person's or key's write
     /// through the server goes to the same folders and histories.
     pub fn workspaces(&self) -> &workspace::Workspaces {

@@ -53,6 +53,9 @@ pub struct EngineOptions {
     pub max_error_bytes: usize,
     /// How many times the supervisor may retry one step of one run.
     pub max_supervisor_retries: u32,
+    /// The operator's maxima for declared `limits`; every parse the engine does holds a
+    /// workflow to them (G1).
+    pub limit_maxima: spec::LimitMaxima,
 }
 
 impl EngineOptions {
@@ -63,6 +66,7 @@ impl EngineOptions {
             max_printed_bytes: 64 * 1024,
             max_error_bytes: 16 * 1024,
             max_supervisor_retries: 3,
+            limit_maxima: spec::LimitMaxima::BUILT_IN,
         }
     }
 }

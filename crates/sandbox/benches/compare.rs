@@ -10,6 +10,7 @@
 //! 4. A `public_egress` cold step with its egress network built and torn down each time. The
 //!    platform side lives in a network namespace this benchmark makes (never the host's), and
 //!    the step sends no packet at all.
+//! 5. The gvisor backend, cold and warm, beside `runsc do` (see `compare/gvisor.rs`).
 //!
 //! `cargo bench -p sandbox --bench compare` runs it; `scripts/bench` installs bubblewrap and
 //! crun first and runs the other crates' benchmarks after. A missed target is printed as
@@ -29,6 +30,8 @@
 mod crun;
 #[path = "compare/egress.rs"]
 mod egress;
+#[path = "compare/gvisor.rs"]
+mod gvisor;
 #[path = "compare/throughput.rs"]
 mod throughput;
 
@@ -233,6 +236,10 @@ fn benchmark(settings: &Settings) -> Result<(), BenchError> {
     drop(warm_backend);
     drop(cold_backend);
     egress_section(settings, scratch.path(), base_uid + 64, &work, &cold)?;
+    // Its own band of host ids: each gvisor slot maps 1024 of them.
+    let gvisor_uid_base =
+        1_880_000_000 + (settings.tag.parse::<u32>().unwrap_or_default() % 1000) * 8192;
+    gvisor::gvisor_section(settings, scratch.path(), gvisor_uid_base, pin, &work)?;
     println!();
     println!("load average at the end: {}", read_trimmed("/proc/loadavg"));
     Ok(())

@@ -303,6 +303,51 @@ impl SandboxCgroup {
         Ok(())
     }
 
+    /// Writes a new memory limit (a warm sandbox claimed for an invocation that declared
+    /// `memory_mib`).
+    pub fn set_memory_limit(&self, bytes: u64) -> Result<(), Error> {
+        if self.memory_in_v2 {
+            if let Some(dir) = &self.v2_dir {
+                write(&dir.join("memory.max"), &bytes.to_string())?;
+            }
+            return Ok(());
+        }
+        let Some((_, dir)) = self
+            .v1_dirs
+            .iter()
+            .find(|(controller, _)| *controller == Controller::Memory)
+        else {
+            return Ok(());
+        };
+        // memsw must stay at least memory: raise it first when growing, lower it last when
+        // shrinking.
+        let memsw = dir.join("memory.memsw.limit_in_bytes");
+        let memory = dir.join("memory.limit_in_bytes");
+        let current: u64 = fs::read_to_string(&memory)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(0);
+        if bytes > current {
+            write_if_present(&memsw, &bytes.to_string())?;
+            write(&memory, &bytes.to_string())
+        } else {
+            write(&memory, &bytes.to_string())?;
+            write_if_present(&memsw, &bytes.to_string())
+        }
+    }
+
+    /// The pids of the processes in the sandbox's first group.
+    pub fn member_pids(&self) -> Result<Vec<i32>, Error> {
+        let Some(dir) = self.dirs().into_iter().next() else {
+            return Ok(Vec::new());
+        };
+        let procs = dir.join("cgroup.procs");
+        Ok(read_to_string(&procs)?
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .collect())
+    }
+
     /// The v2 group, which the helper passes to `clone3(CLONE_INTO_CGROUP)`.
     pub fn v2_dir(&self) -> Option<&Path> {
         self.v2_dir.as_deref()

@@ -89,12 +89,20 @@ impl SlotAllocator {
 
     /// Removes lock files nobody holds (left by a crash). Called by the start-up sweep, before
     /// any sandbox of this platform exists.
+    /// Only the lock files that exist are looked at (one listing, not a probe per slot).
     pub fn sweep(&self) -> Result<(), Error> {
-        for index in 0..self.count {
-            let path = self.dir.join(format!("{index}.lock"));
-            if !path.exists() {
-                continue;
-            }
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|source| Error::io("cannot list", &self.dir, source))?;
+        let mut indices: Vec<u32> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name();
+                let index: u32 = name.to_str()?.strip_suffix(".lock")?.parse().ok()?;
+                (index < self.count).then_some(index)
+            })
+            .collect();
+        indices.sort_unstable();
+        for index in indices {
             if let Some(slot) = self.try_acquire(index)? {
                 drop(slot);
             }

@@ -53,9 +53,10 @@ impl<'text> ModelRef<'text> {
 pub fn parse_workflow_for_account(
     file_name: &str,
     text: &str,
+    maxima: &crate::LimitMaxima,
     account: &AccountNames,
 ) -> Result<Workflow, Vec<Diagnostic>> {
-    let parsed = crate::parse_workflow(file_name, text);
+    let parsed = crate::parse_workflow_within(file_name, text, maxima);
     let mut diagnostics = Diagnostics::new(file_name);
     let mut scratch = Diagnostics::new(file_name);
     if let Some(root) = yaml::parse(text, 0, &mut scratch)
@@ -76,9 +77,10 @@ pub fn parse_workflow_for_account(
 pub fn parse_agent_for_account(
     file_name: &str,
     text: &str,
+    maxima: &crate::LimitMaxima,
     account: &AccountNames,
 ) -> Result<Agent, Vec<Diagnostic>> {
-    let parsed = crate::parse_agent(file_name, text);
+    let parsed = crate::parse_agent_within(file_name, text, maxima);
     let mut diagnostics = Diagnostics::new(file_name);
     let mut scratch = Diagnostics::new(file_name);
     let root = crate::agent::split_front_matter(text, &mut scratch)

@@ -22,6 +22,8 @@ pub(crate) const AGENT_KEYS: &[&str] = &[
     "colleagues",
     "network",
     "custom_tools",
+    "limits",
+    "loop",
 ];
 
 const CUSTOM_TOOL_KEYS: &[&str] = &["explain", "script"];
@@ -35,11 +37,21 @@ const BUILT_IN_TOOLS: &[(&str, Tool)] = &[
     ("Run", Tool::Run),
 ];
 
-/// Parses and validates an agent file. Every rule runs, and every violation is returned at
-/// once, in file order. Never panics, whatever `text` holds.
+/// Parses and validates an agent file, holding its `limits` to the built-in maxima. Every rule
+/// runs, and every violation is returned at once, in file order. Never panics, whatever
+/// `text` holds.
 pub fn parse_agent(file_name: &str, text: &str) -> Result<Agent, Vec<Diagnostic>> {
+    parse_agent_within(file_name, text, &crate::LimitMaxima::BUILT_IN)
+}
+
+/// [`parse_agent`] with the operator's maxima: a declared limit above one is an error.
+pub fn parse_agent_within(
+    file_name: &str,
+    text: &str,
+    maxima: &crate::LimitMaxima,
+) -> Result<Agent, Vec<Diagnostic>> {
     let mut diagnostics = Diagnostics::new(file_name);
-    let agent = lower_agent_file(file_name, text, &mut diagnostics);
+    let agent = lower_agent_file(file_name, text, maxima, &mut diagnostics);
     match agent {
         Some(agent) if diagnostics.is_empty() => Ok(agent),
         _ => {
@@ -104,7 +116,12 @@ pub(crate) fn split_front_matter<'text>(
     None
 }
 
-fn lower_agent_file(file_name: &str, text: &str, diagnostics: &mut Diagnostics) -> Option<Agent> {
+fn lower_agent_file(
+    file_name: &str,
+    text: &str,
+    maxima: &crate::LimitMaxima,
+    diagnostics: &mut Diagnostics,
+) -> Option<Agent> {
     if text.len() > MAX_INPUT_BYTES {
         diagnostics.report(
             Position::START,
@@ -164,6 +181,14 @@ fn lower_agent_file(file_name: &str, text: &str, diagnostics: &mut Diagnostics) 
         Some(node) => network(node, diagnostics),
         None => Some(crate::Network::None),
     };
+    let limits = match fields.get("limits") {
+        Some(node) => crate::declared_limits::lower_limits(node, maxima, diagnostics),
+        None => Some(crate::StepLimits::default()),
+    };
+    let loop_limits = match fields.get("loop") {
+        Some(node) => crate::declared_limits::lower_loop(node, diagnostics),
+        None => Some(crate::LoopLimits::default()),
+    };
     if parts.prompt.trim().is_empty() {
         diagnostics.report(
             Position {
@@ -187,6 +212,8 @@ fn lower_agent_file(file_name: &str, text: &str, diagnostics: &mut Diagnostics) 
         network: network?,
         prompt: parts.prompt.to_string(),
         custom_tools: custom_tools?,
+        limits: limits?,
+        loop_limits: loop_limits?,
     })
 }
 

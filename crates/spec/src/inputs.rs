@@ -20,6 +20,8 @@ pub(crate) struct StepContext<'workflow> {
     pub(crate) inputs: &'workflow [WorkflowInput],
     /// The same names, for lookups that stay fast however many inputs there are.
     pub(crate) input_names: &'workflow HashSet<&'workflow str>,
+    /// The operator's maxima that declared `limits` are held to.
+    pub(crate) maxima: &'workflow crate::LimitMaxima,
 }
 
 /// Words Python will not accept as a keyword argument name.

@@ -14,6 +14,7 @@
 
 mod account;
 mod agent;
+mod declared_limits;
 mod diagnostic;
 mod env;
 mod forbidden;
@@ -31,7 +32,8 @@ mod yaml;
 pub use crate::account::{
     AccountNames, ModelRef, parse_agent_for_account, parse_workflow_for_account,
 };
-pub use crate::agent::parse_agent;
+pub use crate::agent::{parse_agent, parse_agent_within};
+pub use crate::declared_limits::{LimitMaxima, LoopLimits, StepLimits};
 pub use crate::diagnostic::Diagnostic;
 pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions};
 pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
@@ -43,7 +45,7 @@ pub use crate::reach::{
     REACH_CAPTION, ReachInternet, ReachKind, ReachRow, reach, render_reach_table,
 };
 pub use crate::schema::workflow_json_schema;
-pub use crate::workflow::parse_workflow;
+pub use crate::workflow::{parse_workflow, parse_workflow_within};
 
 /// The limits every file is held to; exported so the CLI and the console can state them.
 pub mod limits {

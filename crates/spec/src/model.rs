@@ -161,9 +161,15 @@ pub struct Step {
     pub(crate) connections: Vec<String>,
     pub(crate) inputs: Vec<(String, InputSource)>,
     pub(crate) body: StepBody,
+    pub(crate) limits: crate::StepLimits,
 }
 
 impl Step {
+    /// The limits a code step declared (an agent step declares none: its agent file does).
+    pub fn limits(&self) -> &crate::StepLimits {
+        &self.limits
+    }
+
     /// The id, without the gate mark (`send!` is the step `send`).
     pub fn id(&self) -> &str {
         &self.id
@@ -253,6 +259,8 @@ pub struct Agent {
     pub(crate) network: Network,
     pub(crate) prompt: String,
     pub(crate) custom_tools: Vec<CustomTool>,
+    pub(crate) limits: crate::StepLimits,
+    pub(crate) loop_limits: crate::LoopLimits,
 }
 
 impl Agent {
@@ -302,6 +310,16 @@ impl Agent {
 
     /// The tools this file declares under `custom_tools`, in file order; each is also in
     /// [`Agent::tools`] as a [`Tool::Custom`].
+    /// The limits of each of this agent's script and tool calls.
+    pub fn limits(&self) -> &crate::StepLimits {
+        &self.limits
+    }
+
+    /// The agent loop's limits (`loop:`).
+    pub fn loop_limits(&self) -> &crate::LoopLimits {
+        &self.loop_limits
+    }
+
     pub fn custom_tools(&self) -> &[CustomTool] {
         &self.custom_tools
     }

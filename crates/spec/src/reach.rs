@@ -23,6 +23,9 @@ pub struct ReachRow {
     pub connections: Vec<String>,
     /// Secret names the step's scripts receive (agent steps: the agent file's `secrets`).
     pub secrets: Vec<String>,
+    /// The limits the step (or its agent file, for each script and tool call) declared, as
+    /// `key: value`; empty when it runs under the defaults.
+    pub limits: Vec<(String, u64)>,
 }
 
 /// What runs in the step.
@@ -59,6 +62,7 @@ pub fn reach(workflow: &Workflow, agent: &dyn Fn(&str) -> Option<Agent>) -> Vec<
                 internet: internet_of(step.network()),
                 connections: step.connections().to_vec(),
                 secrets: Vec::new(),
+                limits: declared(step.limits()),
             },
             StepBody::Agent { agent: name, .. } => {
                 let kind = ReachKind::Agent {
@@ -72,6 +76,7 @@ pub fn reach(workflow: &Workflow, agent: &dyn Fn(&str) -> Option<Agent>) -> Vec<
                         internet: internet_of(found.network()),
                         connections: Vec::new(),
                         secrets: found.secrets().to_vec(),
+                        limits: declared(found.limits()),
                     },
                     None => ReachRow {
                         step: step.id().to_string(),
@@ -84,10 +89,19 @@ pub fn reach(workflow: &Workflow, agent: &dyn Fn(&str) -> Option<Agent>) -> Vec<
                         },
                         connections: Vec::new(),
                         secrets: Vec::new(),
+                        limits: Vec::new(),
                     },
                 }
             }
         })
+        .collect()
+}
+
+fn declared(limits: &crate::StepLimits) -> Vec<(String, u64)> {
+    limits
+        .declared()
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value))
         .collect()
 }
 
@@ -98,13 +112,20 @@ fn internet_of(network: Network) -> ReachInternet {
     }
 }
 
-/// The rows as a plain-text table under the caption (caption first, word for word).
+/// The rows as a plain-text table under the caption (caption first, word for word). A LIMITS
+/// column appears when some step declares limits (non-default ones only).
 pub fn render_reach_table(rows: &[ReachRow]) -> String {
-    let header = ["STEP", "GATE", "RUNS", "INTERNET", "CONNECTIONS", "SECRETS"].map(String::from);
+    let with_limits = rows.iter().any(|row| !row.limits.is_empty());
+    let mut header = ["STEP", "GATE", "RUNS", "INTERNET", "CONNECTIONS", "SECRETS"]
+        .map(String::from)
+        .to_vec();
+    if with_limits {
+        header.push(String::from("LIMITS"));
+    }
     let mut table = vec![header];
     for row in rows {
         let unknown_secrets = matches!(row.internet, ReachInternet::Unknown { .. });
-        table.push([
+        let mut cells = vec![
             row.step.clone(),
             if row.gate { "yes" } else { "no" }.to_string(),
             match &row.kind {
@@ -122,9 +143,13 @@ pub fn render_reach_table(rows: &[ReachRow]) -> String {
             } else {
                 list_or_none(&row.secrets)
             },
-        ]);
+        ];
+        if with_limits {
+            cells.push(limits_cell(&row.limits));
+        }
+        table.push(cells);
     }
-    let mut widths = [0usize; 6];
+    let mut widths = vec![0usize; table[0].len()];
     for cells in &table {
         for (width, cell) in widths.iter_mut().zip(cells) {
             *width = (*width).max(cell.chars().count());
@@ -134,13 +159,25 @@ pub fn render_reach_table(rows: &[ReachRow]) -> String {
     for cells in &table {
         let line: Vec<String> = cells
             .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
+            .zip(&widths)
+            .map(|(cell, width)| format!("{cell:<width$}", width = *width))
             .collect();
         rendered.push_str(line.join("  ").trim_end());
         rendered.push('\n');
     }
     rendered
+}
+
+/// `memory_mib: 512, timeout_s: 60`, or `default`.
+pub fn limits_cell(limits: &[(String, u64)]) -> String {
+    if limits.is_empty() {
+        return "default".to_string();
+    }
+    limits
+        .iter()
+        .map(|(key, value)| format!("{key}: {value}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn list_or_none(items: &[String]) -> String {

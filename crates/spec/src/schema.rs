@@ -88,6 +88,18 @@ pub fn workflow_json_schema() -> serde_json::Value {
                         "type": "object",
                         "propertyNames": { "pattern": snake_name },
                         "additionalProperties": { "$ref": "#/$defs/step_input" }
+                    },
+                    "limits": {
+                        "description": "The step's limits (any subset), each at most the server's maximum: memory (MiB), wall-clock and CPU time (s), printed output (KiB), /work (MiB).",
+                        "type": "object",
+                        "additionalProperties": false,
+                        "properties": {
+                            "memory_mib": { "type": "integer", "minimum": 1 },
+                            "timeout_s": { "type": "integer", "minimum": 1 },
+                            "cpu_s": { "type": "integer", "minimum": 1 },
+                            "output_kib": { "type": "integer", "minimum": 1 },
+                            "work_mib": { "type": "integer", "minimum": 1 }
+                        }
                     }
                 },
                 "oneOf": [
@@ -100,7 +112,8 @@ pub fn workflow_json_schema() -> serde_json::Value {
                         "not": { "anyOf": [
                             { "required": ["code"] },
                             { "required": ["network"] },
-                            { "required": ["connections"] }
+                            { "required": ["connections"] },
+                            { "required": ["limits"] }
                         ] }
                     }
                 ]

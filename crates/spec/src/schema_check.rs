@@ -155,6 +155,13 @@ fn validate(schema: &Value, root: &Value, value: &Value, path: &str, errors: &mu
                     }
                 }
             }
+            "minimum" => {
+                if let (Some(number), Some(bound)) = (value.as_f64(), argument.as_f64())
+                    && number < bound
+                {
+                    errors.push(format!("{path}: below {bound}"));
+                }
+            }
             "minLength" => {
                 if let (Some(text), Some(bound)) = (value.as_str(), argument.as_u64())
                     && u64::try_from(text.chars().count()).unwrap_or(u64::MAX) < bound

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use crate::declared_limits::{LimitMaxima, lower_limits};
 use crate::diagnostic::{Diagnostic, Diagnostics, Position};
 use crate::inputs::{StepContext, check_input_name, lower_step_input};
 use crate::lower::{
@@ -26,14 +27,25 @@ pub(crate) const STEP_KEYS: &[&str] = &[
     "network",
     "connections",
     "inputs",
+    "limits",
 ];
 
-/// Parses and validates a workflow file. Every rule runs, and every violation is returned at
-/// once, in file order. Never panics, whatever `text` holds.
+/// Parses and validates a workflow file, holding declared `limits` to the built-in maxima
+/// ([`LimitMaxima::BUILT_IN`]). Every rule runs, and every violation is returned at once, in
+/// file order. Never panics, whatever `text` holds.
 pub fn parse_workflow(file_name: &str, text: &str) -> Result<Workflow, Vec<Diagnostic>> {
+    parse_workflow_within(file_name, text, &LimitMaxima::BUILT_IN)
+}
+
+/// [`parse_workflow`] with the operator's maxima: a declared limit above one is an error.
+pub fn parse_workflow_within(
+    file_name: &str,
+    text: &str,
+    maxima: &LimitMaxima,
+) -> Result<Workflow, Vec<Diagnostic>> {
     let mut diagnostics = Diagnostics::new(file_name);
     let workflow = yaml::parse(text, 0, &mut diagnostics)
-        .and_then(|root| lower_workflow(&root, file_name, text, &mut diagnostics));
+        .and_then(|root| lower_workflow(&root, file_name, text, maxima, &mut diagnostics));
     match workflow {
         Some(workflow) if diagnostics.is_empty() => Ok(workflow),
         _ => {
@@ -55,6 +67,7 @@ fn lower_workflow(
     root: &Node,
     file_name: &str,
     text: &str,
+    maxima: &LimitMaxima,
     diagnostics: &mut Diagnostics,
 ) -> Option<Workflow> {
     let fields = fields(root, "the workflow", WORKFLOW_KEYS, diagnostics)?;
@@ -64,7 +77,7 @@ fn lower_workflow(
         Some(node) => lower_workflow_inputs(node, diagnostics),
         None => Vec::new(),
     };
-    let steps = lower_steps(&fields, &inputs, diagnostics);
+    let steps = lower_steps(&fields, &inputs, maxima, diagnostics);
     Some(Workflow {
         file_name: file_name.to_string(),
         source: text.to_string(),
@@ -258,6 +271,7 @@ pub(crate) struct StepId {
 fn lower_steps(
     fields: &Fields<'_>,
     inputs: &[WorkflowInput],
+    maxima: &LimitMaxima,
     diagnostics: &mut Diagnostics,
 ) -> Option<Vec<Step>> {
     let Some(node) = fields.get("steps") else {
@@ -309,6 +323,7 @@ fn lower_steps(
             ids: &ids,
             inputs,
             input_names: &input_names,
+            maxima,
         };
         match lower_step(item, &context, diagnostics) {
             Some(step) => steps.push(step),
@@ -399,6 +414,21 @@ fn lower_step(
         (network, connections)
     };
     let inputs = lower_step_inputs(&fields, context, diagnostics);
+    let limits = match fields.get("limits") {
+        Some(node) if is_agent_step => {
+            let at = fields.key_position("limits").unwrap_or(node.position);
+            diagnostics.report(
+                at,
+                "agent-step-limits",
+                "an agent step cannot declare `limits`",
+                "declare `limits` (each script and tool call) and `loop` (the agent loop) in \
+                 the agent's AGENT.md front matter",
+            );
+            None
+        }
+        Some(node) => lower_limits(node, context.maxima, diagnostics),
+        None => Some(crate::StepLimits::default()),
+    };
     let step_id = context.ids.get(context.index).and_then(Option::as_ref)?;
     Some(Step {
         id: step_id.id.clone(),
@@ -408,6 +438,7 @@ fn lower_step(
         connections: connections?,
         inputs: inputs?,
         body: body?,
+        limits: limits?,
     })
 }
 

@@ -47,6 +47,7 @@ impl App {
                 config.database_path().display()
             )
         })?);
+        config.timings.mark("store (open, migrations)");
         let (vault, notice) = Vault::open(
             &VaultOptions::new(config.root_key.clone(), &config.data_dir),
             store.clone(),
@@ -72,6 +73,7 @@ impl App {
             .for_account(&account.0)
             .context("cannot build the account's redactor")?;
         let scrubbing = config.scrub_registry.register_sets(scrub_sets.clone());
+        config.timings.mark("vault, account and redactor");
         Ok(App {
             config,
             store,
@@ -141,13 +143,16 @@ impl App {
     }
 
     fn engine_options(&self) -> EngineOptions {
-        EngineOptions::new(self.workspaces())
+        let mut options = EngineOptions::new(self.workspaces());
+        options.limit_maxima = self.config.limit_maxima;
+        options
     }
 
     /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted
     /// runs, and returns an engine whose steps run in the configured backend.
     pub fn engine(&self) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
         let lock = Arc::new(self.take_engine_lock()?);
+        self.config.timings.mark("engine lock");
         // The backend removes this data directory's cgroup parent when it goes: it must go
         // while the lock is still held, whichever of the engine and the lock is dropped first.
         let backend: Arc<dyn Isolation> = Arc::new(UnderEngineLock {
@@ -177,6 +182,7 @@ impl App {
         let report = engine
             .recover()
             .context("cannot recover interrupted runs")?;
+        self.config.timings.mark("recovery of interrupted runs");
         if report != engine::RecoveryReport::default() {
             eprintln!("recovered after an interruption: {report:?}");
         }
@@ -206,6 +212,7 @@ impl App {
                     (helper, vec![crate::JAIL_HELPER_ARG.into()]),
                 );
                 options.egress = self.egress_options()?;
+                options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
                 // Per data directory: its own cgroup parent and its own band of host ids.
                 options.cgroups.parent = format!("stepward-{}", self.config.instance_id());
                 options.uid_base = 1_800_000_000 + self.config.uid_band() * options.slots;
@@ -213,18 +220,28 @@ impl App {
                     sandbox::net::install_policy(egress)
                         .context("cannot install the egress policy (nftables)")?;
                 }
+                self.config.timings.mark("egress policy");
                 sandbox::local::sweep(&options)
                     .context("cannot sweep sandboxes left by an earlier crash")?;
+                self.config.timings.mark("sweep");
                 // This process holds the engine lock: nobody else uses this data directory's
                 // cgroup parent, so it goes with the backend.
-                Ok(Arc::new(
-                    sandbox::local::LocalBackend::new(options)
-                        .context("cannot set up the local sandbox backend")?
-                        .removing_cgroup_parents_on_drop(),
-                ))
+                let backend = sandbox::local::LocalBackend::new(options)
+                    .context("cannot set up the local sandbox backend")?
+                    .removing_cgroup_parents_on_drop();
+                self.config
+                    .timings
+                    .mark(match backend.runtimes().cache_use() {
+                        sandbox::runtime::CacheUse::Hit => {
+                            "local backend (runtimes from the cache, harness, views, cgroups)"
+                        }
+                        _ => "local backend (runtime discovery, harness, views, cgroups)",
+                    });
+                Ok(Arc::new(backend))
             }
             Backend::Gvisor => {
                 let mut options = sandbox::gvisor::GvisorOptions::new(state_dir);
+                options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
                 options.cgroups.parent = format!("stepward-gvisor-{}", self.config.instance_id());
                 // Each gvisor slot maps a range of 1024 ids: 64 slots per data directory, in a
                 // band of its own, clear of the local backend's ids.
@@ -242,11 +259,11 @@ impl App {
                 let accounts = self.store.accounts()?.len();
                 sandbox::unisolated::unisolated_allowed(accounts)
                     .context("the unisolated backend is refused")?;
+                let mut options = sandbox::unisolated::UnisolatedOptions::new(state_dir);
+                options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
                 Ok(Arc::new(
-                    sandbox::unisolated::UnisolatedBackend::new(
-                        sandbox::unisolated::UnisolatedOptions::new(state_dir),
-                    )
-                    .context("cannot set up the unisolated backend")?,
+                    sandbox::unisolated::UnisolatedBackend::new(options)
+                        .context("cannot set up the unisolated backend")?,
                 ))
             }
         }

@@ -74,6 +74,34 @@ pub struct GlobalArgs {
     /// all run locally, or a test that must never reach the internet).
     #[arg(long, env = "STEPWARD_ONLY_EXEMPT_MODEL_ENDPOINTS", global = true)]
     pub only_exempt_model_endpoints: bool,
+    /// Where runtime discovery keeps what it found (which host files every sandbox binds), so
+    /// a command does not ask Python again on every start. Root's and 0700, outside the data
+    /// directory; checked at every load and rebuilt when anything is off or Python changed.
+    #[arg(
+        long,
+        env = "STEPWARD_RUNTIME_CACHE_DIR",
+        global = true,
+        default_value = "/var/cache/stepward/runtimes"
+    )]
+    pub runtime_cache_dir: PathBuf,
+    /// Print how long each start-up phase took to stderr (for `scripts/bench`).
+    #[arg(long, env = "STEPWARD_STARTUP_TIMINGS", global = true, hide = true)]
+    pub startup_timings: bool,
+    /// The largest `memory_mib` a step may declare in its `limits`.
+    #[arg(long, env = "STEPWARD_MAX_STEP_MEMORY_MIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.memory_mib, value_name = "MIB")]
+    pub max_step_memory_mib: u64,
+    /// The largest `timeout_s` (wall-clock seconds) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_TIMEOUT_S", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.timeout_s, value_name = "SECONDS")]
+    pub max_step_timeout_s: u64,
+    /// The largest `cpu_s` (CPU seconds) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_CPU_S", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.cpu_s, value_name = "SECONDS")]
+    pub max_step_cpu_s: u64,
+    /// The largest `output_kib` (printed output and result) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_OUTPUT_KIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.output_kib, value_name = "KIB")]
+    pub max_step_output_kib: u64,
+    /// The largest `work_mib` (size of `/work`) a step may declare.
+    #[arg(long, env = "STEPWARD_MAX_STEP_WORK_MIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.work_mib, value_name = "MIB")]
+    pub max_step_work_mib: u64,
 }
 
 /// The sandbox backend a command uses.
@@ -95,6 +123,12 @@ pub struct Config {
     pub sandbox_state_dir: Option<PathBuf>,
     /// Each account's workspace history may hold at most this many bytes.
     pub workspace_quota_bytes: u64,
+    /// The largest limits a step may declare (`--max-step-*`); every parse is held to them.
+    pub limit_maxima: spec::LimitMaxima,
+    /// Where runtime discovery's cache lives.
+    pub runtime_cache_dir: PathBuf,
+    /// The start-up phases' clock (prints only with `--startup-timings`).
+    pub timings: std::sync::Arc<crate::timings::Timings>,
     /// Scrubs panic messages and the final error of every value this process holds (G16).
     pub scrub_registry: redact::ScrubRegistry,
     /// Which model endpoints providers may reach: the operator's exemptions (G11).
@@ -102,7 +136,11 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn from_args(args: &GlobalArgs, scrub_registry: redact::ScrubRegistry) -> Config {
+    pub fn from_args(
+        args: &GlobalArgs,
+        scrub_registry: redact::ScrubRegistry,
+        timings: std::sync::Arc<crate::timings::Timings>,
+    ) -> Config {
         let root_key = match (&args.root_key_file, &args.root_key_env) {
             (Some(path), _) => vault::RootKeySource::File(path.clone()),
             (None, Some(name)) => vault::RootKeySource::Env(name.clone()),
@@ -116,6 +154,15 @@ impl Config {
             egress_uplink: args.egress_uplink.clone(),
             sandbox_state_dir: args.sandbox_state_dir.clone(),
             workspace_quota_bytes: args.workspace_quota_mib.saturating_mul(1024 * 1024),
+            limit_maxima: spec::LimitMaxima {
+                memory_mib: args.max_step_memory_mib,
+                timeout_s: args.max_step_timeout_s,
+                cpu_s: args.max_step_cpu_s,
+                output_kib: args.max_step_output_kib,
+                work_mib: args.max_step_work_mib,
+            },
+            runtime_cache_dir: args.runtime_cache_dir.clone(),
+            timings,
             scrub_registry,
             model_endpoints: llm::EndpointPolicy {
                 exempt: args.allow_model_endpoint.clone(),

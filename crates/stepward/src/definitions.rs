@@ -66,10 +66,14 @@ pub fn agents_dir(workflow: &Path, explicit: Option<&Path>) -> PathBuf {
 }
 
 /// Reads and parses `<agents>/<name>/AGENT.md`; `Err` says why it is unavailable.
-pub fn load_agent(agents: &Path, name: &str) -> Result<spec::Agent, String> {
+pub fn load_agent(
+    agents: &Path,
+    name: &str,
+    maxima: &spec::LimitMaxima,
+) -> Result<spec::Agent, String> {
     let path = agents.join(name).join("AGENT.md");
     let text = read_text(&path).map_err(|error| format!("{error:#}"))?;
-    spec::parse_agent(&display_name(&path), &text).map_err(|diagnostics| {
+    spec::parse_agent_within(&display_name(&path), &text, maxima).map_err(|diagnostics| {
         format!(
             "{} is invalid ({} problem(s)); run `stepward check {}`",
             path.display(),

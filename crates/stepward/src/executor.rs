@@ -88,6 +88,7 @@ impl StepExecutor for SandboxExecutor {
                 ));
             }
         };
+        let limits = declared_limits(&self.limits, request.step.limits());
         let network = match request.step.network() {
             spec::Network::None => NetworkMode::None,
             spec::Network::PublicEgress => NetworkMode::PublicEgress,
@@ -108,18 +109,54 @@ impl StepExecutor for SandboxExecutor {
                 })
                 .collect(),
             network,
-            limits: self.limits.clone(),
+            limits: limits.clone(),
             work_dir: request.work_dir.to_path_buf(),
             screen: Arc::new(screen),
         };
         match self.backend.run(invocation) {
-            Ok(observation) => report(observation),
+            Ok(observation) => report(observation, &limits),
             Err(error) => sandbox_error_report(&error, network, self.backend.name()),
         }
     }
 }
 
-fn report(observation: sandbox::Observation) -> ExecutionReport {
+/// The executor's limits with what the step declared put over them (the spec held every
+/// declared value to the operator's maxima already).
+fn declared_limits(base: &Limits, declared: &spec::StepLimits) -> Limits {
+    const MIB: u64 = 1024 * 1024;
+    let mut limits = base.clone();
+    if let Some(memory_mib) = declared.memory_mib {
+        limits.memory_bytes = memory_mib.saturating_mul(MIB);
+    }
+    if let Some(timeout_s) = declared.timeout_s {
+        limits.wall = std::time::Duration::from_secs(timeout_s);
+    }
+    if let Some(cpu_s) = declared.cpu_s {
+        limits.cpu_seconds = cpu_s;
+    }
+    if let Some(output_kib) = declared.output_kib {
+        limits.output_bytes =
+            usize::try_from(output_kib.saturating_mul(1024)).unwrap_or(usize::MAX);
+    }
+    if let Some(work_mib) = declared.work_mib {
+        limits.work_bytes = work_mib.saturating_mul(MIB);
+    }
+    limits
+}
+
+/// The limits an attempt ran under, as the note its record carries.
+fn limits_note(limits: &Limits) -> String {
+    format!(
+        "limits: memory_mib {}, timeout_s {}, cpu_s {}, output_kib {}, work_mib {}",
+        limits.memory_bytes / (1024 * 1024),
+        limits.wall.as_secs(),
+        limits.cpu_seconds,
+        limits.output_bytes / 1024,
+        limits.work_bytes / (1024 * 1024)
+    )
+}
+
+fn report(observation: sandbox::Observation, limits: &Limits) -> ExecutionReport {
     let outcome = match observation.outcome {
         Outcome::Succeeded { result_json } => match engine::StepOutput::from_json_text(result_json)
         {
@@ -155,13 +192,18 @@ fn report(observation: sandbox::Observation) -> ExecutionReport {
         },
         Outcome::NeedsRepair { module, detail } => ExecutionOutcome::NeedsRepair { module, detail },
         Outcome::Unknown { reason } => ExecutionOutcome::Unknown {
-            reason: unknown_reason(&reason),
+            reason: unknown_reason(&reason, limits),
         },
         Outcome::Refused { reason } => ExecutionOutcome::Refused { reason },
     };
-    let mut isolation_notes = observation.isolation_notes;
+    // The record states the limits the attempt ran under (issue 13), first.
+    let mut isolation_notes = vec![limits_note(limits)];
+    isolation_notes.extend(observation.isolation_notes);
     if observation.output_truncated {
-        isolation_notes.push("printed output went over the limit and was cut".to_owned());
+        isolation_notes.push(format!(
+            "printed output went over the limit (output_kib {}) and was cut",
+            limits.output_bytes / 1024
+        ));
     }
     if !observation.copy_back.deleted.is_empty() {
         // Deletions are not carried into the workspace: a step can add and change files only.
@@ -200,11 +242,21 @@ fn report(observation: sandbox::Observation) -> ExecutionReport {
     }
 }
 
-fn unknown_reason(reason: &sandbox::UnknownReason) -> String {
+/// Why an outcome is unknown; a step killed by a limit says which (issue 13).
+fn unknown_reason(reason: &sandbox::UnknownReason, limits: &Limits) -> String {
     match reason {
-        sandbox::UnknownReason::WallTimeout => "the step ran past its wall-clock limit".to_owned(),
-        sandbox::UnknownReason::CpuLimit => "the step used up its CPU time".to_owned(),
-        sandbox::UnknownReason::MemoryLimit => "the step ran out of memory".to_owned(),
+        sandbox::UnknownReason::WallTimeout => format!(
+            "the step ran past its wall-clock limit (timeout_s {})",
+            limits.wall.as_secs()
+        ),
+        sandbox::UnknownReason::CpuLimit => format!(
+            "the step used up its CPU time limit (cpu_s {})",
+            limits.cpu_seconds
+        ),
+        sandbox::UnknownReason::MemoryLimit => format!(
+            "the step ran out of memory: it reached its memory limit (memory_mib {})",
+            limits.memory_bytes / (1024 * 1024)
+        ),
         sandbox::UnknownReason::Killed { signal } => {
             format!("the step was killed by signal {signal}")
         }
@@ -212,9 +264,10 @@ fn unknown_reason(reason: &sandbox::UnknownReason) -> String {
         sandbox::UnknownReason::MalformedReport { detail } => {
             format!("the step's report could not be trusted: {detail}")
         }
-        sandbox::UnknownReason::OutputLimit => {
-            "the step's result went over the output limit".to_owned()
-        }
+        sandbox::UnknownReason::OutputLimit => format!(
+            "the step's result went over the output limit (output_kib {})",
+            limits.output_bytes / 1024
+        ),
     }
 }
 
@@ -283,7 +336,7 @@ mod tests {
     #[test]
     fn g12_a_copy_back_refusal_reason_never_repeats_its_path() {
         let path = "link_named-after-a-value-3Fq9";
-        let report = report(observed_refusal(path));
+        let report = report(observed_refusal(path), &Limits::default());
         let refusal = &report.copy_back_refusals[0];
         assert_eq!(refusal.path, path);
         assert!(!refusal.reason.contains(path), "{}", refusal.reason);

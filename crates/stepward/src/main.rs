@@ -12,6 +12,7 @@ mod config;
 mod definitions;
 mod executor;
 mod server_keys;
+mod timings;
 
 use std::process::ExitCode;
 
@@ -44,11 +45,18 @@ fn main() -> ExitCode {
     }
     let scrub_registry = redact::ScrubRegistry::new();
     redact::install_panic_hook(scrub_registry.clone());
+    let started = std::sync::Arc::new(timings::Timings::new(false));
     let cli = Cli::parse();
-    let config = Config::from_args(&cli.global, scrub_registry.clone());
+    let timings = if cli.global.startup_timings {
+        std::sync::Arc::new(timings::Timings::new(true))
+    } else {
+        started
+    };
+    timings.mark("arguments");
+    let config = Config::from_args(&cli.global, scrub_registry.clone(), timings.clone());
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, &config),
-        Command::Reach(args) => commands::reach::run(&args),
+        Command::Reach(args) => commands::reach::run(&args, &config.limit_maxima),
         Command::Schema => commands::schema::run(),
         Command::Run(args) => commands::run::run(&args, config),
         Command::Runs(command) => commands::runs::run(&command, config),
@@ -64,6 +72,7 @@ fn main() -> ExitCode {
         Command::Models(command) => commands::models::run(&command, config),
         Command::Dev(command) => commands::models::dev(&command),
     };
+    timings.mark("the command, with its teardown");
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),

@@ -15,6 +15,7 @@
 //! harness (see [`spec::SHIM`]). The local backend is not affected.
 
 mod container;
+mod pool;
 mod run;
 pub(crate) mod spec;
 
@@ -43,6 +44,9 @@ pub enum Platform {
     Systrap,
     /// kvm: needs `/dev/kvm`.
     Kvm,
+    /// systrap where this runsc offers it, else ptrace (the default); which one ran is
+    /// recorded with every run.
+    SystrapOrPtrace,
 }
 
 impl Platform {
@@ -52,6 +56,7 @@ impl Platform {
             Platform::Ptrace => "ptrace",
             Platform::Systrap => "systrap",
             Platform::Kvm => "kvm",
+            Platform::SystrapOrPtrace => "systrap or ptrace",
         }
     }
 }
@@ -78,6 +83,9 @@ pub struct GvisorOptions {
     pub copy_back: CopyBackPolicy,
     /// The gVisor platform; it must be one the installed runsc lists.
     pub platform: Platform,
+    /// Pre-started runsc sandboxes kept per class (Python version, limits); 0 means always
+    /// cold. Each serves one invocation and is destroyed.
+    pub pool_size: usize,
 }
 
 impl GvisorOptions {
@@ -94,7 +102,8 @@ impl GvisorOptions {
             slots: 1024,
             runtimes: RuntimeOptions::default(),
             copy_back: CopyBackPolicy::default(),
-            platform: Platform::Ptrace,
+            platform: Platform::SystrapOrPtrace,
+            pool_size: 0,
         }
     }
 
@@ -116,17 +125,35 @@ impl GvisorOptions {
     }
 }
 
-/// The gvisor backend. Each [`Isolation::run`] uses a runsc sandbox built for it alone and
-/// destroys it.
+/// The gvisor backend. Each [`Isolation::run`] uses a runsc sandbox built for it alone (cold,
+/// or warm from the pool) and destroys it.
 pub struct GvisorBackend {
+    shared: std::sync::Arc<Shared>,
+    /// Tests give each backend its own cgroup parent and remove it on drop.
+    remove_cgroup_parent_on_drop: bool,
+}
+
+impl std::ops::Deref for GvisorBackend {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// What the backend, its pool and the pool's refill threads share.
+pub struct Shared {
     pub(crate) options: GvisorOptions,
     pub(crate) runtimes: Runtimes,
     pub(crate) cgroups: CgroupLayout,
     pub(crate) slots: SlotAllocator,
     /// `runsc --version`'s first line, recorded with each run.
     pub(crate) runsc_version: String,
-    /// Tests give each backend its own cgroup parent and remove it on drop.
-    remove_cgroup_parent_on_drop: bool,
+    /// The platform runsc runs with (never `SystrapOrPtrace`), and why it was chosen.
+    pub(crate) platform: Platform,
+    pub(crate) platform_note: String,
+    /// Pre-started runsc sandboxes, each waiting on its harness for one request.
+    pub(crate) pool: pool::Pool,
 }
 
 impl GvisorBackend {
@@ -141,7 +168,8 @@ impl GvisorBackend {
                 ),
             });
         }
-        let runsc_version = probe_runsc(&options.runsc, options.platform)?;
+        let (runsc_version, platform, platform_note) =
+            probe_runsc(&options.runsc, options.platform)?;
         for (dir, mode) in [
             (options.state_dir.clone(), 0o711),
             (options.scratch_dir(), 0o711),
@@ -156,12 +184,18 @@ impl GvisorBackend {
         let runtimes = Runtimes::discover(&options.runtimes)?;
         let cgroups = CgroupLayout::detect(&options.cgroups)?;
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
+        let pool = pool::Pool::new(options.pool_size);
         Ok(Self {
-            options,
-            runtimes,
-            cgroups,
-            slots,
-            runsc_version,
+            shared: std::sync::Arc::new(Shared {
+                options,
+                runtimes,
+                cgroups,
+                slots,
+                runsc_version,
+                platform,
+                platform_note,
+                pool,
+            }),
             remove_cgroup_parent_on_drop: false,
         })
     }
@@ -178,6 +212,15 @@ impl GvisorBackend {
     /// and backend (removed on drop), a uid range unlikely to collide with another test.
     #[cfg(feature = "test-controls")]
     pub fn for_tests(state_dir: &Path) -> Result<Self, Error> {
+        Self::for_tests_with(state_dir, |_| {})
+    }
+
+    /// [`GvisorBackend::for_tests`] with a chance to change the options (the pool size).
+    #[cfg(feature = "test-controls")]
+    pub fn for_tests_with(
+        state_dir: &Path,
+        configure: impl FnOnce(&mut GvisorOptions),
+    ) -> Result<Self, Error> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|elapsed| elapsed.subsec_nanos())
@@ -189,6 +232,7 @@ impl GvisorBackend {
         let range = (process.wrapping_mul(7919).wrapping_add(nanos / 1000)) % 30_000;
         options.uid_base = 1_950_000_000 + range * 64 * 1024;
         options.slots = 64;
+        configure(&mut options);
         let mut backend = Self::new(options)?;
         backend.remove_cgroup_parent_on_drop = true;
         Ok(backend)
@@ -225,10 +269,17 @@ impl GvisorBackend {
     pub fn live_containers(&self) -> Result<Vec<String>, Error> {
         container::list(&self.options.runsc, &self.options.runsc_root())
     }
+
+    /// Warm sandboxes waiting in the pool.
+    pub fn idle_sandboxes(&self) -> usize {
+        self.shared.pool.idle_count()
+    }
 }
 
 impl Drop for GvisorBackend {
     fn drop(&mut self) {
+        // Waiting sandboxes die with the backend.
+        self.shared.pool.close();
         if self.remove_cgroup_parent_on_drop {
             let _ = self.cgroups.sweep();
             self.cgroups.remove_parents();
@@ -242,7 +293,7 @@ impl Isolation for GvisorBackend {
     }
 
     fn run(&self, invocation: Invocation) -> Result<Observation, Error> {
-        run::run(self, invocation)
+        run::run(&self.shared, invocation)
     }
 }
 
@@ -274,6 +325,8 @@ pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
     if let Ok(entries) = std::fs::read_dir(options.scratch_dir()) {
         for entry in entries.flatten() {
             let path = entry.path();
+            // A crash leaves each scratch folder's `/work` tmpfs mounted.
+            let _ = rustix::mount::unmount(path.join("work"), rustix::mount::UnmountFlags::DETACH);
             std::fs::remove_dir_all(&path)
                 .map_err(|source| Error::io("cannot remove", &path, source))?;
             report.scratch_dirs += 1;
@@ -284,8 +337,9 @@ pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
 }
 
 /// Runs `runsc --version` and `runsc help platforms`; fails closed unless both work and the
-/// platform is listed. Returns the version line.
-fn probe_runsc(runsc: &Path, platform: Platform) -> Result<String, Error> {
+/// platform is listed (`SystrapOrPtrace` picks systrap when listed, else ptrace). Returns the
+/// version line, the platform in use and a note saying how it was chosen.
+fn probe_runsc(runsc: &Path, platform: Platform) -> Result<(String, Platform, String), Error> {
     let unusable = |detail: String| Error::LayerFailed {
         layer: String::from("gvisor (runsc)"),
         detail: format!("{}: {detail}", runsc.display()),
@@ -318,6 +372,25 @@ fn probe_runsc(runsc: &Path, platform: Platform) -> Result<String, Error> {
         .to_string();
     let platforms = run(&["help", "platforms"])?;
     let listed = String::from_utf8_lossy(&platforms.stdout).into_owned();
+    let offers = |name: &str| listed.lines().any(|line| line.trim() == name);
+    let (platform, note) = match platform {
+        Platform::SystrapOrPtrace if offers("systrap") => (
+            Platform::Systrap,
+            String::from("gvisor platform: systrap (this runsc offers it)"),
+        ),
+        Platform::SystrapOrPtrace => (
+            Platform::Ptrace,
+            format!(
+                "gvisor platform: ptrace, the fallback: this runsc ({version_line}) has no systrap \
+                 (it offers: {})",
+                listed.split_whitespace().collect::<Vec<_>>().join(", ")
+            ),
+        ),
+        chosen => (
+            chosen,
+            format!("gvisor platform: {} (configured)", chosen.name()),
+        ),
+    };
     if !listed.lines().any(|line| line.trim() == platform.name()) {
         return Err(unusable(format!(
             "the platform `{}` is not offered by this runsc; it offers: {}",
@@ -330,7 +403,7 @@ fn probe_runsc(runsc: &Path, platform: Platform) -> Result<String, Error> {
             "the kvm platform needs /dev/kvm, which this host does not have",
         )));
     }
-    Ok(version_line)
+    Ok((version_line, platform, note))
 }
 
 fn write_harness(dir: &Path) -> Result<(), Error> {

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cgroup::SandboxCgroup;
-use crate::copyback::{self, Manifest};
+use crate::copyback;
 use crate::gvisor::container::{Container, Launch};
 use crate::gvisor::spec::{self, MountPoint, SpecInputs};
-use crate::gvisor::{CONTAINER_PREFIX, GvisorBackend};
+use crate::gvisor::{CONTAINER_PREFIX, Shared};
 use crate::local::outcome::{self, Observed};
 use crate::runtime::Runtime;
 use crate::slot::Slot;
@@ -28,7 +28,10 @@ const SANDBOX_MEMORY_OVERHEAD: u64 = 256 * 1024 * 1024;
 /// the step's own pids limit, which gVisor enforces inside through RLIMIT_NPROC.
 const SANDBOX_PIDS_OVERHEAD: u32 = 256;
 
-pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Observation, Error> {
+pub(crate) fn run(
+    backend: &std::sync::Arc<Shared>,
+    invocation: Invocation,
+) -> Result<Observation, Error> {
     let runtime = backend.runtimes.get(invocation.python)?;
     if invocation.network == NetworkMode::PublicEgress {
         return Ok(Observation::refused(
@@ -37,15 +40,49 @@ pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Obs
             "public_egress is not built for the gvisor backend yet (no egress network is wired into runsc's network namespace), so the step cannot get the network it declares; run it with the local backend",
         ));
     }
-    let request = crate::request::harness_request(&invocation, &runtime.stdlib_module_names)?;
 
+    // A warm sandbox of this class (Python version and limits: gVisor's kernel takes its
+    // rlimits from the spec at start, so declared limits pick their class), else a cold one;
+    // either way the pool is refilled on its own threads.
+    let class = crate::gvisor::pool::Class {
+        python: invocation.python,
+        limits: invocation.limits.clone(),
+    };
+    let warm = backend.pool.claim(&class);
+    let observed = run_in(backend, invocation, runtime, warm);
+    // Refilled after the step, so the new sandbox's start does not compete with it.
+    backend.pool.refill(backend, &class);
+    observed
+}
+
+/// Runs the invocation in the warm sandbox, or in a cold one started now.
+fn run_in(
+    backend: &Shared,
+    invocation: Invocation,
+    runtime: &Runtime,
+    warm: Option<Started>,
+) -> Result<Observation, Error> {
+    let request = crate::request::harness_request(&invocation, &runtime.stdlib_module_names)?;
+    let started = match warm {
+        Some(started) => started,
+        None => start(backend, &invocation.limits, runtime)?,
+    };
+    // Bound in reverse teardown order: on an early return the container goes first, the slot
+    // last.
     let Started {
-        mut container,
-        mut cgroup,
-        scratch,
         slot,
-        manifest,
-    } = start(backend, &invocation, runtime)?;
+        scratch,
+        mut cgroup,
+        mut container,
+        step_host_id,
+    } = started;
+    // The folder's copy goes in now, after the claim: a warm sandbox was built before the
+    // invocation existed, and its harness reads nothing before its request.
+    let manifest = copyback::stage_in(
+        &invocation.work_dir,
+        &scratch.work(),
+        (step_host_id, step_host_id),
+    )?;
     let deadline = Instant::now() + invocation.limits.wall;
     let watched = container.watch(
         request,
@@ -109,18 +146,39 @@ pub(crate) fn run(backend: &GvisorBackend, invocation: Invocation) -> Result<Obs
 
 /// A started sandbox: `runsc run` waits for the request on stdin. Fields drop in declaration
 /// order, which is the teardown order.
-struct Started {
+pub(crate) struct Started {
     container: Container,
     cgroup: SandboxCgroup,
     scratch: Scratch,
     slot: Slot,
-    manifest: Manifest,
+    /// The host id the step's files belong to.
+    step_host_id: u32,
 }
 
-/// Builds the bundle and the cgroup and starts `runsc run` in it.
-fn start(
-    backend: &GvisorBackend,
-    invocation: &Invocation,
+impl Started {
+    /// Waits until the harness announced it is loaded (a warm sandbox is pooled only then).
+    pub(crate) fn wait_ready(&self, timeout: std::time::Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + timeout;
+        while !announced_ready(&std::fs::read(self.scratch.report()).unwrap_or_default()) {
+            if Instant::now() >= deadline {
+                return Err(Error::LayerFailed {
+                    layer: String::from("gvisor (runsc)"),
+                    detail: format!(
+                        "the sandbox did not load its harness within {} seconds",
+                        timeout.as_secs()
+                    ),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Ok(())
+    }
+}
+
+/// Builds the bundle and the cgroup and starts `runsc run` in it, with an empty `/work`.
+pub(crate) fn start(
+    backend: &Shared,
+    limits: &Limits,
     runtime: &Runtime,
 ) -> Result<Started, Error> {
     let options = &backend.options;
@@ -141,21 +199,17 @@ fn start(
     build_root(&scratch.root(), runtime)?;
     std::fs::create_dir(scratch.work())
         .map_err(|source| Error::io("cannot create", scratch.work(), source))?;
-    std::os::unix::fs::chown(scratch.work(), Some(step_host_id), Some(step_host_id))
-        .map_err(|source| Error::io("cannot chown", scratch.work(), source))?;
+    // `/work` is a tmpfs of its own with the size and inode cap of `work_mib`, as in the local
+    // backend: gVisor's file proxy serves it, so a step can never fill the host's disk.
+    crate::local::run::mount_work_tmpfs(&scratch.work(), step_host_id, limits.work_bytes)?;
     std::fs::write(scratch.report(), b"")
         .map_err(|source| Error::io("cannot create", scratch.report(), source))?;
     std::os::unix::fs::chown(scratch.report(), Some(step_host_id), Some(step_host_id))
         .map_err(|source| Error::io("cannot chown", scratch.report(), source))?;
     crate::local::set_mode(&scratch.report(), 0o600)?;
-    let manifest = copyback::stage_in(
-        &invocation.work_dir,
-        &scratch.work(),
-        (step_host_id, step_host_id),
-    )?;
     let config = spec::config(&SpecInputs {
         runtime,
-        limits: &invocation.limits,
+        limits,
         host_id_base,
         harness_dir: &options.harness_dir(),
         work_dir: &scratch.work(),
@@ -169,10 +223,9 @@ fn start(
     std::fs::write(&config_path, config_text)
         .map_err(|source| Error::io("cannot write", &config_path, source))?;
 
-    let cgroup = backend.cgroups.create_sandbox(
-        &format!("sb-gv-{suffix}"),
-        &sandbox_limits(&invocation.limits),
-    )?;
+    let cgroup = backend
+        .cgroups
+        .create_sandbox(&format!("sb-gv-{suffix}"), &sandbox_limits(limits))?;
     // runsc joins every group of the sandbox (v2 and each v1 hierarchy) before it execs.
     let cgroup_procs: Vec<PathBuf> = cgroup
         .dirs()
@@ -185,7 +238,7 @@ fn start(
         root: &options.runsc_root(),
         id: &container_id,
         bundle: &scratch.path,
-        platform: options.platform,
+        platform: backend.platform,
         cgroup_procs,
     })?;
     Ok(Started {
@@ -193,7 +246,7 @@ fn start(
         cgroup,
         scratch,
         slot,
-        manifest,
+        step_host_id,
     })
 }
 
@@ -201,18 +254,15 @@ fn start(
 /// cgroup and its scratch folder behind exactly as a crashed platform would; for the sweep's
 /// test. Returns the container's id.
 #[cfg(feature = "test-controls")]
-pub(crate) fn leave_running(
-    backend: &GvisorBackend,
-    invocation: Invocation,
-) -> Result<String, Error> {
+pub(crate) fn leave_running(backend: &Shared, invocation: Invocation) -> Result<String, Error> {
     let runtime = backend.runtimes.get(invocation.python)?;
     let Started {
         container,
         cgroup,
         scratch,
         slot,
-        manifest: _,
-    } = start(backend, &invocation, runtime)?;
+        step_host_id: _,
+    } = start(backend, &invocation.limits, runtime)?;
     let deadline = Instant::now() + std::time::Duration::from_secs(30);
     while !announced_ready(&std::fs::read(scratch.report()).unwrap_or_default()) {
         if Instant::now() >= deadline {
@@ -239,13 +289,14 @@ pub(crate) fn leave_running(
 }
 
 /// What this run's isolation is and how it differs from the local backend's.
-fn notes(backend: &GvisorBackend) -> Vec<String> {
+fn notes(backend: &Shared) -> Vec<String> {
     vec![
         format!(
             "gvisor ({} platform, {})",
-            backend.options.platform.name(),
+            backend.platform.name(),
             backend.runsc_version
         ),
+        backend.platform_note.clone(),
         String::from(
             "user namespace: the step runs as uid 1000 mapped to an unprivileged host id of its own range; gVisor's file proxy runs as that range's first id, gVisor's kernel as nobody in a user namespace of its own; no capabilities",
         ),
@@ -365,6 +416,8 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        // Detach `/work`'s tmpfs first (after a failure before it was mounted, this is a no-op).
+        let _ = rustix::mount::unmount(self.work(), rustix::mount::UnmountFlags::DETACH);
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }

@@ -109,6 +109,25 @@ pub(crate) fn config(inputs: &SpecInputs<'_>) -> Value {
         "source": "tmpfs",
         "options": ["nosuid", "noexec", "mode=0755", "size=65536"],
     }));
+    // POSIX shared memory, as in the local backend: a tmpfs like /tmp, never executable.
+    mounts.push(json!({
+        "destination": "/dev/shm",
+        "type": "tmpfs",
+        "source": "tmpfs",
+        "options": [
+            "nosuid",
+            "nodev",
+            "noexec",
+            "mode=1777",
+            format!("size={}", inputs.limits.tmp_bytes),
+        ],
+    }));
+    // The public name tables, as in the local backend.
+    for table in crate::local::plan::ETC_TABLES {
+        if let Ok(source) = Path::new(table).canonicalize() {
+            mounts.push(bind_read_only(&source, Path::new(table)));
+        }
+    }
     // gVisor adds its own (synthetic) sysfs when the spec has none; an empty read-only tmpfs
     // keeps /sys as bare as in the local backend.
     mounts.push(json!({
@@ -258,6 +277,11 @@ pub(crate) fn mount_points(runtime: &Runtime) -> Vec<MountPoint> {
         points.insert(MountPoint::Dir(PathBuf::from(dir)));
     }
     points.insert(MountPoint::File(PathBuf::from(REPORT_TARGET)));
+    for table in crate::local::plan::ETC_TABLES {
+        if Path::new(table).exists() {
+            points.insert(MountPoint::File(PathBuf::from(table)));
+        }
+    }
     let mut sorted: Vec<MountPoint> = points.into_iter().collect();
     sorted.sort_by(|left, right| point_path(left).cmp(point_path(right)));
     sorted
@@ -269,25 +293,10 @@ fn point_path(point: &MountPoint) -> &Path {
     }
 }
 
-/// The sandbox's minimal `/etc`, written into the read-only root.
+/// The sandbox's minimal `/etc`, written into the read-only root: the same as the local
+/// backend's.
 pub(crate) fn etc_files() -> Vec<(&'static str, String)> {
-    let sandbox_id = SANDBOX_UID;
-    vec![
-        (
-            "passwd",
-            format!(
-                "sandbox:x:{sandbox_id}:{sandbox_id}:sandbox:/work:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n"
-            ),
-        ),
-        (
-            "group",
-            format!("sandbox:x:{sandbox_id}:\nnogroup:x:65534:\n"),
-        ),
-        (
-            "hosts",
-            String::from("127.0.0.1 localhost\n::1 localhost\n"),
-        ),
-    ]
+    crate::local::plan::etc_files()
 }
 
 #[cfg(test)]
@@ -305,6 +314,7 @@ mod tests {
                 minor: 11,
             },
             executable: PathBuf::from("/usr/bin/python3.11"),
+            stdlib: PathBuf::from("/usr/lib/python3.11"),
             stdlib_module_names: Arc::new(vec![String::from("os")]),
             mounts: vec![
                 RuntimeMount::File {

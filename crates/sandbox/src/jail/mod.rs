@@ -5,8 +5,9 @@
 //! status channel and the sandbox is not started (fail closed).
 //!
 //! The order, numbered as in the code:
-//! - helper: (0) close inherited descriptors, unshare a fresh network namespace (made while
-//!   the helper waits for its plan; a `none` sandbox inherits it), read the plan; (1) drop
+//! - helper: (0) close inherited descriptors, unshare a fresh network namespace and bring up
+//!   its loopback (made while the helper waits for its plan; a `none` sandbox inherits it),
+//!   read the plan; (1) drop
 //!   supplementary groups;
 //!   (2) join the egress network namespace if any; (3) move its own thread into the v1
 //!   cgroups; (4) one clone into new user, mount, pid, ipc, uts (+ net, + cgroup) namespaces,
@@ -15,7 +16,8 @@
 //!   (7) release the child; then supervise it.
 //! - child: (1) die with the helper; (2) wait for release; (3) become the sandbox user (see
 //!   below) and die with the helper again (an id change clears it); (4) cgroup namespace if not
-//!   made at clone; (5) hostname; (6) private mounts; (7) tmpfs root; (8) runtime, harness,
+//!   made at clone; (5) hostname; (5b) loopback up when the clone made the network
+//!   namespace (otherwise the helper brought it up in step 0); (6) private mounts; (7) tmpfs root; (8) runtime, harness,
 //!   /dev, /proc with masks, /work, /tmp; (9) /etc files; (10) pivot_root and detach the old
 //!   root; (11) root read-only; (12) descriptors above 3 close at exec; (13) setsid;
 //!   (14) rlimits; (15) bounding set; (16) all remaining capabilities; (17) no_new_privs;
@@ -114,7 +116,12 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
     // public_egress the helper joins the platform's namespace instead (step 2). It belongs
     // to the host's user namespace, so the sandbox never holds a capability over it. Where
     // it cannot be made, the clone makes one as before.
-    let private_network = match sys.unshare_network_namespace() {
+    // Its loopback is brought up here too (the helper is root in the namespace's owning user
+    // namespace): local sockets are ordinary Python (G11: "no interfaces but a loopback").
+    let private_network = match sys
+        .unshare_network_namespace()
+        .and_then(|()| sys.bring_up_loopback())
+    {
         Ok(()) => PrivateNetwork::MadeByHelper,
         Err(_) => PrivateNetwork::AtClone,
     };
@@ -173,9 +180,12 @@ pub(crate) fn start<S: Sys>(
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS) as u64;
-    if plan.netns.is_none() && private_network == PrivateNetwork::AtClone {
+    let loopback = if plan.netns.is_none() && private_network == PrivateNetwork::AtClone {
         flags |= libc::CLONE_NEWNET as u64;
-    }
+        Loopback::ChildBringsUp
+    } else {
+        Loopback::AlreadyUp
+    };
     if plan.cgroup_namespace == CgroupNamespaceTiming::AtClone {
         flags |= libc::CLONE_NEWCGROUP as u64;
     }
@@ -191,7 +201,7 @@ pub(crate) fn start<S: Sys>(
             }
             Ok(Started::Helper { child, pidfd })
         }
-        Forked::Child => match child_setup(sys, plan) {
+        Forked::Child => match child_setup(sys, plan, loopback) {
             Err(failure) => Ok(Started::ChildFailed(failure)),
             Ok(never) => match never {},
         },
@@ -231,10 +241,24 @@ fn parent_setup<S: Sys>(sys: &mut S, plan: &Plan, child: i32) -> Result<(), Fail
         .map_err(failed("namespaces", "release the child"))
 }
 
+/// Who brings up the loopback of the sandbox's network namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loopback {
+    /// The helper did (its own fresh namespace), or the platform did (public_egress).
+    AlreadyUp,
+    /// The clone made the namespace: the child brings `lo` up while it still holds its
+    /// capabilities there (step 5b).
+    ChildBringsUp,
+}
+
 const READ_ONLY: MountFlags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
 const NO_EXEC: MountFlags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
 
-fn child_setup<S: Sys>(sys: &mut S, plan: &Plan) -> Result<Infallible, Failure> {
+fn child_setup<S: Sys>(
+    sys: &mut S,
+    plan: &Plan,
+    loopback: Loopback,
+) -> Result<Infallible, Failure> {
     // 1. Die with the helper, which dies with the platform.
     sys.set_parent_death_signal()
         .map_err(failed("namespaces", "PR_SET_PDEATHSIG"))?;
@@ -255,6 +279,12 @@ fn child_setup<S: Sys>(sys: &mut S, plan: &Plan) -> Result<Infallible, Failure> 
     // 5. A hostname that says nothing about the host.
     sys.set_hostname(&plan.hostname)
         .map_err(failed("namespaces", "sethostname"))?;
+    // 5b. A namespace the clone made has its loopback down; bring it up (fail closed: the
+    //     sandbox promises one).
+    if loopback == Loopback::ChildBringsUp {
+        sys.bring_up_loopback()
+            .map_err(failed("network", "bring up the loopback"))?;
+    }
     // 6. Nothing we mount propagates to the host, nothing of the host's propagates in.
     sys.make_mounts_private()
         .map_err(failed("mounts", "make / private"))?;

@@ -75,6 +75,9 @@ impl Sys for Recorder {
     fn unshare_network_namespace(&mut self) -> io::Result<()> {
         self.record(String::from("unshare net"))
     }
+    fn bring_up_loopback(&mut self) -> io::Result<()> {
+        self.record(String::from("loopback up"))
+    }
     fn set_hostname(&mut self, name: &str) -> io::Result<()> {
         self.record(format!("hostname {name}"))
     }
@@ -460,4 +463,23 @@ fn g10_a_root_mapping_is_refused_before_any_map_is_written() {
         })
     ));
     assert!(!parent.calls.iter().any(|call| call.contains("uid_map")));
+}
+
+#[test]
+fn g11_a_network_namespace_the_clone_made_gets_its_loopback_up_before_capabilities_go() {
+    let (calls, _) = both_sides(&plan());
+    let loopback = position(&calls, "loopback up");
+    assert!(
+        position(&calls, "clone newnet=true") < loopback,
+        "{calls:#?}"
+    );
+    assert!(loopback < position(&calls, "caps"), "{calls:#?}");
+    // A namespace the platform made (public_egress) has its loopback up already.
+    let mut egress = plan();
+    egress.netns = Some(PathBuf::from("/run/netns/stepward-3-abc"));
+    let (calls, _) = both_sides(&egress);
+    assert!(
+        !calls.iter().any(|call| call == "loopback up"),
+        "{calls:#?}"
+    );
 }

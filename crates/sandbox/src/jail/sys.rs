@@ -55,6 +55,8 @@ pub trait Sys {
     fn unshare_cgroup_namespace(&mut self) -> io::Result<()>;
     /// A fresh network namespace for the calling process (the helper, before its plan).
     fn unshare_network_namespace(&mut self) -> io::Result<()>;
+    /// Sets `lo` up in the caller's network namespace.
+    fn bring_up_loopback(&mut self) -> io::Result<()>;
     fn set_hostname(&mut self, name: &str) -> io::Result<()>;
     /// Stops mount events propagating to or from the host.
     fn make_mounts_private(&mut self) -> io::Result<()>;
@@ -460,6 +462,31 @@ impl Sys for RealSys {
     fn unshare_network_namespace(&mut self) -> io::Result<()> {
         // SAFETY: unshare with a constant flag.
         check(unsafe { libc::unshare(libc::CLONE_NEWNET) })
+    }
+
+    fn bring_up_loopback(&mut self) -> io::Result<()> {
+        // SAFETY: a datagram socket is only a handle for the interface ioctls; closed below.
+        let socket =
+            unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        if socket < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: an all-zero ifreq is valid; the name is copied into its fixed array.
+        let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+            *slot = *byte as libc::c_char;
+        }
+        // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write the ifreq we own.
+        let result = unsafe {
+            if libc::ioctl(socket, libc::SIOCGIFFLAGS, &mut request) == -1 {
+                Err(io::Error::last_os_error())
+            } else {
+                request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+                check(libc::ioctl(socket, libc::SIOCSIFFLAGS, &request))
+            }
+        };
+        close(socket);
+        result
     }
 
     fn set_hostname(&mut self, name: &str) -> io::Result<()> {

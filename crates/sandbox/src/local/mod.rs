@@ -8,12 +8,13 @@
 //! wall-clock limit, then kill whatever is left, remove the groups, collect the copy-back and
 //! remove the scratch folder. Each of those is a guard that also runs on error and panic.
 
+mod claim;
 mod helper;
 pub(crate) mod outcome;
-mod plan;
+pub(crate) mod plan;
 mod pool;
 mod reaper;
-mod run;
+pub(crate) mod run;
 mod spare;
 
 use std::ffi::OsString;
@@ -346,6 +347,18 @@ fn compile_harness(dir: &Path, runtime: &crate::runtime::Runtime) -> Result<(), 
 py_compile.compile(sys.argv[1], cfile=sys.argv[2], dfile='/harness/runner.py', doraise=True, \
 invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n";
     let target = dir.join(harness_bytecode_name(runtime.pin));
+    // Compiled by an earlier start from the same harness with the same interpreter: kept.
+    let stamp_path = dir.join(format!("{}.stamp", harness_bytecode_name(runtime.pin)));
+    let stamp =
+        format!(
+            "{}\n{:?}\n",
+            hex_digest(RUNNER_PY.as_bytes()),
+            crate::runtime::cache::Identity::of(&runtime.executable)
+                .map_err(|source| Error::io("cannot inspect", &runtime.executable, source))?
+        );
+    if target.is_file() && std::fs::read_to_string(&stamp_path).is_ok_and(|text| text == stamp) {
+        return Ok(());
+    }
     let output = std::process::Command::new(&runtime.executable)
         .args(["-I", "-S", "-c", COMPILE])
         .arg(dir.join("runner.py"))
@@ -364,7 +377,20 @@ invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\n";
             ),
         });
     }
-    set_mode(&target, 0o444)
+    set_mode(&target, 0o444)?;
+    let temporary = stamp_path.with_extension(format!("stamp.{}", std::process::id()));
+    std::fs::write(&temporary, stamp)
+        .map_err(|source| Error::io("cannot write", &temporary, source))?;
+    std::fs::rename(&temporary, &stamp_path)
+        .map_err(|source| Error::io("cannot rename", &stamp_path, source))
+}
+
+fn hex_digest(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 fn write_harness(dir: &Path) -> Result<(), Error> {

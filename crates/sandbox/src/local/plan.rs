@@ -16,7 +16,7 @@ pub(crate) const SANDBOX_GID: u32 = 1000;
 
 /// Address space headroom above the memory limit: thread stacks and arenas reserve far more
 /// address space than they touch; the cgroup enforces the real memory limit.
-const ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
+pub(crate) const ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
 
 /// Files in /proc that expose the host's kernel or let a process poke it; hidden behind
 /// /dev/null.
@@ -51,6 +51,44 @@ const PROC_READ_ONLY: [&str; 5] = [
     "/proc/irq",
     "/proc/sysvipc",
 ];
+
+/// Public host tables bound read-only when the host has them: they hold no secret, and a
+/// normal container image has them.
+pub(crate) const ETC_TABLES: [&str; 2] = ["/etc/services", "/etc/protocols"];
+
+/// The sandbox's small `/etc`, shared by every backend: the sandbox user (home `/tmp`, the one
+/// writable place that is always there) and its group, `root` and `nobody` by name only (no
+/// id but the sandbox user's is mapped), so that `getpass.getuser()`, `pwd`,
+/// `grp`, `os.path.expanduser` and `tarfile`'s owner lookups work; localhost and the
+/// sandbox's hostname; and a name
+/// service configuration that uses only these files and, where a resolver is configured,
+/// DNS. No `HOME`, `USER` or `LOGNAME` is set in the environment (G7).
+pub(crate) fn etc_files() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "passwd",
+            format!(
+                "root:x:0:0:root:/nonexistent:/nonexistent\nsandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/tmp:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n"
+            ),
+        ),
+        (
+            "group",
+            format!("root:x:0:\nsandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"),
+        ),
+        (
+            "hosts",
+            String::from(
+                "127.0.0.1 localhost\n127.0.1.1 sandbox\n::1 localhost ip6-localhost ip6-loopback\n",
+            ),
+        ),
+        (
+            "nsswitch.conf",
+            String::from(
+                "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+            ),
+        ),
+    ]
+}
 
 /// Devices the sandbox gets.
 const DEVICES: [&str; 4] = ["null", "zero", "random", "urandom"];
@@ -88,6 +126,15 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
                 target: target.clone(),
             },
         });
+    }
+    // Public tables that name lookups read (`socket.getservbyname`, `getprotobyname`).
+    for table in ETC_TABLES {
+        if let Ok(source) = Path::new(table).canonicalize() {
+            mounts.push(MountStep::BindReadOnly {
+                source,
+                target: PathBuf::from(table),
+            });
+        }
     }
     for (source, target) in &inputs.extra_read_only {
         mounts.push(MountStep::BindReadOnly {
@@ -151,26 +198,23 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
         inodes: 16_384,
         mode: 0o1777,
     });
+    // POSIX shared memory and semaphores (`multiprocessing`'s locks and queues) live here in a
+    // normal container; a tmpfs like /tmp, its pages charged to the sandbox's memory limit.
+    mounts.push(MountStep::Tmpfs {
+        target: PathBuf::from("/dev/shm"),
+        size_bytes: inputs.limits.tmp_bytes,
+        inodes: 4_096,
+        mode: 0o1777,
+    });
 
-    let mut files = vec![
-        FileStep {
-            target: PathBuf::from("/etc/passwd"),
-            contents: format!(
-                "sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/work:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n"
-            ),
+    let mut files: Vec<FileStep> = etc_files()
+        .into_iter()
+        .map(|(name, contents)| FileStep {
+            target: Path::new("/etc").join(name),
+            contents,
             mode: 0o444,
-        },
-        FileStep {
-            target: PathBuf::from("/etc/group"),
-            contents: format!("sandbox:x:{SANDBOX_GID}:\nnogroup:x:65534:\n"),
-            mode: 0o444,
-        },
-        FileStep {
-            target: PathBuf::from("/etc/hosts"),
-            contents: String::from("127.0.0.1 localhost\n::1 localhost\n"),
-            mode: 0o444,
-        },
-    ];
+        })
+        .collect();
     if let Some(resolv_conf) = &inputs.resolv_conf {
         files.push(FileStep {
             target: PathBuf::from("/etc/resolv.conf"),
@@ -230,7 +274,11 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
         rlimits,
         landlock: LandlockPlan {
             read_execute: vec![PathBuf::from("/")],
-            read_write: vec![PathBuf::from("/work"), PathBuf::from("/tmp")],
+            read_write: vec![
+                PathBuf::from("/work"),
+                PathBuf::from("/tmp"),
+                PathBuf::from("/dev/shm"),
+            ],
             write_files: DEVICES
                 .iter()
                 .map(|device| Path::new("/dev").join(device))

@@ -1,4 +1,4 @@
-//! The warm pool (issue 3, item 9): per class (Python version, network mode, limits), up to
+//! The warm pool (issue 3, item 9): per class (Python version, network mode, fixed limits), up to
 //! `pool_size` sandboxes built ahead of time, each its own freshly exec'd interpreter waiting
 //! on the harness with the runtime loaded (never forked from a shared one: tenants must not
 //! share memory layout or random state). Code, inputs, environment and the folder's copy go in
@@ -17,12 +17,51 @@ use crate::local::Shared;
 use crate::local::run::{Prepared, SeccompMode, prepare};
 use crate::{Limits, NetworkMode, PythonPin};
 
-/// What makes two sandboxes interchangeable before they are claimed.
+/// What makes two sandboxes interchangeable before they are claimed. Declared limits (memory,
+/// wall and CPU time, output, `/work`) are not part of it: they are applied at the claim (see
+/// [`crate::local::claim`]), so they never split the pool.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Class {
     pub python: PythonPin,
     pub network: NetworkMode,
-    pub limits: Limits,
+    /// The limits a step cannot declare (processes, file size, `/tmp`, open files).
+    pub fixed: FixedLimits,
+}
+
+/// The limits no step declares: the same for every invocation of a backend in practice.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct FixedLimits {
+    pub pids: u32,
+    pub file_size_bytes: u64,
+    pub tmp_bytes: u64,
+    pub open_files: u64,
+}
+
+impl Class {
+    pub(crate) fn of(python: PythonPin, network: NetworkMode, limits: &Limits) -> Class {
+        Class {
+            python,
+            network,
+            fixed: FixedLimits {
+                pids: limits.pids,
+                file_size_bytes: limits.file_size_bytes,
+                tmp_bytes: limits.tmp_bytes,
+                open_files: limits.open_files,
+            },
+        }
+    }
+
+    /// The limits a sandbox of this class is built with: its fixed ones, and the defaults for
+    /// what a step may declare.
+    pub(crate) fn prepared_limits(&self) -> Limits {
+        Limits {
+            pids: self.fixed.pids,
+            file_size_bytes: self.fixed.file_size_bytes,
+            tmp_bytes: self.fixed.tmp_bytes,
+            open_files: self.fixed.open_files,
+            ..Limits::default()
+        }
+    }
 }
 
 #[derive(Default)]
@@ -84,9 +123,14 @@ impl Pool {
             let handle = std::thread::spawn(move || {
                 // A failed refill leaves the class one short; the next request runs cold and
                 // tries again, and its own error is reported there.
-                let prepared = prepare(&shared, &class, SeccompMode::Enforced)
-                    .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
-                    .ok();
+                let prepared = prepare(
+                    &shared,
+                    &class,
+                    &class.prepared_limits(),
+                    SeccompMode::Enforced,
+                )
+                .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
+                .ok();
                 let mut state = shared.pool.lock();
                 if let Some(count) = state.pending.get_mut(&class) {
                     *count = count.saturating_sub(1);

@@ -39,6 +39,8 @@ pub(crate) struct Prepared {
     scratch: ScratchDir,
     slot: Slot,
     host_id: u32,
+    /// The limits it was built with; the invocation's are applied at the claim.
+    limits: crate::Limits,
     interpreter: String,
     stdlib_module_names: Arc<Vec<String>>,
 }
@@ -68,17 +70,14 @@ pub(crate) fn run(
             "public_egress is not configured on this server (no egress network options), so the step cannot get the network it declares",
         ));
     }
-    let class = Class {
-        python: invocation.python,
-        network: invocation.network,
-        limits: invocation.limits.clone(),
-    };
+    let class = Class::of(invocation.python, invocation.network, &invocation.limits);
     match seccomp {
         SeccompMode::Enforced => {
             let warm = shared.pool.claim(&class);
             let observed = match warm {
                 Some(prepared) => finish(shared, prepared, invocation),
-                None => prepare(shared, &class, seccomp)
+                // Cold: built with the invocation's own limits, nothing to apply at the claim.
+                None => prepare(shared, &class, &invocation.limits, seccomp)
                     .and_then(|prepared| finish(shared, prepared, invocation)),
             };
             // Refill after the step, so the new sandbox's start does not compete with the step
@@ -88,19 +87,22 @@ pub(crate) fn run(
         }
         #[cfg(feature = "test-controls")]
         SeccompMode::DisabledForControlProbe => {
-            let prepared = prepare(shared, &class, seccomp)?;
+            let prepared = prepare(shared, &class, &invocation.limits, seccomp)?;
             finish(shared, prepared, invocation)
         }
     }
 }
 
-/// Builds a sandbox of `class` up to Python waiting on the harness.
+/// Builds a sandbox of `class` under `limits` up to Python waiting on the harness (a warm
+/// one gets its class's limits; the invocation's are applied when it is claimed).
 pub(crate) fn prepare(
     shared: &Shared,
     class: &Class,
+    limits: &crate::Limits,
     seccomp: SeccompMode,
 ) -> Result<Prepared, Error> {
     let runtime = shared.runtimes.get(class.python)?;
+    let limits = limits.clone();
     let egress_options = match class.network {
         NetworkMode::None => None,
         NetworkMode::PublicEgress => {
@@ -131,7 +133,7 @@ pub(crate) fn prepare(
         &shared.options.scratch_dir(),
         &suffix,
         host_id,
-        class.limits.work_bytes,
+        limits.work_bytes,
     )?;
     // The folder's copy goes into `work` only when the invocation arrives; the sandbox sees it
     // through the bind mount of that directory. Until then it is empty and owned by the
@@ -140,7 +142,7 @@ pub(crate) fn prepare(
         .map_err(|source| Error::io("cannot chown", scratch.work(), source))?;
     let cgroup = shared
         .cgroups
-        .create_sandbox(&format!("sb-{suffix}"), &class.limits)?;
+        .create_sandbox(&format!("sb-{suffix}"), &limits)?;
     let network = match egress_options {
         Some(options) => Some(crate::net::EgressNetwork::create(options, slot.index())?),
         None => None,
@@ -166,7 +168,7 @@ pub(crate) fn prepare(
             .runtime_views
             .get(&class.python)
             .map_or(&runtime.mounts[..], Vec::as_slice),
-        limits: &class.limits,
+        limits: &limits,
         host_id,
         root_dir: scratch.root(),
         work_dir: scratch.work(),
@@ -195,6 +197,7 @@ pub(crate) fn prepare(
         scratch,
         slot,
         host_id,
+        limits,
         interpreter: runtime.version.clone(),
         stdlib_module_names: Arc::clone(&runtime.stdlib_module_names),
     })
@@ -233,9 +236,18 @@ pub(crate) fn finish(
         network,
         mut helper,
         host_id,
+        limits,
         interpreter,
         stdlib_module_names,
     } = prepared;
+    // The invocation's declared limits, before anything of it goes in.
+    crate::local::claim::apply(
+        &cgroup,
+        &scratch.work(),
+        host_id,
+        &limits,
+        &invocation.limits,
+    )?;
     let manifest = copyback::stage_in(&invocation.work_dir, &scratch.work(), (host_id, host_id))?;
     let request = crate::request::harness_request(&invocation, &stdlib_module_names)?;
 
@@ -344,14 +356,19 @@ impl Drop for ScratchDir {
     }
 }
 
+/// The inode cap of a `/work` of `work_bytes`.
+pub(crate) fn work_inodes(work_bytes: u64) -> u64 {
+    (work_bytes / 8192).clamp(1024, 1 << 20)
+}
+
 /// `/work` is a tmpfs of its own, sized by [`crate::Limits::work_bytes`], with an inode cap to
 /// match: the staged folder and everything the step writes there live in it, so a step can
 /// never fill the host's disk or its inodes (RLIMIT_FSIZE alone caps single files only). Its
 /// pages are charged to whoever writes them, so what the step writes also counts against the
 /// sandbox's memory limit.
-fn mount_work_tmpfs(work: &Path, host_id: u32, work_bytes: u64) -> Result<(), Error> {
+pub(crate) fn mount_work_tmpfs(work: &Path, host_id: u32, work_bytes: u64) -> Result<(), Error> {
     use rustix::mount::{MountFlags, mount};
-    let inodes = (work_bytes / 8192).clamp(1024, 1 << 20);
+    let inodes = work_inodes(work_bytes);
     let options =
         format!("size={work_bytes},nr_inodes={inodes},mode=0700,uid={host_id},gid={host_id}");
     let options = std::ffi::CString::new(options).map_err(|_| Error::LayerFailed {

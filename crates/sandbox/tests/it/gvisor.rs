@@ -293,6 +293,32 @@ fn g13_gvisor_missing_runsc_fails_closed() {
 }
 
 #[test]
+fn g13_gvisor_runs_on_systrap_where_runsc_offers_it_else_ptrace_and_records_which_needs_root() {
+    let listed = std::process::Command::new("/usr/bin/runsc")
+        .args(["help", "platforms"])
+        .output()
+        .unwrap();
+    let offers_systrap = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .any(|line| line.trim() == "systrap");
+    let fixture = Fixture::new();
+    let observation = fixture.run(fixture.invocation("def main():\n    return 1\n", json!({})));
+    let expected = if offers_systrap {
+        "gvisor platform: systrap"
+    } else {
+        "gvisor platform: ptrace, the fallback: this runsc"
+    };
+    assert!(
+        observation
+            .isolation_notes
+            .iter()
+            .any(|note| note.starts_with(expected)),
+        "{:?}",
+        observation.isolation_notes
+    );
+}
+
+#[test]
 fn g10_gvisor_host_files_and_proc_sys_stay_out_of_reach_needs_root() {
     const PROC_SYS: &[&str] = &[
         "/proc/sys/kernel/core_pattern",
@@ -319,8 +345,15 @@ fn g10_gvisor_host_files_and_proc_sys_stay_out_of_reach_needs_root() {
     let answer = report(&observation);
     for (path, outcome) in answer["host_reads"].as_object().unwrap() {
         if path == "/etc/passwd" && outcome["ok"] == true {
+            // The sandbox's own passwd (its user, root and nobody by name), never the host's.
+            let host = std::fs::read_to_string("/etc/passwd").unwrap();
+            let seen = outcome["data"].as_str().unwrap();
+            assert_ne!(seen, host, "the host's {path} is visible: {outcome}");
             assert!(
-                !outcome["data"].as_str().unwrap().contains("root:x:0:0"),
+                seen.lines()
+                    .all(|line| line.starts_with("root:x:0:0:root:/nonexistent:")
+                        || line.starts_with("sandbox:")
+                        || line.starts_with("nobody:")),
                 "the host's {path} is visible: {outcome}"
             );
             continue;
@@ -754,4 +787,64 @@ fn g12_gvisor_links_devices_protected_paths_and_secrets_do_not_come_back_needs_r
         .collect();
     names.sort();
     assert_eq!(names, [".secrets", "existing.md"]);
+}
+
+#[test]
+fn g6_gvisor_warm_sandboxes_serve_one_invocation_each_and_get_the_folder_after_the_claim_needs_root()
+ {
+    let state = tempfile::tempdir().unwrap();
+    let backend =
+        GvisorBackend::for_tests_with(state.path(), |options| options.pool_size = 1).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let invocation = |code: &str| Invocation {
+        python: PythonPin {
+            major: 3,
+            minor: 11,
+        },
+        code: code.to_owned(),
+        inputs_json: String::from("{}"),
+        env: Vec::new(),
+        network: NetworkMode::None,
+        limits: Limits::default(),
+        work_dir: work.path().to_path_buf(),
+        screen: Arc::new(NoSecrets),
+    };
+    // The harness reports the process's age: a warm sandbox's interpreter started before the
+    // request; a used one is never handed out again (the marker in /tmp would show).
+    let code = "import os, time\ndef main():\n    reused = os.path.exists('/tmp/used')\n    open('/tmp/used', 'w').write('x')\n    with open('/proc/self/stat') as handle:\n        start = int(handle.read().rsplit(')', 1)[1].split()[19])\n    with open('/proc/uptime') as handle:\n        uptime = float(handle.read().split()[0])\n    return {'reused': reused, 'folder': sorted(os.listdir('/work')), 'age': uptime - start / os.sysconf('SC_CLK_TCK')}\n";
+    let first = backend.run(invocation(code)).unwrap();
+    let Outcome::Succeeded { result_json } = &first.outcome else {
+        panic!("{:?}", first.outcome);
+    };
+    let first: serde_json::Value = serde_json::from_str(result_json).unwrap();
+    assert_eq!(first["reused"], false);
+    let started = Instant::now();
+    while backend.idle_sandboxes() != 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the pool never filled"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(
+        work.path().join("late.txt"),
+        "written after the pool filled",
+    )
+    .unwrap();
+    let second = backend.run(invocation(code)).unwrap();
+    let Outcome::Succeeded { result_json } = &second.outcome else {
+        panic!("{:?}", second.outcome);
+    };
+    let second: serde_json::Value = serde_json::from_str(result_json).unwrap();
+    assert_eq!(
+        second["reused"], false,
+        "a sandbox served a second invocation"
+    );
+    assert_eq!(second["folder"], json!(["late.txt"]), "{second}");
+    assert!(
+        second["age"].as_f64().unwrap() >= 0.45,
+        "not a warm sandbox: {second}"
+    );
+    drop(backend);
 }

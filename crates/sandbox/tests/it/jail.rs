@@ -475,7 +475,7 @@ def main():
     assert_eq!(
         answer["dev"],
         serde_json::json!([
-            "fd", "null", "random", "stderr", "stdin", "stdout", "urandom", "zero"
+            "fd", "null", "random", "shm", "stderr", "stdin", "stdout", "urandom", "zero"
         ])
     );
     assert_eq!(answer["site_packages_on_path"], serde_json::json!([]));

@@ -1,8 +1,12 @@
 //! The sandbox crate's one integration-test binary.
 
+mod conformance;
 mod copyback;
 mod gvisor;
 mod hostile;
 mod jail;
+mod limits;
 mod net;
 mod review;
+mod runtime_cache;
+mod stdlib;

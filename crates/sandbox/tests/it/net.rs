@@ -10,5 +10,5 @@ mod lifecycle;
 mod probe;
 mod reach;
 mod step;
-mod support;
+pub(crate) mod support;
 mod topology;

@@ -119,5 +119,7 @@ def main(host_paths, proc_sys_paths):
         "made_device": made_device,
         "exec_from_tmp": _copy_executable("/tmp"),
         "exec_from_work": _copy_executable("/work"),
+        "exec_from_shm": _copy_executable("/dev/shm"),
         "load_library_from_tmp": _try_load_library("/tmp"),
+        "load_library_from_shm": _try_load_library("/dev/shm"),
     }

@@ -52,7 +52,12 @@ fn load(shared: &Shared, account: &str, name: &str) -> Result<Loaded, Error> {
     // Checked against the account too: no step may be granted a model key (G19).
     let names = crate::handlers::models::account_names(shared, account)?;
     Ok(
-        match spec::parse_workflow_for_account(&text.file_name, &text.text, &names) {
+        match spec::parse_workflow_for_account(
+            &text.file_name,
+            &text.text,
+            shared.engine.limit_maxima(),
+            &names,
+        ) {
             Ok(workflow) => Loaded::Valid(Box::new(workflow)),
             Err(diagnostics) => Loaded::Invalid {
                 file_name: text.file_name,
@@ -130,6 +135,11 @@ fn reach_report(shared: &Shared, account: &str, workflow: &Workflow) -> Result<R
                     unknown_reason,
                     connections: row.connections,
                     secrets: row.secrets,
+                    limits: row
+                        .limits
+                        .iter()
+                        .map(|(key, value)| format!("{key}: {value}"))
+                        .collect(),
                 }
             })
             .collect(),
@@ -401,14 +411,24 @@ pub(crate) async fn workflow_page(
             escape(step.explain())
         ));
     }
+    // A limits column only when some step declares limits (non-default ones only, G27).
+    let with_limits = report.rows.iter().any(|row| !row.limits.is_empty());
     body.push_str(&format!(
         "</ol>\n<section id=\"reach\">\n<h2>What each step can reach</h2>\n<p>{}</p>\n\
-         <table>\n<tr><th>Step</th><th>Internet</th><th>Connections</th></tr>\n",
-        escape(&report.caption)
+         <table>\n<tr><th>Step</th><th>Internet</th><th>Connections</th>{}</tr>\n",
+        escape(&report.caption),
+        if with_limits { "<th>Limits</th>" } else { "" }
     ));
     for row in &report.rows {
+        let limits_cell = if !with_limits {
+            String::new()
+        } else if row.limits.is_empty() {
+            String::from("<td>default</td>")
+        } else {
+            format!("<td>{}</td>", escape(&row.limits.join(", ")))
+        };
         body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td>{limits_cell}</tr>\n",
             escape(&row.step),
             internet_cell(row),
             if row.connections.is_empty() {

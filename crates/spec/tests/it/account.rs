@@ -47,14 +47,17 @@ fn a_model_of_a_configured_provider_or_a_bare_id_with_a_default_is_accepted() {
         "claude-sonnet-4-5",
     ] {
         let text = agent(&format!("model: {model}\n"));
-        parse_agent_for_account("AGENT.md", &text, &account()).unwrap();
+        parse_agent_for_account("AGENT.md", &text, &spec::LimitMaxima::BUILT_IN, &account())
+            .unwrap();
     }
 }
 
 #[test]
 fn an_unknown_provider_is_an_error_naming_the_accounts_providers() {
     let text = agent("model: meta-llama/Llama-3.1-8B\n");
-    let diagnostics = parse_agent_for_account("AGENT.md", &text, &account()).unwrap_err();
+    let diagnostics =
+        parse_agent_for_account("AGENT.md", &text, &spec::LimitMaxima::BUILT_IN, &account())
+            .unwrap_err();
     assert_eq!(diagnostics.len(), 1);
     let found = &diagnostics[0];
     assert_eq!(found.code, "unknown-model-provider");
@@ -80,7 +83,9 @@ fn a_bare_model_id_without_a_default_provider_is_an_error() {
         ..account()
     };
     let text = agent("model: claude-sonnet-4-5\n");
-    let diagnostics = parse_agent_for_account("AGENT.md", &text, &no_default).unwrap_err();
+    let diagnostics =
+        parse_agent_for_account("AGENT.md", &text, &spec::LimitMaxima::BUILT_IN, &no_default)
+            .unwrap_err();
     assert_eq!(diagnostics[0].code, "no-default-model-provider");
     assert!(diagnostics[0].help.contains("stepward models default"));
 }
@@ -88,15 +93,29 @@ fn a_bare_model_id_without_a_default_provider_is_an_error() {
 #[test]
 fn an_account_without_providers_does_not_check_models() {
     let text = agent("model: claude-sonnet-4-5\n");
-    parse_agent_for_account("AGENT.md", &text, &AccountNames::default()).unwrap();
+    parse_agent_for_account(
+        "AGENT.md",
+        &text,
+        &spec::LimitMaxima::BUILT_IN,
+        &AccountNames::default(),
+    )
+    .unwrap();
     let text = agent("model: anyone/claude-sonnet-4-5\n");
-    parse_agent_for_account("AGENT.md", &text, &AccountNames::default()).unwrap();
+    parse_agent_for_account(
+        "AGENT.md",
+        &text,
+        &spec::LimitMaxima::BUILT_IN,
+        &AccountNames::default(),
+    )
+    .unwrap();
 }
 
 #[test]
 fn g19_an_agent_secret_that_names_a_model_key_is_an_error() {
     let text = agent("secrets: [GITHUB_TOKEN, ANTHROPIC, LOCAL_LLAMA]\n");
-    let diagnostics = parse_agent_for_account("AGENT.md", &text, &account()).unwrap_err();
+    let diagnostics =
+        parse_agent_for_account("AGENT.md", &text, &spec::LimitMaxima::BUILT_IN, &account())
+            .unwrap_err();
     let codes: Vec<(&str, u32, u32)> = diagnostics
         .iter()
         .map(|diagnostic| (diagnostic.code, diagnostic.line, diagnostic.column))
@@ -112,19 +131,33 @@ fn g19_an_agent_secret_that_names_a_model_key_is_an_error() {
 #[test]
 fn g19_a_workflow_connection_that_names_a_model_key_is_an_error() {
     let text = "name: refund\npython: \"3.11\"\nsteps:\n  - id: send\n    explain: Sends it.\n    network: public_egress\n    connections: [payments, local_llama]\n    code: |\n      def main():\n          return 1\n";
-    let diagnostics = parse_workflow_for_account("refund.yaml", text, &account()).unwrap_err();
+    let diagnostics = parse_workflow_for_account(
+        "refund.yaml",
+        text,
+        &spec::LimitMaxima::BUILT_IN,
+        &account(),
+    )
+    .unwrap_err();
     assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
     assert_eq!(diagnostics[0].code, "names-model-key");
     assert_eq!((diagnostics[0].line, diagnostics[0].column), (7, 29));
     spec::parse_workflow("refund.yaml", text).unwrap();
     // An account without providers has nothing to collide with.
-    parse_workflow_for_account("refund.yaml", text, &AccountNames::default()).unwrap();
+    parse_workflow_for_account(
+        "refund.yaml",
+        text,
+        &spec::LimitMaxima::BUILT_IN,
+        &AccountNames::default(),
+    )
+    .unwrap();
 }
 
 #[test]
 fn the_accounts_problems_come_with_the_files_own() {
     let text = agent("secrets: [ANTHROPIC, lower]\n");
-    let diagnostics = parse_agent_for_account("AGENT.md", &text, &account()).unwrap_err();
+    let diagnostics =
+        parse_agent_for_account("AGENT.md", &text, &spec::LimitMaxima::BUILT_IN, &account())
+            .unwrap_err();
     let codes: Vec<&str> = diagnostics
         .iter()
         .map(|diagnostic| diagnostic.code)

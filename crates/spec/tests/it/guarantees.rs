@@ -476,3 +476,60 @@ fn g5_the_crate_error_carries_every_diagnostic() {
     } = error;
     assert_eq!(carried, diagnostics);
 }
+
+const LIMITED: &str = "name: limited\npython: \"3.11\"\nsteps:\n  - id: crunch\n    explain: Crunches.\n    limits: { memory_mib: 1024, timeout_s: 120 }\n    code: |\n      def main():\n          return 1\n";
+
+#[test]
+fn g5_declared_limits_are_held_to_the_maxima_the_parse_is_given() {
+    // The built-in maxima allow it; the declared values are kept exactly, never lowered.
+    let workflow = parse_workflow("limited.yaml", LIMITED).unwrap();
+    assert_eq!(
+        workflow.steps()[0].limits().declared(),
+        vec![("memory_mib", 1024), ("timeout_s", 120)]
+    );
+    // An operator with lower maxima refuses the same text, naming the limit and the maximum.
+    let maxima = spec::LimitMaxima {
+        memory_mib: 512,
+        timeout_s: 60,
+        ..spec::LimitMaxima::BUILT_IN
+    };
+    let diagnostics = spec::parse_workflow_within("limited.yaml", LIMITED, &maxima).unwrap_err();
+    let messages: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+    assert_eq!(diagnostics.len(), 2, "{messages:#?}");
+    assert!(messages[0].contains("`memory_mib: 1024` is above this server's maximum of 512"));
+    assert!(messages[0].contains("--max-step-memory-mib"));
+    assert!(messages[1].contains("`timeout_s: 120` is above this server's maximum of 60"));
+    assert!(
+        diagnostics
+            .iter()
+            .all(|diagnostic| diagnostic.code == "limit-above-maximum")
+    );
+}
+
+#[test]
+fn g27_the_reach_panel_shows_only_non_default_limits() {
+    let workflow = parse_workflow("limited.yaml", LIMITED).unwrap();
+    let rows = reach(&workflow, &|_| None);
+    assert_eq!(
+        rows[0].limits,
+        vec![
+            ("memory_mib".to_owned(), 1024),
+            ("timeout_s".to_owned(), 120)
+        ]
+    );
+    let table = render_reach_table(&rows);
+    assert!(table.contains("LIMITS"), "{table}");
+    assert!(
+        table.contains("memory_mib: 1024, timeout_s: 120"),
+        "{table}"
+    );
+    // A workflow without declared limits shows no limits column at all.
+    let plain = parse_workflow(
+        "plain.yaml",
+        "name: plain\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: One.\n    code: |\n      def main():\n          return 1\n",
+    )
+    .unwrap();
+    let rows = reach(&plain, &|_| None);
+    assert!(rows[0].limits.is_empty());
+    assert!(!render_reach_table(&rows).contains("LIMITS"));
+}

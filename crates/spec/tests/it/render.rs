@@ -23,6 +23,9 @@ pub fn workflow(workflow: &Workflow) -> String {
         let _ = writeln!(out, "  explain: {:?}", step.explain());
         let _ = writeln!(out, "  network: {}", step.network().as_str());
         let _ = writeln!(out, "  connections: {:?}", step.connections());
+        if !step.limits().declared().is_empty() {
+            let _ = writeln!(out, "  limits: {:?}", step.limits().declared());
+        }
         for (name, source) in step.inputs() {
             let rendered = match source {
                 InputSource::Literal(value) => format!("literal {value}"),
@@ -52,6 +55,12 @@ pub fn agent(agent: &Agent) -> String {
     let _ = writeln!(out, "model: {:?}", agent.model());
     let tools: Vec<&str> = agent.tools().iter().map(|tool| tool.name()).collect();
     let _ = writeln!(out, "tools: {tools:?}");
+    if !agent.limits().declared().is_empty() {
+        let _ = writeln!(out, "limits: {:?}", agent.limits().declared());
+    }
+    if *agent.loop_limits() != spec::LoopLimits::default() {
+        let _ = writeln!(out, "loop: {:?}", agent.loop_limits());
+    }
     for tool in agent.custom_tools() {
         let _ = writeln!(
             out,

@@ -24,22 +24,43 @@ fn local_account_names(config: &Config) -> anyhow::Result<Option<spec::AccountNa
 
 pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
     let account = local_account_names(config)?;
+    let maxima = &config.limit_maxima;
     let mut reports = Vec::new();
     let mut all_valid = true;
+    let mut declares_limits = false;
     for path in &args.files {
         let text = read_text(path)?;
         let name = display_name(path);
-        let diagnostics = match (DefinitionKind::of(path), &account) {
-            (DefinitionKind::Workflow, None) => spec::parse_workflow(&name, &text).err(),
-            (DefinitionKind::Agent, None) => spec::parse_agent(&name, &text).err(),
-            (DefinitionKind::Workflow, Some(account)) => {
-                spec::parse_workflow_for_account(&name, &text, account).err()
-            }
-            (DefinitionKind::Agent, Some(account)) => {
-                spec::parse_agent_for_account(&name, &text, account).err()
-            }
-        }
-        .unwrap_or_default();
+        let parsed_workflow = |text: &str| match &account {
+            Some(account) => spec::parse_workflow_for_account(&name, text, maxima, account),
+            None => spec::parse_workflow_within(&name, text, maxima),
+        };
+        let parsed_agent = |text: &str| match &account {
+            Some(account) => spec::parse_agent_for_account(&name, text, maxima, account),
+            None => spec::parse_agent_within(&name, text, maxima),
+        };
+        let diagnostics = match DefinitionKind::of(path) {
+            DefinitionKind::Workflow => match parsed_workflow(&text) {
+                Ok(workflow) => {
+                    declares_limits |= workflow
+                        .steps()
+                        .iter()
+                        .any(|step| !step.limits().declared().is_empty());
+                    Vec::new()
+                }
+                Err(diagnostics) => diagnostics,
+            },
+            DefinitionKind::Agent => match parsed_agent(&text) {
+                Ok(agent) => {
+                    declares_limits |= !agent.limits().declared().is_empty();
+                    Vec::new()
+                }
+                Err(diagnostics) => diagnostics,
+            },
+        };
+        declares_limits |= diagnostics
+            .iter()
+            .any(|diagnostic| diagnostic.code == "limit-above-maximum");
         all_valid &= diagnostics.is_empty();
         if !args.json {
             if diagnostics.is_empty() {
@@ -57,6 +78,19 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
     }
     if args.json {
         print_json(&reports)?;
+    }
+    if declares_limits {
+        // `check` runs without a server: say which maxima the declared limits were held to.
+        let source = if *maxima == spec::LimitMaxima::BUILT_IN {
+            "the built-in maxima (a server may set others with --max-step-*)"
+        } else {
+            "the maxima given with --max-step-*"
+        };
+        eprintln!(
+            "note: declared limits were checked against {source}: memory_mib {}, timeout_s {}, \
+             cpu_s {}, output_kib {}, work_mib {}",
+            maxima.memory_mib, maxima.timeout_s, maxima.cpu_s, maxima.output_kib, maxima.work_mib
+        );
     }
     Ok(if all_valid {
         Outcome::Done

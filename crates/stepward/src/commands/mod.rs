@@ -32,23 +32,25 @@ pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diag
 /// `{file}: invalid, so {consequence}; fix the problems above`, and gives `None`.
 pub fn parse_workflow_file(
     path: &std::path::Path,
+    maxima: &spec::LimitMaxima,
     consequence: &str,
 ) -> anyhow::Result<Option<spec::Workflow>> {
-    parse_workflow_file_for(path, consequence, None)
+    parse_workflow_file_for(path, maxima, consequence, None)
 }
 
 /// [`parse_workflow_file`], also checked against the account's names when they are given
 /// (a step's connection must not name a model key).
 pub fn parse_workflow_file_for(
     path: &std::path::Path,
+    maxima: &spec::LimitMaxima,
     consequence: &str,
     account: Option<&spec::AccountNames>,
 ) -> anyhow::Result<Option<spec::Workflow>> {
     let text = crate::definitions::read_text(path)?;
     let name = crate::definitions::display_name(path);
     let parsed = match account {
-        Some(account) => spec::parse_workflow_for_account(&name, &text, account),
-        None => spec::parse_workflow(&name, &text),
+        Some(account) => spec::parse_workflow_for_account(&name, &text, maxima, account),
+        None => spec::parse_workflow_within(&name, &text, maxima),
     };
     match parsed {
         Ok(workflow) => Ok(Some(workflow)),

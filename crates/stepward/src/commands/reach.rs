@@ -5,12 +5,13 @@ use crate::cli::ReachArgs;
 use crate::commands::{parse_workflow_file, print_json};
 use crate::definitions::{agents_dir, load_agent};
 
-pub fn run(args: &ReachArgs) -> anyhow::Result<Outcome> {
-    let Some(workflow) = parse_workflow_file(&args.file, "there is no reach to show")? else {
+pub fn run(args: &ReachArgs, maxima: &spec::LimitMaxima) -> anyhow::Result<Outcome> {
+    let Some(workflow) = parse_workflow_file(&args.file, maxima, "there is no reach to show")?
+    else {
         return Ok(Outcome::Invalid);
     };
     let agents = agents_dir(&args.file, args.agents.as_deref());
-    let rows = spec::reach(&workflow, &|agent| load_agent(&agents, agent).ok());
+    let rows = spec::reach(&workflow, &|agent| load_agent(&agents, agent, maxima).ok());
     if args.json {
         print_json(&api_types::ReachReport {
             workflow: workflow.name().to_string(),
@@ -44,5 +45,10 @@ fn row_json(row: &spec::ReachRow) -> api_types::ReachRow {
         unknown_reason,
         connections: row.connections.clone(),
         secrets: row.secrets.clone(),
+        limits: row
+            .limits
+            .iter()
+            .map(|(key, value)| format!("{key}: {value}"))
+            .collect(),
     }
 }

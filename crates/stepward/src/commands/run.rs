@@ -13,7 +13,8 @@ use crate::commands::{
 use crate::config::Config;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
-    let Some(workflow) = parse_workflow_file(&args.file, "nothing ran")? else {
+    let Some(workflow) = parse_workflow_file(&args.file, &config.limit_maxima, "nothing ran")?
+    else {
         return Ok(Outcome::Invalid);
     };
     let inputs = match workflow_inputs(&workflow, &args.inputs) {
@@ -23,19 +24,24 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Invalid);
         }
     };
+    let timings = config.timings.clone();
+    let maxima = config.limit_maxima;
     let app = App::open(config)?;
     // Checked again against the account: a step must not be granted a model key (G19).
     let names = account_names(&app.store, &app.account)?;
-    let Some(workflow) = parse_workflow_file_for(&args.file, "nothing ran", Some(&names))? else {
+    let Some(workflow) = parse_workflow_file_for(&args.file, &maxima, "nothing ran", Some(&names))?
+    else {
         return Ok(Outcome::Invalid);
     };
     let (engine, _lock) = app.engine()?;
-    match engine.start_run(
+    let started = engine.start_run(
         &app.account,
         &workflow,
         Value::Object(inputs),
         App::cli_actor(),
-    ) {
+    );
+    timings.mark("the run (steps, scrubbing, record)");
+    match started {
         Ok(summary) => {
             print_summary(&summary, args.json, &Shown::new(&app)?)?;
             Ok(summary_outcome(&summary))

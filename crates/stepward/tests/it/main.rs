@@ -6,6 +6,7 @@ mod browser;
 mod cli;
 mod g16_live_scrub;
 mod http;
+mod limits;
 mod models;
 mod review_credentials;
 mod runs;

@@ -137,9 +137,9 @@ fn g7_dev_is_minimal_and_no_device_can_be_made_needs_root() {
 }
 
 #[test]
-fn g7_files_written_to_tmp_or_work_cannot_be_executed_needs_root() {
+fn g7_files_written_to_tmp_work_or_shm_cannot_be_executed_needs_root() {
     let answer = filesystem_report();
-    for folder in ["exec_from_tmp", "exec_from_work"] {
+    for folder in ["exec_from_tmp", "exec_from_work", "exec_from_shm"] {
         for what in ["binary", "script"] {
             let outcome = &answer[folder][what];
             assert_eq!(outcome["ran"], false, "{folder} {what} ran: {outcome}");
@@ -150,4 +150,5 @@ fn g7_files_written_to_tmp_or_work_cannot_be_executed_needs_root() {
         }
     }
     assert_eq!(answer["load_library_from_tmp"]["loaded"], false, "{answer}");
+    assert_eq!(answer["load_library_from_shm"]["loaded"], false, "{answer}");
 }

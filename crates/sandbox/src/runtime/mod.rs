@@ -2,7 +2,10 @@
 //! outside any step, so its answers are trusted) for its exact version and its standard
 //! library's module names, and each with its read-only view computed once: the interpreter,
 //! the dynamic loader and exactly the shared libraries the interpreter and its `lib-dynload`
-//! modules need, and the standard library without site-packages or dist-packages.
+//! modules need (their `ldd` closure, plus what a probe run of the interpreter really maps
+//! once every `lib-dynload` module is imported: the libraries glibc and the modules `dlopen`
+//! on demand, such as `libgcc_s.so.1` for `pthread_exit`), and the standard library without
+//! site-packages or dist-packages.
 //!
 //! A workflow's pin matches on major.minor exactly; no other version is ever substituted.
 
@@ -12,6 +15,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use crate::{Error, PythonPin};
+
+pub mod cache;
+pub use crate::runtime::cache::CacheUse;
 
 /// Where to look for interpreters.
 #[derive(Debug, Clone)]
@@ -23,6 +29,9 @@ pub struct RuntimeOptions {
     pub ldd: PathBuf,
     /// Extra read-only data directories every runtime gets when they exist (time zones).
     pub data_dirs: Vec<PathBuf>,
+    /// Where discovery keeps what it found across process starts (see [`cache`]): a
+    /// root-owned 0700 folder outside the data directory. `None` discovers every time.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for RuntimeOptions {
@@ -33,7 +42,12 @@ impl Default for RuntimeOptions {
                 PathBuf::from("/usr/local/bin/python3*"),
             ],
             ldd: PathBuf::from("/usr/bin/ldd"),
-            data_dirs: vec![PathBuf::from("/usr/share/zoneinfo")],
+            // Time zones, and the C.UTF-8 locale Python coerces the C locale to.
+            data_dirs: vec![
+                PathBuf::from("/usr/share/zoneinfo"),
+                PathBuf::from("/usr/lib/locale/C.utf8"),
+            ],
+            cache_dir: None,
         }
     }
 }
@@ -58,6 +72,8 @@ pub struct Runtime {
     pub pin: PythonPin,
     /// The canonical path of the interpreter; the sandbox runs it at the same path.
     pub executable: PathBuf,
+    /// Its standard library folder (part of the cache's key).
+    pub stdlib: PathBuf,
     /// `sys.stdlib_module_names` of this interpreter, sorted.
     pub stdlib_module_names: Arc<Vec<String>>,
     /// The read-only view, in mount order.
@@ -70,6 +86,8 @@ pub struct Runtimes {
     runtimes: Vec<Runtime>,
     /// Interpreters that were found but could not be used, with why.
     skipped: Vec<String>,
+    /// How discovery used the cache.
+    cache_use: CacheUse,
 }
 
 /// What the interpreter reports about itself at discovery.
@@ -92,19 +110,64 @@ print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'major': sys.ver
 'dynload': [p for p in sys.path if p.endswith('lib-dynload')]}))\n";
 
 impl Runtimes {
-    /// Finds and describes every interpreter on the configured paths.
+    /// Finds and describes every interpreter on the configured paths, from the cache when it
+    /// holds them and passes its checks (see [`cache`]), else by asking each interpreter, and
+    /// then rewrites the cache.
     pub fn discover(options: &RuntimeOptions) -> Result<Self, Error> {
-        let mut seen = BTreeSet::new();
-        let mut runtimes: Vec<Runtime> = Vec::new();
-        let mut skipped = Vec::new();
+        let mut considered = Vec::new();
         for path in expand_candidates(&options.candidates) {
             let Ok(canonical) = path.canonicalize() else {
                 continue;
             };
-            if !seen.insert(canonical.clone()) {
-                continue;
+            if !considered.contains(&canonical) {
+                considered.push(canonical);
             }
-            match describe(&canonical, options) {
+        }
+        let key = format!(
+            "{:?} {:?} {:?} {}",
+            options.candidates,
+            options.ldd,
+            options.data_dirs,
+            env!("CARGO_PKG_VERSION")
+        );
+        let Some(dir) = &options.cache_dir else {
+            return Self::discover_now(options, &considered, CacheUse::Off);
+        };
+        let store = cache::Cache::new(dir);
+        let reason = match store.load(&key, &considered) {
+            Ok(cached) => {
+                return Ok(Self {
+                    runtimes: cached.runtimes,
+                    skipped: cached.skipped,
+                    cache_use: CacheUse::Hit,
+                });
+            }
+            Err(reason) => reason,
+        };
+        let mut runtimes = Self::discover_now(options, &considered, CacheUse::Off)?;
+        runtimes.cache_use = CacheUse::Rebuilt {
+            reason: match store.store(&key, &considered, &runtimes.runtimes, &runtimes.skipped) {
+                Ok(()) => reason,
+                Err(error) => format!("{reason}; the new cache could not be written: {error}"),
+            },
+        };
+        Ok(runtimes)
+    }
+
+    /// How this discovery used the cache.
+    pub fn cache_use(&self) -> &CacheUse {
+        &self.cache_use
+    }
+
+    fn discover_now(
+        options: &RuntimeOptions,
+        considered: &[PathBuf],
+        cache_use: CacheUse,
+    ) -> Result<Self, Error> {
+        let mut runtimes: Vec<Runtime> = Vec::new();
+        let mut skipped = Vec::new();
+        for canonical in considered {
+            match describe(canonical, options) {
                 Ok(runtime) => {
                     // The first interpreter found for a major.minor serves it.
                     if !runtimes.iter().any(|known| known.pin == runtime.pin) {
@@ -115,7 +178,11 @@ impl Runtimes {
             }
         }
         runtimes.sort_by_key(|runtime| runtime.pin);
-        Ok(Self { runtimes, skipped })
+        Ok(Self {
+            runtimes,
+            skipped,
+            cache_use,
+        })
     }
 
     /// The runtime for `pin`, matched on major.minor exactly, or an error listing what this
@@ -241,6 +308,43 @@ fn describe(executable: &Path, options: &RuntimeOptions) -> Result<Runtime, Erro
         });
     }
     let mut library_dirs = vec![report.stdlib.clone()];
+    let mut bound_sources: BTreeSet<PathBuf> = mounts
+        .iter()
+        .filter_map(|mount| match mount {
+            RuntimeMount::File { source, .. } => Some(source.clone()),
+            _ => None,
+        })
+        .collect();
+    let stdlib_dirs: Vec<PathBuf> = [&report.stdlib, &report.platstdlib]
+        .iter()
+        .filter_map(|dir| dir.canonicalize().ok())
+        .collect();
+    let mut found_libgcc = false;
+    for path in loaded_at_run_time(executable).map_err(discovery_error)? {
+        let Ok(source) = path.canonicalize() else {
+            continue;
+        };
+        found_libgcc |= source
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("libgcc_s.so"));
+        // The standard library (lib-dynload included) is bound as a whole below.
+        if source == executable || stdlib_dirs.iter().any(|dir| source.starts_with(dir)) {
+            continue;
+        }
+        if !is_run_time_file(&source) || !bound_sources.insert(source.clone()) {
+            continue;
+        }
+        mounts.push(RuntimeMount::File {
+            target: source.clone(),
+            source,
+        });
+    }
+    if !found_libgcc {
+        return Err(discovery_error(String::from(
+            "the interpreter cannot load libgcc_s.so.1, which glibc needs for pthread_exit \
+             (an interpreter exiting with daemon threads would abort); install libgcc-s1",
+        )));
+    }
     if report.platstdlib != report.stdlib {
         library_dirs.push(report.platstdlib.clone());
     }
@@ -283,6 +387,7 @@ fn describe(executable: &Path, options: &RuntimeOptions) -> Result<Runtime, Erro
             minor: report.minor,
         },
         executable: executable.to_path_buf(),
+        stdlib: report.stdlib.clone(),
         stdlib_module_names: Arc::new(report.stdlib_module_names),
         mounts,
     })
@@ -298,16 +403,33 @@ impl Runtime {
     /// library the host replaces later reaches sandboxes when the backend starts again.
     /// `Ok(None)` when `dir` is on another filesystem than the files (no hard links there):
     /// the per-file view is used then.
+    ///
+    /// A tree built by an earlier start for the same view (the same mounts, every file the
+    /// same inode: a stamp beside the tree says so) is kept as it is.
     pub fn linked_view(&self, dir: &Path) -> Result<Option<Vec<RuntimeMount>>, Error> {
         let io_error = |action: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| Error::io(action, path, source)
         };
-        match std::fs::remove_dir_all(dir) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::io("cannot remove", dir, error));
+        let stamp = self.view_stamp()?;
+        let stamp_path = dir.with_file_name(format!(
+            "{}.stamp",
+            dir.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        let reuse =
+            dir.is_dir() && std::fs::read_to_string(&stamp_path).is_ok_and(|text| text == stamp);
+        if !reuse {
+            for (path, result) in [
+                (&stamp_path, std::fs::remove_file(&stamp_path)),
+                (&dir.to_path_buf(), std::fs::remove_dir_all(dir)),
+            ] {
+                match result {
+                    Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(Error::io("cannot remove", path, error));
+                    }
+                    _ => {}
+                }
             }
-            _ => {}
         }
         let mut groups = BTreeSet::new();
         for mount in &self.mounts {
@@ -317,6 +439,10 @@ impl Runtime {
             let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
                 continue;
             };
+            groups.insert(parent.to_path_buf());
+            if reuse {
+                continue;
+            }
             let linked_dir = dir.join(parent.strip_prefix("/").unwrap_or(parent));
             create_view_dir(&linked_dir)?;
             match std::fs::hard_link(source, linked_dir.join(name)) {
@@ -331,7 +457,6 @@ impl Runtime {
                 }
                 Err(error) => return Err(Error::io("cannot link", source, error)),
             }
-            groups.insert(parent.to_path_buf());
         }
         // A directory inside another bound one needs no bind of its own.
         let outermost: Vec<PathBuf> = groups
@@ -356,13 +481,37 @@ impl Runtime {
                 RuntimeMount::Dir { target, .. } | RuntimeMount::Mask { target } => target,
             };
             // A mount point inside a bound (read-only) directory must exist in the tree.
-            if outermost.iter().any(|group| target.starts_with(group)) {
+            if !reuse && outermost.iter().any(|group| target.starts_with(group)) {
                 create_view_dir(&dir.join(target.strip_prefix("/").unwrap_or(target)))?;
             }
             mounts.push(mount.clone());
         }
-        open_view_dirs(dir)?;
+        if !reuse {
+            open_view_dirs(dir)?;
+            // Beside, then renamed: a stamp is there only for a complete tree.
+            let temporary = stamp_path.with_extension(format!("stamp.{}", std::process::id()));
+            std::fs::write(&temporary, &stamp)
+                .map_err(|source| Error::io("cannot write", &temporary, source))?;
+            std::fs::rename(&temporary, &stamp_path)
+                .map_err(|source| Error::io("cannot rename", &stamp_path, source))?;
+        }
         Ok(Some(mounts))
+    }
+
+    /// What a linked tree was built from: every mount, and each file's device and inode.
+    fn view_stamp(&self) -> Result<String, Error> {
+        use std::os::unix::fs::MetadataExt;
+        let mut stamp = format!("stepward linked view {}\n", env!("CARGO_PKG_VERSION"));
+        for mount in &self.mounts {
+            stamp.push_str(&format!("{mount:?}"));
+            if let RuntimeMount::File { source, .. } = mount {
+                let metadata = std::fs::metadata(source)
+                    .map_err(|error| Error::io("cannot inspect", source, error))?;
+                stamp.push_str(&format!(" {}:{}", metadata.dev(), metadata.ino()));
+            }
+            stamp.push('\n');
+        }
+        Ok(stamp)
     }
 }
 
@@ -388,6 +537,44 @@ fn create_view_dir(path: &Path) -> Result<(), Error> {
         .mode(0o755)
         .create(path)
         .map_err(|source| Error::io("cannot create", path, source))
+}
+
+/// The probe that imports every `lib-dynload` module and reports what the process mapped.
+const LOADED_PROBE: &str = include_str!("loaded.py");
+
+/// Every file the interpreter maps once every `lib-dynload` module is imported, its user and
+/// group looked up and `libgcc_s.so.1` loaded by name (see `loaded.py`): run with `-I -S` and
+/// an empty environment, outside any sandbox.
+fn loaded_at_run_time(executable: &Path) -> Result<Vec<PathBuf>, String> {
+    let output = Command::new(executable)
+        .args(["-I", "-S", "-c", LOADED_PROBE])
+        .env_clear()
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|error| format!("cannot run the run-time library probe: {error}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let last = text.lines().next_back().unwrap_or_default();
+    serde_json::from_str(last).map_err(|error| {
+        format!(
+            "the run-time library probe exited with {} and printed no list ({error})",
+            output.status
+        )
+    })
+}
+
+/// What of a probe run's mappings a sandbox needs too: shared objects, and the character-set
+/// conversion cache glibc maps; never anything outside the system's library folders.
+fn is_run_time_file(path: &Path) -> bool {
+    let in_library_folder = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"]
+        .iter()
+        .any(|folder| path.starts_with(folder));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let shared_object = name.ends_with(".so") || name.contains(".so.");
+    in_library_folder && (shared_object || name == "gconv-modules.cache")
 }
 
 /// Every shared library (and the dynamic loader) the given ELF files need, as the paths the
@@ -433,6 +620,21 @@ fn shared_libraries(ldd: &Path, files: &[PathBuf]) -> Result<Vec<PathBuf>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn g7_run_time_files_are_shared_objects_in_library_folders_only() {
+        assert!(is_run_time_file(Path::new(
+            "/usr/lib/x86_64-linux-gnu/libgcc_s.so.1"
+        )));
+        assert!(is_run_time_file(Path::new(
+            "/usr/lib/x86_64-linux-gnu/gconv/gconv-modules.cache"
+        )));
+        assert!(!is_run_time_file(Path::new("/etc/ld.so.cache")));
+        assert!(!is_run_time_file(Path::new("/home/user/libevil.so")));
+        assert!(!is_run_time_file(Path::new(
+            "/usr/lib/locale/C.utf8/LC_CTYPE"
+        )));
+    }
 
     #[test]
     fn g8_interpreter_names_exclude_other_tools() {
