@@ -39,7 +39,7 @@ impl StepExecutor for NoopExecutor {
             },
             "noop",
         );
-        report.stdout = b"step finished with nothing to say\n".to_vec();
+        report.stdout = b"step finished with nothing to say\n".to_vec().into();
         report
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use redact::SecretValue;
+use zeroize::Zeroizing;
 
 /// Everything one attempt of one step needs. Built by the engine for each attempt.
 pub struct ExecutionRequest<'a> {
@@ -47,18 +48,18 @@ pub struct StepError {
 /// scrubbed as they were written (a 23-digit numeric credential parsed first would be a float
 /// keeping 16 of its digits, which no form matches).
 #[derive(Debug, Clone, PartialEq)]
-pub struct StepOutput(String);
+pub struct StepOutput(Zeroizing<String>);
 
 impl StepOutput {
     /// The text a step wrote, if it is one JSON document.
-    pub fn from_json_text(text: String) -> Result<StepOutput, serde_json::Error> {
+    pub fn from_json_text(text: Zeroizing<String>) -> Result<StepOutput, serde_json::Error> {
         serde_json::from_str::<serde_json::Value>(&text)?;
         Ok(StepOutput(text))
     }
 
     /// A value's JSON text (for executors that produce values, and tests).
     pub fn from_value(value: &serde_json::Value) -> StepOutput {
-        StepOutput(value.to_string())
+        StepOutput(Zeroizing::new(value.to_string()))
     }
 
     /// The JSON text.
@@ -98,12 +99,13 @@ pub struct CopyBackRefusal {
     pub reason: String,
 }
 
-/// What the executor observed. Printed text is raw: the engine scrubs, then bounds it.
+/// What the executor observed. Printed text is raw (it may hold a value the step was granted),
+/// zeroed when dropped: the engine scrubs, then bounds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecutionReport {
     pub outcome: ExecutionOutcome,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    pub stdout: Zeroizing<Vec<u8>>,
+    pub stderr: Zeroizing<Vec<u8>>,
     /// The exact interpreter version used (`3.11.2`), when the interpreter started.
     pub interpreter_version: Option<String>,
     /// The backend's name (`local`, `gvisor`, `unisolated`, ...).
@@ -119,8 +121,8 @@ impl ExecutionReport {
     pub fn outcome_only(outcome: ExecutionOutcome, backend: &str) -> ExecutionReport {
         ExecutionReport {
             outcome,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
+            stdout: Zeroizing::default(),
+            stderr: Zeroizing::default(),
             interpreter_version: None,
             backend: backend.to_owned(),
             isolation_notes: Vec::new(),

@@ -26,6 +26,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use zeroize::Zeroizing;
+
 pub use crate::error::Error;
 
 /// The Python version a workflow pins (`python: "3.11"`); matched on major.minor exactly (G8).
@@ -94,7 +96,7 @@ impl Default for Limits {
 /// nothing that could print or copy it, and is zeroed on drop.
 pub struct EnvVar {
     pub name: String,
-    pub value: zeroize::Zeroizing<String>,
+    pub value: Zeroizing<String>,
 }
 
 impl std::fmt::Debug for EnvVar {
@@ -129,7 +131,7 @@ pub struct Invocation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// `main` returned; its value serialised as JSON.
-    Succeeded { result_json: String },
+    Succeeded { result_json: Zeroizing<String> },
     /// The step failed with an error. `code_started` says whether any of the step's code ran.
     Failed {
         error: StepError,
@@ -168,8 +170,9 @@ pub enum UnknownReason {
 /// What was observed from outside the sandbox after one invocation.
 pub struct Observation {
     pub outcome: Outcome,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    /// What the step printed, raw (it may hold a value it was granted): zeroed when dropped.
+    pub stdout: Zeroizing<Vec<u8>>,
+    pub stderr: Zeroizing<Vec<u8>>,
     /// True when stdout plus stderr went over the output limit and the rest was dropped.
     pub output_truncated: bool,
     pub copy_back: copyback::CopyBack,
@@ -187,8 +190,8 @@ impl Observation {
             outcome: Outcome::Refused {
                 reason: reason.to_string(),
             },
-            stdout: Vec::new(),
-            stderr: Vec::new(),
+            stdout: Zeroizing::default(),
+            stderr: Zeroizing::default(),
             output_truncated: false,
             copy_back: copyback::CopyBack::default(),
             interpreter,

@@ -14,32 +14,85 @@ struct Request<'a> {
     result_limit: usize,
 }
 
+/// Counts what is written to it, and keeps nothing.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Serialises the invocation's request. It holds the environment's values, so the buffer is
-/// zeroed on drop.
+/// zeroed on drop; its exact length is counted first, so it is allocated once and never grows
+/// (growing would free an unzeroed copy of the values).
 pub(crate) fn harness_request(
     invocation: &Invocation,
     stdlib_module_names: &[String],
 ) -> Result<Zeroizing<Vec<u8>>, Error> {
-    let mut request = Zeroizing::new(Vec::with_capacity(
-        invocation.code.len() + invocation.inputs_json.len() + 64 * 1024,
-    ));
-    serde_json::to_writer(
-        &mut *request,
-        &Request {
-            code: &invocation.code,
-            inputs_json: &invocation.inputs_json,
-            env: invocation
-                .env
-                .iter()
-                .map(|variable| (variable.name.as_str(), variable.value.as_str()))
-                .collect(),
-            stdlib_module_names,
-            result_limit: invocation.limits.output_bytes,
-        },
-    )
-    .map_err(|source| Error::Plan {
+    let document = Request {
+        code: &invocation.code,
+        inputs_json: &invocation.inputs_json,
+        env: invocation
+            .env
+            .iter()
+            .map(|variable| (variable.name.as_str(), variable.value.as_str()))
+            .collect(),
+        stdlib_module_names,
+        result_limit: invocation.limits.output_bytes,
+    };
+    let encoding_failed = |source| Error::Plan {
         action: "encoded",
         source,
-    })?;
+    };
+    let mut length = Counter(0);
+    serde_json::to_writer(&mut length, &document).map_err(encoding_failed)?;
+    let mut request = Zeroizing::new(Vec::with_capacity(length.0));
+    serde_json::to_writer(&mut *request, &document).map_err(encoding_failed)?;
     Ok(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoSecrets;
+
+    impl crate::copyback::SecretScreen for NoSecrets {
+        fn holds_secret(&self, _content: &[u8]) -> bool {
+            false
+        }
+    }
+
+    /// G19 (review "credentials" A12): the request holds the environment's values; a buffer
+    /// that grew while it was written would have freed an unzeroed copy of them.
+    #[test]
+    fn g19_the_request_buffer_is_allocated_once_to_its_exact_length() {
+        let invocation = Invocation {
+            python: crate::PythonPin {
+                major: 3,
+                minor: 11,
+            },
+            code: "def main(**k):\n    return 1\n".repeat(500),
+            inputs_json: format!("{{\"text\": \"{}\"}}", "\\u00e9".repeat(5000)),
+            env: vec![crate::EnvVar {
+                name: "CONN_A_KEY".to_owned(),
+                value: Zeroizing::new("a-value-that-needs-escaping-\"\\\n".repeat(200)),
+            }],
+            network: crate::NetworkMode::None,
+            limits: crate::Limits::default(),
+            work_dir: std::path::PathBuf::from("/nonexistent"),
+            screen: std::sync::Arc::new(NoSecrets),
+        };
+        let names = vec!["json".to_owned(); 300];
+        let request = harness_request(&invocation, &names).unwrap();
+        assert_eq!(request.len(), request.capacity());
+        let parsed: serde_json::Value = serde_json::from_slice(&request).unwrap();
+        assert_eq!(parsed["env"][0][0], "CONN_A_KEY");
+    }
 }

@@ -313,10 +313,10 @@ mod tests {
     fn observed_refusal(path: &str) -> sandbox::Observation {
         sandbox::Observation {
             outcome: Outcome::Succeeded {
-                result_json: "1".to_owned(),
+                result_json: "1".to_owned().into(),
             },
-            stdout: Vec::new(),
-            stderr: Vec::new(),
+            stdout: Zeroizing::default(),
+            stderr: Zeroizing::default(),
             output_truncated: false,
             copy_back: sandbox::copyback::CopyBack {
                 refusals: vec![sandbox::copyback::Refusal {

@@ -150,6 +150,11 @@ impl SqliteStore {
         connection
             .pragma_update(None, "foreign_keys", "ON")
             .map_err(open_failed)?;
+        // Deleted rows are overwritten, not left in free pages: a superseded value's ciphertext
+        // pruned after its retention, a removed session's token hash, are gone from the file.
+        connection
+            .pragma_update(None, "secure_delete", "ON")
+            .map_err(open_failed)?;
         migrations::migrate(&mut connection, version)?;
         Ok(SqliteStore {
             path: path.to_owned(),
@@ -160,6 +165,18 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether deleted content is overwritten (`PRAGMA secure_delete`), for tests.
+    pub fn secure_delete(&self) -> Result<bool, Error> {
+        self.with_conn(|connection| {
+            connection.query_row("PRAGMA secure_delete", [], |row| row.get::<_, i64>(0))
+        })
+        .map(|on| on == 1)
+        .map_err(|source| Error::Open {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// The newest migration applied to this database.

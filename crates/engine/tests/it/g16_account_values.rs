@@ -70,8 +70,10 @@ fn g16_account_values_in_inputs_output_print_error_and_notes_are_never_stored() 
     });
     harness.executor.then("reader", |_| {
         let mut report = succeeded(json!({"found": OTHER_CONNECTION, "k": MODEL_KEY}));
-        report.stdout = format!("token for the legacy tool: {AGENT_SECRET}\n").into_bytes();
-        report.stderr = format!("model key {MODEL_KEY}\n").into_bytes();
+        report.stdout = format!("token for the legacy tool: {AGENT_SECRET}\n")
+            .into_bytes()
+            .into();
+        report.stderr = format!("model key {MODEL_KEY}\n").into_bytes().into();
         report
     });
     let engine = harness.engine();

@@ -13,8 +13,8 @@ const NON_ASCII: &str = "correct-horse-battery-staple-ключ-77";
 fn run_printing(harness: &Harness, stdout: Vec<u8>, stderr: Vec<u8>) -> storage::RunId {
     harness.executor.then("compute", move |_| {
         let mut report = succeeded(json!(1));
-        report.stdout = stdout.clone();
-        report.stderr = stderr.clone();
+        report.stdout = stdout.clone().into();
+        report.stderr = stderr.clone().into();
         report.isolation_notes = vec!["printed output went over the limit and was cut".into()];
         report
     });
@@ -74,7 +74,7 @@ fn g17_a_cut_is_marked_so_it_never_joins_the_next_chunk_into_a_value() {
     let text = format!("{}{secret}", "B".repeat(60));
     harness.executor.then("compute", move |_| {
         let mut report = succeeded(json!(1));
-        report.stdout = text.clone().into_bytes();
+        report.stdout = text.clone().into_bytes().into();
         report
     });
     let engine = engine::Engine::new(

@@ -179,7 +179,7 @@ fn g18_resume_after_secret_changed_uses_new_value() {
     // After approval the step prints both the old and the new value: both are scrubbed.
     harness.executor.then("send_refund", |_| {
         let mut report = succeeded(json!({"sent": true}));
-        report.stdout = format!("old={SECRET} new={ROTATED}").into_bytes();
+        report.stdout = format!("old={SECRET} new={ROTATED}").into_bytes().into();
         report
     });
     let engine = harness.engine();

@@ -58,7 +58,9 @@ fn g17_output_cut_before_the_engine_saw_it_leaves_no_half_secret() {
     let half = &SECRET[..SECRET.len() / 2];
     harness.executor.then("compute", move |_| {
         let mut report = crate::support::succeeded(json!(1));
-        report.stdout = format!("a lot of output, then the key: {half}").into_bytes();
+        report.stdout = format!("a lot of output, then the key: {half}")
+            .into_bytes()
+            .into();
         report.isolation_notes = vec!["printed output went over the limit and was cut".into()];
         report
     });

@@ -118,8 +118,8 @@ fn report_leaking(sink: Sink, text: String) -> ExecutionReport {
                 format!("Traceback:\n  File main.py\n    x = '{text}'\n"),
             )
         }
-        Sink::Stdout => report.stdout = format!("value: {text}\n").into_bytes(),
-        Sink::Stderr => report.stderr = format!("debug {text}\n").into_bytes(),
+        Sink::Stdout => report.stdout = format!("value: {text}\n").into_bytes().into(),
+        Sink::Stderr => report.stderr = format!("debug {text}\n").into_bytes().into(),
         Sink::IsolationNotes => report.isolation_notes = vec![format!("note {text}")],
         Sink::CopiedBackFile => {
             report.file_changes = vec![FileChange {

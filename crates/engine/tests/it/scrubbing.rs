@@ -47,8 +47,8 @@ fn g17_secret_in_output_error_traceback_printed_never_stored() {
             "hex": hex_lower,
             "nested": {"key": format!("Bearer {value}")},
         }));
-        report.stdout = format!("using {value}\n").into_bytes();
-        report.stderr = format!("debug b64={b64}\n").into_bytes();
+        report.stdout = format!("using {value}\n").into_bytes().into();
+        report.stderr = format!("debug b64={b64}\n").into_bytes().into();
         report.isolation_notes = vec![format!("note with {value}")];
         report.file_changes = vec![
             FileChange {
@@ -206,7 +206,7 @@ fn g17_printed_text_is_scrubbed_before_it_is_bounded() {
     // The value straddles the cut: cutting first would leave half of it behind.
     harness.executor.then("compute", |_| {
         let mut report = crate::support::succeeded(json!(1));
-        report.stdout = format!("0123456789{SECRET}").into_bytes();
+        report.stdout = format!("0123456789{SECRET}").into_bytes().into();
         report
     });
     let summary = harness

@@ -28,8 +28,10 @@ fn g16_fresh_engine_resuming_a_parked_run_scrubs_the_value_replaced_while_it_wai
     // was revoked" would; raw, base64, and in the step's output.
     harness.executor.then("send_refund", |_| {
         let mut report = succeeded(json!({"error": format!("key {SECRET} was revoked")}));
-        report.stdout = format!("old={SECRET} b64={}\n", STANDARD.encode(SECRET)).into_bytes();
-        report.stderr = format!("new={ROTATED}\n").into_bytes();
+        report.stdout = format!("old={SECRET} b64={}\n", STANDARD.encode(SECRET))
+            .into_bytes()
+            .into();
+        report.stderr = format!("new={ROTATED}\n").into_bytes().into();
         report
     });
     let parked = {

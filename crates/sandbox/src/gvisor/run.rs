@@ -9,6 +9,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use zeroize::Zeroizing;
 
 use crate::cgroup::SandboxCgroup;
 use crate::copyback;
@@ -134,8 +135,8 @@ fn run_in(
     drop(slot);
     Ok(Observation {
         outcome,
-        stdout: watched.stdout,
-        stderr: watched.stderr,
+        stdout: Zeroizing::new(watched.stdout),
+        stderr: Zeroizing::new(watched.stderr),
         output_truncated: watched.output_truncated,
         copy_back,
         interpreter: runtime.version.clone(),

@@ -195,7 +195,9 @@ fn after_start(lines: &[&[u8]], observed: &Observed<'_>) -> Outcome {
     match serde_json::from_slice::<Event>(line) {
         Ok(Event::Result { json }) => {
             if serde_json::from_str::<serde_json::Value>(&json).is_ok() {
-                Outcome::Succeeded { result_json: json }
+                Outcome::Succeeded {
+                    result_json: json.into(),
+                }
             } else {
                 untrusted(String::from("the result is not valid JSON"))
             }
@@ -314,7 +316,7 @@ mod tests {
         assert_eq!(
             classify(&observed(NetworkMode::PublicEgress, single.as_bytes())),
             Outcome::Succeeded {
-                result_json: String::from("[1, 2]")
+                result_json: String::from("[1, 2]").into()
             }
         );
     }

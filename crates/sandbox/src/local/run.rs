@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+use zeroize::Zeroizing;
 
 use crate::cgroup::SandboxCgroup;
 use crate::copyback;
@@ -296,8 +297,8 @@ pub(crate) fn finish(
     }));
     Ok(Observation {
         outcome,
-        stdout: watched.stdout,
-        stderr: watched.stderr,
+        stdout: Zeroizing::new(watched.stdout),
+        stderr: Zeroizing::new(watched.stderr),
         output_truncated: watched.output_truncated,
         copy_back,
         interpreter,

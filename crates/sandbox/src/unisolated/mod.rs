@@ -17,6 +17,7 @@ mod outcome;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use zeroize::Zeroizing;
 
 use crate::copyback::{self, CopyBackPolicy};
 use crate::runtime::{RuntimeOptions, Runtimes};
@@ -152,8 +153,8 @@ impl Isolation for UnisolatedBackend {
         drop(scratch);
         Ok(Observation {
             outcome,
-            stdout: watched.stdout,
-            stderr: watched.stderr,
+            stdout: Zeroizing::new(watched.stdout),
+            stderr: Zeroizing::new(watched.stderr),
             output_truncated: watched.output_truncated,
             copy_back,
             interpreter: runtime.version.clone(),

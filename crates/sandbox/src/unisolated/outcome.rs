@@ -113,7 +113,7 @@ pub(crate) fn interpret(watched: &Watched, network: NetworkMode) -> Outcome {
                     if serde_json::from_str::<serde_json::Value>(json).is_ok() =>
                 {
                     Outcome::Succeeded {
-                        result_json: json.clone(),
+                        result_json: json.clone().into(),
                     }
                 }
                 (

@@ -150,7 +150,7 @@ fn g13_unisolated_public_egress_is_labelled_your_laptops_network() {
     assert_eq!(
         observation.outcome,
         Outcome::Succeeded {
-            result_json: String::from("1")
+            result_json: String::from("1").into()
         }
     );
     let network_note = observation

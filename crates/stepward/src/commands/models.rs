@@ -6,7 +6,6 @@
 //! by name. The endpoint rules are the operator's (`--allow-model-endpoint`), never the
 //! account's.
 
-use std::io::{BufRead, IsTerminal, Read};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -178,65 +177,18 @@ fn add(
     Ok(Outcome::Done)
 }
 
-/// Reads the key: from a terminal without echo, else all of stdin (one trailing newline
-/// taken off).
+/// Reads the key: from a terminal without echo, ending at Enter; else all of stdin.
 fn read_key(name: &str) -> anyhow::Result<SecretValue> {
-    let stdin = std::io::stdin();
-    let mut text = String::new();
-    if stdin.is_terminal() {
-        eprint!("the key of {name} (not shown as you type): ");
-        let _echo_off = EchoOff::new()?;
-        stdin
-            .lock()
-            .take(64 * 1024)
-            .read_line(&mut text)
-            .context("cannot read the key from the terminal")?;
-        eprintln!();
-    } else {
-        stdin
-            .lock()
-            .take(64 * 1024)
-            .read_to_string(&mut text)
-            .context("cannot read the key from stdin")?;
-    }
-    let trimmed = text.strip_suffix('\n').unwrap_or(&text);
-    let trimmed = trimmed.strip_suffix('\r').unwrap_or(trimmed).to_owned();
-    zeroize::Zeroize::zeroize(&mut text);
-    if trimmed.is_empty() {
-        bail!(
-            "no key was given on stdin; pipe it in, e.g. `stepward models add {name} --provider anthropic < key.txt`"
-        );
-    }
-    Ok(SecretValue::new(trimmed))
-}
-
-/// Turns the terminal's echo off until dropped.
-struct EchoOff {
-    saved: rustix::termios::Termios,
-}
-
-impl EchoOff {
-    fn new() -> anyhow::Result<EchoOff> {
-        let stdin = std::io::stdin();
-        let saved =
-            rustix::termios::tcgetattr(&stdin).context("cannot read the terminal's settings")?;
-        let mut quiet = saved.clone();
-        quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
-        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &quiet)
-            .context("cannot turn the terminal's echo off")?;
-        Ok(EchoOff { saved })
-    }
-}
-
-impl Drop for EchoOff {
-    fn drop(&mut self) {
-        // Restoring can only fail if the terminal went away; nothing is left to restore then.
-        let _ = rustix::termios::tcsetattr(
-            std::io::stdin(),
-            rustix::termios::OptionalActions::Now,
-            &self.saved,
-        );
-    }
+    let mut values = crate::secret_input::read_values(&[format!("the key of {name}")])
+        .with_context(|| {
+            format!(
+                "no key for {name}: pipe it in, e.g. `stepward models add {name} --provider \
+                 anthropic < key.txt`, or type it at the prompt"
+            )
+        })?;
+    values
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("no key was given for {name}"))
 }
 
 /// The URL a provider's requests go to.

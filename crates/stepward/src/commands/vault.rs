@@ -4,10 +4,7 @@
 //! in `ps`); listings show names, versions and dates, never values (G19). Every write is in the
 //! audit log, by name only.
 
-use std::io::Read;
-
-use anyhow::{Context, bail};
-use redact::SecretValue;
+use anyhow::Context;
 use serde_json::json;
 
 use crate::Outcome;
@@ -21,7 +18,7 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
     let account = app.account.0.clone();
     match command {
         SecretsCommand::Set { name } => {
-            let mut values = read_values(1)?;
+            let mut values = crate::secret_input::read_values(&[format!("secret {name}")])?;
             let value = values.pop().context("no value was given on stdin")?;
             let info = app.vault.secrets().set(&account, name, value)?;
             app.audit(
@@ -68,7 +65,11 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
     let account = app.account.0.clone();
     match command {
         ConnectionsCommand::Add { alias, fields } => {
-            let values = read_values(fields.len())?;
+            let labels: Vec<String> = fields
+                .iter()
+                .map(|field| format!("{alias}.{field}"))
+                .collect();
+            let values = crate::secret_input::read_values(&labels)?;
             let pairs = fields.iter().cloned().zip(values).collect();
             let info = app.vault.connections().add(&account, alias, pairs)?;
             app.audit(
@@ -185,28 +186,4 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
         KeysCommand::RotateLinks => return crate::commands::serve::rotate_links(&app),
     }
     Ok(Outcome::Done)
-}
-
-/// Reads `count` values from stdin: one per line, or the whole input for a single value (so a
-/// multi-line key can be piped in). Only one trailing newline is taken off.
-fn read_values(count: usize) -> anyhow::Result<Vec<SecretValue>> {
-    let mut input = String::new();
-    std::io::stdin()
-        .take(1024 * 1024)
-        .read_to_string(&mut input)
-        .context("cannot read the value(s) from stdin")?;
-    let values: Vec<String> = if count == 1 {
-        let value = input.strip_suffix('\n').unwrap_or(&input);
-        vec![value.strip_suffix('\r').unwrap_or(value).to_owned()]
-    } else {
-        input.lines().map(str::to_owned).collect()
-    };
-    if values.len() != count || values.iter().any(String::is_empty) {
-        bail!(
-            "expected {count} non-empty value(s) on stdin, one per line, in the order of the \
-             fields; got {}",
-            values.iter().filter(|value| !value.is_empty()).count()
-        );
-    }
-    Ok(values.into_iter().map(SecretValue::new).collect())
 }

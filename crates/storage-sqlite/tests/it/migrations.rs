@@ -111,3 +111,11 @@ fn database_is_in_wal_mode() {
         .unwrap();
     assert_eq!(mode, "wal");
 }
+
+/// G20 (review "credentials" A12): deleted rows (a pruned superseded ciphertext, a revoked
+/// token's hash) are overwritten, not left in the file's free pages.
+#[test]
+fn g20_deleted_content_is_overwritten() {
+    let (_dir, store) = crate::support::temp_store();
+    assert!(store.secure_delete().unwrap());
+}
