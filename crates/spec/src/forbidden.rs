@@ -2,37 +2,106 @@
 
 use unicode_normalization::UnicodeNormalization;
 
-/// Keys that name a credential, in folded form (see [`fold_key`]). The lead's list is
-/// `secret`, `credentials`, `api_key` and `token`; the singular and plural twins are included
-/// because `secrets` or `credential` would store the very same thing.
-const FORBIDDEN_FOLDED_KEYS: &[&str] = &[
+/// The components that make a key name a credential (in their normalised form, see
+/// [`normalise`]). `key` alone does not, nor the plural `tokens` (`max_tokens`, `tokens_used`
+/// count things); `api` followed by `key` does.
+const CREDENTIAL_COMPONENTS: &[&str] = &[
     "secret",
     "secrets",
     "credential",
     "credentials",
-    "apikey",
-    "apikeys",
     "token",
-    "tokens",
+    "password",
+    "passwd",
+    "apikey",
 ];
 
-/// Folds a key for comparison: Unicode NFKC, full case folding, NFKC again (case folding can
-/// un-normalise), then every character that is not a letter or digit dropped, zero-width and
-/// other format characters included.
-fn fold_key(key: &str) -> String {
-    let normalised: String = key.nfkc().collect();
-    let folded = caseless::default_case_fold_str(&normalised);
-    folded
-        .nfkc()
-        .filter(|character| character.is_alphanumeric())
+/// A component normalised for comparison: Unicode NFKC, full case folding, the UTS #39
+/// confusable skeleton (a Cyrillic `е`, a zero for an `o`), and case folding again (the
+/// skeleton's prototypes are of mixed case).
+fn normalise(component: &str) -> String {
+    let folded = caseless::default_case_fold_str(&component.nfkc().collect::<String>());
+    let skeleton: String = unicode_security::skeleton(&folded.nfkc().collect::<String>()).collect();
+    caseless::default_case_fold_str(&skeleton)
+}
+
+/// The key's components: split at every character that is not a letter or a digit (zero-width
+/// and other format characters included) and where a lower-case letter is followed by an
+/// upper-case one (`apiKey`, `pageToken`), after NFKC.
+fn components(key: &str) -> Vec<String> {
+    let mut components = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for character in key.nfkc() {
+        if !character.is_alphanumeric() {
+            if !current.is_empty() {
+                components.push(std::mem::take(&mut current));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if previous_lower && character.is_uppercase() && !current.is_empty() {
+            components.push(std::mem::take(&mut current));
+        }
+        previous_lower = character.is_lowercase();
+        current.push(character);
+    }
+    if !current.is_empty() {
+        components.push(current);
+    }
+    components
+        .iter()
+        .map(|component| normalise(component))
         .collect()
 }
 
-/// Whether `key` names a credential (G4): `apiKey`, `API-KEY`, `Token`, `api\u{200b}key` and
-/// `ＳＥＣＲＥＴ` all do.
+/// The normalised credential words, computed once per call (cheap: eight short words).
+fn credential_words() -> Vec<String> {
+    CREDENTIAL_COMPONENTS
+        .iter()
+        .map(|word| normalise(word))
+        .collect()
+}
+
+/// Whether `key` names a credential (G4): a component is one of [`CREDENTIAL_COMPONENTS`], or
+/// `api` is followed by `key`, or the components joined are one of them (`t.o.k.e.n`,
+/// `api key`). `access_token`, `clientSecret`, `API-KEY`, `tokеn` with a Cyrillic `е` and
+/// `ＳＥＣＲＥＴ` all do; `max_tokens`, `tokenizer` and `key` do not.
 pub fn is_forbidden_key(key: &str) -> bool {
-    let folded = fold_key(key);
-    FORBIDDEN_FOLDED_KEYS.contains(&folded.as_str())
+    credential_component(key).is_some()
+}
+
+/// Which component of `key` names a credential, if one does (its index, or the number of
+/// components when only the joined key does).
+pub(crate) fn credential_component(key: &str) -> Option<usize> {
+    let parts = components(key);
+    let words = credential_words();
+    let (api, key_word) = (normalise("api"), normalise("key"));
+    if let Some(index) = parts.iter().position(|part| words.contains(part)) {
+        return Some(index);
+    }
+    if let Some(index) = parts
+        .windows(2)
+        .position(|pair| pair[0] == api && pair[1] == key_word)
+    {
+        return Some(index);
+    }
+    let joined: String = parts.concat();
+    (words.contains(&joined) || joined == format!("{api}{key_word}")).then_some(parts.len())
+}
+
+/// A name to suggest instead of a key that names a credential but probably holds none: a
+/// pagination token is a cursor (`page_token` → `page_cursor`).
+pub(crate) fn suggested_rename(key: &str) -> Option<String> {
+    let parts = components(key);
+    let index = credential_component(key)?;
+    let token = normalise("token");
+    if parts.len() < 2 || parts.get(index) != Some(&token) {
+        return None;
+    }
+    let mut renamed = parts;
+    renamed[index] = "cursor".to_owned();
+    Some(renamed.join("_"))
 }
 
 /// The paths (JSON-pointer style, `/outer/0/apiKey`) of every forbidden key at any depth of
@@ -118,6 +187,7 @@ mod tests {
     #[test]
     fn g4_ordinary_keys_are_allowed() {
         for key in [
+            "tokens",
             "ticket_id",
             "tokenizer",
             "secretary",

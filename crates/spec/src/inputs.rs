@@ -233,13 +233,22 @@ fn report_forbidden_key(
             ),
         ),
     };
+    let rename = match crate::forbidden::suggested_rename(key) {
+        Some(renamed) => format!(
+            "; if it holds no credential (a pagination token is a cursor), rename it, such as \
+             `{renamed}`"
+        ),
+        None => "; rename the key if it holds no credential".to_owned(),
+    };
     diagnostics.report(
         at,
         "forbidden-key",
         message,
-        "never put credentials in a workflow: store them in the vault and grant them to the \
-         step with `connections: [alias]`, then read `CONN_ALIAS_FIELD` from the environment; \
-         rename the key if it holds no credential",
+        format!(
+            "never put credentials in a workflow: store them in the vault and grant them to the \
+             step with `connections: [alias]`, then read `CONN_ALIAS_FIELD` from the \
+             environment{rename}"
+        ),
     );
 }
 

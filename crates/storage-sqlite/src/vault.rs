@@ -176,10 +176,20 @@ fn move_values_to_history(
     Ok(())
 }
 
-/// Deletes superseded values past their retention, of every account.
+/// Deletes superseded values past their retention, of every account, except those a run that
+/// has not ended may have seen: a run of the account created before the value stopped being
+/// current (it may have printed it, and parked at a gate for longer than the retention) keeps
+/// the value in the account's scrub set until it ends (G16).
 fn prune_history(connection: &Connection, prune_before: Timestamp) -> Result<(), TxError> {
     connection.execute(
-        "DELETE FROM vault_value_history WHERE superseded_at < ?1",
+        "DELETE FROM vault_value_history
+         WHERE superseded_at < ?1
+           AND NOT EXISTS (
+               SELECT 1 FROM runs
+               WHERE runs.account_id = vault_value_history.account_id
+                 AND runs.status NOT IN ('succeeded', 'failed', 'stopped')
+                 AND runs.created_at <= vault_value_history.superseded_at
+           )",
         params![prune_before.0],
     )?;
     Ok(())

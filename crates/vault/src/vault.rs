@@ -27,8 +27,10 @@ use crate::root_key::{
 /// How many times a write is retried when another writer changed the same rows in between.
 pub(crate) const MAX_ATTEMPTS: usize = 64;
 
-/// How long a superseded value is kept by default: longer than a run is expected to wait at a
-/// gate, short enough that an old credential does not stay stored for ever.
+/// How long a superseded value is kept by default, short enough that an old credential does not
+/// stay stored for ever. A value a run that has not ended may have seen (the run was created
+/// before the value was replaced) is kept past this until the run ends, however long it waits
+/// at a gate (the store's pruning checks the runs).
 pub const DEFAULT_SUPERSEDED_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 /// The vault of every account. Cheap to share behind an `Arc`; every method takes `&self`.

@@ -424,3 +424,54 @@ fn g16_a_superseded_value_moved_to_another_version_fails_to_open() {
         Ok(found) => panic!("a moved superseded value opened ({} values)", found.len()),
     }
 }
+
+/// G16 (review "credentials" A14): a superseded value past its retention is kept while a run
+/// of its account that may have seen it (created before the value was replaced) has not
+/// ended, however long it waits at a gate; once the run ends, the next write prunes it.
+#[test]
+fn g16_a_superseded_value_is_kept_while_a_run_that_may_have_seen_it_waits() {
+    let dirs = Dirs::new();
+    let retention = Duration::from_millis(200);
+    let vault = dirs
+        .open(&dirs.default_options())
+        .with_superseded_retention(retention);
+    let connection = Connection::open(dirs.db_path()).unwrap();
+    connection
+        .execute(
+            "INSERT INTO accounts (id, name, created_at) VALUES (?1, ?1, 0)",
+            [ACCOUNT],
+        )
+        .unwrap();
+    // A run created now parks at a gate; the token is replaced after it started.
+    connection
+        .execute(
+            "INSERT INTO runs (id, account_id, status, workflow_name, workflow_file_name,
+                 workflow_source, workflow_hash, inputs, created_at, updated_at)
+             VALUES ('run-parked', ?1, 'waiting_approval', 'w', 'w.yaml', '', '', '{}', ?2, ?2)",
+            rusqlite::params![ACCOUNT, now_millis()],
+        )
+        .unwrap();
+    let old_token = distinctive_value("seen-by-the-parked-run");
+    set_token(&vault, &old_token);
+    std::thread::sleep(Duration::from_millis(5));
+    set_token(&vault, &distinctive_value("new"));
+    std::thread::sleep(retention + Duration::from_millis(50));
+    add_payments(&vault, &distinctive_value("key"));
+    assert_eq!(
+        superseded(&vault, &request_all(), 0),
+        vec![("secret:TOKEN".to_owned(), old_token)],
+        "pruned while a run that may have seen it waits"
+    );
+    connection
+        .execute(
+            "UPDATE runs SET status = 'succeeded' WHERE id = 'run-parked'",
+            [],
+        )
+        .unwrap();
+    add_payments(&vault, &distinctive_value("key2"));
+    let left = superseded(&vault, &request_all(), 0);
+    assert!(
+        left.iter().all(|(name, _)| name != "secret:TOKEN"),
+        "kept after the run ended: {left:?}"
+    );
+}
