@@ -201,6 +201,31 @@ fn g25_run_reconstructed_from_events() {
     assert!(statuses.len() >= 6, "{statuses:?}");
 }
 
+/// A step whose `main` returns `None` succeeded with the output JSON `null`: the store keeps
+/// that value, and so must the run rebuilt from its events.
+#[test]
+fn g25_a_step_that_returns_none_is_rebuilt_with_its_null_output() {
+    let harness = Harness::new();
+    harness.executor.then("compute", |_| {
+        crate::support::succeeded(serde_json::Value::Null)
+    });
+    let engine = harness.engine();
+    let run = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
+        .unwrap()
+        .run;
+    assert_eq!(
+        engine.stored_state(&run).unwrap().attempts[0].output,
+        Some(serde_json::Value::Null)
+    );
+    assert_reconstructs(&harness, &engine, &run);
+}
+
 #[test]
 fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
     let harness = Harness::new();
