@@ -139,11 +139,14 @@ pub fn reconstruct(events: &[EventRecord]) -> RunState {
                 if let Some(status) = text(event, "status").and_then(|status| status.parse().ok()) {
                     state.attempts[index].status = status;
                 }
-                state.attempts[index].output = event
-                    .payload
-                    .get("output")
-                    .filter(|output| !output.is_null())
-                    .cloned();
+                // A succeeded attempt always has an output, JSON null included (a `main` that
+                // returns `None`); the event writes no output as null too, so the status
+                // tells the two apart.
+                let output = event.payload.get("output").cloned();
+                state.attempts[index].output = match state.attempts[index].status {
+                    AttemptStatus::Succeeded => Some(output.unwrap_or(serde_json::Value::Null)),
+                    _ => output.filter(|output| !output.is_null()),
+                };
             }
             _ => {}
         }
