@@ -16,7 +16,10 @@ use crate::context::{RunContext, step_env};
 use crate::engine::{Engine, RunSummary};
 use crate::executor::{CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest};
 use crate::inputs::{step_inputs, without_forbidden_values};
-use crate::record::kind;
+use crate::journal::{
+    AttemptFinished, AttemptStarted, Event, GateParked, PrintedStream, StepFailure, StepPrinted,
+    SupervisorChoice, SupervisorDecided, SupervisorRetryRefused,
+};
 use crate::supervisor::{FailureView, RetryPermission, SupervisorDecision, UNKNOWN_MEANS_STOP};
 
 /// How a run is continued.
@@ -189,9 +192,11 @@ impl Engine {
         });
         let event = self.new_event(
             context,
-            kind::GATE_PARKED,
-            json!({"step": step.id(), "attempt": attempt}),
-        );
+            Event::GateParked(GateParked {
+                step: step.id().to_owned(),
+                attempt,
+            }),
+        )?;
         self.store.park(
             &context.run.id,
             step.id(),
@@ -266,9 +271,13 @@ impl Engine {
         };
         let started = self.new_event(
             context,
-            kind::ATTEMPT_STARTED,
-            json!({"step": step.id(), "attempt": attempt, "network": network.as_str(), "inputs": scrubbed_inputs.get()}),
-        );
+            Event::AttemptStarted(AttemptStarted {
+                step: step.id().to_owned(),
+                attempt,
+                network,
+                inputs: scrubbed_inputs.get().clone(),
+            }),
+        )?;
         // G14: this row is synced before the executor is called.
         self.store.begin_attempt(
             &NewAttempt {
@@ -307,8 +316,20 @@ impl Engine {
             attempt,
             work_dir: workspace.files_dir(),
         });
-        self.record_printed(context, step.id(), attempt, "stdout", &report.stdout)?;
-        self.record_printed(context, step.id(), attempt, "stderr", &report.stderr)?;
+        self.record_printed(
+            context,
+            step.id(),
+            attempt,
+            PrintedStream::Stdout,
+            &report.stdout,
+        )?;
+        self.record_printed(
+            context,
+            step.id(),
+            attempt,
+            PrintedStream::Stderr,
+            &report.stderr,
+        )?;
         self.record_copy_back(context, step.id(), attempt, &report, &workspace)?;
         let mut finished = Finished::observed(&context.redactor, &report);
         let redactor = &context.redactor;
@@ -419,12 +440,12 @@ impl Engine {
                     failure.error_kind.get(),
                     failure.message.get()
                 )));
-                finished.error = Some(json!({
-                    "kind": failure.error_kind.get(),
-                    "message": failure.message.get(),
-                    "traceback": failure.traceback.get(),
-                    "code_started": phase == CodePhase::CodeStarted,
-                }));
+                finished.error = Some(StepFailure {
+                    kind: failure.error_kind.get().clone(),
+                    message: failure.message.get().clone(),
+                    traceback: failure.traceback.get().clone(),
+                    code_started: phase == CodePhase::CodeStarted,
+                });
                 self.finish(context, step.id(), attempt, status, finished)?;
                 let permission = if status == AttemptStatus::Unknown
                     || supervisor_retries >= self.options.max_supervisor_retries
@@ -478,7 +499,14 @@ impl Engine {
                 // G4: a value under a forbidden key may be a credential that no redactor knows;
                 // the decision is recorded without it, and the attempt refuses the inputs.
                 let recorded = without_forbidden_values(&inputs);
-                self.event(context, kind::SUPERVISOR_DECISION, json!({"step": step_id, "attempt": attempt, "decision": "retry", "inputs": recorded}))?;
+                self.event(
+                    context,
+                    supervisor_decided(
+                        step_id,
+                        attempt,
+                        SupervisorChoice::Retry { inputs: recorded },
+                    ),
+                )?;
                 Ok(StepEnd::RetryWith(inputs))
             }
             SupervisorDecision::Retry { .. } => {
@@ -494,8 +522,11 @@ impl Engine {
                 };
                 self.event(
                     context,
-                    kind::SUPERVISOR_RETRY_REFUSED,
-                    json!({"step": step_id, "attempt": attempt, "reason": reason}),
+                    Event::SupervisorRetryRefused(SupervisorRetryRefused {
+                        step: step_id.to_owned(),
+                        attempt,
+                        reason: reason.clone(),
+                    }),
                 )?;
                 Ok(StepEnd::Halt {
                     status: RunStatus::NeedsAttention,
@@ -504,7 +535,16 @@ impl Engine {
             }
             SupervisorDecision::Stop { reason } => {
                 let reason = context.redactor.scrub(&reason).into_inner();
-                self.event(context, kind::SUPERVISOR_DECISION, json!({"step": step_id, "attempt": attempt, "decision": "stop", "reason": reason}))?;
+                self.event(
+                    context,
+                    supervisor_decided(
+                        step_id,
+                        attempt,
+                        SupervisorChoice::Stop {
+                            reason: reason.clone(),
+                        },
+                    ),
+                )?;
                 Ok(StepEnd::Halt {
                     status: RunStatus::Stopped,
                     reason: format!("stopped by the supervisor: {reason}"),
@@ -513,8 +553,7 @@ impl Engine {
             SupervisorDecision::AskPerson => {
                 self.event(
                     context,
-                    kind::SUPERVISOR_DECISION,
-                    json!({"step": step_id, "attempt": attempt, "decision": "ask_person"}),
+                    supervisor_decided(step_id, attempt, SupervisorChoice::AskPerson),
                 )?;
                 Ok(StepEnd::Halt {
                     status: RunStatus::NeedsAttention,
@@ -544,21 +583,21 @@ impl Engine {
             output: finished.output.clone(),
             reason: finished.reason.clone(),
         };
+        let text = |value: &Option<Redacted<String>>| value.as_ref().map(|text| text.get().clone());
         let event = self.new_event(
             context,
-            kind::ATTEMPT_FINISHED,
-            json!({
-                "step": step,
-                "attempt": attempt,
-                "status": status.as_str(),
-                "output": finished.output.as_ref().map(Redacted::get),
-                "error": finished.error,
-                "reason": finished.reason.as_ref().map(Redacted::get),
-                "interpreter_version": finished.interpreter_version.as_ref().map(Redacted::get),
-                "backend": finished.backend.as_ref().map(Redacted::get),
-                "isolation_notes": finished.isolation_notes.as_ref().map(Redacted::get),
+            Event::AttemptFinished(AttemptFinished {
+                step: step.to_owned(),
+                attempt,
+                status,
+                output: finished.output.as_ref().map(|output| output.get().clone()),
+                error: finished.error,
+                reason: text(&finished.reason),
+                interpreter_version: text(&finished.interpreter_version),
+                backend: text(&finished.backend),
+                isolation_notes: text(&finished.isolation_notes),
             }),
-        );
+        )?;
         self.store
             .finish_attempt(&context.run.id, step, attempt, &finish, &event)?;
         Ok(())
@@ -570,7 +609,7 @@ impl Engine {
         context: &RunContext,
         step: &str,
         attempt: u32,
-        stream: &str,
+        stream: PrintedStream,
         bytes: &[u8],
     ) -> Result<(), Error> {
         if bytes.is_empty() {
@@ -584,8 +623,13 @@ impl Engine {
             .scrub_printed(bytes, self.options.max_printed_bytes);
         self.event(
             context,
-            kind::STEP_PRINTED,
-            json!({"step": step, "attempt": attempt, "stream": stream, "text": kept.get(), "printed_bytes": bytes.len()}),
+            Event::StepPrinted(StepPrinted {
+                step: step.to_owned(),
+                attempt,
+                stream,
+                text: kept.get().clone(),
+                printed_bytes: u64::try_from(bytes.len()).unwrap_or(u64::MAX),
+            }),
         )?;
         Ok(())
     }
@@ -605,7 +649,7 @@ pub(crate) struct Finished {
     pub(crate) isolation_notes: Option<Redacted<String>>,
     pub(crate) output: Option<Redacted<Value>>,
     pub(crate) reason: Option<Redacted<String>>,
-    pub(crate) error: Option<Value>,
+    pub(crate) error: Option<StepFailure>,
 }
 
 impl Finished {
@@ -635,4 +679,13 @@ impl Finished {
             error: None,
         }
     }
+}
+
+/// The supervisor's decision on an attempt, as an event.
+fn supervisor_decided(step: &str, attempt: u32, decision: SupervisorChoice) -> Event {
+    Event::SupervisorDecision(SupervisorDecided {
+        step: step.to_owned(),
+        attempt,
+        decision,
+    })
 }

@@ -7,15 +7,18 @@ use redact::{ScrubSets, SecretRequest, SecretSource};
 use serde_json::{Value, json};
 use spec::Workflow;
 use storage::{
-    AccountId, Actor, AttemptStatus, DecisionKind, Door, NewAuditEntry, NewDecision, NewEvent,
-    NewRun, RunId, RunStatus, Sha256Hex, StepId, Store,
+    AccountId, Actor, AttemptStatus, DecisionKind, Door, NewAuditEntry, NewDecision, NewRun, RunId,
+    RunStatus, Sha256Hex, StepId, Store,
 };
 
-use crate::context::{RunContext, SecretsFor, secret_request, step_env, unavailable_payload};
+use crate::context::{
+    RunContext, SecretsFor, secret_request, step_env, stored_event, unavailable_event,
+};
 use crate::drive::Resume;
 use crate::executor::StepExecutor;
 use crate::inputs::check_run_inputs;
-use crate::record::{AttemptState, RunState, kind};
+use crate::journal::{self, Entry, Event, EventKind, PersonDecided, RunCreated, SecretsResolved};
+use crate::record::{AttemptState, RunState};
 use crate::supervisor::Supervisor;
 use crate::{Clock, EngineOptions, Error, IdSource};
 
@@ -146,18 +149,18 @@ impl Engine {
         let redactor = secrets.redactor();
         let now = self.clock.now();
         let hash = Sha256Hex::of(workflow.source().as_bytes());
-        let created = NewEvent {
-            kind: kind::RUN_CREATED,
-            payload: redactor.scrub_json(&json!({
-                "status": RunStatus::Running.as_str(),
-                "workflow": workflow.name(),
-                "file": workflow.file_name(),
-                "hash": hash.as_str(),
-                "inputs": inputs,
-                "started_by": actor_json(&who),
-            })),
-            at: now,
-        };
+        let created = stored_event(
+            &redactor,
+            &Event::RunCreated(RunCreated {
+                status: RunStatus::Running,
+                workflow: workflow.name().to_owned(),
+                file: workflow.file_name().to_owned(),
+                hash: hash.as_str().to_owned(),
+                inputs: inputs.clone(),
+                started_by: who.clone(),
+            }),
+            now,
+        )?;
         self.store.create_run(
             &NewRun {
                 id: run_id.clone(),
@@ -198,15 +201,11 @@ impl Engine {
             .iter()
             .map(ToString::to_string)
             .collect();
-        self.event(&context, kind::SECRETS_RESOLVED, json!({"names": names}))?;
+        self.event(&context, Event::SecretsResolved(SecretsResolved { names }))?;
         // Everything the run will need is checked before its first step runs.
         let mut refusal = None;
         if !context.unavailable.is_empty() {
-            self.event(
-                &context,
-                kind::SECRETS_UNAVAILABLE,
-                unavailable_payload(&context.unavailable),
-            )?;
+            self.event(&context, unavailable_event(&context.unavailable))?;
             let aliases: Vec<&str> = context
                 .unavailable
                 .iter()
@@ -400,15 +399,15 @@ impl Engine {
         note: &str,
     ) -> Result<(), Error> {
         let now = self.clock.now();
-        let payload = json!({
-            "decision": kind.as_str(),
-            "step": step,
-            "attempt": attempt,
-            "who": actor_json(who),
-            "door": door.as_str(),
-            "note": note,
+        let decided = Event::Decision(PersonDecided {
+            decision: kind,
+            step: step.map(str::to_owned),
+            attempt,
+            who: who.clone(),
+            door,
+            note: note.to_owned(),
         });
-        let event = self.new_event(context, kind::DECISION, payload.clone());
+        let event = self.new_event(context, decided)?;
         let decision = NewDecision {
             run: context.run.id.clone(),
             step_id: step.map(step_id).transpose()?,
@@ -430,7 +429,7 @@ impl Engine {
                 DecisionKind::Retry => "run.retry",
                 DecisionKind::Stop => "run.stop",
             },
-            detail: context.redactor.scrub_json(&payload),
+            detail: event.payload.clone(),
             at: now,
         })?;
         Ok(())
@@ -470,19 +469,21 @@ impl Engine {
                 None => steps.push(summary),
             }
         }
-        let reason = self
+        // The latest status change says why the run stands where it does; only that event is
+        // read.
+        let latest_status = self
             .store
             .events(run)?
-            .iter()
+            .into_iter()
             .rev()
-            .find(|event| event.kind == kind::RUN_STATUS)
-            .and_then(|event| {
-                event
-                    .payload
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
+            .find(|event| event.kind == EventKind::RunStatus.as_str());
+        let reason = match latest_status.as_ref().map(journal::read).transpose()? {
+            Some(Entry {
+                event: Event::RunStatus(changed),
+                ..
+            }) => changed.reason,
+            _ => None,
+        };
         let waiting_at = if record.status == RunStatus::WaitingApproval {
             self.store.parked(run)?.map(|parked| parked.step_id)
         } else {
@@ -495,6 +496,11 @@ impl Engine {
             waiting_at,
             reason,
         })
+    }
+
+    /// A run's journal, every event read into its type (G25).
+    pub fn journal(&self, run: &RunId) -> Result<Vec<Entry>, Error> {
+        Ok(journal::read_all(&self.store.events(run)?)?)
     }
 
     /// A run's state as the store holds it; [`crate::reconstruct`] of its events must equal it.
@@ -564,9 +570,4 @@ pub(crate) fn step_id(step: &str) -> Result<StepId, Error> {
     StepId::parse(step).map_err(|_| Error::NotAStepId {
         step: step.to_owned(),
     })
-}
-
-/// An actor as event JSON.
-pub(crate) fn actor_json(actor: &Actor) -> Value {
-    json!({"kind": actor.kind(), "id": actor.id(), "name": actor.display_name()})
 }

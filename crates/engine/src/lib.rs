@@ -20,6 +20,7 @@ mod drive;
 mod engine;
 mod executor;
 mod inputs;
+pub mod journal;
 mod record;
 mod recovery;
 mod supervisor;
@@ -32,7 +33,7 @@ pub use crate::executor::{
     CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
     StepError, StepExecutor, StepOutput,
 };
-pub use crate::record::{AttemptState, RunState, kind, reconstruct};
+pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
 pub use crate::supervisor::{
     FailureView, PersonSupervisor, RetryPermission, Supervisor, SupervisorDecision,
@@ -149,6 +150,16 @@ pub enum Error {
         #[source]
         source: redact::Error,
     },
+    /// An event could not be encoded in the journal's shape.
+    #[error("the `{kind}` event could not be encoded for the journal")]
+    JournalEncode {
+        kind: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A stored event could not be read.
+    #[error(transparent)]
+    Journal(#[from] journal::ReadError),
     /// The store failed (also what an injected crash looks like).
     #[error(transparent)]
     Storage(#[from] storage::Error),

@@ -50,6 +50,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "model_providers",
         sql: include_str!("../migrations/0006_model_providers.sql"),
     },
+    Migration {
+        version: 7,
+        name: "journal_version",
+        sql: include_str!("../migrations/0007_journal_version.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

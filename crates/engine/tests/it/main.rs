@@ -11,6 +11,7 @@ mod g16_account_values;
 mod g17_cuts_and_outputs;
 mod gates;
 mod inputs;
+mod journal_fixtures;
 mod kill;
 mod record;
 mod review_credential_path;

@@ -18,7 +18,7 @@ fn assert_reconstructs(harness: &Harness, engine: &engine::Engine, run: &RunId) 
         "gapless"
     );
     assert_eq!(
-        reconstruct(&events),
+        reconstruct(&engine::journal::read_all(&events).unwrap()),
         engine.stored_state(run).unwrap(),
         "run {run}"
     );
@@ -192,7 +192,7 @@ fn g25_run_reconstructed_from_events() {
     let statuses: std::collections::BTreeSet<String> = runs
         .iter()
         .map(|run| {
-            reconstruct(&harness.store.events(run).unwrap())
+            reconstruct(&engine.journal(run).unwrap())
                 .status
                 .unwrap()
                 .to_string()
