@@ -198,13 +198,10 @@ pub(crate) fn journal(shared: &Shared, record: &RunRecord) -> Result<Vec<Entry>,
 /// shape.
 pub(crate) fn wire_event(record: &RunRecord, entry: &Entry) -> Result<Event, Error> {
     let kind = entry.event.kind().as_str();
-    let payload = entry
-        .event
-        .payload_json()
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(engine::Error::JournalEncode { kind, source }),
-        })?;
+    let payload = entry.event.payload_json().map_err(|source| Error::Engine {
+        run: record.id.to_string(),
+        source: Box::new(engine::Error::JournalEncode { kind, source }),
+    })?;
     Ok(Event {
         seq: entry.seq,
         kind: kind.to_owned(),
