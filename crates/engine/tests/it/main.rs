@@ -13,6 +13,7 @@ mod gates;
 mod inputs;
 mod journal_fixtures;
 mod kill;
+mod reconstruct_property;
 mod record;
 mod review_credential_path;
 mod scrub_table;
