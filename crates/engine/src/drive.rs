@@ -176,7 +176,8 @@ impl Engine {
         step: &Step,
         outputs: &BTreeMap<String, Value>,
     ) -> Result<(), Error> {
-        let attempt = self.next_attempt_number(&context.run.id, step.id())?;
+        let gate = self.gate(&context.run.account, &context.run.id, step.id())?;
+        let attempt = gate.attempt;
         let names: Vec<String> = context
             .secrets
             .names()

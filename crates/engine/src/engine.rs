@@ -7,8 +7,8 @@ use redact::{ScrubSets, SecretRequest, SecretSource};
 use serde_json::{Value, json};
 use spec::Workflow;
 use storage::{
-    AccountId, Actor, AttemptStatus, DecisionKind, Door, NewAuditEntry, NewDecision, NewRun, RunId,
-    RunStatus, Sha256Hex, StepId, Store,
+    AccountId, Actor, AttemptStatus, DecisionKind, Door, GateRef, NewAuditEntry, NewDecision,
+    NewRun, RunId, RunStatus, Sha256Hex, StepId, Store,
 };
 
 use crate::context::{
@@ -251,7 +251,7 @@ impl Engine {
             });
         }
         let mut context = self.load_context(run)?;
-        let attempt = self.next_attempt_number(run, step)?;
+        let gate = self.gate(&record.account, run, step)?;
         let kind = match decision.kind {
             GateDecision::Approve => DecisionKind::Approve,
             GateDecision::Reject => DecisionKind::Reject,
@@ -259,7 +259,7 @@ impl Engine {
         self.record_person_decision(
             &context,
             Some(step),
-            Some(attempt),
+            Some(gate.attempt),
             kind,
             &decision.who,
             decision.door,
@@ -433,6 +433,39 @@ impl Engine {
             at: now,
         })?;
         Ok(())
+    }
+
+    /// The gate a run waits at, with the attempt its decision will be recorded against, or
+    /// `None` when the run is not waiting at a gate. What an approve link signs (G24).
+    pub fn pending_gate(&self, run: &RunId) -> Result<Option<GateRef>, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if record.status != RunStatus::WaitingApproval {
+            return Ok(None);
+        }
+        let Some(parked) = self.store.parked(run)? else {
+            return Ok(None);
+        };
+        Ok(Some(self.gate(&record.account, run, &parked.step_id)?))
+    }
+
+    /// The gate at `step` of a run: a gate's decision is recorded against the step's next
+    /// attempt, the one its approval lets start. The one place that rule lives: the parked
+    /// event, the decision and an approve link all take it from here.
+    pub(crate) fn gate(
+        &self,
+        account: &AccountId,
+        run: &RunId,
+        step: &str,
+    ) -> Result<GateRef, Error> {
+        Ok(GateRef {
+            account: account.clone(),
+            run: run.clone(),
+            step: step_id(step)?,
+            attempt: self.next_attempt_number(run, step)?,
+        })
     }
 
     pub(crate) fn next_attempt_number(&self, run: &RunId, step: &str) -> Result<u32, Error> {

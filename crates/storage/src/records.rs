@@ -172,7 +172,7 @@ pub struct ParkedRecord {
 pub struct NewAuditEntry {
     pub account: AccountId,
     /// The run the action concerns, if any; the detail must then be scrubbed for that run,
-    /// otherwise for the account (`account:<id>`).
+    /// otherwise for the account (`redact::Scope::Account`).
     pub run: Option<RunId>,
     pub actor: Actor,
     /// A stable machine name (`gate.approve`, `secret.set`, `session.sign_in`, ...).
