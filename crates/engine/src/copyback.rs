@@ -146,7 +146,7 @@ impl Engine {
                 )?;
             }
             Err(error) => {
-                let reason = self.without_host_paths(&error.to_string());
+                let reason = self.without_host_paths(&crate::with_causes(&error));
                 self.event(
                     context,
                     refused(

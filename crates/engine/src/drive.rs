@@ -251,7 +251,7 @@ impl Engine {
             .map_err(|error| {
                 format!(
                     "the account's workspace cannot be opened: {}",
-                    self.without_host_paths(&error.to_string())
+                    self.without_host_paths(&crate::with_causes(&error))
                 )
             });
         let env = match step_env(step, &context.secrets, &context.unavailable) {

@@ -39,7 +39,7 @@ impl Engine {
                 Err(error) => {
                     report
                         .skipped
-                        .push((attempt.run.clone(), error.to_string()));
+                        .push((attempt.run.clone(), crate::with_causes(&error)));
                     continue;
                 }
             };
@@ -120,7 +120,7 @@ impl Engine {
                 Ok(true) => report.resumed.push(run),
                 Ok(false) => {}
                 Err(error @ Error::Storage(_)) => return Err(error),
-                Err(error) => report.skipped.push((run, error.to_string())),
+                Err(error) => report.skipped.push((run, crate::with_causes(&error))),
             }
         }
         Ok(report)

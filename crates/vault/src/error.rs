@@ -22,7 +22,7 @@ pub enum Error {
         hint: &'static str,
     },
     /// The root key file exists but cannot be read.
-    #[error("the root key at {location} cannot be read: {source}")]
+    #[error("the root key at {location} cannot be read")]
     RootKeyUnreadable {
         location: String,
         #[source]
@@ -43,7 +43,7 @@ pub enum Error {
     #[error("the new root key at {location} is the current root key; rotation needs a new key")]
     RootKeyUnchanged { location: String },
     /// Writing a generated root key failed.
-    #[error("cannot write the root key file {path}: {source}")]
+    #[error("cannot write the root key file {path}")]
     RootKeyWrite {
         path: PathBuf,
         #[source]
@@ -147,7 +147,7 @@ pub enum Error {
     #[error("encryption failed")]
     Encrypt,
     /// The storage backend failed.
-    #[error("vault storage failed: {source}")]
+    #[error("vault storage failed")]
     Store {
         #[from]
         source: storage::Error,
