@@ -70,6 +70,14 @@ pub struct StepSummary {
     pub reason: Option<String>,
 }
 
+/// What a person's decision is on.
+enum DecidedOn<'a> {
+    /// A gate's pending attempt, or the failed attempt of a step.
+    Attempt { step: &'a str, attempt: u32 },
+    /// The whole run (a stop).
+    Run,
+}
+
 /// Where a run stands after an operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
@@ -252,21 +260,27 @@ impl Engine {
         }
         let mut context = self.load_context(run)?;
         let gate = self.gate(&record.account, run, step)?;
-        let kind = match decision.kind {
+        let gate_decision = decision.kind;
+        let kind = match gate_decision {
             GateDecision::Approve => DecisionKind::Approve,
             GateDecision::Reject => DecisionKind::Reject,
         };
+        let by = PersonDecision {
+            who: decision.who,
+            door: decision.door,
+            note: decision.note,
+        };
         self.record_person_decision(
             &context,
-            Some(step),
-            Some(gate.attempt),
+            DecidedOn::Attempt {
+                step,
+                attempt: gate.attempt,
+            },
             kind,
-            &decision.who,
-            decision.door,
-            &decision.note,
+            &by,
         )?;
         self.store.clear_parked(run)?;
-        match decision.kind {
+        match gate_decision {
             GateDecision::Reject => {
                 self.set_status(
                     &mut context,
@@ -336,12 +350,12 @@ impl Engine {
         let mut context = self.load_context(run)?;
         self.record_person_decision(
             &context,
-            Some(step),
-            Some(latest.attempt),
+            DecidedOn::Attempt {
+                step,
+                attempt: latest.attempt,
+            },
             DecisionKind::Retry,
-            &by.who,
-            by.door,
-            &by.note,
+            &by,
         )?;
         self.set_status(&mut context, RunStatus::Running, None)?;
         self.drive(
@@ -369,15 +383,7 @@ impl Engine {
             });
         }
         let mut context = self.load_context(run)?;
-        self.record_person_decision(
-            &context,
-            None,
-            None,
-            DecisionKind::Stop,
-            &by.who,
-            by.door,
-            &by.note,
-        )?;
+        self.record_person_decision(&context, DecidedOn::Run, DecisionKind::Stop, &by)?;
         self.set_status(
             &mut context,
             RunStatus::Stopped,
@@ -387,17 +393,18 @@ impl Engine {
     }
 
     /// Records a person's decision: the decision row, an event, and an audit entry.
-    #[allow(clippy::too_many_arguments)]
     fn record_person_decision(
         &self,
         context: &RunContext,
-        step: Option<&str>,
-        attempt: Option<u32>,
+        on: DecidedOn<'_>,
         kind: DecisionKind,
-        who: &Actor,
-        door: Door,
-        note: &str,
+        by: &PersonDecision,
     ) -> Result<(), Error> {
+        let (step, attempt) = match on {
+            DecidedOn::Attempt { step, attempt } => (Some(step), Some(attempt)),
+            DecidedOn::Run => (None, None),
+        };
+        let (who, door, note) = (&by.who, by.door, by.note.as_str());
         let now = self.clock.now();
         let decided = Event::Decision(PersonDecided {
             decision: kind,

@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+mod attempt;
 mod clock;
 mod context;
 mod copyback;

@@ -9,7 +9,8 @@
 use storage::{AttemptStatus, DecisionKind, NetworkMode, RunId, RunStatus};
 
 use crate::Error;
-use crate::drive::{Finished, Resume};
+use crate::attempt::Finished;
+use crate::drive::Resume;
 use crate::engine::Engine;
 use crate::journal::{Event, Recovered};
 

@@ -5,6 +5,7 @@
 // test code too, and a panic there is a test failure, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
+mod attempt_parts;
 mod crash;
 mod failure_policy;
 mod g16_account_values;
