@@ -7,6 +7,9 @@
 //! The length prefixes make the encoding unambiguous ("ab" + "c" is not "a" + "bc"), the label
 //! keeps these MACs apart from every other MAC of the system.
 //!
+//! The fields are one [`storage::GateRef`], the gate as the engine derives it (its account,
+//! run, step and the attempt its decision is recorded against), never four loose strings.
+//!
 //! The signing key is an [`ApproveLinkKey`], its own type with its own key file, never a vault
 //! key. The server holds the current key in a [`KeyRing`]; rotating the ring drops the old key,
 //! so every link made under it stops verifying. Nothing here returns anything to store: the
@@ -16,6 +19,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::Mac;
+use storage::GateRef;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -105,34 +109,23 @@ pub enum LinkError {
     Mismatch,
 }
 
-fn compute_mac(
-    key: &ApproveLinkKey,
-    account: &str,
-    run: &str,
-    step: &str,
-    attempt: u32,
-) -> Result<[u8; 32], Error> {
+fn compute_mac(key: &ApproveLinkKey, gate: &GateRef) -> Result<[u8; 32], Error> {
+    let (account, run, step) = (gate.account.as_str(), gate.run.as_str(), gate.step.as_str());
     let mut message = Vec::with_capacity(64 + account.len() + run.len() + step.len());
     push_length_prefixed(&mut message, "label", MAC_LABEL)?;
     push_length_prefixed(&mut message, "account id", account.as_bytes())?;
     push_length_prefixed(&mut message, "run id", run.as_bytes())?;
     push_length_prefixed(&mut message, "step id", step.as_bytes())?;
-    push_length_prefixed(&mut message, "attempt", &attempt.to_be_bytes())?;
+    push_length_prefixed(&mut message, "attempt", &gate.attempt.to_be_bytes())?;
     let mut mac = key.secret.mac();
     mac.update(&message);
     Ok(mac.finalize().into_bytes().into())
 }
 
-/// The approve-link token of one attempt at one gate, under `key`. Fails only when a field is
-/// longer than 4 GiB.
-pub fn approve_token(
-    key: &ApproveLinkKey,
-    account: &str,
-    run: &str,
-    step: &str,
-    attempt: u32,
-) -> Result<String, Error> {
-    let mac = compute_mac(key, account, run, step, attempt)?;
+/// The approve-link token of one attempt at one gate (as the engine derives it), under `key`.
+/// Fails only when a field is longer than 4 GiB.
+pub fn approve_token(key: &ApproveLinkKey, gate: &GateRef) -> Result<String, Error> {
+    let mac = compute_mac(key, gate)?;
     Ok(format!(
         "{TOKEN_VERSION}.{}.{}",
         key.key_id().to_hex(),
@@ -141,14 +134,7 @@ pub fn approve_token(
 }
 
 /// Checks a presented token against the gate the request names, in constant time.
-pub fn verify_approve_token(
-    keys: &KeyRing,
-    token: &str,
-    account: &str,
-    run: &str,
-    step: &str,
-    attempt: u32,
-) -> Result<(), LinkError> {
+pub fn verify_approve_token(keys: &KeyRing, token: &str, gate: &GateRef) -> Result<(), LinkError> {
     let mut parts = token.split('.');
     let (Some(TOKEN_VERSION), Some(key_id), Some(mac_text), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -167,8 +153,7 @@ pub fn verify_approve_token(
         .ok_or(LinkError::Malformed)?;
     let key = keys.find(key_id).ok_or(LinkError::UnknownKey)?;
     // A field too long to encode cannot have been signed, so it is a mismatch.
-    let expected =
-        compute_mac(key, account, run, step, attempt).map_err(|_| LinkError::Mismatch)?;
+    let expected = compute_mac(key, gate).map_err(|_| LinkError::Mismatch)?;
     if bool::from(expected.ct_eq(&presented)) {
         Ok(())
     } else {

@@ -12,7 +12,7 @@
 pub enum Error {
     /// The operating system's random number generator failed; nothing was generated, so no
     /// weak token, key or salt can come out of this crate.
-    #[error("the system random number generator failed while generating {purpose}: {source}")]
+    #[error("the system random number generator failed while generating {purpose}")]
     Randomness {
         purpose: &'static str,
         #[source]
@@ -34,7 +34,7 @@ pub enum Error {
     #[error("the password does not match")]
     PasswordMismatch,
     /// A stored password hash is not an argon2id PHC string this crate can check.
-    #[error("the stored password hash cannot be used: {source}")]
+    #[error("the stored password hash cannot be used")]
     PasswordHashUnusable {
         #[source]
         source: argon2::password_hash::Error,
@@ -43,7 +43,7 @@ pub enum Error {
     #[error("the stored password hash uses the algorithm {algorithm:?}, not argon2id")]
     PasswordHashAlgorithm { algorithm: String },
     /// Hashing a password failed inside argon2 (invalid parameters or salt).
-    #[error("hashing the password failed: {source}")]
+    #[error("hashing the password failed")]
     PasswordHashing {
         #[source]
         source: argon2::password_hash::Error,

@@ -83,8 +83,7 @@ impl RunStore for MemoryStore {
             updated_at: run.created_at,
         };
         self.runs.lock().unwrap().insert(run.id.clone(), record);
-        self.append(&run.id, event.kind, &event.payload, event.at)
-            .map(drop)
+        self.append(&run.id, event).map(drop)
     }
     fn run(&self, id: &RunId) -> Result<Option<RunRecord>, Error> {
         Ok(self.runs.lock().unwrap().get(id).cloned())
@@ -106,8 +105,7 @@ impl RunStore for MemoryStore {
             run.status = status;
             run.updated_at = at;
         }
-        self.append(id, event.kind, &event.payload, event.at)
-            .map(drop)
+        self.append(id, event).map(drop)
     }
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
         self.attempts
@@ -130,8 +128,7 @@ impl RunStore for MemoryStore {
                 output: None,
                 reason: None,
             });
-        self.append(&attempt.run, event.kind, &event.payload, event.at)
-            .map(drop)
+        self.append(&attempt.run, event).map(drop)
     }
     fn finish_attempt(
         &self,
@@ -155,8 +152,7 @@ impl RunStore for MemoryStore {
             record.status = finish.status;
             record.output = finish.output.as_ref().map(|output| output.get().clone());
         }
-        self.append(run, event.kind, &event.payload, event.at)
-            .map(drop)
+        self.append(run, event).map(drop)
     }
     fn attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, Error> {
         Ok(self
@@ -189,13 +185,7 @@ impl RunStore for MemoryStore {
 }
 
 impl EventLog for MemoryStore {
-    fn append(
-        &self,
-        run: &RunId,
-        _kind: &str,
-        _payload: &Redacted<Value>,
-        _at: Timestamp,
-    ) -> Result<u64, Error> {
+    fn append(&self, run: &RunId, _event: &NewEvent) -> Result<u64, Error> {
         let mut seqs = self.seqs.lock().unwrap();
         let seq = seqs.entry(run.clone()).or_insert(0);
         *seq += 1;

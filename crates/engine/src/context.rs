@@ -2,13 +2,12 @@
 //! set and redactor; and the two writes everything else is built from (an event, a status).
 
 use redact::{Redactor, RunSecrets, SecretName, SecretRequest, SecretValue};
-use serde_json::{Value, json};
 use spec::{Step, Workflow};
 use storage::{AccountId, NewEvent, RunId, RunRecord, RunStatus, Sha256Hex, Timestamp};
 
 use crate::Error;
 use crate::engine::Engine;
-use crate::record::kind;
+use crate::journal::{self, Event, RunStatusChanged, SecretsUnavailable, UnavailableConnection};
 
 /// A run being worked on.
 pub(crate) struct RunContext {
@@ -235,40 +234,21 @@ impl Engine {
             unavailable,
         };
         if !context.unavailable.is_empty() {
-            self.event(
-                &context,
-                kind::SECRETS_UNAVAILABLE,
-                unavailable_payload(&context.unavailable),
-            )?;
+            self.event(&context, unavailable_event(&context.unavailable))?;
         }
         Ok(context)
     }
 
     /// Appends one event, scrubbed with the run's redactor.
-    pub(crate) fn event(
-        &self,
-        context: &RunContext,
-        event_kind: &'static str,
-        payload: Value,
-    ) -> Result<u64, Error> {
-        let scrubbed = context.redactor.scrub_json(&payload);
-        Ok(self
-            .store
-            .append(&context.run.id, event_kind, &scrubbed, self.clock.now())?)
+    pub(crate) fn event(&self, context: &RunContext, event: Event) -> Result<u64, Error> {
+        let event = self.new_event(context, event)?;
+        Ok(self.store.append(&context.run.id, &event)?)
     }
 
-    /// An event to write together with a state change.
-    pub(crate) fn new_event(
-        &self,
-        context: &RunContext,
-        event_kind: &'static str,
-        payload: Value,
-    ) -> NewEvent {
-        NewEvent {
-            kind: event_kind,
-            payload: context.redactor.scrub_json(&payload),
-            at: self.clock.now(),
-        }
+    /// An event to write together with a state change: its payload in this version's shape,
+    /// scrubbed with the run's redactor.
+    pub(crate) fn new_event(&self, context: &RunContext, event: Event) -> Result<NewEvent, Error> {
+        stored_event(&context.redactor, &event, self.clock.now())
     }
 
     /// Sets the run's status and records the change as an event, in one write.
@@ -280,9 +260,11 @@ impl Engine {
     ) -> Result<(), Error> {
         let event = self.new_event(
             context,
-            kind::RUN_STATUS,
-            json!({"status": status.as_str(), "reason": reason}),
-        );
+            Event::RunStatus(RunStatusChanged {
+                status,
+                reason: reason.map(str::to_owned),
+            }),
+        )?;
         self.store
             .set_run_status(&context.run.id, status, event.at, &event)?;
         context.run.status = status;
@@ -291,11 +273,33 @@ impl Engine {
 }
 
 /// The names (never values) of what could not be resolved.
-pub(crate) fn unavailable_payload(unavailable: &[(String, String)]) -> Value {
-    json!({
-        "connections": unavailable
+pub(crate) fn unavailable_event(unavailable: &[(String, String)]) -> Event {
+    Event::SecretsUnavailable(SecretsUnavailable {
+        connections: unavailable
             .iter()
-            .map(|(alias, reason)| json!({"alias": alias, "reason": reason}))
-            .collect::<Vec<_>>(),
+            .map(|(alias, reason)| UnavailableConnection {
+                alias: alias.clone(),
+                reason: reason.clone(),
+            })
+            .collect(),
+    })
+}
+
+/// An event as the store takes it: its kind's stable name, this journal version, and its
+/// payload scrubbed by `redactor`.
+pub(crate) fn stored_event(
+    redactor: &Redactor,
+    event: &Event,
+    at: Timestamp,
+) -> Result<NewEvent, Error> {
+    let kind = event.kind().as_str();
+    let payload = event
+        .payload_json()
+        .map_err(|source| Error::JournalEncode { kind, source })?;
+    Ok(NewEvent {
+        kind,
+        version: journal::VERSION,
+        payload: redactor.scrub_json(&payload),
+        at,
     })
 }

@@ -2,7 +2,6 @@
 //! revision authored by the run's step (G12, G25).
 
 use redact::Redactor;
-use serde_json::json;
 use workspace::{
     Author, Change, RelPath, Screened, SecretScreen, UnreadableArchives, Workspace, screen_contents,
 };
@@ -11,7 +10,9 @@ use crate::Error;
 use crate::context::RunContext;
 use crate::engine::Engine;
 use crate::executor::ExecutionReport;
-use crate::record::kind;
+use crate::journal::{
+    CopyBackRefused, Event, FileWritten, RefusedBy, RefusedFiles, WorkspaceRevision,
+};
 
 /// Refuses content holding any value of the run's account (current, revoked or superseded
 /// and still kept) or of the run: the run's redactor knows them all. An archive it cannot open
@@ -66,53 +67,74 @@ impl Engine {
                 path.to_owned()
             }
         };
+        let refused = |refused: RefusedFiles, reason: String, by: RefusedBy| {
+            Event::CopyBackRefused(CopyBackRefused {
+                step: step.to_owned(),
+                attempt,
+                refused,
+                reason,
+                by,
+            })
+        };
+        let file = |path: String| RefusedFiles::File { path };
         for refusal in &report.copy_back_refusals {
             self.event(
                 context,
-                kind::COPY_BACK_REFUSED,
-                json!({"step": step, "attempt": attempt, "path": shown(&refusal.path), "reason": refusal.reason, "by": "sandbox"}),
+                refused(
+                    file(shown(&refusal.path)),
+                    refusal.reason.clone(),
+                    RefusedBy::Sandbox,
+                ),
             )?;
         }
         if report.file_changes.is_empty() {
             return Ok(());
         }
         let mut accepted = Vec::new();
-        let mut paths = Vec::new();
+        let mut files = Vec::new();
         for change in &report.file_changes {
             // The path is written into the history and the working folder as it is (G19).
             if screens.holds_secret(change.path.as_bytes()) {
                 self.event(
                     context,
-                    kind::COPY_BACK_REFUSED,
-                    json!({"step": step, "attempt": attempt, "path": WITHHELD_PATH, "reason": "the file's path holds a current credential value", "by": "engine"}),
+                    refused(
+                        file(WITHHELD_PATH.to_owned()),
+                        "the file's path holds a current credential value".to_owned(),
+                        RefusedBy::Engine,
+                    ),
                 )?;
                 continue;
             }
-            let refused = match screen_contents(&screens, &change.bytes, unreadable) {
+            let refusal = match screen_contents(&screens, &change.bytes, unreadable) {
                 Screened::Clean => None,
                 Screened::HoldsSecret { .. } => {
                     Some("the file holds a current credential value".to_owned())
                 }
                 Screened::Unscreenable { reason } => Some(reason),
             };
-            if let Some(reason) = refused {
+            if let Some(reason) = refusal {
                 self.event(
                     context,
-                    kind::COPY_BACK_REFUSED,
-                    json!({"step": step, "attempt": attempt, "path": change.path, "reason": reason, "by": "engine"}),
+                    refused(file(change.path.clone()), reason, RefusedBy::Engine),
                 )?;
                 continue;
             }
             match RelPath::parse(&change.path) {
                 Ok(path) => {
-                    paths.push(json!({"path": change.path, "bytes": change.bytes.len()}));
+                    files.push(FileWritten {
+                        path: change.path.clone(),
+                        bytes: u64::try_from(change.bytes.len()).unwrap_or(u64::MAX),
+                    });
                     accepted.push((path, Change::Write(change.bytes.clone())));
                 }
                 Err(refusal) => {
                     self.event(
                         context,
-                        kind::COPY_BACK_REFUSED,
-                        json!({"step": step, "attempt": attempt, "path": change.path, "reason": refusal.to_string(), "by": "engine"}),
+                        refused(
+                            file(change.path.clone()),
+                            refusal.to_string(),
+                            RefusedBy::Engine,
+                        ),
                     )?;
                 }
             }
@@ -132,16 +154,26 @@ impl Engine {
             Ok(revision) => {
                 self.event(
                     context,
-                    kind::WORKSPACE_REVISION,
-                    json!({"step": step, "attempt": attempt, "revision": revision.id.as_str(), "files": paths}),
+                    Event::WorkspaceRevision(WorkspaceRevision {
+                        step: step.to_owned(),
+                        attempt,
+                        revision: revision.id.as_str().to_owned(),
+                        files,
+                    }),
                 )?;
             }
             Err(error) => {
-                let reason = self.without_host_paths(&error.to_string());
+                let reason = self.without_host_paths(&crate::with_causes(&error));
                 self.event(
                     context,
-                    kind::COPY_BACK_REFUSED,
-                    json!({"step": step, "attempt": attempt, "files": paths, "reason": format!("the workspace refused the revision, nothing of it was written: {reason}"), "by": "workspace"}),
+                    refused(
+                        RefusedFiles::Revision { files },
+                        format!(
+                            "the workspace refused the revision, nothing of it was written: \
+                             {reason}"
+                        ),
+                        RefusedBy::Workspace,
+                    ),
                 )?;
             }
         }

@@ -7,15 +7,18 @@ use redact::{ScrubSets, SecretRequest, SecretSource};
 use serde_json::{Value, json};
 use spec::Workflow;
 use storage::{
-    AccountId, Actor, AttemptStatus, DecisionKind, Door, NewAuditEntry, NewDecision, NewEvent,
+    AccountId, Actor, AttemptStatus, DecisionKind, Door, GateRef, NewAuditEntry, NewDecision,
     NewRun, RunId, RunStatus, Sha256Hex, StepId, Store,
 };
 
-use crate::context::{RunContext, SecretsFor, secret_request, step_env, unavailable_payload};
+use crate::context::{
+    RunContext, SecretsFor, secret_request, step_env, stored_event, unavailable_event,
+};
 use crate::drive::Resume;
 use crate::executor::StepExecutor;
 use crate::inputs::check_run_inputs;
-use crate::record::{AttemptState, RunState, kind};
+use crate::journal::{self, Entry, Event, EventKind, PersonDecided, RunCreated, SecretsResolved};
+use crate::record::{AttemptState, RunState};
 use crate::supervisor::Supervisor;
 use crate::{Clock, EngineOptions, Error, IdSource};
 
@@ -65,6 +68,14 @@ pub struct StepSummary {
     pub status: AttemptStatus,
     pub output: Option<Value>,
     pub reason: Option<String>,
+}
+
+/// What a person's decision is on.
+enum DecidedOn<'a> {
+    /// A gate's pending attempt, or the failed attempt of a step.
+    Attempt { step: &'a str, attempt: u32 },
+    /// The whole run (a stop).
+    Run,
 }
 
 /// Where a run stands after an operation.
@@ -151,18 +162,18 @@ impl Engine {
         let redactor = secrets.redactor();
         let now = self.clock.now();
         let hash = Sha256Hex::of(workflow.source().as_bytes());
-        let created = NewEvent {
-            kind: kind::RUN_CREATED,
-            payload: redactor.scrub_json(&json!({
-                "status": RunStatus::Running.as_str(),
-                "workflow": workflow.name(),
-                "file": workflow.file_name(),
-                "hash": hash.as_str(),
-                "inputs": inputs,
-                "started_by": actor_json(&who),
-            })),
-            at: now,
-        };
+        let created = stored_event(
+            &redactor,
+            &Event::RunCreated(RunCreated {
+                status: RunStatus::Running,
+                workflow: workflow.name().to_owned(),
+                file: workflow.file_name().to_owned(),
+                hash: hash.as_str().to_owned(),
+                inputs: inputs.clone(),
+                started_by: who.clone(),
+            }),
+            now,
+        )?;
         self.store.create_run(
             &NewRun {
                 id: run_id.clone(),
@@ -203,15 +214,11 @@ impl Engine {
             .iter()
             .map(ToString::to_string)
             .collect();
-        self.event(&context, kind::SECRETS_RESOLVED, json!({"names": names}))?;
+        self.event(&context, Event::SecretsResolved(SecretsResolved { names }))?;
         // Everything the run will need is checked before its first step runs.
         let mut refusal = None;
         if !context.unavailable.is_empty() {
-            self.event(
-                &context,
-                kind::SECRETS_UNAVAILABLE,
-                unavailable_payload(&context.unavailable),
-            )?;
+            self.event(&context, unavailable_event(&context.unavailable))?;
             let aliases: Vec<&str> = context
                 .unavailable
                 .iter()
@@ -257,22 +264,28 @@ impl Engine {
             });
         }
         let mut context = self.load_context(run)?;
-        let attempt = self.next_attempt_number(run, step)?;
-        let kind = match decision.kind {
+        let gate = self.gate(&record.account, run, step)?;
+        let gate_decision = decision.kind;
+        let kind = match gate_decision {
             GateDecision::Approve => DecisionKind::Approve,
             GateDecision::Reject => DecisionKind::Reject,
         };
+        let by = PersonDecision {
+            who: decision.who,
+            door: decision.door,
+            note: decision.note,
+        };
         self.record_person_decision(
             &context,
-            Some(step),
-            Some(attempt),
+            DecidedOn::Attempt {
+                step,
+                attempt: gate.attempt,
+            },
             kind,
-            &decision.who,
-            decision.door,
-            &decision.note,
+            &by,
         )?;
         self.store.clear_parked(run)?;
-        match decision.kind {
+        match gate_decision {
             GateDecision::Reject => {
                 self.set_status(
                     &mut context,
@@ -342,12 +355,12 @@ impl Engine {
         let mut context = self.load_context(run)?;
         self.record_person_decision(
             &context,
-            Some(step),
-            Some(latest.attempt),
+            DecidedOn::Attempt {
+                step,
+                attempt: latest.attempt,
+            },
             DecisionKind::Retry,
-            &by.who,
-            by.door,
-            &by.note,
+            &by,
         )?;
         self.set_status(&mut context, RunStatus::Running, None)?;
         self.drive(
@@ -375,15 +388,7 @@ impl Engine {
             });
         }
         let mut context = self.load_context(run)?;
-        self.record_person_decision(
-            &context,
-            None,
-            None,
-            DecisionKind::Stop,
-            &by.who,
-            by.door,
-            &by.note,
-        )?;
+        self.record_person_decision(&context, DecidedOn::Run, DecisionKind::Stop, &by)?;
         self.set_status(
             &mut context,
             RunStatus::Stopped,
@@ -393,27 +398,28 @@ impl Engine {
     }
 
     /// Records a person's decision: the decision row, an event, and an audit entry.
-    #[allow(clippy::too_many_arguments)]
     fn record_person_decision(
         &self,
         context: &RunContext,
-        step: Option<&str>,
-        attempt: Option<u32>,
+        on: DecidedOn<'_>,
         kind: DecisionKind,
-        who: &Actor,
-        door: Door,
-        note: &str,
+        by: &PersonDecision,
     ) -> Result<(), Error> {
+        let (step, attempt) = match on {
+            DecidedOn::Attempt { step, attempt } => (Some(step), Some(attempt)),
+            DecidedOn::Run => (None, None),
+        };
+        let (who, door, note) = (&by.who, by.door, by.note.as_str());
         let now = self.clock.now();
-        let payload = json!({
-            "decision": kind.as_str(),
-            "step": step,
-            "attempt": attempt,
-            "who": actor_json(who),
-            "door": door.as_str(),
-            "note": note,
+        let decided = Event::Decision(PersonDecided {
+            decision: kind,
+            step: step.map(str::to_owned),
+            attempt,
+            who: who.clone(),
+            door,
+            note: note.to_owned(),
         });
-        let event = self.new_event(context, kind::DECISION, payload.clone());
+        let event = self.new_event(context, decided)?;
         let decision = NewDecision {
             run: context.run.id.clone(),
             step_id: step.map(step_id).transpose()?,
@@ -435,10 +441,43 @@ impl Engine {
                 DecisionKind::Retry => "run.retry",
                 DecisionKind::Stop => "run.stop",
             },
-            detail: context.redactor.scrub_json(&payload),
+            detail: event.payload.clone(),
             at: now,
         })?;
         Ok(())
+    }
+
+    /// The gate a run waits at, with the attempt its decision will be recorded against, or
+    /// `None` when the run is not waiting at a gate. What an approve link signs (G24).
+    pub fn pending_gate(&self, run: &RunId) -> Result<Option<GateRef>, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if record.status != RunStatus::WaitingApproval {
+            return Ok(None);
+        }
+        let Some(parked) = self.store.parked(run)? else {
+            return Ok(None);
+        };
+        Ok(Some(self.gate(&record.account, run, &parked.step_id)?))
+    }
+
+    /// The gate at `step` of a run: a gate's decision is recorded against the step's next
+    /// attempt, the one its approval lets start. The one place that rule lives: the parked
+    /// event, the decision and an approve link all take it from here.
+    pub(crate) fn gate(
+        &self,
+        account: &AccountId,
+        run: &RunId,
+        step: &str,
+    ) -> Result<GateRef, Error> {
+        Ok(GateRef {
+            account: account.clone(),
+            run: run.clone(),
+            step: step_id(step)?,
+            attempt: self.next_attempt_number(run, step)?,
+        })
     }
 
     pub(crate) fn next_attempt_number(&self, run: &RunId, step: &str) -> Result<u32, Error> {
@@ -475,19 +514,21 @@ impl Engine {
                 None => steps.push(summary),
             }
         }
-        let reason = self
+        // The latest status change says why the run stands where it does; only that event is
+        // read.
+        let latest_status = self
             .store
             .events(run)?
-            .iter()
+            .into_iter()
             .rev()
-            .find(|event| event.kind == kind::RUN_STATUS)
-            .and_then(|event| {
-                event
-                    .payload
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
+            .find(|event| event.kind == EventKind::RunStatus.as_str());
+        let reason = match latest_status.as_ref().map(journal::read).transpose()? {
+            Some(Entry {
+                event: Event::RunStatus(changed),
+                ..
+            }) => changed.reason,
+            _ => None,
+        };
         let waiting_at = if record.status == RunStatus::WaitingApproval {
             self.store.parked(run)?.map(|parked| parked.step_id)
         } else {
@@ -500,6 +541,11 @@ impl Engine {
             waiting_at,
             reason,
         })
+    }
+
+    /// A run's journal, every event read into its type (G25).
+    pub fn journal(&self, run: &RunId) -> Result<Vec<Entry>, Error> {
+        Ok(journal::read_all(&self.store.events(run)?)?)
     }
 
     /// A run's state as the store holds it; [`crate::reconstruct`] of its events must equal it.
@@ -569,9 +615,4 @@ pub(crate) fn step_id(step: &str) -> Result<StepId, Error> {
     StepId::parse(step).map_err(|_| Error::NotAStepId {
         step: step.to_owned(),
     })
-}
-
-/// An actor as event JSON.
-pub(crate) fn actor_json(actor: &Actor) -> Value {
-    json!({"kind": actor.kind(), "id": actor.id(), "name": actor.display_name()})
 }

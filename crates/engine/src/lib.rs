@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+mod attempt;
 mod clock;
 mod context;
 mod copyback;
@@ -20,6 +21,7 @@ mod drive;
 mod engine;
 mod executor;
 mod inputs;
+pub mod journal;
 mod record;
 mod recovery;
 mod supervisor;
@@ -32,7 +34,7 @@ pub use crate::executor::{
     CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
     StepError, StepExecutor, StepOutput,
 };
-pub use crate::record::{AttemptState, RunState, kind, reconstruct};
+pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
 pub use crate::supervisor::{
     FailureView, PersonSupervisor, RetryPermission, Supervisor, SupervisorDecision,
@@ -140,7 +142,7 @@ pub enum Error {
     #[error("run {run}: its stored workflow no longer validates: {detail}")]
     StoredWorkflowInvalid { run: RunId, detail: String },
     /// The secret source could not build the run's secret set at all.
-    #[error("run {run}: {source}")]
+    #[error("the secrets of run {run} could not be collected")]
     Secrets {
         run: RunId,
         #[source]
@@ -153,13 +155,78 @@ pub enum Error {
         #[source]
         source: redact::Error,
     },
+    /// An event could not be encoded in the journal's shape.
+    #[error("the `{kind}` event could not be encoded for the journal")]
+    JournalEncode {
+        kind: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A stored event could not be read.
+    #[error(transparent)]
+    Journal(#[from] journal::ReadError),
     /// The store failed (also what an injected crash looks like).
     #[error(transparent)]
     Storage(#[from] storage::Error),
 }
 
+/// An error and its causes as one sentence, `context: cause: cause`, for a reason that goes
+/// into a record: each error states its own context once and leaves its cause to `source()`,
+/// so nothing is repeated and nothing is lost.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(current) = cause {
+        text.push_str(": ");
+        text.push_str(&current.to_string());
+        cause = current.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
+    use storage::RunId;
+
+    use crate::{Error, with_causes};
+
+    /// A nested error as a record shows it: each context once, each cause once, in order.
+    #[test]
+    fn a_nested_error_states_each_context_once() {
+        let error = Error::Secrets {
+            run: RunId("run-1".into()),
+            source: redact::Error::Source {
+                account_id: "acct".into(),
+                source: redact::SourceError::Unavailable {
+                    detail: "the vault's database is locked".into(),
+                },
+            },
+        };
+        let shown = with_causes(&error);
+        assert_eq!(
+            shown,
+            "the secrets of run run-1 could not be collected: the secret source could not give \
+             the values of account acct: unavailable: the vault's database is locked"
+        );
+        let storage = Error::Storage(storage::Error::Backend {
+            operation: "append an event",
+            source: Box::new(std::io::Error::other("disk I/O error")),
+        });
+        assert_eq!(
+            with_causes(&storage),
+            "storage backend failed during append an event: disk I/O error"
+        );
+        for error in [&error as &dyn std::error::Error, &storage] {
+            let shown = with_causes(error);
+            let mut cause = Some(error);
+            while let Some(current) = cause {
+                let own = current.to_string();
+                assert_eq!(shown.matches(&own).count(), 1, "{own:?} in {shown:?}");
+                cause = current.source();
+            }
+        }
+    }
+
     /// The server shares one engine between request handlers and the recovery task.
     #[test]
     fn engine_can_be_shared_between_threads() {

@@ -1,46 +1,15 @@
-//! The run's record: the event kinds the engine writes, and the reconstruction of a run's
-//! state from its events alone (G25).
+//! The reconstruction of a run's state from its typed events alone (G25).
 //!
-//! Every change of state the engine makes is also an event: the run's status (`run.status`),
-//! each attempt's start (`attempt.started`) and end (`attempt.finished`), parking at a gate
-//! (`gate.parked`). So the events are enough to rebuild the run's status, every attempt and
-//! every output, and [`reconstruct`] does exactly that.
+//! Every change of state the engine makes is also an event (see [`crate::journal`]): the
+//! run's status, each attempt's start and end, parking at a gate. So the events are enough to
+//! rebuild the run's status, every attempt and every output, and [`reconstruct`] does exactly
+//! that, reading only [`crate::journal::Event`]s.
 
 use std::collections::BTreeMap;
 
-use storage::{AttemptRecord, AttemptStatus, EventRecord, NetworkMode, RunStatus};
+use storage::{AttemptRecord, AttemptStatus, NetworkMode, RunStatus};
 
-/// Event kinds. Stable names: stored in the journal and read by the CLI and the console.
-pub mod kind {
-    /// The run was created: workflow name, file, hash, inputs, who started it.
-    pub const RUN_CREATED: &str = "run.created";
-    /// The run's status changed (`status`, optional `reason`).
-    pub const RUN_STATUS: &str = "run.status";
-    /// The credential names the run holds (names only, never values).
-    pub const SECRETS_RESOLVED: &str = "secrets.resolved";
-    /// A connection or secret could not be resolved (names only).
-    pub const SECRETS_UNAVAILABLE: &str = "secrets.unavailable";
-    /// The run parked before a gate.
-    pub const GATE_PARKED: &str = "gate.parked";
-    /// A person's decision: approve, reject, retry, stop.
-    pub const DECISION: &str = "decision";
-    /// An attempt was recorded as running, before the executor was called.
-    pub const ATTEMPT_STARTED: &str = "attempt.started";
-    /// An attempt ended (status, output or error).
-    pub const ATTEMPT_FINISHED: &str = "attempt.finished";
-    /// What a step printed (scrubbed, then bounded).
-    pub const STEP_PRINTED: &str = "step.printed";
-    /// A file the copy-back filter or the engine refused.
-    pub const COPY_BACK_REFUSED: &str = "copy_back.refused";
-    /// The copy-back written as a workspace revision.
-    pub const WORKSPACE_REVISION: &str = "workspace.revision";
-    /// The supervisor's decision after a failure.
-    pub const SUPERVISOR_DECISION: &str = "supervisor.decision";
-    /// A supervisor retry the engine refused (an `unknown` attempt, a spent budget).
-    pub const SUPERVISOR_RETRY_REFUSED: &str = "supervisor.retry_refused";
-    /// Recovery after a restart found this attempt running.
-    pub const RECOVERY: &str = "recovery";
-}
+use crate::journal::{Entry, Event};
 
 /// One attempt as the record shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,78 +43,63 @@ impl AttemptState {
     }
 }
 
-fn text<'a>(event: &'a EventRecord, field: &str) -> Option<&'a str> {
-    event.payload.get(field).and_then(serde_json::Value::as_str)
-}
-
-fn attempt_number(event: &EventRecord) -> Option<u32> {
-    event
-        .payload
-        .get("attempt")
-        .and_then(serde_json::Value::as_u64)
-        .and_then(|number| u32::try_from(number).ok())
-}
-
-/// Rebuilds a run's final state from its events alone (G25). Events of kinds this function
-/// does not model (printed text, decisions, refusals) do not change the state.
-pub fn reconstruct(events: &[EventRecord]) -> RunState {
+/// Rebuilds a run's final state from its events alone (G25). Every kind is named: one that
+/// changes no state (printed text, decisions, refusals) says so here, so a new kind cannot be
+/// added without deciding whether it does.
+pub fn reconstruct(entries: &[Entry]) -> RunState {
     let mut state = RunState {
         status: None,
         attempts: Vec::new(),
         parked_at: None,
     };
-    let mut index_of: BTreeMap<(String, u32), usize> = BTreeMap::new();
-    for event in events {
-        match event.kind.as_str() {
-            kind::RUN_CREATED => {
-                state.status = text(event, "status").and_then(|status| status.parse().ok());
-            }
-            kind::RUN_STATUS => {
-                if let Some(status) = text(event, "status").and_then(|status| status.parse().ok()) {
-                    state.status = Some(status);
-                    if status != RunStatus::WaitingApproval {
-                        state.parked_at = None;
-                    }
+    let mut index_of: BTreeMap<(&str, u32), usize> = BTreeMap::new();
+    for entry in entries {
+        match &entry.event {
+            Event::RunCreated(created) => state.status = Some(created.status),
+            Event::RunStatus(changed) => {
+                state.status = Some(changed.status);
+                if changed.status != RunStatus::WaitingApproval {
+                    state.parked_at = None;
                 }
             }
-            kind::GATE_PARKED => {
-                state.parked_at = text(event, "step").map(str::to_owned);
-            }
-            kind::ATTEMPT_STARTED => {
-                let (Some(step), Some(attempt)) = (text(event, "step"), attempt_number(event))
-                else {
-                    continue;
-                };
-                let network = text(event, "network")
-                    .and_then(|network| network.parse().ok())
-                    .unwrap_or(NetworkMode::PublicEgress);
-                index_of.insert((step.to_owned(), attempt), state.attempts.len());
+            Event::GateParked(parked) => state.parked_at = Some(parked.step.clone()),
+            Event::AttemptStarted(started) => {
+                index_of.insert((&started.step, started.attempt), state.attempts.len());
                 state.attempts.push(AttemptState {
-                    step_id: step.to_owned(),
-                    attempt,
-                    network,
+                    step_id: started.step.clone(),
+                    attempt: started.attempt,
+                    network: started.network,
                     status: AttemptStatus::Running,
                     output: None,
                 });
             }
-            kind::ATTEMPT_FINISHED => {
-                let (Some(step), Some(attempt)) = (text(event, "step"), attempt_number(event))
+            Event::AttemptFinished(finished) => {
+                let Some(attempt) = index_of
+                    .get(&(finished.step.as_str(), finished.attempt))
+                    .and_then(|&index| state.attempts.get_mut(index))
                 else {
                     continue;
                 };
-                let Some(&index) = index_of.get(&(step.to_owned(), attempt)) else {
-                    continue;
+                attempt.status = finished.status;
+                // A succeeded attempt always has an output, JSON null included (a `main` that
+                // returns `None`); the event writes no output as null too, so the status
+                // tells the two apart.
+                attempt.output = match finished.status {
+                    AttemptStatus::Succeeded => {
+                        Some(finished.output.clone().unwrap_or(serde_json::Value::Null))
+                    }
+                    _ => finished.output.clone().filter(|output| !output.is_null()),
                 };
-                if let Some(status) = text(event, "status").and_then(|status| status.parse().ok()) {
-                    state.attempts[index].status = status;
-                }
-                state.attempts[index].output = event
-                    .payload
-                    .get("output")
-                    .filter(|output| !output.is_null())
-                    .cloned();
             }
-            _ => {}
+            Event::SecretsResolved(_)
+            | Event::SecretsUnavailable(_)
+            | Event::Decision(_)
+            | Event::StepPrinted(_)
+            | Event::CopyBackRefused(_)
+            | Event::WorkspaceRevision(_)
+            | Event::SupervisorDecision(_)
+            | Event::SupervisorRetryRefused(_)
+            | Event::Recovery(_) => {}
         }
     }
     state

@@ -6,13 +6,13 @@
 //! ("interrupted") and the run goes on, which runs the step again. Runs left `running` between
 //! two steps go on; a gate decided just before the crash takes effect.
 
-use serde_json::json;
 use storage::{AttemptStatus, DecisionKind, NetworkMode, RunId, RunStatus};
 
 use crate::Error;
-use crate::drive::{Finished, Resume};
+use crate::attempt::Finished;
+use crate::drive::Resume;
 use crate::engine::Engine;
-use crate::record::kind;
+use crate::journal::{Event, Recovered};
 
 /// What recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl Engine {
                 Err(error) => {
                     report
                         .skipped
-                        .push((attempt.run.clone(), error.to_string()));
+                        .push((attempt.run.clone(), crate::with_causes(&error)));
                     continue;
                 }
             };
@@ -62,7 +62,15 @@ impl Engine {
                     AttemptStatus::Unknown,
                     Finished::reason(&context.redactor, &reason),
                 )?;
-                self.event(&context, kind::RECOVERY, json!({"step": attempt.step_id, "attempt": attempt.attempt, "found": "running", "now": "unknown"}))?;
+                self.event(
+                    &context,
+                    Event::Recovery(Recovered {
+                        step: attempt.step_id.clone(),
+                        attempt: attempt.attempt,
+                        found: AttemptStatus::Running,
+                        now: AttemptStatus::Unknown,
+                    }),
+                )?;
                 if !context.run.status.is_terminal() {
                     self.set_status(&mut context, RunStatus::NeedsAttention, Some(&reason))?;
                 }
@@ -80,7 +88,15 @@ impl Engine {
                     AttemptStatus::Failed,
                     Finished::reason(&context.redactor, &reason),
                 )?;
-                self.event(&context, kind::RECOVERY, json!({"step": attempt.step_id, "attempt": attempt.attempt, "found": "running", "now": "failed"}))?;
+                self.event(
+                    &context,
+                    Event::Recovery(Recovered {
+                        step: attempt.step_id.clone(),
+                        attempt: attempt.attempt,
+                        found: AttemptStatus::Running,
+                        now: AttemptStatus::Failed,
+                    }),
+                )?;
                 if !to_drive.contains(&attempt.run) {
                     to_drive.push(attempt.run.clone());
                 }
@@ -105,7 +121,7 @@ impl Engine {
                 Ok(true) => report.resumed.push(run),
                 Ok(false) => {}
                 Err(error @ Error::Storage(_)) => return Err(error),
-                Err(error) => report.skipped.push((run, error.to_string())),
+                Err(error) => report.skipped.push((run, crate::with_causes(&error))),
             }
         }
         Ok(report)

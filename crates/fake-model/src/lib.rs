@@ -114,7 +114,7 @@ impl std::fmt::Debug for FakeModel {
 pub enum StartError {
     #[error("the fake model listens on loopback only; {0} is not a loopback address")]
     NotLoopback(SocketAddr),
-    #[error("the fake model cannot listen on {address}: {source}")]
+    #[error("the fake model cannot listen on {address}")]
     Listen {
         address: SocketAddr,
         #[source]

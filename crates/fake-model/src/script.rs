@@ -104,7 +104,7 @@ fn found() -> u16 {
 /// A script file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptFileError {
-    #[error("the script is not valid JSON of the script format: {0}")]
+    #[error("the script is not valid JSON of the script format")]
     Json(#[from] serde_json::Error),
     #[error("turn {turn} of the script: {problem}")]
     Turn { turn: usize, problem: &'static str },

@@ -26,14 +26,14 @@ pub enum Error {
     CsrfRejected { method: String, route: String },
     /// A role rule of the `auth` crate refused the operation (granting above one's role,
     /// touching the owner, a key acting where only a person may).
-    #[error("a role rule refused {operation}: {source}")]
+    #[error("a role rule refused {operation}")]
     RoleRule {
         operation: &'static str,
         #[source]
         source: auth::Denied,
     },
     /// The thing to create exists already (an email in the account, an id).
-    #[error("conflict during {operation}: {source}")]
+    #[error("conflict during {operation}")]
     Conflict {
         operation: &'static str,
         #[source]
@@ -71,21 +71,21 @@ pub enum Error {
     },
     /// The run is not in a state that allows the operation (not waiting at that gate, or the
     /// gate was already decided).
-    #[error("run {run}: {source}")]
+    #[error("the operation conflicts with the state of run {run}")]
     RunConflict {
         run: String,
         #[source]
         source: Box<engine::Error>,
     },
     /// The engine failed.
-    #[error("engine failed on run {run}: {source}")]
+    #[error("engine failed on run {run}")]
     Engine {
         run: String,
         #[source]
         source: Box<engine::Error>,
     },
     /// The store failed.
-    #[error("storage failed during {operation}: {source}")]
+    #[error("storage failed during {operation}")]
     Storage {
         operation: &'static str,
         #[source]
@@ -107,7 +107,7 @@ pub enum Error {
     #[error("workflow {name} does not validate: {problems} problem(s)")]
     WorkflowInvalid { name: String, problems: usize },
     /// The engine refused to start a run (inputs that do not match, a credential key).
-    #[error("starting a run of {workflow} was refused: {source}")]
+    #[error("starting a run of {workflow} was refused")]
     RunRefused {
         workflow: String,
         #[source]
@@ -120,35 +120,35 @@ pub enum Error {
     #[error("no vault is configured for {operation}")]
     VaultUnavailable { operation: &'static str },
     /// The vault refused or failed an operation.
-    #[error("the vault failed during {operation}: {source}")]
+    #[error("the vault failed during {operation}")]
     Vault {
         operation: &'static str,
         #[source]
         source: vault::Error,
     },
     /// The account's workspace refused or failed a read or a write.
-    #[error("the workspace failed to {operation}: {source}")]
+    #[error("the workspace failed to {operation}")]
     Workspace {
         operation: &'static str,
         #[source]
         source: workspace::Error,
     },
     /// An auth primitive failed (randomness, password hashing).
-    #[error("auth failed during {operation}: {source}")]
+    #[error("auth failed during {operation}")]
     Auth {
         operation: &'static str,
         #[source]
         source: auth::Error,
     },
     /// The account's redactor could not be built, so nothing is written unscrubbed.
-    #[error("cannot build the redactor of account {account}: {source}")]
+    #[error("cannot build the redactor of account {account}")]
     Redact {
         account: String,
         #[source]
         source: redact::Error,
     },
     /// A blocking task (password hashing, the engine) panicked or was cancelled.
-    #[error("a blocking task during {operation} did not finish: {source}")]
+    #[error("a blocking task during {operation} did not finish")]
     Blocking {
         operation: &'static str,
         #[source]
@@ -395,6 +395,44 @@ mod tests {
             error.to_string().contains("/secret/{id}"),
             "the log names the route"
         );
+    }
+
+    /// The log's detail of a nested error names each context once and each cause once: an
+    /// error prints its own words and leaves its cause to `source()` (issue 18).
+    #[test]
+    fn a_nested_error_in_the_log_names_each_cause_once() {
+        let backend = || storage::Error::Backend {
+            operation: "append an event",
+            source: Box::new(std::io::Error::other("disk I/O error at page 7")),
+        };
+        let cases = [
+            (
+                Error::Engine {
+                    run: "run-1".into(),
+                    source: Box::new(engine::Error::Storage(backend())),
+                },
+                "engine failed on run run-1: storage backend failed during append an event: \
+                 disk I/O error at page 7",
+            ),
+            (
+                Error::Vault {
+                    operation: "set a secret",
+                    source: vault::Error::Store { source: backend() },
+                },
+                "the vault failed during set a secret: vault storage failed: storage backend \
+                 failed during append an event: disk I/O error at page 7",
+            ),
+        ];
+        for (error, expected) in cases {
+            let detail = super::detail_with_sources(&error);
+            assert_eq!(detail, expected);
+            let mut cause: Option<&dyn std::error::Error> = Some(&error);
+            while let Some(current) = cause {
+                let own = current.to_string();
+                assert_eq!(detail.matches(&own).count(), 1, "{own:?} in {detail:?}");
+                cause = current.source();
+            }
+        }
     }
 
     #[test]

@@ -151,20 +151,18 @@ impl AppState {
 }
 
 impl AppState {
-    /// The path of the approve link of one attempt at one gate
-    /// (`/approve/{run}/{step}/{attempt}/{token}`), signed with the current key. Opening it
-    /// only shows the decision page; deciding is a POST by a signed-in member.
-    pub fn approve_link_path(
-        &self,
-        account: &str,
-        run: &str,
-        step: &str,
-        attempt: u32,
-    ) -> Result<String, crate::Error> {
+    /// The path of the approve link of a gate as the engine derives it
+    /// ([`engine::Engine::pending_gate`]): `/approve/{run}/{step}/{attempt}/{token}`, signed
+    /// with the current key. Opening it only shows the decision page; deciding is a POST by a
+    /// signed-in member.
+    pub fn approve_link_path(&self, gate: &storage::GateRef) -> Result<String, crate::Error> {
         let ring = self.shared.approve_links();
-        let token = auth::approve_token(ring.current(), account, run, step, attempt)
+        let token = auth::approve_token(ring.current(), gate)
             .map_err(crate::Error::auth("sign an approve link"))?;
-        Ok(format!("/approve/{run}/{step}/{attempt}/{token}"))
+        Ok(format!(
+            "/approve/{}/{}/{}/{token}",
+            gate.run, gate.step, gate.attempt
+        ))
     }
 
     /// Replaces the approve-link signing key: every link made under the old key stops working

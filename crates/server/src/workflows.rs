@@ -16,7 +16,7 @@ pub struct WorkflowText {
 
 /// Reading an account's workflows failed.
 #[derive(Debug, thiserror::Error)]
-#[error("reading {what} of account {account} failed: {source}")]
+#[error("reading {what} of account {account} failed")]
 pub struct WorkflowSourceError {
     pub account: String,
     pub what: String,

@@ -58,32 +58,3 @@ pub mod limits {
     /// Most steps in one workflow.
     pub const MAX_STEPS: usize = crate::workflow::MAX_STEPS;
 }
-
-/// The crate's error, for callers that want one value rather than the list of diagnostics.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A workflow or agent file broke at least one rule; `diagnostics` holds every one.
-    #[error("{file} is invalid: {}", summary(.diagnostics))]
-    InvalidDefinition {
-        file: String,
-        diagnostics: Vec<Diagnostic>,
-    },
-}
-
-impl Error {
-    /// Wraps the diagnostics of a failed parse of `file`.
-    pub fn invalid_definition(file: &str, diagnostics: Vec<Diagnostic>) -> Error {
-        Error::InvalidDefinition {
-            file: file.to_string(),
-            diagnostics,
-        }
-    }
-}
-
-fn summary(diagnostics: &[Diagnostic]) -> String {
-    match diagnostics {
-        [] => "no details".to_string(),
-        [only] => only.to_string(),
-        [first, rest @ ..] => format!("{first}\n(and {} more)", rest.len()),
-    }
-}

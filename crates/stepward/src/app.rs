@@ -315,7 +315,12 @@ impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
         let allowed = self
             .store
             .accounts()
-            .map_err(|error| format!("the accounts could not be counted: {error}"))
+            .map_err(|error| {
+                format!(
+                    "the accounts could not be counted: {:#}",
+                    anyhow::Error::new(error)
+                )
+            })
             .and_then(|accounts| {
                 sandbox::unisolated::unisolated_allowed(accounts.len())
                     .map_err(|error| error.to_string())

@@ -1,6 +1,5 @@
 //! The append-only event log.
 
-use redact::Redacted;
 use rusqlite::params;
 use storage::{Error, EventLog, EventRecord, NewEvent, RunId, Timestamp, check_scope};
 
@@ -10,14 +9,12 @@ use crate::{Durability, SqliteStore, TxError, backend};
 /// Appends one event inside an open transaction. The next number is read and used inside the
 /// same IMMEDIATE transaction, so two writers cannot take the same one and a failed insert
 /// leaves no gap.
-pub(crate) fn append_in(
+pub(crate) fn append_event_in(
     transaction: &rusqlite::Transaction<'_>,
     run: &RunId,
-    kind: &str,
-    payload: &Redacted<serde_json::Value>,
-    at: Timestamp,
+    event: &NewEvent,
 ) -> Result<u64, TxError> {
-    check_scope(&run.redaction_scope(), payload)?;
+    check_scope(&run.redaction_scope(), &event.payload)?;
     let exists: i64 = transaction.query_row(
         "SELECT COUNT(*) FROM runs WHERE id = ?1",
         params![run.as_str()],
@@ -32,32 +29,25 @@ pub(crate) fn append_in(
         |row| row.get(0),
     )?;
     transaction.execute(
-        "INSERT INTO events (run_id, seq, kind, payload, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![run.as_str(), seq, kind, payload.get().to_string(), at.0],
+        "INSERT INTO events (run_id, seq, kind, version, payload, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            run.as_str(),
+            seq,
+            event.kind,
+            event.version,
+            event.payload.get().to_string(),
+            event.at.0
+        ],
     )?;
     Ok(to_u64("event seq", seq)?)
 }
 
-/// [`append_in`] for an event that accompanies a state change.
-pub(crate) fn append_event_in(
-    transaction: &rusqlite::Transaction<'_>,
-    run: &RunId,
-    event: &NewEvent,
-) -> Result<u64, TxError> {
-    append_in(transaction, run, event.kind, &event.payload, event.at)
-}
-
 impl EventLog for SqliteStore {
-    fn append(
-        &self,
-        run: &RunId,
-        kind: &str,
-        payload: &Redacted<serde_json::Value>,
-        at: Timestamp,
-    ) -> Result<u64, Error> {
-        check_scope(&run.redaction_scope(), payload)?;
+    fn append(&self, run: &RunId, event: &NewEvent) -> Result<u64, Error> {
+        check_scope(&run.redaction_scope(), &event.payload)?;
         self.transaction(Durability::ProcessCrashSafe, |transaction| {
-            append_in(transaction, run, kind, payload, at)
+            append_event_in(transaction, run, event)
         })
     }
 
@@ -65,25 +55,28 @@ impl EventLog for SqliteStore {
         let rows = self
             .with_conn(|connection| {
                 let mut statement = connection.prepare(
-                    "SELECT seq, kind, payload, at FROM events WHERE run_id = ?1 ORDER BY seq",
+                    "SELECT seq, kind, version, payload, at FROM events WHERE run_id = ?1
+                     ORDER BY seq",
                 )?;
                 let rows = statement.query_map(params![run.as_str()], |row| {
                     Ok((
                         row.get::<_, i64>(0)?,
                         row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, i64>(3)?,
+                        row.get::<_, u32>(2)?,
+                        row.get::<_, String>(3)?,
+                        row.get::<_, i64>(4)?,
                     ))
                 })?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(backend("read events"))?;
         rows.into_iter()
-            .map(|(seq, kind, payload, at)| {
+            .map(|(seq, kind, version, payload, at)| {
                 Ok(EventRecord {
                     run: run.clone(),
                     seq: to_u64("event seq", seq)?,
                     kind,
+                    version,
                     payload: parse_json("event payload", &payload)?,
                     at: Timestamp(at),
                 })

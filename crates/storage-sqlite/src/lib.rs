@@ -45,14 +45,14 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The database file cannot be opened or configured.
-    #[error("cannot open the database {path}: {source}")]
+    #[error("cannot open the database {path}")]
     Open {
         path: PathBuf,
         #[source]
         source: rusqlite::Error,
     },
     /// A migration failed; the database stays at the version before it.
-    #[error("migration {version:04} ({name}) failed: {source}")]
+    #[error("migration {version:04} ({name}) failed")]
     Migration {
         version: u32,
         name: &'static str,
@@ -60,7 +60,7 @@ pub enum Error {
         source: rusqlite::Error,
     },
     /// The database file cannot be made private (0600).
-    #[error("cannot make the database {path} private (mode 600): {source}")]
+    #[error("cannot make the database {path} private (mode 600)")]
     Private {
         path: PathBuf,
         #[source]

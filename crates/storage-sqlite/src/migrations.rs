@@ -55,6 +55,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "vault_pending_rotations",
         sql: include_str!("../migrations/0007_vault_pending_rotations.sql"),
     },
+    Migration {
+        version: 8,
+        name: "journal_version",
+        sql: include_str!("../migrations/0008_journal_version.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

@@ -42,7 +42,7 @@ pub enum Error {
     #[error("stored {what} is unreadable: {detail}")]
     Corrupt { what: &'static str, detail: String },
     /// The database or its driver failed.
-    #[error("storage backend failed during {operation}: {source}")]
+    #[error("storage backend failed during {operation}")]
     Backend {
         operation: &'static str,
         #[source]

@@ -99,23 +99,31 @@ pub struct AttemptRecord {
     pub reason: Option<String>,
 }
 
-/// An event written in the same transaction as the state change it records, so that the
-/// journal and the state never disagree, whatever moment a crash picks (G25).
+/// An event to append: to the run's log alone, or in the same transaction as the state change
+/// it records, so that the journal and the state never disagree, whatever moment a crash
+/// picks (G25).
 #[derive(Debug, Clone)]
 pub struct NewEvent {
-    /// One of the engine's event kinds (compile-time constants).
+    /// The stable name of one of the engine's event kinds (`engine::journal::EventKind`).
     pub kind: &'static str,
+    /// The journal schema version the payload was written in (`engine::journal::VERSION`):
+    /// stored with it, so a reader knows which shape it has.
+    pub version: u32,
     pub payload: Redacted<serde_json::Value>,
     pub at: Timestamp,
 }
 
-/// One entry of a run's append-only event log.
+/// One entry of a run's append-only event log, as stored; `engine::journal` reads it into a
+/// typed event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRecord {
     pub run: RunId,
     /// 1, 2, 3, ... without gaps, per run.
     pub seq: u64,
     pub kind: String,
+    /// The journal schema version the payload was written in; 1 for every event written
+    /// before the version was stored.
+    pub version: u32,
     pub payload: serde_json::Value,
     pub at: Timestamp,
 }
@@ -164,7 +172,7 @@ pub struct ParkedRecord {
 pub struct NewAuditEntry {
     pub account: AccountId,
     /// The run the action concerns, if any; the detail must then be scrubbed for that run,
-    /// otherwise for the account (`account:<id>`).
+    /// otherwise for the account (`redact::Scope::Account`).
     pub run: Option<RunId>,
     pub actor: Actor,
     /// A stable machine name (`gate.approve`, `secret.set`, `session.sign_in`, ...).

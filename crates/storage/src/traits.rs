@@ -77,13 +77,7 @@ pub trait RunStore: Send + Sync {
 pub trait EventLog: Send + Sync {
     /// Appends an event and returns its sequence number: the run's previous one plus one,
     /// starting at 1, without gaps.
-    fn append(
-        &self,
-        run: &RunId,
-        kind: &str,
-        payload: &Redacted<serde_json::Value>,
-        at: Timestamp,
-    ) -> Result<u64, Error>;
+    fn append(&self, run: &RunId, event: &NewEvent) -> Result<u64, Error>;
     /// The run's events in sequence order.
     fn events(&self, run: &RunId) -> Result<Vec<EventRecord>, Error>;
 }

@@ -84,6 +84,18 @@ impl fmt::Display for StepId {
     }
 }
 
+/// One gate waiting for its decision: the account and run it belongs to, the gate's step, and
+/// the attempt the decision is recorded against (the step's next attempt). The engine is the
+/// one that derives it (`engine::Engine::pending_gate`); an approve link signs exactly these
+/// four fields (G24).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GateRef {
+    pub account: AccountId,
+    pub run: RunId,
+    pub step: StepId,
+    pub attempt: u32,
+}
+
 /// A SHA-256 digest as 64 lower-case hex digits.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Sha256Hex(String);

@@ -22,7 +22,7 @@ pub enum Error {
         hint: &'static str,
     },
     /// The root key file exists but cannot be read.
-    #[error("the root key at {location} cannot be read: {source}")]
+    #[error("the root key at {location} cannot be read")]
     RootKeyUnreadable {
         location: String,
         #[source]
@@ -48,7 +48,7 @@ pub enum Error {
         data_dir.display()
     )]
     RootKeyInsideDataDir { path: PathBuf, data_dir: PathBuf },
-    #[error("cannot tell where the root key file {} is: {source}", path.display())]
+    #[error("cannot tell where the root key file {} is", path.display())]
     RootKeyUnresolvable {
         path: PathBuf,
         #[source]
@@ -57,7 +57,7 @@ pub enum Error {
     #[error("the new root key at {location} is the current root key; rotation needs a new key")]
     RootKeyUnchanged { location: String },
     /// Writing a generated root key failed.
-    #[error("cannot write the root key file {path}: {source}")]
+    #[error("cannot write the root key file {path}")]
     RootKeyWrite {
         path: PathBuf,
         #[source]
@@ -172,7 +172,7 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
-    #[error("vault storage failed: {source}")]
+    #[error("vault storage failed")]
     Store {
         #[from]
         source: storage::Error,

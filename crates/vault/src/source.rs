@@ -76,9 +76,21 @@ impl From<Error> for ResolveFailure {
     }
 }
 
+/// The error and its causes as one sentence: each states its own context once.
+fn with_causes(error: &Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(current) = cause {
+        text.push_str(": ");
+        text.push_str(&current.to_string());
+        cause = current.source();
+    }
+    text
+}
+
 fn unavailable(error: Error) -> SourceError {
     SourceError::Unavailable {
-        detail: error.to_string(),
+        detail: with_causes(&error),
     }
 }
 

@@ -42,7 +42,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A filesystem operation on the workspace (its folder or its revision store) failed.
-    #[error("workspace: {operation} {path}: {source}")]
+    #[error("workspace: {operation} {path}")]
     Io {
         operation: &'static str,
         path: PathBuf,
@@ -76,7 +76,7 @@ pub enum Error {
     #[error("the path {path} appears twice in one revision")]
     DuplicatePath { path: String },
     /// A line of the revision log cannot be parsed.
-    #[error("revision log {path} line {line} is corrupt: {source}")]
+    #[error("revision log {path} line {line} is corrupt")]
     CorruptLog {
         path: PathBuf,
         line: usize,
@@ -110,7 +110,7 @@ pub enum Error {
     )]
     AccountId { account: String },
     /// Serialising a revision line failed.
-    #[error("cannot encode revision: {source}")]
+    #[error("cannot encode revision")]
     Encode {
         #[source]
         source: serde_json::Error,

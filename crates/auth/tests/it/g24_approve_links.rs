@@ -8,18 +8,28 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use auth::{ApproveLinkKey, CsrfKey, KeyRing, LinkError, approve_token, verify_approve_token};
+use storage::{AccountId, GateRef, RunId, StepId};
 
 const ACCOUNT: &str = "acct-1";
 const RUN: &str = "run-42";
 const STEP: &str = "publish";
 const ATTEMPT: u32 = 1;
 
+fn gate(account: &str, run: &str, step: &str, attempt: u32) -> GateRef {
+    GateRef {
+        account: AccountId(account.to_owned()),
+        run: RunId(run.to_owned()),
+        step: StepId::parse(step).unwrap(),
+        attempt,
+    }
+}
+
 fn ring() -> KeyRing {
     KeyRing::new(ApproveLinkKey::generate().unwrap())
 }
 
 fn token(ring: &KeyRing) -> String {
-    approve_token(ring.current(), ACCOUNT, RUN, STEP, ATTEMPT).unwrap()
+    approve_token(ring.current(), &gate(ACCOUNT, RUN, STEP, ATTEMPT)).unwrap()
 }
 
 #[test]
@@ -27,12 +37,12 @@ fn g24_approve_link_valid_token_verifies() {
     let ring = ring();
     let token = token(&ring);
     assert_eq!(
-        verify_approve_token(&ring, &token, ACCOUNT, RUN, STEP, ATTEMPT),
+        verify_approve_token(&ring, &token, &gate(ACCOUNT, RUN, STEP, ATTEMPT)),
         Ok(())
     );
     // The same gate under the same key gives the same token: nothing needs storing.
     assert_eq!(
-        approve_token(ring.current(), ACCOUNT, RUN, STEP, ATTEMPT).unwrap(),
+        approve_token(ring.current(), &gate(ACCOUNT, RUN, STEP, ATTEMPT)).unwrap(),
         token
     );
 }
@@ -75,7 +85,7 @@ fn g24_approve_link_mac_is_hmac_sha256_over_length_prefixed_fields() {
         URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
     );
     assert_eq!(
-        approve_token(&key, ACCOUNT, RUN, STEP, ATTEMPT).unwrap(),
+        approve_token(&key, &gate(ACCOUNT, RUN, STEP, ATTEMPT)).unwrap(),
         expected
     );
 }
@@ -91,7 +101,7 @@ fn g24_approve_link_with_any_bit_of_its_mac_flipped_fails() {
         flipped[bit / 8] ^= 1 << (bit % 8);
         let tampered = format!("{prefix}.{}", URL_SAFE_NO_PAD.encode(&flipped));
         assert_eq!(
-            verify_approve_token(&ring, &tampered, ACCOUNT, RUN, STEP, ATTEMPT),
+            verify_approve_token(&ring, &tampered, &gate(ACCOUNT, RUN, STEP, ATTEMPT)),
             Err(LinkError::Mismatch),
             "bit {bit}"
         );
@@ -111,7 +121,7 @@ fn g24_approve_link_with_any_character_changed_fails() {
             changed[position] = replacement as u8;
             let changed = String::from_utf8(changed).unwrap();
             assert!(
-                verify_approve_token(&ring, &changed, ACCOUNT, RUN, STEP, ATTEMPT).is_err(),
+                verify_approve_token(&ring, &changed, &gate(ACCOUNT, RUN, STEP, ATTEMPT)).is_err(),
                 "{changed} verified"
             );
         }
@@ -131,7 +141,7 @@ fn g24_approve_link_for_another_gate_fails() {
         ("", RUN, STEP, ATTEMPT),
     ] {
         assert_eq!(
-            verify_approve_token(&ring, &token, account, run, step, attempt),
+            verify_approve_token(&ring, &token, &gate(account, run, step, attempt)),
             Err(LinkError::Mismatch),
             "{account} {run} {step} {attempt}"
         );
@@ -149,11 +159,11 @@ fn g24_approve_link_fields_are_length_prefixed_against_ambiguity() {
         (("", "abc", STEP), ("abc", "", STEP)),
     ];
     for ((account_1, run_1, step_1), (account_2, run_2, step_2)) in splits {
-        let first = approve_token(key, account_1, run_1, step_1, ATTEMPT).unwrap();
-        let second = approve_token(key, account_2, run_2, step_2, ATTEMPT).unwrap();
+        let first = approve_token(key, &gate(account_1, run_1, step_1, ATTEMPT)).unwrap();
+        let second = approve_token(key, &gate(account_2, run_2, step_2, ATTEMPT)).unwrap();
         assert_ne!(first, second);
         assert_eq!(
-            verify_approve_token(&ring, &first, account_2, run_2, step_2, ATTEMPT),
+            verify_approve_token(&ring, &first, &gate(account_2, run_2, step_2, ATTEMPT)),
             Err(LinkError::Mismatch)
         );
     }
@@ -165,13 +175,13 @@ fn g24_approve_link_dies_when_the_key_rotates() {
     let old = token(&ring);
     ring.rotate(ApproveLinkKey::generate().unwrap());
     assert_eq!(
-        verify_approve_token(&ring, &old, ACCOUNT, RUN, STEP, ATTEMPT),
+        verify_approve_token(&ring, &old, &gate(ACCOUNT, RUN, STEP, ATTEMPT)),
         Err(LinkError::UnknownKey)
     );
     let new = token(&ring);
     assert_ne!(new, old);
     assert_eq!(
-        verify_approve_token(&ring, &new, ACCOUNT, RUN, STEP, ATTEMPT),
+        verify_approve_token(&ring, &new, &gate(ACCOUNT, RUN, STEP, ATTEMPT)),
         Ok(())
     );
 }
@@ -181,11 +191,11 @@ fn g24_approve_link_under_a_key_with_a_forged_id_fails() {
     // A token whose key id names the ring's key but whose MAC comes from another key.
     let ring = ring();
     let other = ApproveLinkKey::generate().unwrap();
-    let foreign = approve_token(&other, ACCOUNT, RUN, STEP, ATTEMPT).unwrap();
+    let foreign = approve_token(&other, &gate(ACCOUNT, RUN, STEP, ATTEMPT)).unwrap();
     let (_, mac_text) = foreign.rsplit_once('.').unwrap();
     let forged = format!("v1.{}.{mac_text}", ring.current().key_id().to_hex());
     assert_eq!(
-        verify_approve_token(&ring, &forged, ACCOUNT, RUN, STEP, ATTEMPT),
+        verify_approve_token(&ring, &forged, &gate(ACCOUNT, RUN, STEP, ATTEMPT)),
         Err(LinkError::Mismatch)
     );
 }
@@ -217,7 +227,7 @@ fn g24_malformed_approve_links_are_refused() {
     }
     for malformed in malformed_tokens {
         assert_eq!(
-            verify_approve_token(&ring, &malformed, ACCOUNT, RUN, STEP, ATTEMPT),
+            verify_approve_token(&ring, &malformed, &gate(ACCOUNT, RUN, STEP, ATTEMPT)),
             Err(LinkError::Malformed),
             "{malformed:?}"
         );
@@ -232,8 +242,8 @@ fn g24_approve_link_key_round_trips_through_its_own_key_file() {
     let back = ApproveLinkKey::decode_key_file(&text).unwrap();
     assert_eq!(back.key_id(), key.key_id());
     assert_eq!(
-        approve_token(&back, ACCOUNT, RUN, STEP, ATTEMPT).unwrap(),
-        approve_token(&key, ACCOUNT, RUN, STEP, ATTEMPT).unwrap()
+        approve_token(&back, &gate(ACCOUNT, RUN, STEP, ATTEMPT)).unwrap(),
+        approve_token(&key, &gate(ACCOUNT, RUN, STEP, ATTEMPT)).unwrap()
     );
     // The signing key is kept apart: another kind of key file does not load as one.
     let csrf = CsrfKey::generate().unwrap();

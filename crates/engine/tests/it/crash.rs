@@ -162,14 +162,8 @@ impl RunStore for CrashingStore {
 }
 
 impl EventLog for CrashingStore {
-    fn append(
-        &self,
-        run: &RunId,
-        kind: &str,
-        payload: &Redacted<Value>,
-        at: Timestamp,
-    ) -> Result<u64, Error> {
-        self.write(|| self.inner.append(run, kind, payload, at))
+    fn append(&self, run: &RunId, event: &NewEvent) -> Result<u64, Error> {
+        self.write(|| self.inner.append(run, event))
     }
     fn events(&self, run: &RunId) -> Result<Vec<EventRecord>, Error> {
         self.inner.events(run)
@@ -260,7 +254,7 @@ fn check_invariants(harness: &Harness, label: &str) {
     );
     let engine = harness.engine();
     assert_eq!(
-        engine::reconstruct(&events),
+        engine::reconstruct(&engine::journal::read_all(&events).unwrap()),
         engine.stored_state(&run).unwrap(),
         "{label}: events disagree with state"
     );

@@ -273,3 +273,35 @@ fn g20_connection_revoked_while_waiting_makes_the_step_refused() {
     let reason = refused.reason.as_deref().unwrap();
     assert!(reason.contains("payments"), "{reason}");
 }
+
+/// G23, G24: the engine alone derives the gate a run waits at, with the attempt its decision
+/// is recorded against (the step's next attempt); the decision names that very attempt.
+#[test]
+fn g24_the_engine_derives_the_pending_gate_and_its_decision_names_that_attempt() {
+    let harness = Harness::new();
+    let engine = harness.engine();
+    let parked = engine
+        .start_run(
+            &account(),
+            &workflow(REFUND),
+            json!({"ticket_id": "T-1"}),
+            cli("alice"),
+        )
+        .unwrap();
+    let gate = engine.pending_gate(&parked.run).unwrap().unwrap();
+    assert_eq!(
+        gate,
+        storage::GateRef {
+            account: account(),
+            run: parked.run.clone(),
+            step: storage::StepId::parse("send_refund").unwrap(),
+            attempt: 1,
+        }
+    );
+    engine
+        .decide(&parked.run, "send_refund", approve("checked"))
+        .unwrap();
+    let decisions = harness.store.decisions(&parked.run).unwrap();
+    assert_eq!(decisions[0].attempt, Some(gate.attempt));
+    assert_eq!(engine.pending_gate(&parked.run).unwrap(), None);
+}

@@ -5,13 +5,16 @@
 // test code too, and a panic there is a test failure, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
+mod attempt_parts;
 mod crash;
 mod failure_policy;
 mod g16_account_values;
 mod g17_cuts_and_outputs;
 mod gates;
 mod inputs;
+mod journal_fixtures;
 mod kill;
+mod reconstruct_property;
 mod record;
 mod review_credential_path;
 mod scrub_table;

@@ -18,7 +18,7 @@ fn assert_reconstructs(harness: &Harness, engine: &engine::Engine, run: &RunId) 
         "gapless"
     );
     assert_eq!(
-        reconstruct(&events),
+        reconstruct(&engine::journal::read_all(&events).unwrap()),
         engine.stored_state(run).unwrap(),
         "run {run}"
     );
@@ -192,13 +192,38 @@ fn g25_run_reconstructed_from_events() {
     let statuses: std::collections::BTreeSet<String> = runs
         .iter()
         .map(|run| {
-            reconstruct(&harness.store.events(run).unwrap())
+            reconstruct(&engine.journal(run).unwrap())
                 .status
                 .unwrap()
                 .to_string()
         })
         .collect();
     assert!(statuses.len() >= 6, "{statuses:?}");
+}
+
+/// A step whose `main` returns `None` succeeded with the output JSON `null`: the store keeps
+/// that value, and so must the run rebuilt from its events.
+#[test]
+fn g25_a_step_that_returns_none_is_rebuilt_with_its_null_output() {
+    let harness = Harness::new();
+    harness.executor.then("compute", |_| {
+        crate::support::succeeded(serde_json::Value::Null)
+    });
+    let engine = harness.engine();
+    let run = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
+        .unwrap()
+        .run;
+    assert_eq!(
+        engine.stored_state(&run).unwrap().attempts[0].output,
+        Some(serde_json::Value::Null)
+    );
+    assert_reconstructs(&harness, &engine, &run);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use engine::{
 };
 use redact::testing::MemorySource;
 use serde_json::{Value, json};
-use storage::{Account, AccountId, AccountStore, RunId, Store, Timestamp};
+use storage::{Account, AccountId, AccountStore, RunId, RunStore, Store, Timestamp};
 use storage_sqlite::SqliteStore;
 
 pub const ACCOUNT: &str = "acct";
@@ -328,6 +328,27 @@ impl Harness {
             .into_iter()
             .map(|event| event.kind)
             .collect()
+    }
+}
+
+/// G25 for every run every test makes: when a test ends (and did not already fail), each run
+/// of every account, rebuilt from its typed events alone, has the state the store holds.
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let engine = self.engine();
+        for account in self.store.accounts().unwrap() {
+            for run in self.store.runs(&account.id).unwrap() {
+                assert_eq!(
+                    engine::reconstruct(&engine.journal(&run.id).unwrap()),
+                    engine.stored_state(&run.id).unwrap(),
+                    "run {} rebuilt from its events",
+                    run.id
+                );
+            }
+        }
     }
 }
 

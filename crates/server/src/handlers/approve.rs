@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
-use storage::{Door, RunId, RunRecord, RunStatus};
+use storage::{Door, GateRef, RunId, RunRecord, StepId};
 
 use crate::authn::{Authenticated, authenticate};
 use crate::handlers::ensure_same_account;
@@ -40,42 +40,34 @@ fn pending_gate(
         .run(&RunId(run_id.to_owned()))
         .map_err(Error::storage("read run of an approve link"))?
         .ok_or_else(|| not_found("no such run".to_owned()))?;
-    verify_approve_token(
-        &shared.approve_links(),
-        token,
-        record.account.as_str(),
-        run_id,
-        step,
+    let step_id = StepId::parse(step).map_err(|_| not_found("not a step id".to_owned()))?;
+    let link = GateRef {
+        account: record.account.clone(),
+        run: record.id.clone(),
+        step: step_id,
         attempt,
-    )
-    .map_err(|error| not_found(error.to_string()))?;
-    if record.status != RunStatus::WaitingApproval {
-        return Err(not_found(format!("the run is {}", record.status)));
+    };
+    verify_approve_token(&shared.approve_links(), token, &link)
+        .map_err(|error| not_found(error.to_string()))?;
+    // The engine says which gate waits and for which attempt; a link for anything else
+    // belongs to a gate that was decided or passed.
+    let pending = shared
+        .engine
+        .pending_gate(&record.id)
+        .map_err(|source| Error::Engine {
+            run: record.id.to_string(),
+            source: Box::new(source),
+        })?;
+    match pending {
+        Some(gate) if gate == link => Ok(record),
+        Some(_) => Err(not_found(
+            "the link is for another step or attempt than the one waiting".to_owned(),
+        )),
+        None => Err(not_found(format!(
+            "the run is {}, not waiting at a gate",
+            record.status
+        ))),
     }
-    let parked = shared
-        .store
-        .parked(&record.id)
-        .map_err(Error::storage("read parked state"))?
-        .map(|parked| parked.step_id);
-    if parked.as_deref() != Some(step) {
-        return Err(not_found("the run is not parked at this step".to_owned()));
-    }
-    // The engine records a gate's decision against the step's next attempt; a link for any
-    // other attempt belongs to a gate that was already passed.
-    let attempts = shared
-        .store
-        .attempts(&record.id)
-        .map_err(Error::storage("read attempts"))?
-        .iter()
-        .filter(|existing| existing.step_id == step)
-        .count();
-    let pending_attempt = u32::try_from(attempts)
-        .unwrap_or(u32::MAX)
-        .saturating_add(1);
-    if pending_attempt != attempt {
-        return Err(not_found("the link is for another attempt".to_owned()));
-    }
-    Ok(record)
 }
 
 /// Whether this principal, of this account, may decide the gate.

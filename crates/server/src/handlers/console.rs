@@ -8,10 +8,11 @@ use auth::{CsrfToken, Role};
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Html;
-use storage::EventRecord;
+use engine::journal::{Entry, Event};
+use storage::AttemptStatus;
 
 use crate::authn::Authenticated;
-use crate::handlers::runs::{detail, run_in_scope, waiting_gates};
+use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates, wire_event};
 use crate::html::{escape, page, when};
 use crate::layers::CSRF_FIELD;
 use crate::{AppState, Error};
@@ -44,22 +45,28 @@ pub(crate) async fn runs_page(
 }
 
 /// Whether an event records a refusal (a copy-back refused, a refused attempt, a supervisor's
-/// retry refused), and of which step.
-fn refused_step(event: &EventRecord) -> Option<&str> {
-    let step = event
-        .payload
-        .get("step")
-        .and_then(serde_json::Value::as_str)?;
-    let refused_attempt = event.kind == engine::kind::ATTEMPT_FINISHED
-        && event
-            .payload
-            .get("status")
-            .and_then(serde_json::Value::as_str)
-            == Some("refused");
-    let refusal = event.kind == engine::kind::COPY_BACK_REFUSED
-        || event.kind == engine::kind::SUPERVISOR_RETRY_REFUSED
-        || refused_attempt;
-    refusal.then_some(step)
+/// retry refused), and of which step. Every kind is named, so a new kind of refusal cannot be
+/// added to the journal without being counted here (G22: refusals are counted per step).
+fn refused_step(entry: &Entry) -> Option<&str> {
+    match &entry.event {
+        Event::CopyBackRefused(refused) => Some(&refused.step),
+        Event::SupervisorRetryRefused(refused) => Some(&refused.step),
+        Event::AttemptFinished(finished) if finished.status == AttemptStatus::Refused => {
+            Some(&finished.step)
+        }
+        Event::AttemptFinished(_)
+        | Event::RunCreated(_)
+        | Event::RunStatus(_)
+        | Event::SecretsResolved(_)
+        | Event::SecretsUnavailable(_)
+        | Event::GateParked(_)
+        | Event::Decision(_)
+        | Event::AttemptStarted(_)
+        | Event::StepPrinted(_)
+        | Event::WorkspaceRevision(_)
+        | Event::SupervisorDecision(_)
+        | Event::Recovery(_) => None,
+    }
 }
 
 /// `GET /runs/{id}`: the run page.
@@ -70,13 +77,14 @@ pub(crate) async fn run_page(
 ) -> Result<Html<String>, Error> {
     let shared = &state.shared;
     let record = run_in_scope(shared, &authenticated, &run_id)?;
-    let events = shared
-        .store
-        .events(&record.id)
-        .map_err(Error::storage("read events"))?;
+    let entries = journal(shared, &record)?;
+    let events = entries
+        .iter()
+        .map(|entry| wire_event(&record, entry))
+        .collect::<Result<Vec<_>, _>>()?;
     let detail = detail(shared, record)?;
     let mut refusals: BTreeMap<&str, usize> = BTreeMap::new();
-    for step in events.iter().filter_map(refused_step) {
+    for step in entries.iter().filter_map(refused_step) {
         *refusals.entry(step).or_default() += 1;
     }
     let mut body = format!(
@@ -142,7 +150,7 @@ pub(crate) async fn run_page(
             .collect();
         body.push_str(&format!(
             "<li>{} <code>{}</code> {}</li>\n",
-            when(event.at.0),
+            when(event.at),
             escape(&event.kind),
             escape(&payload)
         ));

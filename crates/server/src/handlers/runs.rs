@@ -6,6 +6,7 @@ use api_types::{ApprovalView, DecisionRequest, DecisionView, RunDetail};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
+use engine::journal::Entry;
 use engine::{Decision, GateDecision};
 use serde::Deserialize;
 use storage::{AccountId, Door, RunId, RunRecord, RunStatus};
@@ -173,22 +174,40 @@ pub(crate) async fn events(
     Path(run_id): Path<String>,
 ) -> Result<Json<Vec<Event>>, Error> {
     let record = run_in_scope(&state.shared, &authenticated, &run_id)?;
-    let events = state
-        .shared
-        .store
-        .events(&record.id)
-        .map_err(Error::storage("read events"))?;
+    let entries = journal(&state.shared, &record)?;
     Ok(Json(
-        events
-            .into_iter()
-            .map(|event| Event {
-                seq: event.seq,
-                kind: event.kind,
-                at: event.at.0,
-                payload: event.payload,
-            })
-            .collect(),
+        entries
+            .iter()
+            .map(|entry| wire_event(&record, entry))
+            .collect::<Result<_, _>>()?,
     ))
+}
+
+/// A run's journal, every event read into its type (G25).
+pub(crate) fn journal(shared: &Shared, record: &RunRecord) -> Result<Vec<Entry>, Error> {
+    shared
+        .engine
+        .journal(&record.id)
+        .map_err(|source| Error::Engine {
+            run: record.id.to_string(),
+            source: Box::new(source),
+        })
+}
+
+/// One event as the wire shows it: its kind's stable name and its payload in the journal's
+/// shape.
+pub(crate) fn wire_event(record: &RunRecord, entry: &Entry) -> Result<Event, Error> {
+    let kind = entry.event.kind().as_str();
+    let payload = entry.event.payload_json().map_err(|source| Error::Engine {
+        run: record.id.to_string(),
+        source: Box::new(engine::Error::JournalEncode { kind, source }),
+    })?;
+    Ok(Event {
+        seq: entry.seq,
+        kind: kind.to_owned(),
+        at: entry.at.0,
+        payload,
+    })
 }
 
 /// Decides the gate `step` of the run through `door`. The engine records the decision (and

@@ -8,10 +8,13 @@ use storage::{Actor, DecisionStore, Door, RunId, RunStatus, RunStore};
 use crate::support::{Answer, Caller, Credentials, Harness, person_id};
 
 fn link(harness: &Harness, run: &RunId) -> String {
-    harness
-        .state
-        .approve_link_path("acct", &run.0, "ship", 1)
-        .unwrap()
+    // The gate as the engine derives it: the step it waits at, the attempt a decision names.
+    let gate = harness.engine.pending_gate(run).unwrap().unwrap();
+    assert_eq!(
+        (gate.account.as_str(), gate.step.as_str(), gate.attempt),
+        ("acct", "ship", 1)
+    );
+    harness.state.approve_link_path(&gate).unwrap()
 }
 
 fn form(credentials: &Credentials, decision: &str) -> Option<(&'static str, String)> {
@@ -83,7 +86,12 @@ async fn g24_tampered_other_run_and_rotated_links_are_not_found() {
     let token = path.rsplit('/').next().unwrap();
     let for_other_run = format!("/approve/{}/ship/1/{token}", other_run.0);
     let other_attempt = path.replace("/ship/1/", "/ship/2/");
-    for bad in [&tampered, &for_other_run, &other_attempt] {
+    // Signed with the right key for the right step, but for an attempt the engine does not
+    // wait for: the link's gate is not the pending gate.
+    let mut later = harness.engine.pending_gate(&run).unwrap().unwrap();
+    later.attempt = 2;
+    let signed_for_later = harness.state.approve_link_path(&later).unwrap();
+    for bad in [&tampered, &for_other_run, &other_attempt, &signed_for_later] {
         assert_eq!(
             harness.call("GET", bad, &member, None).await.status,
             404,

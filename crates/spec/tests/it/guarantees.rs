@@ -461,22 +461,6 @@ fn limits_a_file_full_of_names_and_typos_still_parses_quickly() {
     );
 }
 
-#[test]
-fn g5_the_crate_error_carries_every_diagnostic() {
-    let diagnostics = parse_workflow("w.yaml", "name: x\n").unwrap_err();
-    let error = spec::Error::invalid_definition("w.yaml", diagnostics.clone());
-    assert!(
-        error
-            .to_string()
-            .starts_with("w.yaml is invalid: w.yaml:1:1: error[missing-python]")
-    );
-    let spec::Error::InvalidDefinition {
-        diagnostics: carried,
-        ..
-    } = error;
-    assert_eq!(carried, diagnostics);
-}
-
 const LIMITED: &str = "name: limited\npython: \"3.11\"\nsteps:\n  - id: crunch\n    explain: Crunches.\n    limits: { memory_mib: 1024, timeout_s: 120 }\n    code: |\n      def main():\n          return 1\n";
 
 #[test]

@@ -94,17 +94,18 @@ fn events(app: &App, run: &str, json: bool, shown: &Shown) -> anyhow::Result<Out
     if record.is_none_or(|record| record.account != app.account) {
         anyhow::bail!("there is no run {run}; `stepward runs list` shows the runs there are");
     }
-    let events: Vec<api_types::runs::Event> = app
-        .store
-        .events(&run_id)?
+    // Every event read into its type (G25), then shown in the journal's shape.
+    let events = engine::journal::read_all(&app.store.events(&run_id)?)?
         .into_iter()
-        .map(|event| api_types::runs::Event {
-            seq: event.seq,
-            kind: event.kind,
-            at: event.at.0,
-            payload: event.payload,
+        .map(|entry| {
+            Ok(api_types::runs::Event {
+                seq: entry.seq,
+                kind: entry.event.kind().as_str().to_owned(),
+                at: entry.at.0,
+                payload: entry.event.payload_json()?,
+            })
         })
-        .collect();
+        .collect::<anyhow::Result<Vec<_>>>()?;
     if json {
         shown.json(&events)?;
     } else {

@@ -178,6 +178,67 @@ steps:
     assert!(stdout(&ran).contains("[REDACTED]"), "{}", stdout(&ran));
 }
 
+/// G12, the screen the binary gives the sandbox's copy-back: it knows every value of the
+/// run's account, not only those granted to the run, so a file holding a secret the step was
+/// never given (here built from two halves, as code that found it elsewhere would) is refused
+/// with a reason, and the rest of the copy-back is written.
+#[test]
+fn g12_the_copy_back_screen_refuses_a_file_holding_any_value_of_the_account_needs_root() {
+    let home = Home::new();
+    let value = "ghp-account-value-the-run-was-never-given-7";
+    let set = home.stepward_with_stdin(&["secrets", "set", "DEPLOY_TOKEN"], value);
+    assert_eq!(set.status.code(), Some(0), "{}", stderr(&set));
+    let dir = tempfile::tempdir().unwrap();
+    let workflow = dir.path().join("writer.yaml");
+    std::fs::write(
+        &workflow,
+        r#"name: writer
+python: "3.11"
+steps:
+  - id: write
+    explain: Writes a report and a file holding a value of the account it pieced together.
+    code: |
+      import os
+      def main():
+          os.makedirs("out", exist_ok=True)
+          with open("out/report.txt", "w") as report:
+              report.write("42 refunds\n")
+          with open("out/found.env", "w") as found:
+              found.write("TOKEN=" + "ghp-account-value-" + "the-run-was-never-given-7\n")
+          return None
+"#,
+    )
+    .unwrap();
+    let ran = home.stepward(&["run", workflow.to_str().unwrap(), "--json"]);
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let folder = home.data_dir().join("accounts/local/workspace/out");
+    assert_eq!(
+        std::fs::read(folder.join("report.txt")).unwrap(),
+        b"42 refunds\n"
+    );
+    assert!(!folder.join("found.env").exists(), "the file was refused");
+    let events = home.stepward(&["runs", "events", &run_id(&ran), "--json"]);
+    let events: serde_json::Value = serde_json::from_str(&stdout(&events)).unwrap();
+    let refused: Vec<&serde_json::Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["kind"] == "copy_back.refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{events:#}");
+    assert_eq!(refused[0]["payload"]["path"], "out/found.env");
+    // Refused by the sandbox's filter with the binary's screen, before the engine's own
+    // screen (which would say `engine`) had to.
+    assert_eq!(refused[0]["payload"]["by"], "sandbox", "{events:#}");
+    assert!(!contains(&home.data_bytes(), value));
+}
+
 #[test]
 fn g19_secrets_list_shows_names_and_the_value_is_never_stored_in_plaintext() {
     let home = Home::new();

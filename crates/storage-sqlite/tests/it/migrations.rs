@@ -1,9 +1,7 @@
 //! A database created by an older version migrates forward with its data intact.
 
 use redact::SecretRequest;
-use storage::{
-    Account, AccountId, EventLog, NewEvent, NewRun, RunId, RunStatus, RunStore, Timestamp,
-};
+use storage::{Account, AccountId, EventLog, NewEvent, RunId, RunStore, Timestamp};
 use storage_sqlite::SqliteStore;
 use storage_sqlite::migrations::MIGRATIONS;
 
@@ -33,26 +31,29 @@ fn database_at_migration_1_with_data_migrates_forward() {
             },
         )
         .unwrap();
-        let redactor = run_secrets(run.as_str(), "sk_live_0123456789abcdef").redactor();
-        old.create_run(
-            &NewRun {
-                id: run.clone(),
-                account: AccountId("acct".into()),
-                status: RunStatus::Running,
-                workflow_name: redactor.scrub("refund"),
-                workflow_file_name: redactor.scrub("refund.yaml"),
-                workflow_source: redactor.scrub("name: refund"),
-                workflow_hash: storage::Sha256Hex::of(b"name: refund"),
-                inputs: redactor.scrub_json(&serde_json::json!({"ticket_id": "T-1"})),
-                created_at: Timestamp(2),
-            },
-            &NewEvent {
-                kind: "run.created",
-                payload: redactor.scrub_json(&serde_json::json!({})),
-                at: Timestamp(2),
-            },
-        )
-        .unwrap();
+        drop(old);
+        // The run and its first event as a binary of migration 1 wrote them: the statements of
+        // today's store name columns that later migrations added.
+        let connection = rusqlite::Connection::open(&path).unwrap();
+        connection
+            .execute(
+                "INSERT INTO runs (id, account_id, status, workflow_name, workflow_file_name,
+                     workflow_source, workflow_hash, inputs, created_at, updated_at)
+                 VALUES (?1, 'acct', 'running', 'refund', 'refund.yaml', 'name: refund', ?2,
+                     '{\"ticket_id\":\"T-1\"}', 2, 2)",
+                rusqlite::params![
+                    run.as_str(),
+                    storage::Sha256Hex::of(b"name: refund").as_str()
+                ],
+            )
+            .unwrap();
+        connection
+            .execute(
+                "INSERT INTO events (run_id, seq, kind, payload, at)
+                 VALUES (?1, 1, 'run.created', '{}', 2)",
+                rusqlite::params![run.as_str()],
+            )
+            .unwrap();
     }
     let migrated = SqliteStore::open(&path).unwrap();
     let newest = MIGRATIONS.last().unwrap().version;
@@ -73,14 +74,19 @@ fn database_at_migration_1_with_data_migrates_forward() {
     assert_eq!(stored.workflow_name, "refund");
     assert_eq!(stored.inputs, serde_json::json!({"ticket_id": "T-1"}));
     assert_eq!(migrated.events(&run).unwrap().len(), 1);
+    // An event written before the journal version was stored is version 1.
+    assert_eq!(migrated.events(&run).unwrap()[0].version, 1);
     // The old data keeps working with the new schema: the log continues without a gap.
     let redactor = run_secrets(run.as_str(), "sk_live_0123456789abcdef").redactor();
     let seq = migrated
         .append(
             &run,
-            "run.resumed",
-            &redactor.scrub_json(&serde_json::json!({})),
-            Timestamp(3),
+            &NewEvent {
+                kind: "run.resumed",
+                version: 1,
+                payload: redactor.scrub_json(&serde_json::json!({})),
+                at: Timestamp(3),
+            },
         )
         .unwrap();
     assert_eq!(seq, 2);

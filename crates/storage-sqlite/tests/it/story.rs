@@ -30,8 +30,23 @@ fn new_run(id: &RunId, redactor: &Redactor) -> NewRun {
 fn event(redactor: &Redactor, kind: &'static str) -> NewEvent {
     NewEvent {
         kind,
+        version: 1,
         payload: redactor.scrub_json(&json!({"kind": kind})),
         at: Timestamp(10),
+    }
+}
+
+fn event_at(
+    kind: &'static str,
+    version: u32,
+    payload: redact::Redacted<serde_json::Value>,
+    at: Timestamp,
+) -> NewEvent {
+    NewEvent {
+        kind,
+        version,
+        payload,
+        at,
     }
 }
 
@@ -95,16 +110,23 @@ fn story(store: &dyn Store) {
     // A value scrubbed for another run is refused by every writer.
     let foreign = run_secrets("run-2", SECRET).redactor();
     assert!(matches!(
-        events.append(&run, "x", &foreign.scrub_json(&json!({})), Timestamp(11)),
+        events.append(
+            &run,
+            &event_at("x", 1, foreign.scrub_json(&json!({})), Timestamp(11))
+        ),
         Err(Error::WrongRedactor { .. })
     ));
 
-    // Events: 1, 2, 3, ... (the first written with the run) and the secret is gone.
-    for expected in 2..=3 {
+    // Events: 1, 2, 3, ... (the first written with the run) and the secret is gone; each
+    // keeps the journal version it was written in.
+    for (expected, version) in [(2, 1), (3, 2)] {
         let payload = redactor.scrub_json(&json!({"printed": format!("key={SECRET}")}));
         assert_eq!(
             events
-                .append(&run, "step.printed", &payload, Timestamp(12))
+                .append(
+                    &run,
+                    &event_at("step.printed", version, payload, Timestamp(12))
+                )
                 .unwrap(),
             expected
         );
@@ -114,16 +136,23 @@ fn story(store: &dyn Store) {
         log.iter().map(|event| event.seq).collect::<Vec<_>>(),
         vec![1, 2, 3]
     );
+    assert_eq!(
+        log.iter().map(|event| event.version).collect::<Vec<_>>(),
+        vec![1, 1, 2]
+    );
     assert_eq!(log[0].kind, "run.created");
     assert!(!log[1].payload.to_string().contains(SECRET));
     assert!(matches!(
         events.append(
             &RunId("missing".into()),
-            "x",
-            &run_secrets("missing", SECRET)
-                .redactor()
-                .scrub_json(&json!({})),
-            Timestamp(1)
+            &event_at(
+                "x",
+                1,
+                run_secrets("missing", SECRET)
+                    .redactor()
+                    .scrub_json(&json!({})),
+                Timestamp(1)
+            ),
         ),
         Err(Error::UnknownRun { .. })
     ));
@@ -397,9 +426,7 @@ fn concurrent_appends_stay_gapless() {
                     store
                         .append(
                             &run,
-                            "tick",
-                            &redactor.scrub_json(&json!({})),
-                            Timestamp(30),
+                            &event_at("tick", 1, redactor.scrub_json(&json!({})), Timestamp(30)),
                         )
                         .unwrap();
                 }

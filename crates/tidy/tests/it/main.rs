@@ -1,5 +1,7 @@
 //! The tidy checks: house rules that hold for every file in the workspace.
 
+mod error_chains;
+
 use std::fs;
 
 use tidy::{crate_roots, repo_root, rust_files};

@@ -1,0 +1,605 @@
+//! Writes a SQLite database whose runs hold every kind of event the engine writes, by running
+//! real engine scenarios: the fixture the journal's readers are tested against
+//! (`crates/engine/tests/fixtures/journal/`, see its README).
+//!
+//! `cargo run -p engine --example journal_fixture -- OUT.db`
+//!
+//! Each scenario drives the real engine over the real SQLite store with a scripted executor
+//! (what a sandbox would have observed), a scripted supervisor, a counting clock and counting
+//! run ids, so two runs of this program write the same rows. A crash is a panic of the
+//! executor mid-step, caught here, after which a fresh engine recovers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use engine::{
+    Clock, CodePhase, CopyBackRefusal, Decision, Engine, EngineOptions, ExecutionOutcome,
+    ExecutionReport, ExecutionRequest, FailureView, FileChange, GateDecision, IdSource,
+    PersonDecision, StepError, StepExecutor, StepOutput, Supervisor, SupervisorDecision,
+};
+use redact::SecretName;
+use redact::testing::MemorySource;
+use serde_json::{Value, json};
+use storage::{Account, AccountId, AccountStore, Actor, Door, RunId, RunStatus, Timestamp};
+use storage_sqlite::SqliteStore;
+
+const ACCOUNT: &str = "acct";
+/// The connection value every run can see; it must appear in no stored byte.
+const SECRET: &str = "sk_live_Fixture7Qm2Vx9Lp4Tn6Rw8";
+
+/// A gate before a networked step that holds a connection.
+const REFUND: &str = r#"name: refund
+python: "3.11"
+inputs: { ticket_id: string }
+steps:
+  - id: build_request
+    explain: Turns the ticket into a refund request.
+    inputs: { ticket_id: { from: input.ticket_id } }
+    code: |
+      def main(ticket_id):
+          return {"ticket": ticket_id}
+  - id: send_refund!
+    explain: Sends the refund to the payments provider.
+    network: public_egress
+    connections: [payments]
+    inputs: { request: { from: build_request } }
+    code: |
+      def main(request):
+          return request
+  - id: confirm
+    explain: Confirms the refund.
+    inputs: { sent: { from: send_refund } }
+    code: |
+      def main(sent):
+          return sent
+"#;
+
+/// A networked step, then an offline one.
+const FETCH: &str = r#"name: fetch
+python: "3.11"
+steps:
+  - id: fetch
+    explain: Fetches the orders.
+    network: public_egress
+    connections: [payments]
+    code: |
+      def main():
+          return {}
+  - id: summarize
+    explain: Summarizes them.
+    inputs: { orders: { from: fetch } }
+    code: |
+      def main(orders):
+          return orders
+"#;
+
+/// Two offline steps; the first holds the connection.
+const OFFLINE: &str = r#"name: offline
+python: "3.11"
+inputs: { count: integer }
+steps:
+  - id: compute
+    explain: Computes a number.
+    connections: [payments]
+    inputs: { count: { from: input.count }, factor: 2 }
+    code: |
+      def main(count, factor):
+          return count * factor
+  - id: report
+    explain: Reports it.
+    inputs: { value: { from: compute } }
+    code: |
+      def main(value):
+          return value
+"#;
+
+/// Two steps that write files back into the workspace.
+const FILES: &str = r#"name: files
+python: "3.11"
+steps:
+  - id: write_report
+    explain: Writes the report files.
+    code: |
+      def main():
+          return None
+  - id: write_journal
+    explain: Tries to write into the journal's folder.
+    code: |
+      def main():
+          return None
+"#;
+
+/// A step needing a connection the account does not have.
+const MISSING: &str = r#"name: missing
+python: "3.11"
+steps:
+  - id: charge
+    explain: Charges the card.
+    network: public_egress
+    connections: [ledger]
+    code: |
+      def main():
+          return None
+"#;
+
+/// A step whose output names a credential key, read by the next step.
+const MINT: &str = r#"name: mint
+python: "3.11"
+steps:
+  - id: mint
+    explain: Mints a key.
+    code: |
+      def main():
+          return {"api_key": "minted-by-the-step"}
+  - id: use_key
+    explain: Uses it.
+    inputs: { minted: { from: mint } }
+    code: |
+      def main(minted):
+          return None
+"#;
+
+type Script = Box<dyn Fn(&ExecutionRequest<'_>) -> ExecutionReport + Send + Sync>;
+
+/// Runs the queued script of a step; with none queued, succeeds with `{"step": id}`.
+#[derive(Default)]
+struct ScriptedExecutor {
+    scripts: Mutex<HashMap<String, VecDeque<Script>>>,
+}
+
+impl ScriptedExecutor {
+    fn then(
+        &self,
+        step: &str,
+        script: impl Fn(&ExecutionRequest<'_>) -> ExecutionReport + Send + Sync + 'static,
+    ) {
+        self.scripts
+            .lock()
+            .unwrap()
+            .entry(step.to_owned())
+            .or_default()
+            .push_back(Box::new(script));
+    }
+}
+
+impl StepExecutor for ScriptedExecutor {
+    fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
+        let script = self
+            .scripts
+            .lock()
+            .unwrap()
+            .get_mut(request.step.id())
+            .and_then(VecDeque::pop_front);
+        match script {
+            Some(script) => script(&request),
+            None => succeeded(json!({"step": request.step.id()})),
+        }
+    }
+}
+
+/// Answers failures from a queue; with nothing queued, brings the run to a person.
+#[derive(Default)]
+struct QueuedSupervisor(Mutex<VecDeque<SupervisorDecision>>);
+
+impl QueuedSupervisor {
+    fn then(&self, decision: SupervisorDecision) {
+        self.0.lock().unwrap().push_back(decision);
+    }
+}
+
+impl Supervisor for QueuedSupervisor {
+    fn on_failure(&self, _view: &FailureView) -> SupervisorDecision {
+        self.0
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(SupervisorDecision::AskPerson)
+    }
+}
+
+/// Time that moves one millisecond per reading, from 2023-11-14.
+#[derive(Default)]
+struct CountingClock(AtomicI64);
+
+impl Clock for CountingClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(1_700_000_000_000 + self.0.fetch_add(1, Ordering::SeqCst))
+    }
+}
+
+/// `run-1`, `run-2`, ...
+#[derive(Default)]
+struct CountingIds(AtomicU64);
+
+impl IdSource for CountingIds {
+    fn new_run_id(&self) -> RunId {
+        RunId(format!("run-{}", self.0.fetch_add(1, Ordering::SeqCst) + 1))
+    }
+}
+
+fn report(outcome: ExecutionOutcome) -> ExecutionReport {
+    ExecutionReport {
+        interpreter_version: Some("3.11.2".into()),
+        isolation_notes: vec!["landlock unavailable".into()],
+        ..ExecutionReport::outcome_only(outcome, "local")
+    }
+}
+
+fn succeeded(output: Value) -> ExecutionReport {
+    report(ExecutionOutcome::Succeeded {
+        output: StepOutput::from_value(&output),
+    })
+}
+
+fn failed(message: &str) -> ExecutionReport {
+    ExecutionReport {
+        stderr: format!("Traceback (most recent call last):\nRuntimeError: {message}\n")
+            .into_bytes()
+            .into(),
+        ..report(ExecutionOutcome::Failed {
+            error: StepError {
+                kind: "RuntimeError".into(),
+                message: message.into(),
+                traceback: "  File \"step.py\", line 2, in main".into(),
+            },
+            phase: CodePhase::CodeStarted,
+        })
+    }
+}
+
+fn person(id: &str, name: &str) -> Actor {
+    Actor::Person {
+        id: id.into(),
+        name: name.into(),
+    }
+}
+
+fn cli() -> Actor {
+    Actor::Cli {
+        os_user: "alice".into(),
+    }
+}
+
+/// One data directory: the store, the secret source and what every engine over it shares.
+struct Fixture {
+    store: Arc<SqliteStore>,
+    source: Arc<MemorySource>,
+    executor: Arc<ScriptedExecutor>,
+    supervisor: Arc<QueuedSupervisor>,
+    clock: Arc<CountingClock>,
+    ids: Arc<CountingIds>,
+    workspaces: PathBuf,
+}
+
+impl Fixture {
+    fn engine(&self) -> Engine {
+        Engine::new(
+            EngineOptions::new(workspace::Workspaces::new(self.workspaces.clone())),
+            self.store.clone(),
+            self.executor.clone(),
+            redact::ScrubSets::new(self.source.clone()),
+            self.supervisor.clone(),
+            self.clock.clone(),
+            self.ids.clone(),
+        )
+    }
+
+    fn start(&self, text: &str, inputs: Value) -> RunId {
+        let workflow = spec::parse_workflow("workflow.yaml", text).unwrap();
+        self.engine()
+            .start_run(&AccountId(ACCOUNT.into()), &workflow, inputs, cli())
+            .unwrap()
+            .run
+    }
+
+    /// Starts a run whose executor "crashes the platform" mid-step: the run is left with an
+    /// attempt marked running, as a killed process leaves it.
+    fn start_and_crash(&self, text: &str, inputs: Value) {
+        let workflow = spec::parse_workflow("workflow.yaml", text).unwrap();
+        let engine = self.engine();
+        let previous_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let crashed = catch_unwind(AssertUnwindSafe(|| {
+            engine.start_run(&AccountId(ACCOUNT.into()), &workflow, inputs, cli())
+        }));
+        std::panic::set_hook(previous_hook);
+        assert!(crashed.is_err(), "the step was meant to crash the platform");
+    }
+}
+
+fn decision(kind: GateDecision, who: Actor, door: Door, note: &str) -> Decision {
+    Decision {
+        kind,
+        who,
+        door,
+        note: note.into(),
+    }
+}
+
+fn by(who: Actor, door: Door, note: &str) -> PersonDecision {
+    PersonDecision {
+        who,
+        door,
+        note: note.into(),
+    }
+}
+
+fn scenarios(fixture: &Fixture) {
+    let engine = fixture.engine();
+    let executor = &fixture.executor;
+    let supervisor = &fixture.supervisor;
+
+    // A gated run, approved in the console; the networked step prints the connection's value
+    // (scrubbed in the record) and finishes.
+    let run = fixture.start(REFUND, json!({"ticket_id": "T-1"}));
+    executor.then("send_refund", |request| ExecutionReport {
+        stdout: format!("sending with {SECRET}\n").into_bytes().into(),
+        ..succeeded(json!({"sent": request.inputs["request"]["ticket"]}))
+    });
+    let alice = person("p-alice", "Alice Example");
+    engine
+        .decide(
+            &run,
+            "send_refund",
+            decision(
+                GateDecision::Approve,
+                alice.clone(),
+                Door::Console,
+                "amount checked",
+            ),
+        )
+        .unwrap();
+
+    // A gated run rejected through an approve link.
+    let run = fixture.start(REFUND, json!({"ticket_id": "T-2"}));
+    engine
+        .decide(
+            &run,
+            "send_refund",
+            decision(
+                GateDecision::Reject,
+                alice.clone(),
+                Door::Link,
+                "duplicate ticket",
+            ),
+        )
+        .unwrap();
+
+    // A gated run left waiting: a newer engine decides it.
+    fixture.start(REFUND, json!({"ticket_id": "T-3"}));
+
+    // An offline step fails; the supervisor retries it with new inputs, and it succeeds.
+    executor.then("compute", |_| failed("division by zero"));
+    supervisor.then(SupervisorDecision::Retry {
+        inputs: json!({"count": 2, "factor": 3}),
+    });
+    fixture.start(OFFLINE, json!({"count": 1}));
+
+    // An offline step fails; the run waits for a person, who retries it with new inputs.
+    executor.then("compute", |_| failed("bad input"));
+    let run = fixture.start(OFFLINE, json!({"count": 1}));
+    engine
+        .retry(
+            &run,
+            "compute",
+            Some(json!({"factor": 5})),
+            by(cli(), Door::Cli, "the input was wrong, now fixed"),
+        )
+        .unwrap();
+
+    // A networked step fails after its code started: unknown. The supervisor asks to retry,
+    // the engine refuses; a person stops the run through the API with a key.
+    executor.then("fetch", |_| failed("connection reset"));
+    supervisor.then(SupervisorDecision::Retry { inputs: json!({}) });
+    let run = fixture.start(FETCH, json!({}));
+    engine
+        .stop(
+            &run,
+            by(
+                Actor::ApiKey { id: "key-1".into() },
+                Door::Api,
+                "the provider charged it",
+            ),
+        )
+        .unwrap();
+
+    // A networked step times out: unknown; a person checks and retries it; it succeeds.
+    executor.then("fetch", |_| {
+        report(ExecutionOutcome::Unknown {
+            reason: "the step ran longer than its 30 s wall-time limit and was killed".into(),
+        })
+    });
+    let run = fixture.start(FETCH, json!({}));
+    engine
+        .retry(
+            &run,
+            "fetch",
+            None,
+            by(alice.clone(), Door::Console, "nothing was fetched; safe"),
+        )
+        .unwrap();
+
+    // An offline step fails; the supervisor stops the run (its reason quotes the value).
+    executor.then("compute", |_| failed("overflow"));
+    supervisor.then(SupervisorDecision::Stop {
+        reason: format!("the input cannot work with key {SECRET}"),
+    });
+    fixture.start(OFFLINE, json!({"count": 1}));
+
+    // An offline step keeps failing; the supervisor's retries run out; left for a person.
+    for _ in 0..4 {
+        executor.then("compute", |_| failed("still broken"));
+        supervisor.then(SupervisorDecision::Retry {
+            inputs: json!({"count": 3}),
+        });
+    }
+    fixture.start(OFFLINE, json!({"count": 1}));
+
+    // Copy-back: the sandbox refused a link; the engine refuses a file holding the value, a
+    // path holding it and a path out of the folder; the rest is a revision. The next step
+    // writes into `.journal/`, so the workspace refuses that whole revision.
+    executor.then("write_report", |_| ExecutionReport {
+        copy_back_refusals: vec![CopyBackRefusal {
+            path: "out/latest".into(),
+            reason: "a symbolic link is never copied back".into(),
+        }],
+        file_changes: vec![
+            FileChange {
+                path: "out/report.txt".into(),
+                bytes: b"42 refunds\n".to_vec(),
+            },
+            FileChange {
+                path: "out/config.env".into(),
+                bytes: format!("KEY={SECRET}\n").into_bytes(),
+            },
+            FileChange {
+                path: format!("out/{SECRET}.txt"),
+                bytes: b"named after the key\n".to_vec(),
+            },
+            FileChange {
+                path: "../escape.txt".into(),
+                bytes: b"outside\n".to_vec(),
+            },
+        ],
+        ..succeeded(Value::Null)
+    });
+    executor.then("write_journal", |_| ExecutionReport {
+        file_changes: vec![
+            FileChange {
+                path: "out/summary.txt".into(),
+                bytes: b"done\n".to_vec(),
+            },
+            FileChange {
+                path: ".journal/entry".into(),
+                bytes: b"forged\n".to_vec(),
+            },
+        ],
+        ..succeeded(Value::Null)
+    });
+    fixture.start(FILES, json!({}));
+
+    // A third-party import: needs repair; a person stops the run.
+    executor.then("compute", |_| {
+        report(ExecutionOutcome::NeedsRepair {
+            module: "numpy".into(),
+            detail: "numpy is not in the standard library of Python 3.11".into(),
+        })
+    });
+    let run = fixture.start(OFFLINE, json!({"count": 1}));
+    engine
+        .stop(&run, by(cli(), Door::Cli, "rewriting it without numpy"))
+        .unwrap();
+
+    // The backend refuses a step it cannot isolate: refused, left for a person.
+    executor.then("compute", |_| {
+        report(ExecutionOutcome::Refused {
+            reason: "the gvisor backend is not installed on this server".into(),
+        })
+    });
+    fixture.start(OFFLINE, json!({"count": 1}));
+
+    // A connection the account does not have: the run fails before any step.
+    fixture.start(MISSING, json!({}));
+
+    // A step output names a credential key: the record keeps the key and masks the value, and
+    // the next step's inputs are refused for the key.
+    executor.then("mint", |_| {
+        succeeded(json!({"api_key": "minted-by-the-step"}))
+    });
+    fixture.start(MINT, json!({}));
+
+    // A connection revoked while the run waits at its gate: after approval, the step is
+    // refused.
+    let run = fixture.start(REFUND, json!({"ticket_id": "T-4"}));
+    fixture.source.revoke(
+        ACCOUNT,
+        SecretName::ConnectionField {
+            alias: "payments".into(),
+            field: "api_key".into(),
+        },
+    );
+    engine
+        .decide(
+            &run,
+            "send_refund",
+            decision(GateDecision::Approve, cli(), Door::Cli, "go"),
+        )
+        .unwrap();
+    fixture
+        .source
+        .set_connection_field(ACCOUNT, "payments", "api_key", SECRET);
+
+    // The platform dies while a networked step runs, and while an offline one runs; a fresh
+    // engine recovers: the first is unknown, the second runs again.
+    executor.then("fetch", |_| panic!("the platform died mid-step"));
+    fixture.start_and_crash(FETCH, json!({}));
+    executor.then("compute", |_| panic!("the platform died mid-step"));
+    fixture.start_and_crash(OFFLINE, json!({"count": 7}));
+    let recovered = fixture.engine().recover().unwrap();
+    assert_eq!(recovered.marked_unknown.len(), 1, "{recovered:?}");
+    assert_eq!(recovered.interrupted_offline.len(), 1, "{recovered:?}");
+}
+
+fn write(out: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("stepward.db");
+    {
+        let store = Arc::new(SqliteStore::open(&db).unwrap());
+        store
+            .ensure_account(&Account {
+                id: AccountId(ACCOUNT.into()),
+                name: "local".into(),
+                created_at: Timestamp(0),
+            })
+            .unwrap();
+        let source = Arc::new(MemorySource::new());
+        source.set_connection_field(ACCOUNT, "payments", "api_key", SECRET);
+        let fixture = Fixture {
+            store,
+            source,
+            executor: Arc::new(ScriptedExecutor::default()),
+            supervisor: Arc::new(QueuedSupervisor::default()),
+            clock: Arc::new(CountingClock::default()),
+            ids: Arc::new(CountingIds::default()),
+            workspaces: dir.path().join("accounts"),
+        };
+        scenarios(&fixture);
+        for run in storage::RunStore::runs(fixture.store.as_ref(), &AccountId(ACCOUNT.into()))
+            .unwrap()
+            .iter()
+            .rev()
+        {
+            let status: RunStatus = run.status;
+            println!("{}  {status}", run.id);
+        }
+    }
+    // One self-contained file: the WAL folded in, the journal mode back to a rollback journal
+    // (the store turns WAL on again when it opens a copy).
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    connection
+        .query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(()))
+        .unwrap();
+    connection.execute_batch("VACUUM").unwrap();
+    drop(connection);
+    let bytes = std::fs::read(&db).unwrap();
+    assert!(
+        !bytes
+            .windows(SECRET.len())
+            .any(|window| window == SECRET.as_bytes()),
+        "the connection's value reached the database"
+    );
+    std::fs::write(out, bytes).unwrap();
+}
+
+fn main() {
+    let Some(out) = std::env::args_os().nth(1) else {
+        eprintln!("usage: journal_fixture OUT.db");
+        std::process::exit(2);
+    };
+    write(Path::new(&out));
+}

@@ -1,0 +1,287 @@
+//! The run's journal: the closed vocabulary of events the engine writes, one payload struct
+//! per kind, and the one way they are written and read.
+//!
+//! Every change of state the engine makes is also an event: the run's status, each attempt's
+//! start and end, parking at a gate, every decision. So the events are enough to rebuild the
+//! run ([`crate::reconstruct`], G25), and everything that shows a run's record (the console,
+//! the API, the CLI) reads these types, never payload keys.
+//!
+//! The stored form is an [`storage::EventRecord`]: the kind's stable name
+//! ([`EventKind::as_str`]), the journal schema version the payload was written in, and the
+//! payload as JSON (scrubbed by the run's redactor before it is stored; the store only takes
+//! `Redacted` values). [`VERSION`] is the version this engine writes. Version 1 is the shape
+//! the engine has written since the record existed (before the version was stored, every
+//! event is version 1): the payload structs were written to match it field for field, and a
+//! fixture database of events written by the untyped engine is read in the tests. A change of
+//! a payload's shape is a new version: [`read`] then keeps a reader for each older one, each
+//! tested against a fixture database written by that version.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use storage::{EventRecord, RunId, Timestamp};
+
+pub use crate::journal::payloads::{
+    AttemptFinished, AttemptStarted, CopyBackRefused, FileWritten, GateParked, PersonDecided,
+    PrintedStream, Recovered, RefusedBy, RefusedFiles, RunCreated, RunStatusChanged,
+    SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted, SupervisorChoice,
+    SupervisorDecided, SupervisorRetryRefused, UnavailableConnection, WorkspaceRevision,
+};
+
+mod payloads;
+
+/// The journal schema version this engine writes.
+pub const VERSION: u32 = 1;
+
+/// Declares the vocabulary once: the event enum (adjacently tagged, so its serde form is
+/// `{"kind": NAME, "payload": {...}}`), its kinds, and their stable names, which can then not
+/// drift apart.
+macro_rules! vocabulary {
+    ($($(#[$doc:meta])* $variant:ident($payload:ident) => $name:literal,)+) => {
+        /// One event of a run's journal.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "kind", content = "payload")]
+        pub enum Event {
+            $($(#[$doc])* #[serde(rename = $name)] $variant($payload),)+
+        }
+
+        /// The kind of an [`Event`], without its payload.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EventKind {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl EventKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [EventKind] = &[$(EventKind::$variant),+];
+
+            /// The stable name stored in the journal and shown by the CLI and the console.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(EventKind::$variant => $name,)+
+                }
+            }
+
+            /// The kind of a stored name, if this version has it.
+            pub fn from_name(name: &str) -> Option<EventKind> {
+                match name {
+                    $($name => Some(EventKind::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl Event {
+            /// This event's kind.
+            pub fn kind(&self) -> EventKind {
+                match self {
+                    $(Event::$variant(_) => EventKind::$variant,)+
+                }
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// The run was created: workflow name, file, hash, inputs, who started it.
+    RunCreated(RunCreated) => "run.created",
+    /// The run's status changed.
+    RunStatus(RunStatusChanged) => "run.status",
+    /// The credential names the run holds (names only, never values).
+    SecretsResolved(SecretsResolved) => "secrets.resolved",
+    /// A connection could not be resolved (names only).
+    SecretsUnavailable(SecretsUnavailable) => "secrets.unavailable",
+    /// The run parked before a gate.
+    GateParked(GateParked) => "gate.parked",
+    /// A person's decision: approve, reject, retry, stop (G23).
+    Decision(PersonDecided) => "decision",
+    /// An attempt was recorded as running, before the executor was called (G14).
+    AttemptStarted(AttemptStarted) => "attempt.started",
+    /// An attempt ended (status, output or error).
+    AttemptFinished(AttemptFinished) => "attempt.finished",
+    /// What a step printed (scrubbed, then bounded, G17).
+    StepPrinted(StepPrinted) => "step.printed",
+    /// A file the copy-back filter, the engine or the workspace refused (G12).
+    CopyBackRefused(CopyBackRefused) => "copy_back.refused",
+    /// The copy-back written as a workspace revision (G25).
+    WorkspaceRevision(WorkspaceRevision) => "workspace.revision",
+    /// The supervisor's decision after a failure (G15).
+    SupervisorDecision(SupervisorDecided) => "supervisor.decision",
+    /// A supervisor retry the engine refused (an `unknown` attempt, a spent budget).
+    SupervisorRetryRefused(SupervisorRetryRefused) => "supervisor.retry_refused",
+    /// Recovery after a restart found this attempt running (G14).
+    Recovery(Recovered) => "recovery",
+}
+
+impl Event {
+    /// The payload as the journal stores it (before scrubbing).
+    pub fn payload_json(&self) -> Result<Value, serde_json::Error> {
+        let Value::Object(mut tagged) = serde_json::to_value(self)? else {
+            return Err(serde::ser::Error::custom(
+                "an event did not encode as a kind and a payload",
+            ));
+        };
+        Ok(tagged.remove("payload").unwrap_or(Value::Null))
+    }
+
+    /// The event of a payload in this version's shape.
+    fn from_payload(kind: EventKind, payload: &Value) -> Result<Event, serde_json::Error> {
+        let mut tagged = serde_json::Map::new();
+        tagged.insert("kind".to_owned(), Value::from(kind.as_str()));
+        tagged.insert("payload".to_owned(), payload.clone());
+        serde_json::from_value(Value::Object(tagged))
+    }
+}
+
+/// One event of a run's journal, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// 1, 2, 3, ... without gaps, per run.
+    pub seq: u64,
+    pub at: Timestamp,
+    pub event: Event,
+}
+
+/// Why a stored event cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Written by a newer stepward than this one.
+    #[error(
+        "run {run} event {seq}: written in journal version {version}, newer than this \
+         stepward's version {VERSION}; a newer stepward reads it"
+    )]
+    NewerVersion { run: RunId, seq: u64, version: u32 },
+    /// A version no stepward ever wrote (0).
+    #[error("run {run} event {seq}: journal version {version} was never written by stepward")]
+    UnknownVersion { run: RunId, seq: u64, version: u32 },
+    /// A kind the event's version does not have.
+    #[error("run {run} event {seq}: `{kind}` is not an event kind of journal version {version}")]
+    UnknownKind {
+        run: RunId,
+        seq: u64,
+        kind: String,
+        version: u32,
+    },
+    /// A payload that does not have its kind's shape in its version.
+    #[error(
+        "run {run} event {seq}: the payload of `{kind}` does not have the shape of journal \
+         version {version}"
+    )]
+    Payload {
+        run: RunId,
+        seq: u64,
+        kind: &'static str,
+        version: u32,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Reads one stored event in the shape of the version it was written in.
+pub fn read(record: &EventRecord) -> Result<Entry, ReadError> {
+    let run = || record.run.clone();
+    match record.version {
+        // Today's version; the only one so far. A new version adds an arm here that reads the
+        // older shape (or rewrites its payload into the new one), tested against its fixture.
+        VERSION => {}
+        0 => {
+            return Err(ReadError::UnknownVersion {
+                run: run(),
+                seq: record.seq,
+                version: record.version,
+            });
+        }
+        _ => {
+            return Err(ReadError::NewerVersion {
+                run: run(),
+                seq: record.seq,
+                version: record.version,
+            });
+        }
+    }
+    let kind = EventKind::from_name(&record.kind).ok_or_else(|| ReadError::UnknownKind {
+        run: run(),
+        seq: record.seq,
+        kind: record.kind.clone(),
+        version: record.version,
+    })?;
+    let event =
+        Event::from_payload(kind, &record.payload).map_err(|source| ReadError::Payload {
+            run: run(),
+            seq: record.seq,
+            kind: kind.as_str(),
+            version: record.version,
+            source,
+        })?;
+    Ok(Entry {
+        seq: record.seq,
+        at: record.at,
+        event,
+    })
+}
+
+/// Reads a run's stored events, in order; the first that cannot be read is the error.
+pub fn read_all(records: &[EventRecord]) -> Result<Vec<Entry>, ReadError> {
+    records.iter().map(read).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use storage::{EventRecord, RunId, RunStatus, Timestamp};
+
+    use crate::journal::{Event, EventKind, ReadError, RunStatusChanged, VERSION, read};
+
+    fn record(kind: &str, version: u32, payload: serde_json::Value) -> EventRecord {
+        EventRecord {
+            run: RunId("run-1".into()),
+            seq: 4,
+            kind: kind.into(),
+            version,
+            payload,
+            at: Timestamp(7),
+        }
+    }
+
+    #[test]
+    fn every_kind_has_its_own_stable_name() {
+        let names: std::collections::BTreeSet<&str> =
+            EventKind::ALL.iter().map(|kind| kind.as_str()).collect();
+        assert_eq!(names.len(), EventKind::ALL.len());
+        for kind in EventKind::ALL {
+            assert_eq!(EventKind::from_name(kind.as_str()), Some(*kind));
+        }
+    }
+
+    #[test]
+    fn g25_an_event_reads_back_as_it_was_written() {
+        let event = Event::RunStatus(RunStatusChanged {
+            status: RunStatus::NeedsAttention,
+            reason: Some("a person decides".into()),
+        });
+        let payload = event.payload_json().unwrap();
+        assert_eq!(
+            payload,
+            json!({"status": "needs_attention", "reason": "a person decides"})
+        );
+        let read = read(&record("run.status", VERSION, payload)).unwrap();
+        assert_eq!((read.seq, read.at, read.event), (4, Timestamp(7), event));
+    }
+
+    #[test]
+    fn g25_an_event_of_a_newer_version_an_unknown_kind_or_shape_is_refused() {
+        let newer = read(&record("run.status", VERSION + 1, json!({}))).unwrap_err();
+        assert!(matches!(newer, ReadError::NewerVersion { .. }), "{newer}");
+        assert!(newer.to_string().contains("a newer stepward reads it"));
+        let zero = read(&record("run.status", 0, json!({}))).unwrap_err();
+        assert!(matches!(zero, ReadError::UnknownVersion { .. }), "{zero}");
+        let unknown = read(&record("tool.called", VERSION, json!({}))).unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "run run-1 event 4: `tool.called` is not an event kind of journal version 1"
+        );
+        let shape = read(&record("run.status", VERSION, json!({"status": "asleep"}))).unwrap_err();
+        assert!(matches!(shape, ReadError::Payload { .. }), "{shape}");
+        let cause = std::error::Error::source(&shape).unwrap().to_string();
+        assert!(cause.contains("asleep"), "{cause}");
+    }
+}

@@ -1,0 +1,297 @@
+//! The payload of each event kind, in the shape of journal version 1.
+//!
+//! Field names and encodings are the stored form: renaming a field or changing how a value is
+//! written is a new journal version (see `crate::journal`). The storage vocabularies
+//! (statuses, network modes, doors, decisions) are written by their stable names; an actor as
+//! its kind, id and display name, the parts the decisions table stores too.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use storage::{Actor, AttemptStatus, DecisionKind, Door, NetworkMode, RunStatus};
+
+/// The run was created.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCreated {
+    /// The status the run was created in.
+    #[serde(with = "by_name")]
+    pub status: RunStatus,
+    /// The workflow's name.
+    pub workflow: String,
+    /// The file name it was parsed under.
+    pub file: String,
+    /// SHA-256 of the workflow text, hex.
+    pub hash: String,
+    /// The run-time inputs, scrubbed.
+    pub inputs: Value,
+    #[serde(with = "actor")]
+    pub started_by: Actor,
+}
+
+/// The run's status changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStatusChanged {
+    #[serde(with = "by_name")]
+    pub status: RunStatus,
+    /// Why the run is not going on by itself, if it is not.
+    pub reason: Option<String>,
+}
+
+/// The names of the credentials a run holds, never their values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecretsResolved {
+    pub names: Vec<String>,
+}
+
+/// The connections that could not be resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecretsUnavailable {
+    pub connections: Vec<UnavailableConnection>,
+}
+
+/// One connection that could not be resolved, and why (names only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnavailableConnection {
+    pub alias: String,
+    pub reason: String,
+}
+
+/// The run parked before a gate; a decision on it is recorded against `attempt`, the step's
+/// next attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateParked {
+    pub step: String,
+    pub attempt: u32,
+}
+
+/// A person's decision (G23): what, on which step and attempt (none for a stop of the whole
+/// run), by whom, through which door, with what note.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersonDecided {
+    #[serde(with = "by_name")]
+    pub decision: DecisionKind,
+    pub step: Option<String>,
+    pub attempt: Option<u32>,
+    #[serde(with = "actor")]
+    pub who: Actor,
+    #[serde(with = "by_name")]
+    pub door: Door,
+    pub note: String,
+}
+
+/// An attempt recorded as running, with its network mode, before the executor was called.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptStarted {
+    pub step: String,
+    pub attempt: u32,
+    #[serde(with = "by_name")]
+    pub network: NetworkMode,
+    /// The inputs the attempt runs with, scrubbed (a value under a forbidden key masked).
+    pub inputs: Value,
+}
+
+/// An attempt ended, as observed from outside the sandbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptFinished {
+    pub step: String,
+    pub attempt: u32,
+    #[serde(with = "by_name")]
+    pub status: AttemptStatus,
+    /// The step's output, for a succeeded attempt (a step may return JSON `null`, which reads
+    /// back as no output, as the store's row does).
+    pub output: Option<Value>,
+    /// What the step's code raised, for a failure the executor reported.
+    pub error: Option<StepFailure>,
+    /// Why the attempt failed, was refused or is unknown.
+    pub reason: Option<String>,
+    /// The exact interpreter version (G8), when the interpreter started.
+    pub interpreter_version: Option<String>,
+    /// The backend's name.
+    pub backend: Option<String>,
+    /// What the backend chose or could not use.
+    pub isolation_notes: Option<String>,
+}
+
+/// An error the step's code raised, scrubbed and bounded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFailure {
+    pub kind: String,
+    pub message: String,
+    pub traceback: String,
+    /// Whether the step's own code had started (G14: a networked step's failure after that is
+    /// `unknown`).
+    pub code_started: bool,
+}
+
+/// What a step printed on one stream: scrubbed, then bounded (G17).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPrinted {
+    pub step: String,
+    pub attempt: u32,
+    pub stream: PrintedStream,
+    /// The text kept.
+    pub text: String,
+    /// How many bytes the step printed, before scrubbing and bounding.
+    pub printed_bytes: u64,
+}
+
+/// The stream a step printed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrintedStream {
+    Stdout,
+    Stderr,
+}
+
+/// A copy-back refused (G12): one file, or a whole revision the workspace would not write.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CopyBackRefused {
+    pub step: String,
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub refused: RefusedFiles,
+    pub reason: String,
+    pub by: RefusedBy,
+}
+
+/// What a copy-back refusal refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RefusedFiles {
+    /// One file, by its path in the folder (withheld when the path holds a value).
+    File { path: String },
+    /// Every file of a revision the workspace refused, nothing of it written.
+    Revision { files: Vec<FileWritten> },
+}
+
+/// Who refused a copy-back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusedBy {
+    /// The sandbox's copy-back filter (links, devices, sizes, protected paths).
+    Sandbox,
+    /// The engine's screen (a value of the account in a file or its path, a path it refuses).
+    Engine,
+    /// The workspace, refusing the whole revision.
+    Workspace,
+}
+
+/// A file of a copy-back, by path and size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileWritten {
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// The copy-back written as a workspace revision authored by the step (G25).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceRevision {
+    pub step: String,
+    pub attempt: u32,
+    /// The revision's id in the account's history.
+    pub revision: String,
+    pub files: Vec<FileWritten>,
+}
+
+/// What the supervisor decided after a failed attempt (G15).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SupervisorDecided {
+    pub step: String,
+    pub attempt: u32,
+    #[serde(flatten)]
+    pub decision: SupervisorChoice,
+}
+
+/// The supervisor's choice, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum SupervisorChoice {
+    /// Run the step again with these inputs (a value under a forbidden key masked).
+    Retry { inputs: Value },
+    /// Stop the run, for this reason (scrubbed).
+    Stop { reason: String },
+    /// Bring the run to a person.
+    AskPerson,
+}
+
+/// A supervisor's retry the engine refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SupervisorRetryRefused {
+    pub step: String,
+    pub attempt: u32,
+    pub reason: String,
+}
+
+/// Recovery after a restart found an attempt in `found` (running) and finished it as `now`
+/// (`unknown` with network, `failed` without, G14).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recovered {
+    pub step: String,
+    pub attempt: u32,
+    #[serde(with = "by_name")]
+    pub found: AttemptStatus,
+    #[serde(with = "by_name")]
+    pub now: AttemptStatus,
+}
+
+/// A storage vocabulary by its stable name (`Display` writes it, `FromStr` reads it).
+mod by_name {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<T: Display, S: Serializer>(
+        value: &T,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(value)
+    }
+
+    pub(super) fn deserialize<'de, T, D>(deserializer: D) -> Result<T, D::Error>
+    where
+        T: FromStr,
+        T::Err: Display,
+        D: Deserializer<'de>,
+    {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// An actor as `{"kind", "id", "name"}`, the parts the decisions table stores.
+mod actor {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use storage::Actor;
+
+    #[derive(Serialize)]
+    struct Parts<'a> {
+        kind: &'a str,
+        id: &'a str,
+        name: &'a str,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        actor: &Actor,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        Parts {
+            kind: actor.kind(),
+            id: actor.id(),
+            name: actor.display_name(),
+        }
+        .serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Actor, D::Error> {
+        #[derive(Deserialize)]
+        struct Owned {
+            kind: String,
+            id: String,
+            name: String,
+        }
+        let parts = Owned::deserialize(deserializer)?;
+        Actor::from_parts(&parts.kind, &parts.id, &parts.name).map_err(serde::de::Error::custom)
+    }
+}
