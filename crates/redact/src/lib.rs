@@ -17,6 +17,7 @@
 
 mod block_filter;
 mod error;
+mod formats;
 mod live;
 mod logging;
 mod patterns;
@@ -27,6 +28,7 @@ mod scope;
 mod scrub_set;
 mod secret;
 mod stream;
+mod wrapped;
 #[cfg(feature = "testing")]
 pub mod testing;
 

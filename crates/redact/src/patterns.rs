@@ -1,5 +1,6 @@
 //! Every form a secret value is searched for: raw, base64, hex, URL-encoding, JSON escaping,
-//! and each line of a multi-line value.
+//! Python's reprs, the common text formats of `formats.rs`, and each line of a multi-line
+//! value. (Base64 wrapped over lines is found by `wrapped.rs`, which joins the lines first.)
 //!
 //! Patterns are held in `Zeroizing` buffers so the encoded copies are wiped once the automaton
 //! is built (the automaton keeps its own copy inside its states; that copy lives as long as the
@@ -68,6 +69,9 @@ fn push_forms(value: &str, patterns: &mut Vec<Pattern>) {
     push_url_forms(value, patterns);
     push_json_forms(value, patterns);
     push_python_forms(value, patterns);
+    crate::formats::push_markup_forms(value, patterns);
+    crate::formats::push_quoting_forms(value, patterns);
+    crate::formats::push_utf16_forms(value, patterns);
 }
 
 /// Base64, standard and URL-safe alphabets.
@@ -100,7 +104,7 @@ fn push_base64_forms(value: &[u8], patterns: &mut Vec<Pattern>) {
 
 /// How a URL encoder writes its hex digits.
 #[derive(Clone, Copy)]
-enum HexCase {
+pub(crate) enum HexCase {
     Upper,
     Lower,
 }
@@ -114,7 +118,7 @@ enum SpaceForm {
 
 /// Whether a URL encoder leaves `/` alone (Python's `quote` default) or encodes it.
 #[derive(Clone, Copy)]
-enum SlashForm {
+pub(crate) enum SlashForm {
     Kept,
     Encoded,
 }
@@ -166,7 +170,7 @@ fn push_percent_byte(encoded: &mut String, byte: u8, hex_case: HexCase) {
 
 /// Which characters a JSON encoder escapes.
 #[derive(Clone, Copy)]
-enum JsonEscaping {
+pub(crate) enum JsonEscaping {
     /// serde_json, Go, JavaScript: quotes, backslash and control characters only.
     Minimal,
     /// Python's default `ensure_ascii`: also every non-ASCII character (and DEL), as `\uXXXX`.
@@ -187,7 +191,7 @@ fn push_json_forms(value: &str, patterns: &mut Vec<Pattern>) {
     }
 }
 
-fn json_escape(value: &str, escaping: JsonEscaping, slash_form: SlashForm) -> String {
+pub(crate) fn json_escape(value: &str, escaping: JsonEscaping, slash_form: SlashForm) -> String {
     let mut escaped = String::with_capacity(value.len() + 8);
     for character in value.chars() {
         match character {

@@ -116,8 +116,26 @@ impl ScrubSet {
         !self.masked_spans(haystack).is_empty()
     }
 
-    /// Every masked span of `haystack`: overlapping and touching matches merged, in order.
+    /// Every masked span of `haystack`: overlapping and touching matches merged, in order;
+    /// base64 wrapped over lines is searched with its lines joined.
     pub(crate) fn masked_spans(&self, haystack: &[u8]) -> Vec<Range<usize>> {
+        let mut spans = self.unwrapped_spans(haystack);
+        let blocks = crate::wrapped::wrapped_blocks(haystack);
+        if blocks.is_empty() {
+            return spans;
+        }
+        for block in blocks {
+            spans.extend(
+                self.unwrapped_spans(&block.joined)
+                    .iter()
+                    .filter_map(|span| block.original(span)),
+            );
+        }
+        merge_spans(spans)
+    }
+
+    /// The masked spans of `haystack` as it is, lines not joined.
+    fn unwrapped_spans(&self, haystack: &[u8]) -> Vec<Range<usize>> {
         let mut spans: Vec<Range<usize>> = Vec::new();
         let Some(all_forms) = self.all_forms.as_ref() else {
             return spans;

@@ -1,0 +1,99 @@
+//! G12, G19 (review "credentials" A7): a value inside a compressed file or an archive member
+//! (gzip, bz2, xz, zip; nested up to three deep) is refused like one in plain text; a file that
+//! inflates past the bound (a bomb) is refused, not skipped. The archives are made by the real
+//! CPython 3.11 (`/usr/bin/python3 -I -S`), the way a step would make them.
+
+use std::process::Command;
+
+use workspace::{Author, Change, Error, RelPath, RevisionStore, SecretScreen};
+
+const SECRET: &str = "sk-live-archived-7Qz9XvB2mN4pL8rT";
+
+struct KnowsSecret;
+
+impl SecretScreen for KnowsSecret {
+    fn holds_secret(&self, content: &[u8]) -> bool {
+        content
+            .windows(SECRET.len())
+            .any(|window| window == SECRET.as_bytes())
+    }
+}
+
+/// The bytes the Python expression `expression` gives, with `s` the secret.
+fn python(expression: &str) -> Vec<u8> {
+    let program = format!(
+        "import sys, io, gzip, bz2, lzma, zipfile\n\
+         s = {SECRET:?}.encode()\n\
+         def z(name, data):\n\
+         \x20   b = io.BytesIO()\n\
+         \x20   with zipfile.ZipFile(b, 'w', zipfile.ZIP_DEFLATED) as f:\n\
+         \x20       f.writestr(name, data)\n\
+         \x20   return b.getvalue()\n\
+         sys.stdout.buffer.write({expression})\n"
+    );
+    let output = Command::new("/usr/bin/python3")
+        .args(["-I", "-S", "-c", &program])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+fn written(contents: Vec<u8>) -> Result<(), Error> {
+    let folder = tempfile::tempdir().unwrap();
+    let store = RevisionStore::open(folder.path()).unwrap();
+    store
+        .write(
+            &Author::Person { id: "p-1".into() },
+            "add a file",
+            vec![(
+                RelPath::parse("out/file.bin").unwrap(),
+                Change::Write(contents),
+            )],
+            &KnowsSecret,
+        )
+        .map(|_| ())
+}
+
+#[test]
+fn g12_a_value_inside_a_compressed_file_or_archive_member_is_refused() {
+    for (name, expression) in [
+        ("gzip", "gzip.compress(b'token: ' + s)"),
+        ("bz2", "bz2.compress(b'token: ' + s)"),
+        ("xz", "lzma.compress(b'token: ' + s)"),
+        ("zip", "z('sheet.xml', b'<c>' + s + b'</c>')"),
+        (
+            "zip in gzip in zip",
+            "z('outer.gz', gzip.compress(z('inner.xml', b'<c>' + s + b'</c>')))",
+        ),
+    ] {
+        let refused = written(python(expression));
+        assert!(
+            matches!(refused, Err(Error::HoldsSecret { .. })),
+            "{name}: {refused:?}"
+        );
+    }
+    // The same archives without the value are written.
+    for expression in [
+        "gzip.compress(b'token: nothing')",
+        "z('outer.gz', gzip.compress(z('inner.xml', b'<c>clean</c>')))",
+    ] {
+        written(python(expression)).unwrap();
+    }
+}
+
+#[test]
+fn g12_an_archive_that_inflates_past_the_bound_is_refused_not_skipped() {
+    // 200 MiB of zeros, then the value: under 1 MiB compressed.
+    let bomb = python("gzip.compress(bytes(200 * 1024 * 1024) + s, 9)");
+    assert!(bomb.len() < 1024 * 1024);
+    let refused = written(bomb);
+    assert!(
+        matches!(refused, Err(Error::HoldsSecret { .. })),
+        "{refused:?}"
+    );
+}
