@@ -359,15 +359,13 @@ async fn answer(
         let status =
             StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = json_response(status, &wire::error_body(format, error));
-        if let Some(seconds) = error.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        // A number as Rust writes it: `1`, `0.5`, `100000000000000000000`.
+        let number = |value: f64| HeaderValue::from_str(&value.to_string()).ok();
+        if let Some(seconds) = error.retry_after.and_then(number) {
+            response.headers_mut().insert(header::RETRY_AFTER, seconds);
         }
-        if let Some(millis) = error.retry_after_ms {
-            response
-                .headers_mut()
-                .insert("retry-after-ms", HeaderValue::from(millis));
+        if let Some(millis) = error.retry_after_ms.and_then(number) {
+            response.headers_mut().insert("retry-after-ms", millis);
         }
         return response;
     }

@@ -82,10 +82,11 @@ pub struct ScriptError {
     /// The error's `type` (Anthropic) or `code` (OpenAI); by default the status's usual one.
     #[serde(rename = "type")]
     pub kind: Option<String>,
-    /// A `retry-after` header, in seconds.
-    pub retry_after: Option<u64>,
+    /// A `retry-after` header, in seconds (a fraction or a huge number too: clients must
+    /// cope with what a provider may send).
+    pub retry_after: Option<f64>,
     /// A `retry-after-ms` header.
-    pub retry_after_ms: Option<u64>,
+    pub retry_after_ms: Option<f64>,
 }
 
 /// A redirect answer (`Location` set); a client must not follow it.
@@ -236,6 +237,14 @@ impl ScriptTurn {
     /// Sets the error's `retry-after` (seconds).
     pub fn retry_after(mut self, seconds: u64) -> ScriptTurn {
         if let Some(error) = &mut self.error {
+            error.retry_after = Some(seconds as f64);
+        }
+        self
+    }
+
+    /// Sets the error's `retry-after` to any number of seconds (`1e20`).
+    pub fn retry_after_secs_f64(mut self, seconds: f64) -> ScriptTurn {
+        if let Some(error) = &mut self.error {
             error.retry_after = Some(seconds);
         }
         self
@@ -243,6 +252,14 @@ impl ScriptTurn {
 
     /// Sets the error's `retry-after-ms`.
     pub fn retry_after_ms(mut self, millis: u64) -> ScriptTurn {
+        if let Some(error) = &mut self.error {
+            error.retry_after_ms = Some(millis as f64);
+        }
+        self
+    }
+
+    /// Sets the error's `retry-after-ms` to any number (`1e30`).
+    pub fn retry_after_ms_f64(mut self, millis: f64) -> ScriptTurn {
         if let Some(error) = &mut self.error {
             error.retry_after_ms = Some(millis);
         }
@@ -278,7 +295,10 @@ mod tests {
         let script = Script::from_json(&docs[start..end]).unwrap();
         assert_eq!(script.turns.len(), 8);
         assert_eq!(script.turns[1].tool_calls.len(), 2);
-        assert_eq!(script.turns[3].error.as_ref().unwrap().retry_after, Some(1));
+        assert_eq!(
+            script.turns[3].error.as_ref().unwrap().retry_after,
+            Some(1.0)
+        );
         assert_eq!(script.turns[7].redirect.as_ref().unwrap().status, 302);
     }
 

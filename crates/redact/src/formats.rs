@@ -54,7 +54,12 @@ pub(crate) fn push_markup_forms(value: &str, patterns: &mut Vec<Pattern>) {
     }
 }
 
-fn markup_escape(value: &str, double: DoubleQuote, single: SingleQuote, whitespace: bool) -> String {
+fn markup_escape(
+    value: &str,
+    double: DoubleQuote,
+    single: SingleQuote,
+    whitespace: bool,
+) -> String {
     let mut escaped = String::with_capacity(value.len() + 16);
     for character in value.chars() {
         match character {

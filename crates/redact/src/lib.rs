@@ -28,9 +28,9 @@ mod scope;
 mod scrub_set;
 mod secret;
 mod stream;
-mod wrapped;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod wrapped;
 
 pub use crate::error::Error;
 pub use crate::live::ScrubSets;
