@@ -130,6 +130,9 @@ impl Error {
 
 fn wait_words(retry_after: &Option<Duration>) -> String {
     match retry_after {
+        Some(wait) if *wait > Duration::from_secs(24 * 3600) => {
+            " (it asks to wait more than a day)".to_owned()
+        }
         Some(wait) => format!(" (it asks to wait {})", seconds(wait)),
         None => String::new(),
     }

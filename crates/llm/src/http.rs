@@ -517,7 +517,9 @@ impl ProviderProblem {
     }
 }
 
-/// `Retry-After` in seconds (or OpenAI's `retry-after-ms`); an HTTP date is not used.
+/// `Retry-After` in seconds (or OpenAI's `retry-after-ms`); an HTTP date is not used. A
+/// finite number too large for a [`Duration`] (`1e20`) is read as [`Duration::MAX`]: longer
+/// than any wait the client makes, so the error is returned at once.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = |name: &str| {
         headers
@@ -525,14 +527,57 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .and_then(|value: &HeaderValue| value.to_str().ok())
             .map(str::trim)
     };
+    let wait = |seconds: f64| Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX);
     if let Some(millis) = text("retry-after-ms").and_then(|value| value.parse::<f64>().ok())
         && millis.is_finite()
         && millis >= 0.0
     {
-        return Some(Duration::from_secs_f64(millis / 1000.0));
+        return Some(wait(millis / 1000.0));
     }
     text("retry-after")
         .and_then(|value| value.parse::<f64>().ok())
         .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
-        .map(Duration::from_secs_f64)
+        .map(wait)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(name: &'static str, value: &'static str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, HeaderValue::from_static(value));
+        headers
+    }
+
+    #[test]
+    fn a_retry_after_beyond_a_duration_is_the_longest_wait_not_a_panic() {
+        for (name, value) in [
+            ("retry-after", "1e20"),
+            ("retry-after-ms", "1e30"),
+            ("retry-after", "1.7e308"),
+        ] {
+            assert_eq!(
+                retry_after(&headers(name, value)),
+                Some(Duration::MAX),
+                "{name}: {value}"
+            );
+        }
+        assert_eq!(
+            retry_after(&headers("retry-after", "1.5")),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            retry_after(&headers("retry-after-ms", "250")),
+            Some(Duration::from_millis(250))
+        );
+        for (name, value) in [
+            ("retry-after", "-1"),
+            ("retry-after", "inf"),
+            ("retry-after", "NaN"),
+            ("retry-after-ms", "1e400"),
+        ] {
+            assert_eq!(retry_after(&headers(name, value)), None, "{name}: {value}");
+        }
+    }
 }
