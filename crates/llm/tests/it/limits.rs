@@ -2,12 +2,17 @@
 //! the turn's deadline, or make it spend memory and CPU far beyond what a turn needs. Each
 //! case runs for both providers, streamed and whole.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use fake_model::ScriptTurn;
-use llm::{Error, Model, ProviderKind, Recorder, TurnRequest};
+use llm::{
+    ClientOptions, Error, Model, ProviderKind, Recorder, StaticResolver, ToolDefinition,
+    TurnRequest,
+};
+use serde_json::{Value, json};
 
-use crate::support::{fake, provider};
+use crate::support::{fake, options, provider, provider_with};
 
 /// Both providers, streamed and whole.
 pub const MODES: [(ProviderKind, bool); 4] = [
@@ -48,6 +53,130 @@ async fn a_huge_retry_after_is_longer_than_any_wait_and_panics_nothing() {
             assert!(recorder.retries.is_empty());
             assert_eq!(fake.requests().len(), 1);
             assert!(started.elapsed() < Duration::from_secs(2));
+        }
+    }
+}
+
+fn read_tool() -> ToolDefinition {
+    ToolDefinition {
+        name: "Read".to_owned(),
+        description: "Reads a file of the workspace.".to_owned(),
+        input_schema: json!({ "type": "object", "properties": { "path": { "type": "string" } } }),
+    }
+}
+
+/// A request that offers the `Read` tool.
+pub fn offering_tools(stream: bool) -> TurnRequest {
+    TurnRequest {
+        tools: vec![read_tool()],
+        ..request(stream)
+    }
+}
+
+/// `{"a":[0,0,...]}` of about `bytes` bytes: 2 bytes an element on the wire, a 32-byte
+/// `serde_json::Value` each once parsed (16 times the memory).
+fn zeros(bytes: usize) -> Value {
+    json!({ "a": vec![0; bytes / 2] })
+}
+
+/// Options whose whole-answer cap is no obstacle, so the arguments' own caps are what refuse.
+fn roomy(fake: &fake_model::FakeModel) -> ClientOptions {
+    ClientOptions {
+        max_response_bytes: 8 * 1024 * 1024,
+        ..options(&[&fake.endpoint()])
+    }
+}
+
+/// A tool call's arguments are at most 1 MiB of JSON: more is refused before it is parsed
+/// into memory 16 times its size, and names the tool. Just under passes.
+#[tokio::test]
+async fn a_tool_call_with_more_than_1_mib_of_arguments_is_refused() {
+    for (kind, stream) in MODES {
+        let fake = fake(vec![
+            ScriptTurn::call("Read", zeros(1_200 * 1024)),
+            ScriptTurn::call("Read", zeros(900 * 1024)),
+        ])
+        .await;
+        let provider = provider_with(kind, &fake, roomy(&fake));
+        let error = provider
+            .turn(&offering_tools(stream), &mut Recorder::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.kind(),
+            "tool_arguments_too_large",
+            "{kind} stream={stream}: {error}"
+        );
+        assert!(error.to_string().contains("`Read`"), "{error}");
+        let turn = provider
+            .turn(&offering_tools(stream), &mut Recorder::default())
+            .await
+            .unwrap();
+        assert_eq!(turn.tool_calls.len(), 1, "{kind} stream={stream}");
+    }
+}
+
+/// The calls of one turn have at most 2 MiB of arguments together: three calls of 900 KiB
+/// each are refused although each alone would pass.
+#[tokio::test]
+async fn the_calls_of_one_turn_have_at_most_2_mib_of_arguments_together() {
+    for (kind, stream) in MODES {
+        let fake = fake(vec![
+            ScriptTurn::call("Read", zeros(900 * 1024))
+                .with_call("Read", zeros(900 * 1024))
+                .with_call("Read", zeros(900 * 1024)),
+        ])
+        .await;
+        let provider = provider_with(kind, &fake, roomy(&fake));
+        let error = provider
+            .turn(&offering_tools(stream), &mut Recorder::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.kind(),
+            "tool_arguments_too_large",
+            "{kind} stream={stream}: {error}"
+        );
+    }
+}
+
+/// A request that offered no tools gets no tool calls: an answer with one is refused.
+#[tokio::test]
+async fn a_tool_call_in_answer_to_a_request_that_offered_no_tools_is_refused() {
+    for (kind, stream) in MODES {
+        let fake = fake(vec![ScriptTurn::call("Read", json!({ "path": "a.txt" }))]).await;
+        let provider = provider(kind, &fake);
+        let error = provider
+            .turn(&request(stream), &mut Recorder::default())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.kind(),
+            "invalid_response",
+            "{kind} stream={stream}: {error}"
+        );
+        assert!(error.to_string().contains("offered no tools"), "{error}");
+    }
+}
+
+/// By default an answer is at most 8 MiB (what a turn needs: text and tool calls within
+/// their caps), not 32.
+#[tokio::test]
+async fn by_default_an_answer_is_at_most_8_mib() {
+    for (kind, stream) in MODES {
+        let fake = fake(vec![ScriptTurn::text(&"x".repeat(9 * 1024 * 1024))]).await;
+        let defaults = ClientOptions {
+            endpoints: options(&[&fake.endpoint()]).endpoints,
+            resolver: Arc::new(StaticResolver::new()),
+            ..ClientOptions::default()
+        };
+        let provider = provider_with(kind, &fake, defaults);
+        match provider
+            .turn(&request(stream), &mut Recorder::default())
+            .await
+        {
+            Err(Error::ResponseTooLarge { limit }) => assert_eq!(limit, 8 * 1024 * 1024),
+            other => panic!("{kind} stream={stream}: expected too large, got {other:?}"),
         }
     }
 }

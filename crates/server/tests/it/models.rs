@@ -269,3 +269,89 @@ async fn g19_a_workflow_whose_step_names_a_model_key_does_not_validate_and_canno
         .await;
     assert_eq!(started.status, 422, "{}", started.text());
 }
+
+/// Model calls in flight are bounded, per account and for the whole server, so that tests
+/// fired in parallel cannot hold the memory of many answers at once: beyond 4 at once for
+/// one account, a test is answered at once with an error that says so, and never reaches the
+/// provider; another account's test still goes through.
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_model_tests_beyond_the_limit_are_answered_at_once_and_reach_no_provider() {
+    let fake = FakeModel::start(Script {
+        turns: vec![ScriptTurn::text("slowly").slow(1_500)],
+        repeat: true,
+    })
+    .await
+    .unwrap();
+    let harness = Arc::new(Harness::with_model_endpoints(&[&fake.endpoint()]));
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let stranger = harness.credentials(Caller::StrangerKey);
+    for credentials in [&admin, &stranger] {
+        // Each account's own provider, both at the fake.
+        let added = harness
+            .call(
+                "PUT",
+                "/api/models/claude",
+                credentials,
+                json_body(json!({
+                    "provider": "anthropic",
+                    "base_url": fake.url(),
+                    "assistant_model": "fake-large",
+                    "key": KEY,
+                })),
+            )
+            .await;
+        assert_eq!(added.status, 200, "{}", added.text());
+    }
+    let admin = Arc::new(admin);
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let harness = Arc::clone(&harness);
+        let admin = Arc::clone(&admin);
+        calls.spawn(async move {
+            let started = std::time::Instant::now();
+            let answer = harness
+                .call(
+                    "POST",
+                    "/api/models/claude/test",
+                    &admin,
+                    json_body(json!({})),
+                )
+                .await;
+            (answer.status, answer.json(), started.elapsed())
+        });
+    }
+    // The stranger's one test starts while the account's are in flight.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let other = harness
+        .call(
+            "POST",
+            "/api/models/claude/test",
+            &stranger,
+            json_body(json!({})),
+        )
+        .await;
+    let (mut answered, mut busy) = (0, 0);
+    while let Some(joined) = calls.join_next().await {
+        let (status, result, took) = joined.unwrap();
+        assert_eq!(status, 200, "{result}");
+        if result["ok"] == true {
+            answered += 1;
+        } else {
+            assert_eq!(result["error_kind"], "busy", "{result}");
+            let error = result["error"].as_str().unwrap();
+            assert!(error.contains("at once"), "{error}");
+            assert!(
+                took < std::time::Duration::from_secs(1),
+                "busy after {took:?}"
+            );
+            busy += 1;
+        }
+    }
+    assert_eq!((answered, busy), (4, 6));
+    assert_eq!(other.json()["ok"], true, "{}", other.text());
+    assert_eq!(
+        fake.requests().len(),
+        5,
+        "the refused tests reached no provider"
+    );
+}
