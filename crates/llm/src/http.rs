@@ -3,8 +3,9 @@
 //! connection to the addresses [`crate::endpoint::check`] approved and nothing else.
 //! Answers are bounded in bytes and in time.
 
+use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
@@ -12,6 +13,7 @@ use redact::SecretValue;
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, timeout_at};
 
 use crate::endpoint::{EndpointPolicy, Resolve, SystemResolver, check};
@@ -55,8 +57,21 @@ pub struct ClientOptions {
     pub turn_timeout: Duration,
     /// The longest silence between two pieces of an answer.
     pub idle_timeout: Duration,
-    /// The most bytes one answer may have.
+    /// The most bytes one answer may have: 8 MiB by default, what a turn needs (its text and
+    /// tool calls within their own caps) with room to spare. Every byte may be held in memory
+    /// while the answer is read, so this is kept well below what a server can afford per call.
     pub max_response_bytes: u64,
+    /// The most bytes of JSON one tool call's arguments may have (1 MiB): arguments are
+    /// measured before they are parsed, because parsed JSON takes up to 16 times its text.
+    pub max_tool_argument_bytes: usize,
+    /// The most bytes of arguments all tool calls of one turn may have together (2 MiB).
+    pub max_turn_tool_argument_bytes: usize,
+    /// The most model turns in flight at once through this client, for every account
+    /// together (16); one more is refused at once ([`Error::Busy`]), never queued.
+    pub max_concurrent_turns: usize,
+    /// The most model turns in flight at once for one account (4); one more is refused at
+    /// once.
+    pub max_concurrent_turns_per_account: usize,
     pub retries: RetryPolicy,
     /// Root certificates trusted besides the platform's (an operator's own CA, a test's).
     pub extra_roots: Vec<CertificateDer<'static>>,
@@ -70,7 +85,11 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(10),
             turn_timeout: Duration::from_secs(600),
             idle_timeout: Duration::from_secs(120),
-            max_response_bytes: 32 * 1024 * 1024,
+            max_response_bytes: 8 * 1024 * 1024,
+            max_tool_argument_bytes: 1024 * 1024,
+            max_turn_tool_argument_bytes: 2 * 1024 * 1024,
+            max_concurrent_turns: 16,
+            max_concurrent_turns_per_account: 4,
             retries: RetryPolicy::default(),
             extra_roots: Vec::new(),
         }
@@ -86,6 +105,16 @@ impl std::fmt::Debug for ClientOptions {
             .field("turn_timeout", &self.turn_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("max_tool_argument_bytes", &self.max_tool_argument_bytes)
+            .field(
+                "max_turn_tool_argument_bytes",
+                &self.max_turn_tool_argument_bytes,
+            )
+            .field("max_concurrent_turns", &self.max_concurrent_turns)
+            .field(
+                "max_concurrent_turns_per_account",
+                &self.max_concurrent_turns_per_account,
+            )
             .field("retries", &self.retries)
             .finish_non_exhaustive()
     }
@@ -100,6 +129,25 @@ pub struct Client {
 struct Inner {
     options: ClientOptions,
     tls: rustls::ClientConfig,
+    /// Turns in flight through this client, every account together.
+    in_flight: Arc<Semaphore>,
+    /// Turns in flight per account (one entry per account that ever made a call).
+    in_flight_per_account: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+/// Which bound on concurrent model calls refused one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusyScope {
+    /// The calls of one account.
+    Account,
+    /// The calls of every account through this server (or process).
+    Server,
+}
+
+/// A turn's place among those in flight; released when dropped.
+pub(crate) struct Admission {
+    _server: OwnedSemaphorePermit,
+    _account: OwnedSemaphorePermit,
 }
 
 impl std::fmt::Debug for Client {
@@ -136,8 +184,47 @@ impl Client {
             .with_custom_certificate_verifier(Arc::new(verifier))
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let in_flight = Arc::new(Semaphore::new(options.max_concurrent_turns));
         Ok(Client {
-            inner: Arc::new(Inner { options, tls }),
+            inner: Arc::new(Inner {
+                options,
+                tls,
+                in_flight,
+                in_flight_per_account: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// A place for one turn of `account` among those in flight, or [`Error::Busy`] at once
+    /// when the account or the whole client has as many as it may: a caller that fires calls
+    /// in parallel is told so quickly and holds no memory for the refused ones.
+    pub(crate) fn admit(&self, account: &str) -> Result<Admission, Error> {
+        let options = &self.inner.options;
+        let account_semaphore = {
+            let mut accounts = self
+                .inner
+                .in_flight_per_account
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(accounts.entry(account.to_owned()).or_insert_with(|| {
+                Arc::new(Semaphore::new(options.max_concurrent_turns_per_account))
+            }))
+        };
+        let account_permit = account_semaphore
+            .try_acquire_owned()
+            .map_err(|_| Error::Busy {
+                scope: BusyScope::Account,
+                limit: options.max_concurrent_turns_per_account,
+            })?;
+        let server_permit = Arc::clone(&self.inner.in_flight)
+            .try_acquire_owned()
+            .map_err(|_| Error::Busy {
+                scope: BusyScope::Server,
+                limit: options.max_concurrent_turns,
+            })?;
+        Ok(Admission {
+            _server: server_permit,
+            _account: account_permit,
         })
     }
 

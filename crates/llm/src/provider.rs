@@ -9,6 +9,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::Error;
 use crate::http::{Body, Client, MAX_RETRIES};
+use crate::tools::ToolBudget;
 use crate::types::{Observer, RetryNotice, Turn, TurnRequest};
 use crate::{Model, TurnFuture, anthropic, openai};
 
@@ -109,6 +110,8 @@ pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Url, Error> {
 /// An account's provider: where it is and the key that pays for it. Derives nothing: the
 /// key never reaches a `Debug` or a log line.
 pub struct Provider {
+    /// The account that pays: its turns in flight are bounded together.
+    account: String,
     kind: ProviderKind,
     url: Url,
     key: SecretValue,
@@ -116,8 +119,10 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// A provider of `kind` at `base_url` (its kind's default when `None`), paid with `key`.
+    /// A provider of `account`, of `kind` at `base_url` (its kind's default when `None`),
+    /// paid with `key`.
     pub fn new(
+        account: &str,
         kind: ProviderKind,
         base_url: Option<&str>,
         key: SecretValue,
@@ -125,6 +130,7 @@ impl Provider {
     ) -> Result<Provider, Error> {
         let url = endpoint_url(kind, base_url.unwrap_or(kind.default_base_url()))?;
         Ok(Provider {
+            account: account.to_owned(),
             kind,
             url,
             key,
@@ -184,13 +190,17 @@ impl Provider {
             .client
             .post(&self.url, self.headers()?, body, &self.key)
             .await?;
+        let budget = &mut ToolBudget::new(request, self.client.options());
+        let key = &self.key;
         match (self.kind, request.stream) {
-            (ProviderKind::Anthropic, false) => anthropic::read_whole(answer, &self.key).await,
+            (ProviderKind::Anthropic, false) => anthropic::read_whole(answer, key, budget).await,
             (ProviderKind::Anthropic, true) => {
-                anthropic::read_stream(answer, observer, &self.key).await
+                anthropic::read_stream(answer, observer, key, budget).await
             }
-            (ProviderKind::OpenAi, false) => openai::read_whole(answer, &self.key).await,
-            (ProviderKind::OpenAi, true) => openai::read_stream(answer, observer, &self.key).await,
+            (ProviderKind::OpenAi, false) => openai::read_whole(answer, key, budget).await,
+            (ProviderKind::OpenAi, true) => {
+                openai::read_stream(answer, observer, key, budget).await
+            }
         }
     }
 
@@ -199,6 +209,8 @@ impl Provider {
         request: &TurnRequest,
         observer: &mut dyn Observer,
     ) -> Result<Turn, Error> {
+        // Held for the whole turn, retries and waits included.
+        let _admission = self.client.admit(&self.account)?;
         let policy = self.client.options().retries;
         let max_retries = policy.max_retries.min(MAX_RETRIES);
         let mut retry = 0;

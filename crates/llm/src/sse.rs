@@ -1,7 +1,6 @@
-//! What both streaming readers share: errors of the SSE layer and tool arguments.
+//! What both streaming readers share: errors of the SSE layer.
 
 use eventsource_stream::EventStreamError;
-use serde_json::{Map, Value};
 
 use crate::error::Error;
 
@@ -16,22 +15,5 @@ pub(crate) fn transport_error(error: EventStreamError<Error>) -> Error {
         EventStreamError::Parser(error) => Error::InvalidResponse {
             detail: format!("the event stream is not server-sent events: {error}"),
         },
-    }
-}
-
-/// A tool call's arguments, which arrived as JSON text: a complete JSON object or an error
-/// (never part of one).
-pub(crate) fn json_arguments(name: &str, json: &str) -> Result<Map<String, Value>, Error> {
-    if json.trim().is_empty() {
-        return Ok(Map::new());
-    }
-    match serde_json::from_str::<Value>(json) {
-        Ok(Value::Object(arguments)) => Ok(arguments),
-        Ok(_) => Err(Error::InvalidResponse {
-            detail: format!("the arguments of the call to `{name}` are not a JSON object"),
-        }),
-        Err(error) => Err(Error::InvalidResponse {
-            detail: format!("the arguments of the call to `{name}` are not complete JSON: {error}"),
-        }),
     }
 }

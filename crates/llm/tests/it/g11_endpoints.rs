@@ -20,7 +20,14 @@ fn key() -> SecretValue {
 }
 
 async fn turn_at(base_url: &str, client: Client) -> Result<llm::Turn, Error> {
-    let provider = Provider::new(ProviderKind::Anthropic, Some(base_url), key(), client).unwrap();
+    let provider = Provider::new(
+        "acct",
+        ProviderKind::Anthropic,
+        Some(base_url),
+        key(),
+        client,
+    )
+    .unwrap();
     provider
         .turn(
             &TurnRequest::new("fake-large", "hello"),
@@ -284,6 +291,7 @@ async fn g16_the_key_reaches_no_request_but_the_providers() {
     .await;
     let client = Client::new(options(&[&provider_fake.endpoint(), &target.endpoint()])).unwrap();
     let provider = Provider::new(
+        "acct",
         ProviderKind::Anthropic,
         Some(&provider_fake.url()),
         key(),

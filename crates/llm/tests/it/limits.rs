@@ -180,3 +180,68 @@ async fn by_default_an_answer_is_at_most_8_mib() {
         }
     }
 }
+
+/// Turns in flight are bounded per account and for the whole client: one more is refused at
+/// once with [`Error::Busy`] and sends nothing; a finished turn frees its place.
+#[tokio::test]
+async fn turns_in_flight_are_bounded_per_account_and_for_the_client() {
+    let fake = fake_model::FakeModel::start(fake_model::Script {
+        turns: vec![ScriptTurn::text("slowly").slow(400)],
+        repeat: true,
+    })
+    .await
+    .unwrap();
+    let client = llm::Client::new(ClientOptions {
+        max_concurrent_turns: 3,
+        max_concurrent_turns_per_account: 2,
+        ..options(&[&fake.endpoint()])
+    })
+    .unwrap();
+    let of = |account: &str| {
+        Arc::new(
+            llm::Provider::new(
+                account,
+                ProviderKind::Anthropic,
+                Some(&fake.url()),
+                redact::SecretValue::new(crate::support::KEY.to_owned()),
+                client.clone(),
+            )
+            .unwrap(),
+        )
+    };
+    let spawn = |provider: Arc<llm::Provider>| {
+        tokio::spawn(async move {
+            provider
+                .turn(&request(false), &mut Recorder::default())
+                .await
+        })
+    };
+    let (first, second, other) = (of("a"), of("a"), of("b"));
+    let running = [spawn(first.clone()), spawn(second), spawn(other.clone())];
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    match first.turn(&request(false), &mut Recorder::default()).await {
+        Err(error @ Error::Busy { .. }) => {
+            assert!(error.to_string().contains("for this account"), "{error}");
+        }
+        other => panic!("expected busy for the account, got {other:?}"),
+    }
+    match of("c")
+        .turn(&request(false), &mut Recorder::default())
+        .await
+    {
+        Err(error @ Error::Busy { .. }) => {
+            assert!(error.to_string().contains("this server"), "{error}");
+        }
+        other => panic!("expected busy for the client, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_millis(200));
+    assert_eq!(fake.requests().len(), 3);
+    for turn in running {
+        turn.await.unwrap().unwrap();
+    }
+    first
+        .turn(&request(false), &mut Recorder::default())
+        .await
+        .unwrap();
+}

@@ -368,7 +368,7 @@ async fn callable(
                     "its key is missing from the vault; add the provider again with its key",
                 )
             })?;
-        let provider = llm::Provider::new(kind, settings.base_url.as_deref(), key, client)
+        let provider = llm::Provider::new(account.as_str(), kind, settings.base_url.as_deref(), key, client)
             .map_err(|error| invalid("base_url", error.kind()))?;
         Ok((settings, provider))
     })
