@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_model::ScriptTurn;
+use fake_model::{RawPart, ScriptTurn};
 use llm::{
-    ClientOptions, Error, Model, ProviderKind, Recorder, StaticResolver, ToolDefinition,
+    ClientOptions, Error, Model, ProviderKind, Recorder, StaticResolver, ToolDefinition, Turn,
     TurnRequest,
 };
 use serde_json::{Value, json};
@@ -244,4 +244,111 @@ async fn turns_in_flight_are_bounded_per_account_and_for_the_client() {
         .turn(&request(false), &mut Recorder::default())
         .await
         .unwrap();
+}
+
+/// A streamed answer of `body` in raw bytes, in 1 KiB pieces.
+async fn raw_stream_turn(
+    kind: ProviderKind,
+    parts: Vec<RawPart>,
+) -> (Result<Turn, Error>, Duration) {
+    let fake = fake(vec![ScriptTurn::raw(parts, Some(1024))]).await;
+    let roomy = ClientOptions {
+        max_response_bytes: 64 * 1024 * 1024,
+        turn_timeout: Duration::from_secs(60),
+        idle_timeout: Duration::from_secs(30),
+        ..options(&[&fake.endpoint()])
+    };
+    let provider = provider_with(kind, &fake, roomy);
+    let started = std::time::Instant::now();
+    let mut recorder = Recorder::default();
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        provider.turn(&request(true), &mut recorder),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{kind}: still reading the stream after 20 s"));
+    (result, started.elapsed())
+}
+
+/// The event stream is read in time linear in its size: 32 MiB without a line break, in
+/// 1 KiB pieces, is refused once the line passes 1 MiB, quickly, instead of being scanned
+/// again from its start at every piece.
+#[tokio::test]
+async fn a_line_that_never_ends_is_refused_at_1_mib_in_bounded_time() {
+    for kind in [ProviderKind::Anthropic, ProviderKind::OpenAi] {
+        let (result, took) = raw_stream_turn(
+            kind,
+            vec![
+                RawPart::text("data: "),
+                RawPart::text(&"x".repeat(1024)).repeated(32 * 1024),
+            ],
+        )
+        .await;
+        let error = result.unwrap_err();
+        assert_eq!(error.kind(), "invalid_response", "{kind}: {error}");
+        assert!(error.to_string().contains("line"), "{kind}: {error}");
+        // Loosely: the old parser took minutes; a linear one takes a fraction of a second.
+        assert!(took < Duration::from_secs(5), "{kind}: {took:?}");
+    }
+}
+
+/// Many lines of one event count together: an event is at most 1 MiB too.
+#[tokio::test]
+async fn an_event_of_many_lines_is_refused_at_1_mib() {
+    for kind in [ProviderKind::Anthropic, ProviderKind::OpenAi] {
+        let (result, took) = raw_stream_turn(
+            kind,
+            vec![RawPart::text(&format!("data: {}\n", "y".repeat(1000))).repeated(4 * 1024)],
+        )
+        .await;
+        let error = result.unwrap_err();
+        assert_eq!(error.kind(), "invalid_response", "{kind}: {error}");
+        assert!(error.to_string().contains("event"), "{kind}: {error}");
+        assert!(took < Duration::from_secs(5), "{kind}: {took:?}");
+    }
+}
+
+/// A complete, valid stream of `kind` whose text is `hi`.
+fn valid_stream(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Anthropic => concat!(
+            "event: message_start\n",
+            "data: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\n",
+            "event: content_block_start\n",
+            "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"hi\"}}\n\n",
+            "event: message_delta\n",
+            "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n",
+            "event: message_stop\n",
+            "data: {\"type\":\"message_stop\"}\n\n",
+        ),
+        ProviderKind::OpenAi => concat!(
+            "data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        ),
+    }
+}
+
+/// A stream that is not UTF-8 is an error where the bad byte is, even in a comment line
+/// before a complete turn: no byte is read past it, and nothing of the turn is used.
+#[tokio::test]
+async fn a_byte_that_is_not_utf_8_early_in_the_stream_is_an_error() {
+    for kind in [ProviderKind::Anthropic, ProviderKind::OpenAi] {
+        let (result, took) = raw_stream_turn(
+            kind,
+            vec![
+                RawPart::text(": comment "),
+                RawPart::bytes(&[0xFF]),
+                RawPart::text("\n\n"),
+                RawPart::text(valid_stream(kind)),
+            ],
+        )
+        .await;
+        let error = result.unwrap_err();
+        assert_eq!(error.kind(), "invalid_response", "{kind}: {error}");
+        assert!(error.to_string().contains("UTF-8"), "{kind}: {error}");
+        assert!(took < Duration::from_secs(5), "{kind}: {took:?}");
+        // The same stream without the bad byte is a turn.
+        let (result, _) = raw_stream_turn(kind, vec![RawPart::text(valid_stream(kind))]).await;
+        assert_eq!(result.unwrap().text, "hi", "{kind}");
+    }
 }
