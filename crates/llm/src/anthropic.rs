@@ -5,8 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use redact::SecretValue;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -14,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::http::{Body, ProviderProblem, clean_message};
-use crate::sse::transport_error;
+use crate::sse::EventReader;
 use crate::tools::{ToolBudget, json_arguments};
 use crate::types::{Message, Observer, StopReason, ToolCall, Turn, TurnRequest, Usage};
 
@@ -320,13 +318,12 @@ pub(crate) async fn read_stream(
     key: &SecretValue,
     budget: &mut ToolBudget,
 ) -> Result<Turn, Error> {
-    let mut events = Box::pin(body.into_stream().eventsource());
+    let mut events = EventReader::new(body);
     let mut model = String::new();
     let mut usage = Usage::default();
     let mut blocks: BTreeMap<usize, Partial> = BTreeMap::new();
     let mut reason: Option<String> = None;
-    while let Some(event) = events.next().await {
-        let event = event.map_err(transport_error)?;
+    while let Some(event) = events.next().await? {
         if event.data.is_empty() {
             continue;
         }

@@ -470,18 +470,6 @@ impl Body {
         }
         bytes
     }
-
-    /// The body as a stream, for the SSE parser; it ends after the first error.
-    pub(crate) fn into_stream(self) -> impl Stream<Item = Result<bytes::Bytes, Error>> + Send {
-        futures_util::stream::unfold(Some(self), |state| async move {
-            let mut body = state?;
-            match body.next_chunk().await {
-                Ok(Some(chunk)) => Some((Ok(chunk), Some(body))),
-                Ok(None) => None,
-                Err(error) => Some((Err(error), None)),
-            }
-        })
-    }
 }
 
 /// A provider's message, fit for an error: the key taken out, control characters dropped,

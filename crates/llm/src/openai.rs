@@ -7,15 +7,13 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use redact::SecretValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::http::{Body, ProviderProblem, clean_message};
-use crate::sse::transport_error;
+use crate::sse::EventReader;
 use crate::tools::{ToolBudget, json_arguments};
 use crate::types::{Message, Observer, StopReason, ToolCall, Turn, TurnRequest, Usage};
 
@@ -355,14 +353,13 @@ pub(crate) async fn read_stream(
     key: &SecretValue,
     budget: &mut ToolBudget,
 ) -> Result<Turn, Error> {
-    let mut events = Box::pin(body.into_stream().eventsource());
+    let mut events = EventReader::new(body);
     let mut model = String::new();
     let mut text = String::new();
     let mut calls: BTreeMap<usize, PartialCall> = BTreeMap::new();
     let mut reason: Option<String> = None;
     let mut usage = Usage::default();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(transport_error)?;
+    while let Some(event) = events.next().await? {
         let data = event.data.trim();
         if data.is_empty() {
             continue;
