@@ -55,6 +55,9 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// One whole attempt: from sending to the last byte of the answer.
     pub turn_timeout: Duration,
+    /// A test prompt ([`crate::Provider::probe`]: `stepward models test`, the server's test
+    /// route), all of it.
+    pub probe_timeout: Duration,
     /// The longest silence between two pieces of an answer.
     pub idle_timeout: Duration,
     /// The most bytes one answer may have: 8 MiB by default, what a turn needs (its text and
@@ -84,6 +87,7 @@ impl Default for ClientOptions {
             resolver: Arc::new(SystemResolver),
             connect_timeout: Duration::from_secs(10),
             turn_timeout: Duration::from_secs(600),
+            probe_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
             max_response_bytes: 8 * 1024 * 1024,
             max_tool_argument_bytes: 1024 * 1024,
@@ -103,6 +107,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("endpoints", &self.endpoints)
             .field("connect_timeout", &self.connect_timeout)
             .field("turn_timeout", &self.turn_timeout)
+            .field("probe_timeout", &self.probe_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("max_tool_argument_bytes", &self.max_tool_argument_bytes)

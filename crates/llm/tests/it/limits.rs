@@ -352,3 +352,96 @@ async fn a_byte_that_is_not_utf_8_early_in_the_stream_is_an_error() {
         assert_eq!(result.unwrap().text, "hi", "{kind}");
     }
 }
+
+/// One deadline holds for the whole turn, retries and their waits included: three 429s that
+/// each ask for 1 s, under a 1.5 s turn, end in the rate limit once the next wait would pass
+/// the deadline, not after 3 s with the fourth attempt's answer.
+#[tokio::test]
+async fn one_deadline_holds_for_the_whole_turn_retries_included() {
+    for (kind, stream) in MODES {
+        let limited = || ScriptTurn::error(429, "slow down").retry_after(1);
+        let fake = fake(vec![
+            limited(),
+            limited(),
+            limited(),
+            ScriptTurn::text("late"),
+        ])
+        .await;
+        let short = ClientOptions {
+            turn_timeout: Duration::from_millis(1_500),
+            ..options(&[&fake.endpoint()])
+        };
+        let provider = provider_with(kind, &fake, short);
+        let started = std::time::Instant::now();
+        let result = provider
+            .turn(&request(stream), &mut Recorder::default())
+            .await;
+        let took = started.elapsed();
+        let error = result.expect_err("the turn outlived its deadline");
+        assert!(
+            ["rate_limited", "timeout"].contains(&error.kind()),
+            "{kind} stream={stream}: {error}"
+        );
+        assert!(
+            took < Duration::from_millis(1_700),
+            "{kind} stream={stream}: {took:?}"
+        );
+        assert!(fake.requests().len() <= 2, "{kind} stream={stream}");
+    }
+}
+
+/// An error answer is read for its message for a few seconds at most: a body that trickles
+/// a byte a second (never silent long enough for the idle timeout) still gives its error
+/// within 5 s.
+#[tokio::test]
+async fn an_error_body_that_trickles_is_read_for_a_few_seconds_at_most() {
+    for kind in [ProviderKind::Anthropic, ProviderKind::OpenAi] {
+        let fake = fake(vec![
+            ScriptTurn::raw(
+                vec![
+                    RawPart::text("{\"error\":{\"message\":\""),
+                    RawPart::text("x").repeated(30),
+                    RawPart::text("\"}}"),
+                ],
+                Some(1),
+            )
+            .raw_status(500, "application/json")
+            .slow(1_000),
+        ])
+        .await;
+        let provider = provider(kind, &fake);
+        let started = std::time::Instant::now();
+        let result = tokio::time::timeout(
+            Duration::from_secs(10),
+            provider.turn(&request(false), &mut Recorder::default()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{kind}: still reading the error body after 10 s"));
+        let error = result.unwrap_err();
+        assert_eq!(error.kind(), "server", "{kind}: {error}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{kind}");
+    }
+}
+
+/// A test prompt (`stepward models test`, the server's test route) has a short budget of
+/// its own (`probe_timeout`, 60 s by default), not a whole turn's 600 s.
+#[tokio::test]
+async fn a_test_prompt_has_a_short_budget_of_its_own() {
+    assert_eq!(
+        ClientOptions::default().probe_timeout,
+        Duration::from_secs(60)
+    );
+    for kind in [ProviderKind::Anthropic, ProviderKind::OpenAi] {
+        let fake = fake(vec![ScriptTurn::text("slow").slow(2_500)]).await;
+        let short = ClientOptions {
+            probe_timeout: Duration::from_millis(500),
+            ..options(&[&fake.endpoint()])
+        };
+        let provider = provider_with(kind, &fake, short);
+        let started = std::time::Instant::now();
+        let probe = provider.probe("fake-large").await;
+        let error = probe.result.unwrap_err();
+        assert_eq!(error.kind(), "timeout", "{kind}: {error}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{kind}");
+    }
+}

@@ -32,6 +32,7 @@ pub fn options(exempt: &[&str]) -> ClientOptions {
         resolver: Arc::new(StaticResolver::new()),
         connect_timeout: Duration::from_secs(5),
         turn_timeout: Duration::from_secs(20),
+        probe_timeout: Duration::from_secs(20),
         idle_timeout: Duration::from_secs(5),
         max_response_bytes: 1024 * 1024,
         max_tool_argument_bytes: 1024 * 1024,
