@@ -53,10 +53,12 @@ pub struct ClientOptions {
     pub resolver: Arc<dyn Resolve>,
     /// Resolving and connecting, each.
     pub connect_timeout: Duration,
-    /// One whole attempt: from sending to the last byte of the answer.
+    /// One whole turn: from the first attempt to the last byte of the answer, every retry
+    /// and every wait before one included (600 s). A retry whose wait would end after it is
+    /// not made: the error is returned.
     pub turn_timeout: Duration,
-    /// A test prompt ([`crate::Provider::probe`]: `stepward models test`, the server's test
-    /// route), all of it.
+    /// The same for a test prompt ([`crate::Provider::probe`]: `stepward models test`, the
+    /// server's test route), which should answer quickly or not at all (60 s).
     pub probe_timeout: Duration,
     /// The longest silence between two pieces of an answer.
     pub idle_timeout: Duration,
@@ -166,6 +168,33 @@ impl std::fmt::Debug for Client {
 
 /// The most bytes of an error answer that are read, for its message.
 const MAX_ERROR_BYTES: usize = 64 * 1024;
+/// The longest an error answer is read for its message (the status's error comes after it
+/// either way).
+const MAX_ERROR_READ: Duration = Duration::from_secs(3);
+
+/// When a turn must be over, and the budget that set it (for the error's words).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    pub(crate) at: Instant,
+    pub(crate) budget: Duration,
+}
+
+impl Deadline {
+    /// `budget` from now.
+    pub(crate) fn after(budget: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now() + budget,
+            budget,
+        }
+    }
+
+    /// Whether a wait of `wait` from now would end after the deadline.
+    pub(crate) fn passes_before(&self, wait: Duration) -> bool {
+        Instant::now()
+            .checked_add(wait)
+            .is_none_or(|end| end >= self.at)
+    }
+}
 /// The most characters of a provider's message that are kept.
 const MAX_MESSAGE_CHARS: usize = 500;
 
@@ -261,16 +290,26 @@ impl Client {
         headers: HeaderMap,
         body: Vec<u8>,
         key: &SecretValue,
+        deadline: Deadline,
     ) -> Result<Body, Error> {
         let options = &self.inner.options;
-        let deadline = Instant::now() + options.turn_timeout;
-        let checked = check(
-            url,
-            &options.endpoints,
-            options.resolver.as_ref(),
-            options.connect_timeout,
+        let shown = url.as_str().to_owned();
+        let out_of_time = || Error::Timeout {
+            url: shown.clone(),
+            phase: "answer",
+            after: deadline.budget,
+        };
+        let checked = timeout_at(
+            deadline.at,
+            check(
+                url,
+                &options.endpoints,
+                options.resolver.as_ref(),
+                options.connect_timeout,
+            ),
         )
-        .await?;
+        .await
+        .map_err(|_| out_of_time())??;
         let mut builder = reqwest::Client::builder()
             .use_preconfigured_tls(self.inner.tls.clone())
             .redirect(reqwest::redirect::Policy::none())
@@ -289,15 +328,10 @@ impl Client {
         let client = builder.build().map_err(|error| Error::Setup {
             detail: error.to_string(),
         })?;
-        let shown = url.as_str().to_owned();
         let sending = client.post(url.clone()).headers(headers).body(body).send();
-        let response = timeout_at(deadline, sending)
+        let response = timeout_at(deadline.at, sending)
             .await
-            .map_err(|_| Error::Timeout {
-                url: shown.clone(),
-                phase: "answer",
-                after: options.turn_timeout,
-            })?
+            .map_err(|_| out_of_time())?
             .map_err(|error| {
                 if error.is_timeout() {
                     Error::Timeout {
@@ -325,7 +359,6 @@ impl Client {
             limit: options.max_response_bytes,
             idle: options.idle_timeout,
             deadline,
-            turn_timeout: options.turn_timeout,
             url: shown.clone(),
         };
         if status.is_success() {
@@ -343,8 +376,13 @@ impl Client {
                 location,
             });
         }
-        // An error answer is read only for its message; a broken or huge one still gives
-        // the status's error.
+        // An error answer is read only for its message, for a few seconds at most; a
+        // broken, huge or trickling one still gives the status's error.
+        let read_until = (Instant::now() + MAX_ERROR_READ).min(deadline.at);
+        body.deadline = Deadline {
+            at: read_until,
+            budget: MAX_ERROR_READ.min(deadline.budget),
+        };
         let bytes = body.read_prefix(MAX_ERROR_BYTES).await;
         let problem = ProviderProblem::from_body(&bytes, key);
         Err(problem.into_error(status.as_u16(), retry_after(&response_headers)))
@@ -412,8 +450,7 @@ pub(crate) struct Body {
     read: u64,
     limit: u64,
     idle: Duration,
-    deadline: Instant,
-    turn_timeout: Duration,
+    deadline: Deadline,
     url: String,
 }
 
@@ -421,10 +458,10 @@ impl Body {
     /// The next piece, `None` at the end.
     pub(crate) async fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, Error> {
         let idle_deadline = Instant::now() + self.idle;
-        let (until, phase, after) = if idle_deadline < self.deadline {
+        let (until, phase, after) = if idle_deadline < self.deadline.at {
             (idle_deadline, "keep sending its answer", self.idle)
         } else {
-            (self.deadline, "finish its answer", self.turn_timeout)
+            (self.deadline.at, "finish its answer", self.deadline.budget)
         };
         let next = timeout_at(until, self.stream.next())
             .await

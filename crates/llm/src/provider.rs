@@ -2,13 +2,14 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use redact::SecretValue;
 use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::Error;
-use crate::http::{Body, Client, MAX_RETRIES};
+use crate::http::{Body, Client, Deadline, MAX_RETRIES};
 use crate::tools::ToolBudget;
 use crate::types::{Observer, RetryNotice, Turn, TurnRequest};
 use crate::{Model, TurnFuture, anthropic, openai};
@@ -176,6 +177,7 @@ impl Provider {
         &self,
         request: &TurnRequest,
         observer: &mut dyn Observer,
+        deadline: Deadline,
     ) -> Result<Turn, Error> {
         let body = match self.kind {
             ProviderKind::Anthropic => anthropic::request_body(request),
@@ -188,7 +190,7 @@ impl Provider {
         })?;
         let answer: Body = self
             .client
-            .post(&self.url, self.headers()?, body, &self.key)
+            .post(&self.url, self.headers()?, body, &self.key, deadline)
             .await?;
         let budget = &mut ToolBudget::new(request, self.client.options());
         let key = &self.key;
@@ -204,18 +206,21 @@ impl Provider {
         }
     }
 
+    /// The turn and its retries, all before `budget` from now has passed.
     async fn turn_with_retries(
         &self,
         request: &TurnRequest,
         observer: &mut dyn Observer,
+        budget: Duration,
     ) -> Result<Turn, Error> {
+        let deadline = Deadline::after(budget);
         // Held for the whole turn, retries and waits included.
         let _admission = self.client.admit(&self.account)?;
         let policy = self.client.options().retries;
         let max_retries = policy.max_retries.min(MAX_RETRIES);
         let mut retry = 0;
         loop {
-            let error = match self.attempt(request, observer).await {
+            let error = match self.attempt(request, observer, deadline).await {
                 Ok(turn) => return Ok(turn),
                 Err(error) => error,
             };
@@ -224,7 +229,8 @@ impl Provider {
             }
             let backoff = policy.base_delay.saturating_mul(1 << retry);
             let wait = error.retry_after().unwrap_or(backoff);
-            if wait > policy.max_wait {
+            // Not waited for: longer than the client waits, or past the turn's deadline.
+            if wait > policy.max_wait || deadline.passes_before(wait) {
                 return Err(error);
             }
             retry += 1;
@@ -244,7 +250,7 @@ impl Model for Provider {
         request: &'a TurnRequest,
         observer: &'a mut dyn Observer,
     ) -> TurnFuture<'a> {
-        Box::pin(self.turn_with_retries(request, observer))
+        Box::pin(self.turn_with_retries(request, observer, self.client.options().turn_timeout))
     }
 }
 
@@ -260,13 +266,17 @@ pub struct Probe {
 }
 
 impl Provider {
-    /// Sends one short prompt to `model` (a whole answer, at most 64 tokens): how a person
-    /// learns that the key and the endpoint work.
+    /// Sends one short prompt to `model` (a whole answer, at most 64 tokens, within
+    /// [`crate::ClientOptions::probe_timeout`] with its retries): how a person learns that the
+    /// key and the endpoint work.
     pub async fn probe(&self, model: &str) -> Probe {
         let mut request = TurnRequest::new(model, PROBE_PROMPT);
         request.max_tokens = 64;
         let mut recorder = crate::types::Recorder::default();
-        let result = self.turn(&request, &mut recorder).await;
+        let budget = self.client.options().probe_timeout;
+        let result = self
+            .turn_with_retries(&request, &mut recorder, budget)
+            .await;
         Probe {
             model: model.to_owned(),
             result,
