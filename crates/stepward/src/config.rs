@@ -1,7 +1,7 @@
 //! Configuration: command-line flags with environment fallbacks, read once into [`Config`] and
 //! handed to each component as its own options (no globals).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -129,6 +129,22 @@ impl Config {
         }
     }
 
+    /// For `stepward serve`: the platform's own addresses are denied to model endpoints,
+    /// even when public (G11), so that no provider's base URL points the platform at its own
+    /// API: the listen address (unless it is unspecified, `0.0.0.0` or `[::]`: this host's
+    /// addresses are denied at every check anyway) and every address the public URL's host
+    /// resolves to now, at start. A public URL whose host does not resolve is an error: its
+    /// addresses could not be denied.
+    pub fn deny_platform_addresses(
+        &mut self,
+        listen: SocketAddr,
+        public_url: Option<&llm::Url>,
+        resolve: &dyn Fn(&str, u16) -> std::io::Result<Vec<IpAddr>>,
+    ) -> anyhow::Result<()> {
+        let _ = (listen, public_url, resolve);
+        Ok(())
+    }
+
     /// The client every model call of this process goes through, held to the operator's
     /// endpoint rules.
     pub fn model_client(&self) -> anyhow::Result<llm::Client> {
@@ -169,5 +185,90 @@ impl Config {
     pub fn uid_band(&self) -> u32 {
         let instance = self.instance_id();
         u32::from_str_radix(&instance[..4], 16).unwrap_or_default() % 1000
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        global: GlobalArgs,
+    }
+
+    fn config(flags: &[&str]) -> Config {
+        let flags = Flags::try_parse_from(std::iter::once("stepward").chain(flags.iter().copied()))
+            .unwrap();
+        Config::from_args(&flags.global, redact::ScrubRegistry::default())
+    }
+
+    /// Names the test knows; no test resolves a name through the system.
+    fn resolve(host: &str, _port: u16) -> std::io::Result<Vec<IpAddr>> {
+        match host {
+            "stepward.example.com" => Ok(vec![
+                "198.100.1.7".parse().unwrap(),
+                "2606:4700::6810:1".parse().unwrap(),
+            ]),
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "not in the test's table",
+            )),
+        }
+    }
+
+    fn denied(config: &Config, address: &str) -> bool {
+        let address: IpAddr = address.parse().unwrap();
+        config
+            .model_endpoints
+            .denied
+            .iter()
+            .any(|range| range.range.contains(address))
+    }
+
+    #[test]
+    fn g11_serve_denies_its_listen_address_and_its_public_urls_addresses_to_model_endpoints() {
+        let mut config = config(&[]);
+        let public: llm::Url = "https://stepward.example.com".parse().unwrap();
+        config
+            .deny_platform_addresses("198.100.1.9:8080".parse().unwrap(), Some(&public), &resolve)
+            .unwrap();
+        for address in ["198.100.1.7", "2606:4700::6810:1", "198.100.1.9"] {
+            assert!(denied(&config, address), "{address} is not denied");
+        }
+        assert!(!denied(&config, "198.100.1.8"));
+        // The client of the process refuses a provider at the public URL's address, and
+        // says why.
+        let client = config.model_client().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let url: llm::Url = "https://198.100.1.7/v1/chat/completions".parse().unwrap();
+        match runtime.block_on(client.check_endpoint(&url)) {
+            Err(llm::Error::EndpointRefused { reason, .. }) => {
+                assert!(reason.contains("public URL"), "{reason}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn g11_an_unspecified_listen_address_adds_nothing_and_an_unresolvable_public_url_is_an_error() {
+        let mut config = config(&[]);
+        config
+            .deny_platform_addresses("0.0.0.0:8080".parse().unwrap(), None, &resolve)
+            .unwrap();
+        assert!(config.model_endpoints.denied.is_empty());
+        let unknown: llm::Url = "https://nowhere.example.com".parse().unwrap();
+        let error = config
+            .deny_platform_addresses("[::]:8080".parse().unwrap(), Some(&unknown), &resolve)
+            .unwrap_err();
+        assert!(
+            format!("{error:#}").contains("nowhere.example.com"),
+            "{error:#}"
+        );
     }
 }
