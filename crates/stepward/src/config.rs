@@ -4,6 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use sha2::{Digest, Sha256};
 
@@ -141,8 +142,46 @@ impl Config {
         public_url: Option<&llm::Url>,
         resolve: &dyn Fn(&str, u16) -> std::io::Result<Vec<IpAddr>>,
     ) -> anyhow::Result<()> {
-        let _ = (listen, public_url, resolve);
+        let denied = &mut self.model_endpoints.denied;
+        if !listen.ip().is_unspecified() {
+            denied.push(llm::ExtraRange {
+                range: listen.ip().into(),
+                why: format!("the address this server listens on ({listen})"),
+            });
+        }
+        let Some(url) = public_url else {
+            return Ok(());
+        };
+        let host = url
+            .host_str()
+            .map(|host| host.trim_start_matches('[').trim_end_matches(']'))
+            .with_context(|| format!("the public URL {url} has no host"))?;
+        let port = url.port_or_known_default().unwrap_or(443);
+        let addresses = match host.parse::<IpAddr>() {
+            Ok(address) => vec![address],
+            Err(_) => resolve(host, port).with_context(|| {
+                format!(
+                    "the public URL's host {host} does not resolve, so its addresses cannot be \
+                     denied to model endpoints (G11); check --public-url and the resolver"
+                )
+            })?,
+        };
+        for address in addresses {
+            denied.push(llm::ExtraRange {
+                range: address.into(),
+                why: format!("an address of the platform's public URL ({host})"),
+            });
+        }
         Ok(())
+    }
+
+    /// The system's resolver, for [`Config::deny_platform_addresses`] at start.
+    pub fn resolve_with_system(host: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
+        use std::net::ToSocketAddrs;
+        Ok((host, port)
+            .to_socket_addrs()?
+            .map(|address| address.ip())
+            .collect())
     }
 
     /// The client every model call of this process goes through, held to the operator's
