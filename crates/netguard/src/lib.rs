@@ -191,6 +191,50 @@ mod tests {
     }
 
     #[test]
+    fn g11_ipv4_compatible_siit_site_local_and_the_new_documentation_range_are_denied() {
+        for (denied, why) in [
+            // IPv4-compatible (deprecated): ::10.0.0.1, ::127.0.0.1, and ::8.8.8.8 as a form.
+            ("::a00:1", "IPv4-compatible"),
+            ("::7f00:1", "IPv4-compatible"),
+            ("::808:808", "IPv4-compatible"),
+            // SIIT, IPv4-translated: ::ffff:0:10.0.0.1.
+            ("::ffff:0:a00:1", "IPv4-translated"),
+            ("::ffff:0:a9fe:a9fe", "IPv4-translated"),
+            ("fec0::1", "site-local"),
+            ("feff::1", "site-local"),
+            ("3fff::1", "documentation"),
+            ("3fff:fff:ffff::1", "documentation"),
+        ] {
+            let address: IpAddr = denied.parse().unwrap();
+            let refusal = check(address, &[]).unwrap_err();
+            assert!(refusal.why.contains(why), "{denied}: {refusal}");
+        }
+        // Still public: the ranges end where they should.
+        for public in [
+            "::1:0:0:1",
+            "::fffe:0:a00:1",
+            "ff00::1:0:0:0:1",
+            "3fff:1000::1",
+            "2600::1",
+        ] {
+            let address: IpAddr = public.parse().unwrap();
+            if let Err(refusal) = check(address, &[]) {
+                assert!(
+                    ![
+                        "IPv4-compatible",
+                        "IPv4-translated",
+                        "site-local",
+                        "documentation"
+                    ]
+                    .iter()
+                    .any(|why| refusal.why.contains(why)),
+                    "{public}: {refusal}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn g11_extra_ranges_are_denied_with_their_reason() {
         let extra = [ExtraRange {
             range: "198.100.1.7".parse().unwrap(),

@@ -295,6 +295,26 @@ mod tests {
     }
 
     #[test]
+    fn g11_the_operators_nat64_prefix_is_denied_to_model_endpoints() {
+        let config = config(&["--deny-nat64-prefix", "2001:db8:64::/96"]);
+        // 2001:db8:64::10.0.0.1 and 2001:db8:64::8.8.8.8: the prefix is denied whole.
+        assert!(denied(&config, "2001:db8:64::a00:1"));
+        assert!(denied(&config, "2001:db8:64::808:808"));
+        assert!(!denied(&config, "2001:db8:65::a00:1"));
+        for bad in [
+            "10.0.0.0/8",
+            "2001:db8:64::/33",
+            "2001:db8:64::1/96",
+            "nat64",
+        ] {
+            let error = Flags::try_parse_from(["stepward", "--deny-nat64-prefix", bad])
+                .err()
+                .unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(error.to_string().contains("NAT64"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
     fn g11_an_unspecified_listen_address_adds_nothing_and_an_unresolvable_public_url_is_an_error() {
         let mut config = config(&[]);
         config
