@@ -54,7 +54,8 @@ pub use crate::types::{
     Ignore, Message, Observer, Recorder, RetryNotice, StopReason, ToolCall, ToolDefinition,
     ToolResult, Turn, TurnRequest, Usage,
 };
-pub use netguard::ExtraRange;
+// The binary builds the operator's extra ranges without depending on netguard itself.
+pub use netguard::{Cidr, ExtraRange, nat64_prefix};
 pub use reqwest::Url;
 
 /// A turn in progress.

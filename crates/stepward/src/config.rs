@@ -75,6 +75,19 @@ pub struct GlobalArgs {
     /// all run locally, or a test that must never reach the internet).
     #[arg(long, env = "STEPWARD_ONLY_EXEMPT_MODEL_ENDPOINTS", global = true)]
     pub only_exempt_model_endpoints: bool,
+    /// A NAT64 prefix of this host's network besides the well-known `64:ff9b::/96`
+    /// (`2001:db8:64::/96`; /32 to /96 as RFC 6052 allows), denied to model endpoints whole:
+    /// through it every IPv4 address, private ones too, can be written in IPv6. Repeat the
+    /// flag, or separate prefixes with commas in the environment variable.
+    #[arg(
+        long = "deny-nat64-prefix",
+        env = "STEPWARD_DENY_NAT64_PREFIX",
+        value_name = "PREFIX",
+        value_delimiter = ',',
+        value_parser = llm::nat64_prefix,
+        global = true
+    )]
+    pub deny_nat64_prefix: Vec<llm::Cidr>,
 }
 
 /// The sandbox backend a command uses.
@@ -125,7 +138,14 @@ impl Config {
                 } else {
                     llm::PublicEndpoints::Allowed
                 },
-                denied: Vec::new(),
+                denied: args
+                    .deny_nat64_prefix
+                    .iter()
+                    .map(|prefix| llm::ExtraRange {
+                        range: *prefix,
+                        why: "the operator's NAT64 prefix (--deny-nat64-prefix)".to_owned(),
+                    })
+                    .collect(),
             },
         }
     }
