@@ -202,4 +202,15 @@ mod tests {
         );
         assert!(!printed.contains("DebugMustNotShow"), "{printed}");
     }
+
+    /// The key of a request is held in a type that wipes it when dropped, whichever way the
+    /// request ends (a refused name, a refused URL, a stored key).
+    #[test]
+    fn g16_the_key_of_a_save_request_is_wiped_when_dropped() {
+        let request: SaveModelProviderRequest =
+            serde_json::from_str(r#"{"provider":"anthropic","key":"sk-ant-wiped"}"#).unwrap();
+        let key_type = std::any::type_name_of_val(&request.key);
+        assert!(key_type.contains("Zeroizing"), "the key is a {key_type}");
+        assert_eq!(request.key.as_str(), "sk-ant-wiped");
+    }
 }

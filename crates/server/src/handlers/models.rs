@@ -654,3 +654,23 @@ pub(crate) async fn test_with_form(
     body.push_str("<p><a href=\"/models\">Back to the models</a></p>\n");
     Ok(page("Model test", &body))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ProviderForm;
+
+    /// The console form's key is held in a type that wipes it when dropped, whichever way the
+    /// request ends.
+    #[test]
+    fn g16_the_key_of_the_provider_form_is_wiped_when_dropped() {
+        let form: ProviderForm = serde_json::from_value(serde_json::json!({
+            "name": "claude",
+            "provider": "anthropic",
+            "key": "sk-ant-form-wiped",
+        }))
+        .unwrap();
+        let key_type = std::any::type_name_of_val(&form.key);
+        assert!(key_type.contains("Zeroizing"), "the key is a {key_type}");
+        assert_eq!(form.key.as_str(), "sk-ant-form-wiped");
+    }
+}
