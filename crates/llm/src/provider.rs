@@ -7,6 +7,7 @@ use std::time::Duration;
 use redact::SecretValue;
 use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use zeroize::Zeroizing;
 
 use crate::error::Error;
 use crate::http::{Body, Client, Deadline, MAX_RETRIES};
@@ -152,17 +153,25 @@ impl Provider {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let key = self.key.dangerously_expose();
-        let (name, value) = match self.kind {
+        // The header's text is a copy of the key: wiped when it has been made a header value.
+        // (The value itself lives in the HTTP client's buffers, beyond reach.)
+        let mut value = Zeroizing::new(String::with_capacity(key.len() + 7));
+        let name = match self.kind {
             ProviderKind::Anthropic => {
                 headers.insert(
                     HeaderName::from_static("anthropic-version"),
                     HeaderValue::from_static(anthropic::API_VERSION),
                 );
-                (HeaderName::from_static("x-api-key"), key.to_owned())
+                value.push_str(key);
+                HeaderName::from_static("x-api-key")
             }
-            ProviderKind::OpenAi => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
+            ProviderKind::OpenAi => {
+                value.push_str("Bearer ");
+                value.push_str(key);
+                reqwest::header::AUTHORIZATION
+            }
         };
-        let mut value = HeaderValue::from_str(&value).map_err(|_| Error::Setup {
+        let mut value = HeaderValue::from_str(value.as_str()).map_err(|_| Error::Setup {
             detail: "the stored model key holds characters an HTTP header cannot carry; set \
                      it again with `stepward models add`"
                 .to_owned(),

@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::json;
 use storage::AccountId;
 use storage::models::{ModelProvider, NewModelProvider};
+use zeroize::Zeroizing;
 
 use crate::authn::Authenticated;
 use crate::handlers::admin::{back_to, button, csrf_field};
@@ -187,8 +188,11 @@ async fn save(
     state: &AppState,
     authenticated: &Authenticated,
     name: String,
-    request: SaveModelProviderRequest,
+    mut request: SaveModelProviderRequest,
 ) -> Result<ModelProviderView, Error> {
+    // Moved out of the request first (no copy): from here on it is a SecretValue, wiped on
+    // drop whichever way this ends.
+    let key = SecretValue::new(std::mem::take(&mut *request.key));
     check_name(&name)?;
     let kind = kind_of(&request.provider)?;
     let base_url = request
@@ -210,7 +214,6 @@ async fn save(
         base_url.as_deref().unwrap_or(kind.default_base_url()),
     )
     .await?;
-    let key = SecretValue::new(request.key);
     let vault = state.shared.vault.clone().ok_or(Error::VaultUnavailable {
         operation: "store a model key",
     })?;
@@ -590,7 +593,8 @@ pub(crate) struct ProviderForm {
     base_url: String,
     #[serde(default)]
     assistant_model: String,
-    key: String,
+    /// Wiped when the form is dropped, whether or not the key was stored.
+    key: Zeroizing<String>,
 }
 
 /// `POST /models`.

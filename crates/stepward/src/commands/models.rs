@@ -16,6 +16,7 @@ use serde_json::json;
 use storage::AccountId;
 use storage::models::{ModelProvider, ModelProviderStore, NewModelProvider};
 use storage_sqlite::SqliteStore;
+use zeroize::Zeroizing;
 
 use crate::Outcome;
 use crate::app::{App, now};
@@ -182,7 +183,8 @@ fn add(
 /// taken off).
 fn read_key(name: &str) -> anyhow::Result<SecretValue> {
     let stdin = std::io::stdin();
-    let mut text = String::new();
+    // Wiped when dropped, also when reading fails half-way.
+    let mut text = Zeroizing::new(String::new());
     if stdin.is_terminal() {
         eprint!("the key of {name} (not shown as you type): ");
         let _echo_off = EchoOff::new()?;
@@ -201,7 +203,7 @@ fn read_key(name: &str) -> anyhow::Result<SecretValue> {
     }
     let trimmed = text.strip_suffix('\n').unwrap_or(&text);
     let trimmed = trimmed.strip_suffix('\r').unwrap_or(trimmed).to_owned();
-    zeroize::Zeroize::zeroize(&mut text);
+    drop(text);
     if trimmed.is_empty() {
         bail!(
             "no key was given on stdin; pipe it in, e.g. `stepward models add {name} --provider anthropic < key.txt`"
