@@ -17,7 +17,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, Response};
 use axum::{Extension, Form, Json};
-use redact::{SecretName, SecretRequest, SecretValue};
+use redact::{Redactor, SecretName, SecretRequest, SecretValue};
 use serde::Deserialize;
 use serde_json::json;
 use storage::AccountId;
@@ -441,17 +441,21 @@ async fn test(
                 "retries": result.retries,
             }),
         )?;
-        // What the provider said goes out scrubbed of every value of the account.
         let redactor = account_redactor(&shared, &account)?;
-        let scrub =
-            |text: &Option<String>| text.as_ref().map(|text| redactor.scrub(text).into_inner());
-        Ok(ModelTestResult {
-            answer: scrub(&result.answer),
-            error: scrub(&result.error),
-            ..result.clone()
-        })
+        Ok(scrubbed(&result, &redactor))
     })
     .await?
+}
+
+/// A test's result as it is shown: what the provider said goes out scrubbed of every value
+/// of the account.
+fn scrubbed(result: &ModelTestResult, redactor: &Redactor) -> ModelTestResult {
+    let scrub = |text: &Option<String>| text.as_ref().map(|text| redactor.scrub(text).into_inner());
+    ModelTestResult {
+        answer: scrub(&result.answer),
+        error: scrub(&result.error),
+        ..result.clone()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -661,7 +665,48 @@ pub(crate) async fn test_with_form(
 
 #[cfg(test)]
 mod tests {
-    use super::ProviderForm;
+    use std::sync::Arc;
+
+    use api_types::models::ModelTestResult;
+    use redact::testing::MemorySource;
+    use redact::{ScrubSets, SecretName};
+
+    use super::{ProviderForm, scrubbed};
+
+    const VALUE: &str = "sk_live_ShownNowhere4Kq9";
+
+    /// Everything the endpoint chose goes out scrubbed: its answer, its error and the name
+    /// of the model it says answered.
+    #[test]
+    fn g16_a_tests_answer_error_and_answering_model_are_scrubbed() {
+        let source = MemorySource::new();
+        source.set(
+            "acct",
+            SecretName::AgentSecret {
+                name: "TOKEN".into(),
+            },
+            VALUE,
+        );
+        let redactor = ScrubSets::new(Arc::new(source))
+            .for_account("acct")
+            .unwrap();
+        let result = ModelTestResult {
+            ok: true,
+            model: "fake-large".into(),
+            answer: Some(format!("the answer holds {VALUE}")),
+            answered_by: Some(format!("model-{VALUE}")),
+            input_tokens: Some(1),
+            output_tokens: Some(1),
+            error_kind: None,
+            error: Some(format!("and the error {VALUE}")),
+            retries: 0,
+        };
+        let shown = scrubbed(&result, &redactor);
+        let text = serde_json::to_string(&shown).unwrap();
+        assert!(!text.contains(VALUE), "{text}");
+        assert!(shown.answered_by.unwrap().starts_with("model-"));
+        assert_eq!(shown.model, "fake-large");
+    }
 
     /// The console form's key is held in a type that wipes it when dropped, whichever way the
     /// request ends.

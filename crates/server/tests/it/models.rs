@@ -8,7 +8,7 @@ use auth::Role;
 use fake_model::{FakeModel, Script, ScriptTurn};
 use serde_json::json;
 
-use crate::support::{Caller, Harness};
+use crate::support::{Caller, Harness, VAULT_VALUE};
 
 const KEY: &str = "sk-ant-server-test-0123456789-key";
 
@@ -353,5 +353,52 @@ async fn parallel_model_tests_beyond_the_limit_are_answered_at_once_and_reach_no
         fake.requests().len(),
         5,
         "the refused tests reached no provider"
+    );
+}
+
+/// What the endpoint says goes out scrubbed of the account's values: its answer, its
+/// error, and the model name it reports (`answered_by`), which the endpoint chooses too.
+#[tokio::test(flavor = "multi_thread")]
+async fn g16_the_model_name_an_endpoint_reports_is_scrubbed_like_its_answer() {
+    let fake = FakeModel::start(Script::new(vec![
+        ScriptTurn::text(&format!("the answer holds {VAULT_VALUE}"))
+            .with_model(&format!("model-{VAULT_VALUE}")),
+    ]))
+    .await
+    .unwrap();
+    let harness = Harness::with_model_endpoints(&[&fake.endpoint()]);
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/claude",
+            &admin,
+            json_body(json!({
+                "provider": "anthropic",
+                "base_url": fake.url(),
+                "assistant_model": "fake-large",
+                "key": KEY,
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    let tested = harness
+        .call(
+            "POST",
+            "/api/models/claude/test",
+            &admin,
+            json_body(json!({})),
+        )
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.text());
+    let result = tested.json();
+    assert_eq!(result["ok"], true, "{result}");
+    assert!(!tested.text().contains(VAULT_VALUE), "{result}");
+    assert!(
+        result["answered_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("model-"),
+        "{result}"
     );
 }
