@@ -447,12 +447,15 @@ async fn test(
     .await?
 }
 
-/// A test's result as it is shown: what the provider said goes out scrubbed of every value
-/// of the account.
+/// A test's result as it is shown: every text in it goes out scrubbed of every value of the
+/// account, what the endpoint chose (its answer, its error, the model it says answered) and
+/// the model that was asked alike.
 fn scrubbed(result: &ModelTestResult, redactor: &Redactor) -> ModelTestResult {
     let scrub = |text: &Option<String>| text.as_ref().map(|text| redactor.scrub(text).into_inner());
     ModelTestResult {
+        model: redactor.scrub(&result.model).into_inner(),
         answer: scrub(&result.answer),
+        answered_by: scrub(&result.answered_by),
         error: scrub(&result.error),
         ..result.clone()
     }
