@@ -101,6 +101,17 @@ pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Url, Error> {
             "it has a `?query` or `#fragment`; give the base URL alone",
         ));
     }
+    // `name.` is the same name to DNS, but not to TLS certificates, exemptions or the
+    // check, which compare names as written. The reason does not repeat the URL (the
+    // server shows it to whoever typed it, and logs it).
+    if let Some(url::Host::Domain(name)) = base.host()
+        && name.ends_with('.')
+    {
+        return Err(invalid(
+            "its host name ends with a dot; write the name without it (`api.example.com`, not \
+             `api.example.com.`)",
+        ));
+    }
     if !base.path().ends_with('/') {
         let path = format!("{}/", base.path());
         base.set_path(&path);

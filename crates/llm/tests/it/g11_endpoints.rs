@@ -329,17 +329,9 @@ async fn g16_the_key_reaches_no_request_but_the_providers() {
 /// request with a message about names that were not checked.
 #[tokio::test]
 async fn a_host_with_a_trailing_dot_is_refused_with_a_clear_error() {
-    for (kind, base_url, written) in [
-        (
-            ProviderKind::Anthropic,
-            "https://api.anthropic.com./",
-            "https://api.anthropic.com",
-        ),
-        (
-            ProviderKind::OpenAi,
-            "http://llm.internal.:8081/v1",
-            "http://llm.internal:8081/v1",
-        ),
+    for (kind, base_url) in [
+        (ProviderKind::Anthropic, "https://api.anthropic.com./"),
+        (ProviderKind::OpenAi, "http://llm.internal.:8081/v1"),
     ] {
         let client = Client::new(options(&["llm.internal:8081"])).unwrap();
         let error = match Provider::new("acct", kind, Some(base_url), key(), client) {
@@ -349,6 +341,6 @@ async fn a_host_with_a_trailing_dot_is_refused_with_a_clear_error() {
         assert_eq!(error.kind(), "invalid_base_url", "{error}");
         let words = error.to_string();
         assert!(words.contains("ends with a dot"), "{words}");
-        assert!(words.contains(written), "{words}");
+        assert!(words.contains("write the name without it"), "{words}");
     }
 }
