@@ -402,3 +402,52 @@ async fn g16_the_model_name_an_endpoint_reports_is_scrubbed_like_its_answer() {
         "{result}"
     );
 }
+
+/// The providers' settings are an admin's, like every other route of the Models page: a
+/// base URL may name a host of the account's own network. Members (who write agent files)
+/// learn the providers' names, and nothing else, from the vault's names-only listing.
+#[tokio::test(flavor = "multi_thread")]
+async fn providers_are_listed_to_admins_and_members_see_their_names_only() {
+    let harness = Harness::with_model_endpoints(&["127.0.0.1:9"]);
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/local",
+            &admin,
+            json_body(json!({
+                "provider": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "key": KEY,
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    for member in [Caller::Person(Role::Member), Caller::Key(Role::Member)] {
+        let credentials = harness.credentials(member);
+        let listed = harness.call("GET", "/api/models", &credentials, None).await;
+        assert_eq!(listed.status, 403, "{member:?}: {}", listed.text());
+        assert!(!listed.text().contains("127.0.0.1"), "{}", listed.text());
+        let names = harness
+            .call("GET", "/api/vault/model-keys", &credentials, None)
+            .await;
+        assert_eq!(names.status, 200, "{member:?}: {}", names.text());
+        assert_eq!(names.json()[0]["provider"], "local", "{}", names.text());
+        assert!(!names.text().contains("127.0.0.1"), "{}", names.text());
+    }
+    let page = harness
+        .call(
+            "GET",
+            "/models",
+            &harness.credentials(Caller::Person(Role::Member)),
+            None,
+        )
+        .await;
+    assert_eq!(page.status, 403, "{}", page.text());
+    let listed = harness.call("GET", "/api/models", &admin, None).await;
+    assert_eq!(listed.status, 200);
+    assert_eq!(
+        listed.json()[0]["base_url"],
+        "http://127.0.0.1:9/v1/chat/completions"
+    );
+}
