@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use zeroize::Zeroizing;
 
 use crate::schemas::{boolean, integer, object, string};
 
@@ -34,8 +35,9 @@ pub struct SaveModelProviderRequest {
     pub base_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assistant_model: Option<String>,
-    /// The model key: goes in, never comes back out.
-    pub key: String,
+    /// The model key: goes in, never comes back out; wiped when the request is dropped,
+    /// whether or not it was stored.
+    pub key: Zeroizing<String>,
 }
 
 impl std::fmt::Debug for SaveModelProviderRequest {
@@ -159,7 +161,7 @@ pub(crate) fn samples() -> Vec<(&'static str, Value)> {
                 provider: "anthropic".into(),
                 base_url: Some("https://x".into()),
                 assistant_model: Some("m".into()),
-                key: "k".into(),
+                key: Zeroizing::new("k".into()),
             }),
         ),
         (
@@ -197,9 +199,20 @@ mod tests {
                 provider: "anthropic".into(),
                 base_url: None,
                 assistant_model: None,
-                key: "sk-ant-DebugMustNotShow".into(),
+                key: zeroize::Zeroizing::new("sk-ant-DebugMustNotShow".into()),
             }
         );
         assert!(!printed.contains("DebugMustNotShow"), "{printed}");
+    }
+
+    /// The key of a request is held in a type that wipes it when dropped, whichever way the
+    /// request ends (a refused name, a refused URL, a stored key).
+    #[test]
+    fn g16_the_key_of_a_save_request_is_wiped_when_dropped() {
+        let request: SaveModelProviderRequest =
+            serde_json::from_str(r#"{"provider":"anthropic","key":"sk-ant-wiped"}"#).unwrap();
+        let key_type = std::any::type_name_of_val(&request.key);
+        assert!(key_type.contains("Zeroizing"), "the key is a {key_type}");
+        assert_eq!(request.key.as_str(), "sk-ant-wiped");
     }
 }

@@ -187,14 +187,16 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("GET", "/files/view", Viewer),
     person("POST", "/files", Member),
     person("POST", "/files/delete", Member),
-    // Model providers: members see which exist (to write agent files); admins add, replace,
-    // remove, pick the default and test (a test spends the account's money).
-    role("GET", "/api/models", Member),
+    // Model providers: admins list, add, replace, remove, pick the default and test (a
+    // base URL may name an internal host; a test spends the account's money). Members, who
+    // write agent files, learn the providers' names from the vault's names-only listing
+    // of model keys.
+    role("GET", "/api/models", Admin),
     role("PUT", "/api/models/{provider}", Admin),
     role("DELETE", "/api/models/{provider}", Admin),
     role("POST", "/api/models/{provider}/default", Admin),
     role("POST", "/api/models/{provider}/test", Admin),
-    person("GET", "/models", Member),
+    person("GET", "/models", Admin),
     person("POST", "/models", Admin),
     person("POST", "/models/{provider}/remove", Admin),
     person("POST", "/models/{provider}/default", Admin),

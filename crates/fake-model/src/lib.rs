@@ -5,7 +5,7 @@
 //! API at `POST /v1/messages` and OpenAI's Chat Completions at `POST /v1/chat/completions`
 //! (also `/chat/completions`). It answers each request with the next turn of a [`Script`]
 //! (text, tool calls, several calls in one turn, errors such as a 429 with `retry-after`, a
-//! slow or a cut stream, a redirect), and records every request it received, headers and body
+//! slow or a cut stream, a redirect, raw bytes in neither format), and records every request it received, headers and body
 //! included, so tests assert on exactly what the model was shown.
 //!
 //! It listens on loopback addresses only.
@@ -27,7 +27,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 pub use crate::script::{
-    Script, ScriptCall, ScriptError, ScriptFileError, ScriptRedirect, ScriptTurn, ScriptUsage,
+    RawPart, Script, ScriptCall, ScriptError, ScriptFileError, ScriptRaw, ScriptRedirect,
+    ScriptTurn, ScriptUsage,
 };
 pub use crate::wire::Format;
 use crate::wire::Reply;
@@ -355,19 +356,32 @@ async fn answer(
         }
         return response;
     }
+    if let Some(raw) = &turn.raw {
+        let status = StatusCode::from_u16(raw.status).unwrap_or(StatusCode::OK);
+        let body = raw.body();
+        let size = raw.chunk_bytes.unwrap_or(body.len()).max(1);
+        let pieces: Vec<Bytes> = body.chunks(size).map(Bytes::copy_from_slice).collect();
+        let delay = Duration::from_millis(turn.chunk_delay_ms);
+        let mut response = Body::from_stream(raw_stream(pieces, delay)).into_response();
+        *response.status_mut() = status;
+        if let Ok(content_type) = HeaderValue::from_str(&raw.content_type) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, content_type);
+        }
+        return response;
+    }
     if let Some(error) = &turn.error {
         let status =
             StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = json_response(status, &wire::error_body(format, error));
-        if let Some(seconds) = error.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        // A number as Rust writes it: `1`, `0.5`, `100000000000000000000`.
+        let number = |value: f64| HeaderValue::from_str(&value.to_string()).ok();
+        if let Some(seconds) = error.retry_after.and_then(number) {
+            response.headers_mut().insert(header::RETRY_AFTER, seconds);
         }
-        if let Some(millis) = error.retry_after_ms {
-            response
-                .headers_mut()
-                .insert("retry-after-ms", HeaderValue::from(millis));
+        if let Some(millis) = error.retry_after_ms.and_then(number) {
+            response.headers_mut().insert("retry-after-ms", millis);
         }
         return response;
     }
@@ -458,6 +472,20 @@ fn event_stream(
             }
             Some((Ok(Bytes::from(event)), index + 1))
         }
+    })
+}
+
+/// The pieces of a raw answer, each after `delay`.
+fn raw_stream(
+    pieces: Vec<Bytes>,
+    delay: Duration,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    futures_util::stream::unfold(pieces.into_iter(), move |mut pieces| async move {
+        let piece = pieces.next()?;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        Some((Ok(piece), pieces))
     })
 }
 

@@ -10,7 +10,9 @@
 //!     { "error": { "status": 429, "retry_after": 1, "message": "slow down" } },
 //!     { "text": "slowly", "chunk_delay_ms": 300 },
 //!     { "text": "cut short", "cut_after_events": 3 },
-//!     { "redirect": { "status": 302, "location": "http://127.0.0.1:9/v1/messages" } }
+//!     { "redirect": { "status": 302, "location": "http://127.0.0.1:9/v1/messages" } },
+//!     { "raw": { "parts": [{ "text": "data: x", "repeat": 1000 }, { "bytes": [255] }],
+//!                "chunk_bytes": 1024 } }
 //!   ] }
 //! ```
 
@@ -27,7 +29,8 @@ pub struct Script {
     pub repeat: bool,
 }
 
-/// One answer. Either a reply (`text` and/or `tool_calls`), or an `error`, or a `redirect`.
+/// One answer. Either a reply (`text` and/or `tool_calls`), or an `error`, a `redirect` or a
+/// `raw` answer.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptTurn {
@@ -51,6 +54,88 @@ pub struct ScriptTurn {
     pub cut_after_events: Option<usize>,
     pub error: Option<ScriptError>,
     pub redirect: Option<ScriptRedirect>,
+    pub raw: Option<ScriptRaw>,
+}
+
+/// An answer of exactly these bytes, in neither wire format: what a broken or hostile
+/// endpoint sends (a line that never ends, bytes that are not UTF-8, an error body that
+/// trickles). `chunk_delay_ms` pauses before each piece.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptRaw {
+    #[serde(default = "ok")]
+    pub status: u16,
+    #[serde(default = "event_stream")]
+    pub content_type: String,
+    /// The body: each part in order.
+    pub parts: Vec<RawPart>,
+    /// Sent in pieces of this many bytes; all at once when absent.
+    pub chunk_bytes: Option<usize>,
+}
+
+/// A part of a raw body: `text` or `bytes` (numbers 0 to 255), `repeat` times (once by
+/// default).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPart {
+    #[serde(default)]
+    pub text: String,
+    #[serde(default)]
+    pub bytes: Vec<u8>,
+    #[serde(default = "once")]
+    pub repeat: usize,
+}
+
+impl RawPart {
+    /// `text` once.
+    pub fn text(text: &str) -> RawPart {
+        RawPart {
+            text: text.to_owned(),
+            repeat: 1,
+            ..RawPart::default()
+        }
+    }
+
+    /// `bytes` once.
+    pub fn bytes(bytes: &[u8]) -> RawPart {
+        RawPart {
+            bytes: bytes.to_vec(),
+            repeat: 1,
+            ..RawPart::default()
+        }
+    }
+
+    /// This part `times` times.
+    pub fn repeated(mut self, times: usize) -> RawPart {
+        self.repeat = times;
+        self
+    }
+}
+
+impl ScriptRaw {
+    /// The whole body.
+    pub fn body(&self) -> Vec<u8> {
+        let mut body = Vec::new();
+        for part in &self.parts {
+            for _ in 0..part.repeat {
+                body.extend_from_slice(part.text.as_bytes());
+                body.extend_from_slice(&part.bytes);
+            }
+        }
+        body
+    }
+}
+
+fn ok() -> u16 {
+    200
+}
+
+fn event_stream() -> String {
+    "text/event-stream".to_owned()
+}
+
+fn once() -> usize {
+    1
 }
 
 /// A tool call the model makes.
@@ -82,10 +167,11 @@ pub struct ScriptError {
     /// The error's `type` (Anthropic) or `code` (OpenAI); by default the status's usual one.
     #[serde(rename = "type")]
     pub kind: Option<String>,
-    /// A `retry-after` header, in seconds.
-    pub retry_after: Option<u64>,
+    /// A `retry-after` header, in seconds (a fraction or a huge number too: clients must
+    /// cope with what a provider may send).
+    pub retry_after: Option<f64>,
     /// A `retry-after-ms` header.
-    pub retry_after_ms: Option<u64>,
+    pub retry_after_ms: Option<f64>,
 }
 
 /// A redirect answer (`Location` set); a client must not follow it.
@@ -126,9 +212,19 @@ impl Script {
             let reply = !turn.text.is_empty() || !turn.tool_calls.is_empty();
             let kinds = usize::from(reply)
                 + usize::from(turn.error.is_some())
-                + usize::from(turn.redirect.is_some());
+                + usize::from(turn.redirect.is_some())
+                + usize::from(turn.raw.is_some());
             let problem = if kinds > 1 {
-                Some("a turn is a reply (text, tool_calls), an error or a redirect, not several")
+                Some(
+                    "a turn is a reply (text, tool_calls), an error, a redirect or a raw answer, \
+                     not several",
+                )
+            } else if turn
+                .raw
+                .as_ref()
+                .is_some_and(|raw| raw.chunk_bytes == Some(0))
+            {
+                Some("a raw answer's chunk_bytes is 1 or more")
             } else if turn.error.as_ref().is_some_and(|error| error.status < 400) {
                 Some("an error's status is 400 or more")
             } else if turn
@@ -190,6 +286,29 @@ impl ScriptTurn {
         }
     }
 
+    /// A raw answer: status 200, `text/event-stream`, these parts in pieces of
+    /// `chunk_bytes`.
+    pub fn raw(parts: Vec<RawPart>, chunk_bytes: Option<usize>) -> ScriptTurn {
+        ScriptTurn {
+            raw: Some(ScriptRaw {
+                status: 200,
+                content_type: event_stream(),
+                parts,
+                chunk_bytes,
+            }),
+            ..ScriptTurn::default()
+        }
+    }
+
+    /// Sets a raw answer's status and content type.
+    pub fn raw_status(mut self, status: u16, content_type: &str) -> ScriptTurn {
+        if let Some(raw) = &mut self.raw {
+            raw.status = status;
+            raw.content_type = content_type.to_owned();
+        }
+        self
+    }
+
     /// Adds a tool call (`arguments` must be a JSON object; anything else counts as `{}`).
     pub fn with_call(mut self, name: &str, arguments: Value) -> ScriptTurn {
         self.tool_calls.push(ScriptCall {
@@ -236,6 +355,14 @@ impl ScriptTurn {
     /// Sets the error's `retry-after` (seconds).
     pub fn retry_after(mut self, seconds: u64) -> ScriptTurn {
         if let Some(error) = &mut self.error {
+            error.retry_after = Some(seconds as f64);
+        }
+        self
+    }
+
+    /// Sets the error's `retry-after` to any number of seconds (`1e20`).
+    pub fn retry_after_secs_f64(mut self, seconds: f64) -> ScriptTurn {
+        if let Some(error) = &mut self.error {
             error.retry_after = Some(seconds);
         }
         self
@@ -243,6 +370,14 @@ impl ScriptTurn {
 
     /// Sets the error's `retry-after-ms`.
     pub fn retry_after_ms(mut self, millis: u64) -> ScriptTurn {
+        if let Some(error) = &mut self.error {
+            error.retry_after_ms = Some(millis as f64);
+        }
+        self
+    }
+
+    /// Sets the error's `retry-after-ms` to any number (`1e30`).
+    pub fn retry_after_ms_f64(mut self, millis: f64) -> ScriptTurn {
         if let Some(error) = &mut self.error {
             error.retry_after_ms = Some(millis);
         }
@@ -278,7 +413,10 @@ mod tests {
         let script = Script::from_json(&docs[start..end]).unwrap();
         assert_eq!(script.turns.len(), 8);
         assert_eq!(script.turns[1].tool_calls.len(), 2);
-        assert_eq!(script.turns[3].error.as_ref().unwrap().retry_after, Some(1));
+        assert_eq!(
+            script.turns[3].error.as_ref().unwrap().retry_after,
+            Some(1.0)
+        );
         assert_eq!(script.turns[7].redirect.as_ref().unwrap().status, 302);
     }
 
@@ -290,6 +428,8 @@ mod tests {
             r#"{"turns":[{"redirect":{"status":200,"location":"x"}}]}"#,
             r#"{"turns":[{"tool_calls":[{"name":""}]}]}"#,
             r#"{"turns":[{"txt":"typo"}]}"#,
+            r#"{"turns":[{"text":"x","raw":{"parts":[]}}]}"#,
+            r#"{"turns":[{"raw":{"parts":[],"chunk_bytes":0}}]}"#,
         ] {
             assert!(Script::from_json(bad).is_err(), "{bad}");
         }

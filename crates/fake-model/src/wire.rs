@@ -164,14 +164,18 @@ pub(crate) fn whole(format: Format, reply: &Reply<'_>) -> Value {
     }
 }
 
+/// The most characters of one piece: real providers send small deltas, and clients bound the
+/// size of one event.
+const MAX_PIECE_CHARS: usize = 16 * 1024;
+
 /// Splits text into about three pieces (at character boundaries), so that a client must put
-/// deltas together.
+/// deltas together; a long text into pieces of at most 16 Ki characters.
 fn pieces(text: &str) -> Vec<String> {
     let characters: Vec<char> = text.chars().collect();
     if characters.is_empty() {
         return Vec::new();
     }
-    let size = characters.len().div_ceil(3).max(1);
+    let size = characters.len().div_ceil(3).clamp(1, MAX_PIECE_CHARS);
     characters
         .chunks(size)
         .map(|chunk| chunk.iter().collect())

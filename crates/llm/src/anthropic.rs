@@ -5,15 +5,15 @@
 
 use std::collections::BTreeMap;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use redact::SecretValue;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::http::{Body, ProviderProblem, clean_message};
-use crate::sse::{json_arguments, transport_error};
+use crate::sse::EventReader;
+use crate::tools::{ToolBudget, json_arguments};
 use crate::types::{Message, Observer, StopReason, ToolCall, Turn, TurnRequest, Usage};
 
 /// The `anthropic-version` header every request carries.
@@ -132,19 +132,20 @@ struct Response {
     usage: WireUsage,
 }
 
+/// A content block of a whole answer: its type and the fields of the types read here. Not a
+/// tagged enum, which serde would buffer whole, parsed, before looking at the tag; a tool's
+/// input stays text until it is measured.
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum ContentBlock {
-    Text {
-        text: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        input: Value,
-    },
-    #[serde(other)]
-    Other,
+struct ContentBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    name: String,
+    input: Option<Box<RawValue>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -183,7 +184,11 @@ fn tool_call(id: String, name: String, input: Value) -> Result<ToolCall, Error> 
 }
 
 /// Reads a whole (not streamed) answer.
-pub(crate) async fn read_whole(mut body: Body, key: &SecretValue) -> Result<Turn, Error> {
+pub(crate) async fn read_whole(
+    mut body: Body,
+    key: &SecretValue,
+    budget: &mut ToolBudget,
+) -> Result<Turn, Error> {
     let bytes = body.read_to_end(usize::MAX).await?;
     let response: Response =
         serde_json::from_slice(&bytes).map_err(|error| Error::InvalidResponse {
@@ -197,12 +202,14 @@ pub(crate) async fn read_whole(mut body: Body, key: &SecretValue) -> Result<Turn
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     for block in response.content {
-        match block {
-            ContentBlock::Text { text: part } => text.push_str(&part),
-            ContentBlock::ToolUse { id, name, input } => {
-                tool_calls.push(tool_call(id, name, input)?)
+        match block.kind.as_str() {
+            "text" => text.push_str(&block.text),
+            "tool_use" => {
+                let input = block.input.as_deref().map_or("{}", RawValue::get);
+                let arguments = budget.whole_call(&block.name, input)?;
+                tool_calls.push(tool_call(block.id, block.name, Value::Object(arguments))?);
             }
-            ContentBlock::Other => {}
+            _ => {}
         }
     }
     Ok(Turn {
@@ -309,14 +316,14 @@ pub(crate) async fn read_stream(
     body: Body,
     observer: &mut dyn Observer,
     key: &SecretValue,
+    budget: &mut ToolBudget,
 ) -> Result<Turn, Error> {
-    let mut events = Box::pin(body.into_stream().eventsource());
+    let mut events = EventReader::new(body);
     let mut model = String::new();
     let mut usage = Usage::default();
     let mut blocks: BTreeMap<usize, Partial> = BTreeMap::new();
     let mut reason: Option<String> = None;
-    while let Some(event) = events.next().await {
-        let event = event.map_err(transport_error)?;
+    while let Some(event) = events.next().await? {
         if event.data.is_empty() {
             continue;
         }
@@ -344,12 +351,15 @@ pub(crate) async fn read_stream(
                         }
                         Partial::Text(text)
                     }
-                    StartBlock::ToolUse { id, name, input } => Partial::Tool {
-                        id,
-                        name,
-                        start_input: input,
-                        json: String::new(),
-                    },
+                    StartBlock::ToolUse { id, name, input } => {
+                        budget.start(&name)?;
+                        Partial::Tool {
+                            id,
+                            name,
+                            start_input: input,
+                            json: String::new(),
+                        }
+                    }
                     StartBlock::Other => Partial::Other,
                 };
                 blocks.insert(index, partial);
@@ -365,8 +375,12 @@ pub(crate) async fn read_stream(
                         observer.text(&part);
                         text.push_str(&part);
                     }
-                    (Partial::Tool { json, .. }, BlockDelta::InputJsonDelta { partial_json }) => {
+                    (
+                        Partial::Tool { name, json, .. },
+                        BlockDelta::InputJsonDelta { partial_json },
+                    ) => {
                         json.push_str(&partial_json);
+                        budget.charge(name, json.len(), partial_json.len())?;
                     }
                     (_, BlockDelta::Other) | (Partial::Other, _) => {}
                     _ => {
@@ -400,7 +414,7 @@ pub(crate) async fn read_stream(
                         detail: "message_stop came without a stop reason".to_owned(),
                     });
                 };
-                return finish(model, usage, blocks, &reason);
+                return finish(model, usage, blocks, &reason, budget);
             }
         }
     }
@@ -414,6 +428,7 @@ fn finish(
     usage: Usage,
     blocks: BTreeMap<usize, Partial>,
     reason: &str,
+    budget: &mut ToolBudget,
 ) -> Result<Turn, Error> {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
@@ -429,7 +444,12 @@ fn finish(
                 let input = if json.trim().is_empty() {
                     match start_input {
                         Value::Null => Value::Object(Map::new()),
-                        other => other,
+                        other => {
+                            // Parsed already (one event, bounded), but still counted.
+                            let bytes = other.to_string().len();
+                            budget.charge(&name, bytes, bytes)?;
+                            other
+                        }
                     }
                 } else {
                     Value::Object(json_arguments(&name, &json)?)

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::http::BusyScope;
+
 /// Why a model turn failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -75,6 +77,20 @@ pub enum Error {
     /// The answer was larger than the limit.
     #[error("the model's answer is larger than {limit} bytes; it was not read further")]
     ResponseTooLarge { limit: u64 },
+    /// A tool call's arguments, or those of all calls of the turn together, are larger than
+    /// their cap; they were not parsed, and nothing of the turn is used.
+    #[error("{}", argument_words(.tool, *.limit, *.whole_turn))]
+    ToolArgumentsTooLarge {
+        /// The tool whose call went over (as the model named it, shortened).
+        tool: String,
+        limit: usize,
+        /// The cap of all calls of the turn together, rather than of one call.
+        whole_turn: bool,
+    },
+    /// As many model calls are in flight as may be, for this account or for the whole
+    /// server: this one was refused at once and sent nothing.
+    #[error("{}", busy_words(*.scope, *.limit))]
+    Busy { scope: BusyScope, limit: usize },
     /// The answer is not the provider's wire format.
     #[error("the model's answer is not valid: {detail}")]
     InvalidResponse { detail: String },
@@ -122,14 +138,55 @@ impl Error {
             Error::Timeout { .. } => "timeout",
             Error::StreamCut { .. } => "stream_cut",
             Error::ResponseTooLarge { .. } => "response_too_large",
+            Error::ToolArgumentsTooLarge { .. } => "tool_arguments_too_large",
+            Error::Busy { .. } => "busy",
             Error::InvalidResponse { .. } => "invalid_response",
             Error::Setup { .. } => "setup",
         }
     }
 }
 
+fn bytes_words(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+fn argument_words(tool: &str, limit: usize, whole_turn: bool) -> String {
+    if whole_turn {
+        format!(
+            "the model's tool calls in one turn have more than {} of arguments together (at \
+             `{tool}`); the turn is not used",
+            bytes_words(limit)
+        )
+    } else {
+        format!(
+            "the model's call to `{tool}` has more than {} of arguments, the most one call \
+             may have; the turn is not used",
+            bytes_words(limit)
+        )
+    }
+}
+
+fn busy_words(scope: BusyScope, limit: usize) -> String {
+    let whose = match scope {
+        BusyScope::Account => "this account",
+        BusyScope::Server => "this server, for every account together",
+    };
+    format!(
+        "{limit} model calls are already under way at once for {whose}, the most there may \
+         be; this one was not sent. Try again when one has finished"
+    )
+}
+
 fn wait_words(retry_after: &Option<Duration>) -> String {
     match retry_after {
+        Some(wait) if *wait > Duration::from_secs(24 * 3600) => {
+            " (it asks to wait more than a day)".to_owned()
+        }
         Some(wait) => format!(" (it asks to wait {})", seconds(wait)),
         None => String::new(),
     }

@@ -3,8 +3,9 @@
 //! connection to the addresses [`crate::endpoint::check`] approved and nothing else.
 //! Answers are bounded in bytes and in time.
 
+use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
@@ -12,6 +13,7 @@ use redact::SecretValue;
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, timeout_at};
 
 use crate::endpoint::{EndpointPolicy, Resolve, SystemResolver, check};
@@ -51,12 +53,30 @@ pub struct ClientOptions {
     pub resolver: Arc<dyn Resolve>,
     /// Resolving and connecting, each.
     pub connect_timeout: Duration,
-    /// One whole attempt: from sending to the last byte of the answer.
+    /// One whole turn: from the first attempt to the last byte of the answer, every retry
+    /// and every wait before one included (600 s). A retry whose wait would end after it is
+    /// not made: the error is returned.
     pub turn_timeout: Duration,
+    /// The same for a test prompt ([`crate::Provider::probe`]: `stepward models test`, the
+    /// server's test route), which should answer quickly or not at all (60 s).
+    pub probe_timeout: Duration,
     /// The longest silence between two pieces of an answer.
     pub idle_timeout: Duration,
-    /// The most bytes one answer may have.
+    /// The most bytes one answer may have: 8 MiB by default, what a turn needs (its text and
+    /// tool calls within their own caps) with room to spare. Every byte may be held in memory
+    /// while the answer is read, so this is kept well below what a server can afford per call.
     pub max_response_bytes: u64,
+    /// The most bytes of JSON one tool call's arguments may have (1 MiB): arguments are
+    /// measured before they are parsed, because parsed JSON takes up to 16 times its text.
+    pub max_tool_argument_bytes: usize,
+    /// The most bytes of arguments all tool calls of one turn may have together (2 MiB).
+    pub max_turn_tool_argument_bytes: usize,
+    /// The most model turns in flight at once through this client, for every account
+    /// together (16); one more is refused at once ([`Error::Busy`]), never queued.
+    pub max_concurrent_turns: usize,
+    /// The most model turns in flight at once for one account (4); one more is refused at
+    /// once.
+    pub max_concurrent_turns_per_account: usize,
     pub retries: RetryPolicy,
     /// Root certificates trusted besides the platform's (an operator's own CA, a test's).
     pub extra_roots: Vec<CertificateDer<'static>>,
@@ -69,8 +89,13 @@ impl Default for ClientOptions {
             resolver: Arc::new(SystemResolver),
             connect_timeout: Duration::from_secs(10),
             turn_timeout: Duration::from_secs(600),
+            probe_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
-            max_response_bytes: 32 * 1024 * 1024,
+            max_response_bytes: 8 * 1024 * 1024,
+            max_tool_argument_bytes: 1024 * 1024,
+            max_turn_tool_argument_bytes: 2 * 1024 * 1024,
+            max_concurrent_turns: 16,
+            max_concurrent_turns_per_account: 4,
             retries: RetryPolicy::default(),
             extra_roots: Vec::new(),
         }
@@ -84,8 +109,19 @@ impl std::fmt::Debug for ClientOptions {
             .field("endpoints", &self.endpoints)
             .field("connect_timeout", &self.connect_timeout)
             .field("turn_timeout", &self.turn_timeout)
+            .field("probe_timeout", &self.probe_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("max_tool_argument_bytes", &self.max_tool_argument_bytes)
+            .field(
+                "max_turn_tool_argument_bytes",
+                &self.max_turn_tool_argument_bytes,
+            )
+            .field("max_concurrent_turns", &self.max_concurrent_turns)
+            .field(
+                "max_concurrent_turns_per_account",
+                &self.max_concurrent_turns_per_account,
+            )
             .field("retries", &self.retries)
             .finish_non_exhaustive()
     }
@@ -100,6 +136,25 @@ pub struct Client {
 struct Inner {
     options: ClientOptions,
     tls: rustls::ClientConfig,
+    /// Turns in flight through this client, every account together.
+    in_flight: Arc<Semaphore>,
+    /// Turns in flight per account (one entry per account that ever made a call).
+    in_flight_per_account: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+/// Which bound on concurrent model calls refused one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusyScope {
+    /// The calls of one account.
+    Account,
+    /// The calls of every account through this server (or process).
+    Server,
+}
+
+/// A turn's place among those in flight; released when dropped.
+pub(crate) struct Admission {
+    _server: OwnedSemaphorePermit,
+    _account: OwnedSemaphorePermit,
 }
 
 impl std::fmt::Debug for Client {
@@ -113,6 +168,33 @@ impl std::fmt::Debug for Client {
 
 /// The most bytes of an error answer that are read, for its message.
 const MAX_ERROR_BYTES: usize = 64 * 1024;
+/// The longest an error answer is read for its message (the status's error comes after it
+/// either way).
+const MAX_ERROR_READ: Duration = Duration::from_secs(3);
+
+/// When a turn must be over, and the budget that set it (for the error's words).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline {
+    pub(crate) at: Instant,
+    pub(crate) budget: Duration,
+}
+
+impl Deadline {
+    /// `budget` from now.
+    pub(crate) fn after(budget: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now() + budget,
+            budget,
+        }
+    }
+
+    /// Whether a wait of `wait` from now would end after the deadline.
+    pub(crate) fn passes_before(&self, wait: Duration) -> bool {
+        Instant::now()
+            .checked_add(wait)
+            .is_none_or(|end| end >= self.at)
+    }
+}
 /// The most characters of a provider's message that are kept.
 const MAX_MESSAGE_CHARS: usize = 500;
 
@@ -136,8 +218,47 @@ impl Client {
             .with_custom_certificate_verifier(Arc::new(verifier))
             .with_no_client_auth();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let in_flight = Arc::new(Semaphore::new(options.max_concurrent_turns));
         Ok(Client {
-            inner: Arc::new(Inner { options, tls }),
+            inner: Arc::new(Inner {
+                options,
+                tls,
+                in_flight,
+                in_flight_per_account: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// A place for one turn of `account` among those in flight, or [`Error::Busy`] at once
+    /// when the account or the whole client has as many as it may: a caller that fires calls
+    /// in parallel is told so quickly and holds no memory for the refused ones.
+    pub(crate) fn admit(&self, account: &str) -> Result<Admission, Error> {
+        let options = &self.inner.options;
+        let account_semaphore = {
+            let mut accounts = self
+                .inner
+                .in_flight_per_account
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(accounts.entry(account.to_owned()).or_insert_with(|| {
+                Arc::new(Semaphore::new(options.max_concurrent_turns_per_account))
+            }))
+        };
+        let account_permit = account_semaphore
+            .try_acquire_owned()
+            .map_err(|_| Error::Busy {
+                scope: BusyScope::Account,
+                limit: options.max_concurrent_turns_per_account,
+            })?;
+        let server_permit = Arc::clone(&self.inner.in_flight)
+            .try_acquire_owned()
+            .map_err(|_| Error::Busy {
+                scope: BusyScope::Server,
+                limit: options.max_concurrent_turns,
+            })?;
+        Ok(Admission {
+            _server: server_permit,
+            _account: account_permit,
         })
     }
 
@@ -169,16 +290,26 @@ impl Client {
         headers: HeaderMap,
         body: Vec<u8>,
         key: &SecretValue,
+        deadline: Deadline,
     ) -> Result<Body, Error> {
         let options = &self.inner.options;
-        let deadline = Instant::now() + options.turn_timeout;
-        let checked = check(
-            url,
-            &options.endpoints,
-            options.resolver.as_ref(),
-            options.connect_timeout,
+        let shown = url.as_str().to_owned();
+        let out_of_time = || Error::Timeout {
+            url: shown.clone(),
+            phase: "answer",
+            after: deadline.budget,
+        };
+        let checked = timeout_at(
+            deadline.at,
+            check(
+                url,
+                &options.endpoints,
+                options.resolver.as_ref(),
+                options.connect_timeout,
+            ),
         )
-        .await?;
+        .await
+        .map_err(|_| out_of_time())??;
         let mut builder = reqwest::Client::builder()
             .use_preconfigured_tls(self.inner.tls.clone())
             .redirect(reqwest::redirect::Policy::none())
@@ -197,15 +328,10 @@ impl Client {
         let client = builder.build().map_err(|error| Error::Setup {
             detail: error.to_string(),
         })?;
-        let shown = url.as_str().to_owned();
         let sending = client.post(url.clone()).headers(headers).body(body).send();
-        let response = timeout_at(deadline, sending)
+        let response = timeout_at(deadline.at, sending)
             .await
-            .map_err(|_| Error::Timeout {
-                url: shown.clone(),
-                phase: "answer",
-                after: options.turn_timeout,
-            })?
+            .map_err(|_| out_of_time())?
             .map_err(|error| {
                 if error.is_timeout() {
                     Error::Timeout {
@@ -233,7 +359,6 @@ impl Client {
             limit: options.max_response_bytes,
             idle: options.idle_timeout,
             deadline,
-            turn_timeout: options.turn_timeout,
             url: shown.clone(),
         };
         if status.is_success() {
@@ -251,8 +376,13 @@ impl Client {
                 location,
             });
         }
-        // An error answer is read only for its message; a broken or huge one still gives
-        // the status's error.
+        // An error answer is read only for its message, for a few seconds at most; a
+        // broken, huge or trickling one still gives the status's error.
+        let read_until = (Instant::now() + MAX_ERROR_READ).min(deadline.at);
+        body.deadline = Deadline {
+            at: read_until,
+            budget: MAX_ERROR_READ.min(deadline.budget),
+        };
         let bytes = body.read_prefix(MAX_ERROR_BYTES).await;
         let problem = ProviderProblem::from_body(&bytes, key);
         Err(problem.into_error(status.as_u16(), retry_after(&response_headers)))
@@ -320,8 +450,7 @@ pub(crate) struct Body {
     read: u64,
     limit: u64,
     idle: Duration,
-    deadline: Instant,
-    turn_timeout: Duration,
+    deadline: Deadline,
     url: String,
 }
 
@@ -329,10 +458,10 @@ impl Body {
     /// The next piece, `None` at the end.
     pub(crate) async fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, Error> {
         let idle_deadline = Instant::now() + self.idle;
-        let (until, phase, after) = if idle_deadline < self.deadline {
+        let (until, phase, after) = if idle_deadline < self.deadline.at {
             (idle_deadline, "keep sending its answer", self.idle)
         } else {
-            (self.deadline, "finish its answer", self.turn_timeout)
+            (self.deadline.at, "finish its answer", self.deadline.budget)
         };
         let next = timeout_at(until, self.stream.next())
             .await
@@ -382,18 +511,6 @@ impl Body {
             }
         }
         bytes
-    }
-
-    /// The body as a stream, for the SSE parser; it ends after the first error.
-    pub(crate) fn into_stream(self) -> impl Stream<Item = Result<bytes::Bytes, Error>> + Send {
-        futures_util::stream::unfold(Some(self), |state| async move {
-            let mut body = state?;
-            match body.next_chunk().await {
-                Ok(Some(chunk)) => Some((Ok(chunk), Some(body))),
-                Ok(None) => None,
-                Err(error) => Some((Err(error), None)),
-            }
-        })
     }
 }
 
@@ -517,7 +634,9 @@ impl ProviderProblem {
     }
 }
 
-/// `Retry-After` in seconds (or OpenAI's `retry-after-ms`); an HTTP date is not used.
+/// `Retry-After` in seconds (or OpenAI's `retry-after-ms`); an HTTP date is not used. A
+/// finite number too large for a [`Duration`] (`1e20`) is read as [`Duration::MAX`]: longer
+/// than any wait the client makes, so the error is returned at once.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = |name: &str| {
         headers
@@ -525,14 +644,57 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             .and_then(|value: &HeaderValue| value.to_str().ok())
             .map(str::trim)
     };
+    let wait = |seconds: f64| Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX);
     if let Some(millis) = text("retry-after-ms").and_then(|value| value.parse::<f64>().ok())
         && millis.is_finite()
         && millis >= 0.0
     {
-        return Some(Duration::from_secs_f64(millis / 1000.0));
+        return Some(wait(millis / 1000.0));
     }
     text("retry-after")
         .and_then(|value| value.parse::<f64>().ok())
         .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
-        .map(Duration::from_secs_f64)
+        .map(wait)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(name: &'static str, value: &'static str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, HeaderValue::from_static(value));
+        headers
+    }
+
+    #[test]
+    fn a_retry_after_beyond_a_duration_is_the_longest_wait_not_a_panic() {
+        for (name, value) in [
+            ("retry-after", "1e20"),
+            ("retry-after-ms", "1e30"),
+            ("retry-after", "1.7e308"),
+        ] {
+            assert_eq!(
+                retry_after(&headers(name, value)),
+                Some(Duration::MAX),
+                "{name}: {value}"
+            );
+        }
+        assert_eq!(
+            retry_after(&headers("retry-after", "1.5")),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            retry_after(&headers("retry-after-ms", "250")),
+            Some(Duration::from_millis(250))
+        );
+        for (name, value) in [
+            ("retry-after", "-1"),
+            ("retry-after", "inf"),
+            ("retry-after", "NaN"),
+            ("retry-after-ms", "1e400"),
+        ] {
+            assert_eq!(retry_after(&headers(name, value)), None, "{name}: {value}");
+        }
+    }
 }

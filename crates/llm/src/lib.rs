@@ -18,7 +18,10 @@
 //! - A request is sent again only after a rate limit, an overload or a connection that failed
 //!   before any answer, at most 3 times, each announced to the caller
 //!   ([`Observer::retry`]) so it can be recorded. Nothing else is retried.
-//! - Answers are bounded in bytes and time ([`ClientOptions`]).
+//! - Answers are bounded in bytes and time ([`ClientOptions`]); a tool call's arguments are
+//!   measured before they are parsed, one call's and the turn's; a request that offered no
+//!   tools gets no tool calls; turns in flight are bounded for the client and per account,
+//!   and one more is refused at once ([`Error::Busy`]).
 //!
 //! Providers are built by the caller from an account's settings; nothing here reads
 //! configuration, the vault or the environment.
@@ -32,6 +35,7 @@ mod http;
 mod openai;
 mod provider;
 mod sse;
+mod tools;
 mod types;
 
 use std::future::Future;
@@ -42,7 +46,7 @@ pub use crate::endpoint::{
     StaticResolver, SystemResolver,
 };
 pub use crate::error::Error;
-pub use crate::http::{Client, ClientOptions, MAX_RETRIES, RetryPolicy};
+pub use crate::http::{BusyScope, Client, ClientOptions, MAX_RETRIES, RetryPolicy};
 pub use crate::provider::{
     PROBE_PROMPT, Probe, Provider, ProviderKind, UnknownProviderKind, endpoint_url,
 };
@@ -50,7 +54,8 @@ pub use crate::types::{
     Ignore, Message, Observer, Recorder, RetryNotice, StopReason, ToolCall, ToolDefinition,
     ToolResult, Turn, TurnRequest, Usage,
 };
-pub use netguard::ExtraRange;
+// The binary builds the operator's extra ranges without depending on netguard itself.
+pub use netguard::{Cidr, ExtraRange, nat64_prefix};
 pub use reqwest::Url;
 
 /// A turn in progress.

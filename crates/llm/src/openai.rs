@@ -5,16 +5,16 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use redact::SecretValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::http::{Body, ProviderProblem, clean_message};
-use crate::sse::{json_arguments, transport_error};
+use crate::sse::EventReader;
+use crate::tools::{ToolBudget, json_arguments};
 use crate::types::{Message, Observer, StopReason, ToolCall, Turn, TurnRequest, Usage};
 
 #[derive(Serialize)]
@@ -261,7 +261,11 @@ fn named(name: String) -> Result<String, Error> {
 }
 
 /// Reads a whole (not streamed) answer; the first choice is the turn.
-pub(crate) async fn read_whole(mut body: Body, key: &SecretValue) -> Result<Turn, Error> {
+pub(crate) async fn read_whole(
+    mut body: Body,
+    key: &SecretValue,
+    budget: &mut ToolBudget,
+) -> Result<Turn, Error> {
     let bytes = body.read_to_end(usize::MAX).await?;
     let response: Response =
         serde_json::from_slice(&bytes).map_err(|error| Error::InvalidResponse {
@@ -282,7 +286,7 @@ pub(crate) async fn read_whole(mut body: Body, key: &SecretValue) -> Result<Turn
         let name = named(call.function.name)?;
         tool_calls.push(ToolCall {
             id: call_id(call.id, index),
-            arguments: json_arguments(&name, &call.function.arguments)?,
+            arguments: budget.whole_call(&name, &call.function.arguments)?,
             name,
         });
     }
@@ -347,15 +351,15 @@ pub(crate) async fn read_stream(
     body: Body,
     observer: &mut dyn Observer,
     key: &SecretValue,
+    budget: &mut ToolBudget,
 ) -> Result<Turn, Error> {
-    let mut events = Box::pin(body.into_stream().eventsource());
+    let mut events = EventReader::new(body);
     let mut model = String::new();
     let mut text = String::new();
     let mut calls: BTreeMap<usize, PartialCall> = BTreeMap::new();
     let mut reason: Option<String> = None;
     let mut usage = Usage::default();
-    while let Some(event) = events.next().await {
-        let event = event.map_err(transport_error)?;
+    while let Some(event) = events.next().await? {
         let data = event.data.trim();
         if data.is_empty() {
             continue;
@@ -403,7 +407,18 @@ pub(crate) async fn read_stream(
                 text.push_str(&part);
             }
             for delta in choice.delta.tool_calls {
-                let call = calls.entry(delta.index).or_default();
+                let call = match calls.entry(delta.index) {
+                    Entry::Occupied(call) => call.into_mut(),
+                    Entry::Vacant(place) => {
+                        let name = delta
+                            .function
+                            .as_ref()
+                            .and_then(|function| function.name.as_deref())
+                            .unwrap_or_default();
+                        budget.start(name)?;
+                        place.insert(PartialCall::default())
+                    }
+                };
                 // The id and name come in a call's first delta; some servers repeat them.
                 if let Some(id) = delta.id
                     && call.id.is_empty()
@@ -418,6 +433,7 @@ pub(crate) async fn read_stream(
                     }
                     if let Some(arguments) = function.arguments {
                         call.arguments.push_str(&arguments);
+                        budget.charge(&call.name, call.arguments.len(), arguments.len())?;
                     }
                 }
             }

@@ -2,13 +2,16 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use redact::SecretValue;
 use reqwest::Url;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use zeroize::Zeroizing;
 
 use crate::error::Error;
-use crate::http::{Body, Client, MAX_RETRIES};
+use crate::http::{Body, Client, Deadline, MAX_RETRIES};
+use crate::tools::ToolBudget;
 use crate::types::{Observer, RetryNotice, Turn, TurnRequest};
 use crate::{Model, TurnFuture, anthropic, openai};
 
@@ -98,6 +101,17 @@ pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Url, Error> {
             "it has a `?query` or `#fragment`; give the base URL alone",
         ));
     }
+    // `name.` is the same name to DNS, but not to TLS certificates, exemptions or the
+    // check, which compare names as written. The reason does not repeat the URL (the
+    // server shows it to whoever typed it, and logs it).
+    if let Some(url::Host::Domain(name)) = base.host()
+        && name.ends_with('.')
+    {
+        return Err(invalid(
+            "its host name ends with a dot; write the name without it (`api.example.com`, not \
+             `api.example.com.`)",
+        ));
+    }
     if !base.path().ends_with('/') {
         let path = format!("{}/", base.path());
         base.set_path(&path);
@@ -109,6 +123,8 @@ pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Url, Error> {
 /// An account's provider: where it is and the key that pays for it. Derives nothing: the
 /// key never reaches a `Debug` or a log line.
 pub struct Provider {
+    /// The account that pays: its turns in flight are bounded together.
+    account: String,
     kind: ProviderKind,
     url: Url,
     key: SecretValue,
@@ -116,8 +132,10 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// A provider of `kind` at `base_url` (its kind's default when `None`), paid with `key`.
+    /// A provider of `account`, of `kind` at `base_url` (its kind's default when `None`),
+    /// paid with `key`.
     pub fn new(
+        account: &str,
         kind: ProviderKind,
         base_url: Option<&str>,
         key: SecretValue,
@@ -125,6 +143,7 @@ impl Provider {
     ) -> Result<Provider, Error> {
         let url = endpoint_url(kind, base_url.unwrap_or(kind.default_base_url()))?;
         Ok(Provider {
+            account: account.to_owned(),
             kind,
             url,
             key,
@@ -145,17 +164,25 @@ impl Provider {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let key = self.key.dangerously_expose();
-        let (name, value) = match self.kind {
+        // The header's text is a copy of the key: wiped when it has been made a header value.
+        // (The value itself lives in the HTTP client's buffers, beyond reach.)
+        let mut value = Zeroizing::new(String::with_capacity(key.len() + 7));
+        let name = match self.kind {
             ProviderKind::Anthropic => {
                 headers.insert(
                     HeaderName::from_static("anthropic-version"),
                     HeaderValue::from_static(anthropic::API_VERSION),
                 );
-                (HeaderName::from_static("x-api-key"), key.to_owned())
+                value.push_str(key);
+                HeaderName::from_static("x-api-key")
             }
-            ProviderKind::OpenAi => (reqwest::header::AUTHORIZATION, format!("Bearer {key}")),
+            ProviderKind::OpenAi => {
+                value.push_str("Bearer ");
+                value.push_str(key);
+                reqwest::header::AUTHORIZATION
+            }
         };
-        let mut value = HeaderValue::from_str(&value).map_err(|_| Error::Setup {
+        let mut value = HeaderValue::from_str(value.as_str()).map_err(|_| Error::Setup {
             detail: "the stored model key holds characters an HTTP header cannot carry; set \
                      it again with `stepward models add`"
                 .to_owned(),
@@ -170,6 +197,7 @@ impl Provider {
         &self,
         request: &TurnRequest,
         observer: &mut dyn Observer,
+        deadline: Deadline,
     ) -> Result<Turn, Error> {
         let body = match self.kind {
             ProviderKind::Anthropic => anthropic::request_body(request),
@@ -182,28 +210,37 @@ impl Provider {
         })?;
         let answer: Body = self
             .client
-            .post(&self.url, self.headers()?, body, &self.key)
+            .post(&self.url, self.headers()?, body, &self.key, deadline)
             .await?;
+        let budget = &mut ToolBudget::new(request, self.client.options());
+        let key = &self.key;
         match (self.kind, request.stream) {
-            (ProviderKind::Anthropic, false) => anthropic::read_whole(answer, &self.key).await,
+            (ProviderKind::Anthropic, false) => anthropic::read_whole(answer, key, budget).await,
             (ProviderKind::Anthropic, true) => {
-                anthropic::read_stream(answer, observer, &self.key).await
+                anthropic::read_stream(answer, observer, key, budget).await
             }
-            (ProviderKind::OpenAi, false) => openai::read_whole(answer, &self.key).await,
-            (ProviderKind::OpenAi, true) => openai::read_stream(answer, observer, &self.key).await,
+            (ProviderKind::OpenAi, false) => openai::read_whole(answer, key, budget).await,
+            (ProviderKind::OpenAi, true) => {
+                openai::read_stream(answer, observer, key, budget).await
+            }
         }
     }
 
+    /// The turn and its retries, all before `budget` from now has passed.
     async fn turn_with_retries(
         &self,
         request: &TurnRequest,
         observer: &mut dyn Observer,
+        budget: Duration,
     ) -> Result<Turn, Error> {
+        let deadline = Deadline::after(budget);
+        // Held for the whole turn, retries and waits included.
+        let _admission = self.client.admit(&self.account)?;
         let policy = self.client.options().retries;
         let max_retries = policy.max_retries.min(MAX_RETRIES);
         let mut retry = 0;
         loop {
-            let error = match self.attempt(request, observer).await {
+            let error = match self.attempt(request, observer, deadline).await {
                 Ok(turn) => return Ok(turn),
                 Err(error) => error,
             };
@@ -212,7 +249,8 @@ impl Provider {
             }
             let backoff = policy.base_delay.saturating_mul(1 << retry);
             let wait = error.retry_after().unwrap_or(backoff);
-            if wait > policy.max_wait {
+            // Not waited for: longer than the client waits, or past the turn's deadline.
+            if wait > policy.max_wait || deadline.passes_before(wait) {
                 return Err(error);
             }
             retry += 1;
@@ -232,7 +270,7 @@ impl Model for Provider {
         request: &'a TurnRequest,
         observer: &'a mut dyn Observer,
     ) -> TurnFuture<'a> {
-        Box::pin(self.turn_with_retries(request, observer))
+        Box::pin(self.turn_with_retries(request, observer, self.client.options().turn_timeout))
     }
 }
 
@@ -248,13 +286,17 @@ pub struct Probe {
 }
 
 impl Provider {
-    /// Sends one short prompt to `model` (a whole answer, at most 64 tokens): how a person
-    /// learns that the key and the endpoint work.
+    /// Sends one short prompt to `model` (a whole answer, at most 64 tokens, within
+    /// [`crate::ClientOptions::probe_timeout`] with its retries): how a person learns that the
+    /// key and the endpoint work.
     pub async fn probe(&self, model: &str) -> Probe {
         let mut request = TurnRequest::new(model, PROBE_PROMPT);
         request.max_tokens = 64;
         let mut recorder = crate::types::Recorder::default();
-        let result = self.turn(&request, &mut recorder).await;
+        let budget = self.client.options().probe_timeout;
+        let result = self
+            .turn_with_retries(&request, &mut recorder, budget)
+            .await;
         Probe {
             model: model.to_owned(),
             result,

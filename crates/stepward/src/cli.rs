@@ -127,6 +127,11 @@ pub struct ServeArgs {
     /// The address to listen on (port 0: any free port; the address is printed).
     #[arg(long, env = "STEPWARD_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,
+    /// The server's address as people reach it (`https://stepward.example.com`). Every
+    /// address its host resolves to at start is denied to model endpoints, like the listen
+    /// address, so no provider's base URL points the platform at its own API.
+    #[arg(long, env = "STEPWARD_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<llm::Url>,
     /// The email of the first owner, invited on first start when nobody exists yet.
     #[arg(long, env = "STEPWARD_OWNER_EMAIL", default_value = "owner@localhost")]
     pub owner_email: String,

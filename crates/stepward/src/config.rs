@@ -1,9 +1,10 @@
 //! Configuration: command-line flags with environment fallbacks, read once into [`Config`] and
 //! handed to each component as its own options (no globals).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use sha2::{Digest, Sha256};
 
@@ -102,6 +103,19 @@ pub struct GlobalArgs {
     /// The largest `work_mib` (size of `/work`) a step may declare.
     #[arg(long, env = "STEPWARD_MAX_STEP_WORK_MIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.work_mib, value_name = "MIB")]
     pub max_step_work_mib: u64,
+    /// A NAT64 prefix of this host's network besides the well-known `64:ff9b::/96`
+    /// (`2001:db8:64::/96`; /32 to /96 as RFC 6052 allows), denied to model endpoints whole:
+    /// through it every IPv4 address, private ones too, can be written in IPv6. Repeat the
+    /// flag, or separate prefixes with commas in the environment variable.
+    #[arg(
+        long = "deny-nat64-prefix",
+        env = "STEPWARD_DENY_NAT64_PREFIX",
+        value_name = "PREFIX",
+        value_delimiter = ',',
+        value_parser = llm::nat64_prefix,
+        global = true
+    )]
+    pub deny_nat64_prefix: Vec<llm::Cidr>,
 }
 
 /// The sandbox backend a command uses.
@@ -171,9 +185,70 @@ impl Config {
                 } else {
                     llm::PublicEndpoints::Allowed
                 },
-                denied: Vec::new(),
+                denied: args
+                    .deny_nat64_prefix
+                    .iter()
+                    .map(|prefix| llm::ExtraRange {
+                        range: *prefix,
+                        why: "the operator's NAT64 prefix (--deny-nat64-prefix)".to_owned(),
+                    })
+                    .collect(),
             },
         }
+    }
+
+    /// For `stepward serve`: the platform's own addresses are denied to model endpoints,
+    /// even when public (G11), so that no provider's base URL points the platform at its own
+    /// API: the listen address (unless it is unspecified, `0.0.0.0` or `[::]`: this host's
+    /// addresses are denied at every check anyway) and every address the public URL's host
+    /// resolves to now, at start. A public URL whose host does not resolve is an error: its
+    /// addresses could not be denied.
+    pub fn deny_platform_addresses(
+        &mut self,
+        listen: SocketAddr,
+        public_url: Option<&llm::Url>,
+        resolve: &dyn Fn(&str, u16) -> std::io::Result<Vec<IpAddr>>,
+    ) -> anyhow::Result<()> {
+        let denied = &mut self.model_endpoints.denied;
+        if !listen.ip().is_unspecified() {
+            denied.push(llm::ExtraRange {
+                range: listen.ip().into(),
+                why: format!("the address this server listens on ({listen})"),
+            });
+        }
+        let Some(url) = public_url else {
+            return Ok(());
+        };
+        let host = url
+            .host_str()
+            .map(|host| host.trim_start_matches('[').trim_end_matches(']'))
+            .with_context(|| format!("the public URL {url} has no host"))?;
+        let port = url.port_or_known_default().unwrap_or(443);
+        let addresses = match host.parse::<IpAddr>() {
+            Ok(address) => vec![address],
+            Err(_) => resolve(host, port).with_context(|| {
+                format!(
+                    "the public URL's host {host} does not resolve, so its addresses cannot be \
+                     denied to model endpoints (G11); check --public-url and the resolver"
+                )
+            })?,
+        };
+        for address in addresses {
+            denied.push(llm::ExtraRange {
+                range: address.into(),
+                why: format!("an address of the platform's public URL ({host})"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The system's resolver, for [`Config::deny_platform_addresses`] at start.
+    pub fn resolve_with_system(host: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
+        use std::net::ToSocketAddrs;
+        Ok((host, port)
+            .to_socket_addrs()?
+            .map(|address| address.ip())
+            .collect())
     }
 
     /// The client every model call of this process goes through, held to the operator's
@@ -216,5 +291,114 @@ impl Config {
     pub fn uid_band(&self) -> u32 {
         let instance = self.instance_id();
         u32::from_str_radix(&instance[..4], 16).unwrap_or_default() % 1000
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        global: GlobalArgs,
+    }
+
+    fn config(flags: &[&str]) -> Config {
+        let flags = Flags::try_parse_from(std::iter::once("stepward").chain(flags.iter().copied()))
+            .unwrap();
+        Config::from_args(
+            &flags.global,
+            redact::ScrubRegistry::default(),
+            std::sync::Arc::new(crate::timings::Timings::new(false)),
+        )
+    }
+
+    /// Names the test knows; no test resolves a name through the system.
+    fn resolve(host: &str, _port: u16) -> std::io::Result<Vec<IpAddr>> {
+        match host {
+            "stepward.example.com" => Ok(vec![
+                "198.100.1.7".parse().unwrap(),
+                "2606:4700::6810:1".parse().unwrap(),
+            ]),
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "not in the test's table",
+            )),
+        }
+    }
+
+    fn denied(config: &Config, address: &str) -> bool {
+        let address: IpAddr = address.parse().unwrap();
+        config
+            .model_endpoints
+            .denied
+            .iter()
+            .any(|range| range.range.contains(address))
+    }
+
+    #[test]
+    fn g11_serve_denies_its_listen_address_and_its_public_urls_addresses_to_model_endpoints() {
+        let mut config = config(&[]);
+        let public: llm::Url = "https://stepward.example.com".parse().unwrap();
+        config
+            .deny_platform_addresses("198.100.1.9:8080".parse().unwrap(), Some(&public), &resolve)
+            .unwrap();
+        for address in ["198.100.1.7", "2606:4700::6810:1", "198.100.1.9"] {
+            assert!(denied(&config, address), "{address} is not denied");
+        }
+        assert!(!denied(&config, "198.100.1.8"));
+        // The client of the process refuses a provider at the public URL's address, and
+        // says why.
+        let client = config.model_client().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let url: llm::Url = "https://198.100.1.7/v1/chat/completions".parse().unwrap();
+        match runtime.block_on(client.check_endpoint(&url)) {
+            Err(llm::Error::EndpointRefused { reason, .. }) => {
+                assert!(reason.contains("public URL"), "{reason}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn g11_the_operators_nat64_prefix_is_denied_to_model_endpoints() {
+        let config = config(&["--deny-nat64-prefix", "2001:db8:64::/96"]);
+        // 2001:db8:64::10.0.0.1 and 2001:db8:64::8.8.8.8: the prefix is denied whole.
+        assert!(denied(&config, "2001:db8:64::a00:1"));
+        assert!(denied(&config, "2001:db8:64::808:808"));
+        assert!(!denied(&config, "2001:db8:65::a00:1"));
+        for bad in [
+            "10.0.0.0/8",
+            "2001:db8:64::/33",
+            "2001:db8:64::1/96",
+            "nat64",
+        ] {
+            let error = Flags::try_parse_from(["stepward", "--deny-nat64-prefix", bad])
+                .err()
+                .unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(error.to_string().contains("NAT64"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn g11_an_unspecified_listen_address_adds_nothing_and_an_unresolvable_public_url_is_an_error() {
+        let mut config = config(&[]);
+        config
+            .deny_platform_addresses("0.0.0.0:8080".parse().unwrap(), None, &resolve)
+            .unwrap();
+        assert!(config.model_endpoints.denied.is_empty());
+        let unknown: llm::Url = "https://nowhere.example.com".parse().unwrap();
+        let error = config
+            .deny_platform_addresses("[::]:8080".parse().unwrap(), Some(&unknown), &resolve)
+            .unwrap_err();
+        assert!(
+            format!("{error:#}").contains("nowhere.example.com"),
+            "{error:#}"
+        );
     }
 }

@@ -20,7 +20,14 @@ fn key() -> SecretValue {
 }
 
 async fn turn_at(base_url: &str, client: Client) -> Result<llm::Turn, Error> {
-    let provider = Provider::new(ProviderKind::Anthropic, Some(base_url), key(), client).unwrap();
+    let provider = Provider::new(
+        "acct",
+        ProviderKind::Anthropic,
+        Some(base_url),
+        key(),
+        client,
+    )
+    .unwrap();
     provider
         .turn(
             &TurnRequest::new("fake-large", "hello"),
@@ -284,6 +291,7 @@ async fn g16_the_key_reaches_no_request_but_the_providers() {
     .await;
     let client = Client::new(options(&[&provider_fake.endpoint(), &target.endpoint()])).unwrap();
     let provider = Provider::new(
+        "acct",
         ProviderKind::Anthropic,
         Some(&provider_fake.url()),
         key(),
@@ -313,5 +321,26 @@ async fn g16_the_key_reaches_no_request_but_the_providers() {
             .collect();
         assert_eq!(holding, ["x-api-key"]);
         assert!(!String::from_utf8_lossy(&received.body).contains(KEY));
+    }
+}
+
+/// A base URL whose host ends with a dot (`api.anthropic.com.`) is refused when the provider
+/// is set up, with words that say what to write instead; not left to fail at the first
+/// request with a message about names that were not checked.
+#[tokio::test]
+async fn a_host_with_a_trailing_dot_is_refused_with_a_clear_error() {
+    for (kind, base_url) in [
+        (ProviderKind::Anthropic, "https://api.anthropic.com./"),
+        (ProviderKind::OpenAi, "http://llm.internal.:8081/v1"),
+    ] {
+        let client = Client::new(options(&["llm.internal:8081"])).unwrap();
+        let error = match Provider::new("acct", kind, Some(base_url), key(), client) {
+            Err(error) => error,
+            Ok(_) => panic!("{base_url} accepted"),
+        };
+        assert_eq!(error.kind(), "invalid_base_url", "{error}");
+        let words = error.to_string();
+        assert!(words.contains("ends with a dot"), "{words}");
+        assert!(words.contains("write the name without it"), "{words}");
     }
 }

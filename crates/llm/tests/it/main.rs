@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod g11_endpoints;
+mod limits;
 mod suite;
 mod support;
 mod tls;

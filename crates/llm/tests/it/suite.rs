@@ -13,11 +13,10 @@ use serde_json::json;
 
 use crate::support::{KEY, fake, options, provider, provider_with};
 
+/// A request that offers a tool: the model's tool calls are answers to it (a request that
+/// offers none gets none, see `limits`).
 fn request(stream: bool) -> TurnRequest {
-    TurnRequest {
-        stream,
-        ..TurnRequest::new("fake-large", "What is in notes.txt?")
-    }
+    crate::limits::offering_tools(stream)
 }
 
 async fn turn(

@@ -14,6 +14,9 @@ use redact::SecretValue;
 /// The model key of every test; it must reach the provider's auth header and nothing else.
 pub const KEY: &str = "sk-test-0123456789-abcdefghij-key";
 
+/// The account every test's provider belongs to.
+pub const ACCOUNT: &str = "acct";
+
 /// Short waits, so the retry and timeout tests stay quick.
 pub fn options(exempt: &[&str]) -> ClientOptions {
     ClientOptions {
@@ -29,8 +32,13 @@ pub fn options(exempt: &[&str]) -> ClientOptions {
         resolver: Arc::new(StaticResolver::new()),
         connect_timeout: Duration::from_secs(5),
         turn_timeout: Duration::from_secs(20),
+        probe_timeout: Duration::from_secs(20),
         idle_timeout: Duration::from_secs(5),
         max_response_bytes: 1024 * 1024,
+        max_tool_argument_bytes: 1024 * 1024,
+        max_turn_tool_argument_bytes: 2 * 1024 * 1024,
+        max_concurrent_turns: 16,
+        max_concurrent_turns_per_account: 4,
         retries: RetryPolicy {
             max_retries: 3,
             base_delay: Duration::from_millis(20),
@@ -54,6 +62,7 @@ pub fn provider(kind: ProviderKind, fake: &FakeModel) -> Provider {
 
 pub fn provider_with(kind: ProviderKind, fake: &FakeModel, options: ClientOptions) -> Provider {
     Provider::new(
+        ACCOUNT,
         kind,
         Some(&fake.base_url(format_of(kind))),
         SecretValue::new(KEY.to_owned()),

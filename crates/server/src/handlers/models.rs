@@ -1,6 +1,8 @@
-//! The account's model providers over the API (`/api/models`) and the console (`/models`):
-//! members list them (names, kinds, URLs, the default; never a key), admins add, replace,
-//! remove, pick the default and send a test prompt. A provider's settings are a row of their
+//! The account's model providers over the API (`/api/models`) and the console (`/models`),
+//! all for admins: they list them (names, kinds, URLs, the default; never a key), add,
+//! replace, remove, pick the default and send a test prompt. A base URL may name a host of
+//! the account's own network, so members, who write agent files, learn only the providers'
+//! names, from the vault's names-only listing of model keys. A provider's settings are a row of their
 //! own; its key is the vault model key of the same name, which goes in and never comes back
 //! out. Every change and every test is audited by name (G25). Which endpoints may be reached
 //! is the operator's choice (the server's `llm::Client`), never the account's (G11).
@@ -17,11 +19,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, Response};
 use axum::{Extension, Form, Json};
-use redact::{SecretName, SecretRequest, SecretValue};
+use redact::{Redactor, SecretName, SecretRequest, SecretValue};
 use serde::Deserialize;
 use serde_json::json;
 use storage::AccountId;
 use storage::models::{ModelProvider, NewModelProvider};
+use zeroize::Zeroizing;
 
 use crate::authn::Authenticated;
 use crate::handlers::admin::{back_to, button, csrf_field};
@@ -187,8 +190,11 @@ async fn save(
     state: &AppState,
     authenticated: &Authenticated,
     name: String,
-    request: SaveModelProviderRequest,
+    mut request: SaveModelProviderRequest,
 ) -> Result<ModelProviderView, Error> {
+    // Moved out of the request first (no copy): from here on it is a SecretValue, wiped on
+    // drop whichever way this ends.
+    let key = SecretValue::new(std::mem::take(&mut *request.key));
     check_name(&name)?;
     let kind = kind_of(&request.provider)?;
     let base_url = request
@@ -210,7 +216,6 @@ async fn save(
         base_url.as_deref().unwrap_or(kind.default_base_url()),
     )
     .await?;
-    let key = SecretValue::new(request.key);
     let vault = state.shared.vault.clone().ok_or(Error::VaultUnavailable {
         operation: "store a model key",
     })?;
@@ -368,7 +373,7 @@ async fn callable(
                     "its key is missing from the vault; add the provider again with its key",
                 )
             })?;
-        let provider = llm::Provider::new(kind, settings.base_url.as_deref(), key, client)
+        let provider = llm::Provider::new(account.as_str(), kind, settings.base_url.as_deref(), key, client)
             .map_err(|error| invalid("base_url", error.kind()))?;
         Ok((settings, provider))
     })
@@ -438,17 +443,24 @@ async fn test(
                 "retries": result.retries,
             }),
         )?;
-        // What the provider said goes out scrubbed of every value of the account.
         let redactor = account_redactor(&shared, &account)?;
-        let scrub =
-            |text: &Option<String>| text.as_ref().map(|text| redactor.scrub(text).into_inner());
-        Ok(ModelTestResult {
-            answer: scrub(&result.answer),
-            error: scrub(&result.error),
-            ..result.clone()
-        })
+        Ok(scrubbed(&result, &redactor))
     })
     .await?
+}
+
+/// A test's result as it is shown: every text in it goes out scrubbed of every value of the
+/// account, what the endpoint chose (its answer, its error, the model it says answered) and
+/// the model that was asked alike.
+fn scrubbed(result: &ModelTestResult, redactor: &Redactor) -> ModelTestResult {
+    let scrub = |text: &Option<String>| text.as_ref().map(|text| redactor.scrub(text).into_inner());
+    ModelTestResult {
+        model: redactor.scrub(&result.model).into_inner(),
+        answer: scrub(&result.answer),
+        answered_by: scrub(&result.answered_by),
+        error: scrub(&result.error),
+        ..result.clone()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -590,7 +602,8 @@ pub(crate) struct ProviderForm {
     base_url: String,
     #[serde(default)]
     assistant_model: String,
-    key: String,
+    /// Wiped when the form is dropped, whether or not the key was stored.
+    key: Zeroizing<String>,
 }
 
 /// `POST /models`.
@@ -653,4 +666,65 @@ pub(crate) async fn test_with_form(
     }
     body.push_str("<p><a href=\"/models\">Back to the models</a></p>\n");
     Ok(page("Model test", &body))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use api_types::models::ModelTestResult;
+    use redact::testing::MemorySource;
+    use redact::{ScrubSets, SecretName};
+
+    use super::{ProviderForm, scrubbed};
+
+    const VALUE: &str = "sk_live_ShownNowhere4Kq9";
+
+    /// Everything the endpoint chose goes out scrubbed: its answer, its error and the name
+    /// of the model it says answered.
+    #[test]
+    fn g16_a_tests_answer_error_and_answering_model_are_scrubbed() {
+        let source = MemorySource::new();
+        source.set(
+            "acct",
+            SecretName::AgentSecret {
+                name: "TOKEN".into(),
+            },
+            VALUE,
+        );
+        let redactor = ScrubSets::new(Arc::new(source))
+            .for_account("acct")
+            .unwrap();
+        let result = ModelTestResult {
+            ok: true,
+            model: "fake-large".into(),
+            answer: Some(format!("the answer holds {VALUE}")),
+            answered_by: Some(format!("model-{VALUE}")),
+            input_tokens: Some(1),
+            output_tokens: Some(1),
+            error_kind: None,
+            error: Some(format!("and the error {VALUE}")),
+            retries: 0,
+        };
+        let shown = scrubbed(&result, &redactor);
+        let text = serde_json::to_string(&shown).unwrap();
+        assert!(!text.contains(VALUE), "{text}");
+        assert!(shown.answered_by.unwrap().starts_with("model-"));
+        assert_eq!(shown.model, "fake-large");
+    }
+
+    /// The console form's key is held in a type that wipes it when dropped, whichever way the
+    /// request ends.
+    #[test]
+    fn g16_the_key_of_the_provider_form_is_wiped_when_dropped() {
+        let form: ProviderForm = serde_json::from_value(serde_json::json!({
+            "name": "claude",
+            "provider": "anthropic",
+            "key": "sk-ant-form-wiped",
+        }))
+        .unwrap();
+        let key_type = std::any::type_name_of_val(&form.key);
+        assert!(key_type.contains("Zeroizing"), "the key is a {key_type}");
+        assert_eq!(form.key.as_str(), "sk-ant-form-wiped");
+    }
 }

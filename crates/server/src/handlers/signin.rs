@@ -546,7 +546,7 @@ pub(crate) async fn home(
         ("/approvals", "Approvals waiting for me", Role::Member),
         ("/files", "Files", Role::Viewer),
         ("/vault", "Vault", Role::Member),
-        ("/models", "Models", Role::Member),
+        ("/models", "Models", Role::Admin),
         ("/shares", "Share links", Role::Member),
         ("/people", "People and roles", Role::Admin),
         ("/keys", "API keys", Role::Admin),

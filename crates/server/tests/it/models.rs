@@ -8,7 +8,7 @@ use auth::Role;
 use fake_model::{FakeModel, Script, ScriptTurn};
 use serde_json::json;
 
-use crate::support::{Caller, Harness};
+use crate::support::{Caller, Harness, VAULT_VALUE};
 
 const KEY: &str = "sk-ant-server-test-0123456789-key";
 
@@ -49,7 +49,6 @@ async fn models_api_add_list_test_default_remove_with_the_fake() {
     .unwrap();
     let harness = Harness::with_model_endpoints(&[&fake.endpoint()]);
     let admin = harness.credentials(Caller::Key(Role::Admin));
-    let member = harness.credentials(Caller::Person(Role::Member));
 
     let added = harness
         .call(
@@ -83,7 +82,7 @@ async fn models_api_add_list_test_default_remove_with_the_fake() {
     assert_eq!(second.status, 200, "{}", second.text());
     assert_eq!(second.json()["is_default"], false);
 
-    let listed = harness.call("GET", "/api/models", &member, None).await;
+    let listed = harness.call("GET", "/api/models", &admin, None).await;
     assert_eq!(listed.status, 200, "{}", listed.text());
     let providers = listed.json();
     let names: Vec<&str> = providers
@@ -118,7 +117,7 @@ async fn models_api_add_list_test_default_remove_with_the_fake() {
         .await;
     assert_eq!(made_default.status, 204, "{}", made_default.text());
     let listed = harness
-        .call("GET", "/api/models", &member, None)
+        .call("GET", "/api/models", &admin, None)
         .await
         .json();
     assert_eq!(listed[0]["is_default"], false);
@@ -221,8 +220,9 @@ async fn the_models_page_lists_providers_escaped_and_never_a_key() {
             None,
         )
         .await;
-    assert_eq!(member_page.status, 200);
-    assert!(!member_page.text().contains("action=\"/models\""));
+    // Members see the providers' names in the vault, not this page.
+    assert_eq!(member_page.status, 403);
+    assert!(!member_page.text().contains("claude"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -268,4 +268,186 @@ async fn g19_a_workflow_whose_step_names_a_model_key_does_not_validate_and_canno
         )
         .await;
     assert_eq!(started.status, 422, "{}", started.text());
+}
+
+/// Model calls in flight are bounded, per account and for the whole server, so that tests
+/// fired in parallel cannot hold the memory of many answers at once: beyond 4 at once for
+/// one account, a test is answered at once with an error that says so, and never reaches the
+/// provider; another account's test still goes through.
+#[tokio::test(flavor = "multi_thread")]
+async fn parallel_model_tests_beyond_the_limit_are_answered_at_once_and_reach_no_provider() {
+    let fake = FakeModel::start(Script {
+        turns: vec![ScriptTurn::text("slowly").slow(1_500)],
+        repeat: true,
+    })
+    .await
+    .unwrap();
+    let harness = Arc::new(Harness::with_model_endpoints(&[&fake.endpoint()]));
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let stranger = harness.credentials(Caller::StrangerKey);
+    for credentials in [&admin, &stranger] {
+        // Each account's own provider, both at the fake.
+        let added = harness
+            .call(
+                "PUT",
+                "/api/models/claude",
+                credentials,
+                json_body(json!({
+                    "provider": "anthropic",
+                    "base_url": fake.url(),
+                    "assistant_model": "fake-large",
+                    "key": KEY,
+                })),
+            )
+            .await;
+        assert_eq!(added.status, 200, "{}", added.text());
+    }
+    let admin = Arc::new(admin);
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let harness = Arc::clone(&harness);
+        let admin = Arc::clone(&admin);
+        calls.spawn(async move {
+            let started = std::time::Instant::now();
+            let answer = harness
+                .call(
+                    "POST",
+                    "/api/models/claude/test",
+                    &admin,
+                    json_body(json!({})),
+                )
+                .await;
+            (answer.status, answer.json(), started.elapsed())
+        });
+    }
+    // The stranger's one test starts while the account's are in flight.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let other = harness
+        .call(
+            "POST",
+            "/api/models/claude/test",
+            &stranger,
+            json_body(json!({})),
+        )
+        .await;
+    let (mut answered, mut busy) = (0, 0);
+    while let Some(joined) = calls.join_next().await {
+        let (status, result, took) = joined.unwrap();
+        assert_eq!(status, 200, "{result}");
+        if result["ok"] == true {
+            answered += 1;
+        } else {
+            assert_eq!(result["error_kind"], "busy", "{result}");
+            let error = result["error"].as_str().unwrap();
+            assert!(error.contains("at once"), "{error}");
+            assert!(
+                took < std::time::Duration::from_secs(1),
+                "busy after {took:?}"
+            );
+            busy += 1;
+        }
+    }
+    assert_eq!((answered, busy), (4, 6));
+    assert_eq!(other.json()["ok"], true, "{}", other.text());
+    assert_eq!(
+        fake.requests().len(),
+        5,
+        "the refused tests reached no provider"
+    );
+}
+
+/// What the endpoint says goes out scrubbed of the account's values: its answer, its
+/// error, and the model name it reports (`answered_by`), which the endpoint chooses too.
+#[tokio::test(flavor = "multi_thread")]
+async fn g16_the_model_name_an_endpoint_reports_is_scrubbed_like_its_answer() {
+    let fake = FakeModel::start(Script::new(vec![
+        ScriptTurn::text(&format!("the answer holds {VAULT_VALUE}"))
+            .with_model(&format!("model-{VAULT_VALUE}")),
+    ]))
+    .await
+    .unwrap();
+    let harness = Harness::with_model_endpoints(&[&fake.endpoint()]);
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/claude",
+            &admin,
+            json_body(json!({
+                "provider": "anthropic",
+                "base_url": fake.url(),
+                "assistant_model": "fake-large",
+                "key": KEY,
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    let tested = harness
+        .call(
+            "POST",
+            "/api/models/claude/test",
+            &admin,
+            json_body(json!({})),
+        )
+        .await;
+    assert_eq!(tested.status, 200, "{}", tested.text());
+    let result = tested.json();
+    assert_eq!(result["ok"], true, "{result}");
+    assert!(!tested.text().contains(VAULT_VALUE), "{result}");
+    assert!(
+        result["answered_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("model-"),
+        "{result}"
+    );
+}
+
+/// The providers' settings are an admin's, like every other route of the Models page: a
+/// base URL may name a host of the account's own network. Members (who write agent files)
+/// learn the providers' names, and nothing else, from the vault's names-only listing.
+#[tokio::test(flavor = "multi_thread")]
+async fn providers_are_listed_to_admins_and_members_see_their_names_only() {
+    let harness = Harness::with_model_endpoints(&["127.0.0.1:9"]);
+    let admin = harness.credentials(Caller::Key(Role::Admin));
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/local",
+            &admin,
+            json_body(json!({
+                "provider": "openai",
+                "base_url": "http://127.0.0.1:9/v1",
+                "key": KEY,
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    for member in [Caller::Person(Role::Member), Caller::Key(Role::Member)] {
+        let credentials = harness.credentials(member);
+        let listed = harness.call("GET", "/api/models", &credentials, None).await;
+        assert_eq!(listed.status, 403, "{member:?}: {}", listed.text());
+        assert!(!listed.text().contains("127.0.0.1"), "{}", listed.text());
+        let names = harness
+            .call("GET", "/api/vault/model-keys", &credentials, None)
+            .await;
+        assert_eq!(names.status, 200, "{member:?}: {}", names.text());
+        assert_eq!(names.json()[0]["provider"], "local", "{}", names.text());
+        assert!(!names.text().contains("127.0.0.1"), "{}", names.text());
+    }
+    let page = harness
+        .call(
+            "GET",
+            "/models",
+            &harness.credentials(Caller::Person(Role::Member)),
+            None,
+        )
+        .await;
+    assert_eq!(page.status, 403, "{}", page.text());
+    let listed = harness.call("GET", "/api/models", &admin, None).await;
+    assert_eq!(listed.status, 200);
+    assert_eq!(
+        listed.json()[0]["base_url"],
+        "http://127.0.0.1:9/v1/chat/completions"
+    );
 }

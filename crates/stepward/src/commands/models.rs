@@ -333,7 +333,13 @@ pub fn provider(
         .find(|(found, _)| matches!(found, SecretName::ModelKey { provider } if provider == name))
         .map(|(_, value)| value)
         .with_context(|| format!("the vault has no key for {name}"))?;
-    let provider = llm::Provider::new(kind, settings.base_url.as_deref(), key, client)?;
+    let provider = llm::Provider::new(
+        account.as_str(),
+        kind,
+        settings.base_url.as_deref(),
+        key,
+        client,
+    )?;
     Ok((settings, provider))
 }
 

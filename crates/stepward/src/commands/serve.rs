@@ -34,7 +34,13 @@ use crate::config::{Backend, Config};
 
 use crate::server_keys::ServerKeyFiles;
 
-pub fn run(args: &ServeArgs, config: Config) -> anyhow::Result<Outcome> {
+pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
+    // Before anything reaches a model: the platform's own addresses are denied (G11).
+    config.deny_platform_addresses(
+        args.listen,
+        args.public_url.as_ref(),
+        &Config::resolve_with_system,
+    )?;
     // Checked here rather than by clap, which would also refuse `STEPWARD_BEHIND_TLS=false`.
     if args.behind_tls && args.tls_cert.is_some() {
         bail!(
