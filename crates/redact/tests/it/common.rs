@@ -57,6 +57,9 @@ pub enum Encoding {
     },
     JsonEscaped,
     JsonEscapedAsciiOnly,
+    /// A JSON document written by Python's `json.dumps` (`ensure_ascii`), itself a string in
+    /// another JSON document.
+    JsonInJsonAsciiOnly,
     EachLinePrinted,
 }
 
@@ -106,6 +109,7 @@ pub fn all_encodings() -> Vec<Encoding> {
     encodings.extend([
         Encoding::JsonEscaped,
         Encoding::JsonEscapedAsciiOnly,
+        Encoding::JsonInJsonAsciiOnly,
         Encoding::EachLinePrinted,
     ]);
     encodings
@@ -143,6 +147,15 @@ pub fn print_with(secret: &str, encoding: Encoding) -> Printed {
             }
         }
         Encoding::JsonEscapedAsciiOnly => wrapped(json_ascii_only(secret)),
+        Encoding::JsonInJsonAsciiOnly => {
+            let inner = format!("{{\"token\": \"{}\"}}", json_ascii_only(secret));
+            let outer = serde_json::to_string(&inner).unwrap();
+            let escaped_twice = serde_json::to_string(&json_ascii_only(secret)).unwrap();
+            Printed {
+                forbidden: vec![escaped_twice[1..escaped_twice.len() - 1].to_owned()],
+                text: format!("{{\"body\": {outer}}}"),
+            }
+        }
         Encoding::EachLinePrinted => {
             let lines: Vec<&str> = secret.lines().collect();
             let text = lines
