@@ -5,7 +5,7 @@
 
 use zeroize::Zeroizing;
 
-use crate::patterns::{JsonEscaping, Pattern, SlashForm, json_escape};
+use crate::patterns::{HexCase, JsonEscaping, Pattern, SlashForm, json_escape};
 
 /// How a markup escaper writes `"`.
 #[derive(Clone, Copy)]
@@ -106,12 +106,20 @@ pub(crate) fn push_quoting_forms(value: &str, patterns: &mut Vec<Pattern>) {
         }
         patterns.push(Zeroizing::new(quoted.into_bytes()));
     }
-    if value.contains(['"', '\\']) || value.chars().any(char::is_control) {
-        let once = Zeroizing::new(json_escape(value, JsonEscaping::Minimal, SlashForm::Kept));
-        for slash_form in [SlashForm::Kept, SlashForm::Encoded] {
-            patterns.push(Zeroizing::new(
-                json_escape(&once, JsonEscaping::Minimal, slash_form).into_bytes(),
-            ));
+    if value.contains(['"', '\\']) || value.chars().any(|c| c.is_control() || !c.is_ascii()) {
+        // The inner document as serde_json or Go writes it, or as Python's default
+        // `ensure_ascii` does (`\u00e9`); the outer one escapes that document's backslashes.
+        for inner in [
+            JsonEscaping::Minimal,
+            JsonEscaping::AsciiOnly(HexCase::Lower),
+            JsonEscaping::AsciiOnly(HexCase::Upper),
+        ] {
+            let once = Zeroizing::new(json_escape(value, inner, SlashForm::Kept));
+            for slash_form in [SlashForm::Kept, SlashForm::Encoded] {
+                patterns.push(Zeroizing::new(
+                    json_escape(&once, JsonEscaping::Minimal, slash_form).into_bytes(),
+                ));
+            }
         }
     }
 }
