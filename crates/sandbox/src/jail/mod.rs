@@ -161,7 +161,7 @@ pub(crate) fn start<S: Sys>(
     // 2. public_egress: the sandbox lives in the namespace the platform built and owns.
     if let Some(netns) = &plan.netns {
         sys.join_network_namespace(netns)
-            .map_err(failed("network", format!("setns {}", netns.display())))?;
+            .map_err(failed("network", format!("setns {}", netns.path.display())))?;
     }
     // 3. v1 controllers: the helper (one thread) moves itself into the sandbox's groups, so
     //    the clone below inherits them and the child is a member before it runs anything.

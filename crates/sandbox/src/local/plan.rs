@@ -106,7 +106,7 @@ pub(crate) struct PlanInputs<'a> {
     pub cgroup: &'a SandboxCgroup,
     pub cgroup_v1_home_tasks: Vec<PathBuf>,
     pub cgroup_namespace: CgroupNamespaceTiming,
-    pub netns: Option<PathBuf>,
+    pub netns: Option<crate::jail::plan::NetnsPlan>,
     pub resolv_conf: Option<String>,
     pub extra_read_only: Vec<(PathBuf, PathBuf)>,
 }

@@ -176,9 +176,14 @@ pub(crate) fn prepare(
         cgroup: &cgroup,
         cgroup_v1_home_tasks: shared.cgroups.v1_home_tasks_files(),
         cgroup_namespace,
-        netns: network
-            .as_ref()
-            .map(|network| network.netns_path().to_path_buf()),
+        netns: network.as_ref().map(|network| {
+            let (device, inode) = network.netns_identity();
+            crate::jail::plan::NetnsPlan {
+                path: network.netns_path().to_path_buf(),
+                device,
+                inode,
+            }
+        }),
         resolv_conf: network.as_ref().map(|network| network.resolv_conf()),
         extra_read_only,
     });

@@ -184,7 +184,7 @@ fn g11_test_exemption_never_opens_endpoints_or_the_host() {
     assert_eq!(set_elements(&text, "endpoints_v4"), ["203.0.113.80/32"]);
     assert_eq!(set_elements(&text, "endpoints_v6"), ["2001:db8::80/128"]);
     let rules = chain_rules(&text, "from_sandbox");
-    let spoof = position_of(&rules, "@sandbox_links");
+    let spoof = position_of(&rules, "fib saddr . iif oif missing");
     let resolver = position_of(&rules, "th dport 53");
     let endpoints = position_of(&rules, "ip daddr @endpoints_v4");
     let host = position_of(&rules, "fib daddr type");

@@ -136,19 +136,26 @@ fn g11_public_egress_step_reaches_the_test_internet_and_nothing_else_needs_root(
             "not masqueraded: {line}"
         );
     }
-    // The sandbox's network is gone after the step.
-    let leftovers: Vec<String> = std::fs::read_dir("/run/netns")
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(&format!("{}-", topology.options.namespace_prefix)))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
-    assert!(
-        !topology
-            .host
-            .links()
-            .iter()
-            .any(|link| link.starts_with("swh"))
+    // The sandbox's network is gone after the step: its gateway address at once (the kernel
+    // frees the veth itself a moment later, with the namespace nobody holds any more).
+    let addresses = crate::net::support::run_in(
+        &topology.host.path,
+        crate::net::support::IP,
+        &["-o", "addr", "show"],
     );
+    assert!(!addresses.contains(&gateway), "{addresses}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while topology
+        .host
+        .links()
+        .iter()
+        .any(|link| link.starts_with("swh"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sandbox's veth outlived it: {:?}",
+            topology.host.links()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
