@@ -322,7 +322,8 @@ pub fn sweep(options: &LocalOptions) -> Result<SweepReport, Error> {
     }
     SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
     if let Some(egress) = &options.egress {
-        report.networks = crate::net::sweep(egress)?.namespaces.len();
+        let networks = crate::net::sweep(egress)?;
+        report.networks = networks.host_links.len() + networks.namespaces.len();
     }
     Ok(report)
 }

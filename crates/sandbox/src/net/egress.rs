@@ -246,15 +246,10 @@ impl EgressNetwork {
                 Err(source) => {
                     // The address cannot be taken back: remove the whole pair instead, and
                     // wait for it, so the slot's next network never finds its /30 taken.
-                    self.host
-                        .delete_link(index)
-                        .map_err(|_| Error::Netlink {
-                            operation: format!(
-                                "remove {}/30 from {}",
-                                self.gateway, self.host_veth
-                            ),
-                            source,
-                        })?;
+                    self.host.delete_link(index).map_err(|_| Error::Netlink {
+                        operation: format!("remove {}/30 from {}", self.gateway, self.host_veth),
+                        source,
+                    })?;
                 }
             }
         }

@@ -128,7 +128,16 @@ mod tests {
     #[test]
     fn only_sandbox_veths_are_selected() {
         let names = [
-            "lo", "swh3", "swhx", "eth0", "swh12", "swh", "swh1a", "swh7x0a1b2c", "swh7x", "swhx12",
+            "lo",
+            "swh3",
+            "swhx",
+            "eth0",
+            "swh12",
+            "swh",
+            "swh1a",
+            "swh7x0a1b2c",
+            "swh7x",
+            "swhx12",
             "swh7xzz",
         ];
         let selected: Vec<&str> = names
