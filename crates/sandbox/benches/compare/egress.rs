@@ -24,13 +24,13 @@ use crate::{
 /// A network namespace that plays the platform's host for the egress network: the nftables
 /// table, the gateway ends of the veths and forwarding live here, never in the real host.
 /// Deleted on drop.
-struct HostStandIn {
+pub(crate) struct HostStandIn {
     name: String,
-    path: PathBuf,
+    pub(crate) path: PathBuf,
 }
 
 impl HostStandIn {
-    fn create(name: String) -> Result<HostStandIn, BenchError> {
+    pub(crate) fn create(name: String) -> Result<HostStandIn, BenchError> {
         timed_command(
             Command::new(IP).args(["netns", "add", &name]),
             OutputCheck::Nothing,
@@ -84,6 +84,19 @@ impl Drop for HostStandIn {
     }
 }
 
+/// A host stand-in namespace (`swb<tag><label>`) and egress options whose host side it is.
+pub(crate) fn stand_in_egress(
+    settings: &Settings,
+    label: &str,
+) -> Result<(HostStandIn, EgressOptions), BenchError> {
+    let prefix = format!("swb{}", settings.tag);
+    let stand_in = HostStandIn::create(format!("{prefix}{label}"))?;
+    let mut egress = EgressOptions::with_resolver(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 53)));
+    egress.host_netns = Some(stand_in.path.clone());
+    egress.namespace_prefix = prefix;
+    Ok((stand_in, egress))
+}
+
 pub(crate) fn egress_section(
     settings: &Settings,
     scratch: &Path,
@@ -108,11 +121,7 @@ pub(crate) fn egress_section(
         return Ok(());
     }
     // The stand-in's name carries the tag, so scripts/bench removes it after a kill.
-    let prefix = format!("swb{}", settings.tag);
-    let stand_in = HostStandIn::create(format!("{prefix}host"))?;
-    let mut egress = EgressOptions::with_resolver(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 53)));
-    egress.host_netns = Some(stand_in.path.clone());
-    egress.namespace_prefix = prefix;
+    let (stand_in, egress) = stand_in_egress(settings, "host")?;
 
     // The network alone: built, and dropped as a step's teardown drops it (the kernel frees
     // the namespace and the veth pair on its own thread afterwards; `destroy` waits for that,

@@ -147,15 +147,11 @@ pub(crate) fn prepare(
         Some(options) => Some(crate::net::EgressNetwork::create(options, slot.index())?),
         None => None,
     };
-    let mut extra_read_only = Vec::new();
-    if network.is_some() {
+    let extra_read_only = match network {
         // TLS needs the host's public CA bundle; it is public data.
-        let bundle = Path::new("/etc/ssl/certs/ca-certificates.crt");
-        if let Ok(source) = bundle.canonicalize() {
-            extra_read_only.push((source.clone(), bundle.to_path_buf()));
-            extra_read_only.push((source, PathBuf::from("/usr/lib/ssl/cert.pem")));
-        }
-    }
+        Some(_) => local_plan::egress_read_only(),
+        None => Vec::new(),
+    };
     let cgroup_namespace = if shared.cgroups.all_v2() {
         CgroupNamespaceTiming::AtClone
     } else {
