@@ -34,8 +34,9 @@ use crate::net::options::{EgressOptions, HOST_VETH_PREFIX, Uplink};
 /// addresses, the address pool and the configured endpoints. The lists live in `netguard`,
 /// which the model client's endpoint check shares. Sandboxes have no IPv6 at all (it is
 /// disabled in their namespace and every other IPv6 packet is dropped too); the IPv6 list is
-/// defence in depth and documents the IPv4-mapped, NAT64, 6to4 and Teredo forms.
-pub use netguard::{DENIED_IPV4, DENIED_IPV6};
+/// defence in depth and documents the IPv4-mapped, IPv4-compatible, SIIT, NAT64, 6to4 and
+/// Teredo forms, site-local and both documentation ranges.
+pub use netguard::{DENIED_IPV4, DENIED_IPV6, MORE_DENIED_IPV6};
 
 /// The nftables program that installs (or atomically replaces) the policy table.
 ///
@@ -67,6 +68,7 @@ pub fn ruleset(options: &EgressOptions) -> String {
     interval_set(out, "denied_v4", "ipv4_addr", &denied_v4);
     let denied_v6: Vec<String> = DENIED_IPV6
         .iter()
+        .chain(MORE_DENIED_IPV6)
         .map(|range| (*range).to_owned())
         .collect();
     interval_set(out, "denied_v6", "ipv6_addr", &denied_v6);
