@@ -32,6 +32,10 @@
 
 mod confine;
 mod filter;
+#[cfg(feature = "test-controls")]
+mod filter_bench;
+#[cfg(feature = "test-controls")]
+pub use filter_bench::{FilterLayout, SyscallCosts, syscall_costs};
 pub(crate) mod plan;
 pub(crate) mod sys;
 
