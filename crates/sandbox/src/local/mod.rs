@@ -13,6 +13,7 @@ mod helper;
 pub(crate) mod outcome;
 pub(crate) mod plan;
 mod pool;
+mod priority;
 mod reaper;
 pub(crate) mod run;
 mod spare;
