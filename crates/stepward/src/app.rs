@@ -247,6 +247,9 @@ impl App {
                 // band of its own, clear of the local backend's ids.
                 options.slots = 64;
                 options.uid_base = 2_000_000_000 + self.config.uid_band() * options.slots * 1024;
+                // public_egress through the same platform-made namespaces and policy as the
+                // local backend's (the backend loads the policy when it starts).
+                options.egress = self.egress_options()?;
                 sandbox::gvisor::sweep(&options)
                     .context("cannot sweep gvisor sandboxes left by an earlier crash")?;
                 Ok(Arc::new(

@@ -38,6 +38,7 @@ fn backend(
     label: &str,
     uid_base: u32,
     pool_size: usize,
+    egress: Option<sandbox::net::EgressOptions>,
 ) -> Result<Gvisor, BenchError> {
     let state = make_dir(scratch, &format!("state-gvisor-{label}"), 0o711)?;
     let mut options = GvisorOptions::new(state);
@@ -45,6 +46,7 @@ fn backend(
     options.uid_base = uid_base;
     options.slots = 4;
     options.pool_size = pool_size;
+    options.egress = egress;
     let cgroups = CgroupLayout::detect(&options.cgroups)?;
     let backend = GvisorBackend::new(options).map_err(|error| BenchError::StepFailed {
         outcome: format!("the gvisor backend cannot be built: {error}"),
@@ -53,13 +55,18 @@ fn backend(
     Ok(Gvisor { backend, cgroups })
 }
 
-fn step(backend: &GvisorBackend, pin: PythonPin, work: &Path) -> Result<Duration, BenchError> {
+fn step(
+    backend: &GvisorBackend,
+    pin: PythonPin,
+    work: &Path,
+    network: NetworkMode,
+) -> Result<Duration, BenchError> {
     let invocation = Invocation {
         python: pin,
         code: STEP_CODE.to_owned(),
         inputs_json: String::from("{}"),
         env: Vec::new(),
-        network: NetworkMode::None,
+        network,
         limits: Limits::default(),
         work_dir: work.to_path_buf(),
         screen: Arc::new(NoSecrets),
@@ -74,6 +81,20 @@ fn step(backend: &GvisorBackend, pin: PythonPin, work: &Path) -> Result<Duration
             stderr: String::from_utf8_lossy(&observation.stderr).into_owned(),
         }),
     }
+}
+
+/// Waits until the pool holds `count` warm sandboxes.
+fn wait_for_idle(backend: &GvisorBackend, count: usize) -> Result<(), BenchError> {
+    let started = Instant::now();
+    while backend.idle_sandboxes() < count {
+        if started.elapsed() > Duration::from_secs(60) {
+            return Err(BenchError::PoolNotRefilled {
+                waited: Duration::from_secs(60),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(())
 }
 
 /// The platform line of one run's notes (systrap, or ptrace and why).
@@ -109,13 +130,27 @@ pub(crate) fn gvisor_section(
     println!();
     println!("== 5. gvisor: cold and warm beside runsc do (median of {RUNS}) ==");
     // The gvisor backend maps 1024 ids per slot; 4 slots per backend.
-    let cold = backend(settings, scratch, "cold", uid_base, 0)?;
-    let warm = backend(settings, scratch, "warm", uid_base + 4 * 1024, 1)?;
+    // public_egress through a platform-made namespace whose host side is a stand-in
+    // namespace of this run, as in section 4; the step sends nothing.
+    let (stand_in, egress) = crate::egress::stand_in_egress(settings, "gvhost")?;
+    sandbox::net::install_policy(&egress)?;
+    let cold = backend(settings, scratch, "cold", uid_base, 0, Some(egress.clone()))?;
+    let warm = backend(
+        settings,
+        scratch,
+        "warm",
+        uid_base + 4 * 1024,
+        1,
+        Some(egress),
+    )?;
     println!("  {}", platform_note(&cold.backend, pin, work)?);
     let mut runsc_do = Vec::new();
     let mut cold_samples = Vec::new();
     let mut warm_samples = Vec::new();
-    step(&warm.backend, pin, work)?;
+    let mut cold_egress = Vec::new();
+    let mut warm_egress = Vec::new();
+    step(&warm.backend, pin, work, NetworkMode::None)?;
+    step(&warm.backend, pin, work, NetworkMode::PublicEgress)?;
     for index in 0..RUNS {
         let mut command = Command::new("/usr/bin/runsc");
         command.args([
@@ -129,21 +164,20 @@ pub(crate) fn gvisor_section(
             "pass",
         ]);
         runsc_do.push(timed_command(&mut command, OutputCheck::Nothing)?);
-        cold_samples.push(step(&cold.backend, pin, work)?);
-        let started = Instant::now();
-        while warm.backend.idle_sandboxes() < 1 {
-            if started.elapsed() > Duration::from_secs(60) {
-                return Err(BenchError::PoolNotRefilled {
-                    waited: Duration::from_secs(60),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        warm_samples.push(step(&warm.backend, pin, work)?);
+        cold_samples.push(step(&cold.backend, pin, work, NetworkMode::None)?);
+        cold_egress.push(step(&cold.backend, pin, work, NetworkMode::PublicEgress)?);
+        // One warm sandbox per class (none and public_egress).
+        wait_for_idle(&warm.backend, 2)?;
+        warm_samples.push(step(&warm.backend, pin, work, NetworkMode::None)?);
+        wait_for_idle(&warm.backend, 2)?;
+        warm_egress.push(step(&warm.backend, pin, work, NetworkMode::PublicEgress)?);
         if (index + 1) % 5 == 0 {
             progress(&format!("gvisor: {}/{RUNS}", index + 1));
         }
     }
+    drop(cold);
+    drop(warm);
+    drop(stand_in);
     let baseline = median(&runsc_do);
     let cold_median = median(&cold_samples);
     let warm_median = median(&warm_samples);
@@ -160,6 +194,16 @@ pub(crate) fn gvisor_section(
         "  stepward gvisor warm             {}  {:.2}x runsc do",
         describe(&warm_samples),
         ratio(warm_median, baseline)
+    );
+    println!(
+        "  stepward gvisor cold, egress     {}  {:.2}x the none cold step",
+        describe(&cold_egress),
+        ratio(median(&cold_egress), cold_median)
+    );
+    println!(
+        "  stepward gvisor warm, egress     {}  {:.2}x the none warm step",
+        describe(&warm_egress),
+        ratio(median(&warm_egress), warm_median)
     );
     println!(
         "  target: gvisor warm <= 100 ms                {:.1} ms  {}",

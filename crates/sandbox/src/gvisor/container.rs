@@ -46,6 +46,11 @@ pub(crate) struct Launch<'a> {
     pub id: &'a str,
     pub bundle: &'a Path,
     pub platform: Platform,
+    /// `None`: a new, empty network namespace; `PublicEgress`: the one the spec names, with
+    /// gVisor's network stack on its veth.
+    pub network: crate::NetworkMode,
+    /// An empty root-owned directory for the extra, untouched procfs of `ProcSysMask`.
+    pub visible_proc: &'a Path,
     /// The `cgroup.procs` files runsc joins before it execs, so that everything it starts
     /// (the sentry, the gofer, their helpers) is inside the sandbox's limits from the start.
     pub cgroup_procs: Vec<PathBuf>,
@@ -75,7 +80,10 @@ impl Container {
         let mut command = Command::new(launch.runsc);
         command
             .arg(format!("--root={}", launch.root.display()))
-            .arg("--network=none")
+            .arg(match launch.network {
+                crate::NetworkMode::None => "--network=none",
+                crate::NetworkMode::PublicEgress => "--network=sandbox",
+            })
             .arg(format!("--platform={}", launch.platform.name()))
             // The cgroup around the sandbox is the platform's (joined below): runsc's own
             // cgroup handling does not support this host's mixed v1/v2 layout.
@@ -107,6 +115,14 @@ impl Container {
                 }
                 Ok(())
             });
+        }
+        if launch.network == crate::NetworkMode::PublicEgress {
+            let mask = ProcSysMask::prepare(launch.visible_proc).map_err(spawn_error)?;
+            // SAFETY: runs in the forked child before exec and only makes system calls
+            // (unshare, mount, mkdir, open, write, close) on strings prepared before the fork.
+            unsafe {
+                command.pre_exec(move || mask.apply());
+            }
         }
         let child = command.spawn().map_err(spawn_error)?;
         Ok(Self {
@@ -249,6 +265,120 @@ impl Drop for Container {
             let _ = child.wait();
         }
         force_delete(&self.runsc, &self.root, &self.id);
+    }
+}
+
+/// The `/proc/sys` that `runsc run` sees when it joins a platform-made network namespace.
+///
+/// runsc 20221219 refuses `--network=sandbox` when it believes it runs in the host's network
+/// namespace, and believes so when `/proc/sys/net/core/rmem_default` exists, which was true
+/// only of the initial namespace before Linux made that setting per namespace (it exists in
+/// every namespace on current kernels, so the check refuses every namespace). runsc's own
+/// process therefore gets a private mount namespace in which `/proc/sys` is a small read-only
+/// tmpfs holding copies of the only other settings runsc reads there (`kernel/cap_last_cap`,
+/// `kernel/hostname`, `vm/mmap_min_addr`) and no `net`. A procfs with something mounted over
+/// part of it no longer counts as fully visible, and the kernel then refuses the gofer (in its
+/// user namespace) a procfs of its own; so a second, untouched procfs is mounted on an empty
+/// directory of the backend's state. It changes nothing the host sees: the mounts live in
+/// runsc's namespace only (and its children's copies, which chroot away from them), and
+/// gVisor's own kernel mounts a fresh procfs of its own. The namespace the sandbox joins is
+/// the platform's own, checked when the platform made it.
+struct ProcSysMask {
+    visible_proc: CString,
+    directories: Vec<CString>,
+    files: Vec<(CString, Vec<u8>)>,
+}
+
+impl ProcSysMask {
+    const ROOT: &'static str = "/proc/sys";
+    const COPIED: [&'static str; 3] =
+        ["kernel/cap_last_cap", "kernel/hostname", "vm/mmap_min_addr"];
+
+    fn prepare(visible_proc: &Path) -> std::io::Result<ProcSysMask> {
+        let c = |text: String| CString::new(text).map_err(std::io::Error::other);
+        let visible_proc =
+            CString::new(visible_proc.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+        let mut directories = vec![c(Self::ROOT.to_owned())?];
+        for directory in ["kernel", "vm"] {
+            directories.push(c(format!("{}/{directory}", Self::ROOT))?);
+        }
+        let mut files = Vec::new();
+        for name in Self::COPIED {
+            let path = format!("{}/{name}", Self::ROOT);
+            let contents = std::fs::read(&path)?;
+            files.push((c(path)?, contents));
+        }
+        Ok(ProcSysMask {
+            visible_proc,
+            directories,
+            files,
+        })
+    }
+
+    /// In the forked child: a private mount namespace, the tmpfs over `/proc/sys` with the
+    /// copies, read-only.
+    fn apply(&self) -> std::io::Result<()> {
+        let check = |result: libc::c_int| {
+            if result == -1 {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        };
+        let root = &self.directories[0];
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        // SAFETY: system calls on C strings that live in `self` for the whole call.
+        unsafe {
+            check(libc::unshare(libc::CLONE_NEWNS))?;
+            check(libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ))?;
+            check(libc::mount(
+                c"proc".as_ptr(),
+                self.visible_proc.as_ptr(),
+                c"proc".as_ptr(),
+                0,
+                std::ptr::null(),
+            ))?;
+            check(libc::mount(
+                c"tmpfs".as_ptr(),
+                root.as_ptr(),
+                c"tmpfs".as_ptr(),
+                flags,
+                c"size=65536,mode=0555".as_ptr().cast(),
+            ))?;
+            for directory in &self.directories[1..] {
+                check(libc::mkdir(directory.as_ptr(), 0o555))?;
+            }
+            for (path, contents) in &self.files {
+                let fd = libc::open(
+                    path.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                    0o444,
+                );
+                if fd == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let written = libc::write(fd, contents.as_ptr().cast(), contents.len());
+                let error = std::io::Error::last_os_error();
+                libc::close(fd);
+                if written != contents.len() as isize {
+                    return Err(error);
+                }
+            }
+            check(libc::mount(
+                std::ptr::null(),
+                root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REMOUNT | libc::MS_RDONLY | flags,
+                std::ptr::null(),
+            ))?;
+        }
+        Ok(())
     }
 }
 

@@ -4,10 +4,12 @@
 //! One invocation: take a slot (an unprivileged host uid no other live sandbox has), build a
 //! fresh OCI bundle in a scratch folder (a read-only root holding only mount points and a
 //! minimal `/etc`, the generated `config.json`, the folder's staged copy, the report file),
-//! create a cgroup around the whole runsc sandbox, run `runsc run` with `--network=none`,
-//! hand the request to the harness on stdin, collect stdout, stderr and the report under the
-//! wall-clock limit, then kill and delete the container, remove the cgroup, collect the
-//! copy-back and remove the scratch folder. Each of those is a guard that also runs on error
+//! for `public_egress` build the egress network (the local backend's: a platform-made
+//! namespace and veth, policed by the same nftables table), create a cgroup around the whole
+//! runsc sandbox, run `runsc run` with `--network=none` (or `--network=sandbox` in the egress
+//! namespace, named by path in the spec), hand the request to the harness on stdin, collect
+//! stdout, stderr and the report under the wall-clock limit, then kill and delete the
+//! container, remove the cgroup, collect the copy-back and remove the scratch folder. Each of those is a guard that also runs on error
 //! and panic; [`sweep`] removes what a crashed platform left.
 //!
 //! runsc passes no descriptor beyond stdio into the container, so the report channel is a
@@ -83,9 +85,12 @@ pub struct GvisorOptions {
     pub copy_back: CopyBackPolicy,
     /// The gVisor platform; it must be one the installed runsc lists.
     pub platform: Platform,
-    /// Pre-started runsc sandboxes kept per class (Python version, limits); 0 means always
-    /// cold. Each serves one invocation and is destroyed.
+    /// Pre-started runsc sandboxes kept per class (Python version, network, limits); 0 means
+    /// always cold. Each serves one invocation and is destroyed.
     pub pool_size: usize,
+    /// The egress network for `public_egress` (the same namespaces and policy as the local
+    /// backend's); `None` refuses such steps.
+    pub egress: Option<crate::net::EgressOptions>,
 }
 
 impl GvisorOptions {
@@ -104,6 +109,7 @@ impl GvisorOptions {
             copy_back: CopyBackPolicy::default(),
             platform: Platform::SystrapOrPtrace,
             pool_size: 0,
+            egress: None,
         }
     }
 
@@ -117,6 +123,12 @@ impl GvisorOptions {
 
     fn harness_dir(&self) -> PathBuf {
         self.state_dir.join("harness")
+    }
+
+    /// An empty directory where runsc's private mount namespace gets an untouched procfs
+    /// when it joins an egress namespace (see `container::ProcSysMask`).
+    fn visible_proc_dir(&self) -> PathBuf {
+        self.state_dir.join("runsc-proc")
     }
 
     /// runsc's own state (`--root`): one entry per live container.
@@ -174,6 +186,7 @@ impl GvisorBackend {
             (options.state_dir.clone(), 0o711),
             (options.scratch_dir(), 0o711),
             (options.runsc_root(), 0o700),
+            (options.visible_proc_dir(), 0o700),
             (options.harness_dir(), 0o755),
         ] {
             std::fs::create_dir_all(&dir)
@@ -184,6 +197,9 @@ impl GvisorBackend {
         let runtimes = Runtimes::discover(&options.runtimes)?;
         let cgroups = CgroupLayout::detect(&options.cgroups)?;
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
+        if let Some(egress) = &options.egress {
+            crate::net::install_policy(egress)?;
+        }
         let pool = pool::Pool::new(options.pool_size);
         Ok(Self {
             shared: std::sync::Arc::new(Shared {
@@ -303,12 +319,13 @@ pub struct SweepReport {
     pub containers: usize,
     pub cgroups: usize,
     pub scratch_dirs: usize,
+    pub networks: usize,
 }
 
 /// Kills and removes what a crashed platform left: runsc containers whose id starts with
 /// [`CONTAINER_PREFIX`], the cgroups around them (and every process in them), scratch
-/// folders and unheld slot locks. Must run at start-up before any sandbox of this backend
-/// exists.
+/// folders, unheld slot locks and sandbox veths left on the egress host side. Must run at
+/// start-up before any sandbox of this backend exists.
 pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
     let mut report = SweepReport::default();
     let root = options.runsc_root();
@@ -333,6 +350,10 @@ pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
         }
     }
     SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
+    if let Some(egress) = &options.egress {
+        let networks = crate::net::sweep(egress)?;
+        report.networks = networks.host_links.len() + networks.namespaces.len();
+    }
     Ok(report)
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::gvisor::Shared;
 use crate::gvisor::run::{Started, start};
-use crate::{Limits, PythonPin};
+use crate::{Limits, NetworkMode, PythonPin};
 
 /// How long a pooled sandbox may take to load its runtime.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -25,6 +25,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Class {
     pub python: PythonPin,
+    /// A public_egress sandbox waits with its own pre-built, never-used network.
+    pub network: NetworkMode,
     pub limits: Limits,
 }
 
@@ -87,7 +89,7 @@ impl Pool {
                 let started = shared
                     .runtimes
                     .get(class.python)
-                    .and_then(|runtime| start(&shared, &class.limits, runtime))
+                    .and_then(|runtime| start(&shared, &class.limits, class.network, runtime))
                     .and_then(|started| started.wait_ready(READY_TIMEOUT).map(|()| started))
                     .ok();
                 let mut state = shared.pool.lock();

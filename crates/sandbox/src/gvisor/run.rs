@@ -34,11 +34,11 @@ pub(crate) fn run(
     invocation: Invocation,
 ) -> Result<Observation, Error> {
     let runtime = backend.runtimes.get(invocation.python)?;
-    if invocation.network == NetworkMode::PublicEgress {
+    if invocation.network == NetworkMode::PublicEgress && backend.options.egress.is_none() {
         return Ok(Observation::refused(
             "gvisor",
             runtime.version.clone(),
-            "public_egress is not built for the gvisor backend yet (no egress network is wired into runsc's network namespace), so the step cannot get the network it declares; run it with the local backend",
+            "public_egress is not configured on this server (no egress network options), so the step cannot get the network it declares",
         ));
     }
 
@@ -47,6 +47,7 @@ pub(crate) fn run(
     // either way the pool is refilled on its own threads.
     let class = crate::gvisor::pool::Class {
         python: invocation.python,
+        network: invocation.network,
         limits: invocation.limits.clone(),
     };
     let warm = backend.pool.claim(&class);
@@ -66,7 +67,7 @@ fn run_in(
     let request = crate::request::harness_request(&invocation, &runtime.stdlib_module_names)?;
     let started = match warm {
         Some(started) => started,
-        None => start(backend, &invocation.limits, runtime)?,
+        None => start(backend, &invocation.limits, invocation.network, runtime)?,
     };
     // Bound in reverse teardown order: on an early return the container goes first, the slot
     // last.
@@ -74,6 +75,7 @@ fn run_in(
         slot,
         scratch,
         mut cgroup,
+        network,
         mut container,
         step_host_id,
     } = started;
@@ -93,6 +95,8 @@ fn run_in(
         &mut cgroup,
     );
     drop(container);
+    // Every process of the sandbox is gone with the container: its network can go too.
+    drop(network);
     let watched = watched?;
     let oom_killed = cgroup.oom_killed();
     cgroup.destroy()?;
@@ -141,7 +145,7 @@ fn run_in(
         copy_back,
         interpreter: runtime.version.clone(),
         backend: "gvisor",
-        isolation_notes: notes(backend),
+        isolation_notes: notes(backend, invocation.network),
     })
 }
 
@@ -149,6 +153,8 @@ fn run_in(
 /// order, which is the teardown order.
 pub(crate) struct Started {
     container: Container,
+    /// public_egress: the platform-made network namespace runsc joined, with its veth.
+    network: Option<crate::net::EgressNetwork>,
     cgroup: SandboxCgroup,
     scratch: Scratch,
     slot: Slot,
@@ -180,6 +186,7 @@ impl Started {
 pub(crate) fn start(
     backend: &Shared,
     limits: &Limits,
+    network_mode: NetworkMode,
     runtime: &Runtime,
 ) -> Result<Started, Error> {
     let options = &backend.options;
@@ -197,7 +204,23 @@ pub(crate) fn start(
     let step_host_id = host_id_base + spec::SANDBOX_UID;
     let suffix = format!("{}-{}", slot.index(), crate::unique_nanos());
     let scratch = Scratch::create(&options.scratch_dir(), &suffix, host_id_base)?;
-    build_root(&scratch.root(), runtime)?;
+    // public_egress: the same platform-made namespace and policy as the local backend's; runsc
+    // joins it and runs gVisor's own network stack on the sandbox end of the veth.
+    let network = match network_mode {
+        NetworkMode::None => None,
+        NetworkMode::PublicEgress => {
+            let egress = options.egress.as_ref().ok_or_else(|| Error::LayerFailed {
+                layer: String::from("network"),
+                detail: String::from("public_egress is not configured on this server"),
+            })?;
+            Some(crate::net::EgressNetwork::create(egress, slot.index())?)
+        }
+    };
+    build_root(
+        &scratch.root(),
+        runtime,
+        network.as_ref().map(crate::net::EgressNetwork::resolv_conf),
+    )?;
     std::fs::create_dir(scratch.work())
         .map_err(|source| Error::io("cannot create", scratch.work(), source))?;
     // `/work` is a tmpfs of its own with the size and inode cap of `work_mib`, as in the local
@@ -215,6 +238,7 @@ pub(crate) fn start(
         harness_dir: &options.harness_dir(),
         work_dir: &scratch.work(),
         report_file: &scratch.report(),
+        netns: network.as_ref().map(crate::net::EgressNetwork::netns_path),
     });
     let config_path = scratch.path.join("config.json");
     let config_text = serde_json::to_vec_pretty(&config).map_err(|source| Error::Plan {
@@ -240,10 +264,13 @@ pub(crate) fn start(
         id: &container_id,
         bundle: &scratch.path,
         platform: backend.platform,
+        network: network_mode,
+        visible_proc: &options.visible_proc_dir(),
         cgroup_procs,
     })?;
     Ok(Started {
         container,
+        network,
         cgroup,
         scratch,
         slot,
@@ -259,11 +286,12 @@ pub(crate) fn leave_running(backend: &Shared, invocation: Invocation) -> Result<
     let runtime = backend.runtimes.get(invocation.python)?;
     let Started {
         container,
+        network,
         cgroup,
         scratch,
         slot,
         step_host_id: _,
-    } = start(backend, &invocation.limits, runtime)?;
+    } = start(backend, &invocation.limits, invocation.network, runtime)?;
     let deadline = Instant::now() + std::time::Duration::from_secs(30);
     while !announced_ready(&std::fs::read(scratch.report()).unwrap_or_default()) {
         if Instant::now() >= deadline {
@@ -283,6 +311,7 @@ pub(crate) fn leave_running(backend: &Shared, invocation: Invocation) -> Result<
             drop(stdin);
         });
     }
+    std::mem::forget(network);
     std::mem::forget(cgroup);
     std::mem::forget(scratch);
     drop(slot);
@@ -290,8 +319,8 @@ pub(crate) fn leave_running(backend: &Shared, invocation: Invocation) -> Result<
 }
 
 /// What this run's isolation is and how it differs from the local backend's.
-fn notes(backend: &Shared) -> Vec<String> {
-    vec![
+fn notes(backend: &Shared, network: NetworkMode) -> Vec<String> {
+    let mut notes = vec![
         format!(
             "gvisor ({} platform, {})",
             backend.platform.name(),
@@ -310,7 +339,13 @@ fn notes(backend: &Shared) -> Vec<String> {
         String::from(
             "syscall filter: gVisor's kernel implements the step's system calls; the host sees only the sentry's own seccomp-filtered calls (no OCI seccomp profile in this runsc)",
         ),
-    ]
+    ];
+    if network == NetworkMode::PublicEgress {
+        notes.push(String::from(
+            "network: gVisor's own network stack on the veth of a network namespace the platform made (runsc --network=sandbox), policed on the host side by the same nftables policy as the local backend",
+        ));
+    }
+    notes
 }
 
 /// The cgroup around the whole runsc sandbox: the step's limits plus room for gVisor itself.
@@ -347,10 +382,14 @@ fn announced_ready(report: &[u8]) -> bool {
 
 /// Lays out the read-only root: every mount point runsc needs and a minimal `/etc`; nothing
 /// else (the runtime, the harness and `/work` are mounted over it).
-fn build_root(root: &Path, runtime: &Runtime) -> Result<(), Error> {
+fn build_root(root: &Path, runtime: &Runtime, resolv_conf: Option<String>) -> Result<(), Error> {
     std::fs::create_dir(root).map_err(|source| Error::io("cannot create", root, source))?;
     crate::local::set_mode(root, 0o755)?;
-    for point in spec::mount_points(runtime) {
+    let network = match resolv_conf {
+        Some(_) => NetworkMode::PublicEgress,
+        None => NetworkMode::None,
+    };
+    for point in spec::mount_points(runtime, network) {
         match point {
             MountPoint::Dir(path) => {
                 let target = inside(root, &path);
@@ -368,7 +407,11 @@ fn build_root(root: &Path, runtime: &Runtime) -> Result<(), Error> {
             }
         }
     }
-    for (name, contents) in spec::etc_files() {
+    let mut etc = spec::etc_files();
+    if let Some(resolv_conf) = resolv_conf {
+        etc.push(("resolv.conf", resolv_conf));
+    }
+    for (name, contents) in etc {
         let target = root.join("etc").join(name);
         std::fs::write(&target, contents)
             .map_err(|source| Error::io("cannot write", &target, source))?;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::Limits;
 use crate::runtime::{Runtime, RuntimeMount};
+use crate::{Limits, NetworkMode};
 
 /// Address space headroom above the memory limit, as in the local backend: thread stacks and
 /// arenas reserve far more address space than they touch.
@@ -55,6 +55,10 @@ pub(crate) struct SpecInputs<'a> {
     pub harness_dir: &'a Path,
     pub work_dir: &'a Path,
     pub report_file: &'a Path,
+    /// public_egress: the platform-made network namespace runsc joins (`--network=sandbox`:
+    /// gVisor's own network stack on the namespace's veth, policed on the host side like the
+    /// local backend's). `None`: a new, empty namespace (`--network=none`).
+    pub netns: Option<&'a Path>,
 }
 
 /// What a mount point in the read-only root must be before runsc mounts over it.
@@ -161,6 +165,12 @@ pub(crate) fn config(inputs: &SpecInputs<'_>) -> Value {
         "source": inputs.report_file,
         "options": ["bind", "rw", "nosuid", "nodev", "noexec"],
     }));
+    if inputs.netns.is_some() {
+        // TLS needs the host's public CA bundle, as in the local backend; it is public data.
+        for (source, target) in crate::local::plan::egress_read_only() {
+            mounts.push(bind_read_only(&source, &target));
+        }
+    }
 
     let limits = inputs.limits;
     let rlimit =
@@ -223,7 +233,7 @@ pub(crate) fn config(inputs: &SpecInputs<'_>) -> Value {
             // runs as nobody in a user namespace of its own.
             "namespaces": [
                 {"type": "pid"},
-                {"type": "network"},
+                network_namespace(inputs.netns),
                 {"type": "ipc"},
                 {"type": "uts"},
                 {"type": "mount"},
@@ -239,10 +249,18 @@ pub(crate) fn config(inputs: &SpecInputs<'_>) -> Value {
     })
 }
 
+/// The spec's network namespace: the platform's (joined by path) or a new one.
+fn network_namespace(netns: Option<&Path>) -> Value {
+    match netns {
+        Some(path) => json!({"type": "network", "path": path}),
+        None => json!({"type": "network"}),
+    }
+}
+
 /// Every path the read-only root must hold before runsc mounts over it: the mount targets
 /// (a file for a file bind, a directory otherwise) and the folders above them. Sorted, so
 /// parents come before children.
-pub(crate) fn mount_points(runtime: &Runtime) -> Vec<MountPoint> {
+pub(crate) fn mount_points(runtime: &Runtime, network: NetworkMode) -> Vec<MountPoint> {
     let mut points = std::collections::BTreeSet::new();
     let add_parents = |points: &mut std::collections::BTreeSet<MountPoint>, path: &Path| {
         for ancestor in path.ancestors().skip(1) {
@@ -280,6 +298,12 @@ pub(crate) fn mount_points(runtime: &Runtime) -> Vec<MountPoint> {
     for table in crate::local::plan::ETC_TABLES {
         if Path::new(table).exists() {
             points.insert(MountPoint::File(PathBuf::from(table)));
+        }
+    }
+    if network == NetworkMode::PublicEgress {
+        for (_, target) in crate::local::plan::egress_read_only() {
+            add_parents(&mut points, &target);
+            points.insert(MountPoint::File(target));
         }
     }
     let mut sorted: Vec<MountPoint> = points.into_iter().collect();
@@ -337,6 +361,10 @@ mod tests {
     }
 
     fn spec() -> Value {
+        spec_with_netns(None)
+    }
+
+    fn spec_with_netns(netns: Option<&Path>) -> Value {
         let runtime = runtime();
         let limits = Limits::default();
         config(&SpecInputs {
@@ -346,7 +374,27 @@ mod tests {
             harness_dir: Path::new("/state/harness"),
             work_dir: Path::new("/state/scratch/sb-7/work"),
             report_file: Path::new("/state/scratch/sb-7/report"),
+            netns,
         })
+    }
+
+    #[test]
+    fn g11_egress_joins_the_platform_namespace_by_path_and_none_gets_a_new_one() {
+        let namespaces = |spec: &Value| -> Vec<Value> {
+            spec["linux"]["namespaces"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|namespace| namespace["type"] == "network")
+                .cloned()
+                .collect()
+        };
+        assert_eq!(namespaces(&spec()), [json!({"type": "network"})]);
+        let egress = spec_with_netns(Some(Path::new("/proc/4242/fd/17")));
+        assert_eq!(
+            namespaces(&egress),
+            [json!({"type": "network", "path": "/proc/4242/fd/17"})]
+        );
     }
 
     fn mount<'a>(spec: &'a Value, destination: &str) -> &'a Value {
@@ -464,7 +512,7 @@ mod tests {
 
     #[test]
     fn g7_mount_points_list_parents_before_children() {
-        let points = mount_points(&runtime());
+        let points = mount_points(&runtime(), NetworkMode::None);
         let position =
             |wanted: MountPoint| points.iter().position(|point| *point == wanted).unwrap();
         assert!(

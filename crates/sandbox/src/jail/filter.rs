@@ -9,6 +9,16 @@
 //! keeps the one installed last. Each program starts with seccompiler's architecture check,
 //! which kills the process for a foreign architecture; x32 syscall numbers match no rule and
 //! answer ENOSYS.
+//!
+//! Each program is a binary search on the syscall number over seccompiler's rules (built in
+//! `build.rs`): about 20 instructions to answer any syscall instead of up to 500 for the last
+//! one of the allowlist's chain, and a much shorter allowlist program (its rules look at no
+//! argument, so its chain goes entirely). That matters for the syscalls whose
+//! answer depends on their arguments (`clone`, `ioctl`, `socket`, `socketpair`), which the
+//! kernel's action cache cannot answer, and at load, when the kernel runs every program once
+//! per syscall number to build that cache. The chains are kept as [`LINEAR`]; a test runs
+//! both layouts on every syscall number and the arguments the rules compare, and requires
+//! the same answer.
 
 use std::io;
 
@@ -21,6 +31,27 @@ pub(crate) const PROGRAMS: [(&str, &[u8]); 3] = [
     ("allowlist", ALLOWLIST),
     ("deny", DENY),
     ("socket_family", SOCKET_FAMILY),
+];
+
+/// seccompiler's linear chains of the same programs, never installed by the jail: the
+/// equivalence test's reference and the syscall benchmark's "before".
+#[cfg_attr(not(any(test, feature = "test-controls")), allow(dead_code))]
+pub(crate) const LINEAR: [(&str, &[u8]); 3] = [
+    (
+        "allowlist",
+        include_bytes!(concat!(env!("OUT_DIR"), "/seccomp_allowlist.linear.bpf")),
+    ),
+    (
+        "deny",
+        include_bytes!(concat!(env!("OUT_DIR"), "/seccomp_deny.linear.bpf")),
+    ),
+    (
+        "socket_family",
+        include_bytes!(concat!(
+            env!("OUT_DIR"),
+            "/seccomp_socket_family.linear.bpf"
+        )),
+    ),
 ];
 
 /// Decodes one program from its build-time bytes (8 bytes per instruction, native order).
@@ -38,7 +69,12 @@ pub(crate) fn decode(bytes: &[u8]) -> Vec<libc::sock_filter> {
 
 /// Installs every program. Requires no_new_privs (set just before).
 pub(crate) fn load_all() -> io::Result<()> {
-    for (name, bytes) in PROGRAMS {
+    load(&PROGRAMS)
+}
+
+/// Installs `programs` in order.
+pub(crate) fn load(programs: &[(&str, &[u8])]) -> io::Result<()> {
+    for &(name, bytes) in programs {
         let mut program = decode(bytes);
         if program.is_empty() || bytes.len() % 8 != 0 {
             return Err(io::Error::other(format!(
@@ -67,6 +103,10 @@ pub(crate) fn load_all() -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "filter_tests.rs"]
+mod layout_tests;
 
 #[cfg(test)]
 mod tests {

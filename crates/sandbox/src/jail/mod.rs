@@ -32,6 +32,10 @@
 
 mod confine;
 mod filter;
+#[cfg(feature = "test-controls")]
+mod filter_bench;
+#[cfg(feature = "test-controls")]
+pub use filter_bench::{FilterLayout, SyscallCosts, syscall_costs};
 pub(crate) mod plan;
 pub(crate) mod sys;
 
@@ -161,7 +165,7 @@ pub(crate) fn start<S: Sys>(
     // 2. public_egress: the sandbox lives in the namespace the platform built and owns.
     if let Some(netns) = &plan.netns {
         sys.join_network_namespace(netns)
-            .map_err(failed("network", format!("setns {}", netns.display())))?;
+            .map_err(failed("network", format!("setns {}", netns.path.display())))?;
     }
     // 3. v1 controllers: the helper (one thread) moves itself into the sandbox's groups, so
     //    the clone below inherits them and the child is a member before it runs anything.

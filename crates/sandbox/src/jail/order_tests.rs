@@ -6,7 +6,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::jail::plan::{
-    CgroupNamespaceTiming, FileStep, LandlockPlan, MountStep, Plan, Rlimit, RlimitResource,
+    CgroupNamespaceTiming, FileStep, LandlockPlan, MountStep, NetnsPlan, Plan, Rlimit,
+    RlimitResource,
 };
 use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, Sys};
 use crate::jail::{Failure, PrivateNetwork, Started, Status, start};
@@ -42,8 +43,8 @@ impl Sys for Recorder {
     fn drop_supplementary_groups(&mut self) -> io::Result<()> {
         self.record(String::from("setgroups(0)"))
     }
-    fn join_network_namespace(&mut self, path: &Path) -> io::Result<()> {
-        self.record(format!("setns {}", path.display()))
+    fn join_network_namespace(&mut self, netns: &NetnsPlan) -> io::Result<()> {
+        self.record(format!("setns {}", netns.path.display()))
     }
     fn clone_child(&mut self, flags: u64, cgroup_v2_dir: Option<&Path>) -> io::Result<Forked> {
         let newnet = flags & libc::CLONE_NEWNET as u64 != 0;
@@ -370,7 +371,11 @@ fn g10_writable_mounts_are_noexec_and_runtime_is_read_only() {
 #[test]
 fn g10_egress_joins_the_platform_netns_instead_of_a_new_one() {
     let mut egress = plan();
-    egress.netns = Some(PathBuf::from("/run/netns/stepward-3-abc"));
+    egress.netns = Some(NetnsPlan {
+        path: PathBuf::from("/run/netns/stepward-3-abc"),
+        device: 4,
+        inode: 4_026_532_178,
+    });
     egress.cgroup_namespace = CgroupNamespaceTiming::AtClone;
     let (calls, _) = both_sides(&egress);
     let setns = position(&calls, "setns /run/netns/stepward-3-abc");
@@ -399,7 +404,11 @@ fn g11_a_network_namespace_the_helper_made_is_inherited_instead_of_cloned() {
     );
     // public_egress joins the platform's namespace whatever the helper made before.
     let mut egress = plan();
-    egress.netns = Some(PathBuf::from("/run/netns/stepward-3-abc"));
+    egress.netns = Some(NetnsPlan {
+        path: PathBuf::from("/run/netns/stepward-3-abc"),
+        device: 4,
+        inode: 4_026_532_178,
+    });
     let mut parent = Recorder::new(Forked::Parent {
         child: 4242,
         pidfd: 9,
@@ -476,7 +485,11 @@ fn g11_a_network_namespace_the_clone_made_gets_its_loopback_up_before_capabiliti
     assert!(loopback < position(&calls, "caps"), "{calls:#?}");
     // A namespace the platform made (public_egress) has its loopback up already.
     let mut egress = plan();
-    egress.netns = Some(PathBuf::from("/run/netns/stepward-3-abc"));
+    egress.netns = Some(NetnsPlan {
+        path: PathBuf::from("/run/netns/stepward-3-abc"),
+        device: 4,
+        inode: 4_026_532_178,
+    });
     let (calls, _) = both_sides(&egress);
     assert!(
         !calls.iter().any(|call| call == "loopback up"),

@@ -25,6 +25,18 @@ pub mod fds {
     pub const FIRST_UNEXPECTED: u32 = 6;
 }
 
+/// The platform-made network namespace of a public_egress sandbox: the file to open (the
+/// platform's descriptor on it, `/proc/<platform>/fd/<n>`) and the namespace's device and
+/// inode, which the opened file must have, so a descriptor number reused by anything else can
+/// never put the sandbox into another namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetnsPlan {
+    pub path: PathBuf,
+    pub device: u64,
+    pub inode: u64,
+}
+
 /// The plan for one sandbox.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,7 +70,7 @@ pub struct Plan {
     pub cgroup_namespace: CgroupNamespaceTiming,
     /// A network namespace to join before the clone (public_egress); `None` gives the sandbox
     /// a new, empty network namespace (loopback only).
-    pub netns: Option<PathBuf>,
+    pub netns: Option<NetnsPlan>,
     /// Resource limits set right before the identity change.
     pub rlimits: Vec<Rlimit>,
     /// Landlock rules (applied where the kernel has Landlock).

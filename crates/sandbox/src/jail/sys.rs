@@ -8,7 +8,7 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use crate::jail::plan::{LandlockPlan, Rlimit, RlimitResource};
+use crate::jail::plan::{LandlockPlan, NetnsPlan, Rlimit, RlimitResource};
 
 /// What a clone returned, in the process that sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,7 @@ pub trait Sys {
     /// Drops the helper's supplementary groups, so the sandbox never carries host gid 0.
     fn drop_supplementary_groups(&mut self) -> io::Result<()>;
     /// Joins an existing network namespace (public_egress) before the clone.
-    fn join_network_namespace(&mut self, path: &Path) -> io::Result<()>;
+    fn join_network_namespace(&mut self, netns: &NetnsPlan) -> io::Result<()>;
     /// The one clone into new namespaces (`CLONE_NEW*` in `flags`), optionally straight into
     /// a v2 cgroup.
     fn clone_child(&mut self, flags: u64, cgroup_v2_dir: Option<&Path>) -> io::Result<Forked>;
@@ -314,15 +314,31 @@ impl Sys for RealSys {
         check(unsafe { libc::setgroups(0, std::ptr::null()) })
     }
 
-    fn join_network_namespace(&mut self, path: &Path) -> io::Result<()> {
-        let c_path = c_path(path)?;
+    fn join_network_namespace(&mut self, netns: &NetnsPlan) -> io::Result<()> {
+        let c_path = c_path(&netns.path)?;
         // SAFETY: open of a valid C string; the descriptor is closed right after setns.
         let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: setns on the descriptor just opened.
-        let result = check(unsafe { libc::setns(fd, libc::CLONE_NEWNET) });
+        // SAFETY: an all-zero stat is valid; fstat fills it for the descriptor we own.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes into `stat`, which we own.
+        let result = check(unsafe { libc::fstat(fd, &mut stat) }).and_then(|()| {
+            if (stat.st_dev, stat.st_ino) != (netns.device, netns.inode) {
+                return Err(io::Error::other(format!(
+                    "{} is not the sandbox's network namespace (device {} inode {}, expected \
+                     device {} inode {})",
+                    netns.path.display(),
+                    stat.st_dev,
+                    stat.st_ino,
+                    netns.device,
+                    netns.inode
+                )));
+            }
+            // SAFETY: setns on the descriptor just opened and checked.
+            check(unsafe { libc::setns(fd, libc::CLONE_NEWNET) })
+        });
         close(fd);
         result
     }

@@ -173,6 +173,11 @@ impl Helper {
 
     /// Hands the helper its plan: one JSON line on the control pipe, which then stays open
     /// as the lifeline.
+    /// The helper's host pid.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(crate) fn send_plan(&mut self, plan: &Plan) -> Result<(), Error> {
         let mut line = serde_json::to_vec(plan).map_err(|source| Error::Plan {
             action: "encoded",

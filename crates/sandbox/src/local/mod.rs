@@ -13,6 +13,7 @@ mod helper;
 pub(crate) mod outcome;
 pub(crate) mod plan;
 mod pool;
+mod priority;
 mod reaper;
 pub(crate) mod run;
 mod spare;
@@ -322,7 +323,8 @@ pub fn sweep(options: &LocalOptions) -> Result<SweepReport, Error> {
     }
     SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
     if let Some(egress) = &options.egress {
-        report.networks = crate::net::sweep(egress)?.namespaces.len();
+        let networks = crate::net::sweep(egress)?;
+        report.networks = networks.host_links.len() + networks.namespaces.len();
     }
     Ok(report)
 }

@@ -90,6 +90,19 @@ pub(crate) fn etc_files() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// What a `public_egress` sandbox gets read-only on top (every backend): the host's public CA
+/// bundle, for TLS, at Debian's path and at OpenSSL's default `cert.pem`. Public data.
+pub(crate) fn egress_read_only() -> Vec<(PathBuf, PathBuf)> {
+    let bundle = Path::new("/etc/ssl/certs/ca-certificates.crt");
+    match bundle.canonicalize() {
+        Ok(source) => vec![
+            (source.clone(), bundle.to_path_buf()),
+            (source, PathBuf::from("/usr/lib/ssl/cert.pem")),
+        ],
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Devices the sandbox gets.
 const DEVICES: [&str; 4] = ["null", "zero", "random", "urandom"];
 
@@ -106,7 +119,7 @@ pub(crate) struct PlanInputs<'a> {
     pub cgroup: &'a SandboxCgroup,
     pub cgroup_v1_home_tasks: Vec<PathBuf>,
     pub cgroup_namespace: CgroupNamespaceTiming,
-    pub netns: Option<PathBuf>,
+    pub netns: Option<crate::jail::plan::NetnsPlan>,
     pub resolv_conf: Option<String>,
     pub extra_read_only: Vec<(PathBuf, PathBuf)>,
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crate::local::Shared;
-use crate::local::run::{Prepared, SeccompMode, prepare};
+use crate::local::run::{Prepared, Priority, SeccompMode, prepare_at};
 use crate::{Limits, NetworkMode, PythonPin};
 
 /// What makes two sandboxes interchangeable before they are claimed. Declared limits (memory,
@@ -121,13 +121,17 @@ impl Pool {
             let shared = Arc::clone(shared);
             let class = class.clone();
             let handle = std::thread::spawn(move || {
+                // The refill takes only the CPU requests leave idle (see
+                // `local::priority`); the claim restores the step's priority.
+                crate::local::priority::lower_this_thread();
                 // A failed refill leaves the class one short; the next request runs cold and
                 // tries again, and its own error is reported there.
-                let prepared = prepare(
+                let prepared = prepare_at(
                     &shared,
                     &class,
                     &class.prepared_limits(),
                     SeccompMode::Enforced,
+                    Priority::Background,
                 )
                 .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
                 .ok();

@@ -44,6 +44,17 @@ pub(crate) struct Prepared {
     limits: crate::Limits,
     interpreter: String,
     stdlib_module_names: Arc<Vec<String>>,
+    /// Built by a refill at background priority: the claim restores nice 0.
+    background: bool,
+}
+
+/// The priority a sandbox is built at (see [`crate::local::priority`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Priority {
+    /// A request's own (cold) sandbox.
+    Request,
+    /// A warm pool refill, on a thread already lowered.
+    Background,
 }
 
 impl Prepared {
@@ -102,6 +113,17 @@ pub(crate) fn prepare(
     limits: &crate::Limits,
     seccomp: SeccompMode,
 ) -> Result<Prepared, Error> {
+    prepare_at(shared, class, limits, seccomp, Priority::Request)
+}
+
+/// [`prepare`] at a chosen priority.
+pub(crate) fn prepare_at(
+    shared: &Shared,
+    class: &Class,
+    limits: &crate::Limits,
+    seccomp: SeccompMode,
+    priority: Priority,
+) -> Result<Prepared, Error> {
     let runtime = shared.runtimes.get(class.python)?;
     let limits = limits.clone();
     let egress_options = match class.network {
@@ -148,15 +170,11 @@ pub(crate) fn prepare(
         Some(options) => Some(crate::net::EgressNetwork::create(options, slot.index())?),
         None => None,
     };
-    let mut extra_read_only = Vec::new();
-    if network.is_some() {
+    let extra_read_only = match network {
         // TLS needs the host's public CA bundle; it is public data.
-        let bundle = Path::new("/etc/ssl/certs/ca-certificates.crt");
-        if let Ok(source) = bundle.canonicalize() {
-            extra_read_only.push((source.clone(), bundle.to_path_buf()));
-            extra_read_only.push((source, PathBuf::from("/usr/lib/ssl/cert.pem")));
-        }
-    }
+        Some(_) => local_plan::egress_read_only(),
+        None => Vec::new(),
+    };
     let cgroup_namespace = if shared.cgroups.all_v2() {
         CgroupNamespaceTiming::AtClone
     } else {
@@ -177,9 +195,14 @@ pub(crate) fn prepare(
         cgroup: &cgroup,
         cgroup_v1_home_tasks: shared.cgroups.v1_home_tasks_files(),
         cgroup_namespace,
-        netns: network
-            .as_ref()
-            .map(|network| network.netns_path().to_path_buf()),
+        netns: network.as_ref().map(|network| {
+            let (device, inode) = network.netns_identity();
+            crate::jail::plan::NetnsPlan {
+                path: network.netns_path().to_path_buf(),
+                device,
+                inode,
+            }
+        }),
         resolv_conf: network.as_ref().map(|network| network.resolv_conf()),
         extra_read_only,
     });
@@ -190,7 +213,7 @@ pub(crate) fn prepare(
             plan.test_seccomp = crate::jail::plan::SeccompSwitch::DisabledForControlProbe;
         }
     }
-    let helper = start_helper(shared, &plan)?;
+    let helper = start_helper(shared, &plan, priority)?;
     Ok(Prepared {
         helper,
         network,
@@ -201,21 +224,35 @@ pub(crate) fn prepare(
         limits,
         interpreter: runtime.version.clone(),
         stdlib_module_names: Arc::clone(&runtime.stdlib_module_names),
+        background: priority == Priority::Background,
     })
 }
 
 /// The spare helper with this plan, or a freshly spawned one when there is no spare (or it
 /// is gone). A new spare is spawned on the reaper's thread, off this path.
-fn start_helper(shared: &Shared, plan: &crate::jail::plan::Plan) -> Result<Helper, Error> {
+fn start_helper(
+    shared: &Shared,
+    plan: &crate::jail::plan::Plan,
+    priority: Priority,
+) -> Result<Helper, Error> {
     let spare = shared.spare.take();
     let refill = Arc::clone(&shared.spare);
     // A closed reaper hands the job back: the backend is going away and needs no spare.
     drop(shared.reaper.later(Box::new(move || refill.fill())));
-    if let Some(mut helper) = spare
-        && helper.send_plan(plan).is_ok()
-    {
-        return Ok(helper);
+    if let Some(mut helper) = spare {
+        // The spare was started at normal priority; a refill's must yield before it builds
+        // the sandbox, which inherits its priority. Best effort, like the refill's own.
+        if priority == Priority::Background {
+            let _ = crate::local::priority::set_process(
+                helper.pid(),
+                crate::local::priority::BACKGROUND_NICE,
+            );
+        }
+        if helper.send_plan(plan).is_ok() {
+            return Ok(helper);
+        }
     }
+    // A helper spawned here inherits this thread's priority.
     Helper::spawn(&shared.options.helper, plan)
 }
 
@@ -240,7 +277,17 @@ pub(crate) fn finish(
         limits,
         interpreter,
         stdlib_module_names,
+        background,
     } = prepared;
+    // A sandbox a refill built at background priority runs the step at a cold step's:
+    // every thread of the helper and of the sandbox's one process back to nice 0, before
+    // anything of the invocation goes in.
+    if background {
+        crate::local::priority::set_process(helper.pid(), 0)?;
+        for pid in cgroup.member_pids()? {
+            crate::local::priority::set_process(pid as u32, 0)?;
+        }
+    }
     // The invocation's declared limits, before anything of it goes in.
     crate::local::claim::apply(
         &cgroup,

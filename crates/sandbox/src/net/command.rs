@@ -1,4 +1,5 @@
-//! Running `ip`, `nft` and `sysctl` in the host's (or a given) network namespace.
+//! Running `nft` in the host's (or a given) network namespace: only to load the policy once,
+//! when a backend starts. Nothing per sandbox runs a command.
 //!
 //! Commands are found in the system directories only (never through `PATH`), run with an empty
 //! environment, and their failures carry the whole command line and its stderr.
@@ -12,28 +13,22 @@ use crate::net::error::Error;
 /// A system command the module uses, and the Debian package that provides it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Tool {
-    Ip,
     Nft,
     Nsenter,
-    Sysctl,
 }
 
 impl Tool {
     fn name(self) -> &'static str {
         match self {
-            Tool::Ip => "ip",
             Tool::Nft => "nft",
             Tool::Nsenter => "nsenter",
-            Tool::Sysctl => "sysctl",
         }
     }
 
     fn package(self) -> &'static str {
         match self {
-            Tool::Ip => "iproute2",
             Tool::Nft => "nftables",
             Tool::Nsenter => "util-linux",
-            Tool::Sysctl => "procps",
         }
     }
 }
@@ -132,11 +127,4 @@ fn describe(place: Place<'_>, tool: Tool, arguments: &[&str]) -> String {
         Place::Netns(netns) => format!("nsenter --net={} -- ", netns.display()),
     };
     format!("{prefix}{} {}", tool.name(), arguments.join(" "))
-}
-
-/// Reads one sysctl in `place` (never writes: reading is all the host side ever does).
-pub(crate) fn read_sysctl(place: Place<'_>, key: &str) -> Result<String, Error> {
-    Ok(run(place, Tool::Sysctl, &["-n", key], None)?
-        .trim()
-        .to_owned())
 }

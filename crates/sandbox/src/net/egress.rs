@@ -1,93 +1,47 @@
 //! One `public_egress` network per sandbox invocation, and the installation of the policy.
 
 use std::fmt;
-use std::io::Read as _;
 use std::net::Ipv4Addr;
-use std::os::unix::fs::MetadataExt as _;
+use std::os::fd::{AsFd, AsRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use crate::net::command::{Place, Tool, read_sysctl, run};
+use crate::net::command::{Place, Tool, run};
 use crate::net::error::Error;
-use crate::net::options::{
-    EgressOptions, HOST_VETH_PREFIX, SANDBOX_VETH_PREFIX, is_interface_name,
-};
+use crate::net::namespace;
+use crate::net::netlink::Rtnl;
+use crate::net::options::{EgressOptions, HOST_VETH_PREFIX, SANDBOX_VETH_PREFIX};
 use crate::net::ruleset::ruleset;
 
-/// Where `ip netns add` puts its namespace handles.
-pub(crate) const NETNS_DIRECTORY: &str = "/run/netns";
-
 /// Installs (or atomically replaces) the nftables policy table in the host's namespace (or
-/// `options.host_netns`). Idempotent: running it twice leaves the same table. The entries of
-/// live sandboxes (`sandbox_links`) are carried over in the same transaction, so replacing the
-/// policy never cuts off a running step.
+/// `options.host_netns`), once, when a backend starts. Idempotent: running it twice leaves the
+/// same table. The table names no sandbox (every `swh*` veth is policed alike), so replacing
+/// it never cuts a running step off its policy, and no step ever changes it.
 pub fn install_policy(options: &EgressOptions) -> Result<(), Error> {
     options.validate()?;
     let place = Place::host(options.host_netns.as_deref());
-    let mut program = ruleset(options);
-    // A missing table simply has no entries to keep.
-    let listing = run(
-        place,
-        Tool::Nft,
-        &["list", "set", "inet", &options.table_name, "sandbox_links"],
-        None,
-    )
-    .unwrap_or_default();
-    let live = parse_link_elements(&listing);
-    if !live.is_empty() {
-        program.push_str(&format!(
-            "add element inet {} sandbox_links {{ {} }}\n",
-            options.table_name,
-            live.join(", ")
-        ));
-    }
-    run(place, Tool::Nft, &["-f", "-"], Some(&program))?;
+    run(place, Tool::Nft, &["-f", "-"], Some(&ruleset(options)))?;
     Ok(())
 }
 
-/// The `"swh3" . 10.231.0.14` entries of an `nft list set` output, each checked to be exactly
-/// an interface name and an IPv4 address, so nothing else can be carried into the new table.
-pub(crate) fn parse_link_elements(listing: &str) -> Vec<String> {
-    let Some(start) = listing.find("elements = {") else {
-        return Vec::new();
-    };
-    let rest = &listing[start + "elements = {".len()..];
-    let Some(end) = rest.find('}') else {
-        return Vec::new();
-    };
-    rest[..end]
-        .split(',')
-        .filter_map(|entry| {
-            let (interface, address) = entry.trim().split_once(" . ")?;
-            let interface = interface.strip_prefix('"')?.strip_suffix('"')?;
-            let address: Ipv4Addr = address.trim().parse().ok()?;
-            (interface.starts_with(HOST_VETH_PREFIX) && is_interface_name(interface))
-                .then(|| format!("\"{interface}\" . {address}"))
-        })
-        .collect()
-}
-
-/// The network of one `public_egress` sandbox: a named network namespace owned by the host's
-/// initial user namespace, joined by the jail; a veth pair to the host; and the sandbox's entry
-/// in the policy's `sandbox_links` set. Dropping it removes all three.
+/// The network of one `public_egress` sandbox: a network namespace of its own, made by the
+/// platform and owned by the host's initial user namespace, joined by the jail (or by runsc);
+/// and a veth pair to the host, policed by the table [`install_policy`] loaded. Built and
+/// removed with rtnetlink messages only (no process, no firewall change). Dropping it removes
+/// the veth pair and lets the namespace go.
 pub struct EgressNetwork {
-    namespace_name: String,
+    /// Holds the namespace: it lives as long as this descriptor (or a sandbox in it).
+    netns: Option<OwnedFd>,
     netns_path: PathBuf,
+    identity: (u64, u64),
+    host: Rtnl,
     host_veth: String,
+    /// The host end's index, once the pair exists.
+    host_index: Option<u32>,
     sandbox_veth: String,
+    slot: u32,
     gateway: Ipv4Addr,
     sandbox_address: Ipv4Addr,
     resolver: std::net::IpAddr,
-    table_name: String,
-    host_netns: Option<PathBuf>,
-    created: Created,
-}
-
-/// What exists so far, so that a failure half-way (or a drop) removes exactly that.
-#[derive(Debug, Default, Clone, Copy)]
-struct Created {
-    namespace: bool,
-    veth: bool,
-    link_element: bool,
 }
 
 impl fmt::Debug for EgressNetwork {
@@ -103,12 +57,16 @@ impl fmt::Debug for EgressNetwork {
     }
 }
 
+/// Every namespace's loopback has this index (the kernel's `LOOPBACK_IFINDEX`).
+const LOOPBACK_INDEX: u32 = 1;
+
 impl EgressNetwork {
     /// Builds the network of one sandbox. `slot` is a small integer unique among the sandboxes
-    /// alive at the same time (the jail's slot allocator gives it): it names the veths
-    /// (`swh<slot>`, `sws<slot>`) and picks the /30 `pool + 4 * slot` (gateway `.1`, sandbox
-    /// `.2`). Fails closed, naming what is missing: IPv4 forwarding off, the policy table
-    /// absent, a slot outside the pool, a command failing.
+    /// alive at the same time (the jail's slot allocator gives it): it picks the /30
+    /// `pool + 4 * slot` (gateway `.1`, sandbox `.2`) and names the veths: `sws<slot>` inside,
+    /// `swh<slot>x<random>` on the host side (the random part because the kernel frees the
+    /// host end of a removed network a little later, see [`EgressNetwork::destroy`]). Fails closed, naming what is missing: IPv4 forwarding off, the policy table
+    /// absent, a slot outside the pool, a netlink operation failing.
     pub fn create(options: &EgressOptions, slot: u32) -> Result<EgressNetwork, Error> {
         options.validate()?;
         let capacity = options.pool_capacity();
@@ -127,114 +85,109 @@ impl EgressNetwork {
                 capacity,
             });
         }
-        require_forwarding(options)?;
-
+        // 1. A new namespace with IPv6 off, and a socket on each side; the host side is
+        //    checked first (forwarding on, the whole policy table there), so that no sandbox
+        //    ever gets a link the policy does not see.
+        let made = namespace::make(options)?;
         let link_base = pool_base + slot * 4;
-        let namespace_name = format!("{}-{slot}-{}", options.namespace_prefix, random_suffix()?);
         let mut network = EgressNetwork {
-            netns_path: Path::new(NETNS_DIRECTORY).join(&namespace_name),
-            namespace_name,
-            host_veth: format!("{HOST_VETH_PREFIX}{slot}"),
+            netns_path: PathBuf::from(format!(
+                "/proc/{}/fd/{}",
+                std::process::id(),
+                made.netns.as_raw_fd()
+            )),
+            netns: Some(made.netns),
+            identity: made.identity,
+            host: made.host,
+            host_veth: host_veth_name(slot)?,
+            host_index: None,
             sandbox_veth: format!("{SANDBOX_VETH_PREFIX}{slot}"),
+            slot,
             gateway: Ipv4Addr::from(link_base + 1),
             sandbox_address: Ipv4Addr::from(link_base + 2),
             resolver: options.resolver,
-            table_name: options.table_name.clone(),
-            host_netns: options.host_netns.clone(),
-            created: Created::default(),
         };
         // On any error below, dropping `network` removes what was already built.
-        network.build()?;
+        network.build(made.inside)?;
         Ok(network)
     }
 
-    /// Four commands, each a numbered step; the order never leaves a usable link unpoliced.
-    fn build(&mut self) -> Result<(), Error> {
-        // 1. The sandbox's entry in the policy, before its link exists. This is also the check
-        //    that the policy is installed: without the table the command fails, and no sandbox
-        //    starts. Packets from a veth without an entry are dropped as spoofed.
-        let element = self.link_element();
-        let script = format!(
-            "add element inet {} sandbox_links {{ {element} }}\n",
-            self.table_name
-        );
-        match run(self.host_place(), Tool::Nft, &["-f", "-"], Some(&script)) {
-            Ok(_) => self.created.link_element = true,
-            Err(Error::CommandFailed {
-                command, stderr, ..
-            }) => {
-                return Err(Error::PolicyMissing {
-                    table: self.table_name.clone(),
-                    host: self.host_description(),
-                    detail: format!("`{command}`: {stderr}"),
-                });
-            }
-            Err(other) => return Err(other),
+    /// The links, addresses and route, each a numbered step.
+    fn build(&mut self, mut inside: Rtnl) -> Result<(), Error> {
+        let failed = |operation: String| move |source| Error::Netlink { operation, source };
+        // 2. The veth pair, its sandbox end created directly inside the new namespace. From
+        //    the moment it exists the host end is policed: the table matches every `swh*`.
+        let Some(netns) = self.netns.as_ref().map(AsFd::as_fd) else {
+            return Err(Error::Namespace {
+                action: "create the veth pair",
+                source: std::io::Error::other("the network's namespace is already gone"),
+            });
+        };
+        let mut created = self
+            .host
+            .create_veth(&self.host_veth, &self.sandbox_veth, netns);
+        if created
+            .as_ref()
+            .is_err_and(|error| error.raw_os_error() == Some(libc::EEXIST))
+        {
+            // The random part of the name was taken (a one in sixteen million chance per
+            // network of the same slot still being freed): once more with another.
+            self.host_veth = host_veth_name(self.slot)?;
+            created = self
+                .host
+                .create_veth(&self.host_veth, &self.sandbox_veth, netns);
         }
-
-        // 2. The namespace and the veth pair, in one `ip` run in the host's namespace. `ip`
-        //    runs as the platform (host root), so the namespace is owned by the initial user
-        //    namespace: nothing in the sandbox's user namespace holds CAP_NET_ADMIN over it.
-        //    The sandbox end is created directly inside the new namespace.
-        let host_batch = format!(
-            "netns add {namespace}\n\
-             link add {host} type veth peer name {sandbox} netns {namespace}\n\
-             addr add {gateway}/30 dev {host}\n\
-             link set {host} up\n",
-            namespace = self.namespace_name,
-            host = self.host_veth,
-            sandbox = self.sandbox_veth,
-            gateway = self.gateway,
-        );
-        let host_result = run(
-            self.host_place(),
-            Tool::Ip,
-            &["-batch", "-"],
-            Some(&host_batch),
-        );
-        // Whatever part of the batch ran is removed on drop.
-        self.created.namespace = true;
-        self.created.veth = true;
-        host_result?;
-
-        // 3. IPv6 off in the sandbox's namespace (its own sysctls, never the host's: the check
-        //    refuses if the path were the caller's namespace). Removing the link-local address
-        //    the veth got a moment ago is part of turning it off.
-        self.refuse_if_callers_namespace()?;
-        run(
-            Place::Netns(&self.netns_path),
-            Tool::Sysctl,
-            &[
-                "-q",
-                "-w",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-            ],
-            None,
-        )?;
-
-        // 4. Inside: loopback, the veth with its /30, the default route via the host side.
-        let sandbox_batch = format!(
-            "link set lo up\n\
-             addr add {address}/30 dev {sandbox}\n\
-             link set {sandbox} up\n\
-             route add default via {gateway}\n",
-            address = self.sandbox_address,
-            sandbox = self.sandbox_veth,
-            gateway = self.gateway,
-        );
-        run(
-            Place::Here,
-            Tool::Ip,
-            &["-netns", &self.namespace_name, "-batch", "-"],
-            Some(&sandbox_batch),
-        )?;
+        let host_index = created.map_err(failed(format!(
+            "create the veth pair {}/{}",
+            self.host_veth, self.sandbox_veth
+        )))?;
+        self.host_index = Some(host_index);
+        // 3. The host end: the gateway address of the slot's /30, up.
+        self.host
+            .add_ipv4_address(host_index, self.gateway, 30)
+            .map_err(failed(format!(
+                "add {}/30 to {}",
+                self.gateway, self.host_veth
+            )))?;
+        self.host
+            .set_up(host_index)
+            .map_err(failed(format!("set {} up", self.host_veth)))?;
+        // 4. Inside: loopback up, the sandbox end with its address, up, and the default route
+        //    via the gateway.
+        inside
+            .set_up(LOOPBACK_INDEX)
+            .map_err(failed(String::from("set the sandbox's lo up")))?;
+        let sandbox_index = inside
+            .index_of(&self.sandbox_veth)
+            .map_err(failed(format!("find {} inside", self.sandbox_veth)))?;
+        inside
+            .add_ipv4_address(sandbox_index, self.sandbox_address, 30)
+            .map_err(failed(format!(
+                "add {}/30 to {}",
+                self.sandbox_address, self.sandbox_veth
+            )))?;
+        inside
+            .set_up(sandbox_index)
+            .map_err(failed(format!("set {} up", self.sandbox_veth)))?;
+        inside
+            .add_default_route(sandbox_index, self.gateway)
+            .map_err(failed(format!(
+                "add the default route via {}",
+                self.gateway
+            )))?;
         Ok(())
     }
 
-    /// The namespace file the jail opens and `setns`es into before its clone.
+    /// The namespace file the jail opens and `setns`es into before its clone (and runsc
+    /// joins): this process's descriptor on it, valid while this value lives.
     pub fn netns_path(&self) -> &Path {
         &self.netns_path
+    }
+
+    /// The namespace's device and inode: a joiner checks that the file it opened names this
+    /// namespace and no other.
+    pub fn netns_identity(&self) -> (u64, u64) {
+        self.identity
     }
 
     /// The contents of the sandbox's `/etc/resolv.conf`: the configured resolver only.
@@ -257,111 +210,48 @@ impl EgressNetwork {
         self.gateway
     }
 
-    /// The host-side veth name (`swh<slot>`).
+    /// The host-side veth name (`swh<slot>x<random>`).
     pub fn host_veth(&self) -> &str {
         &self.host_veth
     }
 
-    /// Removes the veth, the namespace and the policy entry, reporting the first failure.
-    /// Everything is attempted even after a failure.
+    /// Removes the network as dropping it does, then waits until the kernel has freed the
+    /// host end too (tests and the sweep's callers want to see it gone).
     pub fn destroy(mut self) -> Result<(), Error> {
-        self.teardown()
+        let index = self.host_index;
+        self.teardown()?;
+        drop(self.netns.take());
+        if let Some(index) = index {
+            wait_until_gone(&mut self.host, index)?;
+        }
+        Ok(())
     }
 
+    /// Takes the slot's /30 off the host end (its address and with it the routes to the
+    /// sandbox: the next network of this slot gets them), then lets the namespace go when
+    /// `netns` closes right after. The kernel removes a namespace nobody holds on its own
+    /// cleanup thread, with its veth end and so the host end: that costs RCU grace periods
+    /// (milliseconds), which `RTM_DELLINK` would make this thread wait for. Nothing can use the
+    /// link meanwhile: every process of the sandbox is dead, and the host end has no address.
     fn teardown(&mut self) -> Result<(), Error> {
-        let mut first_error = None;
-        // Deleting the host end removes the pair at once (deleting only the namespace would
-        // free it asynchronously, and the next sandbox of this slot could find the name taken).
-        let mut batch = String::new();
-        if self.created.veth {
-            batch.push_str(&format!("link del {}\n", self.host_veth));
-        }
-        if self.created.namespace {
-            batch.push_str(&format!("netns del {}\n", self.namespace_name));
-        }
-        if !batch.is_empty() {
-            // -force goes on past a failed line; what is still there afterwards is the error.
-            let result = run(
-                self.host_place(),
-                Tool::Ip,
-                &["-force", "-batch", "-"],
-                Some(&batch),
-            );
-            match result {
-                Ok(_) => {
-                    self.created.veth = false;
-                    self.created.namespace = false;
-                }
-                Err(error) => {
-                    // A line may have failed only because its object was already gone.
-                    self.created.veth = self.created.veth && self.host_link_exists();
-                    self.created.namespace = self.created.namespace && self.netns_path.exists();
-                    if self.created.veth || self.created.namespace {
-                        first_error.get_or_insert(error);
-                    }
+        if let Some(index) = self.host_index.take() {
+            match self.host.delete_ipv4_address(index, self.gateway, 30) {
+                Ok(()) => {}
+                // Gone already (a sweep, or an operator, removed the link).
+                Err(error)
+                    if matches!(
+                        error.raw_os_error(),
+                        Some(libc::ENODEV | libc::EADDRNOTAVAIL)
+                    ) => {}
+                Err(source) => {
+                    // The address cannot be taken back: remove the whole pair instead, and
+                    // wait for it, so the slot's next network never finds its /30 taken.
+                    self.host.delete_link(index).map_err(|_| Error::Netlink {
+                        operation: format!("remove {}/30 from {}", self.gateway, self.host_veth),
+                        source,
+                    })?;
                 }
             }
-        }
-        if self.created.link_element {
-            let script = format!(
-                "delete element inet {} sandbox_links {{ {} }}\n",
-                self.table_name,
-                self.link_element()
-            );
-            match run(self.host_place(), Tool::Nft, &["-f", "-"], Some(&script)) {
-                Ok(_) => self.created.link_element = false,
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-        match first_error {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
-    }
-
-    fn host_description(&self) -> String {
-        match &self.host_netns {
-            Some(path) => format!("the network namespace {}", path.display()),
-            None => "the host's network namespace".to_owned(),
-        }
-    }
-
-    fn host_place(&self) -> Place<'_> {
-        Place::host(self.host_netns.as_deref())
-    }
-
-    fn host_link_exists(&self) -> bool {
-        run(
-            self.host_place(),
-            Tool::Ip,
-            &["link", "show", "dev", &self.host_veth],
-            None,
-        )
-        .is_ok()
-    }
-
-    fn link_element(&self) -> String {
-        format!("\"{}\" . {}", self.host_veth, self.sandbox_address)
-    }
-
-    fn refuse_if_callers_namespace(&self) -> Result<(), Error> {
-        let own_path = Path::new("/proc/self/ns/net");
-        let own = std::fs::metadata(own_path).map_err(|source| Error::Io {
-            action: "inspecting",
-            path: own_path.to_owned(),
-            source,
-        })?;
-        let created = std::fs::metadata(&self.netns_path).map_err(|source| Error::Io {
-            action: "inspecting",
-            path: self.netns_path.clone(),
-            source,
-        })?;
-        if own.dev() == created.dev() && own.ino() == created.ino() {
-            return Err(Error::NotANewNamespace {
-                path: self.netns_path.clone(),
-            });
         }
         Ok(())
     }
@@ -369,70 +259,51 @@ impl EgressNetwork {
 
 impl Drop for EgressNetwork {
     fn drop(&mut self) {
-        // Never panics: what cannot be removed now is removed by the next sweep.
+        // Never panics: a veth that cannot be removed now is removed by the next sweep. The
+        // namespace goes when `netns` closes, right after.
         let _ = self.teardown();
     }
 }
 
-/// IPv4 forwarding must already be on where the host side lives: the platform never changes
-/// host settings. On the real host the file is read directly; a test's host namespace is read
-/// through `sysctl` inside it.
-fn require_forwarding(options: &EgressOptions) -> Result<(), Error> {
-    const SETTING: &str = "net.ipv4.ip_forward";
-    let value = match &options.host_netns {
-        None => {
-            let path = Path::new("/proc/sys/net/ipv4/ip_forward");
-            std::fs::read_to_string(path)
-                .map_err(|source| Error::Io {
-                    action: "reading",
-                    path: path.to_owned(),
-                    source,
-                })?
-                .trim()
-                .to_owned()
-        }
-        Some(netns) => read_sysctl(Place::Netns(netns), SETTING)?,
-    };
-    if value != "1" {
-        return Err(Error::ForwardingDisabled {
-            setting: SETTING,
-            value,
-            host: options.host_description(),
+/// A host-side veth name for `slot`: `swh<slot>x` and six random hex digits (at most 15
+/// characters for any slot of a /16 pool).
+fn host_veth_name(slot: u32) -> Result<String, Error> {
+    let mut bytes = [0u8; 3];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer we own.
+    let filled = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if filled != bytes.len() as isize {
+        return Err(Error::Namespace {
+            action: "draw a random veth name",
+            source: std::io::Error::last_os_error(),
         });
     }
-    Ok(())
+    Ok(format!(
+        "{HOST_VETH_PREFIX}{slot}x{:02x}{:02x}{:02x}",
+        bytes[0], bytes[1], bytes[2]
+    ))
 }
 
-fn random_suffix() -> Result<String, Error> {
-    let path = Path::new("/dev/urandom");
-    let mut bytes = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut file| file.read_exact(&mut bytes))
-        .map_err(|source| Error::Io {
-            action: "reading",
-            path: path.to_owned(),
-            source,
-        })?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn live_link_elements_are_parsed_and_anything_else_is_dropped() {
-        let listing = "table inet stepward {\n\tset sandbox_links {\n\t\ttype ifname . ipv4_addr\n\
-                       \t\telements = { \"swh3\" . 10.231.0.14,\n\t\t\t     \"swh5\" . 10.231.0.22,\n\
-                       \t\t\t     \"eth0\" . 10.0.0.1, \"swh6\" . accept }\n\t}\n}\n";
-        assert_eq!(
-            parse_link_elements(listing),
-            ["\"swh3\" . 10.231.0.14", "\"swh5\" . 10.231.0.22"]
-        );
-        assert!(
-            parse_link_elements("table inet stepward {\n\tset sandbox_links {\n\t}\n}\n")
-                .is_empty()
-        );
-        assert!(parse_link_elements("").is_empty());
+/// Waits until the link `index` no longer exists (its namespace's cleanup removed it).
+fn wait_until_gone(host: &mut Rtnl, index: u32) -> Result<(), Error> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match host.link_exists(index) {
+            Ok(false) => return Ok(()),
+            Ok(true) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Ok(true) => {
+                return Err(Error::Netlink {
+                    operation: format!("see the host end (link {index}) go within 10 seconds"),
+                    source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+                });
+            }
+            Err(source) => {
+                return Err(Error::Netlink {
+                    operation: format!("look for link {index}"),
+                    source,
+                });
+            }
+        }
     }
 }

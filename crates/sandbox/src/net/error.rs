@@ -49,6 +49,20 @@ pub enum Error {
         host: String,
         detail: String,
     },
+    /// A network namespace could not be made, entered or prepared.
+    #[error("cannot {action}: {source}")]
+    Namespace {
+        action: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A link, address or route operation over rtnetlink failed.
+    #[error("cannot {operation} (rtnetlink): {source}")]
+    Netlink {
+        operation: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The slot does not fit in the address pool.
     #[error(
         "sandbox slot {slot} does not fit in the address pool {pool} (it holds {capacity} /30 links)"

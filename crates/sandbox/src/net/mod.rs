@@ -10,16 +10,23 @@
 //!   host's network namespace, or in `EgressOptions::host_netns` when tests build the platform
 //!   side inside a namespace of their own;
 //! - the sandbox side (`lo`, the veth with its /30, a default route via the gateway, IPv6
-//!   disabled) lives in the per-invocation namespace `<prefix>-<slot>-<random>`.
+//!   disabled) lives in a namespace of its own per invocation, unnamed and held by the
+//!   platform's descriptor on it (`/proc/<platform>/fd/<n>` while it lives).
 //!
 //! The policy is data: [`ruleset::ruleset`] is a pure function of the options, fed to
-//! `nft -f -` by [`install_policy`]. Setup uses the `ip` (iproute2), `nft` (nftables),
-//! `nsenter` and `sysctl` commands, looked up in the system directories only.
+//! `nft -f -` by [`install_policy`] once, when a backend starts (the `nft` command, and `nsenter`
+//! when the host side is a test's namespace, looked up in the system directories only). It names
+//! no sandbox, so no step changes it. Each sandbox's network is made with rtnetlink messages
+//! only (`netlink`), in a namespace a thread of the platform unshares (`namespace`); the
+//! policy's presence is checked over nfnetlink (`nftables`). No process runs per sandbox.
 
 pub mod cidr;
 mod command;
 mod egress;
 mod error;
+mod namespace;
+mod netlink;
+mod nftables;
 mod options;
 pub mod ruleset;
 mod sweep;

@@ -10,7 +10,8 @@ use crate::net::error::Error;
 pub const DEFAULT_ADDRESS_POOL: &str = "10.231.0.0/16";
 /// The default nftables table (family `inet`).
 pub const DEFAULT_TABLE_NAME: &str = "stepward";
-/// The default prefix of the per-sandbox network namespace names (`sw-<slot>-<random>`).
+/// The default prefix of the named network namespaces that versions before issue 13 made per
+/// sandbox (`sw-<slot>-<random>` under `/run/netns`); the sweep removes leftovers with it.
 pub const DEFAULT_NAMESPACE_PREFIX: &str = "sw";
 /// Host-side veth names are this prefix and the slot; the policy matches it (`swh*`).
 pub const HOST_VETH_PREFIX: &str = "swh";
@@ -47,8 +48,9 @@ pub struct EgressOptions {
     /// The network namespace that plays the host (gateway, policy, forwarding). `None` is the
     /// real host; tests point it at a namespace they made, so no host setting is ever touched.
     pub host_netns: Option<PathBuf>,
-    /// The prefix of the per-sandbox namespace names; the sweep removes only names with it.
-    /// Tests use a unique prefix so that a test's sweep never touches another test's sandboxes.
+    /// The prefix of the named namespaces earlier versions made per sandbox under `/run/netns`;
+    /// the sweep removes only leftovers with it (namespaces are unnamed now). Tests use a
+    /// unique prefix so that a test's sweep never touches another test's names.
     pub namespace_prefix: String,
 }
 

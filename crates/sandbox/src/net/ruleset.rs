@@ -2,11 +2,11 @@
 //!
 //! Shape (one `inet` table, replaced atomically by one `nft -f -` transaction):
 //! - sets `denied_v4`/`denied_v6` (every private and special range, plus the address pool),
-//!   `endpoints_v4`/`endpoints_v6` (the platform's API, database, object store), `sandbox_links`
-//!   (`ifname . ipv4_addr`: each live sandbox's host-side veth and the one source address it may
-//!   use), and `test_internet_v4`/`_v6` only when the test-only exemption is set;
-//! - chain `from_sandbox`, the verdict on every packet a sandbox sends: spoofed source → drop;
-//!   resolver on port 53 → accept; platform endpoints → drop; the host's own addresses
+//!   `endpoints_v4`/`endpoints_v6` (the platform's API, database, object store), and
+//!   `test_internet_v4`/`_v6` only when the test-only exemption is set;
+//! - chain `from_sandbox`, the verdict on every packet a sandbox sends: spoofed source (not
+//!   in the pool, not the sandbox end `.2` of a /30, or not routed back through the veth it
+//!   came from) → drop; resolver on port 53 → accept; platform endpoints → drop; the host's own addresses
 //!   (`fib daddr type local`, broadcast, multicast, anycast) → drop; [test internet → accept];
 //!   denied ranges → drop; any other IPv6 → drop;
 //! - `prerouting` (filter, priority raw = -300, before conntrack and any DNAT) and `forward`
@@ -18,6 +18,12 @@
 //!
 //! The exemptions sit before the drops and are as narrow as the options allow; the test
 //! exemption comes after the endpoint and host-address drops, so it can never open those.
+//!
+//! Nothing in the table names a sandbox: every veth whose name starts with `swh` is policed by
+//! the same rules from the moment it exists, and the spoofing checks follow from the slot's
+//! /30 (the sandbox end is always `.2`, and the reverse-path lookup finds the veth that holds
+//! the gateway `.1`). So the table is loaded once, when a backend starts, and no step ever
+//! changes the firewall (issue 13, part 4).
 
 use std::fmt::Write as _;
 
@@ -28,8 +34,9 @@ use crate::net::options::{EgressOptions, HOST_VETH_PREFIX, Uplink};
 /// addresses, the address pool and the configured endpoints. The lists live in `netguard`,
 /// which the model client's endpoint check shares. Sandboxes have no IPv6 at all (it is
 /// disabled in their namespace and every other IPv6 packet is dropped too); the IPv6 list is
-/// defence in depth and documents the IPv4-mapped, NAT64, 6to4 and Teredo forms.
-pub use netguard::{DENIED_IPV4, DENIED_IPV6};
+/// defence in depth and documents the IPv4-mapped, IPv4-compatible, SIIT, NAT64, 6to4 and
+/// Teredo forms, site-local and both documentation ranges.
+pub use netguard::{DENIED_IPV4, DENIED_IPV6, MORE_DENIED_IPV6};
 
 /// The nftables program that installs (or atomically replaces) the policy table.
 ///
@@ -61,6 +68,7 @@ pub fn ruleset(options: &EgressOptions) -> String {
     interval_set(out, "denied_v4", "ipv4_addr", &denied_v4);
     let denied_v6: Vec<String> = DENIED_IPV6
         .iter()
+        .chain(MORE_DENIED_IPV6)
         .map(|range| (*range).to_owned())
         .collect();
     interval_set(out, "denied_v6", "ipv6_addr", &denied_v6);
@@ -77,21 +85,23 @@ pub fn ruleset(options: &EgressOptions) -> String {
         interval_set(out, "test_internet_v4", "ipv4_addr", &exempt_v4);
         interval_set(out, "test_internet_v6", "ipv6_addr", &exempt_v6);
     }
-    line(
-        out,
-        1,
-        "# One element per live sandbox: its host-side veth and its only source address.",
-    );
-    line(out, 1, "set sandbox_links {");
-    line(out, 2, "type ifname . ipv4_addr");
-    line(out, 1, "}");
     blank(out);
 
     line(out, 1, "chain from_sandbox {");
     line(
         out,
         2,
-        "iifname . ip saddr != @sandbox_links counter drop comment \"spoofed or unknown sandbox\"",
+        &format!("ip saddr != {pool} counter drop comment \"spoofed: not from the address pool\""),
+    );
+    line(
+        out,
+        2,
+        "ip saddr & 0.0.0.3 != 0.0.0.2 counter drop comment \"spoofed: not the sandbox end of its /30\"",
+    );
+    line(
+        out,
+        2,
+        "fib saddr . iif oif missing counter drop comment \"spoofed: not routed back through this veth\"",
     );
     line(
         out,

@@ -265,3 +265,42 @@ fn g12_conformance_copy_back_takes_regular_files_only_in_both_backends_needs_roo
         assert!(!work.path().join("report.txt").exists(), "{name}");
     }
 }
+
+/// G11 in both backends, through the same platform-made network namespace and nftables
+/// policy: the listener test of `net::step` (every denied range, the host's own addresses and
+/// the gateway unreached, the test internet reached as the positive control, the resolver
+/// answering, masquerade, the network gone afterwards) runs as the code of a `public_egress`
+/// step of the local backend and of the gvisor backend (runsc joins the namespace with
+/// `--network=sandbox`).
+#[test]
+fn g11_conformance_public_egress_reaches_the_test_internet_and_nothing_else_needs_root() {
+    use crate::net::topology::{Forwarding, Topology, UplinkChoice};
+    let topology = Topology::build(UplinkChoice::DefaultRoute, Forwarding::On);
+    let state = tempfile::tempdir().unwrap();
+    let local = state.path().join("local");
+    let gvisor = state.path().join("gvisor");
+    std::fs::create_dir_all(&local).unwrap();
+    std::fs::create_dir_all(&gvisor).unwrap();
+    let backends: Vec<Box<dyn Isolation>> = vec![
+        Box::new(
+            LocalBackend::for_tests_with(
+                &local,
+                Path::new(env!("CARGO_BIN_EXE_stepward-jail")),
+                |options| options.egress = Some(topology.options.clone()),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            GvisorBackend::for_tests_with(&gvisor, |options| {
+                options.egress = Some(topology.options.clone());
+            })
+            .unwrap(),
+        ),
+    ];
+    for backend in &backends {
+        crate::net::step::assert_step_reaches_the_test_internet_and_nothing_else(
+            &topology,
+            backend.as_ref(),
+        );
+    }
+}

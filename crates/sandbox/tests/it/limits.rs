@@ -27,10 +27,14 @@ def _age():
     with open("/proc/uptime") as handle:
         uptime = float(handle.read().split()[0])
     return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+def _nice():
+    with open("/proc/self/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[16])
 def main():
     work = os.statvfs("/work")
     return {
         "age": _age(),
+        "nice": _nice(),
         "as": resource.getrlimit(resource.RLIMIT_AS)[1],
         "data": resource.getrlimit(resource.RLIMIT_DATA)[1],
         "cpu": resource.getrlimit(resource.RLIMIT_CPU)[1],
@@ -146,6 +150,19 @@ fn g10_declared_limits_reach_a_warm_sandbox_at_claim_needs_root() {
         Limits::default().work_bytes,
         "{answer}"
     );
+}
+
+#[test]
+fn g10_a_warm_sandbox_runs_the_step_at_a_cold_steps_priority_needs_root() {
+    // Refills build warm sandboxes at nice 19 so that they take only idle CPU; the claim must
+    // give the step the priority a cold step runs at, or a warm step would run slowed.
+    let warm = Warm::new();
+    let answer = result(&warm.claim(REPORT, Limits::default()));
+    assert!(
+        answer["age"].as_f64().unwrap() >= AGE_BEFORE_CLAIM.as_secs_f64() * 0.9,
+        "the sandbox was not a warm one: {answer}"
+    );
+    assert_eq!(answer["nice"], 0, "{answer}");
 }
 
 #[test]

@@ -7,8 +7,8 @@
 
 mod dns;
 mod lifecycle;
-mod probe;
-mod reach;
-mod step;
+pub(crate) mod probe;
+pub(crate) mod reach;
+pub(crate) mod step;
 pub(crate) mod support;
-mod topology;
+pub(crate) mod topology;

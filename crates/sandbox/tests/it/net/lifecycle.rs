@@ -9,35 +9,21 @@ use crate::net::probe::{ProbeUser, run_probe};
 use crate::net::support::{IP, NFT, output, output_in, real_host_ip_forward, run_in};
 use crate::net::topology::{Forwarding, Topology, UplinkChoice};
 
-fn namespace_exists(name: &str) -> bool {
-    std::path::Path::new("/run/netns").join(name).exists()
+/// The host side's sandbox veths (`swh<slot>`).
+fn host_sandbox_links(topology: &Topology) -> Vec<String> {
+    topology
+        .host
+        .links()
+        .into_iter()
+        .filter(|link| link.starts_with("swh"))
+        .collect()
 }
 
-fn sandbox_namespaces(topology: &Topology) -> Vec<String> {
-    let prefix = format!("{}-", topology.options.namespace_prefix);
-    std::fs::read_dir("/run/netns")
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                .filter(|name| name.starts_with(&prefix))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn link_elements(topology: &Topology) -> String {
-    run_in(
-        &topology.host.path,
-        NFT,
-        &[
-            "list",
-            "set",
-            "inet",
-            &topology.options.table_name,
-            "sandbox_links",
-        ],
-    )
+/// Whether `path` still opens the namespace `identity` (after the network is gone its
+/// descriptor is closed, and the number may since name something else).
+fn still_names(path: &std::path::Path, identity: (u64, u64)) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).is_ok_and(|metadata| (metadata.dev(), metadata.ino()) == identity)
 }
 
 #[test]
@@ -48,7 +34,7 @@ fn g11_create_fails_closed_without_forwarding_needs_root() {
     let error = EgressNetwork::create(&topology.options, 1).unwrap_err();
     assert!(matches!(error, Error::ForwardingDisabled { .. }), "{error}");
     assert!(error.to_string().contains("net.ipv4.ip_forward"), "{error}");
-    assert!(sandbox_namespaces(&topology).is_empty());
+    assert!(host_sandbox_links(&topology).is_empty());
     assert_eq!(real_host_ip_forward(), host_forwarding_before);
 }
 
@@ -61,11 +47,22 @@ fn g11_create_fails_closed_without_the_policy_needs_root() {
         error.to_string().contains(&topology.options.table_name),
         "{error}"
     );
-    assert!(sandbox_namespaces(&topology).is_empty());
+    assert!(host_sandbox_links(&topology).is_empty());
+    // A table of that name that lacks the policy's chains is not the policy either.
+    run_in(
+        &topology.host.path,
+        NFT,
+        &["add", "table", "inet", &topology.options.table_name],
+    );
+    let error = EgressNetwork::create(&topology.options, 1).unwrap_err();
+    assert!(matches!(error, Error::PolicyMissing { .. }), "{error}");
+    assert!(error.to_string().contains("from_sandbox"), "{error}");
+    assert!(host_sandbox_links(&topology).is_empty());
     // Control: with the policy it works.
     topology.install_policy();
     let network = topology.create_network(1);
     assert!(network.netns_path().exists());
+    assert_eq!(host_sandbox_links(&topology), [network.host_veth()]);
 }
 
 #[test]
@@ -91,49 +88,79 @@ fn g11_slot_outside_the_pool_is_refused_needs_root() {
 }
 
 #[test]
-fn g6_drop_removes_namespace_veth_and_policy_element_needs_root() {
+fn g6_drop_removes_the_veth_pair_and_the_namespace_needs_root() {
     let topology = Topology::build(UplinkChoice::DefaultRoute, Forwarding::On);
     topology.install_policy();
     let network = topology.create_network(5);
-    let name = network
-        .netns_path()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let identity = network.netns_identity();
+    assert!(still_names(network.netns_path(), identity));
+    // The namespace is the platform's descriptor on it: nothing is mounted under /run/netns.
     assert!(
-        name.starts_with(&format!("{}-5-", topology.options.namespace_prefix)),
-        "{name}"
-    );
-    assert!(namespace_exists(&name));
-    assert!(topology.host.links().contains(&"swh5".to_owned()));
-    assert!(
-        link_elements(&topology).contains("\"swh5\" . 10.231.0.22"),
+        network
+            .netns_path()
+            .starts_with(format!("/proc/{}/fd", std::process::id())),
         "{}",
-        link_elements(&topology)
+        network.netns_path().display()
+    );
+    let host_veth = network.host_veth().to_owned();
+    assert!(host_veth.starts_with("swh5x"), "{host_veth}");
+    assert_eq!(
+        host_sandbox_links(&topology),
+        std::slice::from_ref(&host_veth)
     );
     // Inside: loopback and the sandbox veth only, IPv6 off, the default route via the gateway.
     let inside = run_in(network.netns_path(), IP, &["-o", "link", "show"]);
     assert_eq!(inside.lines().count(), 2, "{inside}");
+    assert!(inside.contains(": sws5@"), "{inside}");
+    let addresses = run_in(network.netns_path(), IP, &["-o", "addr", "show"]);
+    assert!(addresses.contains("inet 10.231.0.22/30"), "{addresses}");
+    assert!(!addresses.contains("inet6"), "{addresses}");
     let routes = run_in(network.netns_path(), IP, &["route", "show"]);
     assert!(
         routes.contains("default via 10.231.0.21 dev sws5"),
         "{routes}"
     );
-    let ipv6 = run_in(
-        network.netns_path(),
-        "/usr/sbin/sysctl",
-        &["-n", "net.ipv6.conf.all.disable_ipv6"],
+    for setting in [
+        "net.ipv6.conf.all.disable_ipv6",
+        "net.ipv6.conf.default.disable_ipv6",
+    ] {
+        let value = run_in(network.netns_path(), "/usr/sbin/sysctl", &["-n", setting]);
+        assert_eq!(value.trim(), "1", "{setting}");
+    }
+    let host_addresses = run_in(
+        &topology.host.path,
+        IP,
+        &["-o", "addr", "show", "dev", &host_veth],
     );
-    assert_eq!(ipv6.trim(), "1");
-
-    network.destroy().unwrap();
-    assert!(!namespace_exists(&name));
-    assert!(!topology.host.links().contains(&"swh5".to_owned()));
     assert!(
-        !link_elements(&topology).contains("swh5"),
-        "{}",
-        link_elements(&topology)
+        host_addresses.contains("inet 10.231.0.21/30"),
+        "{host_addresses}"
+    );
+
+    let path = network.netns_path().to_path_buf();
+    network.destroy().unwrap();
+    assert!(host_sandbox_links(&topology).is_empty());
+    assert!(!still_names(&path, identity));
+}
+
+#[test]
+fn g11_building_and_removing_a_sandbox_network_never_changes_the_firewall_needs_root() {
+    let topology = Topology::build(UplinkChoice::DefaultRoute, Forwarding::On);
+    topology.install_policy();
+    // The whole ruleset of the host side, not only the policy table: nothing else may change
+    // either. Counters move with traffic, and no traffic flows here.
+    let ruleset = || run_in(&topology.host.path, NFT, &["list", "ruleset"]);
+    let before = ruleset();
+    let first = topology.create_network(2);
+    let second = topology.create_network(3);
+    assert_eq!(ruleset(), before, "a sandbox network changed the firewall");
+    drop(first);
+    assert_eq!(ruleset(), before);
+    drop(second);
+    assert_eq!(ruleset(), before);
+    assert!(
+        !before.contains("swh2") && !before.contains("swh3"),
+        "{before}"
     );
 }
 
@@ -143,41 +170,22 @@ fn g6_sweep_removes_what_a_crash_left_needs_root() {
     topology.install_policy();
     let first = topology.create_network(1);
     let second = topology.create_network(2);
-    let names: Vec<String> = [&first, &second]
-        .iter()
-        .map(|network| {
-            network
-                .netns_path()
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    // A crash: the process dies without running any drop.
+    let mut expected = vec![first.host_veth().to_owned(), second.host_veth().to_owned()];
+    expected.sort();
+    // Another process's leftovers: networks whose owner never ran their drop (this test keeps
+    // their namespaces alive by leaking the descriptors; a crashed platform's would close).
     std::mem::forget(first);
     std::mem::forget(second);
+    // And a named namespace with the prefix, as versions before issue 13 mounted them.
+    let legacy = format!("{}-7-0badf00d", topology.options.namespace_prefix);
+    crate::net::support::run(IP, &["netns", "add", &legacy]);
     let report = sweep(&topology.options).unwrap();
-    let mut swept = report.namespaces.clone();
-    swept.sort();
-    let mut expected = names.clone();
-    expected.sort();
-    assert_eq!(swept, expected);
     let mut links = report.host_links.clone();
     links.sort();
-    assert_eq!(links, ["swh1", "swh2"]);
-    assert!(report.link_elements_flushed);
-    for name in &names {
-        assert!(!namespace_exists(name));
-    }
-    assert!(
-        !topology
-            .host
-            .links()
-            .iter()
-            .any(|link| link.starts_with("swh"))
-    );
-    assert!(!link_elements(&topology).contains("swh"));
+    assert_eq!(links, expected);
+    assert_eq!(report.namespaces, std::slice::from_ref(&legacy));
+    assert!(!std::path::Path::new("/run/netns").join(&legacy).exists());
+    assert!(host_sandbox_links(&topology).is_empty());
     // A second sweep finds nothing, and the slots can be used again.
     let again = sweep(&topology.options).unwrap();
     assert!(again.namespaces.is_empty() && again.host_links.is_empty());
@@ -251,7 +259,14 @@ fn g11_test_network_is_sealed_from_the_real_host_needs_root() {
     // The host namespace links only to test namespaces and the sandbox: no packet can leave.
     let mut links = topology.host.links();
     links.sort();
-    assert_eq!(links, ["lo", "swh9", "swtp", "swtu"]);
+    let mut expected = vec![
+        "lo".to_owned(),
+        network.host_veth().to_owned(),
+        "swtp".to_owned(),
+        "swtu".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(links, expected);
     let mut internet = topology.internet.links();
     internet.sort();
     assert_eq!(internet, ["inet0", "lo"]);
@@ -261,7 +276,7 @@ fn g11_test_network_is_sealed_from_the_real_host_needs_root() {
     // None of the real host's interfaces is named like a test or sandbox link.
     let host_links =
         String::from_utf8_lossy(&output(IP, &["-o", "link", "show"]).stdout).into_owned();
-    for name in ["swh9", "swtp", "swtu", "sws9"] {
+    for name in [network.host_veth(), "swtp", "swtu", "sws9"] {
         assert!(
             !host_links.contains(&format!(": {name}")),
             "{name} leaked to the host: {host_links}"
@@ -276,11 +291,6 @@ fn g11_reinstalling_the_policy_keeps_live_sandboxes_policed_needs_root() {
     topology.install_policy();
     let network = topology.create_network(3);
     install_policy(&topology.options).unwrap();
-    assert!(
-        link_elements(&topology).contains("\"swh3\" . 10.231.0.14"),
-        "{}",
-        link_elements(&topology)
-    );
     let request = json!({
         "connect": [
             crate::net::probe::tcp("internet/tcp", crate::net::topology::INTERNET, crate::net::topology::TCP_PORT),

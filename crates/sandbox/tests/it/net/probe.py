@@ -23,6 +23,10 @@ def connect(target, timeout):
         return "socket-error:" + errno.errorcode.get(error.errno, str(error.errno))
     sock.settimeout(timeout)
     try:
+        if "source" in target:
+            # A chosen source address (the spoofing tests run this as root of the namespace,
+            # after adding the address to the veth).
+            sock.bind((target["source"], 0))
         sock.connect((target["host"], target["port"]))
         if target["proto"] == "udp":
             sock.send(b"probe")

@@ -366,3 +366,58 @@ fn g11_prerouting_and_forward_plus_input_each_deny_alone_needs_root() {
         topology.clear_hits();
     }
 }
+
+/// Anti-spoofing without a rule per sandbox: a packet from a sandbox veth whose source is not
+/// that sandbox's own address (another sandbox's, another slot's gateway end, an address
+/// outside the pool) is dropped. The probe runs as root of the sandbox's namespace, more than
+/// any sandbox ever holds, to put those addresses on its veth; a control run without the
+/// policy shows each of them would have arrived.
+#[test]
+fn g11_a_source_other_than_the_sandbox_own_address_is_dropped_needs_root() {
+    let topology = Topology::build(UplinkChoice::DefaultRoute, Forwarding::On);
+    topology.install_policy();
+    let network = topology.create_network(3);
+    assert_eq!(network.sandbox_address().to_string(), "10.231.0.14");
+    let spoofed = [
+        ("another sandbox's address", "10.231.0.6"),
+        ("another slot's gateway end", "10.231.0.5"),
+        ("an address outside the pool", "203.0.113.77"),
+    ];
+    for (_, address) in spoofed {
+        crate::net::support::run_in(
+            network.netns_path(),
+            crate::net::support::IP,
+            &["addr", "add", &format!("{address}/32"), "dev", "sws3"],
+        );
+    }
+    let mut entries = vec![udp_from("own address", "10.231.0.14")];
+    entries.extend(
+        spoofed
+            .iter()
+            .map(|(label, address)| udp_from(label, address)),
+    );
+    let request = json!({"connect": entries, "timeout": 1.5});
+
+    let report = run_probe(&topology, &network, &request, ProbeUser::HostRootControl);
+    assert_eq!(result(&report, "own address"), "hit", "{report}");
+    for (label, _) in spoofed {
+        assert!(!reached(result(&report, label)), "{label}: {report}");
+    }
+    // The listeners agree: one datagram arrived, the one from the sandbox's own address.
+    let hits = topology.hits();
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+
+    // Control: without the policy every spoofed datagram arrives.
+    topology.clear_hits();
+    topology.remove_policy();
+    run_probe(&topology, &network, &request, ProbeUser::HostRootControl);
+    let hits = topology.hits();
+    assert_eq!(hits.len(), 1 + spoofed.len(), "{hits:#?}");
+}
+
+/// A UDP datagram to the test internet from a chosen source address.
+fn udp_from(id: &str, source: &str) -> Value {
+    let mut entry = udp(id, INTERNET, UDP_PORT);
+    entry["source"] = json!(source);
+    entry
+}

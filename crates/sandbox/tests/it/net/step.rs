@@ -50,22 +50,27 @@ impl Backend {
             _state: state,
         }
     }
+}
 
-    fn run(&self, request: &Value) -> Observation {
-        let work = tempfile::tempdir().unwrap();
-        let python = self.backend.runtimes().list().first().unwrap().pin;
-        let invocation = Invocation {
-            python,
-            code: include_str!("probe.py").to_owned(),
-            inputs_json: request.to_string(),
-            env: Vec::new(),
-            network: NetworkMode::PublicEgress,
-            limits: Limits::default(),
-            work_dir: work.path().to_path_buf(),
-            screen: Arc::new(NoSecrets),
-        };
-        self.backend.run(invocation).unwrap()
-    }
+/// Runs the probe as the code of a `public_egress` step of `backend`.
+pub(crate) fn run_probe_step(backend: &dyn Isolation, request: &Value) -> Observation {
+    let work = tempfile::tempdir().unwrap();
+    let invocation = Invocation {
+        python: sandbox::PythonPin {
+            major: 3,
+            minor: 11,
+        },
+        code: include_str!("probe.py").to_owned(),
+        inputs_json: request.to_string(),
+        env: Vec::new(),
+        network: NetworkMode::PublicEgress,
+        limits: Limits::default(),
+        work_dir: work.path().to_path_buf(),
+        screen: Arc::new(NoSecrets),
+    };
+    backend
+        .run(invocation)
+        .unwrap_or_else(|error| panic!("{}: {error}", backend.name()))
 }
 
 impl Drop for Backend {
@@ -91,9 +96,21 @@ fn report(observation: &Observation) -> Value {
 fn g11_public_egress_step_reaches_the_test_internet_and_nothing_else_needs_root() {
     let topology = Topology::build(UplinkChoice::DefaultRoute, Forwarding::On);
     let backend = Backend::new(&topology);
+    assert_step_reaches_the_test_internet_and_nothing_else(&topology, &backend.backend);
+}
 
+/// The whole G11 check from inside a real step of `backend` (any backend): every denied
+/// range, the host's own addresses and the gateway unreached, the test internet reached (the
+/// positive control), the resolver answering, no change to the step's own network possible,
+/// masquerade on the way out, and the network gone after the step.
+pub(crate) fn assert_step_reaches_the_test_internet_and_nothing_else(
+    topology: &Topology,
+    backend: &dyn Isolation,
+) {
+    let name = backend.name();
+    topology.clear_hits();
     // First learn the sandbox's gateway from inside (the slot is the backend's choice).
-    let first = report(&backend.run(&json!({"gateway": true})));
+    let first = report(&run_probe_step(backend, &json!({"gateway": true})));
     let gateway = first["gateway"].as_str().unwrap().to_owned();
     assert!(gateway.starts_with("10.231."), "{first}");
 
@@ -104,7 +121,7 @@ fn g11_public_egress_step_reaches_the_test_internet_and_nothing_else_needs_root(
     entries.extend(denied.iter().map(|(_, entry, _)| entry.clone()));
     let request =
         json!({"connect": entries, "resolve": [MULTI_NAME], "netlink": {}, "timeout": 1.5});
-    let observation = backend.run(&request);
+    let observation = run_probe_step(backend, &request);
     let answer = report(&observation);
 
     assert_positive_control(&answer);
@@ -118,37 +135,53 @@ fn g11_public_egress_step_reaches_the_test_internet_and_nothing_else_needs_root(
             leaks.push(format!("{id}: {}", result(&answer, id)));
         }
     }
-    assert!(leaks.is_empty(), "a public_egress step reached: {leaks:#?}");
+    assert!(
+        leaks.is_empty(),
+        "{name}: a public_egress step reached: {leaks:#?}"
+    );
     let mut expected: Vec<&str> = MULTI_ADDRESSES.to_vec();
     expected.sort_unstable();
     assert_eq!(answer["resolve"][MULTI_NAME], json!(expected), "{answer}");
     for (change, outcome) in answer["netlink"].as_object().unwrap() {
-        assert_ne!(outcome, "ok", "the step changed its network: {change}");
+        assert_ne!(
+            outcome, "ok",
+            "{name}: the step changed its network: {change}"
+        );
     }
     // Only the internet listener (through the uplink's address) and the resolver saw anything.
     for line in topology.hits() {
         let allowed = line.starts_with(&format!("internet: tcp {INTERNET} "))
             || line.starts_with(&format!("internet: udp {INTERNET} "))
             || line.starts_with("dns: ");
-        assert!(allowed, "a listener was reached by the step: {line}");
+        assert!(
+            allowed,
+            "{name}: a listener was reached by the step: {line}"
+        );
         assert!(
             line.contains(&format!("from {HOST_UPLINK_ADDRESS}")),
             "not masqueraded: {line}"
         );
     }
-    // The sandbox's network is gone after the step.
-    let leftovers: Vec<String> = std::fs::read_dir("/run/netns")
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(&format!("{}-", topology.options.namespace_prefix)))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
-    assert!(
-        !topology
-            .host
-            .links()
-            .iter()
-            .any(|link| link.starts_with("swh"))
+    // The sandbox's network is gone after the step: its gateway address at once (the kernel
+    // frees the veth itself a moment later, with the namespace nobody holds any more).
+    let addresses = crate::net::support::run_in(
+        &topology.host.path,
+        crate::net::support::IP,
+        &["-o", "addr", "show"],
     );
+    assert!(!addresses.contains(&gateway), "{addresses}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while topology
+        .host
+        .links()
+        .iter()
+        .any(|link| link.starts_with("swh"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sandbox's veth outlived it: {:?}",
+            topology.host.links()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
