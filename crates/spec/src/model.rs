@@ -337,6 +337,32 @@ pub struct CustomTool {
     pub(crate) name: String,
     pub(crate) explain: String,
     pub(crate) script: String,
+    pub(crate) arguments: Vec<ToolArgument>,
+    pub(crate) applies: Option<bool>,
+    pub(crate) writes: bool,
+}
+
+/// One argument a custom tool declares: the model's call must carry it (unless optional) with
+/// a value of its type, and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolArgument {
+    pub(crate) name: String,
+    pub(crate) kind: InputKind,
+    pub(crate) optional: bool,
+}
+
+impl ToolArgument {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn kind(&self) -> InputKind {
+        self.kind
+    }
+
+    pub fn optional(&self) -> bool {
+        self.optional
+    }
 }
 
 impl CustomTool {
@@ -352,6 +378,21 @@ impl CustomTool {
     /// The script's path relative to the agent's folder: never absolute, never with `..`.
     pub fn script(&self) -> &str {
         &self.script
+    }
+
+    /// The arguments the tool declares, in file order.
+    pub fn arguments(&self) -> &[ToolArgument] {
+        &self.arguments
+    }
+
+    /// What the file says of `applies` (`None`: not said).
+    pub fn declared_applies(&self) -> Option<bool> {
+        self.applies
+    }
+
+    /// Whether the tool writes files into the agent's tree (`writes: true`).
+    pub fn writes(&self) -> bool {
+        self.writes
     }
 }
 

@@ -15,10 +15,12 @@ use redact::{Redactor, ScrubSets};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use zeroize::Zeroizing;
 
-/// Runs code steps in a sandbox backend; agent steps are refused until an agent runtime and a
-/// model provider exist (failing closed: nothing runs that could not be isolated as declared).
+/// Runs code steps in a sandbox backend, and agent steps through the agent runtime (whose
+/// scripts run in the same backend); without a runtime, agent steps are refused (failing
+/// closed: nothing runs that could not be isolated as declared).
 pub struct SandboxExecutor {
     backend: Arc<dyn Isolation>,
+    agents: Option<Arc<crate::agent_step::AgentRuntime>>,
     /// Where the copy-back screen gets every value of the run's account (G12).
     scrub_sets: ScrubSets,
     limits: Limits,
@@ -32,9 +34,16 @@ impl SandboxExecutor {
     ) -> SandboxExecutor {
         SandboxExecutor {
             backend,
+            agents: None,
             scrub_sets,
             limits,
         }
+    }
+
+    /// Agent steps run through `runtime`.
+    pub fn with_agents(mut self, runtime: Arc<crate::agent_step::AgentRuntime>) -> SandboxExecutor {
+        self.agents = Some(runtime);
+        self
     }
 
     fn refused(&self, reason: String) -> ExecutionReport {
@@ -64,9 +73,24 @@ impl sandbox::copyback::SecretScreen for RedactorScreen {
 }
 
 impl StepExecutor for SandboxExecutor {
+    fn network_of(&self, query: engine::NetworkQuery<'_>) -> Result<spec::Network, String> {
+        match (query.step.body(), &self.agents) {
+            (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
+                runtime.network_of(query.account, query.work_dir, agent)
+            }
+            _ => Ok(query.step.network()),
+        }
+    }
+
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
         let code = match request.step.body() {
             spec::StepBody::Code { source } => source.clone(),
+            spec::StepBody::Agent { agent, task } if self.agents.is_some() => {
+                if let Some(runtime) = &self.agents {
+                    return runtime.execute(request, agent, task);
+                }
+                return self.refused(String::new());
+            }
             spec::StepBody::Agent { agent, .. } => {
                 return self.refused(format!(
                     "step `{}` hands its task to the agent `{agent}`, and this server has no \
