@@ -325,6 +325,27 @@ impl Agent {
     }
 
     /// The declaration of the custom tool with this name.
+    /// The tools of this file that apply a change rather than propose one (G21): with
+    /// `network: public_egress`, `Run`, and every custom tool that does not declare
+    /// `applies: false` (the author's claim). An agent holding one may be used only by a
+    /// step that is itself a gate (`apply-before-gate`). Colleagues are not counted here.
+    pub fn applying_tools(&self) -> Vec<&str> {
+        if self.network != Network::PublicEgress {
+            return Vec::new();
+        }
+        self.tools
+            .iter()
+            .filter(|tool| match tool {
+                Tool::Run => true,
+                Tool::Custom(name) => self
+                    .custom_tool(name)
+                    .is_none_or(|custom| custom.applies != Some(false)),
+                Tool::Read | Tool::Write | Tool::Edit | Tool::Glob | Tool::Grep => false,
+            })
+            .map(Tool::name)
+            .collect()
+    }
+
     pub fn custom_tool(&self, name: &str) -> Option<&CustomTool> {
         self.custom_tools.iter().find(|tool| tool.name == name)
     }

@@ -130,6 +130,20 @@ impl AgentRuntime {
             Ok(loaded) => loaded,
             Err(reason) => return refused(reason),
         };
+        // G21: applying is only for a step a person decided on first.
+        let applying = agent.applying_tools();
+        if !applying.is_empty() && !request.step.is_gate() {
+            return refused(format!(
+                "apply-before-gate: step `{}` uses the agent `{}`, whose tools {} apply changes \
+                 (a networked `Run`, or a custom tool of a public_egress agent that does not \
+                 declare `applies: false`); only a step that is itself a gate (`id: {}!`) may \
+                 hold them, so nothing was run",
+                request.step.id(),
+                agent.name(),
+                applying.join(", "),
+                request.step.id()
+            ));
+        }
         let (model_id, provider) = match self.provider(request.account, &agent) {
             Ok(found) => found,
             Err(reason) => return refused(reason),

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use crate::support::{Home, contains, run_id, stderr, stdout};
 
-const MODEL_KEY: &str = "sk-agent-test-model-key-0123456789";
-const TOKEN: &str = "rel-token-3f9a1c77e2b04d6d9a51";
+pub const MODEL_KEY: &str = "sk-agent-test-model-key-0123456789";
+pub const TOKEN: &str = "rel-token-3f9a1c77e2b04d6d9a51";
 
 const AGENT: &str = r#"---
 name: digest
@@ -83,7 +83,7 @@ fn script() -> Script {
     ])
 }
 
-fn put(home: &Home, path: &str, contents: &str) {
+pub fn put(home: &Home, path: &str, contents: &str) {
     let file = home.dir.path().join("upload");
     std::fs::write(&file, contents).unwrap();
     let put = home.stepward(&["files", "put", path, "--from", file.to_str().unwrap()]);
@@ -91,7 +91,21 @@ fn put(home: &Home, path: &str, contents: &str) {
 }
 
 fn setup(format: Format) -> (Home, BlockingFakeModel, String) {
-    let fake = BlockingFakeModel::start(script()).unwrap();
+    let (home, fake, exempt) = with_model(format, script());
+    put(&home, "agents/digest/AGENT.md", AGENT);
+    put(&home, "agents/digest/tools/release_notes.py", TOOL);
+    put(
+        &home,
+        "shared/notes/week.md",
+        "Monday: v1.2 shipped.\nTuesday: retro.\n",
+    );
+    (home, fake, exempt)
+}
+
+/// A home whose account has the fake as its model provider `fake` and the secret
+/// `RELEASES_API_TOKEN`.
+pub fn with_model(format: Format, script: Script) -> (Home, BlockingFakeModel, String) {
+    let fake = BlockingFakeModel::start(script).unwrap();
     let home = Home::new();
     let exempt = fake.endpoint();
     let (provider, url) = match format {
@@ -126,8 +140,12 @@ fn setup(format: Format) -> (Home, BlockingFakeModel, String) {
 }
 
 fn run(home: &Home, exempt: &str) -> std::process::Output {
-    let workflow = home.dir.path().join("digest_week.yaml");
-    std::fs::write(&workflow, WORKFLOW).unwrap();
+    run_workflow(home, exempt, WORKFLOW)
+}
+
+pub fn run_workflow(home: &Home, exempt: &str, text: &str) -> std::process::Output {
+    let workflow = home.dir.path().join("workflow.yaml");
+    std::fs::write(&workflow, text).unwrap();
     home.stepward(&[
         "run",
         workflow.to_str().unwrap(),
@@ -252,7 +270,7 @@ fn full_agent_step(format: Format) {
     );
 }
 
-fn base64_of(text: &str) -> String {
+pub fn base64_of(text: &str) -> String {
     const TABLE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let bytes = text.as_bytes();
     let mut out = String::new();
