@@ -616,10 +616,16 @@ impl StepHost<'_> {
             work_dir: self.view.root.clone(),
             screen: Arc::new(NoScreen),
         };
-        // G14: from here the script may have acted.
+        // G14: from here the script may have acted, unless the backend says it never started.
+        let before = self.script_started;
         self.script_started = true;
         let observation = self.runtime.backend.run(invocation).map_err(|error| {
-            if self.network == NetworkMode::PublicEgress {
+            if crate::executor::before_code(&error) {
+                self.script_started = before;
+                HostStop::Failed {
+                    reason: format!("the script was not started: {error}"),
+                }
+            } else if self.network == NetworkMode::PublicEgress {
                 HostStop::Unknown {
                     reason: format!("the sandbox failed while a script ran: {error}"),
                 }
@@ -714,12 +720,16 @@ impl ToolHost for StepHost<'_> {
                     )),
                     Outcome::Unknown { reason } if self.network == NetworkMode::PublicEgress => {
                         return Err(HostStop::Unknown {
-                            reason: format!("a Run call ended unobserved: {reason:?}"),
+                            reason: format!(
+                                "a Run call ended unobserved: {}",
+                                crate::executor::unknown_reason(&reason, &self.runtime.limits)
+                            ),
                         });
                     }
-                    Outcome::Unknown { reason } => {
-                        ToolReply::error(format!("{text}\nthe code was stopped: {reason:?}"))
-                    }
+                    Outcome::Unknown { reason } => ToolReply::error(format!(
+                        "{text}\nthe code was stopped: {}",
+                        crate::executor::unknown_reason(&reason, &self.runtime.limits)
+                    )),
                     Outcome::Refused { reason } => ToolReply::error(format!("not run: {reason}")),
                 })
             }
@@ -775,7 +785,11 @@ impl ToolHost for StepHost<'_> {
                         error.traceback.join("\n")
                     ))),
                     Outcome::Unknown { reason } => Err(HostStop::Unknown {
-                        reason: format!("the tool {} ended unobserved: {reason:?}", tool.name),
+                        reason: format!(
+                            "the tool {} ended unobserved: {}",
+                            tool.name,
+                            crate::executor::unknown_reason(&reason, &self.runtime.limits)
+                        ),
                     }),
                     Outcome::Refused { reason } => Err(HostStop::Failed { reason }),
                 }

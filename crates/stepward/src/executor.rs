@@ -267,7 +267,7 @@ fn report(observation: sandbox::Observation, limits: &Limits) -> ExecutionReport
 }
 
 /// Why an outcome is unknown; a step killed by a limit says which (issue 13).
-fn unknown_reason(reason: &sandbox::UnknownReason, limits: &Limits) -> String {
+pub(crate) fn unknown_reason(reason: &sandbox::UnknownReason, limits: &Limits) -> String {
     match reason {
         sandbox::UnknownReason::WallTimeout => format!(
             "the step ran past its wall-clock limit (timeout_s {})",
@@ -302,18 +302,7 @@ fn sandbox_error_report(
     backend: &str,
 ) -> ExecutionReport {
     let reason = error.to_string();
-    let before_code = matches!(
-        error,
-        sandbox::Error::RuntimeNotAvailable { .. }
-            | sandbox::Error::RuntimeDiscovery { .. }
-            | sandbox::Error::CgroupControllerMissing { .. }
-            | sandbox::Error::SlotsExhausted { .. }
-            | sandbox::Error::HelperSpawn { .. }
-            | sandbox::Error::LayerFailed { .. }
-            | sandbox::Error::Plan { .. }
-            | sandbox::Error::Net(_)
-    );
-    let outcome = if before_code {
+    let outcome = if before_code(error) {
         ExecutionOutcome::Refused { reason }
     } else if network == NetworkMode::PublicEgress {
         ExecutionOutcome::Unknown { reason }
@@ -328,6 +317,21 @@ fn sandbox_error_report(
         }
     };
     ExecutionReport::outcome_only(outcome, backend)
+}
+
+/// Whether an error of the sandbox can only happen before any of the step's code started.
+pub fn before_code(error: &sandbox::Error) -> bool {
+    matches!(
+        error,
+        sandbox::Error::RuntimeNotAvailable { .. }
+            | sandbox::Error::RuntimeDiscovery { .. }
+            | sandbox::Error::CgroupControllerMissing { .. }
+            | sandbox::Error::SlotsExhausted { .. }
+            | sandbox::Error::HelperSpawn { .. }
+            | sandbox::Error::LayerFailed { .. }
+            | sandbox::Error::Plan { .. }
+            | sandbox::Error::Net(_)
+    )
 }
 
 #[cfg(test)]

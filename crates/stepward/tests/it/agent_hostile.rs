@@ -5,7 +5,11 @@
 use fake_model::{Format, Script, ScriptTurn};
 use serde_json::json;
 
-use crate::agents::{MODEL_KEY, TOKEN, put, run_workflow, with_model};
+use crate::agents::{MODEL_KEY, TOKEN, put, run_workflow, run_workflow_with, with_model};
+
+/// Networked agents run on the unisolated backend here: the test machine has no egress
+/// network configured, and a refused sandbox would prove nothing about a script that ran.
+const UNISOLATED: &[&str] = &["--backend", "unisolated"];
 use crate::support::{run_id, stderr, stdout};
 
 const RUNNER: &str = r#"---
@@ -151,7 +155,12 @@ fn g14_a_networked_tool_that_fails_after_it_started_leaves_the_step_unknown_need
         "agents/publisher/tools/publish.py",
         "def main(text):\n    raise RuntimeError('the server hung up after the request')\n",
     );
-    let parked = run_workflow(&home, &exempt, &workflow("publisher", "publish!"));
+    let parked = run_workflow_with(
+        &home,
+        &exempt,
+        &workflow("publisher", "publish!"),
+        UNISOLATED,
+    );
     let run = run_id(&parked);
     let approved = home.stepward(&[
         "approve",
@@ -161,6 +170,8 @@ fn g14_a_networked_tool_that_fails_after_it_started_leaves_the_step_unknown_need
         "go",
         "--allow-model-endpoint",
         &exempt,
+        "--backend",
+        "unisolated",
     ]);
     let shown = format!("{}{}", stdout(&approved), stderr(&approved));
     assert!(shown.contains("unknown"), "{shown}");
@@ -172,6 +183,11 @@ fn g14_a_networked_tool_that_fails_after_it_started_leaves_the_step_unknown_need
     let events = stdout(&home.stepward(&["runs", "events", &run]));
     assert!(events.contains("\"network\":\"public_egress\""), "{events}");
     assert!(events.contains("\"status\":\"unknown\""), "{events}");
+    // The tool did run (its end is in the record, not a refusal), and the step is unknown.
+    assert!(
+        events.contains("the tool publish ended unobserved"),
+        "{events}"
+    );
     // Nothing runs it again by itself: the run waits for a person (only a person's recorded
     // retry decision may run it again, G14/G15), also after the engine opened again.
     assert!(events.contains("needs_attention"), "{events}");
@@ -186,4 +202,102 @@ fn g14_a_networked_tool_that_fails_after_it_started_leaves_the_step_unknown_need
     ]);
     assert_ne!(again.status.code(), Some(0), "{}", stdout(&again));
     assert_eq!(fake.requests().len(), 1, "the step ran again");
+}
+
+/// The bundled propose/apply example, end to end: the proposing agent (read-only tools) runs,
+/// the run parks at the gate, and only after a person's decision does the applying agent's
+/// tool run. The tool's script is swapped for one that reaches no tracker (the example's
+/// talks to a made-up host).
+#[test]
+fn g21_g23_the_triage_example_proposes_parks_then_applies_needs_root() {
+    let script = Script::new(vec![
+        ScriptTurn::call("Glob", json!({"pattern": "shared/inbox/*.md"})),
+        ScriptTurn::call("Read", json!({"path": "shared/inbox/printer.md"})),
+        ScriptTurn::text(
+            r#"[{"note": "shared/inbox/printer.md", "title": "Printer jams", "why": "It recurs."}]"#,
+        ),
+        ScriptTurn::call(
+            "file_ticket",
+            json!({"title": "Printer jams", "body": "It recurs."}),
+        ),
+        ScriptTurn::text("filed ticket 42"),
+    ]);
+    let (home, fake, exempt) = with_model(Format::Anthropic, script);
+    let examples = crate::support::repo_root().join("examples/agents");
+    for path in ["triage/AGENT.md", "ticket_filer/AGENT.md"] {
+        let text = std::fs::read_to_string(examples.join(path)).unwrap();
+        put(
+            &home,
+            &format!("agents/{path}"),
+            &text.replace("claude-sonnet-4-5", "fake/fake-large"),
+        );
+    }
+    put(
+        &home,
+        "agents/ticket_filer/tools/file_ticket.py",
+        "import os\n\ndef main(title, body):\n    assert os.environ['TRACKER_TOKEN']\n    return {'ticket': 42, 'title': title}\n",
+    );
+    put(
+        &home,
+        "shared/inbox/printer.md",
+        "The printer jams every Monday.\n",
+    );
+    let set = home.stepward_with_stdin(
+        &["secrets", "set", "TRACKER_TOKEN"],
+        "trk-token-91b2c3d4e5f6",
+    );
+    assert!(set.status.success(), "{}", stderr(&set));
+    let workflow =
+        std::fs::read_to_string(crate::support::repo_root().join("examples/workflows/triage.yaml"))
+            .unwrap();
+    let parked = run_workflow_with(&home, &exempt, &workflow, UNISOLATED);
+    assert!(
+        stdout(&parked).contains("waiting_approval"),
+        "{}{}",
+        stdout(&parked),
+        stderr(&parked)
+    );
+    assert_eq!(
+        fake.requests().len(),
+        3,
+        "only the proposer ran before the gate"
+    );
+    let run = run_id(&parked);
+    let approved = home.stepward(&[
+        "approve",
+        &run,
+        "apply",
+        "--note",
+        "ticket is right",
+        "--allow-model-endpoint",
+        &exempt,
+        "--backend",
+        "unisolated",
+    ]);
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&approved),
+        stderr(&approved)
+    );
+    assert!(
+        stdout(&approved).contains("filed ticket 42"),
+        "{}",
+        stdout(&approved)
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    // The applier was given the proposal as data and offered only its own tool.
+    let apply = requests[3].as_text();
+    assert!(apply.contains("Printer jams"), "{apply}");
+    assert!(
+        apply.contains("\"file_ticket\"") && !apply.contains("\"Glob\""),
+        "{apply}"
+    );
+    assert!(
+        requests[4].as_text().contains("\\\"ticket\\\": 42"),
+        "{}",
+        requests[4].as_text()
+    );
 }

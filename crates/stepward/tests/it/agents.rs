@@ -144,15 +144,28 @@ fn run(home: &Home, exempt: &str) -> std::process::Output {
 }
 
 pub fn run_workflow(home: &Home, exempt: &str, text: &str) -> std::process::Output {
+    run_workflow_with(home, exempt, text, &[])
+}
+
+/// [`run_workflow`] with more flags (`--backend unisolated` for a networked agent: the test
+/// machine has no egress network configured).
+pub fn run_workflow_with(
+    home: &Home,
+    exempt: &str,
+    text: &str,
+    flags: &[&str],
+) -> std::process::Output {
     let workflow = home.dir.path().join("workflow.yaml");
     std::fs::write(&workflow, text).unwrap();
-    home.stepward(&[
+    let mut args = vec![
         "run",
         workflow.to_str().unwrap(),
         "--json",
         "--allow-model-endpoint",
         exempt,
-    ])
+    ];
+    args.extend_from_slice(flags);
+    home.stepward(&args)
 }
 
 fn tool_names(request: &Value, format: Format) -> Vec<String> {
