@@ -82,6 +82,48 @@ pub(crate) struct Finished {
     pub(crate) error: Option<StepFailure>,
 }
 
+/// The engine's side of [`crate::StepJournal`] for one attempt: each event scrubbed with the
+/// run's redactor and appended before `record` returns.
+struct AttemptJournal<'a> {
+    engine: &'a Engine,
+    context: &'a RunContext,
+    step: &'a str,
+    attempt: u32,
+}
+
+impl crate::executor::StepJournal for AttemptJournal<'_> {
+    fn record(&self, event: crate::executor::AgentEvent) -> Result<(), String> {
+        use crate::executor::AgentEvent;
+        // The executor names its step and attempt; the engine's own stand, whatever it said.
+        let event = match event {
+            AgentEvent::Turn(mut turn) => {
+                (turn.step, turn.attempt) = (self.step.to_owned(), self.attempt);
+                Event::AgentTurn(turn)
+            }
+            AgentEvent::ToolCalled(mut called) => {
+                (called.step, called.attempt) = (self.step.to_owned(), self.attempt);
+                Event::ToolCalled(called)
+            }
+            AgentEvent::ToolFinished(mut finished) => {
+                (finished.step, finished.attempt) = (self.step.to_owned(), self.attempt);
+                Event::ToolFinished(finished)
+            }
+            AgentEvent::ToolRefused(mut refused) => {
+                (refused.step, refused.attempt) = (self.step.to_owned(), self.attempt);
+                Event::ToolRefused(refused)
+            }
+            AgentEvent::Limit(mut limit) => {
+                (limit.step, limit.attempt) = (self.step.to_owned(), self.attempt);
+                Event::AgentLimit(limit)
+            }
+        };
+        self.engine
+            .event(self.context, event)
+            .map(|_| ())
+            .map_err(|error| crate::with_causes(&error))
+    }
+}
+
 pub(crate) fn network_mode(step: &Step) -> NetworkMode {
     match step.network() {
         spec::Network::None => NetworkMode::None,
@@ -138,6 +180,12 @@ impl Engine {
             BeforeCode::Ready(started) => started,
             BeforeCode::Refused(end) => return Ok(end),
         };
+        let journal = AttemptJournal {
+            engine: self,
+            context,
+            step: step.id(),
+            attempt: started.attempt,
+        };
         let report = self.executor.execute(ExecutionRequest {
             account: context.run.account.as_str(),
             run_id: context.run.id.as_str(),
@@ -148,6 +196,8 @@ impl Engine {
             env: std::mem::take(&mut started.env),
             attempt: started.attempt,
             work_dir: started.workspace.files_dir(),
+            redactor: &context.redactor,
+            journal: &journal,
         });
         self.after_started(context, step, &started, &report)?;
         self.outcome(context, step, &started, report, supervisor_retries)
@@ -164,7 +214,6 @@ impl Engine {
         overrides: Option<&Value>,
     ) -> Result<BeforeCode<'a>, Error> {
         let attempt = self.next_attempt_number(&context.run.id, step.id())?;
-        let network = network_mode(step);
         let mut refusal = None;
         let mut holds_forbidden_keys = false;
         let inputs = match step_inputs(step, &context.run.inputs, outputs, overrides) {
@@ -195,6 +244,23 @@ impl Engine {
                     self.without_host_paths(&crate::with_causes(&error))
                 )
             });
+        // An agent step's network is its agent file's (the executor reads it); an agent that
+        // cannot be read refuses the attempt, recorded with the step's own network.
+        let network = match &workspace {
+            Err(_) => network_mode(step),
+            Ok(workspace) => match self.executor.network_of(crate::executor::NetworkQuery {
+                account: context.run.account.as_str(),
+                step,
+                work_dir: workspace.files_dir(),
+            }) {
+                Ok(spec::Network::None) => NetworkMode::None,
+                Ok(spec::Network::PublicEgress) => NetworkMode::PublicEgress,
+                Err(reason) => {
+                    refusal.get_or_insert(reason);
+                    network_mode(step)
+                }
+            },
+        };
         let env = match step_env(step, &context.secrets, &context.unavailable) {
             Ok(env) => env,
             Err(reason) => {

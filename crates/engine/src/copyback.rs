@@ -92,6 +92,8 @@ impl Engine {
         }
         let mut accepted = Vec::new();
         let mut files = Vec::new();
+        // Matched by pattern, so a file not yet created is protected too (issue 16 §1).
+        let rules = step_writer_rules(workspace);
         for change in &report.file_changes {
             // The path is written into the history and the working folder as it is (G19).
             if screens.holds_secret(change.path.as_bytes()) {
@@ -120,6 +122,16 @@ impl Engine {
                 continue;
             }
             match RelPath::parse(&change.path) {
+                Ok(path) if rules.refusal(&path).is_some() => {
+                    let reason = rules
+                        .refusal(&path)
+                        .map(|refusal| format!("{refusal}; no step may write it"))
+                        .unwrap_or_default();
+                    self.event(
+                        context,
+                        refused(file(change.path.clone()), reason, RefusedBy::Engine),
+                    )?;
+                }
                 Ok(path) => {
                     files.push(FileWritten {
                         path: change.path.clone(),
@@ -179,4 +191,60 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// What no step may write in `workspace`: the fixed patterns, and every script an agent file
+/// of the working folder names (an agent file that does not parse protects its whole folder).
+pub(crate) fn step_writer_rules(workspace: &Workspace) -> workspace::StepWriterRules {
+    let mut scripts = Vec::new();
+    let mut broken = Vec::new();
+    let tree = workspace::Tree::open(workspace.files_dir());
+    let agents = RelPath::parse("agents").ok();
+    let entries = match (&tree, &agents) {
+        (Ok(tree), Some(agents)) => tree
+            .walk(Some(agents), workspace::MAX_LISTED_ENTRIES)
+            .map(|(entries, _)| entries)
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let maxima = spec::LimitMaxima {
+        memory_mib: u64::MAX,
+        timeout_s: u64::MAX,
+        cpu_s: u64::MAX,
+        output_kib: u64::MAX,
+        work_mib: u64::MAX,
+    };
+    for entry in entries {
+        let components: Vec<&str> = entry.path.components().collect();
+        let [_, agent, name] = components.as_slice() else {
+            continue;
+        };
+        if !name.eq_ignore_ascii_case("AGENT.md") {
+            continue;
+        }
+        let Ok(folder) = RelPath::parse(&format!("agents/{agent}")) else {
+            continue;
+        };
+        let parsed = tree
+            .as_ref()
+            .ok()
+            .and_then(|tree| tree.read(&entry.path, 0, 1024 * 1024).ok())
+            .and_then(|(bytes, _)| String::from_utf8(bytes).ok())
+            .and_then(|text| spec::parse_agent_within(entry.path.as_str(), &text, &maxima).ok());
+        match parsed {
+            Some(parsed) => {
+                for tool in parsed.custom_tools() {
+                    if let Ok(path) = folder.join_path(tool.script()) {
+                        scripts.push(path);
+                    }
+                }
+            }
+            None => broken.push(folder),
+        }
+    }
+    broken
+        .iter()
+        .fold(workspace::StepWriterRules::new(scripts), |rules, folder| {
+            rules.with_folder(folder)
+        })
 }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use redact::SecretValue;
+use redact::{Redactor, SecretValue};
 use zeroize::Zeroizing;
 
 /// Everything one attempt of one step needs. Built by the engine for each attempt.
@@ -22,6 +22,39 @@ pub struct ExecutionRequest<'a> {
     /// 1 for the first attempt of this step in this run.
     pub attempt: u32,
     /// The account's working folder: the step's files are copied from and back into it.
+    pub work_dir: &'a Path,
+    /// The run's redactor: everything an executor sends out of the platform (an agent's model
+    /// turns) passes through it first (G16).
+    pub redactor: &'a Redactor,
+    /// Where an agent step's turns, tool calls, refusals and limits are written as they
+    /// happen, each tool call before it runs (G14, G25).
+    pub journal: &'a dyn StepJournal,
+}
+
+/// The events an executor may write while a step runs: an agent step's turns, tool calls
+/// (before they run), their ends, refused calls and tripped limits. Nothing else: the engine
+/// alone writes an attempt's start and end. Each event is scrubbed with the run's redactor and
+/// stored before the call returns; an error means it was not stored, and the executor must
+/// not go on to run what it describes.
+pub trait StepJournal: Sync {
+    fn record(&self, event: AgentEvent) -> Result<(), String>;
+}
+
+/// What [`StepJournal::record`] takes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    Turn(crate::journal::AgentTurn),
+    ToolCalled(crate::journal::ToolCalled),
+    ToolFinished(crate::journal::ToolFinished),
+    ToolRefused(crate::journal::ToolRefused),
+    Limit(crate::journal::AgentLimit),
+}
+
+/// Where the engine asks an executor what a step may reach before it records the attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct NetworkQuery<'a> {
+    pub account: &'a str,
+    pub step: &'a spec::Step,
     pub work_dir: &'a Path,
 }
 
@@ -135,4 +168,11 @@ impl ExecutionReport {
 /// Runs one attempt of one step. The binary adapts the sandbox to this trait.
 pub trait StepExecutor: Send + Sync {
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport;
+
+    /// The network the step's code will have, recorded durably with the attempt before it
+    /// starts (G14). A code step declares its own; an agent step's is its agent file's, which
+    /// only the executor reads. `Err` refuses the attempt with that reason.
+    fn network_of(&self, query: NetworkQuery<'_>) -> Result<spec::Network, String> {
+        Ok(query.step.network())
+    }
 }

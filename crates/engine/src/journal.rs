@@ -21,10 +21,11 @@ use serde_json::Value;
 use storage::{EventRecord, RunId, Timestamp};
 
 pub use crate::journal::payloads::{
-    AttemptFinished, AttemptStarted, CopyBackRefused, FileWritten, GateParked, PersonDecided,
-    PrintedStream, Recovered, RefusedBy, RefusedFiles, RunCreated, RunStatusChanged,
-    SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted, SupervisorChoice,
-    SupervisorDecided, SupervisorRetryRefused, UnavailableConnection, WorkspaceRevision,
+    AgentLimit, AgentTurn, AttemptFinished, AttemptStarted, CopyBackRefused, FileWritten,
+    GateParked, PersonDecided, PrintedStream, Recovered, RefusedBy, RefusedFiles, RunCreated,
+    RunStatusChanged, SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted,
+    SupervisorChoice, SupervisorDecided, SupervisorRetryRefused, ToolCalled, ToolFinished,
+    ToolRefused, UnavailableConnection, WorkspaceRevision,
 };
 
 mod payloads;
@@ -110,6 +111,16 @@ vocabulary! {
     SupervisorRetryRefused(SupervisorRetryRefused) => "supervisor.retry_refused",
     /// Recovery after a restart found this attempt running (G14).
     Recovery(Recovered) => "recovery",
+    /// One model turn of an agent step.
+    AgentTurn(AgentTurn) => "agent.turn",
+    /// A tool call of an agent step, before it runs (G14).
+    ToolCalled(ToolCalled) => "tool.called",
+    /// A tool call's end: ok, error or refused.
+    ToolFinished(ToolFinished) => "tool.finished",
+    /// A call refused before it could run (G21).
+    ToolRefused(ToolRefused) => "tool.refused",
+    /// A `loop:` limit tripped.
+    AgentLimit(AgentLimit) => "agent.limit",
 }
 
 impl Event {
@@ -274,10 +285,10 @@ mod tests {
         assert!(newer.to_string().contains("a newer stepward reads it"));
         let zero = read(&record("run.status", 0, json!({}))).unwrap_err();
         assert!(matches!(zero, ReadError::UnknownVersion { .. }), "{zero}");
-        let unknown = read(&record("tool.called", VERSION, json!({}))).unwrap_err();
+        let unknown = read(&record("tool.invented", VERSION, json!({}))).unwrap_err();
         assert_eq!(
             unknown.to_string(),
-            "run run-1 event 4: `tool.called` is not an event kind of journal version 1"
+            "run run-1 event 4: `tool.invented` is not an event kind of journal version 1"
         );
         let shape = read(&record("run.status", VERSION, json!({"status": "asleep"}))).unwrap_err();
         assert!(matches!(shape, ReadError::Payload { .. }), "{shape}");

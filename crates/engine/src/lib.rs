@@ -31,8 +31,8 @@ use workspace::Workspaces;
 pub use crate::clock::{Clock, IdSource, RandomRunIds, SystemClock};
 pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
 pub use crate::executor::{
-    CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
-    StepError, StepExecutor, StepOutput,
+    AgentEvent, CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest,
+    FileChange, NetworkQuery, StepError, StepExecutor, StepJournal, StepOutput,
 };
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;

@@ -99,7 +99,12 @@ pub fn reconstruct(entries: &[Entry]) -> RunState {
             | Event::WorkspaceRevision(_)
             | Event::SupervisorDecision(_)
             | Event::SupervisorRetryRefused(_)
-            | Event::Recovery(_) => {}
+            | Event::Recovery(_)
+            | Event::AgentTurn(_)
+            | Event::ToolCalled(_)
+            | Event::ToolFinished(_)
+            | Event::ToolRefused(_)
+            | Event::AgentLimit(_) => {}
         }
     }
     state

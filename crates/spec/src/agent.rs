@@ -26,7 +26,7 @@ pub(crate) const AGENT_KEYS: &[&str] = &[
     "loop",
 ];
 
-const CUSTOM_TOOL_KEYS: &[&str] = &["explain", "script"];
+const CUSTOM_TOOL_KEYS: &[&str] = &["explain", "script", "arguments", "applies", "writes"];
 
 const BUILT_IN_TOOLS: &[(&str, Tool)] = &[
     ("Read", Tool::Read),
@@ -342,16 +342,121 @@ fn lower_custom_tools(
                 None
             }
         };
-        match (name_ok, explain, script) {
-            (true, Some(explain), Some(script)) => tools.push(CustomTool {
-                name: name.to_string(),
-                explain: explain.trim().to_string(),
-                script: script.to_string(),
-            }),
+        let arguments = match tool_fields.get("arguments") {
+            Some(node) => lower_tool_arguments(node, name, diagnostics),
+            None => Some(Vec::new()),
+        };
+        let applies = optional_boolean(tool_fields.get("applies"), "`applies`", diagnostics);
+        let writes = optional_boolean(tool_fields.get("writes"), "`writes`", diagnostics);
+        match (name_ok, explain, script, arguments, applies, writes) {
+            (true, Some(explain), Some(script), Some(arguments), Some(applies), Some(writes)) => {
+                tools.push(CustomTool {
+                    name: name.to_string(),
+                    explain: explain.trim().to_string(),
+                    script: script.to_string(),
+                    arguments,
+                    applies,
+                    writes: writes.unwrap_or(false),
+                });
+            }
             _ => all_ok = false,
         }
     }
     all_ok.then_some(tools)
+}
+
+/// `arguments: { start: string, end?: string }`: each name a snake_case identifier (a `?`
+/// after it makes it optional), each type one of the workflow input types.
+fn lower_tool_arguments(
+    node: &yaml::Node,
+    tool: &str,
+    diagnostics: &mut Diagnostics,
+) -> Option<Vec<crate::model::ToolArgument>> {
+    let NodeValue::Mapping(entries) = &node.value else {
+        diagnostics.report(
+            node.position,
+            "expected-mapping",
+            format!(
+                "the `arguments` of `{tool}` must be a mapping of names to types, found {}",
+                node.describe()
+            ),
+            "write `arguments: { start: string, end: string, limit?: integer }`",
+        );
+        return None;
+    };
+    let mut arguments = Vec::with_capacity(entries.len());
+    let mut all_ok = true;
+    for entry in entries {
+        let Some(raw) = entry.key.scalar_text() else {
+            all_ok = false;
+            continue;
+        };
+        let (name, optional) = match raw.strip_suffix('?') {
+            Some(name) => (name, true),
+            None => (raw, false),
+        };
+        if !crate::lower::is_snake_name(name) {
+            diagnostics.report(
+                entry.key.position,
+                "invalid-argument-name",
+                format!("`{raw}` is not a valid argument name of `{tool}`"),
+                "an argument name is snake_case (lower case letters, digits and `_`), with `?` \
+                 after it when the argument is optional",
+            );
+            all_ok = false;
+            continue;
+        }
+        if spec_forbidden(name) {
+            diagnostics.report(
+                entry.key.position,
+                "forbidden-argument-name",
+                format!("the argument `{name}` of `{tool}` is named like a credential"),
+                "a tool's secrets reach its script as environment variables (`secrets:`), \
+                 never as arguments the model writes",
+            );
+            all_ok = false;
+            continue;
+        }
+        match crate::workflow::lower_input_kind(&entry.value, diagnostics) {
+            Some(kind) => arguments.push(crate::model::ToolArgument {
+                name: name.to_string(),
+                kind,
+                optional,
+            }),
+            None => all_ok = false,
+        }
+    }
+    all_ok.then_some(arguments)
+}
+
+fn spec_forbidden(name: &str) -> bool {
+    crate::forbidden::is_forbidden_key(name)
+}
+
+/// An optional boolean key: `None` inside when absent.
+fn optional_boolean(
+    node: Option<&yaml::Node>,
+    what: &str,
+    diagnostics: &mut Diagnostics,
+) -> Option<Option<bool>> {
+    let Some(node) = node else {
+        return Some(None);
+    };
+    if let NodeValue::Scalar(scalar) = &node.value
+        && let yaml::Resolved::Boolean(value) = scalar.resolve()
+    {
+        return Some(Some(value));
+    }
+    diagnostics.report(
+        node.position,
+        "expected-boolean",
+        format!(
+            "{what} must be `true` or `false`, found {}",
+            node.describe()
+        ),
+        format!("write {what} as `true` or `false`"),
+    );
+    None
 }
 
 fn fields_of_custom_tool<'node>(

@@ -39,7 +39,7 @@ pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions}
 pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
 pub use crate::model::{
     Agent, CustomTool, InputKind, InputSource, Network, PythonVersion, Step, StepBody, Tool,
-    Workflow, WorkflowInput,
+    ToolArgument, Workflow, WorkflowInput,
 };
 pub use crate::reach::{
     REACH_CAPTION, ReachInternet, ReachKind, ReachRow, reach, render_reach_table,

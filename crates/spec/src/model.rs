@@ -325,6 +325,27 @@ impl Agent {
     }
 
     /// The declaration of the custom tool with this name.
+    /// The tools of this file that apply a change rather than propose one (G21): with
+    /// `network: public_egress`, `Run`, and every custom tool that does not declare
+    /// `applies: false` (the author's claim). An agent holding one may be used only by a
+    /// step that is itself a gate (`apply-before-gate`). Colleagues are not counted here.
+    pub fn applying_tools(&self) -> Vec<&str> {
+        if self.network != Network::PublicEgress {
+            return Vec::new();
+        }
+        self.tools
+            .iter()
+            .filter(|tool| match tool {
+                Tool::Run => true,
+                Tool::Custom(name) => self
+                    .custom_tool(name)
+                    .is_none_or(|custom| custom.applies != Some(false)),
+                Tool::Read | Tool::Write | Tool::Edit | Tool::Glob | Tool::Grep => false,
+            })
+            .map(Tool::name)
+            .collect()
+    }
+
     pub fn custom_tool(&self, name: &str) -> Option<&CustomTool> {
         self.custom_tools.iter().find(|tool| tool.name == name)
     }
@@ -337,6 +358,32 @@ pub struct CustomTool {
     pub(crate) name: String,
     pub(crate) explain: String,
     pub(crate) script: String,
+    pub(crate) arguments: Vec<ToolArgument>,
+    pub(crate) applies: Option<bool>,
+    pub(crate) writes: bool,
+}
+
+/// One argument a custom tool declares: the model's call must carry it (unless optional) with
+/// a value of its type, and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolArgument {
+    pub(crate) name: String,
+    pub(crate) kind: InputKind,
+    pub(crate) optional: bool,
+}
+
+impl ToolArgument {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn kind(&self) -> InputKind {
+        self.kind
+    }
+
+    pub fn optional(&self) -> bool {
+        self.optional
+    }
 }
 
 impl CustomTool {
@@ -352,6 +399,21 @@ impl CustomTool {
     /// The script's path relative to the agent's folder: never absolute, never with `..`.
     pub fn script(&self) -> &str {
         &self.script
+    }
+
+    /// The arguments the tool declares, in file order.
+    pub fn arguments(&self) -> &[ToolArgument] {
+        &self.arguments
+    }
+
+    /// What the file says of `applies` (`None`: not said).
+    pub fn declared_applies(&self) -> Option<bool> {
+        self.applies
+    }
+
+    /// Whether the tool writes files into the agent's tree (`writes: true`).
+    pub fn writes(&self) -> bool {
+        self.writes
     }
 }
 

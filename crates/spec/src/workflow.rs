@@ -224,7 +224,7 @@ fn lower_workflow_inputs(node: &Node, diagnostics: &mut Diagnostics) -> Vec<Work
     inputs
 }
 
-fn lower_input_kind(node: &Node, diagnostics: &mut Diagnostics) -> Option<InputKind> {
+pub(crate) fn lower_input_kind(node: &Node, diagnostics: &mut Diagnostics) -> Option<InputKind> {
     const KINDS: &[&str] = &["string", "integer", "number", "boolean", "object", "array"];
     let text = string(node, "an input's type", diagnostics)?;
     let kind = match text {

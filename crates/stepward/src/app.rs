@@ -159,8 +159,27 @@ impl App {
             backend: self.backend()?,
             _lock: lock.clone(),
         });
+        let views_dir = self.config.sandbox_state_dir().join("agent-views");
+        crate::agent_step::sweep_views(&views_dir);
+        let runtime = crate::agent_step::AgentRuntime {
+            backend: backend.clone(),
+            store: self.store.clone(),
+            secrets: self.vault.clone(),
+            client: self.config.model_client()?,
+            helper: agent::helper::HelperCommand {
+                program: std::env::current_exe().context("cannot find this program's path")?,
+                args: vec![crate::FILE_TOOL_HELPER_ARG.to_owned()],
+                user: rustix::process::geteuid()
+                    .is_root()
+                    .then_some((65534, 65534)),
+            },
+            views_dir,
+            limits: sandbox::Limits::default(),
+            maxima: self.config.limit_maxima,
+        };
         let executor =
-            SandboxExecutor::new(backend, self.scrub_sets.clone(), sandbox::Limits::default());
+            SandboxExecutor::new(backend, self.scrub_sets.clone(), sandbox::Limits::default())
+                .with_agents(Arc::new(runtime));
         let executor: Arc<dyn engine::StepExecutor> = match self.config.backend {
             // Counted before every attempt, not only at start: an account created beside a
             // running server must not get steps run without isolation (G13).
@@ -314,6 +333,10 @@ struct OneAccountOnly<E> {
 }
 
 impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
+    fn network_of(&self, query: engine::NetworkQuery<'_>) -> Result<spec::Network, String> {
+        self.inner.network_of(query)
+    }
+
     fn execute(&self, request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
         let allowed = self
             .store
@@ -543,6 +566,15 @@ mod tests {
              def main():\n          return 1\n",
         )
         .unwrap();
+        let redactor = ScrubSets::new(Arc::new(redact::testing::MemorySource::new()))
+            .for_account("local")
+            .unwrap();
+        struct NoJournal;
+        impl engine::StepJournal for NoJournal {
+            fn record(&self, _event: engine::AgentEvent) -> Result<(), String> {
+                Err("a code step writes no agent events".to_owned())
+            }
+        }
         let request = || engine::ExecutionRequest {
             account: "local",
             run_id: "run_1",
@@ -552,6 +584,8 @@ mod tests {
             env: Vec::new(),
             attempt: 1,
             work_dir: dir.path(),
+            redactor: &redactor,
+            journal: &NoJournal,
         };
         use engine::StepExecutor as _;
         let alone = executor.execute(request());

@@ -15,10 +15,12 @@ use redact::{Redactor, ScrubSets};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use zeroize::Zeroizing;
 
-/// Runs code steps in a sandbox backend; agent steps are refused until an agent runtime and a
-/// model provider exist (failing closed: nothing runs that could not be isolated as declared).
+/// Runs code steps in a sandbox backend, and agent steps through the agent runtime (whose
+/// scripts run in the same backend); without a runtime, agent steps are refused (failing
+/// closed: nothing runs that could not be isolated as declared).
 pub struct SandboxExecutor {
     backend: Arc<dyn Isolation>,
+    agents: Option<Arc<crate::agent_step::AgentRuntime>>,
     /// Where the copy-back screen gets every value of the run's account (G12).
     scrub_sets: ScrubSets,
     limits: Limits,
@@ -32,9 +34,16 @@ impl SandboxExecutor {
     ) -> SandboxExecutor {
         SandboxExecutor {
             backend,
+            agents: None,
             scrub_sets,
             limits,
         }
+    }
+
+    /// Agent steps run through `runtime`.
+    pub fn with_agents(mut self, runtime: Arc<crate::agent_step::AgentRuntime>) -> SandboxExecutor {
+        self.agents = Some(runtime);
+        self
     }
 
     fn refused(&self, reason: String) -> ExecutionReport {
@@ -64,9 +73,24 @@ impl sandbox::copyback::SecretScreen for RedactorScreen {
 }
 
 impl StepExecutor for SandboxExecutor {
+    fn network_of(&self, query: engine::NetworkQuery<'_>) -> Result<spec::Network, String> {
+        match (query.step.body(), &self.agents) {
+            (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
+                runtime.network_of(query.account, query.work_dir, agent)
+            }
+            _ => Ok(query.step.network()),
+        }
+    }
+
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
         let code = match request.step.body() {
             spec::StepBody::Code { source } => source.clone(),
+            spec::StepBody::Agent { agent, task } if self.agents.is_some() => {
+                if let Some(runtime) = &self.agents {
+                    return runtime.execute(request, agent, task);
+                }
+                return self.refused(String::new());
+            }
             spec::StepBody::Agent { agent, .. } => {
                 return self.refused(format!(
                     "step `{}` hands its task to the agent `{agent}`, and this server has no \
@@ -243,7 +267,7 @@ fn report(observation: sandbox::Observation, limits: &Limits) -> ExecutionReport
 }
 
 /// Why an outcome is unknown; a step killed by a limit says which (issue 13).
-fn unknown_reason(reason: &sandbox::UnknownReason, limits: &Limits) -> String {
+pub(crate) fn unknown_reason(reason: &sandbox::UnknownReason, limits: &Limits) -> String {
     match reason {
         sandbox::UnknownReason::WallTimeout => format!(
             "the step ran past its wall-clock limit (timeout_s {})",
@@ -278,18 +302,7 @@ fn sandbox_error_report(
     backend: &str,
 ) -> ExecutionReport {
     let reason = error.to_string();
-    let before_code = matches!(
-        error,
-        sandbox::Error::RuntimeNotAvailable { .. }
-            | sandbox::Error::RuntimeDiscovery { .. }
-            | sandbox::Error::CgroupControllerMissing { .. }
-            | sandbox::Error::SlotsExhausted { .. }
-            | sandbox::Error::HelperSpawn { .. }
-            | sandbox::Error::LayerFailed { .. }
-            | sandbox::Error::Plan { .. }
-            | sandbox::Error::Net(_)
-    );
-    let outcome = if before_code {
+    let outcome = if before_code(error) {
         ExecutionOutcome::Refused { reason }
     } else if network == NetworkMode::PublicEgress {
         ExecutionOutcome::Unknown { reason }
@@ -304,6 +317,21 @@ fn sandbox_error_report(
         }
     };
     ExecutionReport::outcome_only(outcome, backend)
+}
+
+/// Whether an error of the sandbox can only happen before any of the step's code started.
+pub fn before_code(error: &sandbox::Error) -> bool {
+    matches!(
+        error,
+        sandbox::Error::RuntimeNotAvailable { .. }
+            | sandbox::Error::RuntimeDiscovery { .. }
+            | sandbox::Error::CgroupControllerMissing { .. }
+            | sandbox::Error::SlotsExhausted { .. }
+            | sandbox::Error::HelperSpawn { .. }
+            | sandbox::Error::LayerFailed { .. }
+            | sandbox::Error::Plan { .. }
+            | sandbox::Error::Net(_)
+    )
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod agent_step;
 mod app;
 mod cli;
 mod commands;
@@ -37,12 +38,25 @@ pub enum Outcome {
 /// process, never in a thread of the platform.
 pub const JAIL_HELPER_ARG: &str = "__jail";
 
+/// The first argument that makes this binary the file-tool helper of an agent step: one call
+/// from stdin, its reply to stdout, in a fresh process under an unprivileged user
+/// (`agent::helper`), never in the platform's.
+pub const FILE_TOOL_HELPER_ARG: &str = "__file-tool";
+
 fn main() -> ExitCode {
     if std::env::args_os()
         .nth(1)
         .is_some_and(|arg| arg == JAIL_HELPER_ARG)
     {
         sandbox::jail::jail_main();
+    }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == FILE_TOOL_HELPER_ARG)
+    {
+        let code =
+            agent::helper::serve(&mut std::io::stdin().lock(), &mut std::io::stdout().lock());
+        return ExitCode::from(u8::try_from(code).unwrap_or(2));
     }
     let scrub_registry = redact::ScrubRegistry::new();
     redact::install_panic_hook(scrub_registry.clone());

@@ -14,7 +14,9 @@ mod path;
 mod protected;
 mod revision;
 mod screen;
+mod step_writers;
 mod suggest;
+mod tree;
 
 // The path, protection and revision types are the crate's whole vocabulary; every caller needs
 // them, so they are exported at the root rather than behind module paths.
@@ -34,7 +36,9 @@ pub use crate::revision::{
 pub use crate::screen::{
     MAX_ARCHIVE_DEPTH, MAX_INFLATED_BYTES, Screened, UnreadableArchives, screen_contents,
 };
+pub use crate::step_writers::{AgentView, StepWriteRefusal, StepWriterRules};
 pub use crate::suggest::did_you_mean;
+pub use crate::tree::{Tree, TreeEntry, TreeError};
 
 use std::path::PathBuf;
 

@@ -53,6 +53,12 @@ impl RelPath {
         }
     }
 
+    /// This path with a relative path under it (`agents/digest` + `tools/x.py`).
+    pub fn join_path(&self, relative: &str) -> Result<RelPath, Refusal> {
+        let tail = RelPath::parse(relative)?;
+        RelPath::parse(&format!("{}/{}", self.normalised, tail.normalised))
+    }
+
     /// The path as text, components separated by `/`.
     pub fn as_str(&self) -> &str {
         &self.normalised

@@ -64,7 +64,7 @@ fn match_components(components: &[&str]) -> Option<ProtectedKind> {
 }
 
 /// The form a case-insensitive, normalising filesystem might compare names in.
-fn fold(component: &str) -> String {
+pub(crate) fn fold(component: &str) -> String {
     let folded: String = component
         .nfkc()
         .filter(|character| !is_default_ignorable(*character))

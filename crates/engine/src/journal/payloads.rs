@@ -295,3 +295,60 @@ mod actor {
         Actor::from_parts(&parts.kind, &parts.id, &parts.name).map_err(serde::de::Error::custom)
     }
 }
+
+/// One turn of an agent step's model (issue 16): the tokens it cost and why it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentTurn {
+    pub step: String,
+    pub attempt: u32,
+    pub turn: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub stop_reason: String,
+}
+
+/// A tool call of an agent step, written before the call runs (G14, G25); arguments scrubbed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCalled {
+    pub step: String,
+    pub attempt: u32,
+    pub turn: u64,
+    pub call: String,
+    pub tool: String,
+    pub arguments: Value,
+}
+
+/// How a tool call ended, written after it ran: `ok`, `error` or `refused` (a path the file
+/// tools refused, with the path the agent probably meant); the result scrubbed and bounded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolFinished {
+    pub step: String,
+    pub attempt: u32,
+    pub call: String,
+    pub tool: String,
+    pub outcome: String,
+    pub result: String,
+    pub refused_path: Option<String>,
+    pub suggestion: Option<String>,
+}
+
+/// A call refused before it could run: a tool the agent file does not name, or arguments that
+/// do not fit the tool's (G21). Nothing ran; the model was told why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRefused {
+    pub step: String,
+    pub attempt: u32,
+    pub turn: u64,
+    pub call: String,
+    pub tool: String,
+    pub reason: String,
+}
+
+/// A `loop:` limit of an agent step tripped (turns, tokens, step time, per-call time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentLimit {
+    pub step: String,
+    pub attempt: u32,
+    pub limit: String,
+    pub detail: String,
+}

@@ -54,6 +54,10 @@ fn refused_step(entry: &Entry) -> Option<&str> {
         Event::AttemptFinished(finished) if finished.status == AttemptStatus::Refused => {
             Some(&finished.step)
         }
+        // G22: every refused call of an agent step counts, path refusals and calls refused
+        // before they ran alike.
+        Event::ToolRefused(refused) => Some(&refused.step),
+        Event::ToolFinished(finished) if finished.outcome == "refused" => Some(&finished.step),
         Event::AttemptFinished(_)
         | Event::RunCreated(_)
         | Event::RunStatus(_)
@@ -65,7 +69,11 @@ fn refused_step(entry: &Entry) -> Option<&str> {
         | Event::StepPrinted(_)
         | Event::WorkspaceRevision(_)
         | Event::SupervisorDecision(_)
-        | Event::Recovery(_) => None,
+        | Event::Recovery(_)
+        | Event::AgentTurn(_)
+        | Event::ToolCalled(_)
+        | Event::ToolFinished(_)
+        | Event::AgentLimit(_) => None,
     }
 }
 

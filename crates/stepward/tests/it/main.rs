@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_hostile;
+mod agents;
 mod browser;
 mod cli;
 mod g16_every_sink;

@@ -1,13 +1,15 @@
-"""Prints the titles of releases published between two dates, as a JSON list.
+"""The custom tool `release_notes` of the digest agent: the titles of the releases published
+between two dates, as a JSON list.
 
-Reads its arguments as a JSON object on standard input: {"start": "YYYY-MM-DD", "end": "YYYY-MM-DD"}.
-Needs the RELEASES_API_TOKEN secret and public internet access (both declared in AGENT.md).
+The runner harness calls `main` with the arguments AGENT.md declares (`start`, `end`), after
+checking that the script imports only the standard library. RELEASES_API_TOKEN is in the
+environment of this call only (declared under `secrets:`); the model sees the returned value,
+scrubbed, never the token.
 """
 
 import datetime
 import json
 import os
-import sys
 import urllib.parse
 import urllib.request
 
@@ -15,21 +17,16 @@ import urllib.request
 RELEASES_URL = "https://releases.tracker.example/api/releases"
 
 
-def main():
-    arguments = json.load(sys.stdin)
-    start = datetime.date.fromisoformat(arguments["start"])
-    end = datetime.date.fromisoformat(arguments["end"])
-    if end < start:
-        raise SystemExit(f"end {end} is before start {start}")
-    query = urllib.parse.urlencode({"from": start.isoformat(), "to": end.isoformat()})
+def main(start, end):
+    first = datetime.date.fromisoformat(start)
+    last = datetime.date.fromisoformat(end)
+    if last < first:
+        raise ValueError(f"end {last} is before start {first}")
+    query = urllib.parse.urlencode({"from": first.isoformat(), "to": last.isoformat()})
     request = urllib.request.Request(
         f"{RELEASES_URL}?{query}",
         headers={"Authorization": "Bearer " + os.environ["RELEASES_API_TOKEN"]},
     )
     with urllib.request.urlopen(request, timeout=20) as response:
         releases = json.load(response)
-    json.dump([release["title"] for release in releases], sys.stdout)
-
-
-if __name__ == "__main__":
-    main()
+    return [release["title"] for release in releases]

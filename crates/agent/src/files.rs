@@ -1,0 +1,458 @@
+//! The file tools (Read, Write, Edit, Glob, Grep) over the agent's tree (G22).
+//!
+//! Every path goes through [`workspace::confine_suggesting`] (components, never prefixes; no
+//! `..`; never absolute) and then [`workspace::Tree`] (`openat2` beneath the root, no link of
+//! any kind, `fstat` before reading). Every write is held to [`workspace::StepWriterRules`] in
+//! workspace coordinates ([`workspace::AgentView`]), matched by pattern, so a protected file
+//! that does not exist yet is refused too. This code runs in the file-tool helper process
+//! ([`crate::helper`]), never in the platform's.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+use workspace::{AgentView, RelPath, StepWriterRules, Tree, TreeError, is_protected};
+
+use crate::catalogue::ToolKind;
+use crate::looping::{PathRefusal, ToolReply};
+
+/// The root every path the model sees is relative to.
+pub const TREE_ROOT: &str = "/work";
+/// Lines a Read returns at most.
+pub const MAX_READ_LINES: u64 = 2000;
+/// Bytes a Read returns at most.
+pub const MAX_READ_BYTES: u64 = 256 * 1024;
+/// The largest file Write or Edit writes.
+pub const MAX_WRITE_BYTES: usize = 4 * 1024 * 1024;
+/// Paths a Glob returns at most.
+pub const MAX_GLOB_MATCHES: usize = 200;
+/// Lines a Grep returns at most.
+pub const MAX_GREP_MATCHES: usize = 100;
+/// Bytes a Grep reads at most, all files together.
+pub const MAX_GREP_BYTES: u64 = 32 * 1024 * 1024;
+/// How long a Grep or a Glob may take.
+pub const MAX_SEARCH_TIME: Duration = Duration::from_secs(5);
+/// Entries a walk visits at most.
+pub const MAX_WALK_ENTRIES: usize = 20_000;
+
+/// The file tools of one agent step.
+pub struct FileTools {
+    tree: Tree,
+    view: AgentView,
+    rules: StepWriterRules,
+    writable: bool,
+}
+
+fn text_argument<'a>(arguments: &'a Map<String, Value>, name: &str) -> &'a str {
+    arguments.get(name).and_then(Value::as_str).unwrap_or("")
+}
+
+fn number_argument(arguments: &Map<String, Value>, name: &str) -> Option<u64> {
+    arguments.get(name).and_then(Value::as_u64)
+}
+
+impl FileTools {
+    pub fn new(
+        root: &Path,
+        agent: &str,
+        rules: StepWriterRules,
+        writable: bool,
+    ) -> Result<FileTools, TreeError> {
+        Ok(FileTools {
+            tree: Tree::open(root)?,
+            view: AgentView::new(agent),
+            rules,
+            writable,
+        })
+    }
+
+    /// Runs one checked call of a file tool.
+    pub fn call(&self, kind: &ToolKind, arguments: &Map<String, Value>) -> ToolReply {
+        match kind {
+            ToolKind::Read => self.read(arguments),
+            ToolKind::Write => self.write(arguments),
+            ToolKind::Edit => self.edit(arguments),
+            ToolKind::Glob => self.glob(arguments),
+            ToolKind::Grep => self.grep(arguments),
+            ToolKind::Run | ToolKind::Custom { .. } => {
+                ToolReply::error("this tool is not a file tool")
+            }
+        }
+    }
+
+    /// Every file of the tree, for suggestions.
+    fn listing(&self) -> Vec<String> {
+        self.tree
+            .walk(None, MAX_WALK_ENTRIES)
+            .map(|(entries, _)| {
+                entries
+                    .into_iter()
+                    .filter(|entry| entry.kind == "file")
+                    .map(|entry| entry.path.to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn suggestion_for(&self, requested: &str) -> Option<String> {
+        let listing = self.listing();
+        suggest(requested, &listing)
+    }
+
+    /// The path a tool may touch, or the refusal naming what was probably meant.
+    fn confine(&self, requested: &str) -> Result<RelPath, ToolReply> {
+        let listing = self.listing();
+        let refs: Vec<&str> = listing.iter().map(String::as_str).collect();
+        match workspace::confine_suggesting(Path::new(TREE_ROOT), requested, &refs) {
+            Ok(path) => {
+                if let Some(kind) = is_protected(&path) {
+                    return Err(ToolReply::refused(PathRefusal {
+                        path: requested.to_owned(),
+                        reason: format!("it is {kind}, which no tool may open"),
+                        suggestion: None,
+                    }));
+                }
+                Ok(path)
+            }
+            Err(refusal) => Err(ToolReply::refused(PathRefusal {
+                path: requested.to_owned(),
+                reason: refusal.reason.to_string(),
+                suggestion: refusal
+                    .did_you_mean
+                    .or_else(|| suggest(requested, &listing)),
+            })),
+        }
+    }
+
+    fn tree_error(&self, requested: &str, error: TreeError) -> ToolReply {
+        match error {
+            TreeError::Link { .. } | TreeError::HardLink { .. } => {
+                ToolReply::refused(PathRefusal {
+                    path: requested.to_owned(),
+                    reason: "it is, or passes through, a link; links are never followed".to_owned(),
+                    suggestion: None,
+                })
+            }
+            TreeError::NotFound { .. } => {
+                let mut message = format!("`{requested}` does not exist");
+                if let Some(suggestion) = self.suggestion_for(requested) {
+                    message.push_str(&format!("; did you mean `{suggestion}`?"));
+                }
+                ToolReply::error(message)
+            }
+            other => ToolReply::error(other.to_string()),
+        }
+    }
+
+    /// A write's path: confined, and allowed to step writers.
+    fn writable_path(&self, requested: &str) -> Result<RelPath, ToolReply> {
+        let path = self.confine(requested)?;
+        if !self.writable {
+            return Err(ToolReply::refused(PathRefusal {
+                path: requested.to_owned(),
+                reason: "this agent's tree is read-only".to_owned(),
+                suggestion: None,
+            }));
+        }
+        let in_workspace = self.view.to_workspace(&path).map_err(|refusal| {
+            ToolReply::refused(PathRefusal {
+                path: requested.to_owned(),
+                reason: refusal.reason.to_string(),
+                suggestion: None,
+            })
+        })?;
+        if let Some(refusal) = self.rules.refusal(&in_workspace) {
+            return Err(ToolReply::refused(PathRefusal {
+                path: requested.to_owned(),
+                reason: format!("{refusal}; it cannot be written"),
+                suggestion: None,
+            }));
+        }
+        Ok(path)
+    }
+
+    fn read(&self, arguments: &Map<String, Value>) -> ToolReply {
+        let requested = text_argument(arguments, "path");
+        let path = match self.confine(requested) {
+            Ok(path) => path,
+            Err(reply) => return reply,
+        };
+        let (bytes, size) = match self.tree.read(&path, 0, MAX_READ_BYTES * 4) {
+            Ok(read) => read,
+            Err(error) => return self.tree_error(requested, error),
+        };
+        let probe = &bytes[..bytes.len().min(8192)];
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(text) if !probe.contains(&0) => text,
+            // A cut at the read bound may split a character; only what came before counts.
+            Err(error) if error.error_len().is_none() && !probe.contains(&0) => {
+                std::str::from_utf8(&bytes[..error.valid_up_to()]).unwrap_or("")
+            }
+            _ => {
+                return ToolReply::ok(format!(
+                    "`{path}` is a binary file of {size} bytes; it is not shown"
+                ));
+            }
+        };
+        let first = number_argument(arguments, "offset").unwrap_or(1).max(1);
+        let limit = number_argument(arguments, "limit")
+            .unwrap_or(MAX_READ_LINES)
+            .clamp(1, MAX_READ_LINES);
+        let mut shown = String::new();
+        let mut last = first.saturating_sub(1);
+        let mut more = false;
+        for (index, line) in text.lines().enumerate() {
+            let number = index as u64 + 1;
+            if number < first {
+                continue;
+            }
+            if number >= first + limit || shown.len() as u64 >= MAX_READ_BYTES {
+                more = true;
+                break;
+            }
+            shown.push_str(line);
+            shown.push('\n');
+            last = number;
+        }
+        if (bytes.len() as u64) < size {
+            more = true;
+        }
+        if more {
+            shown.push_str(&format!(
+                "\n(lines {first} to {last} of `{path}`, {size} bytes in all; call Read with \
+                 offset {} to read on)",
+                last + 1
+            ));
+        }
+        ToolReply::ok(shown)
+    }
+
+    fn write(&self, arguments: &Map<String, Value>) -> ToolReply {
+        let requested = text_argument(arguments, "path");
+        let content = text_argument(arguments, "content");
+        let path = match self.writable_path(requested) {
+            Ok(path) => path,
+            Err(reply) => return reply,
+        };
+        if content.len() > MAX_WRITE_BYTES {
+            return ToolReply::error(format!(
+                "the content is {} bytes; a file may have at most {MAX_WRITE_BYTES}",
+                content.len()
+            ));
+        }
+        match self.tree.write(&path, content.as_bytes()) {
+            Ok(()) => ToolReply::ok(format!("wrote `{path}` ({} bytes)", content.len())),
+            Err(error) => self.tree_error(requested, error),
+        }
+    }
+
+    fn edit(&self, arguments: &Map<String, Value>) -> ToolReply {
+        let requested = text_argument(arguments, "path");
+        let old = text_argument(arguments, "old_string");
+        let new = text_argument(arguments, "new_string");
+        let all = arguments
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let path = match self.writable_path(requested) {
+            Ok(path) => path,
+            Err(reply) => return reply,
+        };
+        let (bytes, size) = match self.tree.read(&path, 0, MAX_WRITE_BYTES as u64 + 1) {
+            Ok(read) => read,
+            Err(error) => return self.tree_error(requested, error),
+        };
+        if size > MAX_WRITE_BYTES as u64 {
+            return ToolReply::error(format!("`{path}` is too large to edit ({size} bytes)"));
+        }
+        let Ok(text) = String::from_utf8(bytes) else {
+            return ToolReply::error(format!("`{path}` is not UTF-8 text; it cannot be edited"));
+        };
+        if old.is_empty() {
+            return ToolReply::error("`old_string` is empty; give the exact text to replace");
+        }
+        let count = text.matches(old).count();
+        let edited = match (count, all) {
+            (0, _) => {
+                return ToolReply::error(format!("`old_string` does not occur in `{path}`"));
+            }
+            (1, _) | (_, true) => text.replace(old, new),
+            (_, false) => {
+                return ToolReply::error(format!(
+                    "`old_string` occurs {count} times in `{path}`; give more context so it \
+                     occurs once, or set `replace_all`"
+                ));
+            }
+        };
+        match self.tree.write(&path, edited.as_bytes()) {
+            Ok(()) => ToolReply::ok(format!("edited `{path}` ({count} replacement(s))")),
+            Err(error) => self.tree_error(requested, error),
+        }
+    }
+
+    fn glob(&self, arguments: &Map<String, Value>) -> ToolReply {
+        let pattern = text_argument(arguments, "pattern");
+        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+        if pattern.starts_with('/') || pattern.split('/').any(|part| part == "..") {
+            return ToolReply::refused(PathRefusal {
+                path: pattern.to_owned(),
+                reason: "patterns are relative to the root of your tree, without `..`".to_owned(),
+                suggestion: Some(pattern.trim_start_matches('/').replace("../", "")),
+            });
+        }
+        let matcher = match globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+        {
+            Ok(glob) => glob.compile_matcher(),
+            Err(error) => return ToolReply::error(format!("the pattern is not a glob: {error}")),
+        };
+        let started = Instant::now();
+        let (entries, walk_cut) = match self.tree.walk(None, MAX_WALK_ENTRIES) {
+            Ok(walked) => walked,
+            Err(error) => return ToolReply::error(error.to_string()),
+        };
+        let mut matches = Vec::new();
+        let mut cut = None;
+        for entry in entries {
+            if started.elapsed() > MAX_SEARCH_TIME {
+                cut = Some("the search ran out of time");
+                break;
+            }
+            if entry.kind != "file" || !matcher.is_match(entry.path.as_str()) {
+                continue;
+            }
+            if matches.len() >= MAX_GLOB_MATCHES {
+                cut = Some("there are more matches than 200");
+                break;
+            }
+            matches.push(entry.path.to_string());
+        }
+        if walk_cut && cut.is_none() {
+            cut = Some("the tree has more entries than one search visits");
+        }
+        let mut text = if matches.is_empty() {
+            "no file matches".to_owned()
+        } else {
+            matches.join("\n")
+        };
+        if let Some(why) = cut {
+            text.push_str(&format!("\n(cut: {why})"));
+        }
+        ToolReply::ok(text)
+    }
+
+    fn grep(&self, arguments: &Map<String, Value>) -> ToolReply {
+        let pattern = text_argument(arguments, "pattern");
+        let regex = match regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 20)
+            .dfa_size_limit(1 << 22)
+            .build()
+        {
+            Ok(regex) => regex,
+            Err(error) => {
+                return ToolReply::error(format!(
+                    "the pattern is not a regular expression: {error}"
+                ));
+            }
+        };
+        let start = match arguments.get("path").and_then(Value::as_str) {
+            None | Some("" | "." | "./") => None,
+            Some(requested) => match self.confine(requested) {
+                Ok(path) => Some(path),
+                Err(reply) => return reply,
+            },
+        };
+        let filter = match arguments.get("glob").and_then(Value::as_str) {
+            None => None,
+            Some(glob) => match globset::Glob::new(glob) {
+                Ok(glob) => Some(glob.compile_matcher()),
+                Err(error) => return ToolReply::error(format!("`glob` is not a glob: {error}")),
+            },
+        };
+        let entries = match &start {
+            Some(path) if self.tree.kind(path).ok() == Some("file") => vec![workspace::TreeEntry {
+                path: path.clone(),
+                kind: "file",
+                size: 0,
+            }],
+            start => match self.tree.walk(start.as_ref(), MAX_WALK_ENTRIES) {
+                Ok((entries, _)) => entries,
+                Err(error) => return self.tree_error(text_argument(arguments, "path"), error),
+            },
+        };
+        let started = Instant::now();
+        let mut read = 0u64;
+        let mut lines = Vec::new();
+        let mut cut = None;
+        'files: for entry in entries.iter().filter(|entry| entry.kind == "file") {
+            if filter
+                .as_ref()
+                .is_some_and(|filter| !filter.is_match(entry.path.as_str()))
+                || is_protected(&entry.path).is_some()
+            {
+                continue;
+            }
+            if started.elapsed() > MAX_SEARCH_TIME {
+                cut = Some("the search ran out of time");
+                break;
+            }
+            let Ok((bytes, _)) = self.tree.read(&entry.path, 0, 1024 * 1024) else {
+                continue;
+            };
+            read += bytes.len() as u64;
+            if bytes[..bytes.len().min(8192)].contains(&0) {
+                continue;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            for (index, line) in text.lines().enumerate() {
+                if regex.is_match(line) {
+                    if lines.len() >= MAX_GREP_MATCHES {
+                        cut = Some("there are more matching lines than 100");
+                        break 'files;
+                    }
+                    let shown: String = line.chars().take(300).collect();
+                    lines.push(format!("{}:{}: {shown}", entry.path, index + 1));
+                }
+            }
+            if read > MAX_GREP_BYTES {
+                cut = Some("the search read its 32 MiB");
+                break;
+            }
+        }
+        let mut text = if lines.is_empty() {
+            "no line matches".to_owned()
+        } else {
+            lines.join("\n")
+        };
+        if let Some(why) = cut {
+            text.push_str(&format!("\n(cut: {why})"));
+        }
+        ToolReply::ok(text)
+    }
+}
+
+/// The path of `listing` that `requested` most probably meant: the workspace's suggestion
+/// first, else the entry that ends in the longest tail of `requested` (`/tmp/notes/week.md` →
+/// `shared/notes/week.md`).
+pub fn suggest(requested: &str, listing: &[String]) -> Option<String> {
+    let refs: Vec<&str> = listing.iter().map(String::as_str).collect();
+    let parts: Vec<&str> = requested
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != "." && *part != "..")
+        .collect();
+    for start in 0..parts.len() {
+        let tail = parts[start..].join("/");
+        let with_slash = format!("/{tail}");
+        let mut found: Vec<&&str> = refs
+            .iter()
+            .filter(|entry| **entry == tail || entry.ends_with(&with_slash))
+            .collect();
+        found.sort_by_key(|entry| entry.len());
+        if let Some(entry) = found.first() {
+            return Some((**entry).to_owned());
+        }
+    }
+    let relative = requested.strip_prefix(TREE_ROOT).unwrap_or(requested);
+    workspace::did_you_mean(relative.trim_start_matches('/'), &refs)
+}

@@ -1,0 +1,22 @@
+//! The agent loop (issue 16, DESIGN G14, G21, G22): the model is offered exactly the tools the
+//! agent file names; every call is checked against the tool's arguments, journalled before it
+//! runs, and run one at a time; the `loop:` limits stop it; everything sent to the model is
+//! scrubbed by the run's redactor first. The file tools run over the agent's tree through
+//! `workspace`'s one confinement primitive, in a helper process of their own.
+//!
+//! Invariants: knows no concrete provider (it holds a `dyn llm::Model`), no sandbox backend
+//! and no storage: scripts run through a [`ToolHost`] and events go to a [`LoopJournal`], both
+//! implemented by the binary.
+
+#![forbid(unsafe_code)]
+
+pub mod catalogue;
+pub mod files;
+pub mod helper;
+pub mod looping;
+
+pub use crate::catalogue::{CallRefusal, Catalogue, Offered, ToolKind};
+pub use crate::looping::{
+    CallOutcome, End, HostStop, Limits, LoopJournal, PREAMBLE, PathRefusal, ReplyOutcome, Report,
+    Setup, ToolHost, ToolReply, first_message, run,
+};

@@ -1,0 +1,903 @@
+//! Runs an agent step (`agent: NAME`, issue 16): the agent file from the account's workspace,
+//! the model from the account's providers, the loop of the `agent` crate, and the calls it
+//! makes: file tools in the file-tool helper, `Run` and custom tools in the sandbox backend,
+//! each call its own fresh sandbox (its own process tree, gone when the call ends).
+//!
+//! The agent sees one tree (its view, staged into a scratch folder of its own): its folder at
+//! the root, the workspace's `shared/` and the account `library/` inside. What changed in the
+//! view at the end goes back to the workspace through the engine's copy-back, mapped to
+//! workspace paths, and an agent with no tool that writes gets no copy-back at all.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::helper::{HelperCommand, HelperRequest};
+use agent::{Catalogue, End, HostStop, Offered, ToolHost, ToolKind, ToolReply};
+use engine::journal::{AgentLimit, AgentTurn, ToolCalled, ToolFinished, ToolRefused};
+use engine::{
+    AgentEvent, CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
+    StepError,
+};
+use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
+use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use storage::models::ModelProviderStore;
+use storage_sqlite::SqliteStore;
+use workspace::{AgentView, RelPath, StepWriterRules, Tree};
+use zeroize::Zeroizing;
+
+/// The largest tool result kept in the journal.
+const MAX_JOURNAL_RESULT_BYTES: usize = 16 * 1024;
+/// The uid and gid the file-tool helper runs as when the platform is root.
+const HELPER_USER: (u32, u32) = (65534, 65534);
+/// Folders a view may not hold at its root: the tree's own `shared/` and `library/` go there.
+const RESERVED: &[&str] = &["shared", "library"];
+
+/// What an agent step needs of the platform.
+pub struct AgentRuntime {
+    pub backend: Arc<dyn Isolation>,
+    pub store: Arc<SqliteStore>,
+    pub secrets: Arc<dyn SecretSource>,
+    pub client: llm::Client,
+    pub helper: HelperCommand,
+    /// Where each step's view is staged; swept at start.
+    pub views_dir: PathBuf,
+    pub limits: Limits,
+    pub maxima: spec::LimitMaxima,
+}
+
+/// Reads the agent `name` of the working folder `work_dir`, parsed against the account.
+pub fn load_agent(
+    store: &SqliteStore,
+    account: &str,
+    work_dir: &Path,
+    name: &str,
+    maxima: &spec::LimitMaxima,
+) -> Result<(spec::Agent, Vec<u8>), String> {
+    let tree = Tree::open(work_dir).map_err(|error| error.to_string())?;
+    let path = RelPath::parse(&format!("agents/{name}/AGENT.md")).map_err(|e| e.to_string())?;
+    let (bytes, _) = tree.read(&path, 0, 1024 * 1024).map_err(|error| {
+        format!(
+            "the agent `{name}` cannot be read from the workspace ({error}); add \
+             agents/{name}/AGENT.md with `stepward files put agents/{name}/AGENT.md`"
+        )
+    })?;
+    let text = String::from_utf8(bytes.clone())
+        .map_err(|_| format!("agents/{name}/AGENT.md is not UTF-8 text"))?;
+    let providers = store
+        .model_providers(&storage::AccountId(account.to_owned()))
+        .map_err(|error| format!("the account's model providers cannot be read: {error}"))?;
+    let names = spec::AccountNames {
+        model_providers: providers.iter().map(|p| p.name.clone()).collect(),
+        default_provider: providers
+            .iter()
+            .find(|p| p.is_default)
+            .map(|p| p.name.clone()),
+    };
+    let agent = spec::parse_agent_for_account(path.as_str(), &text, maxima, &names).map_err(
+        |diagnostics| {
+            let first = diagnostics
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            format!(
+                "agents/{name}/AGENT.md is invalid ({} problem(s)); the first: {first}",
+                diagnostics.len()
+            )
+        },
+    )?;
+    if !agent.colleagues().is_empty() {
+        return Err(format!(
+            "the agent `{name}` names colleagues; consulting colleagues (Consult) is not \
+             available on this server yet, so the step was not run"
+        ));
+    }
+    Ok((agent, bytes))
+}
+
+impl AgentRuntime {
+    /// The network of the agent step's scripts: its agent file's.
+    pub fn network_of(
+        &self,
+        account: &str,
+        work_dir: &Path,
+        agent: &str,
+    ) -> Result<spec::Network, String> {
+        load_agent(&self.store, account, work_dir, agent, &self.maxima)
+            .map(|(agent, _)| agent.network())
+    }
+
+    pub fn execute(
+        &self,
+        request: ExecutionRequest<'_>,
+        agent_name: &str,
+        task: &str,
+    ) -> ExecutionReport {
+        let backend = self.backend.name();
+        let refused = |reason: String| {
+            ExecutionReport::outcome_only(ExecutionOutcome::Refused { reason }, backend)
+        };
+        let (agent, _) = match load_agent(
+            &self.store,
+            request.account,
+            request.work_dir,
+            agent_name,
+            &self.maxima,
+        ) {
+            Ok(loaded) => loaded,
+            Err(reason) => return refused(reason),
+        };
+        // G21: applying is only for a step a person decided on first.
+        let applying = agent.applying_tools();
+        if !applying.is_empty() && !request.step.is_gate() {
+            return refused(format!(
+                "apply-before-gate: step `{}` uses the agent `{}`, whose tools {} apply changes \
+                 (a networked `Run`, or a custom tool of a public_egress agent that does not \
+                 declare `applies: false`); only a step that is itself a gate (`id: {}!`) may \
+                 hold them, so nothing was run",
+                request.step.id(),
+                agent.name(),
+                applying.join(", "),
+                request.step.id()
+            ));
+        }
+        let (model_id, provider) = match self.provider(request.account, &agent) {
+            Ok(found) => found,
+            Err(reason) => return refused(reason),
+        };
+        let catalogue = Catalogue::for_agent(&agent);
+        let writable = catalogue.writes(&agent);
+        let view = match View::stage(&self.views_dir, request.work_dir, agent.name()) {
+            Ok(view) => view,
+            Err(reason) => return refused(reason),
+        };
+        // Pinned: the scripts as they were when the step started; nothing the agent writes
+        // changes what a tool runs.
+        let mut scripts = BTreeMap::new();
+        for tool in agent.custom_tools() {
+            match view.read_original(tool.script()) {
+                Ok(bytes) => {
+                    scripts.insert(tool.name().to_owned(), bytes);
+                }
+                Err(reason) => return refused(reason),
+            }
+        }
+        let env = match self.agent_secrets(request.account, &agent) {
+            Ok(env) => env,
+            Err(reason) => return refused(reason),
+        };
+        let rules_scripts: Vec<String> = agent
+            .custom_tools()
+            .iter()
+            .map(|tool| format!("agents/{}/{}", agent.name(), tool.script()))
+            .collect();
+        let mut host = StepHost {
+            runtime: self,
+            view: &view,
+            agent: &agent,
+            writable,
+            scripts,
+            rules_scripts,
+            env,
+            python: PythonPin {
+                major: request.python.major,
+                minor: request.python.minor,
+            },
+            network: match agent.network() {
+                spec::Network::None => NetworkMode::None,
+                spec::Network::PublicEgress => NetworkMode::PublicEgress,
+            },
+            script_started: false,
+            notes: Vec::new(),
+        };
+        let mut journal = Journal {
+            journal: request.journal,
+        };
+        let setup = agent::Setup {
+            model_id,
+            agent: &agent,
+            catalogue: &catalogue,
+            task: task.to_owned(),
+            inputs: request.inputs.clone(),
+            limits: agent::Limits::of(agent.loop_limits()),
+            max_tokens_per_turn: 4096,
+        };
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => return refused(format!("the agent loop cannot start: {error}")),
+        };
+        let report = runtime.block_on(agent::run(
+            &provider,
+            request.redactor,
+            setup,
+            &mut host,
+            &mut journal,
+        ));
+        let script_started = host.script_started;
+        let mut notes = std::mem::take(&mut host.notes);
+        notes.push(format!(
+            "agent {}: {} turn(s), {} call(s), {} refusal(s), {} input and {} output tokens",
+            agent.name(),
+            report.turns,
+            report.calls,
+            report.refusals,
+            report.usage.input_tokens,
+            report.usage.output_tokens
+        ));
+        if backend == "unisolated" {
+            notes.push("not isolated: the agent's scripts ran as plain child processes".to_owned());
+        }
+        let phase = if script_started {
+            CodePhase::CodeStarted
+        } else {
+            CodePhase::BeforeCode
+        };
+        let failed = |kind: &str, message: String| ExecutionOutcome::Failed {
+            error: StepError {
+                kind: kind.to_owned(),
+                message,
+                traceback: String::new(),
+            },
+            phase,
+        };
+        let outcome = match report.end {
+            End::Answered { text } => match engine::StepOutput::from_json_text(Zeroizing::new(
+                Value::String(text).to_string(),
+            )) {
+                Ok(output) => ExecutionOutcome::Succeeded { output },
+                Err(error) => failed("AgentError", format!("the answer cannot be kept: {error}")),
+            },
+            End::Limit { limit, detail } => failed("LimitExceeded", format!("{limit}: {detail}")),
+            End::Model { error } => failed("ModelError", error),
+            End::Journal { error } => ExecutionOutcome::Unknown {
+                reason: format!("the journal could not record the step's next event: {error}"),
+            },
+            End::Host(HostStop::NeedsRepair {
+                script,
+                module,
+                detail,
+            }) => ExecutionOutcome::NeedsRepair {
+                module,
+                detail: format!("the script {script} of agent {}: {detail}", agent.name()),
+            },
+            End::Host(HostStop::Unknown { reason }) => ExecutionOutcome::Unknown { reason },
+            End::Host(HostStop::Failed { reason }) => failed("ToolError", reason),
+        };
+        let (file_changes, copy_back_refusals) = if writable {
+            view.changes(&agent)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        ExecutionReport {
+            outcome,
+            stdout: Zeroizing::default(),
+            stderr: Zeroizing::default(),
+            interpreter_version: None,
+            backend: backend.to_owned(),
+            isolation_notes: notes,
+            file_changes,
+            copy_back_refusals,
+        }
+    }
+
+    /// The model id and the account's provider an agent file names.
+    fn provider(
+        &self,
+        account: &str,
+        agent: &spec::Agent,
+    ) -> Result<(String, llm::Provider), String> {
+        let Some(model) = agent.model() else {
+            return Err(format!(
+                "the agent `{}` names no `model:`; add `model: PROVIDER/MODEL_ID`",
+                agent.name()
+            ));
+        };
+        let reference = spec::ModelRef::parse(model);
+        let providers = self
+            .store
+            .model_providers(&storage::AccountId(account.to_owned()))
+            .map_err(|error| format!("the account's model providers cannot be read: {error}"))?;
+        let name = match reference.provider {
+            Some(name) => name.to_owned(),
+            None => providers
+                .iter()
+                .find(|provider| provider.is_default)
+                .map(|provider| provider.name.clone())
+                .ok_or_else(|| {
+                    "the account has no default model provider; add one with `stepward models add`"
+                        .to_owned()
+                })?,
+        };
+        let (_, provider) = crate::commands::models::provider(
+            &self.store,
+            self.secrets.as_ref(),
+            &storage::AccountId(account.to_owned()),
+            &name,
+            self.client.clone(),
+        )
+        .map_err(|error| format!("{error:#}"))?;
+        Ok((reference.model.to_owned(), provider))
+    }
+
+    /// The agent's `secrets:`, for its custom tools' environment only (G19).
+    fn agent_secrets(
+        &self,
+        account: &str,
+        agent: &spec::Agent,
+    ) -> Result<Vec<(String, SecretValue)>, String> {
+        if agent.secrets().is_empty() {
+            return Ok(Vec::new());
+        }
+        let request = SecretRequest {
+            secrets: agent.secrets().to_vec(),
+            ..SecretRequest::default()
+        };
+        let resolved = self
+            .secrets
+            .resolve(account, &request)
+            .map_err(|error| format!("the agent's secrets cannot be read: {error}"))?;
+        Ok(resolved
+            .into_iter()
+            .filter_map(|(name, value)| match name {
+                SecretName::AgentSecret { name } => Some((name, value)),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+/// The agent's view, staged into a scratch folder of its own; removed when dropped.
+struct View {
+    dir: PathBuf,
+    root: PathBuf,
+    agent: String,
+    /// Each staged file's hash, by view path.
+    original: BTreeMap<String, [u8; 32]>,
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
+    let text = format!("{what} {}", path.display());
+    move |error| format!("{text}: {error}")
+}
+
+impl View {
+    fn stage(views_dir: &Path, work_dir: &Path, agent: &str) -> Result<View, String> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(views_dir).map_err(io("cannot create", views_dir))?;
+        std::fs::set_permissions(views_dir, std::fs::Permissions::from_mode(0o711))
+            .map_err(io("cannot set the mode of", views_dir))?;
+        let mut random = [0u8; 12];
+        getrandom::fill(&mut random).map_err(|error| error.to_string())?;
+        let dir = views_dir.join(hex::encode(random));
+        std::fs::create_dir(&dir).map_err(io("cannot create", &dir))?;
+        let root = dir.join("work");
+        std::fs::create_dir(&root).map_err(io("cannot create", &root))?;
+        let mut view = View {
+            dir,
+            root,
+            agent: agent.to_owned(),
+            original: BTreeMap::new(),
+        };
+        let source = Tree::open(work_dir).map_err(|error| error.to_string())?;
+        let target = Tree::open(&view.root).map_err(|error| error.to_string())?;
+        let agent_folder = RelPath::parse(&format!("agents/{agent}")).map_err(|e| e.to_string())?;
+        let (entries, _) = source
+            .walk(Some(&agent_folder), workspace::MAX_LISTED_ENTRIES)
+            .map_err(|error| format!("the agent's folder cannot be read: {error}"))?;
+        for entry in &entries {
+            let relative = entry
+                .path
+                .as_str()
+                .strip_prefix(&format!("{agent_folder}/"))
+                .unwrap_or_default();
+            if RESERVED.contains(&relative) {
+                return Err(format!(
+                    "the agent folder agents/{agent} holds `{relative}`, a name the agent's tree \
+                     keeps for the workspace's `{relative}/`; rename it"
+                ));
+            }
+        }
+        let mut copy = |from: &RelPath, to: &str| -> Result<(), String> {
+            let to = RelPath::parse(to).map_err(|e| e.to_string())?;
+            if workspace::is_protected(&to).is_some() {
+                return Ok(());
+            }
+            let (bytes, _) = source
+                .read(from, 0, 64 * 1024 * 1024)
+                .map_err(|error| error.to_string())?;
+            target
+                .write(&to, &bytes)
+                .map_err(|error| error.to_string())?;
+            view.original
+                .insert(to.to_string(), Sha256::digest(&bytes).into());
+            Ok(())
+        };
+        for entry in entries.iter().filter(|entry| entry.kind == "file") {
+            let relative = entry
+                .path
+                .as_str()
+                .strip_prefix(&format!("{agent_folder}/"))
+                .unwrap_or_default()
+                .to_owned();
+            copy(&entry.path, &relative)?;
+        }
+        for folder in RESERVED {
+            let Ok(folder) = RelPath::parse(folder) else {
+                continue;
+            };
+            if source.kind(&folder).ok() != Some("folder") {
+                continue;
+            }
+            let (entries, _) = source
+                .walk(Some(&folder), workspace::MAX_LISTED_ENTRIES)
+                .map_err(|error| error.to_string())?;
+            for entry in entries.iter().filter(|entry| entry.kind == "file") {
+                copy(&entry.path, entry.path.as_str())?;
+            }
+        }
+        view.hand_to_helper()?;
+        Ok(view)
+    }
+
+    /// Makes the view the helper's (an unprivileged user): only it and root can reach it.
+    fn hand_to_helper(&self) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        if !rustix::process::geteuid().is_root() {
+            return Ok(());
+        }
+        let (uid, gid) = HELPER_USER;
+        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io("cannot set the mode of", &self.dir))?;
+        std::os::unix::fs::lchown(&self.dir, Some(uid), Some(gid))
+            .map_err(io("cannot hand over", &self.dir))?;
+        std::os::unix::fs::lchown(&self.root, Some(uid), Some(gid))
+            .map_err(io("cannot hand over", &self.root))?;
+        let tree = Tree::open(&self.root).map_err(|error| error.to_string())?;
+        let (entries, _) = tree
+            .walk(None, workspace::MAX_LISTED_ENTRIES)
+            .map_err(|error| error.to_string())?;
+        for entry in entries {
+            if entry.kind == "file" || entry.kind == "folder" {
+                let path = self.root.join(entry.path.as_path());
+                std::os::unix::fs::lchown(&path, Some(uid), Some(gid))
+                    .map_err(io("cannot hand over", &path))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn read_original(&self, script: &str) -> Result<Vec<u8>, String> {
+        let path = RelPath::parse(script).map_err(|e| e.to_string())?;
+        let tree = Tree::open(&self.root).map_err(|error| error.to_string())?;
+        tree.read(&path, 0, 4 * 1024 * 1024)
+            .map(|(bytes, _)| bytes)
+            .map_err(|error| {
+                format!(
+                    "the script {script} of agent {} cannot be read: {error}",
+                    self.agent
+                )
+            })
+    }
+
+    /// What changed in the view, as workspace files; what may not go back is refused here
+    /// already (the engine checks again).
+    fn changes(&self, agent: &spec::Agent) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
+        let mut changes = Vec::new();
+        let mut refusals = Vec::new();
+        let Ok(tree) = Tree::open(&self.root) else {
+            return (changes, refusals);
+        };
+        let Ok((entries, _)) = tree.walk(None, workspace::MAX_LISTED_ENTRIES) else {
+            return (changes, refusals);
+        };
+        let view = AgentView::new(&self.agent);
+        let scripts = agent.custom_tools().iter().filter_map(|tool| {
+            RelPath::parse(&format!("agents/{}/{}", agent.name(), tool.script())).ok()
+        });
+        let rules = StepWriterRules::new(scripts);
+        for entry in entries {
+            if entry.kind != "file" {
+                if entry.kind != "folder" {
+                    refusals.push(engine::CopyBackRefusal {
+                        path: entry.path.to_string(),
+                        reason: format!("it is a {}; only regular files come back", entry.kind),
+                    });
+                }
+                continue;
+            }
+            let Ok((bytes, _)) = tree.read(&entry.path, 0, 64 * 1024 * 1024) else {
+                refusals.push(engine::CopyBackRefusal {
+                    path: entry.path.to_string(),
+                    reason: "it could not be read as one regular file".to_owned(),
+                });
+                continue;
+            };
+            let hash: [u8; 32] = Sha256::digest(&bytes).into();
+            if self.original.get(entry.path.as_str()) == Some(&hash) {
+                continue;
+            }
+            let Ok(target) = view.to_workspace(&entry.path) else {
+                continue;
+            };
+            if let Some(refusal) = rules.refusal(&target) {
+                refusals.push(engine::CopyBackRefusal {
+                    path: target.to_string(),
+                    reason: format!("{refusal}; no step may write it"),
+                });
+                continue;
+            }
+            changes.push(FileChange {
+                path: target.to_string(),
+                bytes,
+            });
+        }
+        (changes, refusals)
+    }
+}
+
+/// Runs the calls of one agent step.
+struct StepHost<'a> {
+    runtime: &'a AgentRuntime,
+    view: &'a View,
+    agent: &'a spec::Agent,
+    writable: bool,
+    /// Each custom tool's script as pinned when the step started.
+    scripts: BTreeMap<String, Vec<u8>>,
+    rules_scripts: Vec<String>,
+    env: Vec<(String, SecretValue)>,
+    python: PythonPin,
+    network: NetworkMode,
+    /// Whether any script or custom tool has been handed to the sandbox (G14).
+    script_started: bool,
+    notes: Vec<String>,
+}
+
+/// Lets the sandbox's copy-back ask whether a file holds a value; a Run never holds one, and
+/// the engine screens every file again before it reaches the workspace.
+struct NoScreen;
+
+impl sandbox::copyback::SecretScreen for NoScreen {
+    fn holds_secret(&self, _content: &[u8]) -> bool {
+        false
+    }
+
+    fn unreadable_archives(&self) -> workspace::UnreadableArchives {
+        workspace::UnreadableArchives::Accept
+    }
+}
+
+impl StepHost<'_> {
+    fn file_tool(
+        &self,
+        tool: &Offered,
+        arguments: &Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<ToolReply, HostStop> {
+        let request = HelperRequest {
+            root: self.view.root.clone(),
+            agent: self.agent.name().to_owned(),
+            scripts: self.rules_scripts.clone(),
+            writable: self.writable,
+            tool: tool.name.clone(),
+            arguments: arguments.clone(),
+        };
+        agent::helper::call(&self.runtime.helper, &request, timeout)
+            .map_err(|reason| HostStop::Failed { reason })
+    }
+
+    fn script(
+        &mut self,
+        code: String,
+        inputs: Value,
+        env: Vec<EnvVar>,
+        timeout: Duration,
+    ) -> Result<sandbox::Observation, HostStop> {
+        let mut limits = self.runtime.limits.clone();
+        limits.wall = timeout.max(Duration::from_secs(1));
+        let invocation = Invocation {
+            python: self.python,
+            code,
+            inputs_json: inputs.to_string(),
+            env,
+            network: self.network,
+            limits,
+            work_dir: self.view.root.clone(),
+            screen: Arc::new(NoScreen),
+        };
+        // G14: from here the script may have acted, unless the backend says it never started.
+        let before = self.script_started;
+        self.script_started = true;
+        let observation = self.runtime.backend.run(invocation).map_err(|error| {
+            if crate::executor::before_code(&error) {
+                self.script_started = before;
+                HostStop::Failed {
+                    reason: format!("the script was not started: {error}"),
+                }
+            } else if self.network == NetworkMode::PublicEgress {
+                HostStop::Unknown {
+                    reason: format!("the sandbox failed while a script ran: {error}"),
+                }
+            } else {
+                HostStop::Failed {
+                    reason: format!("the sandbox failed: {error}"),
+                }
+            }
+        })?;
+        self.notes
+            .extend(observation.isolation_notes.iter().cloned());
+        Ok(observation)
+    }
+
+    /// Puts what a script wrote into the view, through the one confinement primitive.
+    fn apply(&self, copy_back: &sandbox::copyback::CopyBack) -> Vec<String> {
+        let mut refused = Vec::new();
+        let Ok(tree) = Tree::open(&self.view.root) else {
+            return refused;
+        };
+        let view = AgentView::new(self.agent.name());
+        let rules = StepWriterRules::new(
+            self.rules_scripts
+                .iter()
+                .filter_map(|script| RelPath::parse(script).ok()),
+        );
+        for file in &copy_back.files {
+            let allowed = view
+                .to_workspace(&file.path)
+                .ok()
+                .and_then(|target| rules.refusal(&target).map(|refusal| refusal.to_string()));
+            match allowed {
+                Some(reason) => refused.push(format!("{}: {reason}", file.path)),
+                None => {
+                    if let Err(error) = tree.write(&file.path, &file.contents) {
+                        refused.push(format!("{}: {error}", file.path));
+                    }
+                }
+            }
+        }
+        for refusal in &copy_back.refusals {
+            refused.push(format!("{}: {}", refusal.path, refusal.reason));
+        }
+        let _ = self.view.hand_to_helper();
+        refused
+    }
+}
+
+fn printed(observation: &sandbox::Observation) -> String {
+    let mut text = String::from_utf8_lossy(&observation.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&observation.stderr);
+    if !stderr.is_empty() {
+        text.push_str("\n[stderr]\n");
+        text.push_str(&stderr);
+    }
+    text
+}
+
+impl ToolHost for StepHost<'_> {
+    fn call(
+        &mut self,
+        tool: &Offered,
+        arguments: &Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<ToolReply, HostStop> {
+        match &tool.kind {
+            ToolKind::Read | ToolKind::Write | ToolKind::Edit | ToolKind::Glob | ToolKind::Grep => {
+                self.file_tool(tool, arguments, timeout)
+            }
+            ToolKind::Run => {
+                let code = arguments.get("code").and_then(Value::as_str).unwrap_or("");
+                // The model's code is the module itself; `main` only lets the harness finish.
+                let module = format!("{code}\n\n\ndef main():\n    return None\n");
+                let observation =
+                    self.script(module, Value::Object(Map::new()), Vec::new(), timeout)?;
+                let refused = self.apply(&observation.copy_back);
+                let mut text = printed(&observation);
+                if !refused.is_empty() {
+                    text.push_str(&format!("\n[files not kept]\n{}", refused.join("\n")));
+                }
+                Ok(match observation.outcome {
+                    Outcome::Succeeded { .. } => ToolReply::ok(text),
+                    Outcome::NeedsRepair { module, .. } => ToolReply::error(format!(
+                        "refused before it ran: `{module}` is not in Python's standard library, \
+                         and only the standard library exists here"
+                    )),
+                    Outcome::Failed { error, .. } => ToolReply::error(format!(
+                        "{text}\n{}: {}\n{}",
+                        error.kind,
+                        error.message,
+                        error.traceback.join("\n")
+                    )),
+                    Outcome::Unknown { reason } if self.network == NetworkMode::PublicEgress => {
+                        return Err(HostStop::Unknown {
+                            reason: format!(
+                                "a Run call ended unobserved: {}",
+                                crate::executor::unknown_reason(&reason, &self.runtime.limits)
+                            ),
+                        });
+                    }
+                    Outcome::Unknown { reason } => ToolReply::error(format!(
+                        "{text}\nthe code was stopped: {}",
+                        crate::executor::unknown_reason(&reason, &self.runtime.limits)
+                    )),
+                    Outcome::Refused { reason } => ToolReply::error(format!("not run: {reason}")),
+                })
+            }
+            ToolKind::Custom { script } => {
+                let Some(source) = self.scripts.get(&tool.name) else {
+                    return Err(HostStop::Failed {
+                        reason: format!("the script of {} was not pinned", tool.name),
+                    });
+                };
+                let Ok(source) = String::from_utf8(source.clone()) else {
+                    return Err(HostStop::Failed {
+                        reason: format!("the script {script} is not UTF-8 text"),
+                    });
+                };
+                let env = self
+                    .env
+                    .iter()
+                    .map(|(name, value)| EnvVar {
+                        name: name.clone(),
+                        value: Zeroizing::new(value.dangerously_expose().to_owned()),
+                    })
+                    .collect();
+                let observation =
+                    self.script(source, Value::Object(arguments.clone()), env, timeout)?;
+                let writes = self
+                    .agent
+                    .custom_tool(&tool.name)
+                    .is_some_and(spec::CustomTool::writes);
+                if writes {
+                    self.apply(&observation.copy_back);
+                }
+                match observation.outcome {
+                    Outcome::Succeeded { result_json } => {
+                        Ok(ToolReply::ok(result_json.to_string()))
+                    }
+                    Outcome::NeedsRepair { module, detail } => Err(HostStop::NeedsRepair {
+                        script: format!("agents/{}/{script}", self.agent.name()),
+                        module,
+                        detail,
+                    }),
+                    Outcome::Failed { error, .. } if self.network == NetworkMode::PublicEgress => {
+                        Err(HostStop::Unknown {
+                            reason: format!(
+                                "the networked tool {} failed after it started: {}: {}",
+                                tool.name, error.kind, error.message
+                            ),
+                        })
+                    }
+                    Outcome::Failed { error, .. } => Ok(ToolReply::error(format!(
+                        "{}: {}\n{}",
+                        error.kind,
+                        error.message,
+                        error.traceback.join("\n")
+                    ))),
+                    Outcome::Unknown { reason } => Err(HostStop::Unknown {
+                        reason: format!(
+                            "the tool {} ended unobserved: {}",
+                            tool.name,
+                            crate::executor::unknown_reason(&reason, &self.runtime.limits)
+                        ),
+                    }),
+                    Outcome::Refused { reason } => Err(HostStop::Failed { reason }),
+                }
+            }
+        }
+    }
+}
+
+/// The loop's journal, written through the engine.
+struct Journal<'a> {
+    journal: &'a dyn engine::StepJournal,
+}
+
+fn bounded(text: &str) -> String {
+    if text.len() <= MAX_JOURNAL_RESULT_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_JOURNAL_RESULT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… (cut at {MAX_JOURNAL_RESULT_BYTES} bytes)",
+        &text[..end]
+    )
+}
+
+impl agent::LoopJournal for Journal<'_> {
+    fn turn(&mut self, turn: u64, usage: llm::Usage, stop_reason: &str) -> Result<(), String> {
+        self.journal.record(AgentEvent::Turn(AgentTurn {
+            step: String::new(),
+            attempt: 0,
+            turn,
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            stop_reason: stop_reason.to_owned(),
+        }))
+    }
+
+    fn tool_called(
+        &mut self,
+        turn: u64,
+        call_id: &str,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<(), String> {
+        self.journal.record(AgentEvent::ToolCalled(ToolCalled {
+            step: String::new(),
+            attempt: 0,
+            turn,
+            call: call_id.to_owned(),
+            tool: tool.to_owned(),
+            arguments: arguments.clone(),
+        }))
+    }
+
+    fn tool_finished(
+        &mut self,
+        call_id: &str,
+        tool: &str,
+        outcome: agent::CallOutcome,
+        result: &str,
+        refusal: Option<&agent::PathRefusal>,
+    ) -> Result<(), String> {
+        self.journal.record(AgentEvent::ToolFinished(ToolFinished {
+            step: String::new(),
+            attempt: 0,
+            call: call_id.to_owned(),
+            tool: tool.to_owned(),
+            outcome: outcome.as_str().to_owned(),
+            result: bounded(result),
+            refused_path: refusal.map(|refusal| refusal.path.clone()),
+            suggestion: refusal.and_then(|refusal| refusal.suggestion.clone()),
+        }))
+    }
+
+    fn call_refused(
+        &mut self,
+        turn: u64,
+        call_id: &str,
+        tool: &str,
+        reason: &str,
+    ) -> Result<(), String> {
+        self.journal.record(AgentEvent::ToolRefused(ToolRefused {
+            step: String::new(),
+            attempt: 0,
+            turn,
+            call: call_id.to_owned(),
+            tool: tool.to_owned(),
+            reason: reason.to_owned(),
+        }))
+    }
+
+    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), String> {
+        self.journal.record(AgentEvent::Limit(AgentLimit {
+            step: String::new(),
+            attempt: 0,
+            limit: limit.to_owned(),
+            detail: detail.to_owned(),
+        }))
+    }
+}
+
+/// Removes views a crash left behind (at start, under the engine lock).
+pub fn sweep_views(views_dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(views_dir) {
+        for entry in entries.flatten() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
