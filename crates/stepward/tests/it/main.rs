@@ -4,6 +4,8 @@
 
 mod browser;
 mod cli;
+mod flood;
+mod g11_flood;
 mod g16_live_scrub;
 mod http;
 mod limits;
