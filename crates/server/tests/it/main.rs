@@ -12,6 +12,7 @@ mod bootstrap;
 mod console;
 mod decisions;
 mod files;
+mod g11_exhaustion;
 mod headers;
 mod keys;
 mod listener;

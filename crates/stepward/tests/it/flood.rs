@@ -24,6 +24,34 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream as AsyncTcpStream};
 
+use crate::http::{Server, owner_session};
+use crate::support::Home;
+
+/// A fresh `stepward serve` with its owner signed in, and the plan the issue names: 4
+/// loopback addresses (127.0.0.2 to .5) × 64 connections for `flood`, after 2 s without it.
+pub fn start_signed_in(home: &Home, flood: Duration) -> (Server, FloodPlan) {
+    let mut server = Server::start(home, &["--owner-email", "ada@example.test"]);
+    let address = server.address();
+    let _first_start = server.next_line();
+    let link = server.next_line();
+    let path = link
+        .strip_prefix(&format!("http://{address}"))
+        .expect("a link to this server")
+        .to_owned();
+    let (session, _csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let plan = FloodPlan {
+        target: address,
+        server_pid: server.child.id(),
+        session_cookie: session,
+        sources: (2..=5).map(|last| Ipv4Addr::new(127, 0, 0, last)).collect(),
+        connections_per_source: 64,
+        quiet: Duration::from_secs(2),
+        flood,
+        stop_growth_kib: 256 * 1024,
+    };
+    (server, plan)
+}
+
 /// What to flood and for how long.
 pub struct FloodPlan {
     pub target: SocketAddr,
@@ -117,7 +145,9 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
 /// its status, whether the server closes the connection after it, and the whole head and body.
 fn parse_answer(bytes: &[u8]) -> Option<(u16, bool, usize, Vec<u8>)> {
     let end = bytes.windows(4).position(|window| window == b"\r\n\r\n")? + 4;
-    let head = std::str::from_utf8(&bytes[..end]).ok()?.to_ascii_lowercase();
+    let head = std::str::from_utf8(&bytes[..end])
+        .ok()?
+        .to_ascii_lowercase();
     let status = head.split(' ').nth(1)?.parse().ok()?;
     let close = head.contains("\r\nconnection: close");
     if head.contains("\r\ntransfer-encoding: chunked") {
@@ -125,8 +155,8 @@ fn parse_answer(bytes: &[u8]) -> Option<(u16, bool, usize, Vec<u8>)> {
         let mut body = Vec::new();
         loop {
             let line_end = bytes[at..].windows(2).position(|w| w == b"\r\n")? + at;
-            let size = usize::from_str_radix(std::str::from_utf8(&bytes[at..line_end]).ok()?, 16)
-                .ok()?;
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&bytes[at..line_end]).ok()?, 16).ok()?;
             let data = line_end + 2;
             if bytes.len() < data + size + 2 {
                 return None;
@@ -146,7 +176,12 @@ fn parse_answer(bytes: &[u8]) -> Option<(u16, bool, usize, Vec<u8>)> {
     if bytes.len() < end + length {
         return None;
     }
-    Some((status, close, end + length, bytes[end..end + length].to_vec()))
+    Some((
+        status,
+        close,
+        end + length,
+        bytes[end..end + length].to_vec(),
+    ))
 }
 
 /// The signed-in client: `GET /api/runs` one after another until `stop`, each timed.
@@ -332,7 +367,12 @@ async fn flood_connection(
                     let lower = line.to_ascii_lowercase();
                     lower
                         .starts_with("set-cookie: stepward_form=")
-                        .then(|| line["set-cookie: ".len()..].split(';').next().map(str::to_owned))
+                        .then(|| {
+                            line["set-cookie: ".len()..]
+                                .split(';')
+                                .next()
+                                .map(str::to_owned)
+                        })
                         .flatten()
                 }) {
                     guard_cookie = cookie;
@@ -361,7 +401,10 @@ async fn flood_connection(
 
 /// Runs the plan: the quiet baseline, then the flood with the signed-in client beside it.
 pub fn run(plan: &FloodPlan) -> FloodReport {
-    assert!(plan.target.ip().is_loopback(), "the flood only goes to loopback");
+    assert!(
+        plan.target.ip().is_loopback(),
+        "the flood only goes to loopback"
+    );
     assert!(plan.sources.iter().all(Ipv4Addr::is_loopback));
     let failures = Arc::new(AtomicU64::new(0));
     let mut quiet = signed_in_client(
