@@ -13,6 +13,7 @@ mod console;
 mod decisions;
 mod files;
 mod g11_exhaustion;
+mod g11_lockout;
 mod headers;
 mod keys;
 mod listener;
