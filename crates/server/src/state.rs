@@ -27,7 +27,9 @@ pub struct AppOptions {
     pub session_lifetime: SessionLifetime,
     /// The sign-in limit per account and remote address.
     pub sign_in_limit: RateLimit,
-    /// The sign-in limit per account alone, against guessing spread over many addresses.
+    /// The sign-in limit per account alone, against guessing spread over many addresses:
+    /// spent by failed password checks only, and an address with no recent failures for the
+    /// account still gets its try when it is spent (nobody can lock an account out).
     pub account_sign_in_limit: RateLimit,
     /// The sign-in limit per remote address alone, against one address trying many accounts
     /// (each failure is an audit entry).

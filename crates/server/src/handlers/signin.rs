@@ -190,31 +190,55 @@ async fn sign_in(
     let email = typed_email.to_lowercase();
     let now_millis = shared.now_millis();
     let counted = limit_address(remote);
-    let per_address = shared
-        .sign_in_limiter()
-        .attempt(&sign_in_key(account.as_str(), counted), now_millis);
-    let per_account = shared
-        .account_sign_in_limiter()
-        .attempt(account.as_str(), now_millis);
-    let per_remote = shared
-        .address_sign_in_limiter()
-        .attempt(&counted.to_string(), now_millis);
-    for attempt in [per_address, per_account, per_remote] {
+    // The limits in order, stopping at the first refusal, so that a refused request costs
+    // only the address that sent it (finding 3 of the server review): first the address
+    // alone, then the account from this address; the account's own allowance is spent by
+    // failures only, after the password check.
+    let pair_key = sign_in_key(account.as_str(), counted);
+    let refused = |attempt: Attempt| -> Result<(), Error> {
         if let Attempt::Refused {
             retry_after_millis,
             first_in_window,
         } = attempt
         {
-            // Only a limit's first refusal in its window is recorded: the rest say nothing new,
-            // and a flood must not become a flood of synced audit writes.
+            // Only a limit's first refusal in its window is recorded: the rest say nothing
+            // new, and a flood must not become a flood of synced audit writes.
             if first_in_window {
                 audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
             }
             return Err(Error::RateLimited {
-                account: account.0,
+                account: account.0.clone(),
                 retry_after_millis,
             });
         }
+        Ok(())
+    };
+    refused(
+        shared
+            .address_sign_in_limiter()
+            .attempt(&counted.to_string(), now_millis),
+    )?;
+    let clean_address = shared.sign_in_limiter().is_untouched(&pair_key, now_millis);
+    refused(shared.sign_in_limiter().attempt(&pair_key, now_millis))?;
+    // The allowance against guessing spread over many addresses. When it is spent, an address
+    // with no recent failures for this account still gets its try (the person it belongs to
+    // must not be locked out by others' guesses); it is not clean after a failure.
+    let account_allows = shared
+        .account_sign_in_limiter()
+        .would_allow(account.as_str(), now_millis);
+    if !account_allows && !clean_address {
+        audit_failure(
+            shared,
+            &account,
+            None,
+            &typed_email,
+            remote,
+            "account_rate_limited",
+        )?;
+        return Err(Error::RateLimited {
+            account: account.0,
+            retry_after_millis: options_refill(shared),
+        });
     }
     let person = shared
         .store
@@ -232,6 +256,11 @@ async fn sign_in(
             None => verify_password_for_unknown_person_with(memory, &password),
         })
         .await?;
+    if verdict.is_err() {
+        shared
+            .account_sign_in_limiter()
+            .attempt(account.as_str(), now_millis);
+    }
     match (verdict, person) {
         (Ok(()), Some(person)) => {
             let signed_in = start_session(shared, person)?;
@@ -292,6 +321,11 @@ async fn sign_in(
             })
         }
     }
+}
+
+/// When the account's allowance gives one attempt back.
+fn options_refill(shared: &Shared) -> u64 {
+    shared.options.account_sign_in_limit.refill_every_millis
 }
 
 fn with_cookie(mut response: Response, set_cookie: &str) -> Result<Response, Error> {
