@@ -21,11 +21,11 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
 use serde::Deserialize;
 use serde_json::json;
-use storage::people::{LinkRedemption, NewSession, PersonRecord, TokenHash};
+use storage::people::{LinkRedemption, NewSession, PeopleWrite, PersonRecord, TokenHash};
 use storage::{AccountId, Actor};
 
 use crate::authn::{Authenticated, cookie_value};
-use crate::handlers::{audit, random_id};
+use crate::handlers::{Audited, audit, audited_write, random_id};
 use crate::html::{escape, page};
 use crate::layers::CSRF_FIELD;
 use crate::state::Shared;
@@ -566,17 +566,22 @@ fn sign_out(shared: &Shared, authenticated: &Authenticated) -> Result<(), Error>
             route: "sign-out without a session".to_owned(),
         });
     };
-    shared
-        .store
-        .revoke_session(&session.person_id, &session.id, shared.now())
-        .map_err(Error::storage("revoke session at sign-out"))?;
-    audit(
+    audited_write(
         shared,
-        &authenticated.account(),
-        authenticated.actor.clone(),
-        "session.sign_out",
-        &json!({"session": session.id}),
-    )
+        "revoke session at sign-out",
+        Audited {
+            account: &authenticated.account(),
+            actor: authenticated.actor.clone(),
+            action: "session.sign_out",
+            detail: &json!({"session": session.id}),
+        },
+        PeopleWrite::RevokeSession {
+            person_id: &session.person_id,
+            session_id: &session.id,
+            at: shared.now(),
+        },
+    )?;
+    Ok(())
 }
 
 /// `POST /signout`: ends the session and goes back to the sign-in form.
