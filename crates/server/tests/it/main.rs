@@ -14,6 +14,7 @@ mod decisions;
 mod files;
 mod g11_audit_or_nothing;
 mod g11_exhaustion;
+mod g11_keys_are_not_people;
 mod g11_lockout;
 mod headers;
 mod keys;
