@@ -3,8 +3,8 @@
 //! audited under the key.
 
 use auth::Role;
-use storage::people::PeopleStore;
 use storage::AuditLog;
+use storage::people::PeopleStore;
 
 use crate::support::{Caller, Credentials, Harness};
 
