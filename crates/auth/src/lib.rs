@@ -38,13 +38,14 @@ pub use crate::csrf::{CsrfKey, CsrfToken, verify_csrf};
 pub use crate::error::Error;
 pub use crate::keys::KeyId;
 pub use crate::password::{
-    MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, PasswordHash, check_new_password, hash_password,
-    verify_password, verify_password_for_unknown_person,
+    MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS, PasswordHash, PasswordMemory, check_new_password,
+    hash_password, hash_password_with, verify_password, verify_password_for_unknown_person,
+    verify_password_for_unknown_person_with, verify_password_with,
 };
 pub use crate::policy::{
     Access, Caller, Decision, RoutePolicy, TokenRoute, authorize, find_policy, policy_table,
 };
-pub use crate::rate_limit::{RateDecision, RateLimit, RateLimiter, sign_in_key};
+pub use crate::rate_limit::{Attempt, RateDecision, RateLimit, RateLimiter, sign_in_key};
 pub use crate::role::{
     AccountPerson, Actor, ActorKind, Denied, OwnerCount, OwnershipTransfer, Principal, Role,
     RoleChange, UnknownRole, can_change_role, can_grant, can_remove, can_start_session,

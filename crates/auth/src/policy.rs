@@ -203,7 +203,9 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("POST", "/models/{provider}/test", Admin),
     // People and roles. Ownership moves only by the owner's transfer.
     role("GET", "/api/people", Admin),
-    role("POST", "/api/people", Admin),
+    // Inviting answers a one-time sign-in link: a person's act, never a key's (a key that
+    // could invite could redeem the link and become a person).
+    person("POST", "/api/people", Admin),
     role("PUT", "/api/people/{id}/role", Admin),
     role("DELETE", "/api/people/{id}", Admin),
     role("DELETE", "/api/people/{id}/sessions", Admin),
@@ -216,7 +218,8 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("POST", "/ownership", Owner),
     // API keys.
     role("GET", "/api/keys", Admin),
-    role("POST", "/api/keys", Admin),
+    // A key cannot mint keys (it could outlive its own revocation through them).
+    person("POST", "/api/keys", Admin),
     role("DELETE", "/api/keys/{id}", Admin),
     person("GET", "/keys", Admin),
     person("POST", "/keys", Admin),

@@ -33,6 +33,24 @@ impl RateLimit {
         refill_every_millis: 12_000,
         max_keys: 100_000,
     };
+
+    /// The limit per remote address of every route that needs no sign-in (the sign-in and
+    /// welcome pages and forms, share and approve links, the OpenAPI document, the
+    /// stylesheet): 300 requests at once, then 20 a second, for up to 100,000 addresses. A
+    /// person's browser never comes near it; a flood from one address is refused early.
+    pub const UNAUTHENTICATED: RateLimit = RateLimit {
+        burst: 300,
+        refill_every_millis: 50,
+        max_keys: 100_000,
+    };
+
+    /// The limit per remote address of setting a password through a one-time link: 10 tries
+    /// at once, then one every 6 seconds, for up to 100,000 addresses.
+    pub const WELCOME: RateLimit = RateLimit {
+        burst: 10,
+        refill_every_millis: 6_000,
+        max_keys: 100_000,
+    };
 }
 
 /// The answer for one attempt.
@@ -44,11 +62,41 @@ pub enum RateDecision {
     Limited { retry_after_millis: u64 },
 }
 
+/// The answer for one attempt, with what the caller needs to record refusals in bounded
+/// form: only the first refusal of a bucket since it last allowed an attempt is news.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// The attempt may go ahead; it used one token.
+    Allowed,
+    /// Too many attempts.
+    Refused {
+        /// Try again after this many milliseconds (the `Retry-After`).
+        retry_after_millis: u64,
+        /// Whether this is the bucket's first refusal since it last allowed an attempt (or
+        /// since the table was full): a record of refusals needs only these.
+        first_in_window: bool,
+    },
+}
+
+impl Attempt {
+    /// The same answer without the refusal's bookkeeping.
+    pub fn decision(self) -> RateDecision {
+        match self {
+            Attempt::Allowed => RateDecision::Allowed,
+            Attempt::Refused {
+                retry_after_millis, ..
+            } => RateDecision::Limited { retry_after_millis },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
     tokens: u32,
     /// The moment the bucket last gained a token (or was created).
     refilled_at: u64,
+    /// Whether the bucket has refused an attempt since it last allowed one.
+    refusing: bool,
 }
 
 /// Token buckets per key. Not thread-safe by itself: the server keeps it behind a mutex.
@@ -73,14 +121,21 @@ impl RateLimiter {
 
     /// Records one attempt for `key` at `now_millis`, and says whether it may go ahead.
     pub fn check(&mut self, key: &str, now_millis: u64) -> RateDecision {
+        self.attempt(key, now_millis).decision()
+    }
+
+    /// As [`RateLimiter::check`], and says whether a refusal is the bucket's first since it
+    /// last allowed an attempt.
+    pub fn attempt(&mut self, key: &str, now_millis: u64) -> Attempt {
         let limit = self.limit;
         if !self.buckets.contains_key(key) {
             if self.buckets.len() >= limit.max_keys {
                 self.forget_full(now_millis);
             }
             if self.buckets.len() >= limit.max_keys {
-                return RateDecision::Limited {
+                return Attempt::Refused {
                     retry_after_millis: limit.refill_every_millis,
+                    first_in_window: false,
                 };
             }
             self.buckets.insert(
@@ -88,23 +143,56 @@ impl RateLimiter {
                 Bucket {
                     tokens: limit.burst,
                     refilled_at: now_millis,
+                    refusing: false,
                 },
             );
         }
         let Some(bucket) = self.buckets.get_mut(key) else {
             // Inserted just above; a missing bucket refuses rather than allows.
-            return RateDecision::Limited {
+            return Attempt::Refused {
                 retry_after_millis: limit.refill_every_millis,
+                first_in_window: false,
             };
         };
         refill(bucket, limit, now_millis);
         if bucket.tokens > 0 {
             bucket.tokens -= 1;
-            RateDecision::Allowed
+            bucket.refusing = false;
+            Attempt::Allowed
         } else {
             let waited = now_millis.saturating_sub(bucket.refilled_at);
-            RateDecision::Limited {
+            let first_in_window = !bucket.refusing;
+            bucket.refusing = true;
+            Attempt::Refused {
                 retry_after_millis: limit.refill_every_millis.saturating_sub(waited).max(1),
+                first_in_window,
+            }
+        }
+    }
+
+    /// What an attempt for `key` at `now_millis` would be answered, without recording it (no
+    /// token is taken, no bucket is made): for a limit that only failures should spend.
+    pub fn would_allow(&self, key: &str, now_millis: u64) -> bool {
+        match self.buckets.get(key) {
+            // A new key starts with a full bucket.
+            None => true,
+            Some(bucket) => {
+                let mut copy = *bucket;
+                refill(&mut copy, self.limit, now_millis);
+                copy.tokens > 0
+            }
+        }
+    }
+
+    /// Whether `key` has spent nothing that has not come back by `now_millis` (no bucket, or a
+    /// full one).
+    pub fn is_untouched(&self, key: &str, now_millis: u64) -> bool {
+        match self.buckets.get(key) {
+            None => true,
+            Some(bucket) => {
+                let mut copy = *bucket;
+                refill(&mut copy, self.limit, now_millis);
+                copy.tokens >= self.limit.burst
             }
         }
     }
@@ -136,6 +224,7 @@ fn refill(bucket: &mut Bucket, limit: RateLimit, now_millis: u64) {
     if gained >= room {
         bucket.tokens = limit.burst;
         bucket.refilled_at = now_millis;
+        bucket.refusing = false;
     } else {
         // `gained < room <= u32::MAX`, so the conversion cannot fail.
         bucket.tokens += u32::try_from(gained).unwrap_or(0);

@@ -69,6 +69,24 @@ pub enum Error {
         account: String,
         retry_after_millis: u64,
     },
+    /// Too many requests from one client that is not signed in, on a route that needs no
+    /// sign-in (the welcome form, share and approve links, the public documents).
+    #[error("{route} from {address} rate limited for {retry_after_millis} ms")]
+    ClientRateLimited {
+        route: String,
+        address: String,
+        retry_after_millis: u64,
+    },
+    /// Every password check's turn is taken and the queue is full: answered at once instead
+    /// of waiting without end.
+    #[error("cannot {operation} now: every password check is busy")]
+    PasswordWorkBusy {
+        operation: &'static str,
+        retry_after_millis: u64,
+    },
+    /// A password check ended without an answer (it panicked on its thread).
+    #[error("cannot {operation}: the password check ended without an answer")]
+    PasswordWorkFailed { operation: &'static str },
     /// The run is not in a state that allows the operation (not waiting at that gate, or the
     /// gate was already decided).
     #[error("the operation conflicts with the state of run {run}")]
@@ -220,6 +238,14 @@ impl Error {
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many sign-in attempts. Wait a little and try again.",
             ),
+            Error::ClientRateLimited { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many requests from your address. Wait a little and try again.",
+            ),
+            Error::PasswordWorkBusy { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The server is busy checking passwords. Try again in a moment.",
+            ),
             Error::RunConflict { .. } => (
                 StatusCode::CONFLICT,
                 "The run is not waiting for this decision (it may have been decided already).",
@@ -306,6 +332,7 @@ impl Error {
             | Error::PeopleRefused { .. }
             | Error::Auth { .. }
             | Error::Redact { .. }
+            | Error::PasswordWorkFailed { .. }
             | Error::Blocking { .. } => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Something went wrong on our side. Quote the request id when you report it.",
@@ -355,6 +382,12 @@ impl IntoResponse for Error {
         };
         let mut response = status.into_response();
         if let Error::RateLimited {
+            retry_after_millis, ..
+        }
+        | Error::ClientRateLimited {
+            retry_after_millis, ..
+        }
+        | Error::PasswordWorkBusy {
             retry_after_millis, ..
         } = &self
         {

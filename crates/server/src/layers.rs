@@ -7,7 +7,9 @@
 //!   state-changing request that came with a session cookie. Only then does the handler run;
 //!   its answer is scrubbed for the account it shows ([`crate::served`]).
 
-use auth::{Access, Decision, Principal, TlsMode, authorize, find_policy, verify_csrf};
+use auth::{
+    Access, Decision, Principal, RateDecision, TlsMode, authorize, find_policy, verify_csrf,
+};
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
@@ -17,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use crate::authn::{Authenticated, authenticate};
 use crate::error::ErrorReport;
 use crate::handlers::audit;
+use crate::handlers::signin::{limit_address, remote_address};
 use crate::html::SignInHint;
 use crate::routes::registered_routes;
 use crate::{AppState, Error, html};
@@ -126,7 +129,7 @@ pub(crate) async fn enforce_policy(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match admit(&state, &mut request).await {
+    let (response, signed_in) = match admit(&state, &mut request).await {
         Ok(()) => {
             // What the handler shows is scrubbed again on its way out, with the account's
             // values as they are now (G16).
@@ -134,10 +137,54 @@ pub(crate) async fn enforce_policy(
                 .extensions()
                 .get::<Authenticated>()
                 .map(Authenticated::account);
+            let signed_in = account.is_some();
             let response = next.run(request).await;
-            crate::served::scrub_answer(state.clone(), account, response).await
+            (
+                crate::served::scrub_answer(state.clone(), account, response).await,
+                signed_in,
+            )
         }
-        Err(error) => error.into_response(),
+        Err(error) => (error.into_response(), false),
+    };
+    // A client without a session that is refused for sending too much waits for the answer:
+    // its connection (one of the few the listener lets one address hold) then sends again only
+    // every so often, so a flood costs the server little.
+    if response.status() == StatusCode::TOO_MANY_REQUESTS && !signed_in {
+        tokio::time::sleep(std::time::Duration::from_millis(
+            state.shared.options.refusal_delay_millis,
+        ))
+        .await;
+    }
+    response
+}
+
+/// The limit of every route that needs no sign-in, per remote address (an IPv6 address by its
+/// /64), checked before anything else is done for the request.
+fn limit_unauthenticated(state: &AppState, request: &Request, route: &str) -> Result<(), Error> {
+    let shared = &state.shared;
+    let remote = remote_address(shared, request.extensions(), request.headers());
+    let counted = limit_address(remote);
+    let decision = shared
+        .unauthenticated_limiter()
+        .check(&counted.to_string(), shared.now_millis());
+    match decision {
+        RateDecision::Allowed => Ok(()),
+        // A signed-in person or a key reading a public document (the console's stylesheet)
+        // is not a client without a session: only a refused request pays for this lookup,
+        // and a failed one is refused (and held back) as before.
+        RateDecision::Limited { .. }
+            if authenticate(shared, request.headers())
+                .ok()
+                .flatten()
+                .is_some() =>
+        {
+            Ok(())
+        }
+        RateDecision::Limited { retry_after_millis } => Err(Error::ClientRateLimited {
+            route: route.to_owned(),
+            address: counted.to_string(),
+            retry_after_millis,
+        }),
     }
 }
 
@@ -194,7 +241,10 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
     };
     let authenticated = match policy.least_role {
         Access::Role(_) => authenticate(&state.shared, request.headers())?,
-        Access::Public | Access::Share | Access::Link => None,
+        Access::Public | Access::Share | Access::Link => {
+            limit_unauthenticated(state, request, &route)?;
+            None
+        }
     };
     let principal = authenticated
         .as_ref()

@@ -29,6 +29,7 @@ mod html;
 mod layers;
 mod listener;
 mod openapi;
+mod password_work;
 mod routes;
 mod served;
 mod state;
@@ -45,6 +46,7 @@ pub use crate::listener::{
     raise_open_file_limit,
 };
 pub use crate::openapi::openapi_document;
+pub use crate::password_work::PasswordHashing;
 pub use crate::routes::{registered_routes, router};
 pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore};
 pub use crate::tls::{serve_tls, tls_server_config};

@@ -10,6 +10,7 @@ use storage::{Store, Timestamp};
 use vault::Vault;
 
 use crate::WorkflowSource;
+use crate::password_work::{PasswordHashing, PasswordWork};
 
 /// Everything the server needs from storage: the engine's traits, people and model providers.
 pub trait ServerStore: Store + PeopleStore + ModelProviderStore {}
@@ -26,11 +27,23 @@ pub struct AppOptions {
     pub session_lifetime: SessionLifetime,
     /// The sign-in limit per account and remote address.
     pub sign_in_limit: RateLimit,
-    /// The sign-in limit per account alone, against guessing spread over many addresses.
+    /// The sign-in limit per account alone, against guessing spread over many addresses:
+    /// spent by failed password checks only, and an address with no recent failures for the
+    /// account still gets its try when it is spent (nobody can lock an account out).
     pub account_sign_in_limit: RateLimit,
     /// The sign-in limit per remote address alone, against one address trying many accounts
     /// (each failure is an audit entry).
     pub address_sign_in_limit: RateLimit,
+    /// The limit per remote address of every route that needs no sign-in.
+    pub unauthenticated_limit: RateLimit,
+    /// The limit per remote address of setting a password through a one-time link.
+    pub welcome_limit: RateLimit,
+    /// How many password hashes and checks run at once, and how many may wait.
+    pub password_hashing: PasswordHashing,
+    /// How long an answer "too many requests" to a client that is not signed in is held back,
+    /// in milliseconds: a flooding connection then sends a request every so often instead of
+    /// as fast as the server answers (connections per address are capped by the listener).
+    pub refusal_delay_millis: u64,
     /// How long a new share link works, in milliseconds.
     pub share_link_lifetime_millis: i64,
     /// How long a one-time sign-in link of an invited person works, in milliseconds.
@@ -46,7 +59,10 @@ pub struct AppOptions {
 impl AppOptions {
     /// The defaults for a server reached with `tls`: the default session lifetime, 5 sign-in
     /// attempts per account and address then one per 12 s, 50 per account then one per 2 s,
-    /// 20 per address then one per 3 s,
+    /// 20 per address then one per 3 s; every route that needs no sign-in 300 requests per
+    /// address then 20 a second, the welcome form 10 per address then one per 6 s; password
+    /// checks as many at once as there are cores ([`PasswordHashing::for_this_machine`]);
+    /// refusals of clients without a session held back half a second;
     /// share links for 7 days, sign-in links for 72 hours, forms up to 64 KiB.
     pub fn new(tls: TlsMode) -> AppOptions {
         AppOptions {
@@ -63,6 +79,10 @@ impl AppOptions {
                 refill_every_millis: 3_000,
                 max_keys: 100_000,
             },
+            unauthenticated_limit: RateLimit::UNAUTHENTICATED,
+            welcome_limit: RateLimit::WELCOME,
+            password_hashing: PasswordHashing::for_this_machine(),
+            refusal_delay_millis: 500,
             share_link_lifetime_millis: 7 * 24 * 60 * 60 * 1000,
             sign_in_link_lifetime_millis: 72 * 60 * 60 * 1000,
             max_form_bytes: 64 * 1024,
@@ -122,6 +142,9 @@ pub(crate) struct Shared {
     sign_in_limiter: Mutex<RateLimiter>,
     account_sign_in_limiter: Mutex<RateLimiter>,
     address_sign_in_limiter: Mutex<RateLimiter>,
+    unauthenticated_limiter: Mutex<RateLimiter>,
+    welcome_limiter: Mutex<RateLimiter>,
+    pub(crate) password_work: PasswordWork,
 }
 
 impl AppState {
@@ -145,6 +168,11 @@ impl AppState {
                 address_sign_in_limiter: Mutex::new(RateLimiter::new(
                     options.address_sign_in_limit,
                 )),
+                unauthenticated_limiter: Mutex::new(RateLimiter::new(
+                    options.unauthenticated_limit,
+                )),
+                welcome_limiter: Mutex::new(RateLimiter::new(options.welcome_limit)),
+                password_work: PasswordWork::new(options.password_hashing),
             }),
         }
     }
@@ -210,6 +238,18 @@ impl Shared {
 
     pub(crate) fn address_sign_in_limiter(&self) -> MutexGuard<'_, RateLimiter> {
         self.address_sign_in_limiter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn unauthenticated_limiter(&self) -> MutexGuard<'_, RateLimiter> {
+        self.unauthenticated_limiter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn welcome_limiter(&self) -> MutexGuard<'_, RateLimiter> {
+        self.welcome_limiter
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }

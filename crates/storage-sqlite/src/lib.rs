@@ -22,6 +22,7 @@
 
 mod accounts;
 mod audit;
+mod audited;
 mod decisions;
 mod events;
 pub mod migrations;

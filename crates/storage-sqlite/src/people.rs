@@ -163,6 +163,275 @@ fn already_exists(what: String) -> impl FnOnce(rusqlite::Error) -> TxError {
     }
 }
 
+pub(crate) fn create_person_in(
+    transaction: &Transaction<'_>,
+    person: &NewPerson,
+) -> Result<PeopleChange, TxError> {
+    let roles = account_roles(transaction, &person.account)?;
+    let owners_after =
+        owner_count(roles.iter().map(|(_, role)| role)) + owner_count([&person.role]);
+    if owners_after != 1 {
+        return Ok(PeopleChange::WouldBreakSingleOwner {
+            account: person.account.clone(),
+            owners: owners_after,
+        });
+    }
+    transaction
+        .execute(
+            "INSERT INTO people (id, account_id, display_name, email, role,
+                 password_hash, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                person.id,
+                person.account.as_str(),
+                person.display_name,
+                person.email,
+                person.role.as_str(),
+                person.password_hash,
+                person.created_at.0,
+            ],
+        )
+        .map_err(already_exists(format!(
+            "person {} or email {:?} in account {}",
+            person.id, person.email, person.account
+        )))?;
+    confirm_single_owner(transaction, &person.account)?;
+    Ok(PeopleChange::Done)
+}
+
+pub(crate) fn change_role_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    person_id: &str,
+    role: RoleName,
+) -> Result<PeopleChange, TxError> {
+    let mut roles = account_roles(transaction, account)?;
+    let Some(current) = roles.iter_mut().find(|(id, _)| id == person_id) else {
+        return Ok(PeopleChange::NoSuchPerson {
+            account: account.clone(),
+            person_id: person_id.to_owned(),
+        });
+    };
+    if current.1 == RoleName::Owner || role == RoleName::Owner {
+        return Ok(PeopleChange::OwnerOnlyByTransfer {
+            account: account.clone(),
+        });
+    }
+    current.1 = role;
+    let owners = owner_count(roles.iter().map(|(_, role)| role));
+    if owners != 1 {
+        return Ok(PeopleChange::WouldBreakSingleOwner {
+            account: account.clone(),
+            owners,
+        });
+    }
+    transaction.execute(
+        "UPDATE people SET role = ?1 WHERE id = ?2 AND account_id = ?3",
+        params![role.as_str(), person_id, account.as_str()],
+    )?;
+    confirm_single_owner(transaction, account)?;
+    Ok(PeopleChange::Done)
+}
+
+pub(crate) fn transfer_ownership_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    current_owner: &str,
+    new_owner: &str,
+) -> Result<PeopleChange, TxError> {
+    let mut roles = account_roles(transaction, account)?;
+    for person_id in [current_owner, new_owner] {
+        if !roles.iter().any(|(id, _)| id == person_id) {
+            return Ok(PeopleChange::NoSuchPerson {
+                account: account.clone(),
+                person_id: person_id.to_owned(),
+            });
+        }
+    }
+    let current_is_owner = roles
+        .iter()
+        .any(|(id, role)| id == current_owner && *role == RoleName::Owner);
+    if !current_is_owner || current_owner == new_owner {
+        return Ok(PeopleChange::OwnerOnlyByTransfer {
+            account: account.clone(),
+        });
+    }
+    for (id, role) in &mut roles {
+        if id == current_owner {
+            *role = RoleName::Admin;
+        } else if id == new_owner {
+            *role = RoleName::Owner;
+        }
+    }
+    let owners = owner_count(roles.iter().map(|(_, role)| role));
+    if owners != 1 {
+        return Ok(PeopleChange::WouldBreakSingleOwner {
+            account: account.clone(),
+            owners,
+        });
+    }
+    // The old owner steps down first, so the partial unique index never sees two.
+    transaction.execute(
+        "UPDATE people SET role = 'admin' WHERE id = ?1 AND account_id = ?2",
+        params![current_owner, account.as_str()],
+    )?;
+    transaction.execute(
+        "UPDATE people SET role = 'owner' WHERE id = ?1 AND account_id = ?2",
+        params![new_owner, account.as_str()],
+    )?;
+    confirm_single_owner(transaction, account)?;
+    Ok(PeopleChange::Done)
+}
+
+pub(crate) fn remove_person_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    person_id: &str,
+    at: Timestamp,
+) -> Result<PeopleChange, TxError> {
+    let roles = account_roles(transaction, account)?;
+    let Some((_, role)) = roles.iter().find(|(id, _)| id == person_id) else {
+        return Ok(PeopleChange::NoSuchPerson {
+            account: account.clone(),
+            person_id: person_id.to_owned(),
+        });
+    };
+    if *role == RoleName::Owner {
+        return Ok(PeopleChange::OwnerOnlyByTransfer {
+            account: account.clone(),
+        });
+    }
+    transaction.execute(
+        "UPDATE sessions SET revoked_at = ?1 WHERE person_id = ?2 AND revoked_at IS NULL",
+        params![at.0, person_id],
+    )?;
+    transaction.execute(
+        "DELETE FROM people WHERE id = ?1 AND account_id = ?2",
+        params![person_id, account.as_str()],
+    )?;
+    confirm_single_owner(transaction, account)?;
+    Ok(PeopleChange::Done)
+}
+
+pub(crate) fn create_sign_in_link_in(
+    transaction: &Transaction<'_>,
+    link: &NewSignInLink,
+) -> Result<(), TxError> {
+    transaction
+        .execute(
+            "INSERT INTO sign_in_links (token_hash, person_id, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![
+                link.token_hash.0.as_slice(),
+                link.person_id,
+                link.created_at.0,
+                link.expires_at.0
+            ],
+        )
+        .map_err(already_exists(format!(
+            "a sign-in link for person {}",
+            link.person_id
+        )))?;
+    Ok(())
+}
+
+pub(crate) fn create_api_key_in(
+    transaction: &Transaction<'_>,
+    key: &NewApiKey,
+) -> Result<(), TxError> {
+    transaction
+        .execute(
+            "INSERT INTO api_keys (key_id, token_hash, account_id, role, name, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                key.key_id,
+                key.token_hash.0.as_slice(),
+                key.account.as_str(),
+                key.role.as_str(),
+                key.name,
+                key.created_at.0
+            ],
+        )
+        .map_err(already_exists(format!("API key {}", key.key_id)))?;
+    Ok(())
+}
+
+pub(crate) fn create_share_link_in(
+    transaction: &Transaction<'_>,
+    link: &NewShareLink,
+) -> Result<(), TxError> {
+    transaction
+        .execute(
+            "INSERT INTO share_links (id, token_hash, account_id, run_id, created_at,
+                 expires_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                link.id,
+                link.token_hash.0.as_slice(),
+                link.account.as_str(),
+                link.run.as_str(),
+                link.created_at.0,
+                link.expires_at.0
+            ],
+        )
+        .map_err(already_exists(format!("share link {}", link.id)))?;
+    Ok(())
+}
+
+pub(crate) fn revoke_session_in(
+    transaction: &Transaction<'_>,
+    person_id: &str,
+    session_id: &str,
+    at: Timestamp,
+) -> Result<bool, TxError> {
+    let changed = transaction.execute(
+        "UPDATE sessions SET revoked_at = ?3
+         WHERE id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
+        params![session_id, person_id, at.0],
+    )?;
+    Ok(changed > 0)
+}
+
+pub(crate) fn revoke_sessions_of_in(
+    transaction: &Transaction<'_>,
+    person_id: &str,
+    at: Timestamp,
+) -> Result<u64, TxError> {
+    let changed = transaction.execute(
+        "UPDATE sessions SET revoked_at = ?2 WHERE person_id = ?1 AND revoked_at IS NULL",
+        params![person_id, at.0],
+    )?;
+    Ok(u64::try_from(changed).unwrap_or(u64::MAX))
+}
+
+pub(crate) fn revoke_api_key_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    key_id: &str,
+    at: Timestamp,
+) -> Result<bool, TxError> {
+    let changed = transaction.execute(
+        "UPDATE api_keys SET revoked_at = ?3
+         WHERE key_id = ?1 AND account_id = ?2 AND revoked_at IS NULL",
+        params![key_id, account.as_str(), at.0],
+    )?;
+    Ok(changed > 0)
+}
+
+pub(crate) fn revoke_share_link_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    link_id: &str,
+    at: Timestamp,
+) -> Result<bool, TxError> {
+    let changed = transaction.execute(
+        "UPDATE share_links SET revoked_at = ?3
+         WHERE id = ?1 AND account_id = ?2 AND revoked_at IS NULL",
+        params![link_id, account.as_str(), at.0],
+    )?;
+    Ok(changed > 0)
+}
+
 impl SqliteStore {
     fn execute(
         &self,
@@ -177,38 +446,17 @@ impl SqliteStore {
 }
 
 impl PeopleStore for SqliteStore {
+    fn write_audited(
+        &self,
+        write: storage::people::PeopleWrite<'_>,
+        entry: &storage::NewAuditEntry,
+    ) -> Result<storage::people::Written, Error> {
+        self.write_people_audited(write, entry)
+    }
+
     fn create_person(&self, person: &NewPerson) -> Result<PeopleChange, Error> {
         self.transaction(Durability::Synced, |transaction| {
-            let roles = account_roles(transaction, &person.account)?;
-            let owners_after =
-                owner_count(roles.iter().map(|(_, role)| role)) + owner_count([&person.role]);
-            if owners_after != 1 {
-                return Ok(PeopleChange::WouldBreakSingleOwner {
-                    account: person.account.clone(),
-                    owners: owners_after,
-                });
-            }
-            transaction
-                .execute(
-                    "INSERT INTO people (id, account_id, display_name, email, role,
-                         password_hash, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        person.id,
-                        person.account.as_str(),
-                        person.display_name,
-                        person.email,
-                        person.role.as_str(),
-                        person.password_hash,
-                        person.created_at.0,
-                    ],
-                )
-                .map_err(already_exists(format!(
-                    "person {} or email {:?} in account {}",
-                    person.id, person.email, person.account
-                )))?;
-            confirm_single_owner(transaction, &person.account)?;
-            Ok(PeopleChange::Done)
+            create_person_in(transaction, person)
         })
     }
 
@@ -259,32 +507,7 @@ impl PeopleStore for SqliteStore {
         role: RoleName,
     ) -> Result<PeopleChange, Error> {
         self.transaction(Durability::Synced, |transaction| {
-            let mut roles = account_roles(transaction, account)?;
-            let Some(current) = roles.iter_mut().find(|(id, _)| id == person_id) else {
-                return Ok(PeopleChange::NoSuchPerson {
-                    account: account.clone(),
-                    person_id: person_id.to_owned(),
-                });
-            };
-            if current.1 == RoleName::Owner || role == RoleName::Owner {
-                return Ok(PeopleChange::OwnerOnlyByTransfer {
-                    account: account.clone(),
-                });
-            }
-            current.1 = role;
-            let owners = owner_count(roles.iter().map(|(_, role)| role));
-            if owners != 1 {
-                return Ok(PeopleChange::WouldBreakSingleOwner {
-                    account: account.clone(),
-                    owners,
-                });
-            }
-            transaction.execute(
-                "UPDATE people SET role = ?1 WHERE id = ?2 AND account_id = ?3",
-                params![role.as_str(), person_id, account.as_str()],
-            )?;
-            confirm_single_owner(transaction, account)?;
-            Ok(PeopleChange::Done)
+            change_role_in(transaction, account, person_id, role)
         })
     }
 
@@ -295,48 +518,7 @@ impl PeopleStore for SqliteStore {
         new_owner: &str,
     ) -> Result<PeopleChange, Error> {
         self.transaction(Durability::Synced, |transaction| {
-            let mut roles = account_roles(transaction, account)?;
-            for person_id in [current_owner, new_owner] {
-                if !roles.iter().any(|(id, _)| id == person_id) {
-                    return Ok(PeopleChange::NoSuchPerson {
-                        account: account.clone(),
-                        person_id: person_id.to_owned(),
-                    });
-                }
-            }
-            let current_is_owner = roles
-                .iter()
-                .any(|(id, role)| id == current_owner && *role == RoleName::Owner);
-            if !current_is_owner || current_owner == new_owner {
-                return Ok(PeopleChange::OwnerOnlyByTransfer {
-                    account: account.clone(),
-                });
-            }
-            for (id, role) in &mut roles {
-                if id == current_owner {
-                    *role = RoleName::Admin;
-                } else if id == new_owner {
-                    *role = RoleName::Owner;
-                }
-            }
-            let owners = owner_count(roles.iter().map(|(_, role)| role));
-            if owners != 1 {
-                return Ok(PeopleChange::WouldBreakSingleOwner {
-                    account: account.clone(),
-                    owners,
-                });
-            }
-            // The old owner steps down first, so the partial unique index never sees two.
-            transaction.execute(
-                "UPDATE people SET role = 'admin' WHERE id = ?1 AND account_id = ?2",
-                params![current_owner, account.as_str()],
-            )?;
-            transaction.execute(
-                "UPDATE people SET role = 'owner' WHERE id = ?1 AND account_id = ?2",
-                params![new_owner, account.as_str()],
-            )?;
-            confirm_single_owner(transaction, account)?;
-            Ok(PeopleChange::Done)
+            transfer_ownership_in(transaction, account, current_owner, new_owner)
         })
     }
 
@@ -347,49 +529,13 @@ impl PeopleStore for SqliteStore {
         at: Timestamp,
     ) -> Result<PeopleChange, Error> {
         self.transaction(Durability::Synced, |transaction| {
-            let roles = account_roles(transaction, account)?;
-            let Some((_, role)) = roles.iter().find(|(id, _)| id == person_id) else {
-                return Ok(PeopleChange::NoSuchPerson {
-                    account: account.clone(),
-                    person_id: person_id.to_owned(),
-                });
-            };
-            if *role == RoleName::Owner {
-                return Ok(PeopleChange::OwnerOnlyByTransfer {
-                    account: account.clone(),
-                });
-            }
-            transaction.execute(
-                "UPDATE sessions SET revoked_at = ?1 WHERE person_id = ?2 AND revoked_at IS NULL",
-                params![at.0, person_id],
-            )?;
-            transaction.execute(
-                "DELETE FROM people WHERE id = ?1 AND account_id = ?2",
-                params![person_id, account.as_str()],
-            )?;
-            confirm_single_owner(transaction, account)?;
-            Ok(PeopleChange::Done)
+            remove_person_in(transaction, account, person_id, at)
         })
     }
 
     fn create_sign_in_link(&self, link: &NewSignInLink) -> Result<(), Error> {
         self.transaction(Durability::Synced, |transaction| {
-            transaction
-                .execute(
-                    "INSERT INTO sign_in_links (token_hash, person_id, created_at, expires_at)
-                     VALUES (?1, ?2, ?3, ?4)",
-                    params![
-                        link.token_hash.0.as_slice(),
-                        link.person_id,
-                        link.created_at.0,
-                        link.expires_at.0
-                    ],
-                )
-                .map_err(already_exists(format!(
-                    "a sign-in link for person {}",
-                    link.person_id
-                )))?;
-            Ok(())
+            create_sign_in_link_in(transaction, link)
         })
     }
 
@@ -521,41 +667,20 @@ impl PeopleStore for SqliteStore {
         session_id: &str,
         at: Timestamp,
     ) -> Result<bool, Error> {
-        let changed = self.execute(
-            Durability::Synced,
-            "UPDATE sessions SET revoked_at = ?3
-             WHERE id = ?1 AND person_id = ?2 AND revoked_at IS NULL",
-            params![session_id, person_id, at.0],
-        )?;
-        Ok(changed > 0)
+        self.transaction(Durability::Synced, |transaction| {
+            revoke_session_in(transaction, person_id, session_id, at)
+        })
     }
 
     fn revoke_sessions_of(&self, person_id: &str, at: Timestamp) -> Result<u64, Error> {
-        let changed = self.execute(
-            Durability::Synced,
-            "UPDATE sessions SET revoked_at = ?2 WHERE person_id = ?1 AND revoked_at IS NULL",
-            params![person_id, at.0],
-        )?;
-        Ok(u64::try_from(changed).unwrap_or(u64::MAX))
+        self.transaction(Durability::Synced, |transaction| {
+            revoke_sessions_of_in(transaction, person_id, at)
+        })
     }
 
     fn create_api_key(&self, key: &NewApiKey) -> Result<(), Error> {
         self.transaction(Durability::Synced, |transaction| {
-            transaction
-                .execute(
-                    "INSERT INTO api_keys (key_id, token_hash, account_id, role, name, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![
-                        key.key_id,
-                        key.token_hash.0.as_slice(),
-                        key.account.as_str(),
-                        key.role.as_str(),
-                        key.name,
-                        key.created_at.0
-                    ],
-                )
-                .map_err(already_exists(format!("API key {}", key.key_id)))?;
-            Ok(())
+            create_api_key_in(transaction, key)
         })
     }
 
@@ -603,33 +728,14 @@ impl PeopleStore for SqliteStore {
         key_id: &str,
         at: Timestamp,
     ) -> Result<bool, Error> {
-        let changed = self.execute(
-            Durability::Synced,
-            "UPDATE api_keys SET revoked_at = ?3
-             WHERE key_id = ?1 AND account_id = ?2 AND revoked_at IS NULL",
-            params![key_id, account.as_str(), at.0],
-        )?;
-        Ok(changed > 0)
+        self.transaction(Durability::Synced, |transaction| {
+            revoke_api_key_in(transaction, account, key_id, at)
+        })
     }
 
     fn create_share_link(&self, link: &NewShareLink) -> Result<(), Error> {
         self.transaction(Durability::Synced, |transaction| {
-            transaction
-                .execute(
-                    "INSERT INTO share_links (id, token_hash, account_id, run_id, created_at,
-                         expires_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![
-                        link.id,
-                        link.token_hash.0.as_slice(),
-                        link.account.as_str(),
-                        link.run.as_str(),
-                        link.created_at.0,
-                        link.expires_at.0
-                    ],
-                )
-                .map_err(already_exists(format!("share link {}", link.id)))?;
-            Ok(())
+            create_share_link_in(transaction, link)
         })
     }
 
@@ -670,12 +776,8 @@ impl PeopleStore for SqliteStore {
         link_id: &str,
         at: Timestamp,
     ) -> Result<bool, Error> {
-        let changed = self.execute(
-            Durability::Synced,
-            "UPDATE share_links SET revoked_at = ?3
-             WHERE id = ?1 AND account_id = ?2 AND revoked_at IS NULL",
-            params![link_id, account.as_str(), at.0],
-        )?;
-        Ok(changed > 0)
+        self.transaction(Durability::Synced, |transaction| {
+            revoke_share_link_in(transaction, account, link_id, at)
+        })
     }
 }

@@ -200,8 +200,88 @@ pub enum LinkRedemption {
     Unusable,
 }
 
+/// A change to people, sessions, keys or links that is made together with its audit entry
+/// ([`PeopleStore::write_audited`]).
+#[derive(Debug, Clone, Copy)]
+pub enum PeopleWrite<'a> {
+    /// A new person and their one-time sign-in link.
+    Invite {
+        person: &'a NewPerson,
+        link: &'a NewSignInLink,
+    },
+    ChangeRole {
+        account: &'a AccountId,
+        person_id: &'a str,
+        role: RoleName,
+    },
+    TransferOwnership {
+        account: &'a AccountId,
+        current_owner: &'a str,
+        new_owner: &'a str,
+    },
+    RemovePerson {
+        account: &'a AccountId,
+        person_id: &'a str,
+        at: Timestamp,
+    },
+    RevokeSession {
+        person_id: &'a str,
+        session_id: &'a str,
+        at: Timestamp,
+    },
+    RevokeSessionsOf {
+        person_id: &'a str,
+        at: Timestamp,
+    },
+    CreateApiKey(&'a NewApiKey),
+    RevokeApiKey {
+        account: &'a AccountId,
+        key_id: &'a str,
+        at: Timestamp,
+    },
+    CreateShareLink(&'a NewShareLink),
+    RevokeShareLink {
+        account: &'a AccountId,
+        link_id: &'a str,
+        at: Timestamp,
+    },
+}
+
+/// What a [`PeopleWrite`] did. The audit entry was written exactly when [`Written::took_effect`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// Invite, role change, transfer, removal: refused (nothing changed) or done.
+    People(PeopleChange),
+    /// A revocation of one session, key or link: whether a live one was revoked.
+    Revoked(bool),
+    /// Revoking every session of a person: how many (0 is still an action taken).
+    RevokedCount(u64),
+    /// A key or share link was created.
+    Created,
+}
+
+impl Written {
+    /// Whether the change was made (and so its audit entry written).
+    pub fn took_effect(&self) -> bool {
+        match self {
+            Written::People(change) => *change == PeopleChange::Done,
+            Written::Revoked(revoked) => *revoked,
+            Written::RevokedCount(_) | Written::Created => true,
+        }
+    }
+}
+
 /// People, sessions, API keys, sign-in links and share links.
 pub trait PeopleStore: Send + Sync {
+    /// Makes `write` and appends `entry` in one transaction: both commit, or neither does. An
+    /// entry that cannot be written refuses the change (the error is returned and nothing is
+    /// changed); a write that is refused or finds nothing to change writes no entry either.
+    fn write_audited(
+        &self,
+        write: PeopleWrite<'_>,
+        entry: &crate::NewAuditEntry,
+    ) -> Result<Written, Error>;
+
     /// Creates a person. The first person of an account must be its owner, and no later person
     /// can be (the owner role only moves by transfer), so an account with people always has
     /// exactly one owner. An existing id or email in the account is [`Error::AlreadyExists`].

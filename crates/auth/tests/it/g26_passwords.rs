@@ -104,3 +104,44 @@ fn g26_sign_in_for_an_unknown_person_always_fails() {
         Err(Error::PasswordMismatch)
     ));
 }
+
+/// The hashes made in reused memory are argon2's own: argon2's verifier accepts ours, ours
+/// accepts argon2's (also with other parameters, which need another buffer size), and one
+/// memory serves many hashes and checks in a row without mixing them up.
+#[test]
+fn g11_hashes_in_reused_memory_are_argon2s_own() {
+    use argon2::password_hash::PasswordVerifier;
+    let mut memory = auth::PasswordMemory::new();
+    let ours = auth::hash_password_with(&mut memory, PASSWORD).unwrap();
+    let parsed = argon2::password_hash::PasswordHash::new(ours.as_phc_str()).unwrap();
+    Argon2::default()
+        .verify_password(PASSWORD.as_bytes(), &parsed)
+        .unwrap();
+    assert!(
+        Argon2::default()
+            .verify_password(b"another password", &parsed)
+            .is_err()
+    );
+    let salt = SaltString::encode_b64(b"a salt of sixteen").unwrap();
+    for m_cost in [19 * 1024, 8 * 1024] {
+        let theirs = Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(m_cost, 2, 1, Some(32)).unwrap(),
+        )
+        .hash_password(PASSWORD.as_bytes(), &salt)
+        .unwrap()
+        .to_string();
+        let stored = PasswordHash::from_phc_string(theirs);
+        auth::verify_password_with(&mut memory, PASSWORD, &stored).unwrap();
+        assert!(matches!(
+            auth::verify_password_with(&mut memory, "not the password", &stored),
+            Err(Error::PasswordMismatch)
+        ));
+    }
+    auth::verify_password_with(&mut memory, PASSWORD, &ours).unwrap();
+    assert!(matches!(
+        auth::verify_password_for_unknown_person_with(&mut memory, PASSWORD),
+        Err(Error::PasswordMismatch)
+    ));
+}

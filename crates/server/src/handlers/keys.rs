@@ -11,10 +11,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde_json::json;
-use storage::people::{NewApiKey, TokenHash};
+use storage::people::{NewApiKey, PeopleWrite, TokenHash};
 
 use crate::authn::{Authenticated, auth_role, stored_role};
-use crate::handlers::{audit, ensure_same_account};
+use crate::handlers::{Audited, audited_write, ensure_same_account};
 use crate::{AppState, Error};
 
 /// The longest name a key may have.
@@ -75,23 +75,23 @@ pub(crate) async fn create(
             },
         })?;
     let account = authenticated.account();
-    shared
-        .store
-        .create_api_key(&NewApiKey {
+    audited_write(
+        shared,
+        "create an API key",
+        Audited {
+            account: &account,
+            actor: authenticated.actor.clone(),
+            action: "api_key.create",
+            detail: &json!({"key": stored.key_id, "name": name, "role": role.as_str()}),
+        },
+        PeopleWrite::CreateApiKey(&NewApiKey {
             key_id: stored.key_id.clone(),
             token_hash: TokenHash(*stored.hash.as_bytes()),
             account: account.clone(),
             role: stored_role(stored.role),
             name: name.clone(),
             created_at: shared.now(),
-        })
-        .map_err(Error::storage_or_conflict("create an API key"))?;
-    audit(
-        shared,
-        &account,
-        authenticated.actor.clone(),
-        "api_key.create",
-        &json!({"key": stored.key_id, "name": name, "role": role.as_str()}),
+        }),
     )?;
     Ok((
         StatusCode::CREATED,
@@ -127,22 +127,26 @@ pub(crate) async fn revoke(
         auth_role(key.role),
     )
     .map_err(Error::denied("revoke an API key"))?;
-    let revoked = shared
-        .store
-        .revoke_api_key(&key.account, &key.key_id, shared.now())
-        .map_err(Error::storage("revoke an API key"))?;
-    if !revoked {
+    let written = audited_write(
+        shared,
+        "revoke an API key",
+        Audited {
+            account: &key.account,
+            actor: authenticated.actor.clone(),
+            action: "api_key.revoke",
+            detail: &json!({"key": key.key_id, "name": key.name}),
+        },
+        PeopleWrite::RevokeApiKey {
+            account: &key.account,
+            key_id: &key.key_id,
+            at: shared.now(),
+        },
+    )?;
+    if !written.took_effect() {
         return Err(Error::NotFound {
             what: "API key",
             id: key_id,
         });
     }
-    audit(
-        shared,
-        &key.account,
-        authenticated.actor.clone(),
-        "api_key.revoke",
-        &json!({"key": key.key_id, "name": key.name}),
-    )?;
     Ok(StatusCode::NO_CONTENT)
 }

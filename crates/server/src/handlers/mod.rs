@@ -80,6 +80,41 @@ pub(crate) fn audit(
     Ok(())
 }
 
+/// Makes a change to people, sessions, keys or links together with its audit entry, in one
+/// transaction: when the entry cannot be written (the redactor cannot be built, or the append
+/// fails), the change is refused and nothing is changed. A refused write (nothing to change)
+/// writes no entry and is returned for the caller to answer.
+pub(crate) fn audited_write(
+    shared: &Shared,
+    operation: &'static str,
+    audited: Audited<'_>,
+    write: storage::people::PeopleWrite<'_>,
+) -> Result<storage::people::Written, Error> {
+    let redactor = account_redactor(shared, audited.account)?;
+    shared
+        .store
+        .write_audited(
+            write,
+            &NewAuditEntry {
+                account: audited.account.clone(),
+                run: None,
+                actor: audited.actor,
+                action: audited.action,
+                detail: redactor.scrub_json(audited.detail),
+                at: shared.now(),
+            },
+        )
+        .map_err(Error::storage_or_conflict(operation))
+}
+
+/// The audit entry of an [`audited_write`]: under which account, by whom, what.
+pub(crate) struct Audited<'a> {
+    pub(crate) account: &'a AccountId,
+    pub(crate) actor: Actor,
+    pub(crate) action: &'static str,
+    pub(crate) detail: &'a serde_json::Value,
+}
+
 /// Runs CPU-heavy or long work (password hashing, the engine) on the blocking pool.
 pub(crate) async fn blocking<T: Send + 'static>(
     operation: &'static str,

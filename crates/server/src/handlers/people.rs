@@ -14,10 +14,12 @@ use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde_json::json;
 use storage::Timestamp;
-use storage::people::{NewPerson, NewSignInLink, PeopleChange, PersonRecord, TokenHash};
+use storage::people::{
+    NewPerson, NewSignInLink, PeopleChange, PeopleWrite, PersonRecord, TokenHash, Written,
+};
 
 use crate::authn::{Authenticated, auth_role, stored_role};
-use crate::handlers::{audit, ensure_same_account, random_id};
+use crate::handlers::{Audited, audited_write, ensure_same_account, random_id};
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -77,6 +79,14 @@ fn expect_done(operation: &'static str, change: PeopleChange) -> Result<(), Erro
     }
 }
 
+/// Maps what an audited people write did to an answer.
+fn expect_written(operation: &'static str, written: Written) -> Result<(), Error> {
+    match written {
+        Written::People(change) => expect_done(operation, change),
+        Written::Revoked(_) | Written::RevokedCount(_) | Written::Created => Ok(()),
+    }
+}
+
 /// `GET /api/people`.
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -111,41 +121,42 @@ pub(crate) async fn invite(
     let account = authenticated.account();
     let person_id = random_id("per")?;
     let now = shared.now();
-    let change = shared
-        .store
-        .create_person(&NewPerson {
-            id: person_id.clone(),
-            account: account.clone(),
-            display_name,
-            email: email.clone(),
-            role: stored_role(role),
-            password_hash: None,
-            created_at: now,
-        })
-        .map_err(Error::storage_or_conflict("invite a person"))?;
-    expect_done("invite a person", change)?;
     let (token, token_hash) =
         SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
     let expires_at = Timestamp(
         now.0
             .saturating_add(shared.options.sign_in_link_lifetime_millis),
     );
-    shared
-        .store
-        .create_sign_in_link(&NewSignInLink {
-            token_hash: TokenHash(*token_hash.as_bytes()),
-            person_id: person_id.clone(),
-            created_at: now,
-            expires_at,
-        })
-        .map_err(Error::storage("create a sign-in link"))?;
-    audit(
+    let person = NewPerson {
+        id: person_id.clone(),
+        account: account.clone(),
+        display_name,
+        email: email.clone(),
+        role: stored_role(role),
+        password_hash: None,
+        created_at: now,
+    };
+    let link = NewSignInLink {
+        token_hash: TokenHash(*token_hash.as_bytes()),
+        person_id: person_id.clone(),
+        created_at: now,
+        expires_at,
+    };
+    let written = audited_write(
         shared,
-        &account,
-        authenticated.actor.clone(),
-        "person.invite",
-        &json!({"person": person_id, "email": email, "role": role.as_str()}),
+        "invite a person",
+        Audited {
+            account: &account,
+            actor: authenticated.actor.clone(),
+            action: "person.invite",
+            detail: &json!({"person": person_id, "email": email, "role": role.as_str()}),
+        },
+        PeopleWrite::Invite {
+            person: &person,
+            link: &link,
+        },
     )?;
+    expect_written("invite a person", written)?;
     Ok((
         StatusCode::CREATED,
         Json(PersonInvited {
@@ -174,18 +185,22 @@ pub(crate) async fn change_role(
         new_role,
     )
     .map_err(Error::denied("change a role"))?;
-    let change = shared
-        .store
-        .change_role(&person.account, &person.id, stored_role(new_role))
-        .map_err(Error::storage("change a role"))?;
-    expect_done("change a role", change)?;
-    audit(
+    let written = audited_write(
         shared,
-        &person.account,
-        authenticated.actor.clone(),
-        "role.change",
-        &json!({"person": person.id, "from": current.as_str(), "to": new_role.as_str()}),
+        "change a role",
+        Audited {
+            account: &person.account,
+            actor: authenticated.actor.clone(),
+            action: "role.change",
+            detail: &json!({"person": person.id, "from": current.as_str(), "to": new_role.as_str()}),
+        },
+        PeopleWrite::ChangeRole {
+            account: &person.account,
+            person_id: &person.id,
+            role: stored_role(new_role),
+        },
     )?;
+    expect_written("change a role", written)?;
     let changed = person_in_scope(shared, &authenticated, &person_id)?;
     Ok(Json(view(changed)))
 }
@@ -204,18 +219,22 @@ pub(crate) async fn remove(
         auth_role(person.role),
     )
     .map_err(Error::denied("remove a person"))?;
-    let change = shared
-        .store
-        .remove_person(&person.account, &person.id, shared.now())
-        .map_err(Error::storage("remove a person"))?;
-    expect_done("remove a person", change)?;
-    audit(
+    let written = audited_write(
         shared,
-        &person.account,
-        authenticated.actor.clone(),
-        "person.remove",
-        &json!({"person": person.id, "role": person.role.as_str()}),
+        "remove a person",
+        Audited {
+            account: &person.account,
+            actor: authenticated.actor.clone(),
+            action: "person.remove",
+            detail: &json!({"person": person.id, "role": person.role.as_str()}),
+        },
+        PeopleWrite::RemovePerson {
+            account: &person.account,
+            person_id: &person.id,
+            at: shared.now(),
+        },
     )?;
+    expect_written("remove a person", written)?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -237,25 +256,25 @@ pub(crate) async fn transfer(
         },
     )
     .map_err(Error::denied("transfer ownership"))?;
-    let change = shared
-        .store
-        .transfer_ownership(
-            &new_owner.account,
-            &transfer.previous_owner.person_id,
-            &transfer.new_owner.person_id,
-        )
-        .map_err(Error::storage("transfer ownership"))?;
-    expect_done("transfer ownership", change)?;
-    audit(
+    let written = audited_write(
         shared,
-        &new_owner.account,
-        authenticated.actor.clone(),
-        "ownership.transfer",
-        &json!({
-            "from": transfer.previous_owner.person_id,
-            "to": transfer.new_owner.person_id,
-            "new_owner_was": transfer.new_owner.from.as_str(),
-        }),
+        "transfer ownership",
+        Audited {
+            account: &new_owner.account,
+            actor: authenticated.actor.clone(),
+            action: "ownership.transfer",
+            detail: &json!({
+                "from": transfer.previous_owner.person_id,
+                "to": transfer.new_owner.person_id,
+                "new_owner_was": transfer.new_owner.from.as_str(),
+            }),
+        },
+        PeopleWrite::TransferOwnership {
+            account: &new_owner.account,
+            current_owner: &transfer.previous_owner.person_id,
+            new_owner: &transfer.new_owner.person_id,
+        },
     )?;
+    expect_written("transfer ownership", written)?;
     Ok(StatusCode::NO_CONTENT)
 }

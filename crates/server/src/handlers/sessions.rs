@@ -9,8 +9,9 @@ use axum::{Extension, Json};
 use serde_json::json;
 
 use crate::authn::Authenticated;
-use crate::handlers::{audit, ensure_same_account};
+use crate::handlers::{Audited, audited_write, ensure_same_account};
 use crate::{AppState, Error};
+use storage::people::PeopleWrite;
 
 fn own_person_id(authenticated: &Authenticated) -> Result<&str, Error> {
     // The policy admits only people here; a key reaching this is refused all the same.
@@ -59,16 +60,19 @@ pub(crate) async fn revoke_all_own(
 ) -> Result<StatusCode, Error> {
     let shared = &state.shared;
     let person_id = own_person_id(&authenticated)?;
-    let revoked = shared
-        .store
-        .revoke_sessions_of(person_id, shared.now())
-        .map_err(Error::storage("revoke own sessions"))?;
-    audit(
+    audited_write(
         shared,
-        &authenticated.account(),
-        authenticated.actor.clone(),
-        "session.revoke_all",
-        &json!({"person": person_id, "revoked": revoked}),
+        "revoke own sessions",
+        Audited {
+            account: &authenticated.account(),
+            actor: authenticated.actor.clone(),
+            action: "session.revoke_all",
+            detail: &json!({"person": person_id}),
+        },
+        PeopleWrite::RevokeSessionsOf {
+            person_id,
+            at: shared.now(),
+        },
     )?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -81,23 +85,27 @@ pub(crate) async fn revoke_own(
 ) -> Result<StatusCode, Error> {
     let shared = &state.shared;
     let person_id = own_person_id(&authenticated)?;
-    let revoked = shared
-        .store
-        .revoke_session(person_id, &session_id, shared.now())
-        .map_err(Error::storage("revoke a session"))?;
-    if !revoked {
+    let written = audited_write(
+        shared,
+        "revoke a session",
+        Audited {
+            account: &authenticated.account(),
+            actor: authenticated.actor.clone(),
+            action: "session.revoke",
+            detail: &json!({"person": person_id, "session": session_id}),
+        },
+        PeopleWrite::RevokeSession {
+            person_id,
+            session_id: &session_id,
+            at: shared.now(),
+        },
+    )?;
+    if !written.took_effect() {
         return Err(Error::NotFound {
             what: "session",
             id: session_id,
         });
     }
-    audit(
-        shared,
-        &authenticated.account(),
-        authenticated.actor.clone(),
-        "session.revoke",
-        &json!({"person": person_id, "session": session_id}),
-    )?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -125,16 +133,19 @@ pub(crate) async fn revoke_all_of_person(
             route: "sessions of a person with a higher role".to_owned(),
         });
     }
-    let revoked = shared
-        .store
-        .revoke_sessions_of(&person.id, shared.now())
-        .map_err(Error::storage("revoke a person's sessions"))?;
-    audit(
+    audited_write(
         shared,
-        &person.account,
-        authenticated.actor.clone(),
-        "session.revoke_all_by_admin",
-        &json!({"person": person.id, "revoked": revoked}),
+        "revoke a person's sessions",
+        Audited {
+            account: &person.account,
+            actor: authenticated.actor.clone(),
+            action: "session.revoke_all_by_admin",
+            detail: &json!({"person": person.id}),
+        },
+        PeopleWrite::RevokeSessionsOf {
+            person_id: &person.id,
+            at: shared.now(),
+        },
     )?;
     Ok(StatusCode::NO_CONTENT)
 }

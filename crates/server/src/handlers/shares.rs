@@ -10,12 +10,12 @@ use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::{Extension, Json};
 use serde_json::json;
-use storage::people::{NewShareLink, ShareLinkRecord, TokenHash};
+use storage::people::{NewShareLink, PeopleWrite, ShareLinkRecord, TokenHash};
 use storage::{RunId, Timestamp};
 
 use crate::authn::Authenticated;
 use crate::handlers::runs::{detail, run_in_scope};
-use crate::handlers::{audit, random_id};
+use crate::handlers::{Audited, audited_write, random_id};
 use crate::html::{escape, page};
 use crate::state::Shared;
 use crate::{AppState, Error};
@@ -36,23 +36,23 @@ pub(crate) async fn create(
             .saturating_add(shared.options.share_link_lifetime_millis),
     );
     let link_id = random_id("shr")?;
-    shared
-        .store
-        .create_share_link(&NewShareLink {
+    audited_write(
+        shared,
+        "create share link",
+        Audited {
+            account: &record.account,
+            actor: authenticated.actor.clone(),
+            action: "share.create",
+            detail: &json!({"share": link_id, "run": record.id.0, "expires_at": expires_at.0}),
+        },
+        PeopleWrite::CreateShareLink(&NewShareLink {
             id: link_id.clone(),
             token_hash: TokenHash(*token_hash.as_bytes()),
             account: record.account.clone(),
             run: record.id.clone(),
             created_at: now,
             expires_at,
-        })
-        .map_err(Error::storage("create share link"))?;
-    audit(
-        shared,
-        &record.account,
-        authenticated.actor.clone(),
-        "share.create",
-        &json!({"share": link_id, "run": record.id.0, "expires_at": expires_at.0}),
+        }),
     )?;
     Ok((
         StatusCode::CREATED,
@@ -96,23 +96,27 @@ pub(crate) async fn revoke(
 ) -> Result<StatusCode, Error> {
     let shared = &state.shared;
     let account = authenticated.account();
-    let revoked = shared
-        .store
-        .revoke_share_link(&account, &link_id, shared.now())
-        .map_err(Error::storage("revoke share link"))?;
-    if !revoked {
+    let written = audited_write(
+        shared,
+        "revoke share link",
+        Audited {
+            account: &account,
+            actor: authenticated.actor.clone(),
+            action: "share.revoke",
+            detail: &json!({"share": link_id}),
+        },
+        PeopleWrite::RevokeShareLink {
+            account: &account,
+            link_id: &link_id,
+            at: shared.now(),
+        },
+    )?;
+    if !written.took_effect() {
         return Err(Error::NotFound {
             what: "share link",
             id: link_id,
         });
     }
-    audit(
-        shared,
-        &account,
-        authenticated.actor.clone(),
-        "share.revoke",
-        &json!({"share": link_id}),
-    )?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -3,16 +3,16 @@
 //!
 //! A new session is a fresh random token in an HttpOnly, SameSite=Strict cookie
 //! ([`auth::session_cookie`]); storage keeps its hash. A failed sign-in takes as long whether
-//! or not the person exists ([`auth::verify_password_for_unknown_person`]) and answers the
+//! or not the person exists ([`auth::verify_password_for_unknown_person_with`]) and answers the
 //! same.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use api_types::{SignInRequest, SignInResponse};
 use auth::{
-    CsrfToken, PasswordHash, RateDecision, Role, SessionToken, SignInLinkToken, TlsMode,
-    clear_session_cookie, hash_password, session_cookie, sign_in_key, verify_csrf, verify_password,
-    verify_password_for_unknown_person,
+    Attempt, CsrfToken, PasswordHash, RateDecision, Role, SessionToken, SignInLinkToken, TlsMode,
+    clear_session_cookie, hash_password_with, session_cookie, sign_in_key, verify_csrf,
+    verify_password_for_unknown_person_with, verify_password_with,
 };
 use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
 use axum::http::request::Parts;
@@ -21,11 +21,11 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
 use serde::Deserialize;
 use serde_json::json;
-use storage::people::{LinkRedemption, NewSession, PersonRecord, TokenHash};
+use storage::people::{LinkRedemption, NewSession, PeopleWrite, PersonRecord, TokenHash};
 use storage::{AccountId, Actor};
 
 use crate::authn::{Authenticated, cookie_value};
-use crate::handlers::{audit, blocking, random_id};
+use crate::handlers::{Audited, audit, audited_write, random_id};
 use crate::html::{escape, page};
 use crate::layers::CSRF_FIELD;
 use crate::state::Shared;
@@ -49,23 +49,33 @@ impl FromRequestParts<AppState> for RemoteAddress {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        // A dual-stack listener sees an IPv4 client as `::ffff:a.b.c.d`: addresses are compared
-        // and counted in their canonical form.
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip())
-            .to_canonical();
-        let trusted = state
-            .shared
-            .options
-            .trusted_proxy
-            .map(|proxy| proxy.to_canonical());
-        let remote = match trusted {
-            Some(proxy) if proxy == peer => forwarded_client(&parts.headers).unwrap_or(peer),
-            _ => peer,
-        };
-        Ok(RemoteAddress(remote))
+        Ok(RemoteAddress(remote_address(
+            &state.shared,
+            &parts.extensions,
+            &parts.headers,
+        )))
+    }
+}
+
+/// The remote address of a request, as [`RemoteAddress`] describes it.
+pub(crate) fn remote_address(
+    shared: &Shared,
+    extensions: &axum::http::Extensions,
+    headers: &HeaderMap,
+) -> IpAddr {
+    // A dual-stack listener sees an IPv4 client as `::ffff:a.b.c.d`: addresses are compared
+    // and counted in their canonical form.
+    let peer = extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip())
+        .to_canonical();
+    let trusted = shared
+        .options
+        .trusted_proxy
+        .map(|proxy| proxy.to_canonical());
+    match trusted {
+        Some(proxy) if proxy == peer => forwarded_client(headers).unwrap_or(peer),
+        _ => peer,
     }
 }
 
@@ -82,7 +92,7 @@ fn forwarded_client(headers: &HeaderMap) -> Option<IpAddr> {
 
 /// The address a limit counts by: an IPv6 address by its /64 (one host usually holds a whole
 /// /64, so counting single addresses would give it unlimited tries).
-fn limit_address(remote: IpAddr) -> IpAddr {
+pub(crate) fn limit_address(remote: IpAddr) -> IpAddr {
     match remote.to_canonical() {
         IpAddr::V4(address) => IpAddr::V4(address),
         IpAddr::V6(address) => {
@@ -180,23 +190,55 @@ async fn sign_in(
     let email = typed_email.to_lowercase();
     let now_millis = shared.now_millis();
     let counted = limit_address(remote);
-    let per_address = shared
-        .sign_in_limiter()
-        .check(&sign_in_key(account.as_str(), counted), now_millis);
-    let per_account = shared
-        .account_sign_in_limiter()
-        .check(account.as_str(), now_millis);
-    let per_remote = shared
-        .address_sign_in_limiter()
-        .check(&counted.to_string(), now_millis);
-    for decision in [per_address, per_account, per_remote] {
-        if let RateDecision::Limited { retry_after_millis } = decision {
-            audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
+    // The limits in order, stopping at the first refusal, so that a refused request costs
+    // only the address that sent it (finding 3 of the server review): first the address
+    // alone, then the account from this address; the account's own allowance is spent by
+    // failures only, after the password check.
+    let pair_key = sign_in_key(account.as_str(), counted);
+    let refused = |attempt: Attempt| -> Result<(), Error> {
+        if let Attempt::Refused {
+            retry_after_millis,
+            first_in_window,
+        } = attempt
+        {
+            // Only a limit's first refusal in its window is recorded: the rest say nothing
+            // new, and a flood must not become a flood of synced audit writes.
+            if first_in_window {
+                audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
+            }
             return Err(Error::RateLimited {
-                account: account.0,
+                account: account.0.clone(),
                 retry_after_millis,
             });
         }
+        Ok(())
+    };
+    refused(
+        shared
+            .address_sign_in_limiter()
+            .attempt(&counted.to_string(), now_millis),
+    )?;
+    let clean_address = shared.sign_in_limiter().is_untouched(&pair_key, now_millis);
+    refused(shared.sign_in_limiter().attempt(&pair_key, now_millis))?;
+    // The allowance against guessing spread over many addresses. When it is spent, an address
+    // with no recent failures for this account still gets its try (the person it belongs to
+    // must not be locked out by others' guesses); it is not clean after a failure.
+    let account_allows = shared
+        .account_sign_in_limiter()
+        .would_allow(account.as_str(), now_millis);
+    if !account_allows && !clean_address {
+        audit_failure(
+            shared,
+            &account,
+            None,
+            &typed_email,
+            remote,
+            "account_rate_limited",
+        )?;
+        return Err(Error::RateLimited {
+            account: account.0,
+            retry_after_millis: options_refill(shared),
+        });
     }
     let person = shared
         .store
@@ -205,11 +247,20 @@ async fn sign_in(
     let stored_hash = person
         .as_ref()
         .and_then(|person| person.password_hash.clone());
-    let verdict = blocking("verify a password", move || match stored_hash {
-        Some(hash) => verify_password(&password, &PasswordHash::from_phc_string(hash)),
-        None => verify_password_for_unknown_person(&password),
-    })
-    .await?;
+    let verdict = shared
+        .password_work
+        .run("verify a password", move |memory| match stored_hash {
+            Some(hash) => {
+                verify_password_with(memory, &password, &PasswordHash::from_phc_string(hash))
+            }
+            None => verify_password_for_unknown_person_with(memory, &password),
+        })
+        .await?;
+    if verdict.is_err() {
+        shared
+            .account_sign_in_limiter()
+            .attempt(account.as_str(), now_millis);
+    }
     match (verdict, person) {
         (Ok(()), Some(person)) => {
             let signed_in = start_session(shared, person)?;
@@ -270,6 +321,11 @@ async fn sign_in(
             })
         }
     }
+}
+
+/// When the account's allowance gives one attempt back.
+fn options_refill(shared: &Shared) -> u64 {
+    shared.options.account_sign_in_limit.refill_every_millis
 }
 
 fn with_cookie(mut response: Response, set_cookie: &str) -> Result<Response, Error> {
@@ -448,6 +504,24 @@ pub(crate) async fn welcome_set_password(
     check_form_guard(shared, &headers, &form.csrf)?;
     let token = SignInLinkToken::parse(&token).map_err(|_| link_not_found())?;
     let token_hash = TokenHash(*token.hash().as_bytes());
+    let counted = limit_address(remote);
+    if let RateDecision::Limited { retry_after_millis } = shared
+        .welcome_limiter()
+        .check(&counted.to_string(), shared.now_millis())
+    {
+        return Err(Error::ClientRateLimited {
+            route: "/welcome/{token}".to_owned(),
+            address: counted.to_string(),
+            retry_after_millis,
+        });
+    }
+    // The link is looked up before any hashing: a made-up token costs a lookup, not 19 MiB of
+    // argon2id. The redemption below stays the guarded, single-use step.
+    shared
+        .store
+        .usable_sign_in_link(&token_hash, shared.now())
+        .map_err(Error::storage("read sign-in link"))?
+        .ok_or_else(link_not_found)?;
     if form.password != form.password_again {
         return Err(Error::InvalidInput {
             field: "password",
@@ -459,7 +533,11 @@ pub(crate) async fn welcome_set_password(
         reason: error.to_string(),
     })?;
     let password = form.password;
-    let hash = blocking("hash a password", move || hash_password(&password))
+    let hash = shared
+        .password_work
+        .run("hash a password", move |memory| {
+            hash_password_with(memory, &password)
+        })
         .await?
         .map_err(Error::auth("hash a password"))?;
     let redemption = shared
@@ -488,17 +566,22 @@ fn sign_out(shared: &Shared, authenticated: &Authenticated) -> Result<(), Error>
             route: "sign-out without a session".to_owned(),
         });
     };
-    shared
-        .store
-        .revoke_session(&session.person_id, &session.id, shared.now())
-        .map_err(Error::storage("revoke session at sign-out"))?;
-    audit(
+    audited_write(
         shared,
-        &authenticated.account(),
-        authenticated.actor.clone(),
-        "session.sign_out",
-        &json!({"session": session.id}),
-    )
+        "revoke session at sign-out",
+        Audited {
+            account: &authenticated.account(),
+            actor: authenticated.actor.clone(),
+            action: "session.sign_out",
+            detail: &json!({"session": session.id}),
+        },
+        PeopleWrite::RevokeSession {
+            person_id: &session.person_id,
+            session_id: &session.id,
+            at: shared.now(),
+        },
+    )?;
+    Ok(())
 }
 
 /// `POST /signout`: ends the session and goes back to the sign-in form.

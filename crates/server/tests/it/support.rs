@@ -212,6 +212,16 @@ fn test_options() -> AppOptions {
             refill_every_millis: 1,
             max_keys: 1000,
         },
+        unauthenticated_limit: RateLimit {
+            burst: 100_000,
+            refill_every_millis: 1,
+            max_keys: 1000,
+        },
+        welcome_limit: RateLimit {
+            burst: 1000,
+            refill_every_millis: 1,
+            max_keys: 1000,
+        },
         ..AppOptions::new(TlsMode::PlainHttp)
     }
 }

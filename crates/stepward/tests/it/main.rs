@@ -6,6 +6,8 @@ mod agent_hostile;
 mod agents;
 mod browser;
 mod cli;
+mod flood;
+mod g11_flood;
 mod g16_every_sink;
 mod g16_live_scrub;
 mod http;
