@@ -148,6 +148,7 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("GET", "/runs", Viewer),
     person("POST", "/runs", Member),
     person("GET", "/runs/{id}", Viewer),
+    person("GET", "/runs/{id}/stream", Viewer),
     person("POST", "/runs/{id}/steps/{step}/decide", Member),
     person("GET", "/approvals", Member),
     // Approve links: opening one only shows the decision page; deciding is a POST by a

@@ -184,6 +184,7 @@ impl Engine {
                 workflow_source: redactor.scrub(workflow.source()),
                 workflow_hash: hash.clone(),
                 inputs: redactor.scrub_json(&inputs),
+                started_by: who.clone(),
                 created_at: now,
             },
             &created,
@@ -461,6 +462,43 @@ impl Engine {
             return Ok(None);
         };
         Ok(Some(self.gate(&record.account, run, &parked.step_id)?))
+    }
+
+    /// The inputs the step a run is parked before will receive once it is approved, built
+    /// from the parked state (scrubbed when it was parked) as the engine will build them:
+    /// `None` when the run is not parked, the reason when they cannot be built.
+    pub fn pending_gate_inputs(
+        &self,
+        run: &RunId,
+        workflow: &Workflow,
+    ) -> Result<Option<Result<Value, String>>, Error> {
+        let Some(parked) = self.store.parked(run)? else {
+            return Ok(None);
+        };
+        let Some(step) = workflow.step(&parked.step_id) else {
+            return Ok(Some(Err(format!(
+                "the workflow has no step `{}` any more",
+                parked.step_id
+            ))));
+        };
+        let outputs: std::collections::BTreeMap<String, Value> = parked
+            .state
+            .get("outputs")
+            .and_then(Value::as_object)
+            .map(|outputs| {
+                outputs
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let run_inputs = parked.state.get("inputs").cloned().unwrap_or(Value::Null);
+        Ok(Some(crate::inputs::step_inputs(
+            step,
+            &run_inputs,
+            &outputs,
+            None,
+        )))
     }
 
     /// The gate at `step` of a run: a gate's decision is recorded against the step's next

@@ -1,7 +1,14 @@
-//! The few server-rendered pages of this slice (sign-in, the set-password form, the shared run,
-//! error pages): plain HTML with every interpolated text escaped, no script, no inline style.
+//! The frame of every server-rendered page, and the helpers the pages share.
+//!
+//! Pages are askama templates (`crates/server/templates/`), which escape every interpolated
+//! value unless a template says `|safe`; [`page`] frames a body some handlers still build with
+//! [`escape`] (the admin, vault, files and sign-in pages) in the same layout. No inline script
+//! and no inline style: the CSP allows neither.
 
+use askama::Template;
 use axum::response::Html;
+
+use crate::chrome::{self, Chrome};
 
 /// `text` with the five HTML-significant characters escaped, safe inside text and quoted
 /// attribute values.
@@ -31,14 +38,41 @@ pub fn when(millis: i64) -> String {
         .unwrap_or_else(|| format!("{millis} ms"))
 }
 
-/// A whole page around `body_html` (already escaped by the caller); the title is escaped here.
+/// A page whose body a handler built itself (every interpolated text escaped with [`escape`]).
+#[derive(Template)]
+#[template(path = "page.html")]
+struct FramedPage<'a> {
+    title: &'a str,
+    chrome: Option<Chrome>,
+    live: bool,
+    body: &'a str,
+}
+
+/// A whole page around `body_html` (already escaped by the caller), in the console's layout;
+/// the title is escaped here.
 pub(crate) fn page(title: &str, body_html: &str) -> Html<String> {
-    Html(format!(
-        "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>{} - \
-         stepward</title><link rel=\"stylesheet\" href=\"/static/console.css\"></head>\n\
-         <body>\n{body_html}\n</body>\n</html>\n",
-        escape(title)
-    ))
+    render(&FramedPage {
+        title,
+        chrome: chrome::current(),
+        live: false,
+        body: body_html,
+    })
+}
+
+/// A page template rendered; a template that fails to render (a formatting error inside a
+/// value's `Display`) answers a plain page that says so rather than half a page.
+pub(crate) fn render(template: &impl Template) -> Html<String> {
+    match template.render() {
+        Ok(text) => Html(text),
+        Err(error) => {
+            tracing::error!(%error, "a console page failed to render");
+            Html(
+                "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Error - \
+                 stepward</title></head><body><h1>This page could not be shown.</h1></body></html>\n"
+                    .to_owned(),
+            )
+        }
+    }
 }
 
 /// Whether an error page offers the way to sign in.

@@ -133,12 +133,18 @@ pub(crate) async fn enforce_policy(
         Ok(()) => {
             // What the handler shows is scrubbed again on its way out, with the account's
             // values as they are now (G16).
-            let account = request
-                .extensions()
-                .get::<Authenticated>()
-                .map(Authenticated::account);
+            let authenticated = request.extensions().get::<Authenticated>();
+            let account = authenticated.map(Authenticated::account);
             let signed_in = account.is_some();
-            let response = next.run(request).await;
+            // The frame of the console's pages (navigation, person, sign-out) for a person.
+            let chrome = authenticated.and_then(|authenticated| {
+                crate::chrome::Chrome::for_request(
+                    &state.shared,
+                    authenticated,
+                    request.uri().path(),
+                )
+            });
+            let response = crate::chrome::scope(chrome, next.run(request)).await;
             (
                 crate::served::scrub_answer(state.clone(), account, response).await,
                 signed_in,

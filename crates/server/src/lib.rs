@@ -23,6 +23,7 @@
 
 mod authn;
 mod bootstrap;
+mod chrome;
 mod error;
 mod handlers;
 mod html;

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, console, files, keys, models, people, runs, sessions, shares,
-    signin, vault, vault_page, workflows,
+    admin, approve, assets, audit, console, files, keys, live, models, people, runs, sessions,
+    shares, signin, vault, vault_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -119,6 +119,7 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Get, "/api/approvals", runs::approvals),
         entry(Get, "/runs", console::runs_page),
         entry(Get, "/runs/{id}", console::run_page),
+        entry(Get, "/runs/{id}/stream", live::run_stream),
         entry(
             Post,
             "/runs/{id}/steps/{step}/decide",

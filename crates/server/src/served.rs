@@ -20,6 +20,13 @@ use crate::handlers::{account_redactor, blocking};
 #[derive(Clone, Debug)]
 pub(crate) struct ServedFor(pub(crate) AccountId);
 
+/// Set by the run page's live stream (`handlers/live.rs`) on its answer: a stream that never
+/// ends cannot be read whole to be scrubbed, and it carries nothing of any record, only the
+/// fixed names of its events and fixed sentences (the page then fetches itself, and that
+/// answer is scrubbed as every other).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordFreeStream;
+
 /// The most bytes of one answer that are scrubbed; our handlers bound what they show far
 /// below this (a file view is cut at 1 MiB), so a larger answer is an error, not a leak.
 const MAX_SCRUBBED_BYTES: usize = 64 * 1024 * 1024;
@@ -39,6 +46,9 @@ pub(crate) async fn scrub_answer(
     }) else {
         return response;
     };
+    if response.extensions().get::<RecordFreeStream>().is_some() {
+        return response;
+    }
     let (mut parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_SCRUBBED_BYTES).await else {
         tracing::error!("an answer could not be read for scrubbing; nothing of it is sent");

@@ -60,6 +60,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "journal_version",
         sql: include_str!("../migrations/0008_journal_version.sql"),
     },
+    Migration {
+        version: 9,
+        name: "runs_list",
+        sql: include_str!("../migrations/0009_runs_list.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

@@ -3,16 +3,21 @@
 use redact::Redacted;
 use rusqlite::{OptionalExtension, params};
 use storage::{
-    AccountId, AttemptFinish, AttemptRecord, AttemptStatus, Error, NetworkMode, NewAttempt,
-    NewEvent, NewRun, ParkedRecord, RunId, RunRecord, RunStatus, RunStore, Timestamp, check_scope,
+    AccountId, Actor, AttemptFinish, AttemptRecord, AttemptStatus, Error, NetworkMode, NewAttempt,
+    NewEvent, NewRun, ParkedRecord, RunCursor, RunFilter, RunId, RunRecord, RunStatus, RunStore,
+    RunsPage, Timestamp, check_scope,
 };
+
+/// The most runs one page of the runs list holds.
+pub const MAX_PAGE: usize = 500;
 
 use crate::events::append_event_in;
 use crate::rows::{parse_json, parse_name, parse_optional_json, to_u32};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 const RUN_COLUMNS: &str = "id, account_id, status, workflow_name, workflow_file_name, \
-     workflow_source, workflow_hash, inputs, created_at, updated_at";
+     workflow_source, workflow_hash, inputs, created_at, updated_at, started_by_kind, \
+     started_by_id, started_by_name";
 
 const ATTEMPT_COLUMNS: &str = "run_id, step_id, attempt, network, status, inputs, started_at, \
      finished_at, interpreter_version, backend, isolation_notes, output, reason";
@@ -29,6 +34,9 @@ struct RunRow {
     inputs: String,
     created_at: i64,
     updated_at: i64,
+    started_by_kind: String,
+    started_by_id: String,
+    started_by_name: String,
 }
 
 fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -43,10 +51,22 @@ fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         inputs: row.get(7)?,
         created_at: row.get(8)?,
         updated_at: row.get(9)?,
+        started_by_kind: row.get(10)?,
+        started_by_id: row.get(11)?,
+        started_by_name: row.get(12)?,
     })
 }
 
 fn run_from_row(row: RunRow) -> Result<RunRecord, Error> {
+    let started_by = Actor::from_parts(
+        &row.started_by_kind,
+        &row.started_by_id,
+        &row.started_by_name,
+    )
+    .map_err(|source| Error::Corrupt {
+        what: "who started a run",
+        detail: format!("run {}: {source}", row.id),
+    })?;
     Ok(RunRecord {
         id: RunId(row.id),
         account: AccountId(row.account),
@@ -56,6 +76,7 @@ fn run_from_row(row: RunRow) -> Result<RunRecord, Error> {
         workflow_source: row.workflow_source,
         workflow_hash: row.workflow_hash,
         inputs: parse_json("run inputs", &row.inputs)?,
+        started_by,
         created_at: Timestamp(row.created_at),
         updated_at: Timestamp(row.updated_at),
     })
@@ -130,6 +151,33 @@ impl SqliteStore {
         rows.into_iter().map(run_from_row).collect()
     }
 
+    /// Like [`Self::query_runs`], for a statement that numbers its parameters (`?1`..`?N`)
+    /// and may leave some of them unused.
+    fn query_runs_numbered(
+        &self,
+        sql: &str,
+        parameters: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<RunRecord>, Error> {
+        let rows = self
+            .with_conn(|connection| {
+                let mut statement = connection.prepare(sql)?;
+                for (index, parameter) in parameters.iter().enumerate() {
+                    let slot = format!("?{}", index + 1);
+                    if let Some(position) = statement.parameter_index(&slot)? {
+                        statement.raw_bind_parameter(position, parameter)?;
+                    }
+                }
+                let mut rows = statement.raw_query();
+                let mut found = Vec::new();
+                while let Some(row) = rows.next()? {
+                    found.push(read_run_row(row)?);
+                }
+                Ok(found)
+            })
+            .map_err(backend("read a page of runs"))?;
+        rows.into_iter().map(run_from_row).collect()
+    }
+
     fn query_attempts(
         &self,
         sql: &str,
@@ -169,7 +217,8 @@ impl RunStore for SqliteStore {
         self.transaction(Durability::Synced, |transaction| {
             let inserted = transaction.execute(
                 &format!(
-                    "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)
+                    "INSERT INTO runs ({RUN_COLUMNS})
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)
                      ON CONFLICT(id) DO NOTHING"
                 ),
                 params![
@@ -182,10 +231,15 @@ impl RunStore for SqliteStore {
                     run.workflow_hash.as_str(),
                     inputs,
                     run.created_at.0,
+                    run.started_by.kind(),
+                    run.started_by.id(),
+                    run.started_by.display_name(),
                 ],
             )?;
             if inserted == 0 {
-                return Err(TxError(Error::AlreadyExists { what: format!("run {}", run.id) }));
+                return Err(TxError(Error::AlreadyExists {
+                    what: format!("run {}", run.id),
+                }));
             }
             append_event_in(transaction, &run.id, event)?;
             Ok(())
@@ -215,6 +269,63 @@ impl RunStore for SqliteStore {
             ),
             &[&account.as_str()],
         )
+    }
+
+    fn runs_page(
+        &self,
+        account: &AccountId,
+        filter: &RunFilter,
+        after: Option<&RunCursor>,
+        limit: usize,
+    ) -> Result<RunsPage, Error> {
+        let limit = limit.clamp(1, MAX_PAGE);
+        let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE account_id = ?1");
+        let status = filter.status.map(RunStatus::as_str);
+        let (starter_kind, starter_id) = match &filter.started_by {
+            Some((kind, id)) => (Some(kind.as_str()), id.as_deref()),
+            None => (None, None),
+        };
+        // Every filter is a fixed parameter slot, so the statement text is one of a few and
+        // nothing a person typed is ever part of it.
+        if filter.workflow.is_some() {
+            sql.push_str(" AND workflow_name = ?2");
+        }
+        if status.is_some() {
+            sql.push_str(" AND status = ?3");
+        }
+        if starter_kind.is_some() {
+            sql.push_str(" AND started_by_kind = ?4");
+        }
+        if starter_id.is_some() {
+            sql.push_str(" AND started_by_id = ?5");
+        }
+        if after.is_some() {
+            sql.push_str(" AND (created_at, id) < (?6, ?7)");
+        }
+        sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?8");
+        let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
+        let mut runs = self.query_runs_numbered(
+            &sql,
+            &[
+                &account.as_str(),
+                &filter.workflow.as_deref(),
+                &status,
+                &starter_kind,
+                &starter_id,
+                &after.map(|cursor| cursor.created_at.0),
+                &after.map(|cursor| cursor.id.as_str()),
+                &fetch,
+            ],
+        )?;
+        let next = (runs.len() > limit).then(|| {
+            let last = &runs[limit - 1];
+            RunCursor {
+                created_at: last.created_at,
+                id: last.id.clone(),
+            }
+        });
+        runs.truncate(limit);
+        Ok(RunsPage { runs, next })
     }
 
     fn runs_with_status(&self, statuses: &[RunStatus]) -> Result<Vec<RunRecord>, Error> {

@@ -22,7 +22,8 @@ pub use crate::audit::{AuditBreak, GENESIS_HASH, audit_entry_hash, verify_audit_
 pub use crate::error::{Error, check_scope};
 pub use crate::records::{
     Account, AttemptFinish, AttemptRecord, AuditEntry, DecisionRecord, EventRecord, NewAttempt,
-    NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunRecord,
+    NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunCursor, RunFilter, RunRecord,
+    RunsPage,
 };
 pub use crate::traits::{AccountStore, AuditLog, DecisionStore, EventLog, RunStore, Store};
 pub use crate::types::{

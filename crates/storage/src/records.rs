@@ -33,6 +33,8 @@ pub struct NewRun {
     pub workflow_hash: Sha256Hex,
     /// The run-time input values, scrubbed.
     pub inputs: Redacted<serde_json::Value>,
+    /// Who started the run (the runs list filters by it).
+    pub started_by: Actor,
     pub created_at: Timestamp,
 }
 
@@ -47,8 +49,50 @@ pub struct RunRecord {
     pub workflow_source: String,
     pub workflow_hash: String,
     pub inputs: serde_json::Value,
+    /// Who started the run.
+    pub started_by: Actor,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// Which runs a page of the runs list holds (every filter that is set must match).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// The workflow's name, exactly.
+    pub workflow: Option<String>,
+    pub status: Option<RunStatus>,
+    /// Who started the run: an actor kind (`person`, `api_key`, `cli`), and an id within it
+    /// (`None`: any actor of that kind).
+    pub started_by: Option<(String, Option<String>)>,
+}
+
+/// Where a page of the runs list goes on: the last run of the page before, in the list's
+/// order (newest first: by creation time, then by id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCursor {
+    pub created_at: Timestamp,
+    pub id: RunId,
+}
+
+/// One page of the runs list, and where the next one starts when there is one.
+#[derive(Debug, Clone)]
+pub struct RunsPage {
+    pub runs: Vec<RunRecord>,
+    pub next: Option<RunCursor>,
+}
+
+impl RunFilter {
+    /// Whether `run` is one this filter keeps.
+    pub fn keeps(&self, run: &RunRecord) -> bool {
+        self.workflow
+            .as_ref()
+            .is_none_or(|workflow| &run.workflow_name == workflow)
+            && self.status.is_none_or(|status| run.status == status)
+            && self.started_by.as_ref().is_none_or(|(kind, id)| {
+                run.started_by.kind() == kind
+                    && id.as_ref().is_none_or(|id| run.started_by.id() == id)
+            })
+    }
 }
 
 /// An attempt about to start. Written durably before the sandbox starts (G14).

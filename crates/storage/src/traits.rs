@@ -6,7 +6,8 @@ use redact::Redacted;
 use crate::error::Error;
 use crate::records::{
     Account, AttemptFinish, AttemptRecord, AuditEntry, DecisionRecord, EventRecord, NewAttempt,
-    NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunRecord,
+    NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunCursor, RunFilter, RunRecord,
+    RunsPage,
 };
 use crate::types::{AccountId, RunId, RunStatus, Timestamp};
 
@@ -30,6 +31,39 @@ pub trait RunStore: Send + Sync {
     fn run(&self, id: &RunId) -> Result<Option<RunRecord>, Error>;
     /// The runs of an account, newest first.
     fn runs(&self, account: &AccountId) -> Result<Vec<RunRecord>, Error>;
+    /// One page of the account's runs that `filter` keeps, newest first, after `after` (the
+    /// last run of the page before). A backend reads at most `limit + 1` rows (keyset
+    /// pagination, so a page costs the same however deep it is); this default reads them all
+    /// and is for stores that hold few runs.
+    fn runs_page(
+        &self,
+        account: &AccountId,
+        filter: &RunFilter,
+        after: Option<&RunCursor>,
+        limit: usize,
+    ) -> Result<RunsPage, Error> {
+        let limit = limit.max(1);
+        let mut kept: Vec<RunRecord> = self
+            .runs(account)?
+            .into_iter()
+            .filter(|run| filter.keeps(run))
+            .filter(|run| {
+                after.is_none_or(|cursor| {
+                    (run.created_at, &run.id.0) < (cursor.created_at, &cursor.id.0)
+                })
+            })
+            .collect();
+        kept.sort_by(|a, b| (b.created_at, &b.id.0).cmp(&(a.created_at, &a.id.0)));
+        let next = (kept.len() > limit).then(|| {
+            let last = &kept[limit - 1];
+            RunCursor {
+                created_at: last.created_at,
+                id: last.id.clone(),
+            }
+        });
+        kept.truncate(limit);
+        Ok(RunsPage { runs: kept, next })
+    }
     /// Every run in one of these statuses (recovery looks for `running` and
     /// `waiting_approval`).
     fn runs_with_status(&self, statuses: &[RunStatus]) -> Result<Vec<RunRecord>, Error>;

@@ -1,79 +1,381 @@
-//! The console's run pages in this slice: the runs list, the run page (timeline from the
-//! events, refusals per step, the gate's decision form with a note) and the approvals waiting
-//! for a decision. Server-rendered, no script; every form carries the session's CSRF token.
+//! The console's run pages: the runs list (filtered, newest first, paged in the store), the
+//! run page (a card per step, the gate with its reach and inputs, the timeline in words, live
+//! while the run moves) and the approvals waiting for a decision. Templates in
+//! `crates/server/templates/`; every form carries the session's CSRF token.
 
-use std::collections::BTreeMap;
-
-use auth::{CsrfToken, Role};
+use askama::Template;
+use auth::{Decision, Principal, Role, authorize, find_policy};
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use engine::journal::{Entry, Event};
-use storage::AttemptStatus;
+use serde::Deserialize;
+use spec::Workflow;
+use storage::{AccountId, RunCursor, RunFilter, RunId, RunRecord, RunStatus, Timestamp};
 
 use crate::authn::Authenticated;
-use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates, wire_event};
-use crate::html::{escape, page, when};
-use crate::layers::CSRF_FIELD;
+use crate::chrome::{self, Chrome};
+use crate::handlers::account_redactor;
+use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_cards, timeline, who};
+use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates};
+use crate::handlers::workflows::reach_report;
+use crate::html::{render, when};
+use crate::state::Shared;
 use crate::{AppState, Error};
 
-/// The most characters of one event's payload the timeline shows.
-const MAX_PAYLOAD_CHARS: usize = 400;
+/// How many runs one page of the list shows.
+pub(crate) const RUNS_PER_PAGE: usize = 50;
 
-/// `GET /runs`.
+/// The query of `GET /runs`: every field optional, empty meaning "any".
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RunsQuery {
+    #[serde(default)]
+    workflow: String,
+    #[serde(default)]
+    status: String,
+    /// `KIND:ID` (`person:p_1`), or `KIND:` for any actor of the kind.
+    #[serde(default)]
+    started_by: String,
+    /// Where the page starts: `CREATED_AT.RUN_ID` of the last run of the page before.
+    #[serde(default)]
+    after: String,
+}
+
+/// One choice of the "Started by" filter.
+pub(crate) struct Starter {
+    value: String,
+    label: String,
+}
+
+/// One row of the runs list.
+pub(crate) struct RunRow {
+    id: String,
+    workflow: String,
+    status: Status,
+    started_by: String,
+    created: String,
+    updated: String,
+}
+
+#[derive(Template)]
+#[template(path = "runs.html")]
+struct RunsPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    workflows: Vec<String>,
+    statuses: Vec<Status>,
+    starters: Vec<Starter>,
+    filter_workflow: String,
+    filter_status: String,
+    filter_started_by: String,
+    filtered: bool,
+    after: bool,
+    first_href: String,
+    next_href: Option<String>,
+    runs: Vec<RunRow>,
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidInput {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// The store's filter for a query, or what is wrong with it.
+fn run_filter(query: &RunsQuery) -> Result<RunFilter, Error> {
+    let status = match query.status.as_str() {
+        "" => None,
+        name => Some(
+            RunStatus::ALL
+                .iter()
+                .copied()
+                .find(|status| status.as_str() == name)
+                .ok_or_else(|| {
+                    invalid(
+                        "status",
+                        format!(
+                            "there is no run status `{name}`; one of {}",
+                            RunStatus::ALL
+                                .iter()
+                                .map(|status| status.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                })?,
+        ),
+    };
+    let started_by = match query.started_by.split_once(':') {
+        None if query.started_by.is_empty() => None,
+        None => {
+            return Err(invalid(
+                "started_by",
+                "write who started a run as KIND:ID (person:p_1), or KIND: for any of a kind",
+            ));
+        }
+        Some((kind, id)) => Some((kind.to_owned(), (!id.is_empty()).then(|| id.to_owned()))),
+    };
+    Ok(RunFilter {
+        workflow: (!query.workflow.is_empty()).then(|| query.workflow.clone()),
+        status,
+        started_by,
+    })
+}
+
+fn run_cursor(after: &str) -> Result<Option<RunCursor>, Error> {
+    if after.is_empty() {
+        return Ok(None);
+    }
+    let (created_at, id) = after
+        .split_once('.')
+        .and_then(|(created_at, id)| Some((created_at.parse::<i64>().ok()?, id)))
+        .ok_or_else(|| {
+            invalid(
+                "after",
+                "a page starts after CREATED_AT.RUN_ID, as the list's own links write it",
+            )
+        })?;
+    Ok(Some(RunCursor {
+        created_at: Timestamp(created_at),
+        id: RunId(id.to_owned()),
+    }))
+}
+
+/// A query string of the filters (and a page start), each value percent-encoded.
+fn runs_href(query: &RunsQuery, after: Option<&RunCursor>) -> String {
+    let mut pairs = Vec::new();
+    for (name, value) in [
+        ("workflow", &query.workflow),
+        ("status", &query.status),
+        ("started_by", &query.started_by),
+    ] {
+        if !value.is_empty() {
+            pairs.push(format!("{name}={}", percent_encode(value)));
+        }
+    }
+    if let Some(cursor) = after {
+        pairs.push(format!(
+            "after={}",
+            percent_encode(&format!("{}.{}", cursor.created_at.0, cursor.id.0))
+        ));
+    }
+    if pairs.is_empty() {
+        "/runs".to_owned()
+    } else {
+        format!("/runs?{}", pairs.join("&"))
+    }
+}
+
+fn percent_encode(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+fn starters(shared: &Shared, account: &AccountId) -> Result<Vec<Starter>, Error> {
+    let mut starters: Vec<Starter> = shared
+        .store
+        .people(account)
+        .map_err(Error::storage("list people"))?
+        .into_iter()
+        .map(|person| Starter {
+            value: format!("person:{}", person.id),
+            label: person.display_name,
+        })
+        .collect();
+    starters.push(Starter {
+        value: "api_key:".to_owned(),
+        label: "Any API key".to_owned(),
+    });
+    starters.push(Starter {
+        value: "cli:".to_owned(),
+        label: "The command line".to_owned(),
+    });
+    Ok(starters)
+}
+
+fn workflow_names(shared: &Shared, account: &AccountId) -> Result<Vec<String>, Error> {
+    match &shared.workflows {
+        Some(source) => Ok(source.workflow_names(account.as_str())?),
+        None => Ok(Vec::new()),
+    }
+}
+
+fn run_row(run: RunRecord) -> RunRow {
+    RunRow {
+        status: Status::of_run(run.status.as_str()),
+        started_by: who(&run.started_by),
+        created: when(run.created_at.0),
+        updated: when(run.updated_at.0),
+        id: run.id.0,
+        workflow: run.workflow_name,
+    }
+}
+
+/// `GET /runs`: the account's runs, newest first, filtered, one page at a time.
 pub(crate) async fn runs_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
+    Query(query): Query<RunsQuery>,
 ) -> Result<Html<String>, Error> {
-    let runs = state
-        .shared
+    let shared = &state.shared;
+    let account = authenticated.account();
+    let filter = run_filter(&query)?;
+    let after = run_cursor(&query.after)?;
+    let page = shared
         .store
-        .runs(&authenticated.account())
-        .map_err(Error::storage("list runs"))?;
-    let mut body = String::from("<h1>Runs</h1>\n<ul>\n");
-    for run in runs {
-        body.push_str(&format!(
-            "<li><a href=\"/runs/{}\">{}</a> {} ({})</li>\n",
-            escape(&run.id.0),
-            escape(&run.id.0),
-            escape(&run.workflow_name),
-            escape(run.status.as_str())
-        ));
-    }
-    body.push_str("</ul>");
-    Ok(page("Runs", &body))
+        .runs_page(&account, &filter, after.as_ref(), RUNS_PER_PAGE)
+        .map_err(Error::storage("list a page of runs"))?;
+    let filtered = filter != RunFilter::default();
+    Ok(render(&RunsPage {
+        title: "Runs",
+        chrome: chrome::current(),
+        live: false,
+        workflows: workflow_names(shared, &account)?,
+        statuses: RunStatus::ALL
+            .iter()
+            .map(|status| Status::of_run(status.as_str()))
+            .collect(),
+        starters: starters(shared, &account)?,
+        filtered,
+        after: after.is_some(),
+        first_href: runs_href(&query, None),
+        next_href: page.next.as_ref().map(|next| runs_href(&query, Some(next))),
+        filter_workflow: query.workflow,
+        filter_status: query.status,
+        filter_started_by: query.started_by,
+        runs: page.runs.into_iter().map(run_row).collect(),
+    }))
 }
 
-/// Whether an event records a refusal (a copy-back refused, a refused attempt, a supervisor's
-/// retry refused), and of which step. Every kind is named, so a new kind of refusal cannot be
-/// added to the journal without being counted here (G22: refusals are counted per step).
-fn refused_step(entry: &Entry) -> Option<&str> {
-    match &entry.event {
-        Event::CopyBackRefused(refused) => Some(&refused.step),
-        Event::SupervisorRetryRefused(refused) => Some(&refused.step),
-        Event::AttemptFinished(finished) if finished.status == AttemptStatus::Refused => {
-            Some(&finished.step)
-        }
-        // G22: every refused call of an agent step counts, path refusals and calls refused
-        // before they ran alike.
-        Event::ToolRefused(refused) => Some(&refused.step),
-        Event::ToolFinished(finished) if finished.outcome == "refused" => Some(&finished.step),
-        Event::AttemptFinished(_)
-        | Event::RunCreated(_)
-        | Event::RunStatus(_)
-        | Event::SecretsResolved(_)
-        | Event::SecretsUnavailable(_)
-        | Event::GateParked(_)
-        | Event::Decision(_)
-        | Event::AttemptStarted(_)
-        | Event::StepPrinted(_)
-        | Event::WorkspaceRevision(_)
-        | Event::SupervisorDecision(_)
-        | Event::Recovery(_)
-        | Event::AgentTurn(_)
-        | Event::ToolCalled(_)
-        | Event::ToolFinished(_)
-        | Event::AgentLimit(_) => None,
+/// The gate panel of a run parked before a step.
+pub(crate) struct GatePanel {
+    step: String,
+    explain: Option<String>,
+    who_may_decide: &'static str,
+    caption: &'static str,
+    internet: String,
+    connections: String,
+    secrets: String,
+    limits: Option<String>,
+    inputs: String,
+    may_decide: bool,
+}
+
+#[derive(Template)]
+#[template(path = "run.html")]
+struct RunPage {
+    title: String,
+    chrome: Option<Chrome>,
+    live: bool,
+    run_id: String,
+    workflow: String,
+    started_by: String,
+    created: String,
+    updated: String,
+    status: Status,
+    reason: Option<String>,
+    next_steps: Option<String>,
+    may_share: bool,
+    csrf: String,
+    gate: Option<GatePanel>,
+    cards: Vec<StepCard>,
+    decisions: Vec<String>,
+    timeline: Vec<TimelineLine>,
+}
+
+/// Whether `principal` may use the route `method path_pattern` (the policy table, G26).
+fn may(principal: &Principal, method: &str, path_pattern: &str) -> bool {
+    find_policy(method, path_pattern)
+        .is_some_and(|policy| authorize(policy, Some(principal), None) == Decision::Allow)
+}
+
+/// What a person types next, for a run that waits on a person.
+fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<String> {
+    match status {
+        "waiting_approval" => Some(format!(
+            "Decide below, or from the command line: stepward approve {run} {step} --note \
+             \"...\" (or stepward reject {run} {step} --note \"...\").",
+            step = waiting_at.unwrap_or("STEP")
+        )),
+        "needs_attention" | "needs_repair" => Some(format!(
+            "A person decides what happens next: stepward runs retry {run} STEP --note \"...\" \
+             runs the step again; stepward runs stop {run} --note \"...\" ends the run."
+        )),
+        _ => None,
+    }
+}
+
+fn gate_panel(
+    shared: &Shared,
+    authenticated: &Authenticated,
+    record: &RunRecord,
+    workflow: Option<&Workflow>,
+    step: &str,
+) -> Result<GatePanel, Error> {
+    let mut panel = GatePanel {
+        step: step.to_owned(),
+        explain: None,
+        who_may_decide: "A member, an admin or the owner of this account decides: approving runs \
+                         the step with the inputs below, rejecting ends the run.",
+        caption: spec::REACH_CAPTION,
+        internet: "unknown (the workflow could not be read again)".to_owned(),
+        connections: "unknown".to_owned(),
+        secrets: "unknown".to_owned(),
+        limits: None,
+        inputs: "(the workflow could not be read again, so the inputs cannot be shown)".to_owned(),
+        may_decide: authenticated.session.is_some()
+            && authenticated.principal.role() >= Role::Member,
+    };
+    let Some(workflow) = workflow else {
+        return Ok(panel);
+    };
+    panel.explain = workflow.step(step).map(|step| step.explain().to_owned());
+    let report = reach_report(shared, record.account.as_str(), workflow)?;
+    if let Some(row) = report.rows.iter().find(|row| row.step == step) {
+        panel.internet = match row.internet {
+            api_types::Internet::Yes => "yes, the public internet".to_owned(),
+            api_types::Internet::No => "no".to_owned(),
+            api_types::Internet::Unknown => format!(
+                "unknown ({})",
+                row.unknown_reason.as_deref().unwrap_or("not known")
+            ),
+        };
+        panel.connections = list_or_none(&row.connections);
+        panel.secrets = list_or_none(&row.secrets);
+        panel.limits = (!row.limits.is_empty()).then(|| row.limits.join(", "));
+    }
+    let inputs = shared
+        .engine
+        .pending_gate_inputs(&record.id, workflow)
+        .map_err(|source| Error::Engine {
+            run: record.id.to_string(),
+            source: Box::new(source),
+        })?;
+    panel.inputs = match inputs {
+        Some(Ok(inputs)) => crate::handlers::run_view::pretty(
+            account_redactor(shared, &record.account)?
+                .scrub_json(&inputs)
+                .get(),
+        ),
+        Some(Err(reason)) => format!("(the inputs cannot be built: {reason})"),
+        None => "(the run is no longer parked)".to_owned(),
+    };
+    Ok(panel)
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
     }
 }
 
@@ -86,85 +388,114 @@ pub(crate) async fn run_page(
     let shared = &state.shared;
     let record = run_in_scope(shared, &authenticated, &run_id)?;
     let entries = journal(shared, &record)?;
-    let events = entries
+    let workflow = spec::parse_workflow_within(
+        &record.workflow_file_name,
+        &record.workflow_source,
+        shared.engine.limit_maxima(),
+    )
+    .ok();
+    let order: Vec<String> = match &workflow {
+        Some(workflow) => workflow
+            .steps()
+            .iter()
+            .map(|step| step.id().to_owned())
+            .collect(),
+        None => Vec::new(),
+    };
+    let gate = match &record.status {
+        RunStatus::WaitingApproval => shared
+            .store
+            .parked(&record.id)
+            .map_err(Error::storage("read parked state"))?
+            .map(|parked| {
+                gate_panel(
+                    shared,
+                    &authenticated,
+                    &record,
+                    workflow.as_ref(),
+                    &parked.step_id,
+                )
+            })
+            .transpose()?,
+        _ => None,
+    };
+    let started_by = who(&record.started_by);
+    let detail = detail(shared, record.clone())?;
+    let decisions = detail
+        .decisions
         .iter()
-        .map(|entry| wire_event(&record, entry))
-        .collect::<Result<Vec<_>, _>>()?;
-    let detail = detail(shared, record)?;
-    let mut refusals: BTreeMap<&str, usize> = BTreeMap::new();
-    for step in entries.iter().filter_map(refused_step) {
-        *refusals.entry(step).or_default() += 1;
-    }
-    let mut body = format!(
-        "<h1>Run {} of {}</h1>\n<p>Status: {}</p>\n",
-        escape(&detail.summary.run),
-        escape(&detail.workflow),
-        escape(&detail.summary.status)
-    );
-    if let Some(reason) = &detail.summary.reason {
-        body.push_str(&format!("<p>Reason: {}</p>\n", escape(reason)));
-    }
-    if let (Some(step), Some(session)) = (&detail.summary.waiting_at, &authenticated.session)
-        && authenticated.principal.role() >= Role::Member
-    {
-        let csrf = CsrfToken::for_session(&shared.csrf_key, &session.token_hash);
-        body.push_str(&format!(
-            "<h2>Waiting for a decision on step {step_text}</h2>\n\
-             <form method=\"post\" action=\"/runs/{run}/steps/{step_path}/decide\">\n\
-             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{csrf}\">\n\
-             <label>Note <textarea name=\"note\"></textarea></label>\n\
-             <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\n\
-             <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button>\n\
-             </form>\n",
-            step_text = escape(step),
-            run = escape(&detail.summary.run),
-            step_path = escape(step),
-            csrf = escape(csrf.as_str()),
-        ));
-    }
-    body.push_str("<h2>Steps</h2>\n<table>\n<tr><th>Step</th><th>Attempt</th><th>Status</th><th>Refusals</th></tr>\n");
-    for step in &detail.summary.steps {
-        body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            escape(&step.step),
-            step.attempt,
-            escape(&step.status),
-            refusals.get(step.step.as_str()).copied().unwrap_or(0)
-        ));
-    }
-    body.push_str("</table>\n<h2>Decisions</h2>\n<ul>\n");
-    for decision in &detail.decisions {
-        body.push_str(&format!(
-            "<li>{} {} by {} {} through {}: {}</li>\n",
-            escape(&decision.decision),
-            escape(decision.step.as_deref().unwrap_or("the run")),
-            escape(&decision.actor_kind),
-            escape(if decision.actor_name.is_empty() {
-                &decision.actor_id
-            } else {
-                &decision.actor_name
-            }),
-            escape(&decision.door),
-            escape(&decision.note)
-        ));
-    }
-    body.push_str("</ul>\n<h2>Timeline</h2>\n<ol>\n");
-    for event in &events {
-        let payload: String = event
-            .payload
-            .to_string()
-            .chars()
-            .take(MAX_PAYLOAD_CHARS)
-            .collect();
-        body.push_str(&format!(
-            "<li>{} <code>{}</code> {}</li>\n",
-            when(event.at),
-            escape(&event.kind),
-            escape(&payload)
-        ));
-    }
-    body.push_str("</ol>");
-    Ok(page("Run", &body))
+        .map(|decision| {
+            format!(
+                "{} {} by {} through the {}{}",
+                decision.decision,
+                decision.step.as_deref().unwrap_or("the run"),
+                if decision.actor_name.is_empty() {
+                    &decision.actor_id
+                } else {
+                    &decision.actor_name
+                },
+                decision.door,
+                if decision.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", decision.note)
+                }
+            )
+        })
+        .collect();
+    // What the page shows is scrubbed with the account's values as they are now, before it is
+    // formatted (G16); the served scrub of the page's bytes then runs as on every answer.
+    let redactor = account_redactor(shared, &record.account)?;
+    let scrub_text = |text: &str| redactor.scrub(text).get().clone();
+    let scrub_json = |value: &serde_json::Value| redactor.scrub_json(value).get().clone();
+    let scrub = Scrub {
+        text: &scrub_text,
+        json: &scrub_json,
+    };
+    let chrome = chrome::current();
+    Ok(render(&RunPage {
+        title: format!("Run {}", record.id.0),
+        live: !record.status.is_terminal(),
+        csrf: chrome
+            .as_ref()
+            .map(|chrome| chrome.csrf.clone())
+            .unwrap_or_default(),
+        chrome,
+        may_share: may(&authenticated.principal, "POST", "/runs/{id}/shares"),
+        next_steps: next_steps(
+            &record.id.0,
+            record.status.as_str(),
+            detail.summary.waiting_at.as_deref(),
+        ),
+        status: Status::of_run(record.status.as_str()),
+        reason: detail.summary.reason.clone(),
+        run_id: record.id.0.clone(),
+        workflow: record.workflow_name.clone(),
+        started_by,
+        created: when(record.created_at.0),
+        updated: when(record.updated_at.0),
+        gate,
+        cards: step_cards(&scrub, &order, &entries),
+        decisions,
+        timeline: timeline(&scrub, &entries),
+    }))
+}
+
+/// One row of the approvals list.
+pub(crate) struct ApprovalRow {
+    run: String,
+    workflow: String,
+    step: String,
+    since: String,
+}
+
+#[derive(Template)]
+#[template(path = "approvals.html")]
+struct ApprovalsPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    waiting: Vec<ApprovalRow>,
 }
 
 /// `GET /approvals`: the gates of the account waiting for a decision.
@@ -173,16 +504,61 @@ pub(crate) async fn approvals_page(
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
     let waiting = waiting_gates(&state.shared, &authenticated.account())?;
-    let mut body = String::from("<h1>Waiting for a decision</h1>\n<ul>\n");
-    for approval in &waiting {
-        body.push_str(&format!(
-            "<li><a href=\"/runs/{}\">{}</a>: step {} of {}</li>\n",
-            escape(&approval.run),
-            escape(&approval.run),
-            escape(&approval.step),
-            escape(&approval.workflow)
-        ));
+    Ok(render(&ApprovalsPage {
+        title: "Approvals",
+        chrome: chrome::current(),
+        live: false,
+        waiting: waiting
+            .into_iter()
+            .map(|approval| ApprovalRow {
+                since: when(approval.waiting_since),
+                run: approval.run,
+                workflow: approval.workflow,
+                step: approval.step,
+            })
+            .collect(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_is_parsed_and_written_back_the_same() {
+        let query = RunsQuery {
+            workflow: "refund & co".into(),
+            status: "failed".into(),
+            started_by: "person:p_1".into(),
+            after: String::new(),
+        };
+        let filter = run_filter(&query).unwrap();
+        assert_eq!(filter.status, Some(RunStatus::Failed));
+        assert_eq!(
+            filter.started_by,
+            Some(("person".to_owned(), Some("p_1".to_owned())))
+        );
+        let cursor = RunCursor {
+            created_at: Timestamp(5),
+            id: RunId("run_1".into()),
+        };
+        assert_eq!(
+            runs_href(&query, Some(&cursor)),
+            "/runs?workflow=refund%20%26%20co&status=failed&started_by=person%3Ap_1&after=5.run_1"
+        );
+        assert_eq!(run_cursor("5.run_1").unwrap(), Some(cursor));
     }
-    body.push_str("</ul>");
-    Ok(page("Approvals", &body))
+
+    #[test]
+    fn a_bad_filter_says_what_would_be_right() {
+        let query = RunsQuery {
+            status: "done".into(),
+            ..RunsQuery::default()
+        };
+        let Err(Error::InvalidInput { reason, .. }) = run_filter(&query) else {
+            panic!("an unknown status was accepted");
+        };
+        assert!(reason.contains("succeeded"), "{reason}");
+        assert!(run_cursor("yesterday").is_err());
+    }
 }

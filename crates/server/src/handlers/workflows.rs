@@ -3,25 +3,26 @@
 //! yes/no (or unknown, never read as no), the connections granted by name, under the caption
 //! word for word ([`spec::REACH_CAPTION`]).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use api_types::{
     Internet, ReachReport, ReachRow, RunDetail, StartRunRequest, WorkflowListItem,
     WorkflowStepView, WorkflowView,
 };
-use auth::{CsrfToken, Role};
+use askama::Template;
+use auth::Role;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
-use serde::Deserialize;
 use spec::Workflow;
 
 use crate::authn::Authenticated;
+use crate::chrome::{self, Chrome};
 use crate::handlers::blocking;
 use crate::handlers::runs::{detail, run_in_scope};
-use crate::html::{escape, page};
-use crate::layers::CSRF_FIELD;
+use crate::html::render;
 use crate::state::Shared;
 use crate::{AppState, Error, WorkflowSource};
 
@@ -108,7 +109,11 @@ fn view(name: &str, loaded: Loaded) -> WorkflowView {
 }
 
 /// The reach panel of a valid workflow, as the wire type.
-fn reach_report(shared: &Shared, account: &str, workflow: &Workflow) -> Result<ReachReport, Error> {
+pub(crate) fn reach_report(
+    shared: &Shared,
+    account: &str,
+    workflow: &Workflow,
+) -> Result<ReachReport, Error> {
     let source = source_of(shared, "read agents for the reach")?;
     let rows = spec::reach(workflow, &|agent| source.agent(account, agent));
     Ok(ReachReport {
@@ -253,30 +258,139 @@ pub(crate) async fn start_with_json(
     Ok((StatusCode::CREATED, Json(detail)))
 }
 
-#[derive(Deserialize)]
-pub(crate) struct StartRunForm {
-    workflow: String,
-    /// The inputs as JSON text; empty means none.
-    #[serde(default)]
-    inputs: String,
-}
-
-/// `POST /runs`: the workflow screen's start form; to the new run's page.
+/// `POST /runs`: the workflow screen's start form (one field per declared input,
+/// `input.NAME`; or, for scripts, the whole inputs as one JSON object in `inputs`); to the new
+/// run's page. A value that does not fit its type, or a run the engine refuses, answers the
+/// workflow page again with what was typed and the error beside its field.
 pub(crate) async fn start_with_form(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
-    Form(form): Form<StartRunForm>,
+    Form(fields): Form<Vec<(String, String)>>,
 ) -> Result<Response, Error> {
-    let inputs = if form.inputs.trim().is_empty() {
-        serde_json::json!({})
-    } else {
-        serde_json::from_str(&form.inputs).map_err(|error| Error::InvalidInput {
-            field: "inputs",
-            reason: format!("the inputs are not JSON: {error}"),
-        })?
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.as_str())
     };
-    let detail = start(&state, &authenticated, &form.workflow, inputs).await?;
-    Ok(Redirect::to(&format!("/runs/{}", detail.summary.run)).into_response())
+    let name = field("workflow").unwrap_or_default().to_owned();
+    let typed: BTreeMap<String, String> = fields
+        .iter()
+        .filter_map(|(field, value)| {
+            field
+                .strip_prefix("input.")
+                .map(|input| (input.to_owned(), value.clone()))
+        })
+        .collect();
+    let account = authenticated.principal.account_id().to_owned();
+    let inputs = match field("inputs") {
+        Some(json) if !json.trim().is_empty() => {
+            serde_json::from_str(json).map_err(|error| Error::InvalidInput {
+                field: "inputs",
+                reason: format!("the inputs are not JSON: {error}"),
+            })?
+        }
+        _ if typed.is_empty() && field("inputs").is_some() => serde_json::json!({}),
+        _ => {
+            let workflow = load_valid(&state.shared, &account, &name)?;
+            match form_inputs(&workflow, &typed) {
+                Ok(inputs) => inputs,
+                Err(errors) => {
+                    let page = workflow_page_for(
+                        &state.shared,
+                        &authenticated,
+                        &name,
+                        Typed {
+                            values: typed,
+                            errors,
+                            form_error: Some(
+                                "Some inputs need a change; nothing was started.".to_owned(),
+                            ),
+                        },
+                    )?;
+                    return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
+                }
+            }
+        }
+    };
+    match start(&state, &authenticated, &name, inputs).await {
+        Ok(detail) => Ok(Redirect::to(&format!("/runs/{}", detail.summary.run)).into_response()),
+        Err(Error::RunRefused { source, .. }) if !typed.is_empty() => {
+            let page = workflow_page_for(
+                &state.shared,
+                &authenticated,
+                &name,
+                Typed {
+                    values: typed,
+                    errors: BTreeMap::new(),
+                    form_error: Some(format!("The run was refused: {source}")),
+                },
+            )?;
+            Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The inputs of a run from the form's fields, each converted by its declared type, or the
+/// error of each field that does not fit.
+fn form_inputs(
+    workflow: &Workflow,
+    typed: &BTreeMap<String, String>,
+) -> Result<serde_json::Value, BTreeMap<String, String>> {
+    let mut inputs = serde_json::Map::new();
+    let mut errors = BTreeMap::new();
+    for input in workflow.inputs() {
+        let text = typed.get(input.name()).map(String::as_str).unwrap_or("");
+        let value = match input.kind() {
+            spec::InputKind::String => Ok(serde_json::Value::from(text)),
+            spec::InputKind::Boolean => Ok(serde_json::Value::from(text == "true")),
+            spec::InputKind::Integer => text
+                .trim()
+                .parse::<i64>()
+                .map(serde_json::Value::from)
+                .map_err(|_| "Write a whole number, such as 42.".to_owned()),
+            spec::InputKind::Number => text
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(serde_json::Value::Number)
+                .ok_or_else(|| "Write a number, such as 4.5.".to_owned()),
+            kind @ (spec::InputKind::Object | spec::InputKind::Array) => {
+                match serde_json::from_str::<serde_json::Value>(text) {
+                    Ok(value @ serde_json::Value::Object(_)) if kind == spec::InputKind::Object => {
+                        Ok(value)
+                    }
+                    Ok(value @ serde_json::Value::Array(_)) if kind == spec::InputKind::Array => {
+                        Ok(value)
+                    }
+                    Ok(_) if kind == spec::InputKind::Object => {
+                        Err("Write a JSON object, such as {\"key\": \"value\"}.".to_owned())
+                    }
+                    Ok(_) => Err("Write a JSON array, such as [1, 2].".to_owned()),
+                    Err(error) => Err(format!(
+                        "This is not JSON: {error} (line {}, column {}).",
+                        error.line(),
+                        error.column()
+                    )),
+                }
+            }
+        };
+        match value {
+            Ok(value) => {
+                inputs.insert(input.name().to_owned(), value);
+            }
+            Err(error) => {
+                errors.insert(input.name().to_owned(), error);
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(serde_json::Value::Object(inputs))
+    } else {
+        Err(errors)
+    }
 }
 
 /// `GET /workflows`: the account's workflows.
@@ -285,61 +399,143 @@ pub(crate) async fn list_page(
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
     let items = list_items(&state.shared, authenticated.principal.account_id())?;
-    let mut body = String::from("<h1>Workflows</h1>\n<ul>\n");
-    for item in &items {
-        body.push_str(&format!(
-            "<li><a href=\"/workflows/{}\">{}</a>{}</li>\n",
-            escape(&item.name),
-            escape(&item.name),
-            if item.valid { "" } else { " (invalid)" }
-        ));
-    }
-    body.push_str("</ul>");
-    Ok(page("Workflows", &body))
+    Ok(render(&WorkflowsPage {
+        title: "Workflows",
+        chrome: chrome::current(),
+        live: false,
+        items,
+    }))
 }
 
-fn internet_cell(row: &ReachRow) -> String {
+#[derive(Template)]
+#[template(path = "workflows.html")]
+struct WorkflowsPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    items: Vec<WorkflowListItem>,
+}
+
+/// A step of the workflow page.
+struct StepLine {
+    id: String,
+    gate: bool,
+    explain: String,
+    /// An agent step's agent: its name and description.
+    agent: Option<(String, String)>,
+}
+
+/// A row of the reach panel, in words.
+struct ReachLine {
+    step: String,
+    internet: String,
+    connections: String,
+    secrets: String,
+    limits: String,
+}
+
+/// One field of the start form.
+struct InputField {
+    name: String,
+    kind: &'static str,
+    /// `text`, `number`, `checkbox` or `json`.
+    widget: &'static str,
+    hint: &'static str,
+    /// `1` for integers, `any` for numbers.
+    step: &'static str,
+    value: String,
+    error: Option<String>,
+}
+
+/// A connection a run needs, and whether the vault has it.
+struct ConnectionNeed {
+    alias: String,
+    state: &'static str,
+    set: bool,
+}
+
+#[derive(Template)]
+#[template(path = "workflow.html")]
+struct WorkflowPage {
+    title: String,
+    chrome: Option<Chrome>,
+    live: bool,
+    name: String,
+    file: String,
+    problems: Vec<String>,
+    steps: Vec<StepLine>,
+    caption: &'static str,
+    rows: Vec<ReachLine>,
+    with_limits: bool,
+    inputs: Vec<InputField>,
+    connections: Vec<ConnectionNeed>,
+    can_start: bool,
+    csrf: String,
+    form_error: Option<String>,
+}
+
+/// What a person typed into the start form, kept when it is shown again.
+#[derive(Default)]
+struct Typed {
+    values: BTreeMap<String, String>,
+    errors: BTreeMap<String, String>,
+    form_error: Option<String>,
+}
+
+fn internet_words(row: &ReachRow) -> String {
     match row.internet {
         Internet::Yes => "yes".to_owned(),
         Internet::No => "no".to_owned(),
         Internet::Unknown => format!(
             "unknown ({})",
-            escape(row.unknown_reason.as_deref().unwrap_or("not known"))
+            row.unknown_reason.as_deref().unwrap_or("not known")
         ),
     }
 }
 
-/// The start form's first inputs: every declared input with an empty value of its type, for
-/// the person to fill in.
-fn input_skeleton(workflow: &Workflow) -> String {
-    let inputs: serde_json::Map<String, serde_json::Value> = workflow
+fn names_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The start form's fields: every declared input with the widget of its type and what was
+/// typed (an empty value of its type at first).
+fn input_fields(workflow: &Workflow, typed: &Typed) -> Vec<InputField> {
+    workflow
         .inputs()
         .iter()
         .map(|input| {
-            let empty = match input.kind() {
-                spec::InputKind::String => serde_json::json!(""),
-                spec::InputKind::Integer | spec::InputKind::Number => serde_json::json!(0),
-                spec::InputKind::Boolean => serde_json::json!(false),
-                spec::InputKind::Object => serde_json::json!({}),
-                spec::InputKind::Array => serde_json::json!([]),
+            let (widget, hint, step, empty) = match input.kind() {
+                spec::InputKind::String => ("text", "text", "", ""),
+                spec::InputKind::Integer => ("number", "a whole number", "1", ""),
+                spec::InputKind::Number => ("number", "a number", "any", ""),
+                spec::InputKind::Boolean => ("checkbox", "yes or no", "", ""),
+                spec::InputKind::Object => ("json", "a JSON object", "", "{}"),
+                spec::InputKind::Array => ("json", "a JSON array", "", "[]"),
             };
-            (input.name().to_owned(), empty)
+            InputField {
+                name: input.name().to_owned(),
+                kind: input.kind().as_str(),
+                widget,
+                hint,
+                step,
+                value: typed
+                    .values
+                    .get(input.name())
+                    .cloned()
+                    .unwrap_or_else(|| empty.to_owned()),
+                error: typed.errors.get(input.name()).cloned(),
+            }
         })
-        .collect();
-    serde_json::Value::Object(inputs).to_string()
+        .collect()
 }
 
-/// What a run of `workflow` needs before it can start: its inputs with their types, and each
-/// connection it names with whether the account's vault has it (names and states only).
-fn needs_section(shared: &Shared, account: &str, workflow: &Workflow) -> String {
-    let mut section = String::from("<section id=\"needs\">\n<h2>What a run needs</h2>\n<ul>\n");
-    for input in workflow.inputs() {
-        section.push_str(&format!(
-            "<li>input <code>{}</code>: {}</li>\n",
-            escape(input.name()),
-            escape(input.kind().as_str())
-        ));
-    }
+/// Each connection a run of `workflow` names, with whether the account's vault has it (names
+/// and states only).
+fn connection_needs(shared: &Shared, account: &str, workflow: &Workflow) -> Vec<ConnectionNeed> {
     let mut aliases: Vec<&str> = workflow
         .steps()
         .iter()
@@ -351,129 +547,189 @@ fn needs_section(shared: &Shared, account: &str, workflow: &Workflow) -> String 
         .vault
         .as_ref()
         .map(|vault| vault.connections().list(account));
-    for alias in aliases {
-        let state = match &known {
-            Some(Ok(connections)) => match connections.iter().find(|info| info.alias == alias) {
-                Some(info) if info.revoked_at.is_some() => {
-                    "revoked: a run is refused until an admin sets it again on the Vault page"
+    aliases
+        .into_iter()
+        .map(|alias| {
+            let (state, set) = match &known {
+                Some(Ok(connections)) => {
+                    match connections.iter().find(|info| info.alias == alias) {
+                        Some(info) if info.revoked_at.is_some() => (
+                            "revoked: a run is refused until an admin sets it again on the Vault page",
+                            false,
+                        ),
+                        Some(_) => ("set", true),
+                        None => (
+                            "not set: an admin adds it on the Vault page before a run can start",
+                            false,
+                        ),
+                    }
                 }
-                Some(_) => "set",
-                None => "not set: an admin adds it on the Vault page before a run can start",
+                Some(Err(_)) | None => ("unknown (the vault cannot be read here)", false),
+            };
+            ConnectionNeed {
+                alias: alias.to_owned(),
+                state,
+                set,
+            }
+        })
+        .collect()
+}
+
+/// The workflow screen, with what was typed into its start form.
+fn workflow_page_for(
+    shared: &Shared,
+    authenticated: &Authenticated,
+    name: &str,
+    typed: Typed,
+) -> Result<Html<String>, Error> {
+    let account = authenticated.principal.account_id();
+    let chrome = chrome::current();
+    let csrf = chrome
+        .as_ref()
+        .map(|chrome| chrome.csrf.clone())
+        .unwrap_or_default();
+    let mut page = WorkflowPage {
+        title: name.to_owned(),
+        chrome,
+        live: false,
+        name: name.to_owned(),
+        file: String::new(),
+        problems: Vec::new(),
+        steps: Vec::new(),
+        caption: spec::REACH_CAPTION,
+        rows: Vec::new(),
+        with_limits: false,
+        inputs: Vec::new(),
+        connections: Vec::new(),
+        can_start: authenticated.session.is_some()
+            && authenticated.principal.role() >= Role::Member,
+        csrf,
+        form_error: typed.form_error.clone(),
+    };
+    let workflow = match load(shared, account, name)? {
+        Loaded::Valid(workflow) => *workflow,
+        Loaded::Invalid {
+            file_name,
+            problems,
+        } => {
+            page.file = file_name;
+            page.problems = problems;
+            return Ok(render(&page));
+        }
+    };
+    let source = source_of(shared, "read agents for the workflow page")?;
+    let report = reach_report(shared, account, &workflow)?;
+    page.title = workflow.name().to_owned();
+    page.file = workflow.file_name().to_owned();
+    page.steps = workflow
+        .steps()
+        .iter()
+        .zip(&report.rows)
+        .map(|(step, row)| StepLine {
+            id: step.id().to_owned(),
+            gate: step.is_gate(),
+            explain: step.explain().to_owned(),
+            agent: row.agent.as_ref().map(|agent| {
+                let description = source
+                    .agent(account, agent)
+                    .map(|found| found.description().to_owned())
+                    .unwrap_or_else(|| "(no such agent in this account)".to_owned());
+                (agent.clone(), description)
+            }),
+        })
+        .collect();
+    page.with_limits = report.rows.iter().any(|row| !row.limits.is_empty());
+    page.rows = report
+        .rows
+        .iter()
+        .map(|row| ReachLine {
+            step: row.step.clone(),
+            internet: internet_words(row),
+            connections: names_or_none(&row.connections),
+            secrets: names_or_none(&row.secrets),
+            limits: if row.limits.is_empty() {
+                "default".to_owned()
+            } else {
+                row.limits.join(", ")
             },
-            Some(Err(_)) | None => "unknown (the vault cannot be read here)",
-        };
-        section.push_str(&format!(
-            "<li>connection <code>{}</code>: {state}</li>\n",
-            escape(alias)
-        ));
-    }
-    section.push_str("</ul>\n</section>\n");
-    section
+        })
+        .collect();
+    page.inputs = input_fields(&workflow, &typed);
+    page.connections = connection_needs(shared, account, &workflow);
+    Ok(render(&page))
 }
 
 /// `GET /workflows/{name}`: the workflow screen: each step with its explanation, the panel
-/// "What each step can reach", and (for members) the form that starts a run.
+/// "What each step can reach", what a run needs, and (for members) the form that starts a run.
 pub(crate) async fn workflow_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path(name): Path<String>,
 ) -> Result<Html<String>, Error> {
-    let shared = &state.shared;
-    let account = authenticated.principal.account_id();
-    let workflow = match load(shared, account, &name)? {
-        Loaded::Valid(workflow) => *workflow,
-        Loaded::Invalid { problems, .. } => {
-            let mut body = format!(
-                "<h1>{}</h1>\n<p>This workflow does not validate, so it cannot run:</p>\n<ul>\n",
-                escape(&name)
-            );
-            for problem in &problems {
-                body.push_str(&format!("<li>{}</li>\n", escape(problem)));
-            }
-            body.push_str("</ul>");
-            return Ok(page(&name, &body));
-        }
-    };
-    let report = reach_report(shared, account, &workflow)?;
-    let mut body = format!(
-        "<h1>{}</h1>\n<h2>Steps</h2>\n<ol>\n",
-        escape(workflow.name())
-    );
-    for step in workflow.steps() {
-        body.push_str(&format!(
-            "<li><strong>{}</strong>{}: {}</li>\n",
-            escape(step.id()),
-            if step.is_gate() {
-                " (waits for a person's approval)"
-            } else {
-                ""
-            },
-            escape(step.explain())
-        ));
-    }
-    // A limits column only when some step declares limits (non-default ones only, G27).
-    let with_limits = report.rows.iter().any(|row| !row.limits.is_empty());
-    body.push_str(&format!(
-        "</ol>\n<section id=\"reach\">\n<h2>What each step can reach</h2>\n<p>{}</p>\n\
-         <table>\n<tr><th>Step</th><th>Internet</th><th>Connections</th>{}</tr>\n",
-        escape(&report.caption),
-        if with_limits { "<th>Limits</th>" } else { "" }
-    ));
-    for row in &report.rows {
-        let limits_cell = if !with_limits {
-            String::new()
-        } else if row.limits.is_empty() {
-            String::from("<td>default</td>")
-        } else {
-            format!("<td>{}</td>", escape(&row.limits.join(", ")))
-        };
-        body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td>{limits_cell}</tr>\n",
-            escape(&row.step),
-            internet_cell(row),
-            if row.connections.is_empty() {
-                "none".to_owned()
-            } else {
-                escape(&row.connections.join(", "))
-            }
-        ));
-    }
-    body.push_str("</table>\n</section>\n");
-    body.push_str(&needs_section(shared, account, &workflow));
-    if let Some(session) = &authenticated.session
-        && authenticated.principal.role() >= Role::Member
-    {
-        let csrf = CsrfToken::for_session(&shared.csrf_key, &session.token_hash);
-        body.push_str(&format!(
-            "<h2>Start a run</h2>\n<form method=\"post\" action=\"/runs\">\n\
-             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
-             <input type=\"hidden\" name=\"workflow\" value=\"{}\">\n\
-             <label>Inputs (JSON) <textarea name=\"inputs\">{}</textarea></label>\n\
-             <button type=\"submit\">Run</button>\n</form>",
-            escape(csrf.as_str()),
-            escape(&name),
-            escape(&input_skeleton(&workflow))
-        ));
-    }
-    Ok(page(workflow.name(), &body))
+    workflow_page_for(&state.shared, &authenticated, &name, Typed::default())
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn the_start_form_lists_every_input_with_an_empty_value_of_its_type() {
-        let workflow = spec::parse_workflow(
+    use std::collections::BTreeMap;
+
+    fn workflow() -> spec::Workflow {
+        spec::parse_workflow(
             "w.yaml",
-            "name: w\npython: \"3.11\"\ninputs:\n  month: string\n  lines: array\n  top: integer\n\
-             steps:\n  - id: s\n    explain: Does it.\n    code: |\n      def main():\n          \
-             return 1\n",
+            "name: w\npython: \"3.11\"\ninputs:\n  month: string\n  lines: array\n  top: integer\n  \
+             rate: number\n  dry: boolean\nsteps:\n  - id: s\n    explain: Does it.\n    code: |\n      \
+             def main():\n          return 1\n",
         )
-        .unwrap();
-        let skeleton: serde_json::Value =
-            serde_json::from_str(&super::input_skeleton(&workflow)).unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn the_start_form_has_one_field_of_its_type_per_input() {
+        let fields = super::input_fields(&workflow(), &super::Typed::default());
+        let widgets: Vec<(&str, &str, &str)> = fields
+            .iter()
+            .map(|field| (field.name.as_str(), field.widget, field.value.as_str()))
+            .collect();
         assert_eq!(
-            skeleton,
-            serde_json::json!({"month": "", "lines": [], "top": 0})
+            widgets,
+            [
+                ("month", "text", ""),
+                ("lines", "json", "[]"),
+                ("top", "number", ""),
+                ("rate", "number", ""),
+                ("dry", "checkbox", ""),
+            ]
         );
+    }
+
+    #[test]
+    fn typed_fields_become_inputs_of_their_types() {
+        let typed: BTreeMap<String, String> = [
+            ("month", "2026-11"),
+            ("lines", "[1, 2]"),
+            ("top", " 3 "),
+            ("rate", "4.5"),
+            ("dry", "true"),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect();
+        assert_eq!(
+            super::form_inputs(&workflow(), &typed).unwrap(),
+            serde_json::json!({"month": "2026-11", "lines": [1, 2], "top": 3, "rate": 4.5, "dry": true})
+        );
+    }
+
+    #[test]
+    fn a_field_that_does_not_fit_its_type_gets_its_own_error() {
+        let typed: BTreeMap<String, String> = [("top", "three"), ("lines", "{\"a\": 1}")]
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+        let errors = super::form_inputs(&workflow(), &typed).unwrap_err();
+        assert_eq!(errors["top"], "Write a whole number, such as 42.");
+        assert_eq!(errors["lines"], "Write a JSON array, such as [1, 2].");
+        assert_eq!(errors["rate"], "Write a number, such as 4.5.");
+        assert!(!errors.contains_key("month") && !errors.contains_key("dry"));
     }
 }

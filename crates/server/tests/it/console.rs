@@ -15,15 +15,25 @@ async fn g23_run_page_shows_the_timeline_and_a_members_decision_form() {
     let page = harness.call("GET", &path, &member, None).await;
     assert_eq!(page.status, 200, "{}", page.text());
     let text = page.text();
-    assert!(text.contains("gate.parked"), "{text}");
+    assert!(
+        text.contains("The run waits for a person&#39;s decision before “ship”")
+            || text.contains("The run waits for a person's decision before “ship”"),
+        "the timeline is in words: {text}"
+    );
+    assert!(text.contains("/api/runs/") && text.contains("/events\">Raw events"));
     assert!(text.contains(&format!("action=\"/runs/{}/steps/ship/decide\"", run.0)));
     assert!(text.contains("name=\"csrf\""));
-    assert!(!text.contains("<script"), "no inline script under the CSP");
+    for script in text.split("<script").skip(1) {
+        assert!(
+            script.trim_start().starts_with("src=\"/static/"),
+            "no inline script under the CSP: {text}"
+        );
+    }
     let viewer = harness.credentials(Caller::Person(Role::Viewer));
     let viewer_page = harness.call("GET", &path, &viewer, None).await;
     assert_eq!(viewer_page.status, 200);
     assert!(
-        !viewer_page.text().contains("<form"),
+        !viewer_page.text().contains("/decide\""),
         "a viewer cannot decide"
     );
     let Credentials::Session { cookie, csrf, .. } = &member else {
@@ -107,4 +117,67 @@ async fn g26_home_links_only_to_pages_the_role_may_open() {
             assert_eq!(answer.status, 200, "{role:?} {link}: {}", answer.text());
         }
     }
+}
+
+/// The run page's live stream (issue 14): it checks its session again at least every 30 s and
+/// closes when the session is revoked; it carries no record text, only event names.
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_a_live_run_stream_closes_when_its_session_is_revoked() {
+    use tower::ServiceExt;
+
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let response = harness
+        .app
+        .clone()
+        .oneshot(crate::support::request(
+            "GET",
+            &format!("/runs/{}/stream", run.0),
+            &member,
+            None,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|value| value.to_str().ok()),
+        Some("text/event-stream")
+    );
+    let revoked = harness.call("DELETE", "/api/sessions", &member, None).await;
+    assert!(revoked.status < 300, "{}", revoked.text());
+    let started = std::time::Instant::now();
+    let body = tokio::time::timeout(
+        std::time::Duration::from_secs(45),
+        axum::body::to_bytes(response.into_body(), 64 * 1024),
+    )
+    .await
+    .expect("the stream did not close within 45 s of the revocation")
+    .unwrap();
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        started.elapsed() <= std::time::Duration::from_secs(31),
+        "closed after {:?}",
+        started.elapsed()
+    );
+    assert!(text.contains("event: closed"), "{text}");
+    assert!(text.contains("Your session has ended"), "{text}");
+    assert!(
+        !text.contains("ship"),
+        "no record text in the stream: {text}"
+    );
+    // A key never opens a live page (people only), and another account's run is not found.
+    let key = harness.credentials(Caller::Key(Role::Admin));
+    let by_key = harness
+        .call("GET", &format!("/runs/{}/stream", run.0), &key, None)
+        .await;
+    assert_eq!(by_key.status, 403);
+    let stranger = harness.credentials(Caller::StrangerPerson);
+    let theirs = harness
+        .call("GET", &format!("/runs/{}/stream", run.0), &stranger, None)
+        .await;
+    assert_eq!(theirs.status, 404);
 }

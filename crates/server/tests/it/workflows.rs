@@ -39,11 +39,11 @@ async fn g27_reach_panel_has_every_step_and_the_caption_word_for_word() {
     assert!(text.contains(CAPTION), "{text}");
     assert!(text.contains("Fetches the orders."));
     assert!(
-        text.contains("<td>fetch</td><td>yes</td><td>payments</td>"),
+        text.contains("<td><code>fetch</code></td><td>yes</td><td>payments</td><td>none</td>"),
         "{text}"
     );
     assert!(
-        text.contains("<td>summarize</td><td>no</td><td>none</td>"),
+        text.contains("<td><code>summarize</code></td><td>no</td><td>none</td><td>none</td>"),
         "{text}"
     );
     assert!(

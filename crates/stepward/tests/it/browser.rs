@@ -23,7 +23,8 @@ const PASSWORD: &str = "correct horse battery staple";
 const NOTE: &str = "totals checked in the browser";
 const REACH_CAPTION: &str =
     "This is what each step is permitted to reach, not a review of what its code does.";
-const INPUTS: &str = r#"{"month":"2026-11","lines":[{"customer":"acme","cents":1250},{"customer":"bolt","cents":990}]}"#;
+const MONTH: &str = "2026-11";
+const LINES: &str = r#"[{"customer":"acme","cents":1250},{"customer":"bolt","cents":990}]"#;
 /// The W3C name of an element reference in a WebDriver answer.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long a step of the flow may take; a run's sandboxes start within it even on a busy
@@ -365,6 +366,42 @@ impl Browser {
         );
     }
 
+    /// Runs `script` in the page (WebDriver's execution is not subject to the page's CSP) and
+    /// answers what it returned.
+    fn execute(&self, script: &str) -> Value {
+        self.command(
+            "POST",
+            &self.session_path("/execute/sync"),
+            Some(json!({ "script": script, "args": [] })),
+        )
+    }
+
+    /// Runs `script`, whose last argument is the callback it answers through.
+    fn execute_async(&self, script: &str) -> Value {
+        self.command(
+            "POST",
+            &self.session_path("/execute/async"),
+            Some(json!({ "script": script, "args": [] })),
+        )
+    }
+
+    fn set_size(&self, width: u32, height: u32) {
+        self.command(
+            "POST",
+            &self.session_path("/window/rect"),
+            Some(json!({ "width": width, "height": height })),
+        );
+    }
+
+    /// A PNG of the page as shown.
+    fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine;
+        let encoded = self.command("GET", &self.session_path("/screenshot"), None);
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().unwrap_or_default())
+            .unwrap()
+    }
+
     fn click(&self, element: &str) {
         self.command(
             "POST",
@@ -486,6 +523,60 @@ fn start_server(home: &Home) -> (Process, SocketAddr, String) {
     (server, address, path)
 }
 
+/// The widths a page is looked at: a laptop's and a phone's.
+const WIDTHS: &[(&str, u32, u32)] = &[("laptop", 1280, 900), ("phone", 390, 844)];
+
+/// Where the screenshots go (printed, so a person can open them).
+fn screenshot_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Looks at the page shown as a person would at each width: a screenshot of it, no sideways
+/// scrolling on a phone, and no accessibility violation of impact `serious` or `critical`
+/// (axe-core, run in the same browser).
+fn look_at(browser: &Browser, name: &str) {
+    let axe_path =
+        repo_root().join("crates/stepward/tests/browser/node_modules/axe-core/axe.min.js");
+    let axe = std::fs::read_to_string(&axe_path).unwrap_or_else(|error| {
+        panic!(
+            "{}: {error}; scripts/setup installs axe-core (npm ci in crates/stepward/tests/browser)",
+            axe_path.display()
+        )
+    });
+    for &(width_name, width, height) in WIDTHS {
+        browser.set_size(width, height);
+        let path = screenshot_dir().join(format!("{name}-{width_name}.png"));
+        std::fs::write(&path, browser.screenshot()).unwrap();
+        println!("screenshot: {}", path.display());
+        let overflow = browser.execute(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth;",
+        );
+        assert!(
+            overflow.as_i64().unwrap_or(0) <= 1,
+            "{name} scrolls sideways by {overflow} px at {width} px wide ({})",
+            path.display()
+        );
+        browser.execute(&format!("{axe}\nreturn true;"));
+        let violations = browser.execute_async(
+            "const done = arguments[arguments.length - 1];
+             axe.run(document, { resultTypes: ['violations'] }).then(result => done(
+               result.violations
+                 .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                 .map(v => v.impact + ' ' + v.id + ': ' + v.help + ' at ' +
+                      v.nodes.map(n => n.target.join(' ')).join(', '))
+             )).catch(error => done(['axe failed: ' + error]));",
+        );
+        assert_eq!(
+            violations,
+            json!([]),
+            "{name} at {width} px has accessibility violations"
+        );
+    }
+    browser.set_size(WIDTHS[0].1, WIDTHS[0].2);
+}
+
 #[test]
 fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     let home = Home::new();
@@ -545,18 +636,45 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     assert_eq!(
         rows,
         vec![
-            vec!["total".to_owned(), "no".to_owned(), "none".to_owned()],
+            vec![
+                "total".to_owned(),
+                "no".to_owned(),
+                "none".to_owned(),
+                "none".to_owned()
+            ],
             vec![
                 "file_summary".to_owned(),
                 "no".to_owned(),
-                "signing".to_owned()
+                "signing".to_owned(),
+                "none".to_owned()
             ],
         ],
         "a row for every step that runs code"
     );
 
-    // The console's start form runs the workflow until it parks at the gate.
-    browser.type_into(&browser.find("textarea[name=inputs]"), INPUTS);
+    look_at(&browser, "workflow");
+
+    // The console's start form, one field per declared input: a JSON field that is not JSON
+    // answers the page again with the error beside it and what was typed kept.
+    browser.type_into(&browser.find("input[name='input.month']"), MONTH);
+    browser.type_into(&browser.find("textarea[name='input.lines']"), "[not json");
+    browser.click(&browser.find("form[action='/runs'] button[type=submit]"));
+    browser.wait_for("the form with its error", |_, source| {
+        source.contains("id=\"error-lines\"")
+    });
+    assert!(
+        browser
+            .text(&browser.find("#error-lines"))
+            .starts_with("This is not JSON"),
+        "the error is beside its field"
+    );
+    assert_eq!(
+        browser.execute("return document.querySelector(\"input[name='input.month']\").value;"),
+        json!(MONTH),
+        "nothing typed is lost on an error"
+    );
+    // Then the run, until it parks at the gate.
+    browser.type_into(&browser.find("textarea[name='input.lines']"), LINES);
     browser.click(&browser.find("form[action='/runs'] button[type=submit]"));
     browser.wait_for("the new run's page", |url, source| {
         url.starts_with(&format!("{base}/runs/run_")) && source.contains("<h2>Timeline</h2>")
@@ -565,19 +683,35 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     let run_id = run_url
         .trim_start_matches(&format!("{base}/runs/"))
         .to_owned();
-    let source = browser.page_source();
-    assert!(source.contains("Status: waiting_approval"), "{source}");
-    assert!(
-        source.contains("Waiting for a decision on step file_summary"),
-        "{source}"
+    assert_eq!(
+        browser.text(&browser.find("#run-status")),
+        "waiting for approval"
     );
+    assert_eq!(
+        browser.text(&browser.find("#gate-title")),
+        "Waiting for a decision on file_summary"
+    );
+    let gate = browser.text(&browser.find("#gate"));
+    for seen in [REACH_CAPTION, "signing", "\"month\": \"2026-11\""] {
+        assert!(gate.contains(seen), "the gate shows {seen:?}: {gate}");
+    }
+    assert!(!browser.page_source().contains(SIGNING_KEY));
+    look_at(&browser, "run-waiting");
 
     // Approve with a note from the run page.
     browser.type_into(&browser.find("textarea[name=note]"), NOTE);
     browser.click(&browser.find("button[name=decision][value=approve]"));
     browser.wait_for("the run page after the decision", |url, source| {
-        url == run_url && source.contains("Status: succeeded")
+        url == run_url && source.contains("id=\"run-status\">succeeded<")
     });
+    let timeline = browser.text(&browser.find("ol.timeline"));
+    assert!(
+        timeline.contains(&format!(
+            "ada approved “file_summary” from the console: “{NOTE}”"
+        )),
+        "the timeline in words: {timeline}"
+    );
+    look_at(&browser, "run");
     let decisions: Vec<String> = browser
         .find_all("li")
         .iter()
@@ -587,7 +721,7 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     assert_eq!(
         decisions,
         vec![format!(
-            "approve file_summary by person ada through console: {NOTE}"
+            "approve file_summary by ada through the console: {NOTE}"
         )],
         "the decision with who, door and note"
     );
@@ -617,6 +751,25 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
         !answer.body.contains(SIGNING_KEY),
         "the connection's value never reaches the record"
     );
+
+    // The runs list: the run, newest first, with its status in words.
+    browser.open(&format!("{base}/runs"));
+    browser.wait_for("the runs list", |_, source| {
+        source.contains("<h1>Runs</h1>")
+    });
+    assert!(
+        browser
+            .text(&browser.find("tbody tr"))
+            .contains(&format!("{run_id} monthly_invoices succeeded ada")),
+        "{}",
+        browser.page_source()
+    );
+    look_at(&browser, "runs");
+    browser.open(&format!("{base}/approvals"));
+    browser.wait_for("the approvals", |_, source| {
+        source.contains("Nothing is waiting for a decision.")
+    });
+    look_at(&browser, "approvals");
 
     // The gate's step filed the summary: the account's files show it, written by the run.
     browser.open(&format!("{base}/files"));

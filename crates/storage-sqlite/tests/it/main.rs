@@ -8,5 +8,6 @@
 mod migrations;
 mod models;
 mod people;
+mod runs_list;
 mod story;
 mod support;

@@ -1,0 +1,236 @@
+//! `GET /runs/{id}/stream`: the run page's live updates, as server-sent events (axum's `Sse`).
+//!
+//! The stream says only *that* the run moved (`changed`), that it ended (`ended`) or that the
+//! stream is over (`closed`, with a fixed sentence); the page then fetches itself, through the
+//! same policy, scope check and served scrub as any page. So the stream carries nothing of a
+//! record, which is why it is the one answer the served scrub passes through
+//! ([`RecordFreeStream`]).
+//!
+//! A stream checks its session again at least every [`REAUTH_EVERY`] and closes when the
+//! session was revoked or expired, the person removed, or their account changed; it ends after
+//! [`MAX_STREAM_LIFETIME`] and the server holds at most [`MAX_LIVE_STREAMS`] at once (a page
+//! past the cap is told to reload by hand).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{self, Stream};
+use storage::RunId;
+use tokio::time::Instant;
+
+use crate::authn::{Authenticated, authenticate};
+use crate::handlers::blocking;
+use crate::handlers::runs::run_in_scope;
+use crate::served::RecordFreeStream;
+use crate::state::Shared;
+use crate::{AppState, Error};
+
+/// How often a stream looks at the run.
+pub(crate) const POLL_EVERY: Duration = Duration::from_secs(1);
+/// How often a stream checks its session again (the issue asks for at most 30 s).
+pub(crate) const REAUTH_EVERY: Duration = Duration::from_secs(15);
+/// How long one stream lives; the page reconnects (EventSource does by itself).
+pub(crate) const MAX_STREAM_LIFETIME: Duration = Duration::from_secs(30 * 60);
+/// How many streams the server holds at once.
+pub(crate) const MAX_LIVE_STREAMS: usize = 256;
+
+static OPEN_STREAMS: AtomicUsize = AtomicUsize::new(0);
+
+/// One open stream's place under the cap, given back when the stream is dropped.
+struct Slot;
+
+impl Slot {
+    fn take() -> Option<Slot> {
+        OPEN_STREAMS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                (open < MAX_LIVE_STREAMS).then_some(open + 1)
+            })
+            .ok()
+            .map(|_| Slot)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        OPEN_STREAMS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a look at the run needs (cloned into the blocking pool for each look).
+#[derive(Clone)]
+struct Probe {
+    shared: Arc<Shared>,
+    headers: HeaderMap,
+    session: String,
+    account: String,
+    run: RunId,
+}
+
+/// What a stream knows between two looks.
+struct Watch {
+    probe: Probe,
+    seen_events: usize,
+    opened: Instant,
+    checked: Instant,
+    done: bool,
+    _slot: Slot,
+}
+
+/// What one look found.
+enum Look {
+    Same,
+    Changed(usize),
+    Ended,
+    Closed(&'static str),
+}
+
+fn closed(sentence: &'static str) -> Event {
+    Event::default().event("closed").data(sentence)
+}
+
+/// Whether the request's credentials are still those of the stream's session and account.
+fn still_signed_in(probe: &Probe) -> Result<bool, Error> {
+    Ok(
+        authenticate(&probe.shared, &probe.headers)?.is_some_and(|authenticated| {
+            authenticated
+                .session
+                .as_ref()
+                .is_some_and(|session| session.id == probe.session)
+                && authenticated.principal.account_id() == probe.account
+        }),
+    )
+}
+
+fn look(probe: &Probe, seen_events: usize, reauth: bool) -> Result<Look, Error> {
+    if reauth && !still_signed_in(probe)? {
+        return Ok(Look::Closed(
+            "Your session has ended; sign in again to follow this run.",
+        ));
+    }
+    let events = probe
+        .shared
+        .store
+        .events(&probe.run)
+        .map_err(Error::storage("read a run's events for its live page"))?
+        .len();
+    let ended = probe
+        .shared
+        .store
+        .run(&probe.run)
+        .map_err(Error::storage("read a run for its live page"))?
+        .is_none_or(|run| run.status.is_terminal());
+    Ok(if ended {
+        Look::Ended
+    } else if events == seen_events {
+        Look::Same
+    } else {
+        Look::Changed(events)
+    })
+}
+
+/// The stream's events, one look every [`POLL_EVERY`].
+fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
+    stream::unfold(watch, |mut watch| async move {
+        loop {
+            if watch.done {
+                return None;
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+            if watch.opened.elapsed() >= MAX_STREAM_LIFETIME {
+                watch.done = true;
+                return Some((
+                    Ok(closed("Live updates paused; reload the page to go on.")),
+                    watch,
+                ));
+            }
+            let reauth = watch.checked.elapsed() >= REAUTH_EVERY;
+            let probe = watch.probe.clone();
+            let seen = watch.seen_events;
+            let found = blocking("look at a live run", move || look(&probe, seen, reauth))
+                .await
+                .and_then(|found| found);
+            if reauth {
+                watch.checked = Instant::now();
+            }
+            let event = match found {
+                Ok(Look::Same) => continue,
+                Ok(Look::Changed(events)) => {
+                    watch.seen_events = events;
+                    Event::default().event("changed").data("")
+                }
+                Ok(Look::Ended) => {
+                    watch.done = true;
+                    Event::default().event("ended").data("")
+                }
+                Ok(Look::Closed(sentence)) => {
+                    watch.done = true;
+                    closed(sentence)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "a live run page stopped");
+                    watch.done = true;
+                    closed("Live updates stopped; reload the page to see the latest.")
+                }
+            };
+            return Some((Ok(event), watch));
+        }
+    })
+}
+
+/// `GET /runs/{id}/stream`.
+pub(crate) async fn run_stream(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    headers: HeaderMap,
+    Path(run_id): Path<String>,
+) -> Result<Response, Error> {
+    let record = run_in_scope(&state.shared, &authenticated, &run_id)?;
+    let Some(session) = authenticated.session.as_ref() else {
+        return Err(Error::NotFound {
+            what: "live stream",
+            id: run_id,
+        });
+    };
+    let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
+        match Slot::take() {
+            Some(slot) => {
+                let seen_events = state
+                    .shared
+                    .store
+                    .events(&record.id)
+                    .map_err(Error::storage("read a run's events for its live page"))?
+                    .len();
+                Box::pin(events(Watch {
+                    probe: Probe {
+                        shared: state.shared.clone(),
+                        headers,
+                        session: session.id.clone(),
+                        account: authenticated.principal.account_id().to_owned(),
+                        run: record.id,
+                    },
+                    seen_events,
+                    opened: Instant::now(),
+                    checked: Instant::now(),
+                    done: false,
+                    _slot: slot,
+                }))
+            }
+            None => Box::pin(stream::once(async {
+                Ok(closed(
+                    "Too many live pages are open on this server; reload the page to see the latest.",
+                ))
+            })),
+        };
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    response.extensions_mut().insert(RecordFreeStream);
+    Ok(response)
+}
