@@ -176,13 +176,21 @@ pub enum AccountsCommand {
         /// The owner's name; by default the part of the email before `@`.
         #[arg(long)]
         owner_name: Option<String>,
-        /// The server's address as people reach it, to print the link with.
-        #[arg(
-            long,
-            env = "STEPWARD_PUBLIC_URL",
-            default_value = "http://127.0.0.1:8080"
-        )]
-        base_url: String,
+        /// The server's address as people reach it, to print the link with; by default the
+        /// address `stepward serve` last served this data directory on.
+        #[arg(long, env = "STEPWARD_PUBLIC_URL", value_name = "URL")]
+        base_url: Option<String>,
+    },
+    /// A new one-time sign-in link for an account's owner (a lost or expired link, a first
+    /// start whose link nobody saw); every earlier link of the owner stops working. Recorded
+    /// in the audit log.
+    InviteOwner {
+        /// The account's id (`local` for the one `stepward serve` invites on first start).
+        account: String,
+        /// The server's address as people reach it, to print the link with; by default the
+        /// address `stepward serve` last served this data directory on.
+        #[arg(long, env = "STEPWARD_PUBLIC_URL", value_name = "URL")]
+        base_url: Option<String>,
     },
 }
 

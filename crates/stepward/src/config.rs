@@ -264,6 +264,13 @@ impl Config {
         self.data_dir.join("stepward.db")
     }
 
+    /// Where `stepward serve` records the address it serves on (its `--public-url`, or the
+    /// address it listens on), so the operator commands that print sign-in links print one that
+    /// reaches it.
+    pub fn server_url_path(&self) -> PathBuf {
+        self.data_dir.join("server-url")
+    }
+
     /// Every account's folder: its workflows, agents, working folder (what steps see at
     /// `/work`) and revision history (`accounts/<account>/{workflows,agents,workspace,revisions}`).
     pub fn accounts_dir(&self) -> PathBuf {
