@@ -135,7 +135,8 @@ impl Engine {
     /// Starts a run and drives it to its end, a gate, or a point where a person must decide.
     ///
     /// Refused (no run created): a workflow that no longer validates or differs from its text
-    /// (G1), inputs with a credential key (G4) or not matching the declarations. A run that is
+    /// (G1), inputs with a credential key (G4) or not matching the declarations, a step this
+    /// server cannot run (its executor's `availability`). A run that is
     /// created but fails before any step: a connection missing, or two connection fields of a
     /// step sharing one variable name.
     pub fn start_run(
@@ -154,6 +155,17 @@ impl Engine {
         let problems = check_run_inputs(workflow, &inputs);
         if !problems.is_empty() {
             return Err(Error::InputMismatch { problems });
+        }
+        let unavailable: Vec<String> = workflow
+            .steps()
+            .iter()
+            .filter_map(|step| self.executor.availability(step, workflow.python()).err())
+            .collect();
+        if !unavailable.is_empty() {
+            return Err(Error::CannotRunHere {
+                workflow: workflow.name().to_owned(),
+                problems: unavailable,
+            });
         }
         let run_id = self.ids.new_run_id();
         let request = secret_request(workflow);

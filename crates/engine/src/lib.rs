@@ -105,6 +105,16 @@ pub enum Error {
     /// Run-time inputs that do not match the workflow's declarations.
     #[error("run inputs do not match the workflow: {}", problems.join("; "))]
     InputMismatch { problems: Vec<String> },
+    /// A step of the workflow needs what this server cannot give (a Python version, an egress
+    /// network, a backend that enforces its declaration); no run was created.
+    #[error(
+        "this server cannot run the workflow {workflow}, so no run was started: {}",
+        problems.join("; ")
+    )]
+    CannotRunHere {
+        workflow: String,
+        problems: Vec<String>,
+    },
     /// No run with this id.
     #[error("no run with id {run}")]
     UnknownRun { run: RunId },
@@ -112,7 +122,10 @@ pub enum Error {
     #[error("run {run} is {status}, not waiting for approval")]
     NotWaitingApproval { run: RunId, status: RunStatus },
     /// A gate decision on a step the run is not parked at.
-    #[error("run {run} is parked at {parked:?}, not at step {step}")]
+    #[error(
+        "run {run} is {}, not at step {step}",
+        parked.as_deref().map_or_else(|| "not parked at a gate".to_owned(), |at| format!("parked at the gate {at}"))
+    )]
     NotParkedAt {
         run: RunId,
         step: String,
@@ -122,7 +135,10 @@ pub enum Error {
     #[error("run {run} is {status}; only a run that needs attention can be retried or stopped")]
     NotNeedingAttention { run: RunId, status: RunStatus },
     /// A retry of a step that is not the one that stopped the run.
-    #[error("run {run} stopped at step {stopped_at:?}, not at step {step}")]
+    #[error(
+        "run {run} {}, not at step {step}",
+        stopped_at.as_deref().map_or_else(|| "did not stop at a step".to_owned(), |at| format!("stopped at step {at}"))
+    )]
     NotTheStoppedStep {
         run: RunId,
         step: String,

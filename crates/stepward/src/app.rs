@@ -301,6 +301,14 @@ impl Isolation for UnderEngineLock {
     fn run(&self, invocation: sandbox::Invocation) -> Result<sandbox::Observation, sandbox::Error> {
         self.backend.run(invocation)
     }
+
+    fn availability(
+        &self,
+        python: sandbox::PythonPin,
+        network: sandbox::NetworkMode,
+    ) -> Result<(), sandbox::Unavailable> {
+        self.backend.availability(python, network)
+    }
 }
 
 /// The unisolated backend's executor: refuses every attempt once the store holds more than one
@@ -334,6 +342,10 @@ impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
                 "unisolated",
             ),
         }
+    }
+
+    fn availability(&self, step: &spec::Step, python: spec::PythonVersion) -> Result<(), String> {
+        self.inner.availability(step, python)
     }
 }
 
