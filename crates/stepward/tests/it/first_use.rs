@@ -59,3 +59,138 @@ fn g8_a_run_pinned_to_a_python_the_server_lacks_is_refused_at_start_needs_root()
     );
     assert!(runs(&home).is_empty(), "a refused run is never created");
 }
+
+/// Writes `text` to `<dir>/workflows/<name>` and checks it as JSON: (exit code, the report).
+fn check_json(dir: &std::path::Path, name: &str, text: &str) -> (Option<i32>, serde_json::Value) {
+    let folder = dir.join("workflows");
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(name);
+    std::fs::write(&path, text).unwrap();
+    let checked = crate::support::stepward(&["check", "--json", path.to_str().unwrap()]);
+    let reports: serde_json::Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    (checked.status.code(), reports[0].clone())
+}
+
+/// `(code, line, column)` of every diagnostic of a report.
+fn places(report: &serde_json::Value, key: &str) -> Vec<(String, u64, u64)> {
+    report[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|diagnostic| {
+            (
+                diagnostic["code"].as_str().unwrap().to_owned(),
+                diagnostic["line"].as_u64().unwrap(),
+                diagnostic["column"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A syntax error in a step's code is a check error at the workflow's own line and column of
+/// the offending code, not a place in some step.py (G5).
+#[test]
+fn g5_check_reports_a_python_syntax_error_at_the_yaml_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = check_json(
+        dir.path(),
+        "broken.yaml",
+        "name: broken\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: Returns a list.\n    code: |\n      def main():\n          items = [1, 2\n          return items\n",
+    );
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(
+        places(&report, "diagnostics"),
+        vec![("python-syntax-error".to_owned(), 8, 19)],
+        "{report}"
+    );
+    let message = report["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(message.contains("step one") && !message.contains("step.py"), "{message}");
+}
+
+/// `def main(...)` must accept exactly the declared inputs: no input it rejects, no required
+/// parameter that is not an input; `**kwargs` takes any, a default makes a parameter optional.
+#[test]
+fn check_holds_def_main_to_the_steps_declared_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let step = |id: &str, signature: &str| {
+        format!(
+            "  - id: {id}\n    explain: Returns one.\n    inputs: {{ a: {{ from: input.a }} }}\n    code: |\n      def main({signature}):\n          return 1\n"
+        )
+    };
+    let text = format!(
+        "name: sig\npython: \"3.11\"\ninputs: {{ a: string }}\nsteps:\n{}{}{}{}{}",
+        step("exact", "a"),
+        step("kwargs", "**inputs"),
+        step("defaulted", "a, b=2"),
+        step("rejects", "b=2"),
+        step("wants_c", "a, c"),
+    );
+    let (code, report) = check_json(dir.path(), "sig.yaml", &text);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(
+        places(&report, "diagnostics"),
+        vec![
+            ("main-rejects-input".to_owned(), 27, 7),
+            ("main-parameter-not-an-input".to_owned(), 33, 7),
+        ],
+        "{report}"
+    );
+}
+
+/// An agent that does not exist is reported with where it was looked for; a custom tool whose
+/// script is missing is reported at its `script:`.
+#[test]
+fn check_reports_a_missing_agent_where_it_looked_and_a_missing_tool_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = check_json(
+        dir.path(),
+        "asks.yaml",
+        "name: asks\npython: \"3.11\"\nsteps:\n  - id: ask\n    agent: nobody\n    task: Summarise the notes.\n",
+    );
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(
+        places(&report, "diagnostics"),
+        vec![("unknown-agent".to_owned(), 5, 12)]
+    );
+    let help = report["diagnostics"][0]["help"].as_str().unwrap();
+    let agents = dir.path().join("agents");
+    assert!(help.contains(&agents.display().to_string()), "{help}");
+
+    let folder = agents.join("notes");
+    std::fs::create_dir_all(&folder).unwrap();
+    let agent_file = folder.join("AGENT.md");
+    std::fs::write(
+        &agent_file,
+        "---\nname: notes\ndescription: Reads notes.\ntools: [fetch]\ncustom_tools:\n  fetch:\n    explain: Fetches the notes.\n    script: tools/fetch.py\n---\nRead the notes.\n",
+    )
+    .unwrap();
+    let checked = crate::support::stepward(&["check", "--json", agent_file.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(1), "{}", stdout(&checked));
+    let reports: serde_json::Value = serde_json::from_str(&stdout(&checked)).unwrap();
+    assert_eq!(
+        places(&reports[0], "diagnostics"),
+        vec![("missing-script".to_owned(), 8, 13)]
+    );
+    std::fs::create_dir_all(folder.join("tools")).unwrap();
+    std::fs::write(folder.join("tools/fetch.py"), "def main():\n    return 1\n").unwrap();
+    let fixed = crate::support::stepward(&["check", agent_file.to_str().unwrap()]);
+    assert_eq!(fixed.status.code(), Some(0), "{}", stderr(&fixed));
+}
+
+/// A `python:` version this machine lacks is a warning from `check` (the file may be meant for
+/// another server), never an error; `run` refuses it (the test above).
+#[test]
+fn g8_check_warns_of_a_python_version_this_machine_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = check_json(
+        dir.path(),
+        "old.yaml",
+        "name: old\npython: \"3.4\"\nsteps:\n  - id: one\n    explain: Returns one.\n    code: |\n      def main():\n          return 1\n",
+    );
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["valid"], true);
+    assert_eq!(
+        places(&report, "warnings"),
+        vec![("python-version-missing".to_owned(), 2, 1)]
+    );
+}
