@@ -29,6 +29,10 @@ pub struct CheckReport {
     pub file: String,
     pub valid: bool,
     pub diagnostics: Vec<Diagnostic>,
+    /// What would fail on this machine only (a `python:` version it lacks): the file stays
+    /// valid, since it may be meant for another server.
+    #[serde(default)]
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// Whether a step may reach the public internet.

@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod check;
+pub mod check_code;
 pub mod decide;
 pub mod files;
 pub mod models;
