@@ -40,7 +40,7 @@ pub enum Error {
         source: storage::Error,
     },
     /// A resource that does not exist, or exists in another account (answered alike).
-    #[error("{what} {id:?} not found (or it belongs to another account)")]
+    #[error("{what} `{id}` not found (or it belongs to another account)")]
     NotFound { what: &'static str, id: String },
     /// A matched route that has no entry in the policy table: refused, never served.
     #[error("the route {method} {route} has no policy in auth::policy_table")]
@@ -58,13 +58,13 @@ pub enum Error {
     InvalidInput { field: &'static str, reason: String },
     /// A password sign-in that did not succeed (unknown account or person, wrong password).
     /// The email is not kept: the log must not hold what someone typed into a form.
-    #[error("sign-in to account {account:?} failed: {reason}")]
+    #[error("sign-in to account `{account}` failed: {reason}")]
     SignInFailed {
         account: String,
         reason: &'static str,
     },
     /// Too many sign-in attempts.
-    #[error("sign-in to account {account:?} rate limited for {retry_after_millis} ms")]
+    #[error("sign-in to account `{account}` rate limited for {retry_after_millis} ms")]
     RateLimited {
         account: String,
         retry_after_millis: u64,

@@ -229,7 +229,7 @@ impl Config {
             Err(_) => resolve(host, port).with_context(|| {
                 format!(
                     "the public URL's host {host} does not resolve, so its addresses cannot be \
-                     denied to model endpoints (G11); check --public-url and the resolver"
+                     denied to model endpoints (the platform never calls itself); check --public-url and the resolver"
                 )
             })?,
         };

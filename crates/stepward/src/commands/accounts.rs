@@ -262,7 +262,10 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
         })
         .context("cannot create the owner of the local account")?;
     if change != PeopleChange::Done {
-        bail!("the owner of the local account was refused: {change:?}");
+        bail!(
+            "the owner of the local account was refused: {}",
+            people_change_said(&change)
+        );
     }
     let (token, token_hash) = SignInLinkToken::generate()?;
     let expires_at = Timestamp(created_at.0.saturating_add(OWNER_LINK_LIFETIME_MILLIS));
@@ -398,9 +401,27 @@ fn check_email(email: &str) -> anyhow::Result<()> {
             .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty())
         && !email.contains(char::is_whitespace);
     if !well_formed {
-        bail!("{email:?} is not an email address");
+        bail!("`{email}` is not an email address: write it as name@example.com");
     }
     Ok(())
+}
+
+/// A refused change of people in words.
+fn people_change_said(change: &PeopleChange) -> String {
+    match change {
+        PeopleChange::Done => "it was done".to_owned(),
+        PeopleChange::NoSuchPerson { account, person_id } => {
+            format!("account {} has no person {person_id}", account.0)
+        }
+        PeopleChange::WouldBreakSingleOwner { account, owners } => format!(
+            "account {} would have {owners} owners; an account has exactly one",
+            account.0
+        ),
+        PeopleChange::OwnerOnlyByTransfer { account } => format!(
+            "the owner of account {} changes only by a transfer of ownership",
+            account.0
+        ),
+    }
 }
 
 fn random_person_id() -> anyhow::Result<String> {

@@ -194,3 +194,47 @@ fn g8_check_warns_of_a_python_version_this_machine_lacks() {
         vec![("python-version-missing".to_owned(), 2, 1)]
     );
 }
+
+/// `--help` speaks to the person running the command: no design vocabulary, no guarantee
+/// codes (issue 12, 4).
+#[test]
+fn help_says_what_stepward_does_without_design_vocabulary() {
+    let help = crate::support::stepward(&["--help"]);
+    let text = stdout(&help);
+    assert!(text.contains("Runs workflows"), "{text}");
+    assert!(!text.contains("composition root"), "{text}");
+    for command in ["run", "serve", "accounts", "keys", "check", "secrets"] {
+        let help = stdout(&crate::support::stepward(&[command, "--help"]));
+        assert!(
+            !help.contains("composition root") && !help.contains("(G"),
+            "{command}: {help}"
+        );
+    }
+}
+
+/// A decision on the wrong step names the gate the run is parked at in words, not
+/// `Some("file_summary")` (issue 12, 4).
+#[test]
+fn a_decision_on_the_wrong_step_names_the_gate_in_words_needs_root() {
+    let home = Home::new();
+    let added = home.stepward_with_stdin(
+        &["connections", "add", "signing", "--field", "key"],
+        "sk-signing-7f3a9c1e5b2d4068\n",
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let started = home.stepward(&[
+        "run",
+        "examples/workflows/monthly_invoices.yaml",
+        "--input",
+        "month=2026-11",
+        "--input",
+        r#"lines=[{"customer":"acme","cents":1250}]"#,
+    ]);
+    assert_eq!(started.status.code(), Some(0), "{}", stderr(&started));
+    let run = crate::support::run_id(&started);
+    let wrong = home.stepward(&["approve", &run, "total", "--note", "looks right"]);
+    assert_ne!(wrong.status.code(), Some(0));
+    let said = stderr(&wrong);
+    assert!(said.contains("parked at the gate file_summary"), "{said}");
+    assert!(!said.contains("Some(") && !said.contains('"'), "{said}");
+}
