@@ -238,3 +238,49 @@ fn a_decision_on_the_wrong_step_names_the_gate_in_words_needs_root() {
     assert!(said.contains("parked at the gate file_summary"), "{said}");
     assert!(!said.contains("Some(") && !said.contains('"'), "{said}");
 }
+
+/// A new root key file that does not exist is what is missing, not the current key: the
+/// message says how to make it and offers `--generate`, which writes one and rotates
+/// (issue 12, 5).
+#[test]
+fn rotate_root_with_a_missing_new_key_file_says_how_to_make_it_and_generate_works() {
+    let home = Home::new();
+    let set = home.stepward_with_stdin(&["secrets", "set", "API"], "value-1234567890\n");
+    assert_eq!(set.status.code(), Some(0), "{}", stderr(&set));
+    let new_key = home.dir.path().join("keys/new.key");
+    let new_key_text = new_key.to_str().unwrap();
+    let missing = home.stepward(&["keys", "rotate-root", "--new-root-key-file", new_key_text]);
+    assert_eq!(missing.status.code(), Some(2), "{}", stdout(&missing));
+    let said = stderr(&missing);
+    assert!(
+        said.contains(&format!("the new root key file {new_key_text} does not exist"))
+            && said.contains("64 hexadecimal characters")
+            && said.contains("--generate")
+            && !said.contains("lost"),
+        "{said}"
+    );
+    let generated = home.stepward(&[
+        "keys",
+        "rotate-root",
+        "--new-root-key-file",
+        new_key_text,
+        "--generate",
+    ]);
+    assert_eq!(generated.status.code(), Some(0), "{}", stderr(&generated));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&new_key).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let listed = home.stepward(&["--root-key-file", new_key_text, "secrets", "list"]);
+    assert!(stdout(&listed).contains("API"), "{}", stderr(&listed));
+    let again = home.stepward(&[
+        "--root-key-file",
+        new_key_text,
+        "keys",
+        "rotate-root",
+        "--new-root-key-file",
+        new_key_text,
+        "--generate",
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("already exists"), "{}", stderr(&again));
+}
