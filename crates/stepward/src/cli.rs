@@ -319,9 +319,13 @@ pub enum KeysCommand {
     /// Rotate the root key, then every account's data key (each account's values are
     /// re-encrypted); run again to finish a rotation that was interrupted.
     RotateRoot {
-        /// Where the new root key is; by default a new key in the default key file.
-        #[arg(long)]
+        /// Where the new root key is (a file holding 64 hexadecimal characters, mode 600,
+        /// outside the data directory); by default a new key in the default key file.
+        #[arg(long, value_name = "P")]
         new_root_key_file: Option<PathBuf>,
+        /// Write a new random key to `--new-root-key-file` first (refused if it exists).
+        #[arg(long, requires = "new_root_key_file")]
+        generate: bool,
     },
     /// Rotate one account's data key: every value of the account is re-encrypted under a new
     /// key, so the old data key (in a copy of the key table made before) opens nothing stored

@@ -54,6 +54,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The file a rotation was told to read the new root key from does not exist.
+    #[error("the new root key file {} does not exist", path.display())]
+    NewRootKeyMissing { path: PathBuf },
+    /// A new root key was to be generated into a file that already exists.
+    #[error(
+        "the file {} already exists, and a generated root key never replaces a file",
+        path.display()
+    )]
+    NewRootKeyExists { path: PathBuf },
     #[error("the new root key at {location} is the current root key; rotation needs a new key")]
     RootKeyUnchanged { location: String },
     /// Writing a generated root key failed.
