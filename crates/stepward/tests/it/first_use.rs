@@ -284,3 +284,51 @@ fn rotate_root_with_a_missing_new_key_file_says_how_to_make_it_and_generate_work
     assert_eq!(again.status.code(), Some(2));
     assert!(stderr(&again).contains("already exists"), "{}", stderr(&again));
 }
+
+/// A run that stops for a person prints the commands to type, for every status that waits on
+/// one; a needs_repair run is stopped (the retry says why it would not help), a
+/// needs_attention run is retried or stopped (issue 12, 8).
+#[test]
+fn a_run_that_waits_for_a_person_prints_the_commands_to_type_needs_root() {
+    let home = Home::new();
+    let repair = home.dir.path().join("repair.yaml");
+    std::fs::write(
+        &repair,
+        "name: repair\npython: \"3.11\"\nsteps:\n  - id: fetch\n    explain: Fetches a page.\n    code: |\n      import requests\n      def main():\n          return 1\n",
+    )
+    .unwrap();
+    let started = home.stepward(&["run", repair.to_str().unwrap()]);
+    let printed = stdout(&started);
+    assert!(printed.contains(": needs_repair"), "{printed}");
+    let run = crate::support::run_id(&started);
+    assert!(
+        printed.contains(&format!("stepward runs stop {run} --note")),
+        "{printed}"
+    );
+    let retried = home.stepward(&["runs", "retry", &run, "fetch", "--note", "try again"]);
+    assert_eq!(retried.status.code(), Some(2));
+    let said = stderr(&retried);
+    assert!(
+        said.contains("needs repair") && said.contains("Fix the step's code"),
+        "{said}"
+    );
+    let stopped = home.stepward(&["runs", "stop", &run, "--note", "fixing the import"]);
+    assert_eq!(stopped.status.code(), Some(0), "{}", stderr(&stopped));
+    assert!(stdout(&stopped).contains(": stopped"), "{}", stdout(&stopped));
+
+    let failing = home.dir.path().join("failing.yaml");
+    std::fs::write(
+        &failing,
+        "name: failing\npython: \"3.11\"\nsteps:\n  - id: divide\n    explain: Divides by zero.\n    code: |\n      def main():\n          return 1 / 0\n",
+    )
+    .unwrap();
+    let started = home.stepward(&["run", failing.to_str().unwrap()]);
+    let printed = stdout(&started);
+    assert!(printed.contains(": needs_attention"), "{printed}");
+    let run = crate::support::run_id(&started);
+    assert!(
+        printed.contains(&format!("stepward runs retry {run} divide --note"))
+            && printed.contains(&format!("stepward runs stop {run} --note")),
+        "{printed}"
+    );
+}
