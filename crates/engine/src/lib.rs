@@ -132,8 +132,23 @@ pub enum Error {
         parked: Option<String>,
     },
     /// A retry or stop on a run that does not need a person.
-    #[error("run {run} is {status}; only a run that needs attention can be retried or stopped")]
+    #[error(
+        "run {run} is {status}: retrying and stopping are decisions on a run that waits for a \
+         person (needs_attention; a needs_repair run can be stopped)"
+    )]
     NotNeedingAttention { run: RunId, status: RunStatus },
+    /// A retry of a run whose step needs repair: nothing of the step ran, and the same code
+    /// would stop the same way before any of it runs.
+    #[error(
+        "run {run} needs repair, so step {step} is not run again: {reason}; running the same \
+         code again would stop the same way before any of it runs. Fix the step's code, start \
+         a new run, and stop this one"
+    )]
+    NeedsRepairNotRetry {
+        run: RunId,
+        step: String,
+        reason: String,
+    },
     /// A retry of a step that is not the one that stopped the run.
     #[error(
         "run {run} {}, not at step {step}",
