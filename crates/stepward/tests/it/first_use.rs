@@ -332,3 +332,87 @@ fn a_run_that_waits_for_a_person_prints_the_commands_to_type_needs_root() {
         "{printed}"
     );
 }
+
+/// A blank note is refused by the CLI's decisions too (issue 12, 10): nothing is decided.
+#[test]
+fn g23_a_blank_note_is_refused_by_the_cli_needs_root() {
+    let home = Home::new();
+    let added = home.stepward_with_stdin(
+        &["connections", "add", "signing", "--field", "key"],
+        "sk-signing-7f3a9c1e5b2d4068\n",
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let started = home.stepward(&[
+        "run",
+        "examples/workflows/monthly_invoices.yaml",
+        "--input",
+        "month=2026-11",
+        "--input",
+        r#"lines=[{"customer":"acme","cents":1250}]"#,
+    ]);
+    let run = crate::support::run_id(&started);
+    for verb in ["approve", "reject"] {
+        let refused = home.stepward(&[verb, &run, "file_summary", "--note", "  "]);
+        assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+        assert!(stderr(&refused).contains("needs a note"), "{}", stderr(&refused));
+    }
+    let shown = home.stepward(&["runs", "show", &run]);
+    assert!(stdout(&shown).contains(": waiting_approval"), "{}", stdout(&shown));
+}
+
+/// `secrets set NAME` on a terminal prompts, does not echo what is typed, and ends at Enter
+/// (issue 12, 10). The terminal is a pseudo-terminal made by Python's `pty` module.
+#[test]
+fn secrets_set_on_a_terminal_prompts_without_echo_and_ends_at_enter() {
+    let home = Home::new();
+    let driver = r#"
+import os, pty, select, sys, time
+binary, data, config = sys.argv[1:4]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execve(binary, [binary, "--data-dir", data, "secrets", "set", "API"],
+              {"PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": config})
+seen = b""
+def read_for(seconds, until=None):
+    global seen
+    end = time.time() + seconds
+    while time.time() < end and not (until and until in seen):
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen += chunk
+read_for(20, b"Enter to end")
+os.write(fd, b"typed-value-8d2f1c\n")
+read_for(20, b"set (version")
+end = time.time() + 20
+status = None
+while time.time() < end:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+sys.stdout.write(seen.decode("utf-8", "replace"))
+sys.exit(0 if status == 0 else 1)
+"#;
+    let output = std::process::Command::new("/usr/bin/python3")
+        .args(["-I", "-S", "-c", driver, env!("CARGO_BIN_EXE_stepward")])
+        .arg(home.data_dir())
+        .arg(home.dir.path().join("config"))
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{seen}");
+    assert!(seen.contains("not shown as you type, Enter to end"), "{seen}");
+    assert!(!seen.contains("typed-value-8d2f1c"), "the value was echoed: {seen}");
+    assert!(seen.contains("secret API set"), "{seen}");
+    let listed = home.stepward(&["secrets", "list"]);
+    assert!(stdout(&listed).contains("API"), "{}", stdout(&listed));
+}
