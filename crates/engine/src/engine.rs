@@ -275,6 +275,16 @@ impl Engine {
                 parked,
             });
         }
+        if decision.note.trim().is_empty() {
+            let verb = match decision.kind {
+                GateDecision::Approve => "approving",
+                GateDecision::Reject => "rejecting",
+            };
+            return Err(Error::NoteRequired {
+                run: run.clone(),
+                what: format!("{verb} step {step} of run {run}"),
+            });
+        }
         let mut context = self.load_context(run)?;
         let gate = self.gate(&record.account, run, step)?;
         let gate_decision = decision.kind;
@@ -355,7 +365,7 @@ impl Engine {
         if by.note.trim().is_empty() {
             return Err(Error::NoteRequired {
                 run: run.clone(),
-                step: step.to_owned(),
+                what: format!("retrying step {step} of run {run}"),
             });
         }
         if let Some(inputs) = &new_inputs {
@@ -408,6 +418,12 @@ impl Engine {
             return Err(Error::NotNeedingAttention {
                 run: run.clone(),
                 status: record.status,
+            });
+        }
+        if by.note.trim().is_empty() {
+            return Err(Error::NoteRequired {
+                run: run.clone(),
+                what: format!("stopping run {run}"),
             });
         }
         let mut context = self.load_context(run)?;

@@ -159,9 +159,14 @@ pub enum Error {
         step: String,
         stopped_at: Option<String>,
     },
-    /// A person's retry needs a note saying why it is safe.
-    #[error("retrying step {step} of run {run} needs a note")]
-    NoteRequired { run: RunId, step: String },
+    /// Every decision of a person needs a note saying why (approve, reject, retry, stop): it
+    /// is kept in the record with who decided and through which door (G23). `what` is the
+    /// decision in words ("approving step send of run R").
+    #[error(
+        "{what} needs a note saying why (it is kept in the record with who decided); a blank \
+         note is refused"
+    )]
+    NoteRequired { run: RunId, what: String },
     /// The new inputs of a retry are not acceptable.
     #[error("the new inputs for step {step} of run {run} are refused: {reason}")]
     RetryInputsRefused {
