@@ -4,6 +4,7 @@
 
 mod browser;
 mod cli;
+mod docs;
 mod first_use;
 mod g16_live_scrub;
 mod http;
