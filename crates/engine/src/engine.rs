@@ -337,10 +337,10 @@ impl Engine {
             .run(run)?
             .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
         if record.status == RunStatus::NeedsRepair {
-            let reason = self
-                .summary(run)?
-                .reason
-                .unwrap_or_else(|| "its code imports a module outside the standard library or does not parse".to_owned());
+            let reason = self.summary(run)?.reason.unwrap_or_else(|| {
+                "its code imports a module outside the standard library or does not parse"
+                    .to_owned()
+            });
             return Err(Error::NeedsRepairNotRetry {
                 run: run.clone(),
                 step: step.to_owned(),

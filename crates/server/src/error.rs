@@ -396,7 +396,9 @@ impl Error {
             {
                 // Not the id: a 404 never echoes the request, and another account's resource
                 // reads the same as a missing one.
-                Some(format!("There is no {what} by that name or id in your account."))
+                Some(format!(
+                    "There is no {what} by that name or id in your account."
+                ))
             }
             _ => None,
         }

@@ -47,13 +47,10 @@ pub(crate) fn origin_of(node: &Node, text: &str, first_line: u32) -> Origin {
     }
     let lines: Vec<&str> = text.split('\n').collect();
     let index = |line: u32| usize::try_from(line.saturating_sub(first_line + 1)).ok();
-    let indicator_here = index(line)
-        .and_then(|at| lines.get(at))
-        .and_then(|text| {
-            text.chars()
-                .nth(usize::try_from(column.saturating_sub(1)).ok()?)
-        })
-        == Some('|');
+    let indicator_here = index(line).and_then(|at| lines.get(at)).and_then(|text| {
+        text.chars()
+            .nth(usize::try_from(column.saturating_sub(1)).ok()?)
+    }) == Some('|');
     // The block's lines start on the line after its `|` indicator.
     let content_line = if indicator_here { line + 1 } else { line };
     let Some(start) = index(content_line) else {
@@ -63,7 +60,11 @@ pub(crate) fn origin_of(node: &Node, text: &str, first_line: u32) -> Origin {
         .iter()
         .skip(start)
         .find(|text| !text.trim().is_empty())
-        .map(|text| text.chars().take_while(|character| *character == ' ').count());
+        .map(|text| {
+            text.chars()
+                .take_while(|character| *character == ' ')
+                .count()
+        });
     match indent.and_then(|indent| u32::try_from(indent).ok()) {
         Some(indent) => Origin {
             line: content_line,

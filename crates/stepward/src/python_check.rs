@@ -138,7 +138,10 @@ impl Interpreter {
         let request = serde_json::to_vec(codes)?;
         let mut stdin = child.stdin.take().context("the checker's stdin is piped")?;
         let writer = std::thread::spawn(move || stdin.write_all(&request));
-        let mut stdout = child.stdout.take().context("the checker's stdout is piped")?;
+        let mut stdout = child
+            .stdout
+            .take()
+            .context("the checker's stdout is piped")?;
         let reader = std::thread::spawn(move || {
             let mut text = String::new();
             stdout.read_to_string(&mut text).map(|_| text)
@@ -174,7 +177,10 @@ impl Interpreter {
             format!("{} answered something other than JSON", self.path.display())
         })?;
         if answers.len() != codes.len() {
-            bail!("{} answered for a different number of codes", self.path.display());
+            bail!(
+                "{} answered for a different number of codes",
+                self.path.display()
+            );
         }
         Ok(answers)
     }

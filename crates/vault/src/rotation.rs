@@ -111,7 +111,10 @@ impl Vault {
                 path: path.to_path_buf(),
             });
         }
-        if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        if let Some(parent) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(parent).map_err(|source| Error::RootKeyWrite {
                 path: path.to_path_buf(),
                 source,
@@ -146,9 +149,8 @@ impl Vault {
             RootKeySource::File(path) => {
                 refuse_inside_data_dir(path, self.data_dir.as_deref())?;
                 (
-                    read_key_file(path)?.ok_or_else(|| Error::NewRootKeyMissing {
-                        path: path.clone(),
-                    })?,
+                    read_key_file(path)?
+                        .ok_or_else(|| Error::NewRootKeyMissing { path: path.clone() })?,
                     KeyLocation::File(path.clone()),
                     None,
                 )

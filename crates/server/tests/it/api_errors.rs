@@ -25,17 +25,30 @@ async fn api_errors_have_one_shape_with_a_code_and_name_what_is_wrong() {
         session_id: session_id.clone(),
     };
     let refused = harness
-        .call("POST", "/api/runs", &without_csrf, start(r#"{"workflow":"gated"}"#))
+        .call(
+            "POST",
+            "/api/runs",
+            &without_csrf,
+            start(r#"{"workflow":"gated"}"#),
+        )
         .await;
     assert_eq!(refused.status, 403, "{}", refused.text());
     let body = refused.json();
     assert_eq!(body["code"], "csrf_token_missing");
     let said = body["error"].as_str().unwrap();
-    assert!(said.contains("X-CSRF-Token") && !said.contains("Reload the page"), "{said}");
+    assert!(
+        said.contains("X-CSRF-Token") && !said.contains("Reload the page"),
+        "{said}"
+    );
     assert!(body["request_id"].is_string());
 
     let unknown = harness
-        .call("POST", "/api/runs", &member, start(r#"{"workflow":"nothing"}"#))
+        .call(
+            "POST",
+            "/api/runs",
+            &member,
+            start(r#"{"workflow":"nothing"}"#),
+        )
         .await;
     assert_eq!(unknown.status, 404, "{}", unknown.text());
     assert_eq!(unknown.json()["code"], "not_found");

@@ -8,8 +8,8 @@
 mod account;
 mod examples;
 mod fixtures;
-mod origin;
 mod g4_credential_keys;
 mod guarantees;
+mod origin;
 mod properties;
 mod render;

@@ -62,10 +62,8 @@ pub fn check_workflow(
                 "this machine has no Python {version} (/usr/bin/python{version}): `stepward run` \
                  here refuses the workflow{}",
                 match found {
-                    Some(other) => format!(
-                        "; its code was read with {} instead",
-                        other.path.display()
-                    ),
+                    Some(other) =>
+                        format!("; its code was read with {} instead", other.path.display()),
                     None => "; its code was not read (no /usr/bin/python3 either)".to_owned(),
                 }
             ),
@@ -128,7 +126,10 @@ pub fn check_workflow(
                 &file,
                 at,
                 "invalid-agent",
-                format!("step {} hands its task to the agent `{agent}`: {problem}", step.id()),
+                format!(
+                    "step {} hands its task to the agent `{agent}`: {problem}",
+                    step.id()
+                ),
                 format!("fix {} first", agent_file.display()),
             ));
         }
@@ -173,7 +174,11 @@ fn code_findings(
         ));
         return;
     };
-    let inputs: Vec<&str> = step.inputs().iter().map(|(name, _)| name.as_str()).collect();
+    let inputs: Vec<&str> = step
+        .inputs()
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
     for (line, column, code, message, help) in signature_problems(step.id(), &inputs, main) {
         findings.errors.push(diagnostic(
             file,
@@ -217,7 +222,9 @@ pub fn check_agent(path: &Path, agent: &spec::Agent) -> Findings {
             continue;
         };
         if let Ok(answers) = interpreter.read(&[code.as_str()])
-            && let Some(error) = answers.first().and_then(|answer| answer.syntax_error.as_ref())
+            && let Some(error) = answers
+                .first()
+                .and_then(|answer| answer.syntax_error.as_ref())
         {
             findings.errors.push(diagnostic(
                 &display_name(&script),

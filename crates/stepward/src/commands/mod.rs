@@ -169,7 +169,10 @@ pub fn print_summary(
                 "    stepward runs retry {} {stopped_at} --note \"why it is safe\"",
                 wire.run
             ));
-            shown.line(&format!("    stepward runs stop {} --note \"...\"", wire.run));
+            shown.line(&format!(
+                "    stepward runs stop {} --note \"...\"",
+                wire.run
+            ));
         }
         storage::RunStatus::NeedsRepair => {
             shown.line(&format!(
@@ -178,7 +181,10 @@ pub fn print_summary(
             ));
             shown.line("    stepward check FILE");
             shown.line("    stepward run FILE --input NAME=VALUE ...");
-            shown.line(&format!("    stepward runs stop {} --note \"...\"", wire.run));
+            shown.line(&format!(
+                "    stepward runs stop {} --note \"...\"",
+                wire.run
+            ));
         }
         _ => {}
     }

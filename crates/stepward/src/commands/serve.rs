@@ -171,7 +171,10 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             .context("cannot serve on the listening socket")?;
         let shutdown = shutdown_signal()?;
         let base_url = base_url(address, tls);
-        println!("stepward serves {base_url} (data directory {})", app.config.data_dir.display());
+        println!(
+            "stepward serves {base_url} (data directory {})",
+            app.config.data_dir.display()
+        );
         match &invitation {
             Some(StartInvitation::First(invitation)) => {
                 println!(
@@ -229,9 +232,9 @@ fn owner_invitation(app: &App, owner_email: &str) -> anyhow::Result<Option<Start
         .store
         .people(&app.account)
         .context("cannot list the people of the local account")?;
-    let waiting = people.iter().any(|person| {
-        person.role == RoleName::Owner && person.password_hash.is_none()
-    });
+    let waiting = people
+        .iter()
+        .any(|person| person.role == RoleName::Owner && person.password_hash.is_none());
     if !waiting {
         return Ok(None);
     }

@@ -16,7 +16,11 @@ fn schema_words(node: &serde_json::Value, found: &mut Vec<String>) {
                 found.extend(properties.keys().cloned());
             }
             if let Some(serde_json::Value::Array(values)) = map.get("enum") {
-                found.extend(values.iter().filter_map(|value| value.as_str().map(str::to_owned)));
+                found.extend(
+                    values
+                        .iter()
+                        .filter_map(|value| value.as_str().map(str::to_owned)),
+                );
             }
             for value in map.values() {
                 schema_words(value, found);
@@ -57,7 +61,11 @@ fn docs_workflows_md_names_every_key_and_value_of_stepward_schema() {
 #[test]
 fn readme_links_the_reference_pages() {
     let readme = page("README.md");
-    for linked in ["docs/workflows.md", "docs/self-hosting.md", "docs/guarantees.md"] {
+    for linked in [
+        "docs/workflows.md",
+        "docs/self-hosting.md",
+        "docs/guarantees.md",
+    ] {
         assert!(readme.contains(linked), "README.md does not link {linked}");
         assert!(
             repo_root().join(linked).is_file(),
@@ -75,7 +83,10 @@ fn readme_links_the_reference_pages() {
         "server-keys",
         "--tls-cert",
     ] {
-        assert!(hosting.contains(topic), "docs/self-hosting.md lacks {topic}");
+        assert!(
+            hosting.contains(topic),
+            "docs/self-hosting.md lacks {topic}"
+        );
     }
     let guarantees = page("docs/guarantees.md");
     for number in 1..=27 {
@@ -92,7 +103,10 @@ fn no_page_points_outside_the_repository() {
     for entry in std::fs::read_dir(repo_root().join("docs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|extension| extension == "md") {
-            pages.push(format!("docs/{}", path.file_name().unwrap().to_string_lossy()));
+            pages.push(format!(
+                "docs/{}",
+                path.file_name().unwrap().to_string_lossy()
+            ));
         }
     }
     for name in pages {

@@ -104,7 +104,10 @@ fn g5_check_reports_a_python_syntax_error_at_the_yaml_line_and_column() {
         "{report}"
     );
     let message = report["diagnostics"][0]["message"].as_str().unwrap();
-    assert!(message.contains("step one") && !message.contains("step.py"), "{message}");
+    assert!(
+        message.contains("step one") && !message.contains("step.py"),
+        "{message}"
+    );
 }
 
 /// `def main(...)` must accept exactly the declared inputs: no input it rejects, no required
@@ -253,8 +256,9 @@ fn rotate_root_with_a_missing_new_key_file_says_how_to_make_it_and_generate_work
     assert_eq!(missing.status.code(), Some(2), "{}", stdout(&missing));
     let said = stderr(&missing);
     assert!(
-        said.contains(&format!("the new root key file {new_key_text} does not exist"))
-            && said.contains("64 hexadecimal characters")
+        said.contains(&format!(
+            "the new root key file {new_key_text} does not exist"
+        )) && said.contains("64 hexadecimal characters")
             && said.contains("--generate")
             && !said.contains("lost"),
         "{said}"
@@ -282,7 +286,11 @@ fn rotate_root_with_a_missing_new_key_file_says_how_to_make_it_and_generate_work
         "--generate",
     ]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(stderr(&again).contains("already exists"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 /// A run that stops for a person prints the commands to type, for every status that waits on
@@ -314,7 +322,11 @@ fn a_run_that_waits_for_a_person_prints_the_commands_to_type_needs_root() {
     );
     let stopped = home.stepward(&["runs", "stop", &run, "--note", "fixing the import"]);
     assert_eq!(stopped.status.code(), Some(0), "{}", stderr(&stopped));
-    assert!(stdout(&stopped).contains(": stopped"), "{}", stdout(&stopped));
+    assert!(
+        stdout(&stopped).contains(": stopped"),
+        "{}",
+        stdout(&stopped)
+    );
 
     let failing = home.dir.path().join("failing.yaml");
     std::fs::write(
@@ -354,10 +366,18 @@ fn g23_a_blank_note_is_refused_by_the_cli_needs_root() {
     for verb in ["approve", "reject"] {
         let refused = home.stepward(&[verb, &run, "file_summary", "--note", "  "]);
         assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
-        assert!(stderr(&refused).contains("needs a note"), "{}", stderr(&refused));
+        assert!(
+            stderr(&refused).contains("needs a note"),
+            "{}",
+            stderr(&refused)
+        );
     }
     let shown = home.stepward(&["runs", "show", &run]);
-    assert!(stdout(&shown).contains(": waiting_approval"), "{}", stdout(&shown));
+    assert!(
+        stdout(&shown).contains(": waiting_approval"),
+        "{}",
+        stdout(&shown)
+    );
 }
 
 /// `secrets set NAME` on a terminal prompts, does not echo what is typed, and ends at Enter
@@ -410,8 +430,14 @@ sys.exit(0 if status == 0 else 1)
         .unwrap();
     let seen = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{seen}");
-    assert!(seen.contains("not shown as you type, Enter to end"), "{seen}");
-    assert!(!seen.contains("typed-value-8d2f1c"), "the value was echoed: {seen}");
+    assert!(
+        seen.contains("not shown as you type, Enter to end"),
+        "{seen}"
+    );
+    assert!(
+        !seen.contains("typed-value-8d2f1c"),
+        "the value was echoed: {seen}"
+    );
     assert!(seen.contains("secret API set"), "{seen}");
     let listed = home.stepward(&["secrets", "list"]);
     assert!(stdout(&listed).contains("API"), "{}", stdout(&listed));

@@ -272,7 +272,11 @@ fn g26_the_owner_is_never_locked_out_busy_port_invite_owner_and_fresh_links_need
     assert!(server.next_line().contains("has not set a password yet"));
     let third = welcome_path(&server.next_line());
     assert_eq!(get(address, &first).status, 404, "the first link is dead");
-    assert_eq!(get(address, &second).status, 404, "the operator's link is dead");
+    assert_eq!(
+        get(address, &second).status,
+        404,
+        "the operator's link is dead"
+    );
     owner_session(address, &third, "local", "ada@example.test");
     assert!(server.terminate().success());
 

@@ -66,7 +66,11 @@ const NOT_READ_BY_PEOPLE: &[&str] = &["crates/sandbox/src/net/ruleset.rs:48:"];
 fn no_message_names_a_guarantee_code() {
     let found: Vec<String> = offenders(has_guarantee_code)
         .into_iter()
-        .filter(|found| !NOT_READ_BY_PEOPLE.iter().any(|left| found.starts_with(left)))
+        .filter(|found| {
+            !NOT_READ_BY_PEOPLE
+                .iter()
+                .any(|left| found.starts_with(left))
+        })
         .collect();
     assert!(
         found.is_empty(),
