@@ -29,6 +29,10 @@ pub struct CheckReport {
     pub file: String,
     pub valid: bool,
     pub diagnostics: Vec<Diagnostic>,
+    /// What would fail on this machine only (a `python:` version it lacks): the file stays
+    /// valid, since it may be meant for another server.
+    #[serde(default)]
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// Whether a step may reach the public internet.
@@ -159,13 +163,42 @@ pub struct ShareLinkView {
     pub revoked: bool,
 }
 
-/// The body of every error answer of the JSON API: a safe message and the request id to
-/// quote; the details are only in the server's log.
+/// The body of every error answer of the JSON API: a stable code (one of [`ERROR_CODES`]) for
+/// programs, a safe message for people, and the request id to quote; the details are only in
+/// the server's log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
+    pub code: String,
     pub error: String,
     pub request_id: String,
 }
+
+/// Every `code` an [`ErrorBody`] may carry; listed in the OpenAPI document.
+pub const ERROR_CODES: &[&str] = &[
+    "unauthenticated",
+    "forbidden",
+    "role_rule",
+    "conflict",
+    "csrf_token_missing",
+    "not_found",
+    "method_not_allowed",
+    "invalid_input",
+    "sign_in_failed",
+    "rate_limited",
+    "busy",
+    "run_conflict",
+    "workflows_unavailable",
+    "workflow_invalid",
+    "run_refused",
+    "vault_unavailable",
+    "models_unavailable",
+    "invalid_secret",
+    "holds_secret",
+    "workspace_full",
+    "path_conflict",
+    "path_refused",
+    "internal",
+];
 
 /// A person of the account (`GET /api/people`); never a password hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,7 +17,17 @@ pub fn component_schemas() -> Map<String, Value> {
     };
     add(
         "ErrorBody",
-        object(&[("error", string()), ("request_id", string())], &[]),
+        object(
+            &[
+                (
+                    "code",
+                    json!({ "type": "string", "enum": crate::ERROR_CODES }),
+                ),
+                ("error", string()),
+                ("request_id", string()),
+            ],
+            &[],
+        ),
     );
     add(
         "Internet",
@@ -468,6 +478,7 @@ mod tests {
             (
                 "ErrorBody",
                 value(ErrorBody {
+                    code: "not_found".into(),
                     error: "e".into(),
                     request_id: "r".into(),
                 }),

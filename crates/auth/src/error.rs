@@ -40,7 +40,7 @@ pub enum Error {
         source: argon2::password_hash::Error,
     },
     /// A stored password hash uses another algorithm than argon2id.
-    #[error("the stored password hash uses the algorithm {algorithm:?}, not argon2id")]
+    #[error("the stored password hash uses the algorithm `{algorithm}`, not argon2id")]
     PasswordHashAlgorithm { algorithm: String },
     /// Hashing a password failed inside argon2 (invalid parameters or salt).
     #[error("hashing the password failed")]

@@ -54,7 +54,7 @@ impl fmt::Display for Role {
 
 /// A role name that is none of the four.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{text:?} is not a role; the roles are viewer, member, admin and owner")]
+#[error("`{text}` is not a role; the roles are viewer, member, admin and owner")]
 pub struct UnknownRole {
     /// The text that was given.
     pub text: String,

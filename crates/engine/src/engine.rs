@@ -135,7 +135,8 @@ impl Engine {
     /// Starts a run and drives it to its end, a gate, or a point where a person must decide.
     ///
     /// Refused (no run created): a workflow that no longer validates or differs from its text
-    /// (G1), inputs with a credential key (G4) or not matching the declarations. A run that is
+    /// (G1), inputs with a credential key (G4) or not matching the declarations, a step this
+    /// server cannot run (its executor's `availability`). A run that is
     /// created but fails before any step: a connection missing, or two connection fields of a
     /// step sharing one variable name.
     pub fn start_run(
@@ -154,6 +155,17 @@ impl Engine {
         let problems = check_run_inputs(workflow, &inputs);
         if !problems.is_empty() {
             return Err(Error::InputMismatch { problems });
+        }
+        let unavailable: Vec<String> = workflow
+            .steps()
+            .iter()
+            .filter_map(|step| self.executor.availability(step, workflow.python()).err())
+            .collect();
+        if !unavailable.is_empty() {
+            return Err(Error::CannotRunHere {
+                workflow: workflow.name().to_owned(),
+                problems: unavailable,
+            });
         }
         let run_id = self.ids.new_run_id();
         let request = secret_request(workflow);
@@ -264,6 +276,16 @@ impl Engine {
                 parked,
             });
         }
+        if decision.note.trim().is_empty() {
+            let verb = match decision.kind {
+                GateDecision::Approve => "approving",
+                GateDecision::Reject => "rejecting",
+            };
+            return Err(Error::NoteRequired {
+                run: run.clone(),
+                what: format!("{verb} step {step} of run {run}"),
+            });
+        }
         let mut context = self.load_context(run)?;
         let gate = self.gate(&record.account, run, step)?;
         let gate_decision = decision.kind;
@@ -315,6 +337,17 @@ impl Engine {
             .store
             .run(run)?
             .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if record.status == RunStatus::NeedsRepair {
+            let reason = self.summary(run)?.reason.unwrap_or_else(|| {
+                "its code imports a module outside the standard library or does not parse"
+                    .to_owned()
+            });
+            return Err(Error::NeedsRepairNotRetry {
+                run: run.clone(),
+                step: step.to_owned(),
+                reason,
+            });
+        }
         if record.status != RunStatus::NeedsAttention {
             return Err(Error::NotNeedingAttention {
                 run: run.clone(),
@@ -333,7 +366,7 @@ impl Engine {
         if by.note.trim().is_empty() {
             return Err(Error::NoteRequired {
                 run: run.clone(),
-                step: step.to_owned(),
+                what: format!("retrying step {step} of run {run}"),
             });
         }
         if let Some(inputs) = &new_inputs {
@@ -386,6 +419,12 @@ impl Engine {
             return Err(Error::NotNeedingAttention {
                 run: run.clone(),
                 status: record.status,
+            });
+        }
+        if by.note.trim().is_empty() {
+            return Err(Error::NoteRequired {
+                run: run.clone(),
+                what: format!("stopping run {run}"),
             });
         }
         let mut context = self.load_context(run)?;

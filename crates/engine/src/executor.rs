@@ -175,4 +175,15 @@ pub trait StepExecutor: Send + Sync {
     fn network_of(&self, query: NetworkQuery<'_>) -> Result<spec::Network, String> {
         Ok(query.step.network())
     }
+
+    /// Whether `step`, pinned to `python`, could run here at all (the version is present, the
+    /// network it declares can be built, the backend can enforce it). Asked for every step when
+    /// a run starts, so a run that could never finish is refused before any step runs or waits
+    /// at a gate; `Err` says what is missing and the setting that would give it. `execute`
+    /// refuses the same whatever this answered, so an executor that cannot tell in advance
+    /// keeps the default.
+    fn availability(&self, step: &spec::Step, python: spec::PythonVersion) -> Result<(), String> {
+        let _ = (step, python);
+        Ok(())
+    }
 }

@@ -105,6 +105,16 @@ pub enum Error {
     /// Run-time inputs that do not match the workflow's declarations.
     #[error("run inputs do not match the workflow: {}", problems.join("; "))]
     InputMismatch { problems: Vec<String> },
+    /// A step of the workflow needs what this server cannot give (a Python version, an egress
+    /// network, a backend that enforces its declaration); no run was created.
+    #[error(
+        "this server cannot run the workflow {workflow}, so no run was started: {}",
+        problems.join("; ")
+    )]
+    CannotRunHere {
+        workflow: String,
+        problems: Vec<String>,
+    },
     /// No run with this id.
     #[error("no run with id {run}")]
     UnknownRun { run: RunId },
@@ -112,25 +122,51 @@ pub enum Error {
     #[error("run {run} is {status}, not waiting for approval")]
     NotWaitingApproval { run: RunId, status: RunStatus },
     /// A gate decision on a step the run is not parked at.
-    #[error("run {run} is parked at {parked:?}, not at step {step}")]
+    #[error(
+        "run {run} is {}, not at step {step}",
+        parked.as_deref().map_or_else(|| "not parked at a gate".to_owned(), |at| format!("parked at the gate {at}"))
+    )]
     NotParkedAt {
         run: RunId,
         step: String,
         parked: Option<String>,
     },
     /// A retry or stop on a run that does not need a person.
-    #[error("run {run} is {status}; only a run that needs attention can be retried or stopped")]
+    #[error(
+        "run {run} is {status}: retrying and stopping are decisions on a run that waits for a \
+         person (needs_attention; a needs_repair run can be stopped)"
+    )]
     NotNeedingAttention { run: RunId, status: RunStatus },
+    /// A retry of a run whose step needs repair: nothing of the step ran, and the same code
+    /// would stop the same way before any of it runs.
+    #[error(
+        "run {run} needs repair, so step {step} is not run again: {reason}; running the same \
+         code again would stop the same way before any of it runs. Fix the step's code, start \
+         a new run, and stop this one"
+    )]
+    NeedsRepairNotRetry {
+        run: RunId,
+        step: String,
+        reason: String,
+    },
     /// A retry of a step that is not the one that stopped the run.
-    #[error("run {run} stopped at step {stopped_at:?}, not at step {step}")]
+    #[error(
+        "run {run} {}, not at step {step}",
+        stopped_at.as_deref().map_or_else(|| "did not stop at a step".to_owned(), |at| format!("stopped at step {at}"))
+    )]
     NotTheStoppedStep {
         run: RunId,
         step: String,
         stopped_at: Option<String>,
     },
-    /// A person's retry needs a note saying why it is safe.
-    #[error("retrying step {step} of run {run} needs a note")]
-    NoteRequired { run: RunId, step: String },
+    /// Every decision of a person needs a note saying why (approve, reject, retry, stop): it
+    /// is kept in the record with who decided and through which door (G23). `what` is the
+    /// decision in words ("approving step send of run R").
+    #[error(
+        "{what} needs a note saying why (it is kept in the record with who decided); a blank \
+         note is refused"
+    )]
+    NoteRequired { run: RunId, what: String },
     /// The new inputs of a retry are not acceptable.
     #[error("the new inputs for step {step} of run {run} are refused: {reason}")]
     RetryInputsRefused {

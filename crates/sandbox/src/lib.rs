@@ -216,4 +216,45 @@ pub trait Isolation: Send + Sync {
     /// Runs one invocation. `Err` means the sandbox could not be built or observed as the
     /// policy requires (fail closed); the step's own failures are `Ok` with an [`Outcome`].
     fn run(&self, invocation: Invocation) -> Result<Observation, Error>;
+    /// Whether an invocation pinned to `python` with `network` could run here at all, asked
+    /// when a run starts so that a run which could never finish is refused before any of its
+    /// steps runs or waits at a gate. `run` refuses the same whatever this answered.
+    fn availability(&self, python: PythonPin, network: NetworkMode) -> Result<(), Unavailable>;
+}
+
+/// What a backend cannot give an invocation, in terms the binary turns into the setting that
+/// would fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The pinned Python version is not among this server's runtimes (G8).
+    Python {
+        requested: PythonPin,
+        /// Exact versions with their paths, e.g. "3.11.2 (/usr/bin/python3.11)".
+        available: String,
+    },
+    /// `public_egress` with no egress network configured.
+    EgressNotConfigured,
+    /// `public_egress` on a backend that does not build an egress network.
+    EgressNotBuilt { backend: &'static str },
+}
+
+/// The runtime part of [`Isolation::availability`], shared by every backend.
+pub(crate) fn python_available(
+    runtimes: &runtime::Runtimes,
+    python: PythonPin,
+) -> Result<(), Unavailable> {
+    match runtimes.get(python) {
+        Ok(_) => Ok(()),
+        Err(Error::RuntimeNotAvailable {
+            requested,
+            available,
+        }) => Err(Unavailable::Python {
+            requested,
+            available,
+        }),
+        Err(_) => Err(Unavailable::Python {
+            requested: python,
+            available: String::from("no usable Python interpreter"),
+        }),
+    }
 }

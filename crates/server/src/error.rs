@@ -40,7 +40,7 @@ pub enum Error {
         source: storage::Error,
     },
     /// A resource that does not exist, or exists in another account (answered alike).
-    #[error("{what} {id:?} not found (or it belongs to another account)")]
+    #[error("{what} `{id}` not found (or it belongs to another account)")]
     NotFound { what: &'static str, id: String },
     /// A matched route that has no entry in the policy table: refused, never served.
     #[error("the route {method} {route} has no policy in auth::policy_table")]
@@ -58,13 +58,13 @@ pub enum Error {
     InvalidInput { field: &'static str, reason: String },
     /// A password sign-in that did not succeed (unknown account or person, wrong password).
     /// The email is not kept: the log must not hold what someone typed into a form.
-    #[error("sign-in to account {account:?} failed: {reason}")]
+    #[error("sign-in to account `{account}` failed: {reason}")]
     SignInFailed {
         account: String,
         reason: &'static str,
     },
     /// Too many sign-in attempts.
-    #[error("sign-in to account {account:?} rate limited for {retry_after_millis} ms")]
+    #[error("sign-in to account `{account}` rate limited for {retry_after_millis} ms")]
     RateLimited {
         account: String,
         retry_after_millis: u64,
@@ -260,8 +260,9 @@ impl Error {
             ),
             Error::RunRefused { .. } => (
                 StatusCode::BAD_REQUEST,
-                "The run was refused: its inputs do not match the workflow's, or hold a \
-                 credential (credentials are never inputs; use a connection).",
+                "The run was refused: its inputs do not match the workflow's, hold a credential \
+                 (credentials are never inputs; use a connection), or a step needs what this \
+                 server cannot give.",
             ),
             Error::VaultUnavailable { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -340,10 +341,114 @@ impl Error {
         }
     }
 
+    /// The stable code of the answer's JSON body (one of `api_types::ERROR_CODES`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Unauthenticated { .. } => "unauthenticated",
+            Error::Forbidden { .. } => "forbidden",
+            Error::RoleRule { .. } => "role_rule",
+            Error::Conflict { .. } => "conflict",
+            Error::CsrfRejected { .. } => "csrf_token_missing",
+            Error::NotFound { .. } => "not_found",
+            Error::MethodNotAllowed { .. } => "method_not_allowed",
+            Error::InvalidInput { .. } => "invalid_input",
+            Error::SignInFailed { .. } => "sign_in_failed",
+            Error::RateLimited { .. } | Error::ClientRateLimited { .. } => "rate_limited",
+            Error::PasswordWorkBusy { .. } => "busy",
+            Error::RunConflict { .. } => "run_conflict",
+            Error::WorkflowsUnavailable { .. } => "workflows_unavailable",
+            Error::WorkflowInvalid { .. } => "workflow_invalid",
+            Error::RunRefused { .. } => "run_refused",
+            Error::VaultUnavailable { .. } => "vault_unavailable",
+            Error::ModelsUnavailable { .. } => "models_unavailable",
+            Error::Vault {
+                source:
+                    vault::Error::InvalidName { .. }
+                    | vault::Error::EmptyValue { .. }
+                    | vault::Error::ValueTooShort { .. },
+                ..
+            } => "invalid_secret",
+            Error::Vault {
+                source: vault::Error::NotFound { .. },
+                ..
+            } => "not_found",
+            Error::Workspace {
+                source:
+                    workspace::Error::HoldsSecret { .. }
+                    | workspace::Error::PathHoldsSecret { .. }
+                    | workspace::Error::MessageHoldsSecret,
+                ..
+            } => "holds_secret",
+            Error::Workspace {
+                source: workspace::Error::QuotaExceeded { .. },
+                ..
+            } => "workspace_full",
+            Error::Workspace {
+                source: workspace::Error::PathConflict { .. },
+                ..
+            } => "path_conflict",
+            Error::Workspace {
+                source:
+                    workspace::Error::Protected { .. }
+                    | workspace::Error::DuplicatePath { .. }
+                    | workspace::Error::EmptyRevision,
+                ..
+            } => "path_refused",
+            Error::MissingPolicy { .. }
+            | Error::Workspace { .. }
+            | Error::WorkflowSource(_)
+            | Error::Vault { .. }
+            | Error::Engine { .. }
+            | Error::Storage { .. }
+            | Error::PeopleRefused { .. }
+            | Error::Auth { .. }
+            | Error::Redact { .. }
+            | Error::PasswordWorkFailed { .. }
+            | Error::Blocking { .. } => "internal",
+        }
+    }
+
+    /// The message of a JSON API answer, where an API client needs other words than a person
+    /// at a form: which header carries the CSRF token, what was not found.
+    fn api_message(&self) -> Option<String> {
+        match self {
+            Error::CsrfRejected { .. } => Some(
+                "This request needs the session's CSRF token in the X-CSRF-Token header (the \
+                 `csrf_token` of POST /api/signin); a request with an API key needs none."
+                    .to_owned(),
+            ),
+            Error::NotFound { what, .. }
+                if matches!(
+                    *what,
+                    "run" | "workflow" | "file" | "person" | "API key" | "model provider"
+                ) =>
+            {
+                // Not the id: a 404 never echoes the request, and another account's resource
+                // reads the same as a missing one.
+                Some(format!(
+                    "There is no {what} by that name or id in your account."
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// The part of an invalid input that is safe to show (our own words about a field).
     fn public_detail(&self) -> Option<String> {
         match self {
             Error::InvalidInput { field, reason } => Some(format!("{field}: {reason}")),
+            // The engine's own words about the request's inputs and this server (names,
+            // kinds and settings, never a value).
+            Error::RunRefused { source, .. }
+                if matches!(
+                    **source,
+                    engine::Error::InputMismatch { .. }
+                        | engine::Error::ForbiddenInputKeys { .. }
+                        | engine::Error::CannotRunHere { .. }
+                ) =>
+            {
+                Some(source.to_string())
+            }
             // Our own words about the request's own paths (already screened for values).
             Error::Workspace {
                 source: workspace::Error::PathConflict { path, reason },
@@ -358,6 +463,9 @@ impl Error {
 #[derive(Debug, Clone)]
 pub(crate) struct ErrorReport {
     pub(crate) public_message: String,
+    /// The message of a JSON API answer (the same words unless the API needs others).
+    pub(crate) api_message: String,
+    pub(crate) code: &'static str,
     /// The whole error with its sources, for the log only.
     pub(crate) detail: String,
 }
@@ -401,8 +509,14 @@ impl IntoResponse for Error {
         {
             response.headers_mut().insert(header::ALLOW, value);
         }
+        let api_message = match self.api_message() {
+            Some(message) => message,
+            None => public_message.clone(),
+        };
         response.extensions_mut().insert(ErrorReport {
             public_message,
+            api_message,
+            code: self.code(),
             detail: detail_with_sources(&self),
         });
         response

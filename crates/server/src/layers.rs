@@ -80,7 +80,8 @@ pub(crate) async fn finish(
         }
         let (content_type, body) = if is_api {
             let body = api_types::ErrorBody {
-                error: report.public_message.clone(),
+                code: report.code.to_owned(),
+                error: report.api_message.clone(),
                 request_id: request_id.clone(),
             };
             (

@@ -386,7 +386,7 @@ impl StallTimeoutBody {
 
 /// The error of a request body that stopped arriving.
 #[derive(Debug, thiserror::Error)]
-#[error("the request body stopped arriving for {timeout:?}")]
+#[error("the request body stopped arriving for {} s", timeout.as_secs())]
 struct BodyStalled {
     timeout: Duration,
 }

@@ -213,7 +213,7 @@ fn operation(method: &str, path: &str) -> Value {
     responses.insert(
         "default".to_owned(),
         json!({
-            "description": "An error: a safe message and the request id to quote.",
+            "description": "An error: a stable code (see ErrorBody), a safe message and the request id to quote.",
             "content": { "application/json": { "schema": reference("ErrorBody") } },
         }),
     );

@@ -169,7 +169,7 @@ fn lower_agent_file(
         .map(|model| Some(model.trim().to_string())),
         None => Some(None),
     };
-    let custom_tools = lower_custom_tools(&fields, diagnostics);
+    let custom_tools = lower_custom_tools(&fields, parts.front_matter, diagnostics);
     let tools = lower_tools(
         &fields,
         custom_tools.as_deref().unwrap_or_default(),
@@ -269,6 +269,7 @@ fn agent_folder_of(file_name: &str) -> Option<&str> {
 
 fn lower_custom_tools(
     fields: &Fields<'_>,
+    front_matter: &str,
     diagnostics: &mut Diagnostics,
 ) -> Option<Vec<CustomTool>> {
     let Some(node) = fields.get("custom_tools") else {
@@ -317,6 +318,9 @@ fn lower_custom_tools(
                 None
             }
         };
+        let script_origin = tool_fields
+            .get("script")
+            .map(|node| crate::origin::origin_of(node, front_matter, 1));
         let script = match tool_fields.get("script") {
             Some(node) => string(node, "a custom tool's `script`", diagnostics).and_then(|path| {
                 if let Some(problem) = script_path_problem(path) {
@@ -348,12 +352,21 @@ fn lower_custom_tools(
         };
         let applies = optional_boolean(tool_fields.get("applies"), "`applies`", diagnostics);
         let writes = optional_boolean(tool_fields.get("writes"), "`writes`", diagnostics);
-        match (name_ok, explain, script, arguments, applies, writes) {
-            (true, Some(explain), Some(script), Some(arguments), Some(applies), Some(writes)) => {
+        match (name_ok, explain, script, script_origin, arguments, applies, writes) {
+            (
+                true,
+                Some(explain),
+                Some(script),
+                Some(script_origin),
+                Some(arguments),
+                Some(applies),
+                Some(writes),
+            ) => {
                 tools.push(CustomTool {
                     name: name.to_string(),
                     explain: explain.trim().to_string(),
                     script: script.to_string(),
+                    script_origin,
                     arguments,
                     applies,
                     writes: writes.unwrap_or(false),

@@ -22,6 +22,8 @@ pub(crate) struct StepContext<'workflow> {
     pub(crate) input_names: &'workflow HashSet<&'workflow str>,
     /// The operator's maxima that declared `limits` are held to.
     pub(crate) maxima: &'workflow crate::LimitMaxima,
+    /// The workflow's text, for the origins of values (`crate::origin`).
+    pub(crate) text: &'workflow str,
 }
 
 /// Words Python will not accept as a keyword argument name.

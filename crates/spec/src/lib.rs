@@ -21,6 +21,7 @@ mod forbidden;
 mod inputs;
 mod lower;
 mod model;
+mod origin;
 mod reach;
 mod schema;
 #[cfg(test)]
@@ -41,6 +42,7 @@ pub use crate::model::{
     Agent, CustomTool, InputKind, InputSource, Network, PythonVersion, Step, StepBody, Tool,
     ToolArgument, Workflow, WorkflowInput,
 };
+pub use crate::origin::Origin;
 pub use crate::reach::{
     REACH_CAPTION, ReachInternet, ReachKind, ReachRow, reach, render_reach_table,
 };

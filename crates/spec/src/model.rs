@@ -162,6 +162,8 @@ pub struct Step {
     pub(crate) inputs: Vec<(String, InputSource)>,
     pub(crate) body: StepBody,
     pub(crate) limits: crate::StepLimits,
+    /// Where the `code` or `agent` value is written.
+    pub(crate) body_origin: crate::Origin,
 }
 
 impl Step {
@@ -204,6 +206,12 @@ impl Step {
 
     pub fn body(&self) -> &StepBody {
         &self.body
+    }
+
+    /// Where the step's `code` (or `agent`) value is written: a report about a place in the
+    /// code (a Python syntax error) is placed at the file's line and column with it.
+    pub fn body_origin(&self) -> crate::Origin {
+        self.body_origin
     }
 }
 
@@ -358,6 +366,7 @@ pub struct CustomTool {
     pub(crate) name: String,
     pub(crate) explain: String,
     pub(crate) script: String,
+    pub(crate) script_origin: crate::Origin,
     pub(crate) arguments: Vec<ToolArgument>,
     pub(crate) applies: Option<bool>,
     pub(crate) writes: bool,
@@ -414,6 +423,11 @@ impl CustomTool {
     /// Whether the tool writes files into the agent's tree (`writes: true`).
     pub fn writes(&self) -> bool {
         self.writes
+    }
+
+    /// Where the agent file names the script, for a report about it (`stepward check`).
+    pub fn script_origin(&self) -> crate::Origin {
+        self.script_origin
     }
 }
 

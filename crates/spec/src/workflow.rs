@@ -77,7 +77,7 @@ fn lower_workflow(
         Some(node) => lower_workflow_inputs(node, diagnostics),
         None => Vec::new(),
     };
-    let steps = lower_steps(&fields, &inputs, maxima, diagnostics);
+    let steps = lower_steps(&fields, &inputs, maxima, text, diagnostics);
     Some(Workflow {
         file_name: file_name.to_string(),
         source: text.to_string(),
@@ -272,6 +272,7 @@ fn lower_steps(
     fields: &Fields<'_>,
     inputs: &[WorkflowInput],
     maxima: &LimitMaxima,
+    text: &str,
     diagnostics: &mut Diagnostics,
 ) -> Option<Vec<Step>> {
     let Some(node) = fields.get("steps") else {
@@ -324,6 +325,7 @@ fn lower_steps(
             inputs,
             input_names: &input_names,
             maxima,
+            text,
         };
         match lower_step(item, &context, diagnostics) {
             Some(step) => steps.push(step),
@@ -430,7 +432,9 @@ fn lower_step(
         None => Some(crate::StepLimits::default()),
     };
     let step_id = context.ids.get(context.index).and_then(Option::as_ref)?;
+    let body_node = fields.get("code").or_else(|| fields.get("agent"))?;
     Some(Step {
+        body_origin: crate::origin::origin_of(body_node, context.text, 0),
         id: step_id.id.clone(),
         gate: step_id.gate,
         explain: explain?,

@@ -46,6 +46,8 @@ pub(crate) struct Entry {
 pub(crate) struct Scalar {
     pub(crate) text: String,
     pub(crate) plain: bool,
+    /// A literal block (`|`): its lines are the file's lines (see `origin`).
+    pub(crate) literal: bool,
 }
 
 /// A plain scalar resolved by YAML 1.2's core schema.
@@ -377,6 +379,7 @@ impl<'diagnostics> Builder<'diagnostics> {
                     value: NodeValue::Scalar(Scalar {
                         text: text.into_owned(),
                         plain,
+                        literal: style == ScalarStyle::Literal,
                     }),
                     position,
                     through_alias: None,

@@ -202,8 +202,8 @@ impl App {
             .recover()
             .context("cannot recover interrupted runs")?;
         self.config.timings.mark("recovery of interrupted runs");
-        if report != engine::RecoveryReport::default() {
-            eprintln!("recovered after an interruption: {report:?}");
+        for line in recovery_said(&report) {
+            eprintln!("recovered after an interruption: {line}");
         }
         Ok((engine, lock))
     }
@@ -323,6 +323,14 @@ impl Isolation for UnderEngineLock {
     fn run(&self, invocation: sandbox::Invocation) -> Result<sandbox::Observation, sandbox::Error> {
         self.backend.run(invocation)
     }
+
+    fn availability(
+        &self,
+        python: sandbox::PythonPin,
+        network: sandbox::NetworkMode,
+    ) -> Result<(), sandbox::Unavailable> {
+        self.backend.availability(python, network)
+    }
 }
 
 /// The unisolated backend's executor: refuses every attempt once the store holds more than one
@@ -361,6 +369,38 @@ impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
             ),
         }
     }
+
+    fn availability(&self, step: &spec::Step, python: spec::PythonVersion) -> Result<(), String> {
+        self.inner.availability(step, python)
+    }
+}
+
+/// What recovery did, one sentence per run or step, with the commands a person types where
+/// a run now waits for them.
+fn recovery_said(report: &engine::RecoveryReport) -> Vec<String> {
+    let mut said = Vec::new();
+    for (run, step, attempt) in &report.marked_unknown {
+        said.push(format!(
+            "step {step} of run {run} (attempt {attempt}) was running with network access, so \
+             its outcome is unknown and it is never run again by itself; decide with \
+             `stepward runs retry {run} {step} --note \"why it is safe\"` or \
+             `stepward runs stop {run} --note \"why\"`"
+        ));
+    }
+    for (run, step, attempt) in &report.interrupted_offline {
+        said.push(format!(
+            "step {step} of run {run} (attempt {attempt}) was interrupted offline and runs again"
+        ));
+    }
+    for run in &report.resumed {
+        said.push(format!("run {run} goes on"));
+    }
+    for (run, reason) in &report.skipped {
+        said.push(format!(
+            "run {run} could not be recovered yet ({reason}); the next start tries again"
+        ));
+    }
+    said
 }
 
 /// The executor of [`App::reading_engine`]: reading a run never runs a step.

@@ -176,13 +176,21 @@ pub enum AccountsCommand {
         /// The owner's name; by default the part of the email before `@`.
         #[arg(long)]
         owner_name: Option<String>,
-        /// The server's address as people reach it, to print the link with.
-        #[arg(
-            long,
-            env = "STEPWARD_PUBLIC_URL",
-            default_value = "http://127.0.0.1:8080"
-        )]
-        base_url: String,
+        /// The server's address as people reach it, to print the link with; by default the
+        /// address `stepward serve` last served this data directory on.
+        #[arg(long, env = "STEPWARD_PUBLIC_URL", value_name = "URL")]
+        base_url: Option<String>,
+    },
+    /// A new one-time sign-in link for an account's owner (a lost or expired link, a first
+    /// start whose link nobody saw); every earlier link of the owner stops working. Recorded
+    /// in the audit log.
+    InviteOwner {
+        /// The account's id (`local` for the one `stepward serve` invites on first start).
+        account: String,
+        /// The server's address as people reach it, to print the link with; by default the
+        /// address `stepward serve` last served this data directory on.
+        #[arg(long, env = "STEPWARD_PUBLIC_URL", value_name = "URL")]
+        base_url: Option<String>,
     },
 }
 
@@ -311,9 +319,13 @@ pub enum KeysCommand {
     /// Rotate the root key, then every account's data key (each account's values are
     /// re-encrypted); run again to finish a rotation that was interrupted.
     RotateRoot {
-        /// Where the new root key is; by default a new key in the default key file.
-        #[arg(long)]
+        /// Where the new root key is (a file holding 64 hexadecimal characters, mode 600,
+        /// outside the data directory); by default a new key in the default key file.
+        #[arg(long, value_name = "P")]
         new_root_key_file: Option<PathBuf>,
+        /// Write a new random key to `--new-root-key-file` first (refused if it exists).
+        #[arg(long, requires = "new_root_key_file")]
+        generate: bool,
     },
     /// Rotate one account's data key: every value of the account is re-encrypted under a new
     /// key, so the old data key (in a copy of the key table made before) opens nothing stored

@@ -229,7 +229,7 @@ impl Config {
             Err(_) => resolve(host, port).with_context(|| {
                 format!(
                     "the public URL's host {host} does not resolve, so its addresses cannot be \
-                     denied to model endpoints (G11); check --public-url and the resolver"
+                     denied to model endpoints (the platform never calls itself); check --public-url and the resolver"
                 )
             })?,
         };
@@ -262,6 +262,13 @@ impl Config {
 
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("stepward.db")
+    }
+
+    /// Where `stepward serve` records the address it serves on (its `--public-url`, or the
+    /// address it listens on), so the operator commands that print sign-in links print one that
+    /// reaches it.
+    pub fn server_url_path(&self) -> PathBuf {
+        self.data_dir.join("server-url")
     }
 
     /// Every account's folder: its workflows, agents, working folder (what steps see at

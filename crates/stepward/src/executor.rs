@@ -142,6 +142,49 @@ impl StepExecutor for SandboxExecutor {
             Err(error) => sandbox_error_report(&error, network, self.backend.name()),
         }
     }
+
+    /// A code step's pinned Python and declared network, asked of the backend; each refusal
+    /// names the setting that would fix it. Agent steps are left to `execute` (their runtime is
+    /// not the sandbox's to judge).
+    fn availability(&self, step: &spec::Step, python: spec::PythonVersion) -> Result<(), String> {
+        if !matches!(step.body(), spec::StepBody::Code { .. }) {
+            return Ok(());
+        }
+        let network = match step.network() {
+            spec::Network::None => NetworkMode::None,
+            spec::Network::PublicEgress => NetworkMode::PublicEgress,
+        };
+        let pin = PythonPin {
+            major: python.major,
+            minor: python.minor,
+        };
+        self.backend
+            .availability(pin, network)
+            .map_err(|missing| unavailable_message(step.id(), &missing))
+    }
+}
+
+/// What a step needs and this server lacks, with the setting that would give it.
+pub fn unavailable_message(step: &str, missing: &sandbox::Unavailable) -> String {
+    match missing {
+        sandbox::Unavailable::Python {
+            requested,
+            available,
+        } => format!(
+            "step {step} needs Python {requested} (the workflow's `python:`), and this server has \
+             {available}: install python{requested} where runtime discovery looks \
+             (/usr/bin/python3*), or pin a version this server has"
+        ),
+        sandbox::Unavailable::EgressNotConfigured => format!(
+            "step {step} declares `network: public_egress`, and this server has no egress \
+             network: start it with --egress-resolver IP (the one DNS server such steps may use; \
+             env STEPWARD_EGRESS_RESOLVER), and the host forwarding IPv4"
+        ),
+        sandbox::Unavailable::EgressNotBuilt { backend } => format!(
+            "step {step} declares `network: public_egress`, which the {backend} backend does not \
+             provide yet: serve this workflow with --backend local and --egress-resolver IP"
+        ),
+    }
 }
 
 /// The executor's limits with what the step declared put over them (the spec held every

@@ -34,7 +34,7 @@ impl ServerKeyFiles {
                 .bytes()
                 .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
         if !plain {
-            bail!("the install id {install_id:?} cannot name a folder");
+            bail!("the install id `{install_id}` cannot name a folder");
         }
         let dir = user_config_dir()?
             .join("stepward")

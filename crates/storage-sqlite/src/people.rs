@@ -539,6 +539,32 @@ impl PeopleStore for SqliteStore {
         })
     }
 
+    fn replace_sign_in_links(&self, link: &NewSignInLink) -> Result<u64, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let ended = transaction.execute(
+                "UPDATE sign_in_links SET expires_at = ?2
+                 WHERE person_id = ?1 AND used_at IS NULL AND expires_at > ?2",
+                params![link.person_id, link.created_at.0],
+            )?;
+            transaction
+                .execute(
+                    "INSERT INTO sign_in_links (token_hash, person_id, created_at, expires_at)
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![
+                        link.token_hash.0.as_slice(),
+                        link.person_id,
+                        link.created_at.0,
+                        link.expires_at.0
+                    ],
+                )
+                .map_err(already_exists(format!(
+                    "a sign-in link for person {}",
+                    link.person_id
+                )))?;
+            Ok(u64::try_from(ended).unwrap_or(u64::MAX))
+        })
+    }
+
     fn usable_sign_in_link(
         &self,
         token_hash: &TokenHash,

@@ -318,6 +318,10 @@ pub trait PeopleStore: Send + Sync {
     ) -> Result<PeopleChange, Error>;
 
     fn create_sign_in_link(&self, link: &NewSignInLink) -> Result<(), Error>;
+    /// Creates `link` and, in the same transaction, ends every other link of its person that
+    /// could still be used (they stop working at `link.created_at`): the one link printed last
+    /// is the only one that works. Returns how many earlier links were ended.
+    fn replace_sign_in_links(&self, link: &NewSignInLink) -> Result<u64, Error>;
     /// The link with this hash if it is unused and not expired at `now`; looking does not use it.
     fn usable_sign_in_link(
         &self,

@@ -124,7 +124,7 @@ pub struct Timestamp(pub i64);
 
 /// A stored name that this version does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {vocabulary} {name:?}")]
+#[error("unknown {vocabulary} `{name}`")]
 pub struct UnknownName {
     pub vocabulary: &'static str,
     pub name: String,

@@ -54,6 +54,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The file a rotation was told to read the new root key from does not exist.
+    #[error("the new root key file {} does not exist", path.display())]
+    NewRootKeyMissing { path: PathBuf },
+    /// A new root key was to be generated into a file that already exists.
+    #[error(
+        "the file {} already exists, and a generated root key never replaces a file",
+        path.display()
+    )]
+    NewRootKeyExists { path: PathBuf },
     #[error("the new root key at {location} is the current root key; rotation needs a new key")]
     RootKeyUnchanged { location: String },
     /// Writing a generated root key failed.
@@ -67,7 +76,7 @@ pub enum Error {
     #[error("the vault's root key was rotated by another process; open the vault again")]
     RootKeyChangedElsewhere,
     /// The stored install id is not one this crate generated (the database was edited).
-    #[error("the vault's stored install id {install_id:?} is malformed")]
+    #[error("the vault's stored install id `{install_id}` is malformed")]
     InstallIdMalformed { install_id: String },
     /// An account key does not unwrap under the root key: it was tampered with or moved.
     #[error(
@@ -91,14 +100,14 @@ pub enum Error {
         field: String,
     },
     /// A name that the vault does not accept.
-    #[error("{kind} name {name:?} is invalid: {rule}")]
+    #[error("{kind} name `{name}` is invalid: {rule}")]
     InvalidName {
         kind: &'static str,
         name: String,
         rule: &'static str,
     },
     /// An empty value; an empty credential would make scrubbing meaningless.
-    #[error("the value of {kind} {name:?} (field {field:?}) is empty")]
+    #[error("the value of {kind} `{name}` (field `{field}`) is empty")]
     EmptyValue {
         kind: &'static str,
         name: String,
@@ -119,10 +128,10 @@ pub enum Error {
         min_bytes: usize,
     },
     /// A connection with no fields.
-    #[error("connection {alias:?} needs at least one field")]
+    #[error("connection `{alias}` needs at least one field")]
     NoFields { alias: String },
     /// Two fields of one connection that are the same or reach a step as the same variable.
-    #[error("connection {alias:?}: fields {first:?} and {second:?} would both be {variable}")]
+    #[error("connection `{alias}`: fields `{first}` and `{second}` would both be {variable}")]
     DuplicateField {
         alias: String,
         first: String,
@@ -141,14 +150,14 @@ pub enum Error {
     #[error("account {account_id} has no key yet: it has never stored a secret")]
     NoAccountKey { account_id: String },
     /// Other writers kept changing the same item; the write was not applied.
-    #[error("gave up writing {kind} {name:?} of account {account_id} after repeated conflicts")]
+    #[error("gave up writing {kind} `{name}` of account {account_id} after repeated conflicts")]
     Contention {
         account_id: String,
         kind: &'static str,
         name: String,
     },
     /// A stored value is not UTF-8 (the contract's values are strings).
-    #[error("the stored value of {kind} {name:?} of account {account_id} is not UTF-8")]
+    #[error("the stored value of {kind} `{name}` of account {account_id} is not UTF-8")]
     NotUtf8 {
         account_id: String,
         kind: &'static str,

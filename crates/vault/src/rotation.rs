@@ -9,7 +9,7 @@ use crate::crypto::{KeyBytes, random_id};
 use crate::error::Error;
 use crate::root_key::{
     KeyLocation, Notice, RootKeySource, pending_key_path, promote_pending_key, read_key_env,
-    read_required_key_file, refuse_inside_data_dir, replace_key_file,
+    read_key_file, refuse_inside_data_dir, replace_key_file, write_new_key_file,
 };
 use crate::vault::{
     AccountKey, MAX_ATTEMPTS, RootState, ValueIdentity, Vault, make_key_check, now,
@@ -103,6 +103,34 @@ impl Vault {
         Ok(rotated)
     }
 
+    /// Writes a new random root key to `path` (mode 0600, its folders 0700) for a rotation to
+    /// read, refusing a path inside the data directory and a file that already exists.
+    pub fn generate_root_key_file(&self, path: &std::path::Path) -> Result<(), Error> {
+        if path.exists() {
+            return Err(Error::NewRootKeyExists {
+                path: path.to_path_buf(),
+            });
+        }
+        if let Some(parent) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(parent).map_err(|source| Error::RootKeyWrite {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        refuse_inside_data_dir(path, self.data_dir.as_deref())?;
+        let key = KeyBytes::generate()?;
+        if write_new_key_file(path, &key)? {
+            Ok(())
+        } else {
+            Err(Error::NewRootKeyExists {
+                path: path.to_path_buf(),
+            })
+        }
+    }
+
     fn unfinished(&self, source: Error) -> Error {
         Error::RotationUnfinished {
             left: self.pending_account_rotations().unwrap_or_default(),
@@ -121,7 +149,8 @@ impl Vault {
             RootKeySource::File(path) => {
                 refuse_inside_data_dir(path, self.data_dir.as_deref())?;
                 (
-                    read_required_key_file(path)?,
+                    read_key_file(path)?
+                        .ok_or_else(|| Error::NewRootKeyMissing { path: path.clone() })?,
                     KeyLocation::File(path.clone()),
                     None,
                 )

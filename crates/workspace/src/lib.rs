@@ -57,13 +57,16 @@ pub enum Error {
     #[error("refused to write {path}: it is {kind}, which no revision may change")]
     Protected { path: String, kind: ProtectedKind },
     /// A revision's content holds a current secret value; nothing of the revision was written.
-    #[error("refused to write {path}: its content holds a current secret value (G19)")]
+    #[error(
+        "refused to write {path}: its content holds a current secret value (secrets are never \
+         written into a workspace)"
+    )]
     HoldsSecret { path: String },
     /// A path of the revision holds a current secret value; the path itself is not repeated
     /// here, so the error can be shown without leaking it. Nothing was written.
     #[error(
         "refused to write change {index} of the revision: its path holds a current secret value \
-         (G19)"
+         (secrets are never written into a workspace)"
     )]
     PathHoldsSecret { index: usize },
     /// A content cannot be fully checked for credentials (it inflates past the bound, or it is
@@ -71,7 +74,10 @@ pub enum Error {
     #[error("refused to write {path}: {reason}; nothing of the revision was written")]
     Unscreenable { path: String, reason: String },
     /// The revision's message holds a current secret value; nothing was written.
-    #[error("refused to write the revision: its message holds a current secret value (G19)")]
+    #[error(
+        "refused to write the revision: its message holds a current secret value (secrets are \
+         never written into a workspace)"
+    )]
     MessageHoldsSecret,
     /// A revision without any change.
     #[error("a revision needs at least one change")]

@@ -22,7 +22,7 @@ fn g26_roles_are_ordered_by_privilege_and_named() {
     }
     assert_eq!(
         "Admin".parse::<Role>().unwrap_err().to_string(),
-        "\"Admin\" is not a role; the roles are viewer, member, admin and owner"
+        "`Admin` is not a role; the roles are viewer, member, admin and owner"
     );
 }
 

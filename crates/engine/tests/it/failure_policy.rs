@@ -415,6 +415,6 @@ fn g9_needs_repair_waits_for_a_new_revision() {
     assert_eq!(harness.executor.calls_of("compute").len(), 1);
     assert!(matches!(
         engine.retry(&summary.run, "compute", None, person("x")),
-        Err(Error::NotNeedingAttention { .. })
+        Err(Error::NeedsRepairNotRetry { .. })
     ));
 }

@@ -311,6 +311,18 @@ impl Isolation for GvisorBackend {
     fn run(&self, invocation: Invocation) -> Result<Observation, Error> {
         run::run(&self.shared, invocation)
     }
+
+    fn availability(
+        &self,
+        python: crate::PythonPin,
+        network: crate::NetworkMode,
+    ) -> Result<(), crate::Unavailable> {
+        crate::python_available(&self.shared.runtimes, python)?;
+        if network == crate::NetworkMode::PublicEgress {
+            return Err(crate::Unavailable::EgressNotBuilt { backend: "gvisor" });
+        }
+        Ok(())
+    }
 }
 
 /// What a start-up sweep removed.

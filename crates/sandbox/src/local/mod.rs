@@ -293,6 +293,18 @@ impl Isolation for LocalBackend {
     fn run(&self, invocation: Invocation) -> Result<Observation, Error> {
         run::run(&self.shared, invocation, run::SeccompMode::Enforced)
     }
+
+    fn availability(
+        &self,
+        python: crate::PythonPin,
+        network: crate::NetworkMode,
+    ) -> Result<(), crate::Unavailable> {
+        crate::python_available(&self.shared.runtimes, python)?;
+        if network == crate::NetworkMode::PublicEgress && self.shared.options.egress.is_none() {
+            return Err(crate::Unavailable::EgressNotConfigured);
+        }
+        Ok(())
+    }
 }
 
 /// What a start-up sweep removed.

@@ -162,6 +162,16 @@ impl Isolation for UnisolatedBackend {
             isolation_notes: notes(invocation.network, &manifest),
         })
     }
+
+    /// The unisolated backend's `public_egress` is this machine's own network (its records say
+    /// so): only the Python version can be missing.
+    fn availability(
+        &self,
+        python: crate::PythonPin,
+        _network: NetworkMode,
+    ) -> Result<(), crate::Unavailable> {
+        crate::python_available(&self.runtimes, python)
+    }
 }
 
 /// The isolation notes of one run: what this backend did not enforce.

@@ -253,6 +253,14 @@ pub(crate) async fn decide(
                 id: run_id.to_owned(),
             });
         }
+        Err(engine::Error::NoteRequired { .. }) => {
+            return Err(Error::InvalidInput {
+                field: "note",
+                reason: "a decision needs a note saying why; it is kept in the record with who \
+                         decided"
+                    .to_owned(),
+            });
+        }
         Err(source) => {
             return Err(Error::Engine {
                 run: run_id.to_owned(),

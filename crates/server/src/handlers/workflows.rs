@@ -229,6 +229,7 @@ async fn start(
         Err(
             source @ (engine::Error::ForbiddenInputKeys { .. }
             | engine::Error::InputMismatch { .. }
+            | engine::Error::CannotRunHere { .. }
             | engine::Error::WorkflowInvalid { .. }
             | engine::Error::WorkflowChanged { .. }),
         ) => {

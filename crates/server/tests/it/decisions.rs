@@ -124,3 +124,64 @@ async fn g26_a_viewer_or_stranger_cannot_decide() {
         RunStatus::WaitingApproval
     );
 }
+
+/// A blank note is refused on every door of the server (API by a person and by a key, the
+/// console's form, an approve link): nothing is decided, and the answer names the note
+/// (issue 12, 10).
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_a_blank_note_is_refused_on_every_door() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let key = harness.credentials(Caller::Key(Role::Member));
+    let approve = format!("/api/runs/{}/steps/ship/approve", run.0);
+    for credentials in [&member, &key] {
+        for note in [r#"{"note":""}"#, r#"{"note":"   "}"#] {
+            let answer = harness
+                .call(
+                    "POST",
+                    &approve,
+                    credentials,
+                    Some(("application/json", note.into())),
+                )
+                .await;
+            assert_eq!(answer.status, 400, "{}", answer.text());
+            assert!(answer.json()["error"].as_str().unwrap().contains("note"));
+        }
+    }
+    let console = harness
+        .call(
+            "POST",
+            &format!("/runs/{}/steps/ship/decide", run.0),
+            &member,
+            Some((
+                "application/x-www-form-urlencoded",
+                "decision=approve&note=+".into(),
+            )),
+        )
+        .await;
+    assert_eq!(console.status, 400, "{}", console.text());
+    let gate = harness.engine.pending_gate(&run).unwrap().unwrap();
+    let link = harness.state.approve_link_path(&gate).unwrap();
+    let csrf = match &member {
+        Credentials::Session { csrf, .. } => csrf.clone(),
+        Credentials::None | Credentials::Key { .. } => String::new(),
+    };
+    let by_link = harness
+        .call(
+            "POST",
+            &link,
+            &member,
+            Some((
+                "application/x-www-form-urlencoded",
+                format!("csrf={csrf}&decision=approve&note="),
+            )),
+        )
+        .await;
+    assert_eq!(by_link.status, 400, "{}", by_link.text());
+    assert!(harness.store.decisions(&run).unwrap().is_empty());
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().status,
+        RunStatus::WaitingApproval
+    );
+}

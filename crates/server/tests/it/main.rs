@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod admin;
+mod api_errors;
 mod approve;
 mod assets;
 mod bootstrap;

@@ -10,5 +10,6 @@ mod examples;
 mod fixtures;
 mod g4_credential_keys;
 mod guarantees;
+mod origin;
 mod properties;
 mod render;

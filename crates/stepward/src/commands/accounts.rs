@@ -1,6 +1,8 @@
 //! `stepward accounts create`: an operator command on the server's data that creates an account
-//! with its owner and prints the owner's one-time sign-in link; and the first start of
-//! `stepward serve`, which invites the owner of the local account when nobody exists yet.
+//! with its owner and prints the owner's one-time sign-in link; `stepward accounts
+//! invite-owner`, a new link for an owner who lost theirs (the old ones stop working); and the
+//! starts of `stepward serve`, which invite the owner of the local account when nobody exists
+//! yet and print a fresh link while that owner has never set a password.
 //!
 //! The server's accounts keep their workflows and agents in `<data-dir>/accounts/<account id>/`
 //! (`workflows/<name>.yaml`, `agents/<name>/AGENT.md`), the layout of
@@ -12,7 +14,9 @@ use anyhow::{Context, bail};
 use auth::SignInLinkToken;
 use serde_json::json;
 use server::{NewOwner, OwnerInvitation};
-use storage::people::{NewPerson, NewSignInLink, PeopleChange, PeopleStore, RoleName, TokenHash};
+use storage::people::{
+    NewPerson, NewSignInLink, PeopleChange, PeopleStore, PersonRecord, RoleName, TokenHash,
+};
 use storage::{Account, AccountId, AccountStore, AuditLog, NewAuditEntry, Timestamp};
 
 use crate::Outcome;
@@ -31,6 +35,7 @@ pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome>
             owner_name,
             base_url,
         } => {
+            let base = LinkBase::choose(base_url.as_deref(), &config)?;
             let app = App::open(config)?;
             let owner = NewOwner {
                 display_name: owner_name
@@ -42,12 +47,155 @@ pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome>
             println!("account {name} created with its owner {}", owner.email);
             println!(
                 "the owner sets a password once, within 72 hours, at: {}{}",
-                base_url.trim_end_matches('/'),
-                invitation.sign_in_path
+                base.url, invitation.sign_in_path
             );
+            println!("{}", base.said);
+            Ok(Outcome::Done)
+        }
+        AccountsCommand::InviteOwner { account, base_url } => {
+            let base = LinkBase::choose(base_url.as_deref(), &config)?;
+            let app = App::open(config)?;
+            let (owner, invitation, ended) = invite_owner(&app, &AccountId(account.clone()))?;
+            println!(
+                "a new one-time link for {} ({}), the owner of account {account}; {}",
+                owner.display_name,
+                owner.email,
+                match ended {
+                    0 => "no earlier link was still open".to_owned(),
+                    1 => "the earlier link stopped working".to_owned(),
+                    more => format!("the {more} earlier links stopped working"),
+                }
+            );
+            println!(
+                "the owner sets a password once, within 72 hours, at: {}{}",
+                base.url, invitation.sign_in_path
+            );
+            println!("{}", base.said);
             Ok(Outcome::Done)
         }
     }
+}
+
+/// The address a printed sign-in link starts with, and where it came from (said beside the
+/// link, so an operator who reads a wrong address knows which setting to change).
+pub struct LinkBase {
+    pub url: String,
+    pub said: String,
+}
+
+impl LinkBase {
+    /// `--base-url` (or `STEPWARD_PUBLIC_URL`) when given; else the address `stepward serve`
+    /// last served this data directory on; else a refusal asking for `--base-url`: a link to
+    /// an address nobody serves is a lockout.
+    pub fn choose(flag: Option<&str>, config: &Config) -> anyhow::Result<LinkBase> {
+        if let Some(url) = flag {
+            return Ok(LinkBase {
+                url: url.trim().trim_end_matches('/').to_owned(),
+                said: "(the address given by --base-url or STEPWARD_PUBLIC_URL)".to_owned(),
+            });
+        }
+        let recorded = config.server_url_path();
+        match std::fs::read_to_string(&recorded) {
+            Ok(text) if !text.trim().is_empty() => Ok(LinkBase {
+                url: text.trim().trim_end_matches('/').to_owned(),
+                said: format!(
+                    "(the address `stepward serve` last served this data directory on, from {}; \
+                     pass --base-url URL for another)",
+                    recorded.display()
+                ),
+            }),
+            Ok(_) => bail!(no_base_url(&recorded)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                bail!(no_base_url(&recorded))
+            }
+            Err(error) => Err(error).with_context(|| format!("cannot read {}", recorded.display())),
+        }
+    }
+}
+
+fn no_base_url(recorded: &Path) -> String {
+    format!(
+        "cannot tell which address people reach the server at: `stepward serve` has not served \
+         this data directory yet ({} does not exist); pass --base-url URL (for example \
+         --base-url https://stepward.example.com), the address in the link the owner opens",
+        recorded.display()
+    )
+}
+
+/// A new one-time sign-in link for the owner of `account`; every earlier link of the owner
+/// that could still be used stops working in the same transaction. Recorded in the account's
+/// audit log as done by the operator. The owner's password, if one was set, keeps working
+/// until the link is used to set a new one. Returns the owner, the link and how many earlier
+/// links were ended.
+pub fn invite_owner(
+    app: &App,
+    account: &AccountId,
+) -> anyhow::Result<(PersonRecord, OwnerInvitation, u64)> {
+    let known = app
+        .store
+        .accounts()
+        .context("cannot list the accounts")?
+        .into_iter()
+        .any(|existing| existing.id == *account);
+    if !known {
+        bail!(
+            "there is no account {} in {}: `stepward accounts create NAME --owner-email E` \
+             creates one",
+            account.0,
+            app.config.data_dir.display()
+        );
+    }
+    let people = app
+        .store
+        .people(account)
+        .with_context(|| format!("cannot list the people of account {}", account.0))?;
+    let Some(owner) = people
+        .into_iter()
+        .find(|person| person.role == RoleName::Owner)
+    else {
+        bail!(
+            "account {} has no owner yet: `stepward serve` invites the local account's owner on \
+             its first start",
+            account.0
+        );
+    };
+    let created_at = now();
+    let (token, token_hash) = SignInLinkToken::generate()?;
+    let expires_at = Timestamp(created_at.0.saturating_add(OWNER_LINK_LIFETIME_MILLIS));
+    let ended = app
+        .store
+        .replace_sign_in_links(&NewSignInLink {
+            token_hash: TokenHash(*token_hash.as_bytes()),
+            person_id: owner.id.clone(),
+            created_at,
+            expires_at,
+        })
+        .context("cannot store the owner's sign-in link")?;
+    let redactor = app
+        .scrub_sets
+        .for_account(&account.0)
+        .context("cannot build the account's redactor for the audit log")?;
+    app.store
+        .append_audit(&NewAuditEntry {
+            account: account.clone(),
+            run: None,
+            actor: App::cli_actor(),
+            action: "account.invite_owner",
+            detail: redactor.scrub_json(&json!({
+                "account": account.0,
+                "owner": owner.id,
+                "email": owner.email,
+                "earlier_links_ended": ended,
+            })),
+            at: created_at,
+        })
+        .context("cannot write the audit log")?;
+    let invitation = OwnerInvitation {
+        person_id: owner.id.clone(),
+        sign_in_path: format!("/welcome/{}", token.reveal_once()),
+        expires_at,
+    };
+    Ok((owner, invitation, ended))
 }
 
 /// Creates the account `name` and its owner. Refused with the unisolated backend, which serves
@@ -114,7 +262,10 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
         })
         .context("cannot create the owner of the local account")?;
     if change != PeopleChange::Done {
-        bail!("the owner of the local account was refused: {change:?}");
+        bail!(
+            "the owner of the local account was refused: {}",
+            people_change_said(&change)
+        );
     }
     let (token, token_hash) = SignInLinkToken::generate()?;
     let expires_at = Timestamp(created_at.0.saturating_add(OWNER_LINK_LIFETIME_MILLIS));
@@ -250,9 +401,27 @@ fn check_email(email: &str) -> anyhow::Result<()> {
             .is_some_and(|(local, domain)| !local.is_empty() && !domain.is_empty())
         && !email.contains(char::is_whitespace);
     if !well_formed {
-        bail!("{email:?} is not an email address");
+        bail!("`{email}` is not an email address: write it as name@example.com");
     }
     Ok(())
+}
+
+/// A refused change of people in words.
+fn people_change_said(change: &PeopleChange) -> String {
+    match change {
+        PeopleChange::Done => "it was done".to_owned(),
+        PeopleChange::NoSuchPerson { account, person_id } => {
+            format!("account {} has no person {person_id}", account.0)
+        }
+        PeopleChange::WouldBreakSingleOwner { account, owners } => format!(
+            "account {} would have {owners} owners; an account has exactly one",
+            account.0
+        ),
+        PeopleChange::OwnerOnlyByTransfer { account } => format!(
+            "the owner of account {} changes only by a transfer of ownership",
+            account.0
+        ),
+    }
 }
 
 fn random_person_id() -> anyhow::Result<String> {

@@ -5,7 +5,7 @@ use anyhow::Context;
 use crate::Outcome;
 use crate::app::LOCAL_ACCOUNT_ID;
 use crate::cli::CheckArgs;
-use crate::commands::{diagnostics_json, print_diagnostics, print_json};
+use crate::commands::{check_code, diagnostics_json, print_diagnostics, print_json};
 use crate::config::Config;
 use crate::definitions::{DefinitionKind, display_name, read_text};
 
@@ -39,23 +39,25 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
             Some(account) => spec::parse_agent_for_account(&name, text, maxima, account),
             None => spec::parse_agent_within(&name, text, maxima),
         };
-        let diagnostics = match DefinitionKind::of(path) {
+        let (diagnostics, warnings) = match DefinitionKind::of(path) {
             DefinitionKind::Workflow => match parsed_workflow(&text) {
                 Ok(workflow) => {
                     declares_limits |= workflow
                         .steps()
                         .iter()
                         .any(|step| !step.limits().declared().is_empty());
-                    Vec::new()
+                    let found = check_code::check_workflow(path, &text, &workflow, maxima);
+                    (found.errors, found.warnings)
                 }
-                Err(diagnostics) => diagnostics,
+                Err(diagnostics) => (diagnostics, Vec::new()),
             },
             DefinitionKind::Agent => match parsed_agent(&text) {
                 Ok(agent) => {
                     declares_limits |= !agent.limits().declared().is_empty();
-                    Vec::new()
+                    let found = check_code::check_agent(path, &agent);
+                    (found.errors, found.warnings)
                 }
-                Err(diagnostics) => diagnostics,
+                Err(diagnostics) => (diagnostics, Vec::new()),
             },
         };
         declares_limits |= diagnostics
@@ -63,10 +65,18 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
             .any(|diagnostic| diagnostic.code == "limit-above-maximum");
         all_valid &= diagnostics.is_empty();
         if !args.json {
+            for warning in &warnings {
+                eprintln!(
+                    "{}",
+                    warning
+                        .render_with_source(&text)
+                        .replacen("error[", "warning[", 1)
+                );
+            }
             if diagnostics.is_empty() {
                 println!("{name}: valid");
             } else {
-                print_diagnostics(&diagnostics, &text);
+                print_each_with_its_file(&diagnostics, &name, &text);
                 eprintln!("{name}: {} problem(s)", diagnostics.len());
             }
         }
@@ -74,6 +84,7 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
             file: name,
             valid: diagnostics.is_empty(),
             diagnostics: diagnostics_json(&diagnostics),
+            warnings: diagnostics_json(&warnings),
         });
     }
     if args.json {
@@ -97,4 +108,17 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Invalid
     })
+}
+
+/// Prints each diagnostic under the line of the file it names: most are in the checked file,
+/// a custom tool's syntax error is in its script.
+fn print_each_with_its_file(diagnostics: &[spec::Diagnostic], name: &str, text: &str) {
+    for diagnostic in diagnostics {
+        if diagnostic.file == name {
+            print_diagnostics(std::slice::from_ref(diagnostic), text);
+        } else {
+            let other = read_text(std::path::Path::new(&diagnostic.file)).unwrap_or_default();
+            print_diagnostics(std::slice::from_ref(diagnostic), &other);
+        }
+    }
 }

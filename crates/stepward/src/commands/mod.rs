@@ -3,6 +3,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod check;
+pub mod check_code;
 pub mod decide;
 pub mod files;
 pub mod models;
@@ -151,6 +152,41 @@ pub fn print_summary(
     }
     if let Some(reason) = &wire.reason {
         shown.line(&format!("  reason: {reason}"));
+    }
+    let stopped_at = wire
+        .steps
+        .iter()
+        .rev()
+        .find(|step| step.status != "succeeded")
+        .map_or("STEP", |step| step.step.as_str());
+    match summary.status {
+        storage::RunStatus::NeedsAttention => {
+            shown.line(&format!(
+                "  waiting for a person to decide on step `{stopped_at}`: run it again (only \
+                 if that is safe: it may have done part of its work), or stop the run:"
+            ));
+            shown.line(&format!(
+                "    stepward runs retry {} {stopped_at} --note \"why it is safe\"",
+                wire.run
+            ));
+            shown.line(&format!(
+                "    stepward runs stop {} --note \"...\"",
+                wire.run
+            ));
+        }
+        storage::RunStatus::NeedsRepair => {
+            shown.line(&format!(
+                "  step `{stopped_at}` needs repair, and none of its code ran: fix its code in \
+                 the workflow file, check it and start a new run, then stop this one:"
+            ));
+            shown.line("    stepward check FILE");
+            shown.line("    stepward run FILE --input NAME=VALUE ...");
+            shown.line(&format!(
+                "    stepward runs stop {} --note \"...\"",
+                wire.run
+            ));
+        }
+        _ => {}
     }
     let width = wire
         .steps

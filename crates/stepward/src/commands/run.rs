@@ -49,6 +49,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
         Err(
             error @ (engine::Error::ForbiddenInputKeys { .. }
             | engine::Error::InputMismatch { .. }
+            | engine::Error::CannotRunHere { .. }
             | engine::Error::WorkflowInvalid { .. }),
         ) => {
             eprintln!("error: {error}");

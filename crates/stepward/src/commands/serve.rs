@@ -3,8 +3,10 @@
 //!
 //! The serving process takes the engine lock for its whole life: only one process drives the
 //! runs of a data directory (recovery would otherwise mark another live process's attempts
-//! interrupted). On first start, when no account has anybody in it, the owner of the local
-//! account is invited and the one-time sign-in link is printed on stdout.
+//! interrupted). The listener is bound first, so a busy port creates nothing. On first start,
+//! when no account has anybody in it, the owner of the local account is invited and the
+//! one-time sign-in link is printed on stdout; every later start prints a fresh link (the
+//! earlier ones stop working) while that owner has never set a password.
 //!
 //! With `--tls-cert` and `--tls-key` the server speaks HTTPS itself. Both files are read and
 //! checked (PEM, the key file's mode and owner, the key against the certificate) before
@@ -24,6 +26,7 @@ use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
 use server::{AppOptions, AppState, Backends, NewOwner, WorkflowDirectories};
+use storage::people::{PeopleStore, RoleName};
 use storage::{AccountStore, AuditLog, NewAuditEntry};
 
 use crate::Outcome;
@@ -54,6 +57,16 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         // clap requires each with the other; this is the same refusal should that change.
         _ => bail!("--tls-cert and --tls-key go together: pass both or neither"),
     };
+    // The listener is bound before anything is created: a port that is busy stops the start
+    // with nothing left behind (no data directory, no invitation nobody saw).
+    let std_listener = std::net::TcpListener::bind(args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    std_listener
+        .set_nonblocking(true)
+        .context("cannot make the listening socket non-blocking")?;
+    let address = std_listener
+        .local_addr()
+        .context("cannot read the listening address")?;
     let app = App::open(config)?;
     if app.config.backend == Backend::Unisolated {
         let accounts = app.store.accounts().context("cannot list the accounts")?;
@@ -64,20 +77,21 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let keys = key_files.load_or_create()?;
     // Held until this function returns, after the server stopped.
     let (engine, _engine_lock) = app.engine()?;
-    let invitation = if accounts::anybody_exists(&app)? {
-        None
-    } else {
-        let owner = NewOwner {
-            display_name: accounts::display_name_from_email(&args.owner_email),
-            email: args.owner_email.clone(),
-        };
-        Some(accounts::invite_local_owner(&app, &owner)?)
-    };
-    let tls = if args.behind_tls || tls_config.is_some() {
+    let tls_mode = if args.behind_tls || tls_config.is_some() {
         TlsMode::Tls
     } else {
         TlsMode::PlainHttp
     };
+    let link_base = match &args.public_url {
+        Some(url) => url.as_str().trim_end_matches('/').to_owned(),
+        None => base_url(address, tls_mode),
+    };
+    // What `accounts create` and `accounts invite-owner` print their links with.
+    let recorded = app.config.server_url_path();
+    std::fs::write(&recorded, format!("{link_base}\n"))
+        .with_context(|| format!("cannot write {}", recorded.display()))?;
+    let invitation = owner_invitation(&app, &args.owner_email)?;
+    let tls = tls_mode;
     if tls == TlsMode::PlainHttp && !args.listen.ip().is_loopback() {
         eprintln!(
             "warning: serving plain HTTP on {}, beyond this machine: passwords and session \
@@ -153,21 +167,32 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         }
     });
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let address = listener
-            .local_addr()
-            .context("cannot read the listening address")?;
+        let listener = tokio::net::TcpListener::from_std(std_listener)
+            .context("cannot serve on the listening socket")?;
         let shutdown = shutdown_signal()?;
         let base_url = base_url(address, tls);
-        println!("stepward serves {base_url} (data directory {})", app.config.data_dir.display());
-        if let Some(invitation) = &invitation {
-            println!(
-                "first start: the owner of account {} ({}) sets a password once, within 72 hours, at:",
-                app.account.0, args.owner_email
-            );
-            println!("{base_url}{}", invitation.sign_in_path);
+        println!(
+            "stepward serves {base_url} (data directory {})",
+            app.config.data_dir.display()
+        );
+        match &invitation {
+            Some(StartInvitation::First(invitation)) => {
+                println!(
+                    "first start: the owner of account {} ({}) sets a password once, within 72 \
+                     hours, at:",
+                    app.account.0, args.owner_email
+                );
+                println!("{link_base}{}", invitation.sign_in_path);
+            }
+            Some(StartInvitation::Again { email, invitation }) => {
+                println!(
+                    "the owner of account {} ({email}) has not set a password yet: a fresh \
+                     one-time link, within 72 hours (every earlier link stopped working):",
+                    app.account.0
+                );
+                println!("{link_base}{}", invitation.sign_in_path);
+            }
+            None => {}
         }
         match tls_config {
             Some(tls_config) => {
@@ -180,6 +205,44 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         anyhow::Ok(())
     })?;
     Ok(Outcome::Done)
+}
+
+/// The link a start of `serve` prints: the first start invites the local account's owner; a
+/// later start, while that owner has never set a password, prints a fresh link (so a link
+/// lost, expired or never seen locks nobody out).
+enum StartInvitation {
+    First(server::OwnerInvitation),
+    Again {
+        email: String,
+        invitation: server::OwnerInvitation,
+    },
+}
+
+fn owner_invitation(app: &App, owner_email: &str) -> anyhow::Result<Option<StartInvitation>> {
+    if !accounts::anybody_exists(app)? {
+        let owner = NewOwner {
+            display_name: accounts::display_name_from_email(owner_email),
+            email: owner_email.to_owned(),
+        };
+        return Ok(Some(StartInvitation::First(accounts::invite_local_owner(
+            app, &owner,
+        )?)));
+    }
+    let people = app
+        .store
+        .people(&app.account)
+        .context("cannot list the people of the local account")?;
+    let waiting = people
+        .iter()
+        .any(|person| person.role == RoleName::Owner && person.password_hash.is_none());
+    if !waiting {
+        return Ok(None);
+    }
+    let (owner, invitation, _ended) = accounts::invite_owner(app, &app.account)?;
+    Ok(Some(StartInvitation::Again {
+        email: owner.email,
+        invitation,
+    }))
 }
 
 /// `stepward keys rotate-links`: a new approve-link signing key; every link signed with the old

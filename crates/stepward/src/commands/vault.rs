@@ -4,7 +4,7 @@
 //! in `ps`); listings show names, versions and dates, never values (G19). Every write is in the
 //! audit log, by name only.
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use serde_json::json;
 
 use crate::Outcome;
@@ -135,7 +135,10 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
 pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
     match command {
-        KeysCommand::RotateRoot { new_root_key_file } => {
+        KeysCommand::RotateRoot {
+            new_root_key_file,
+            generate,
+        } => {
             // A rotation that died half-way is finished first, under the root key it made.
             let pending = app
                 .vault
@@ -155,14 +158,28 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                 );
                 return Ok(Outcome::Done);
             }
+            if let (Some(path), true) = (new_root_key_file, *generate) {
+                app.vault
+                    .generate_root_key_file(path)
+                    .context("cannot write the new root key")?;
+                eprintln!("Wrote a new root key to {} (mode 600).", path.display());
+            }
             let source = match new_root_key_file {
                 Some(path) => vault::RootKeySource::File(path.clone()),
                 None => vault::RootKeySource::DefaultFile,
             };
-            let notice = app
-                .vault
-                .rotate_root(&source)
-                .context("cannot rotate the root key")?;
+            let notice = match app.vault.rotate_root(&source) {
+                Ok(notice) => notice,
+                Err(vault::Error::NewRootKeyMissing { path }) => bail!(
+                    "the new root key file {path} does not exist, so nothing was rotated (the \
+                     current key and every secret are as they were): create it holding 64 \
+                     hexadecimal characters, for example `openssl rand -hex 32 > {path} && chmod \
+                     600 {path}`, or let this command write one there: `stepward keys \
+                     rotate-root --new-root-key-file {path} --generate`",
+                    path = path.display()
+                ),
+                Err(error) => return Err(error).context("cannot rotate the root key"),
+            };
             app.audit(
                 "key.rotate_root",
                 json!({ "location": app.vault.root_key_location() }),

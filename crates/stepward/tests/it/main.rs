@@ -6,6 +6,8 @@ mod agent_hostile;
 mod agents;
 mod browser;
 mod cli;
+mod docs;
+mod first_use;
 mod flood;
 mod g11_flood;
 mod g16_every_sink;

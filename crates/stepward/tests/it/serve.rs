@@ -170,29 +170,127 @@ fn g24_serve_prints_a_sign_in_link_that_works_over_loopback_and_stops_cleanly_ne
     let status = server.terminate();
     assert!(status.success(), "the server exited with {status}");
 
-    // A second start finds the owner and prints no new link; the keys are the same files.
+    // A second start finds the owner, who has not set a password yet, and prints a fresh
+    // link: the earlier one stopped working. The keys are the same files.
     let keys_before: Vec<Vec<u8>> = key_files
         .iter()
         .map(|file| std::fs::read(file).unwrap())
         .collect();
     let mut again = Server::start(&home, &[]);
     let address = again.address();
-    assert_eq!(
-        get(address, path).status,
-        200,
-        "the unused link still works"
-    );
+    let said = again.next_line();
+    assert!(said.contains("has not set a password yet"), "{said}");
+    let fresh = again.next_line();
+    let fresh_path = fresh
+        .strip_prefix(&format!("http://{address}"))
+        .unwrap_or_else(|| panic!("not a link to this server: {fresh}"));
+    assert_ne!(fresh_path, path);
+    assert_eq!(get(address, path).status, 404, "the earlier link is dead");
+    assert_eq!(get(address, fresh_path).status, 200, "the fresh link works");
     assert!(again.terminate().success());
-    let printed = again.rest_of_output();
-    assert!(
-        !printed.iter().any(|line| line.contains("/welcome/")),
-        "{printed:?}"
-    );
     let keys_after: Vec<Vec<u8>> = key_files
         .iter()
         .map(|file| std::fs::read(file).unwrap())
         .collect();
     assert_eq!(keys_before, keys_after);
+}
+
+/// The path of the first `/welcome/` link in `text`.
+fn welcome_path(text: &str) -> String {
+    let start = text.find("/welcome/").expect("a sign-in link");
+    text[start..]
+        .split(|character: char| character.is_whitespace())
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// Issue 12, 1: the owner is never locked out. A first start on a busy port creates nothing;
+/// `accounts invite-owner` prints a new link to the address the server served on (the old
+/// links die); every start prints a fresh link until the owner sets a password, and none after.
+#[test]
+fn g26_the_owner_is_never_locked_out_busy_port_invite_owner_and_fresh_links_needs_root() {
+    let home = Home::new();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_address = busy.local_addr().unwrap().to_string();
+    let refused = home.stepward(&["serve", "--listen", &busy_address]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains(&format!("cannot listen on {busy_address}")),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(
+        !home.data_dir().exists(),
+        "a start that could not listen created the data directory"
+    );
+    drop(busy);
+
+    // Without a server ever having served, an operator command cannot know the address.
+    let no_address = home.stepward(&["accounts", "create", "acme", "--owner-email", "a@b.test"]);
+    assert_eq!(no_address.status.code(), Some(2), "{}", stdout(&no_address));
+    assert!(
+        stderr(&no_address).contains("pass --base-url URL"),
+        "{}",
+        stderr(&no_address)
+    );
+
+    let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
+    let address = server.address();
+    assert!(server.next_line().starts_with("first start"));
+    let first = welcome_path(&server.next_line());
+    assert!(server.terminate().success());
+
+    let invited = home.stepward(&["accounts", "invite-owner", "local"]);
+    assert_eq!(invited.status.code(), Some(0), "{}", stderr(&invited));
+    let printed = stdout(&invited);
+    assert!(
+        printed.contains(&format!("http://{address}/welcome/"))
+            && printed.contains("the earlier link stopped working")
+            && printed.contains("last served"),
+        "{printed}"
+    );
+    let second = welcome_path(&printed);
+    let unknown = home.stepward(&["accounts", "invite-owner", "nobody"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("there is no account nobody"),
+        "{}",
+        stderr(&unknown)
+    );
+    // The address recorded by serve is also what `accounts create` prints its link with.
+    let created = home.stepward(&["accounts", "create", "acme", "--owner-email", "bo@b.test"]);
+    assert_eq!(created.status.code(), Some(0), "{}", stderr(&created));
+    assert!(
+        stdout(&created).contains(&format!("http://{address}/welcome/")),
+        "{}",
+        stdout(&created)
+    );
+
+    let mut server = Server::start(&home, &[]);
+    let address = server.address();
+    assert!(server.next_line().contains("has not set a password yet"));
+    let third = welcome_path(&server.next_line());
+    assert_eq!(get(address, &first).status, 404, "the first link is dead");
+    assert_eq!(
+        get(address, &second).status,
+        404,
+        "the operator's link is dead"
+    );
+    owner_session(address, &third, "local", "ada@example.test");
+    assert!(server.terminate().success());
+
+    // The owner has signed in: no more links.
+    let mut server = Server::start(&home, &[]);
+    server.address();
+    assert!(server.terminate().success());
+    let printed = server.rest_of_output();
+    assert!(
+        !printed.iter().any(|line| line.contains("/welcome/")),
+        "{printed:?}"
+    );
+    let audit = home.stepward(&["audit", "verify"]);
+    assert_eq!(audit.status.code(), Some(0), "{}", stderr(&audit));
 }
 
 #[test]
@@ -233,6 +331,8 @@ fn g26_accounts_create_prints_a_one_time_link_and_unisolated_refuses_a_second_ac
         "acme",
         "--owner-email",
         "ada@example.test",
+        "--base-url",
+        "http://127.0.0.1:9",
     ]);
     assert_eq!(refused.status.code(), Some(2), "{}", stdout(&refused));
     assert!(
@@ -264,13 +364,24 @@ fn g26_accounts_create_prints_a_one_time_link_and_unisolated_refuses_a_second_ac
         "acme",
         "--owner-email",
         "bo@example.test",
+        "--base-url",
+        "http://127.0.0.1:9",
     ]);
     assert_eq!(
         twice.status.code(),
         Some(2),
         "an account never gets a second owner this way"
     );
-    let bad_name = home.stepward(&["accounts", "create", "../x", "--owner-email", "a@b.test"]);
+    assert!(stderr(&twice).contains("acme"), "{}", stderr(&twice));
+    let bad_name = home.stepward(&[
+        "accounts",
+        "create",
+        "../x",
+        "--owner-email",
+        "a@b.test",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ]);
     assert_eq!(bad_name.status.code(), Some(2));
 
     // With two accounts, the unisolated backend refuses to serve at all.
@@ -294,11 +405,15 @@ fn g26_a_second_accounts_owner_signs_in_and_its_steps_write_only_its_own_workspa
         "acme",
         "--owner-email",
         "ada@example.test",
+        "--base-url",
+        "http://127.0.0.1:8080",
     ]);
     assert_eq!(created.status.code(), Some(0), "{}", stderr(&created));
     let printed = stdout(&created);
     let path = &printed[printed.find("/welcome/").expect("a link")..]
-        .trim()
+        .lines()
+        .next()
+        .unwrap()
         .to_owned();
     std::fs::write(
         home.data_dir().join("accounts/acme/workflows/hello.yaml"),

@@ -1,6 +1,8 @@
 //! The tidy checks: house rules that hold for every file in the workspace.
 
 mod error_chains;
+mod scripts;
+mod user_messages;
 
 use std::fs;
 

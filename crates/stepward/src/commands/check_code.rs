@@ -1,0 +1,243 @@
+//! The checks of `stepward check` beyond the format: what would make a valid file fail when
+//! it runs. The Python of every code step is parsed (a syntax error is reported at the
+//! workflow's own line and column), `def main(...)` is held to the step's declared inputs, an
+//! agent a step names must exist, a custom tool's script must exist and parse, and a `python:`
+//! version this machine lacks is a warning (the file may be meant for another server; `run`
+//! refuses it here).
+
+use std::path::Path;
+
+use crate::definitions::{agents_dir, display_name, load_agent, read_text};
+use crate::python_check::{Interpreter, signature_problems};
+
+/// Errors (the file would fail) and warnings (it would fail on this machine).
+#[derive(Default)]
+pub struct Findings {
+    pub errors: Vec<spec::Diagnostic>,
+    pub warnings: Vec<spec::Diagnostic>,
+}
+
+fn diagnostic(
+    file: &str,
+    (line, column): (u32, u32),
+    code: &'static str,
+    message: String,
+    help: String,
+) -> spec::Diagnostic {
+    spec::Diagnostic {
+        file: file.to_owned(),
+        line,
+        column,
+        code,
+        message,
+        help,
+    }
+}
+
+/// The line and column of the workflow's `python:` key, for the version warning.
+fn python_key_position(text: &str) -> (u32, u32) {
+    text.lines()
+        .position(|line| line.starts_with("python:"))
+        .and_then(|index| u32::try_from(index + 1).ok())
+        .map_or((1, 1), |line| (line, 1))
+}
+
+pub fn check_workflow(
+    path: &Path,
+    text: &str,
+    workflow: &spec::Workflow,
+    maxima: &spec::LimitMaxima,
+) -> Findings {
+    let file = display_name(path);
+    let mut findings = Findings::default();
+    let version = workflow.python();
+    let interpreter = Interpreter::for_version(version);
+    match &interpreter {
+        Some(interpreter) if interpreter.is_pinned => {}
+        found => findings.warnings.push(diagnostic(
+            &file,
+            python_key_position(text),
+            "python-version-missing",
+            format!(
+                "this machine has no Python {version} (/usr/bin/python{version}): `stepward run` \
+                 here refuses the workflow{}",
+                match found {
+                    Some(other) =>
+                        format!("; its code was read with {} instead", other.path.display()),
+                    None => "; its code was not read (no /usr/bin/python3 either)".to_owned(),
+                }
+            ),
+            format!(
+                "install python{version} on the server that runs it, or pin a version it has; \
+                 a file meant for another server may keep its pin"
+            ),
+        )),
+    }
+    let code_steps: Vec<(&spec::Step, &str)> = workflow
+        .steps()
+        .iter()
+        .filter_map(|step| match step.body() {
+            spec::StepBody::Code { source } => Some((step, source.as_str())),
+            spec::StepBody::Agent { .. } => None,
+        })
+        .collect();
+    if let Some(interpreter) = &interpreter {
+        let codes: Vec<&str> = code_steps.iter().map(|(_, code)| *code).collect();
+        match interpreter.read(&codes) {
+            Ok(answers) => {
+                for ((step, _), answer) in code_steps.iter().zip(answers) {
+                    code_findings(&file, step, &answer, &mut findings);
+                }
+            }
+            Err(error) => findings.warnings.push(diagnostic(
+                &file,
+                (1, 1),
+                "python-not-read",
+                format!("the steps' Python was not checked: {error:#}"),
+                "run `stepward check` again; the format checks above still hold".to_owned(),
+            )),
+        }
+    }
+    let agents = agents_dir(path, None);
+    for step in workflow.steps() {
+        let spec::StepBody::Agent { agent, .. } = step.body() else {
+            continue;
+        };
+        let agent_file = agents.join(agent).join("AGENT.md");
+        let at = step.body_origin().locate(1, 1);
+        if !agent_file.is_file() {
+            findings.errors.push(diagnostic(
+                &file,
+                at,
+                "unknown-agent",
+                format!(
+                    "step {} hands its task to the agent `{agent}`, and there is no {}",
+                    step.id(),
+                    agent_file.display()
+                ),
+                format!(
+                    "agents are looked for in {} (`agents/` beside the workflow's folder, as in a \
+                     workspace): create {agent}/AGENT.md there, or name an agent that exists",
+                    agents.display()
+                ),
+            ));
+        } else if let Err(problem) = load_agent(&agents, agent, maxima) {
+            findings.errors.push(diagnostic(
+                &file,
+                at,
+                "invalid-agent",
+                format!(
+                    "step {} hands its task to the agent `{agent}`: {problem}",
+                    step.id()
+                ),
+                format!("fix {} first", agent_file.display()),
+            ));
+        }
+    }
+    findings
+}
+
+fn code_findings(
+    file: &str,
+    step: &spec::Step,
+    answer: &crate::python_check::Answer,
+    findings: &mut Findings,
+) {
+    let origin = step.body_origin();
+    if let Some(error) = &answer.syntax_error {
+        findings.errors.push(diagnostic(
+            file,
+            origin.locate(error.line, error.column),
+            "python-syntax-error",
+            format!(
+                "the code of step {} is not valid Python: {} (line {} of the code)",
+                step.id(),
+                error.message,
+                error.line
+            ),
+            "fix the code: nothing of a step whose code does not parse can run".to_owned(),
+        ));
+        return;
+    }
+    let Some(main) = &answer.main else {
+        // The format check found a `def main(` at the start of a line; Python sees none at the
+        // top level (it is inside a string or a class).
+        findings.errors.push(diagnostic(
+            file,
+            origin.locate(1, 1),
+            "missing-main",
+            format!(
+                "the code of step {} defines no top-level function `main`",
+                step.id()
+            ),
+            "define `def main(...)` at the top level of the code".to_owned(),
+        ));
+        return;
+    };
+    let inputs: Vec<&str> = step
+        .inputs()
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    for (line, column, code, message, help) in signature_problems(step.id(), &inputs, main) {
+        findings.errors.push(diagnostic(
+            file,
+            origin.locate(line, column),
+            code,
+            message,
+            help,
+        ));
+    }
+}
+
+/// An agent file's custom tools: each script must exist in the agent's folder and parse.
+pub fn check_agent(path: &Path, agent: &spec::Agent) -> Findings {
+    let file = display_name(path);
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let mut findings = Findings::default();
+    let interpreter = Interpreter::system();
+    for tool in agent.custom_tools() {
+        let script = folder.join(tool.script());
+        let at = tool.script_origin().locate(1, 1);
+        if !script.is_file() {
+            findings.errors.push(diagnostic(
+                &file,
+                at,
+                "missing-script",
+                format!(
+                    "the custom tool `{}` runs {}, which does not exist",
+                    tool.name(),
+                    script.display()
+                ),
+                format!(
+                    "create the script at {} (paths are relative to the agent's folder {}), or \
+                     fix `script:`",
+                    script.display(),
+                    folder.display()
+                ),
+            ));
+            continue;
+        }
+        let (Some(interpreter), Ok(code)) = (&interpreter, read_text(&script)) else {
+            continue;
+        };
+        if let Ok(answers) = interpreter.read(&[code.as_str()])
+            && let Some(error) = answers
+                .first()
+                .and_then(|answer| answer.syntax_error.as_ref())
+        {
+            findings.errors.push(diagnostic(
+                &display_name(&script),
+                (error.line, error.column),
+                "python-syntax-error",
+                format!(
+                    "the script of the custom tool `{}` is not valid Python: {}",
+                    tool.name(),
+                    error.message
+                ),
+                "fix the script: a tool whose script does not parse cannot run".to_owned(),
+            ));
+        }
+    }
+    findings
+}

@@ -1,0 +1,259 @@
+//! What `stepward check` learns from the Python of a definition without running any of it:
+//! syntax errors and the parameters of `def main(...)`, read by the machine's own CPython with
+//! its `ast` module (`python3 -I -S`, an empty environment, a deadline). Parsing is not
+//! executing: `ast.parse` compiles nothing and imports nothing.
+//!
+//! CPython's own parser was chosen over a Rust one (rustpython-parser, ruff's parser): it is
+//! exactly the grammar of the version that will run the step, where a Rust parser is one
+//! grammar for every version and lags new syntax.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+/// Reads each code with `ast` and answers one JSON object per code, in order.
+const CHECKER: &str = r#"
+import ast, json, sys
+codes = json.load(sys.stdin)
+answers = []
+for code in codes:
+    try:
+        tree = ast.parse(code, filename="<step>")
+    except SyntaxError as error:
+        answers.append({"syntax_error": {
+            "line": error.lineno or 1, "column": error.offset or 1, "message": error.msg}})
+        continue
+    except (ValueError, RecursionError, MemoryError) as error:
+        answers.append({"syntax_error": {"line": 1, "column": 1, "message": str(error)}})
+        continue
+    main = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "main":
+            main = node
+    if main is None:
+        answers.append({})
+        continue
+    arguments = main.args
+    positional = arguments.posonlyargs + arguments.args
+    first_default = len(positional) - len(arguments.defaults)
+    parameters = []
+    for index, argument in enumerate(positional):
+        parameters.append({"name": argument.arg,
+                           "positional_only": index < len(arguments.posonlyargs),
+                           "required": index < first_default})
+    for argument, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        parameters.append({"name": argument.arg, "positional_only": False,
+                           "required": default is None})
+    answers.append({"main": {"line": main.lineno, "column": main.col_offset + 1,
+                             "is_async": isinstance(main, ast.AsyncFunctionDef),
+                             "parameters": parameters,
+                             "takes_any_keyword": arguments.kwarg is not None}})
+print(json.dumps(answers))
+"#;
+
+/// How long the checker may take for one file's code.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// What the parser said about one piece of code.
+#[derive(Debug, Deserialize)]
+pub struct Answer {
+    pub syntax_error: Option<SyntaxError>,
+    pub main: Option<MainSignature>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SyntaxError {
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct MainSignature {
+    pub line: u32,
+    pub column: u32,
+    pub is_async: bool,
+    pub parameters: Vec<Parameter>,
+    pub takes_any_keyword: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Parameter {
+    pub name: String,
+    pub positional_only: bool,
+    pub required: bool,
+}
+
+/// The interpreter that reads the code, and whether it is the pinned version.
+pub struct Interpreter {
+    pub path: PathBuf,
+    /// The pinned version is on this machine (else the code is read by another one).
+    pub is_pinned: bool,
+}
+
+impl Interpreter {
+    /// `/usr/bin/pythonMAJOR.MINOR` when this machine has the pinned version (where the
+    /// runtime discovery of `run` looks), else `/usr/bin/python3`; `None` without either.
+    pub fn for_version(version: spec::PythonVersion) -> Option<Interpreter> {
+        let pinned = PathBuf::from(format!("/usr/bin/python{version}"));
+        if pinned.is_file() {
+            return Some(Interpreter {
+                path: pinned,
+                is_pinned: true,
+            });
+        }
+        let fallback = Path::new("/usr/bin/python3");
+        fallback.is_file().then(|| Interpreter {
+            path: fallback.to_path_buf(),
+            is_pinned: false,
+        })
+    }
+
+    /// `/usr/bin/python3`, for code that pins no version (an agent's scripts).
+    pub fn system() -> Option<Interpreter> {
+        let path = Path::new("/usr/bin/python3");
+        path.is_file().then(|| Interpreter {
+            path: path.to_path_buf(),
+            is_pinned: false,
+        })
+    }
+
+    /// Reads every code in `codes` and answers for each, in order.
+    pub fn read(&self, codes: &[&str]) -> anyhow::Result<Vec<Answer>> {
+        if codes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut child = Command::new(&self.path)
+            .args(["-I", "-S", "-c", CHECKER])
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.path.display()))?;
+        let request = serde_json::to_vec(codes)?;
+        let mut stdin = child.stdin.take().context("the checker's stdin is piped")?;
+        let writer = std::thread::spawn(move || stdin.write_all(&request));
+        let mut stdout = child
+            .stdout
+            .take()
+            .context("the checker's stdout is piped")?;
+        let reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            stdout.read_to_string(&mut text).map(|_| text)
+        });
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if started.elapsed() > DEADLINE {
+                // Our own child, by its handle.
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "{} took more than {} seconds to read the code",
+                    self.path.display(),
+                    DEADLINE.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let _ = writer.join();
+        let text = reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("the checker's output could not be read"))??;
+        if !status.success() {
+            bail!(
+                "{} could not read the code (exit status {status})",
+                self.path.display()
+            );
+        }
+        let answers: Vec<Answer> = serde_json::from_str(&text).with_context(|| {
+            format!("{} answered something other than JSON", self.path.display())
+        })?;
+        if answers.len() != codes.len() {
+            bail!(
+                "{} answered for a different number of codes",
+                self.path.display()
+            );
+        }
+        Ok(answers)
+    }
+}
+
+/// What is wrong between a step's declared inputs and its `def main(...)`: the runner calls
+/// `main(**inputs)`, so every input must be a keyword it accepts and every parameter without
+/// a default must be an input. Each problem is `(line, column, code, message, help)` in the
+/// code's own lines.
+pub fn signature_problems(
+    step: &str,
+    inputs: &[&str],
+    main: &MainSignature,
+) -> Vec<(u32, u32, &'static str, String, String)> {
+    let mut problems = Vec::new();
+    let at = (main.line, main.column);
+    if main.is_async {
+        problems.push((
+            at.0,
+            at.1,
+            "main-is-async",
+            format!("`main` of step {step} is `async def`; the runner calls it as a function"),
+            "write `def main(...)`: the step runs to completion on its own".to_owned(),
+        ));
+    }
+    for input in inputs {
+        let named = main
+            .parameters
+            .iter()
+            .find(|parameter| parameter.name == *input);
+        match named {
+            Some(parameter) if parameter.positional_only => problems.push((
+                at.0,
+                at.1,
+                "main-parameter-positional-only",
+                format!(
+                    "`def main(...)` of step {step} takes `{input}` positional-only (before `/`), \
+                     and inputs are passed by keyword"
+                ),
+                format!("move `{input}` after the `/` in `def main(...)`"),
+            )),
+            Some(_) => {}
+            None if main.takes_any_keyword => {}
+            None => problems.push((
+                at.0,
+                at.1,
+                "main-rejects-input",
+                format!("`def main(...)` of step {step} does not accept the input `{input}`"),
+                format!(
+                    "add the parameter `{input}` to `def main(...)` (or `**inputs` to take every \
+                     input), or remove `{input}` from the step's `inputs`"
+                ),
+            )),
+        }
+    }
+    for parameter in &main.parameters {
+        if parameter.required && !inputs.contains(&parameter.name.as_str()) {
+            problems.push((
+                at.0,
+                at.1,
+                "main-parameter-not-an-input",
+                format!(
+                    "`def main(...)` of step {step} needs `{}`, which the step's `inputs` do not \
+                     give",
+                    parameter.name
+                ),
+                format!(
+                    "add `{}` to the step's `inputs` (`{}: {{ from: input.NAME }}`), or give the \
+                     parameter a default",
+                    parameter.name, parameter.name
+                ),
+            ));
+        }
+    }
+    problems
+}
