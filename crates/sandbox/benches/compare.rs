@@ -122,7 +122,7 @@ enum BenchError {
     PoolNotRefilled { waited: Duration },
     #[error("refusing to continue: {detail}")]
     Unsafe { detail: String },
-    #[error("the egress network failed: {0}")]
+    #[error("the egress network failed")]
     Egress(#[from] sandbox::net::Error),
 }
 

@@ -50,14 +50,14 @@ pub enum Error {
         detail: String,
     },
     /// A network namespace could not be made, entered or prepared.
-    #[error("cannot {action}: {source}")]
+    #[error("cannot {action}")]
     Namespace {
         action: &'static str,
         #[source]
         source: std::io::Error,
     },
     /// A link, address or route operation over rtnetlink failed.
-    #[error("cannot {operation} (rtnetlink): {source}")]
+    #[error("cannot {operation} (rtnetlink)")]
     Netlink {
         operation: String,
         #[source]
