@@ -4,6 +4,7 @@
 
 mod browser;
 mod cli;
+mod g16_cli_errors;
 mod g16_every_sink;
 mod g16_live_scrub;
 mod http;
