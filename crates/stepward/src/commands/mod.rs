@@ -98,6 +98,12 @@ impl Shown {
         println!("{}", self.redactor.scrub(text));
     }
 
+    /// Prints one line to stderr, scrubbed: an error or a refusal that may quote what was
+    /// typed.
+    pub fn error(&self, text: &str) {
+        eprintln!("{}", self.redactor.scrub(text));
+    }
+
     /// Prints a value as pretty JSON, scrubbed.
     pub fn json<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<()> {
         let value = serde_json::to_value(value)?;

@@ -17,16 +17,18 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     else {
         return Ok(Outcome::Invalid);
     };
-    let inputs = match workflow_inputs(&workflow, &args.inputs) {
-        Ok(inputs) => inputs,
-        Err(problem) => {
-            eprintln!("error: {problem}");
-            return Ok(Outcome::Invalid);
-        }
-    };
     let timings = config.timings.clone();
     let maxima = config.limit_maxima;
     let app = App::open(config)?;
+    // A refusal quotes what was typed, which may be a value of the account (review N3).
+    let shown = Shown::new(&app)?;
+    let inputs = match workflow_inputs(&workflow, &args.inputs) {
+        Ok(inputs) => inputs,
+        Err(problem) => {
+            shown.error(&format!("error: {problem}"));
+            return Ok(Outcome::Invalid);
+        }
+    };
     // Checked again against the account: a step must not be granted a model key (G19).
     let names = account_names(&app.store, &app.account)?;
     let Some(workflow) = parse_workflow_file_for(&args.file, &maxima, "nothing ran", Some(&names))?
@@ -43,7 +45,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     timings.mark("the run (steps, scrubbing, record)");
     match started {
         Ok(summary) => {
-            print_summary(&summary, args.json, &Shown::new(&app)?)?;
+            print_summary(&summary, args.json, &shown)?;
             Ok(summary_outcome(&summary))
         }
         Err(
@@ -51,7 +53,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             | engine::Error::InputMismatch { .. }
             | engine::Error::WorkflowInvalid { .. }),
         ) => {
-            eprintln!("error: {error}");
+            shown.error(&format!("error: {error}"));
             Ok(Outcome::Invalid)
         }
         Err(error) => Err(error).context("the run could not start"),
