@@ -101,3 +101,89 @@ fn g16_models_add_never_quotes_the_key_it_was_just_given() {
     let listed = home.stepward(&["models", "list"]);
     assert_not_shown(&listed, MODEL_KEY, "models list");
 }
+
+/// A workflow whose `python:` holds the value: invalid, and its diagnostic quotes the line.
+const VALUE_AS_PYTHON: &str = r#"name: value_as_python
+python: "tok-typed-into-the-command-line-Zq81Lw"
+steps:
+  - id: one
+    explain: Returns nothing.
+    code: |
+      def main():
+          return {}
+"#;
+
+/// A valid workflow holding the value in a literal: `run` refuses it, so `check` must too.
+const VALUE_IN_EXPLAIN: &str = r#"name: value_in_explain
+python: "3.11"
+steps:
+  - id: one
+    explain: "Uses tok-typed-into-the-command-line-Zq81Lw directly."
+    code: |
+      def main():
+          return {}
+"#;
+
+/// G16 (review N4): diagnostics of `check` and `run` quote the source line scrubbed, and
+/// `check --data-dir` refuses, with the line, a definition holding a value that `run` refuses.
+#[test]
+fn g16_check_and_run_never_quote_a_value_and_check_refuses_what_run_refuses() {
+    let home = home_with_secret();
+    let invalid = home.dir.path().join("value_as_python.yaml");
+    std::fs::write(&invalid, VALUE_AS_PYTHON).unwrap();
+    let holding = home.dir.path().join("value_in_explain.yaml");
+    std::fs::write(&holding, VALUE_IN_EXPLAIN).unwrap();
+    for command in ["check", "run"] {
+        let checked = home.stepward(&[command, invalid.to_str().unwrap()]);
+        assert_eq!(checked.status.code(), Some(1), "{}", stderr(&checked));
+        assert_not_shown(&checked, SECRET, command);
+        let checked = home.stepward(&[command, "--json", invalid.to_str().unwrap()]);
+        assert_not_shown(&checked, SECRET, command);
+    }
+    let checked = home.stepward(&["check", holding.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(1), "{}", stdout(&checked));
+    assert_not_shown(&checked, SECRET, "check of a definition holding the value");
+    assert!(
+        stderr(&checked).contains("value_in_explain.yaml:5:"),
+        "{}",
+        stderr(&checked)
+    );
+    let checked = home.stepward(&["check", "--json", holding.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(1), "{}", stdout(&checked));
+    assert!(
+        stdout(&checked).contains("definition-holds-value"),
+        "{}",
+        stdout(&checked)
+    );
+}
+
+/// G16 (review N4): a base URL or assistant model stored before a value entered the vault is
+/// masked in `models list`.
+#[test]
+fn g16_models_list_masks_settings_that_became_values() {
+    let home = Home::new();
+    const LATER: &str = "assistant-model-that-became-a-secret-Jw5q";
+    let added = home.stepward_with_stdin(
+        &[
+            "models",
+            "add",
+            "mine",
+            "--provider",
+            "openai",
+            "--base-url",
+            &format!("https://models.example.test/{LATER}/v1"),
+            "--assistant-model",
+            LATER,
+        ],
+        MODEL_KEY,
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let set = home.stepward_with_stdin(&["secrets", "set", "LATER"], LATER);
+    assert_eq!(set.status.code(), Some(0), "{}", stderr(&set));
+    for args in [vec!["models", "list"], vec!["models", "list", "--json"]] {
+        let listed = home.stepward(&args);
+        assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+        assert!(stdout(&listed).contains("mine"), "{}", stdout(&listed));
+        assert_not_shown(&listed, LATER, "models list");
+    }
+}
