@@ -107,7 +107,7 @@ impl App {
             .append_audit(&NewAuditEntry {
                 account: self.account.clone(),
                 run: None,
-                actor: App::cli_actor(),
+                actor: redactor.scrub_fields(App::cli_actor()),
                 action,
                 detail: redactor.scrub_json(&detail),
                 at: now(),

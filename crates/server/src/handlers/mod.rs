@@ -71,7 +71,7 @@ pub(crate) fn audit(
         .append_audit(&NewAuditEntry {
             account: account.clone(),
             run: None,
-            actor,
+            actor: redactor.scrub_fields(actor),
             action,
             detail: redactor.scrub_json(detail),
             at: shared.now(),

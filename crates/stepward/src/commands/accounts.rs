@@ -133,7 +133,7 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
         .append_audit(&NewAuditEntry {
             account: app.account.clone(),
             run: None,
-            actor: App::cli_actor(),
+            actor: redactor.scrub_fields(App::cli_actor()),
             action: "account.invite_owner",
             detail: redactor.scrub_json(&json!({
                 "account": app.account.0,
