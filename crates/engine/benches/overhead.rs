@@ -220,7 +220,7 @@ impl AuditLog for MemoryStore {
             seq,
             account: entry.account.clone(),
             run: entry.run.clone(),
-            actor: entry.actor.clone(),
+            actor: entry.actor.get().clone(),
             action: entry.action.to_owned(),
             detail: entry.detail.get().clone(),
             at: entry.at,

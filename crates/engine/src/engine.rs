@@ -214,7 +214,7 @@ impl Engine {
         self.store.append_audit(&NewAuditEntry {
             account: account.clone(),
             run: Some(run_id.clone()),
-            actor: who,
+            actor: context.redactor.scrub_fields(who),
             action: "run.start",
             detail: context.redactor.scrub_json(
                 &json!({"workflow": workflow.name(), "hash": context.run.workflow_hash}),
@@ -465,7 +465,7 @@ impl Engine {
             step_id: step.map(step_id).transpose()?,
             attempt,
             kind,
-            who: who.clone(),
+            who: context.redactor.scrub_fields(who.clone()),
             door,
             note: context.redactor.scrub(note),
             at: now,
@@ -474,7 +474,7 @@ impl Engine {
         self.store.append_audit(&NewAuditEntry {
             account: context.run.account.clone(),
             run: Some(context.run.id.clone()),
-            actor: who.clone(),
+            actor: context.redactor.scrub_fields(who.clone()),
             action: match kind {
                 DecisionKind::Approve => "run.approve",
                 DecisionKind::Reject => "run.reject",

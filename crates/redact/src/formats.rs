@@ -106,14 +106,22 @@ pub(crate) fn push_quoting_forms(value: &str, patterns: &mut Vec<Pattern>) {
         }
         patterns.push(Zeroizing::new(quoted.into_bytes()));
     }
-    if value.contains(['"', '\\']) || value.chars().any(|c| c.is_control() || !c.is_ascii()) {
+    if value.contains(['"', '\\'])
+        || crate::patterns::go_escapes(value)
+        || value.chars().any(|c| c.is_control() || !c.is_ascii())
+    {
         // The inner document as serde_json or Go writes it, or as Python's default
         // `ensure_ascii` does (`\u00e9`); the outer one escapes that document's backslashes.
+        let go = crate::patterns::go_escapes(value).then_some(JsonEscaping::Go);
         for inner in [
-            JsonEscaping::Minimal,
-            JsonEscaping::AsciiOnly(HexCase::Lower),
-            JsonEscaping::AsciiOnly(HexCase::Upper),
-        ] {
+            Some(JsonEscaping::Minimal),
+            Some(JsonEscaping::AsciiOnly(HexCase::Lower)),
+            Some(JsonEscaping::AsciiOnly(HexCase::Upper)),
+            go,
+        ]
+        .into_iter()
+        .flatten()
+        {
             let once = Zeroizing::new(json_escape(value, inner, SlashForm::Kept));
             for slash_form in [SlashForm::Kept, SlashForm::Encoded] {
                 patterns.push(Zeroizing::new(

@@ -39,7 +39,7 @@ pub use crate::logging::{
     install_panic_hook_with_sink,
 };
 pub use crate::patterns::{MIN_ENCODED_VALUE_BYTES, MIN_LINE_BYTES};
-pub use crate::redacted::Redacted;
+pub use crate::redacted::{Redacted, ScrubFields};
 pub use crate::redactor::Redactor;
 pub use crate::run_secrets::RunSecrets;
 pub use crate::scope::Scope;

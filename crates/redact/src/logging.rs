@@ -70,6 +70,16 @@ impl ScrubRegistry {
         self.add(Registered::Sets(sets))
     }
 
+    /// Adds every account set of `sets` for as long as the registry itself lives (no
+    /// registration to drop): a command's error is printed by `main` after the command, and
+    /// whatever it opened, are gone, and must still be scrubbed with the account's values.
+    pub fn keep_sets(&self, sets: ScrubSets) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let registration = state.next_registration;
+        state.next_registration += 1;
+        state.live.insert(registration, Registered::Sets(sets));
+    }
+
     fn add(&self, registered: Registered) -> ScrubRegistration {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let registration = state.next_registration;

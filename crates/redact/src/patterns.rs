@@ -175,6 +175,15 @@ pub(crate) enum JsonEscaping {
     Minimal,
     /// Python's default `ensure_ascii`: also every non-ASCII character (and DEL), as `\uXXXX`.
     AsciiOnly(HexCase),
+    /// Go's `json.Marshal` (HTML-safe by default): also `&`, `<`, `>`, U+2028 and U+2029, as
+    /// `\u0026`, `\u003c`, `\u003e`, `\u2028`, `\u2029`.
+    Go,
+}
+
+/// Whether Go's escaping of `value` differs from the minimal one (only then is it a form of
+/// its own, so values without those characters cost no extra pattern).
+pub(crate) fn go_escapes(value: &str) -> bool {
+    value.contains(['&', '<', '>', '\u{2028}', '\u{2029}'])
 }
 
 /// JSON string escaping, the string body without its quotes, with `/` plain and as `\/`.
@@ -188,6 +197,11 @@ fn push_json_forms(value: &str, patterns: &mut Vec<Pattern>) {
             let escaped = json_escape(value, escaping, slash_form);
             patterns.push(Zeroizing::new(escaped.into_bytes()));
         }
+    }
+    if go_escapes(value) {
+        // Go never writes `\/`.
+        let escaped = json_escape(value, JsonEscaping::Go, SlashForm::Kept);
+        patterns.push(Zeroizing::new(escaped.into_bytes()));
     }
 }
 
@@ -207,6 +221,9 @@ pub(crate) fn json_escape(value: &str, escaping: JsonEscaping, slash_form: Slash
                 push_unicode_escape(&mut escaped, u32::from(control), HexCase::Lower);
             }
             other => match escaping {
+                JsonEscaping::Go if matches!(other, '&' | '<' | '>' | '\u{2028}' | '\u{2029}') => {
+                    push_unicode_escape(&mut escaped, u32::from(other), HexCase::Lower);
+                }
                 JsonEscaping::AsciiOnly(hex_case) if !(' '..='~').contains(&other) => {
                     let mut units = [0_u16; 2];
                     for unit in other.encode_utf16(&mut units) {

@@ -69,3 +69,12 @@ impl<T: serde::Serialize> serde::Serialize for Redacted<T> {
         self.value.serialize(serializer)
     }
 }
+
+/// A record type with free-text fields (a person's display name inside an actor, say) that a
+/// [`crate::Redactor`] can scrub: [`crate::Redactor::scrub_fields`] hands every text field to
+/// `scrub` and wraps the result as `Redacted<Self>`. The one implementation sits beside the
+/// type, so no writer decides which of its fields need scrubbing.
+pub trait ScrubFields: Sized {
+    /// `self` with every free-text field replaced by what `scrub` makes of it.
+    fn scrub_fields(self, scrub: &dyn Fn(&str) -> String) -> Self;
+}

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::live::{AccountSet, Built, OwnValues};
-use crate::redacted::Redacted;
+use crate::redacted::{Redacted, ScrubFields};
 use crate::scope::Scope;
 use crate::scrub_set::{SetList, char_aligned, replace_spans};
 use crate::stream::StreamScrubber;
@@ -92,6 +92,16 @@ impl Redactor {
             Some(sets) => scrub_text(&sets, text),
             None => UNREADABLE_MASK.to_owned(),
         }
+    }
+
+    /// `value` with every free-text field scrubbed (see [`ScrubFields`]); every field masked
+    /// whole when the account's values cannot be read.
+    pub fn scrub_fields<T: ScrubFields>(&self, value: T) -> Redacted<T> {
+        let scrubbed = match self.sets() {
+            Some(sets) => value.scrub_fields(&|text: &str| scrub_text(&sets, text)),
+            None => value.scrub_fields(&|_: &str| UNREADABLE_MASK.to_owned()),
+        };
+        Redacted::scrubbed(scrubbed, self.scope.clone())
     }
 
     /// Scrubs first, then cuts to at most `max_bytes` on a character boundary, so a cut can

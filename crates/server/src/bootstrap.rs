@@ -85,7 +85,7 @@ pub fn create_account_with_owner(
         .append_audit(&NewAuditEntry {
             account: account.id.clone(),
             run: None,
-            actor: operator,
+            actor: redactor.scrub_fields(operator),
             action: "account.create",
             detail: redactor.scrub_json(&json!({
                 "account": account.id.as_str(),

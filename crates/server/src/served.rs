@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use storage::AccountId;
 
 use crate::AppState;
+use crate::error::ErrorReport;
 use crate::handlers::{account_redactor, blocking};
 
 /// Set by a handler without a principal on an answer that shows one account's records.
@@ -54,6 +55,28 @@ pub(crate) async fn scrub_answer(
         tracing::error!("an answer could not be read for scrubbing; nothing of it is sent");
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
+    // An error's body is written later, by `layers::finish`, from its report: the report is
+    // scrubbed here, where the account is known (review N6).
+    if let Some(report) = parts.extensions.remove::<ErrorReport>() {
+        let state = state.clone();
+        let account = account.clone();
+        let scrubbed = blocking("scrub an error answer", move || {
+            account_redactor(&state.shared, &account)
+                .map(|redactor| ErrorReport {
+                    public_message: redactor.scrub(&report.public_message).into_inner(),
+                    api_message: redactor.scrub(&report.api_message).into_inner(),
+                    code: report.code,
+                    detail: redactor.scrub(&report.detail).into_inner(),
+                })
+                .ok()
+        })
+        .await;
+        let Ok(Some(report)) = scrubbed else {
+            tracing::error!("the account's values could not be read to scrub an error answer");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        parts.extensions.insert(report);
+    }
     if bytes.is_empty() {
         return Response::from_parts(parts, Body::empty());
     }

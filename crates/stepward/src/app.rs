@@ -32,8 +32,6 @@ pub struct App {
     /// Every account's live scrub set (G16), shared by the engine, the server and the logs.
     pub scrub_sets: ScrubSets,
     pub account: AccountId,
-    /// Keeps every account set in the panic and error scrubber while the app lives.
-    _scrubbing: redact::ScrubRegistration,
 }
 
 impl App {
@@ -72,7 +70,9 @@ impl App {
         scrub_sets
             .for_account(&account.0)
             .context("cannot build the account's redactor")?;
-        let scrubbing = config.scrub_registry.register_sets(scrub_sets.clone());
+        // Kept until the process ends, not while the app lives: `main` prints a command's
+        // error after the app is dropped, and it must be scrubbed too (review N3).
+        config.scrub_registry.keep_sets(scrub_sets.clone());
         config.timings.mark("vault, account and redactor");
         Ok(App {
             config,
@@ -80,7 +80,6 @@ impl App {
             vault,
             scrub_sets,
             account,
-            _scrubbing: scrubbing,
         })
     }
 
@@ -108,7 +107,7 @@ impl App {
             .append_audit(&NewAuditEntry {
                 account: self.account.clone(),
                 run: None,
-                actor: App::cli_actor(),
+                actor: redactor.scrub_fields(App::cli_actor()),
                 action,
                 detail: redactor.scrub_json(&detail),
                 at: now(),

@@ -44,6 +44,32 @@ pub const JAIL_HELPER_ARG: &str = "__jail";
 /// (`agent::helper`), never in the platform's.
 pub const FILE_TOOL_HELPER_ARG: &str = "__file-tool";
 
+/// `stepward runs list | head`: when the reader of stdout goes away, `println!` panics with
+/// std's "failed printing to stdout" message; the command ends there without a panic report,
+/// with the exit status a shell gives a process ended by SIGPIPE (128 + 13). The handler for
+/// SIGPIPE itself stays ignored (as Rust sets it): a closed socket or a sandbox's closed pipe
+/// must be an error to handle, never the end of the process.
+fn end_quietly_on_a_closed_stdout() {
+    let scrubbed_report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout")
+            && message.contains(
+                &std::io::Error::from_raw_os_error(rustix::io::Errno::PIPE.raw_os_error())
+                    .to_string(),
+            )
+        {
+            std::process::exit(141);
+        }
+        scrubbed_report(info);
+    }));
+}
+
 fn main() -> ExitCode {
     if std::env::args_os()
         .nth(1)
@@ -61,6 +87,7 @@ fn main() -> ExitCode {
     }
     let scrub_registry = redact::ScrubRegistry::new();
     redact::install_panic_hook(scrub_registry.clone());
+    end_quietly_on_a_closed_stdout();
     let started = std::sync::Arc::new(timings::Timings::new(false));
     let cli = Cli::parse();
     let timings = if cli.global.startup_timings {

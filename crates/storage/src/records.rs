@@ -181,7 +181,8 @@ pub struct NewDecision {
     /// The attempt the decision concerns (the gate's pending attempt, the failed attempt).
     pub attempt: Option<u32>,
     pub kind: DecisionKind,
-    pub who: Actor,
+    /// Scrubbed: a person's display name is text someone chose (`Redactor::scrub_fields`).
+    pub who: Redacted<Actor>,
     pub door: Door,
     pub note: Redacted<String>,
     pub at: Timestamp,
@@ -218,7 +219,8 @@ pub struct NewAuditEntry {
     /// The run the action concerns, if any; the detail must then be scrubbed for that run,
     /// otherwise for the account (`redact::Scope::Account`).
     pub run: Option<RunId>,
-    pub actor: Actor,
+    /// Scrubbed: a person's display name is text someone chose (`Redactor::scrub_fields`).
+    pub actor: Redacted<Actor>,
     /// A stable machine name (`gate.approve`, `secret.set`, `session.sign_in`, ...).
     pub action: &'static str,
     pub detail: Redacted<serde_json::Value>,

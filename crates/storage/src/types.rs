@@ -239,6 +239,25 @@ pub enum Actor {
     Supervisor,
 }
 
+/// A person's display name and an operating-system user are text someone chose: a record
+/// holds them scrubbed (`Redacted<Actor>`, review N1). Ids are generated, kinds are fixed.
+impl redact::ScrubFields for Actor {
+    fn scrub_fields(self, scrub: &dyn Fn(&str) -> String) -> Actor {
+        match self {
+            Actor::Person { id, name } => Actor::Person {
+                id,
+                name: scrub(&name),
+            },
+            Actor::Cli { os_user } => Actor::Cli {
+                os_user: scrub(&os_user),
+            },
+            Actor::ApiKey { id } => Actor::ApiKey { id },
+            Actor::Engine => Actor::Engine,
+            Actor::Supervisor => Actor::Supervisor,
+        }
+    }
+}
+
 impl Actor {
     /// The stable kind name stored beside the actor's id.
     pub fn kind(&self) -> &'static str {

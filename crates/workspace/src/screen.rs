@@ -83,7 +83,19 @@ enum Kind {
     Gzip,
     Bzip2,
     Xz,
+    Zlib,
+    LzmaAlone,
     Zip,
+}
+
+/// Where a zip's end-of-central-directory record can start: in the last 22 bytes plus the
+/// longest comment (65,535 bytes). A zip behind a prefix (a self-extractor, a script with an
+/// archive appended) is found by it, not by its first bytes.
+fn ends_like_a_zip(contents: &[u8]) -> bool {
+    let tail_start = contents.len().saturating_sub(22 + usize::from(u16::MAX));
+    contents
+        .get(tail_start..)
+        .is_some_and(|tail| tail.windows(4).any(|window| window == b"PK\x05\x06"))
 }
 
 fn kind_of(contents: &[u8]) -> Option<Kind> {
@@ -93,8 +105,15 @@ fn kind_of(contents: &[u8]) -> Option<Kind> {
         Some(Kind::Bzip2)
     } else if contents.starts_with(&[0xFD, b'7', b'z', b'X', b'Z', 0x00]) {
         Some(Kind::Xz)
-    } else if contents.starts_with(b"PK\x03\x04") {
+    } else if contents.starts_with(b"PK\x03\x04") || ends_like_a_zip(contents) {
         Some(Kind::Zip)
+    } else if let [0x78, 0x01 | 0x5E | 0x9C | 0xDA, ..] = contents {
+        // The four headers zlib writes (deflate, 32 KiB window, each compression level).
+        Some(Kind::Zlib)
+    } else if let [0x5D, 0x00, 0x00, _, _, ..] = contents {
+        // LZMA alone (`.lzma`, `lzma --format=alone`): the default properties byte, then a
+        // dictionary size of at least 64 KiB.
+        Some(Kind::LzmaAlone)
     } else {
         None
     }
@@ -130,6 +149,18 @@ fn screen_layer(
         Kind::Xz => {
             let reader = lzma_rust2::XzReader::new_mem_limit(contents, true, XZ_MEMORY_LIMIT_KIB);
             screen_stream(screen, Box::new(reader), "xz", depth, budget, inside)
+        }
+        Kind::Zlib => {
+            let reader = flate2::read::ZlibDecoder::new(contents);
+            screen_stream(screen, Box::new(reader), "zlib", depth, budget, inside)
+        }
+        Kind::LzmaAlone => {
+            match lzma_rust2::LzmaReader::new_mem_limit(contents, XZ_MEMORY_LIMIT_KIB, None) {
+                Ok(reader) => {
+                    screen_stream(screen, Box::new(reader), "lzma", depth, budget, inside)
+                }
+                Err(error) => Layer::Unreadable(format!("lzma: {error}")),
+            }
         }
         Kind::Zip => screen_zip(screen, contents, depth, budget, inside),
     }

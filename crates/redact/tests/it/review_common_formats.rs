@@ -113,3 +113,38 @@ fn g17_line_wrapped_base64_of_a_value_is_scrubbed() {
     let clean = String::from_utf8(clean).unwrap();
     assert_eq!(redactor.scrub(&clean).as_str(), clean);
 }
+
+/// G17 (review N9): Go's `json.Marshal` escapes `&`, `<`, `>` (and U+2028, U+2029) as
+/// `\u0026`, `\u003c`, `\u003e` by default (HTML-safe JSON). The expected texts are what Go 1.22
+/// writes for each value, as a string and as a JSON document inside a string.
+#[test]
+fn g17_go_json_marshal_forms_are_scrubbed() {
+    let table: [(&str, &str); 5] = [
+        (
+            SPECIAL,
+            r#"{"pw":"Pa$$w0rd\u0026\"quote'\u003ctag\u003e/back\\slash 2024"}"#,
+        ),
+        (
+            "tok&amp<x>y-9Zq81Lw",
+            r#"["tok\u0026amp\u003cx\u003ey-9Zq81Lw"]"#,
+        ),
+        ("line\u{2028}sep-Wq83Lm", r#""line\u2028sep-Wq83Lm""#),
+        (
+            "tok&amp<x>y-9Zq81Lw",
+            r#""{\"pw\":\"tok\\u0026amp\\u003cx\\u003ey-9Zq81Lw\"}""#,
+        ),
+        (
+            "a<b>c&d-Zq81Lw3",
+            r#"log: {"v":"a\u003cb\u003ec\u0026d-Zq81Lw3"} done"#,
+        ),
+    ];
+    for (value, written) in table {
+        let redactor = redactor_for("run-go-json", &[value]);
+        assert!(
+            redactor.holds_secret(written.as_bytes()),
+            "Go's form of {value:?} is not recognised in {written}"
+        );
+        let scrubbed = redactor.scrub(written).into_inner();
+        assert!(scrubbed.contains("[REDACTED]"), "{written}: {scrubbed}");
+    }
+}

@@ -66,9 +66,10 @@ fn author_of(authenticated: &Authenticated) -> Result<Author, Error> {
 }
 
 fn parse_path(requested: &str) -> Result<RelPath, Error> {
+    // The reason alone: the path as requested is not repeated (it can hold anything).
     RelPath::parse(requested).map_err(|refusal| Error::InvalidInput {
         field: "path",
-        reason: refusal.to_string(),
+        reason: refusal.reason.to_string(),
     })
 }
 
@@ -289,7 +290,7 @@ fn decode_change(index: usize, change: &WorkspaceChange) -> Result<(RelPath, Cha
     let path = parse_path(&change.path)?;
     let invalid = |reason: String| Error::InvalidInput {
         field: "changes",
-        reason: format!("change {index} ({}): {reason}", path.as_str()),
+        reason: format!("change {index}: {reason}"),
     };
     match (change.action.as_str(), &change.content) {
         ("delete", None) => Ok((path, Change::Delete)),

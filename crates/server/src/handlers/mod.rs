@@ -73,7 +73,7 @@ pub(crate) fn audit(
         .append_audit(&NewAuditEntry {
             account: account.clone(),
             run: None,
-            actor,
+            actor: redactor.scrub_fields(actor),
             action,
             detail: redactor.scrub_json(detail),
             at: shared.now(),
@@ -100,7 +100,7 @@ pub(crate) fn audited_write(
             &NewAuditEntry {
                 account: audited.account.clone(),
                 run: None,
-                actor: audited.actor,
+                actor: redactor.scrub_fields(audited.actor),
                 action: audited.action,
                 detail: redactor.scrub_json(audited.detail),
                 at: shared.now(),

@@ -185,3 +185,47 @@ async fn g23_a_blank_note_is_refused_on_every_door() {
         RunStatus::WaitingApproval
     );
 }
+
+/// G16 (review N1): a person's display name that is (or holds) a value of the account is
+/// stored masked in the decision and the audit entry, like every other text of the record.
+#[tokio::test(flavor = "multi_thread")]
+async fn g16_an_actor_name_holding_a_value_is_stored_masked() {
+    let harness = Harness::new();
+    let run = harness.parked_run(crate::support::ACCOUNT);
+    // The member's display name becomes a value of the account after the person was made.
+    harness
+        .vault
+        .secrets()
+        .set(
+            crate::support::ACCOUNT,
+            "NAME_AS_SECRET",
+            redact::SecretValue::new("The member".into()),
+        )
+        .unwrap();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let answer = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{}/steps/ship/reject", run.0),
+            &member,
+            Some(("application/json", r#"{"note":"no"}"#.to_owned())),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(
+        decisions[0].who,
+        Actor::Person {
+            id: person_id(Role::Member),
+            name: "[REDACTED]".into()
+        }
+    );
+    for entry in harness.store.audit_entries().unwrap() {
+        assert!(
+            !entry.actor.display_name().contains("The member"),
+            "{}: {:?}",
+            entry.action,
+            entry.actor
+        );
+    }
+}

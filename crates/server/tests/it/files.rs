@@ -479,3 +479,55 @@ async fn g25_a_write_beyond_the_accounts_quota_is_refused_whole() {
     let stranger = harness.credentials(Caller::StrangerKey);
     write_one(&harness, &stranger, "theirs.txt", &"c".repeat(40 * 1024)).await;
 }
+
+/// G16 (review N6): an error answer is scrubbed like any other. A refusal of a path that holds
+/// a value of the account, or one set after the request was written, never repeats it, in JSON
+/// or on a page.
+#[tokio::test(flavor = "multi_thread")]
+async fn g16_error_answers_never_repeat_a_value_of_the_account() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    for path in [
+        format!("../{VAULT_VALUE}"),
+        format!("/{VAULT_VALUE}"),
+        format!("a/../../{VAULT_VALUE}/b"),
+        format!(".secrets/{VAULT_VALUE}"),
+    ] {
+        let route = format!("/api/workspace/file?path={path}");
+        let answer = harness.call("GET", &route, &member, None).await;
+        assert!(answer.status >= 400, "{route}: {}", answer.status);
+        assert!(
+            !answer.text().contains(VAULT_VALUE),
+            "{route}: {}",
+            answer.text()
+        );
+        let written = harness
+            .call(
+                "POST",
+                "/api/workspace/revisions",
+                &member,
+                write_body(json!([{"path": path, "action": "write", "content": "x"}])),
+            )
+            .await;
+        assert!(written.status >= 400, "{path}: {}", written.status);
+        assert!(
+            !written.text().contains(VAULT_VALUE),
+            "{path}: {}",
+            written.text()
+        );
+        let deleted = harness
+            .call(
+                "POST",
+                "/api/workspace/revisions",
+                &member,
+                write_body(json!([{"path": format!("ok/{VAULT_VALUE}"), "action": "delete", "content": "x"}])),
+            )
+            .await;
+        assert!(deleted.status >= 400, "{path}: {}", deleted.status);
+        assert!(
+            !deleted.text().contains(VAULT_VALUE),
+            "{path}: {}",
+            deleted.text()
+        );
+    }
+}

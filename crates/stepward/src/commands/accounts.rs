@@ -179,7 +179,7 @@ pub fn invite_owner(
         .append_audit(&NewAuditEntry {
             account: account.clone(),
             run: None,
-            actor: App::cli_actor(),
+            actor: redactor.scrub_fields(App::cli_actor()),
             action: "account.invite_owner",
             detail: redactor.scrub_json(&json!({
                 "account": account.0,
@@ -284,7 +284,7 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
         .append_audit(&NewAuditEntry {
             account: app.account.clone(),
             run: None,
-            actor: App::cli_actor(),
+            actor: redactor.scrub_fields(App::cli_actor()),
             action: "account.invite_owner",
             detail: redactor.scrub_json(&json!({
                 "account": app.account.0,

@@ -1,29 +1,31 @@
 //! `stepward check FILE...`: parse every file, report every problem with its place.
 
-use anyhow::Context;
-
 use crate::Outcome;
-use crate::app::LOCAL_ACCOUNT_ID;
+use crate::app::App;
 use crate::cli::CheckArgs;
-use crate::commands::{check_code, diagnostics_json, print_diagnostics, print_json};
+use crate::commands::{
+    Shown, check_code, definition_value_diagnostic, diagnostics_json, print_diagnostics,
+    print_json,
+};
 use crate::config::Config;
 use crate::definitions::{DefinitionKind, display_name, read_text};
 
-/// The local account's names, when the data directory already has a database: definitions
-/// are then checked against them too. `check` never creates a data directory or a key.
-fn local_account_names(config: &Config) -> anyhow::Result<Option<spec::AccountNames>> {
-    let database = config.database_path();
-    if !database.exists() {
+/// The local account, when the data directory already has a database: definitions are then
+/// checked against its names, and against its values as `run` checks them (G16), and what is
+/// printed is scrubbed with them. `check` never creates a data directory or a key.
+fn local_account(config: &Config) -> anyhow::Result<Option<(spec::AccountNames, Shown)>> {
+    if !config.database_path().exists() {
         return Ok(None);
     }
-    let store = storage_sqlite::SqliteStore::open(&database)
-        .with_context(|| format!("cannot open the database {}", database.display()))?;
-    let account = storage::AccountId(LOCAL_ACCOUNT_ID.to_owned());
-    crate::commands::models::account_names(&store, &account).map(Some)
+    let app = App::open(config.clone())?;
+    let names = crate::commands::models::account_names(&app.store, &app.account)?;
+    Ok(Some((names, Shown::new(&app)?)))
 }
 
 pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
-    let account = local_account_names(config)?;
+    let local = local_account(config)?;
+    let account = local.as_ref().map(|(names, _)| names);
+    let shown = local.as_ref().map(|(_, shown)| shown);
     let maxima = &config.limit_maxima;
     let mut reports = Vec::new();
     let mut all_valid = true;
@@ -39,7 +41,7 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
             Some(account) => spec::parse_agent_for_account(&name, text, maxima, account),
             None => spec::parse_agent_within(&name, text, maxima),
         };
-        let (diagnostics, warnings) = match DefinitionKind::of(path) {
+        let (mut diagnostics, warnings) = match DefinitionKind::of(path) {
             DefinitionKind::Workflow => match parsed_workflow(&text) {
                 Ok(workflow) => {
                     declares_limits |= workflow
@@ -60,24 +62,38 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
                 Err(diagnostics) => (diagnostics, Vec::new()),
             },
         };
+        if diagnostics.is_empty()
+            && let Some(found) =
+                shown.and_then(|shown| definition_value_diagnostic(shown, &name, &text))
+        {
+            diagnostics.push(found);
+        }
         declares_limits |= diagnostics
             .iter()
             .any(|diagnostic| diagnostic.code == "limit-above-maximum");
         all_valid &= diagnostics.is_empty();
         if !args.json {
             for warning in &warnings {
-                eprintln!(
-                    "{}",
-                    warning
-                        .render_with_source(&text)
-                        .replacen("error[", "warning[", 1)
-                );
+                let line = warning
+                    .render_with_source(&text)
+                    .replacen("error[", "warning[", 1);
+                match shown {
+                    Some(shown) => shown.error(&line),
+                    None => eprintln!("{line}"),
+                }
             }
             if diagnostics.is_empty() {
-                println!("{name}: valid");
+                match shown {
+                    Some(shown) => shown.line(&format!("{name}: valid")),
+                    None => println!("{name}: valid"),
+                }
             } else {
-                print_each_with_its_file(&diagnostics, &name, &text);
-                eprintln!("{name}: {} problem(s)", diagnostics.len());
+                print_each_with_its_file(&diagnostics, &name, &text, shown);
+                let line = format!("{name}: {} problem(s)", diagnostics.len());
+                match shown {
+                    Some(shown) => shown.error(&line),
+                    None => eprintln!("{line}"),
+                }
             }
         }
         reports.push(api_types::CheckReport {
@@ -88,7 +104,10 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
         });
     }
     if args.json {
-        print_json(&reports)?;
+        match shown {
+            Some(shown) => shown.json(&reports)?,
+            None => print_json(&reports)?,
+        }
     }
     if declares_limits {
         // `check` runs without a server: say which maxima the declared limits were held to.
@@ -112,13 +131,18 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
 
 /// Prints each diagnostic under the line of the file it names: most are in the checked file,
 /// a custom tool's syntax error is in its script.
-fn print_each_with_its_file(diagnostics: &[spec::Diagnostic], name: &str, text: &str) {
+fn print_each_with_its_file(
+    diagnostics: &[spec::Diagnostic],
+    name: &str,
+    text: &str,
+    shown: Option<&Shown>,
+) {
     for diagnostic in diagnostics {
         if diagnostic.file == name {
-            print_diagnostics(std::slice::from_ref(diagnostic), text);
+            print_diagnostics(std::slice::from_ref(diagnostic), text, shown);
         } else {
             let other = read_text(std::path::Path::new(&diagnostic.file)).unwrap_or_default();
-            print_diagnostics(std::slice::from_ref(diagnostic), &other);
+            print_diagnostics(std::slice::from_ref(diagnostic), &other, shown);
         }
     }
 }

@@ -36,7 +36,7 @@ pub fn parse_workflow_file(
     maxima: &spec::LimitMaxima,
     consequence: &str,
 ) -> anyhow::Result<Option<spec::Workflow>> {
-    parse_workflow_file_for(path, maxima, consequence, None)
+    parse_workflow_file_for(path, maxima, consequence, None, None)
 }
 
 /// [`parse_workflow_file`], also checked against the account's names when they are given
@@ -46,6 +46,7 @@ pub fn parse_workflow_file_for(
     maxima: &spec::LimitMaxima,
     consequence: &str,
     account: Option<&spec::AccountNames>,
+    shown: Option<&Shown>,
 ) -> anyhow::Result<Option<spec::Workflow>> {
     let text = crate::definitions::read_text(path)?;
     let name = crate::definitions::display_name(path);
@@ -56,18 +57,53 @@ pub fn parse_workflow_file_for(
     match parsed {
         Ok(workflow) => Ok(Some(workflow)),
         Err(diagnostics) => {
-            print_diagnostics(&diagnostics, &text);
-            eprintln!("{name}: invalid, so {consequence}; fix the problems above");
+            print_diagnostics(&diagnostics, &text, shown);
+            let line = format!("{name}: invalid, so {consequence}; fix the problems above");
+            match shown {
+                Some(shown) => shown.error(&line),
+                None => eprintln!("{line}"),
+            }
             Ok(None)
         }
     }
 }
 
-/// Prints diagnostics for a person: each with the offending line and a caret.
-pub fn print_diagnostics(diagnostics: &[spec::Diagnostic], source: &str) {
+/// Prints diagnostics for a person: each with the offending line and a caret, scrubbed with
+/// the account's values when there is an account (a diagnostic quotes its line, review N4).
+pub fn print_diagnostics(diagnostics: &[spec::Diagnostic], source: &str, shown: Option<&Shown>) {
     for diagnostic in diagnostics {
-        eprintln!("{}", diagnostic.render_with_source(source));
+        let rendered = diagnostic.render_with_source(source);
+        match shown {
+            Some(shown) => shown.error(&rendered),
+            None => eprintln!("{rendered}"),
+        }
     }
+}
+
+/// A diagnostic at the first place `text` holds a value of the account (never what), as the
+/// engine refuses such a definition before a run (G1, G16): `check` says so too.
+pub fn definition_value_diagnostic(
+    shown: &Shown,
+    file: &str,
+    text: &str,
+) -> Option<spec::Diagnostic> {
+    let found = shown.redactor.find_secret(text.as_bytes())?;
+    let before = text.get(..found.start).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+    let line = before.matches('\n').count() + 1;
+    let column = before.get(line_start..).unwrap_or("").chars().count() + 1;
+    Some(spec::Diagnostic {
+        file: file.to_owned(),
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: u32::try_from(column).unwrap_or(u32::MAX),
+        code: "definition-holds-value",
+        message: "this definition holds a value of the account's vault (a secret, a connection \
+                  or a model key); `run` refuses it"
+            .to_owned(),
+        help: "a definition never holds one: name a connection in the step's `connections` and \
+               read it from its environment variable instead"
+            .to_owned(),
+    })
 }
 
 /// Prints a value as pretty JSON on stdout.
@@ -97,6 +133,12 @@ impl Shown {
     /// Prints one line, scrubbed.
     pub fn line(&self, text: &str) {
         println!("{}", self.redactor.scrub(text));
+    }
+
+    /// Prints one line to stderr, scrubbed: an error or a refusal that may quote what was
+    /// typed.
+    pub fn error(&self, text: &str) {
+        eprintln!("{}", self.redactor.scrub(text));
     }
 
     /// Prints a value as pretty JSON, scrubbed.

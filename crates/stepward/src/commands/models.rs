@@ -19,7 +19,7 @@ use storage_sqlite::SqliteStore;
 use crate::Outcome;
 use crate::app::{App, now};
 use crate::cli::{DevCommand, ModelsCommand};
-use crate::commands::print_json;
+use crate::commands::Shown;
 use crate::config::Config;
 
 pub fn run(command: &ModelsCommand, config: Config) -> anyhow::Result<Outcome> {
@@ -119,18 +119,21 @@ fn add(
     base_url: Option<&str>,
     assistant_model: Option<&str>,
 ) -> anyhow::Result<Outcome> {
+    let base_url = base_url.map(str::trim).filter(|url| !url.is_empty());
+    let assistant_model = assistant_model
+        .map(str::trim)
+        .filter(|model| !model.is_empty());
+    // The key first: every refusal below may quote what was typed, and none may quote the key
+    // (review N3), nor store it in a field that is shown in plain text (review N1).
+    let key = read_key(name)?;
+    refuse_values_in_settings(app, &key, name, base_url, assistant_model)?;
     check_name(name)?;
     let kind = llm::ProviderKind::from_str(provider)?;
-    let base_url = base_url.map(str::trim).filter(|url| !url.is_empty());
     check_base_url(
         &app.config,
         kind,
         base_url.unwrap_or(kind.default_base_url()),
     )?;
-    let assistant_model = assistant_model
-        .map(str::trim)
-        .filter(|model| !model.is_empty());
-    let key = read_key(name)?;
     let account = &app.account;
     let key_info = app
         .vault
@@ -162,7 +165,7 @@ fn add(
         }),
     )?;
     let verb = if saved.replaced { "replaced" } else { "added" };
-    eprintln!(
+    Shown::new(app)?.error(&format!(
         "model provider {name} {verb}: {} at {}, key stored sealed (version {}){}",
         kind.as_str(),
         shown_url(provider),
@@ -172,9 +175,48 @@ fn add(
         } else {
             ""
         }
-    );
+    ));
     eprintln!("check it with `stepward models test {name} --model ID`");
     Ok(Outcome::Done)
+}
+
+/// A provider's name, base URL and assistant model are stored, listed and logged in plain
+/// text: refuses any of them that holds the key just given (as typed or percent-encoded) or a
+/// value of the account, without repeating it.
+fn refuse_values_in_settings(
+    app: &App,
+    key: &SecretValue,
+    name: &str,
+    base_url: Option<&str>,
+    assistant_model: Option<&str>,
+) -> anyhow::Result<()> {
+    let redactor = app
+        .redactor()
+        .context("cannot read the account's values to check the provider's settings")?;
+    let key = key.dangerously_expose().trim();
+    let settings = [
+        ("its name", Some(name)),
+        ("`--base-url`", base_url),
+        ("`--assistant-model`", assistant_model),
+    ];
+    for (what, text) in settings {
+        let Some(text) = text else { continue };
+        let decoded = percent_encoding::percent_decode_str(text).decode_utf8_lossy();
+        let holds_key = !key.is_empty() && (text.contains(key) || decoded.contains(key));
+        if holds_key {
+            bail!(
+                "nothing was stored: {what} holds the provider's key, and settings are shown \
+                 and logged in plain text; give the key on stdin only"
+            );
+        }
+        if redactor.holds_secret(text.as_bytes()) || redactor.holds_secret(decoded.as_bytes()) {
+            bail!(
+                "nothing was stored: {what} holds a value of the account (a secret, connection \
+                 or model key), and settings are shown and logged in plain text"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Reads the key: from a terminal without echo, ending at Enter; else all of stdin.
@@ -237,8 +279,10 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
             view(provider, version)
         })
         .collect();
+    // Settings stored before a value entered the vault are masked on the way out (review N4).
+    let shown = Shown::new(app)?;
     if json {
-        print_json(&views)?;
+        shown.json(&views)?;
         return Ok(Outcome::Done);
     }
     if views.is_empty() {
@@ -253,7 +297,7 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
             Some(version) => format!("key version {version}"),
             None => "no key: add it again".to_owned(),
         };
-        println!(
+        shown.line(&format!(
             "{}{}  {}  {}  assistant model: {}  {key}",
             provider.name,
             if provider.is_default {
@@ -264,7 +308,7 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
             provider.provider,
             provider.base_url,
             provider.assistant_model.as_deref().unwrap_or("none"),
-        );
+        ));
     }
     Ok(Outcome::Done)
 }
@@ -373,27 +417,29 @@ fn test(app: &App, name: &str, model: Option<&str>, json: bool) -> anyhow::Resul
             "retries": result.retries,
         }),
     )?;
+    // What the model answered, and the errors quoting it, are scrubbed on the way out.
+    let shown = Shown::new(app)?;
     if json {
-        print_json(&result)?;
+        shown.json(&result)?;
     } else {
         for retry in &probe.retries {
-            eprintln!(
+            shown.error(&format!(
                 "retry {} after {:.1} s: {}",
                 retry.retry,
                 retry.wait.as_secs_f64(),
                 retry.reason
-            );
+            ));
         }
         match &probe.result {
             Ok(turn) => {
-                println!("answer: {}", turn.text.trim());
-                println!("model: {}", turn.model);
+                shown.line(&format!("answer: {}", turn.text.trim()));
+                shown.line(&format!("model: {}", turn.model));
                 println!(
                     "tokens: {} in, {} out",
                     turn.usage.input_tokens, turn.usage.output_tokens
                 );
             }
-            Err(error) => eprintln!("error: the test of {name} failed: {error}"),
+            Err(error) => shown.error(&format!("error: the test of {name} failed: {error}")),
         }
     }
     Ok(if result.ok {

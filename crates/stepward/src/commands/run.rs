@@ -7,31 +7,34 @@ use crate::Outcome;
 use crate::app::App;
 use crate::cli::RunArgs;
 use crate::commands::models::account_names;
-use crate::commands::{
-    Shown, parse_workflow_file, parse_workflow_file_for, print_summary, summary_outcome,
-};
+use crate::commands::{Shown, parse_workflow_file_for, print_summary, summary_outcome};
 use crate::config::Config;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
-    let Some(workflow) = parse_workflow_file(&args.file, &config.limit_maxima, "nothing ran")?
+    let timings = config.timings.clone();
+    let maxima = config.limit_maxima;
+    let app = App::open(config)?;
+    // A refusal or a diagnostic quotes what was typed or written, which may be a value of the
+    // account (review N3, N4): everything printed from here on is scrubbed.
+    let shown = Shown::new(&app)?;
+    // Checked against the account: a step must not be granted a model key (G19).
+    let names = account_names(&app.store, &app.account)?;
+    let Some(workflow) = parse_workflow_file_for(
+        &args.file,
+        &maxima,
+        "nothing ran",
+        Some(&names),
+        Some(&shown),
+    )?
     else {
         return Ok(Outcome::Invalid);
     };
     let inputs = match workflow_inputs(&workflow, &args.inputs) {
         Ok(inputs) => inputs,
         Err(problem) => {
-            eprintln!("error: {problem}");
+            shown.error(&format!("error: {problem}"));
             return Ok(Outcome::Invalid);
         }
-    };
-    let timings = config.timings.clone();
-    let maxima = config.limit_maxima;
-    let app = App::open(config)?;
-    // Checked again against the account: a step must not be granted a model key (G19).
-    let names = account_names(&app.store, &app.account)?;
-    let Some(workflow) = parse_workflow_file_for(&args.file, &maxima, "nothing ran", Some(&names))?
-    else {
-        return Ok(Outcome::Invalid);
     };
     let (engine, _lock) = app.engine()?;
     let started = engine.start_run(
@@ -43,7 +46,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     timings.mark("the run (steps, scrubbing, record)");
     match started {
         Ok(summary) => {
-            print_summary(&summary, args.json, &Shown::new(&app)?)?;
+            print_summary(&summary, args.json, &shown)?;
             Ok(summary_outcome(&summary))
         }
         Err(
@@ -52,7 +55,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             | engine::Error::CannotRunHere { .. }
             | engine::Error::WorkflowInvalid { .. }),
         ) => {
-            eprintln!("error: {error}");
+            shown.error(&format!("error: {error}"));
             Ok(Outcome::Invalid)
         }
         Err(error) => Err(error).context("the run could not start"),

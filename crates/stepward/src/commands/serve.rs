@@ -265,7 +265,7 @@ pub fn rotate_links(app: &App) -> anyhow::Result<Outcome> {
             .append_audit(&NewAuditEntry {
                 account: account.id.clone(),
                 run: None,
-                actor: App::cli_actor(),
+                actor: redactor.scrub_fields(App::cli_actor()),
                 action: "key.rotate_links",
                 detail: redactor.scrub_json(&json!({ "key_id": key_id.to_hex() })),
                 at: now(),

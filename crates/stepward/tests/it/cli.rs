@@ -113,3 +113,29 @@ fn schema_prints_a_json_schema() {
             .contains("json-schema.org")
     );
 }
+
+/// `stepward runs list | head`: a reader that goes away ends the command quietly, with the
+/// status a shell gives a process ended by SIGPIPE, never a panic report or a backtrace.
+#[test]
+fn g5_a_closed_stdout_ends_the_command_quietly() {
+    let home = crate::support::Home::new();
+    for args in [vec!["schema"], vec!["runs", "list"]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_stepward"))
+            .args(&args)
+            .arg("--data-dir")
+            .arg(home.data_dir())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("RUST_BACKTRACE", "1")
+            .env("XDG_CONFIG_HOME", home.dir.path().join("config"))
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("backtrace"), "{args:?}: {stderr}");
+    }
+}

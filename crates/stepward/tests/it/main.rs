@@ -10,6 +10,7 @@ mod docs;
 mod first_use;
 mod flood;
 mod g11_flood;
+mod g16_cli_errors;
 mod g16_every_sink;
 mod g16_live_scrub;
 mod http;

@@ -249,9 +249,9 @@ fn story(store: &dyn Store) {
         step_id: Some(storage::StepId::parse("approve_refund").unwrap()),
         attempt: Some(1),
         kind: DecisionKind::Approve,
-        who: Actor::Cli {
+        who: redactor.scrub_fields(Actor::Cli {
             os_user: "alice".into(),
-        },
+        }),
         door: Door::Cli,
         note: redactor.scrub("looks right"),
         at: Timestamp(16),
@@ -316,9 +316,9 @@ fn story(store: &dyn Store) {
         .append_audit(&NewAuditEntry {
             account: local.id.clone(),
             run: Some(run.clone()),
-            actor: Actor::Cli {
+            actor: redactor.scrub_fields(Actor::Cli {
                 os_user: "alice".into(),
-            },
+            }),
             action: "gate.approve",
             detail: redactor.scrub_json(&json!({"note": "looks right"})),
             at: Timestamp(16),
@@ -332,10 +332,10 @@ fn story(store: &dyn Store) {
         .append_audit(&NewAuditEntry {
             account: local.id.clone(),
             run: None,
-            actor: Actor::Person {
+            actor: account_redactor.scrub_fields(Actor::Person {
                 id: "p1".into(),
                 name: "Alice".into(),
-            },
+            }),
             action: "secret.set",
             detail: account_redactor.scrub_json(&json!({"name": "payments", "pasted": SECRET})),
             at: Timestamp(20),
@@ -347,7 +347,7 @@ fn story(store: &dyn Store) {
         audit.append_audit(&NewAuditEntry {
             account: local.id.clone(),
             run: None,
-            actor: Actor::Engine,
+            actor: redactor.scrub_fields(Actor::Engine),
             action: "x",
             detail: redactor.scrub_json(&json!({})),
             at: Timestamp(21),

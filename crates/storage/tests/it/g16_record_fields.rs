@@ -19,9 +19,6 @@ const NOT_TEXT: &[&str] = &[
     "NetworkMode",
     "DecisionKind",
     "Door",
-    // Who did it: a person's id and display name, a key's id, an operating-system user, the
-    // engine or the supervisor: identities of the account, not text of the run.
-    "Actor",
     "u32",
     "u64",
     "i64",

@@ -128,3 +128,37 @@ fn g12_an_archive_the_screen_cannot_open_is_refused_from_a_writer_holding_creden
         }
     );
 }
+
+/// G12 (review N9): zlib streams, `.lzma` (LZMA alone) files and a zip behind a prefix (a
+/// self-extractor, a script with an archive appended) are opened and screened too.
+#[test]
+fn g12_zlib_lzma_alone_and_a_prefixed_zip_are_screened() {
+    for (name, expression) in [
+        ("zlib", "__import__('zlib').compress(b'token: ' + s)"),
+        (
+            "zlib best",
+            "__import__('zlib').compress(b'token: ' + s, 9)",
+        ),
+        (
+            "lzma alone",
+            "lzma.compress(b'token: ' + s, format=lzma.FORMAT_ALONE)",
+        ),
+        (
+            "zip after a prefix",
+            "b'#!/bin/sh\\nexec unzip \"$0\"\\n' + bytes(300) + z('a.txt', b'x: ' + s)",
+        ),
+    ] {
+        let refused = written(python(expression));
+        assert!(
+            matches!(refused, Err(Error::HoldsSecret { .. })),
+            "{name}: {refused:?}"
+        );
+    }
+    for expression in [
+        "__import__('zlib').compress(b'token: nothing')",
+        "lzma.compress(b'token: nothing', format=lzma.FORMAT_ALONE)",
+        "b'prefix' + z('a.txt', b'clean')",
+    ] {
+        written(python(expression)).unwrap();
+    }
+}
