@@ -352,7 +352,15 @@ fn lower_custom_tools(
         };
         let applies = optional_boolean(tool_fields.get("applies"), "`applies`", diagnostics);
         let writes = optional_boolean(tool_fields.get("writes"), "`writes`", diagnostics);
-        match (name_ok, explain, script, script_origin, arguments, applies, writes) {
+        match (
+            name_ok,
+            explain,
+            script,
+            script_origin,
+            arguments,
+            applies,
+            writes,
+        ) {
             (
                 true,
                 Some(explain),

@@ -4,8 +4,7 @@ use crate::Outcome;
 use crate::app::App;
 use crate::cli::CheckArgs;
 use crate::commands::{
-    Shown, check_code, definition_value_diagnostic, diagnostics_json, print_diagnostics,
-    print_json,
+    Shown, check_code, definition_value_diagnostic, diagnostics_json, print_diagnostics, print_json,
 };
 use crate::config::Config;
 use crate::definitions::{DefinitionKind, display_name, read_text};
