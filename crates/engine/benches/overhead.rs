@@ -79,7 +79,7 @@ impl RunStore for MemoryStore {
             workflow_source: run.workflow_source.get().clone(),
             workflow_hash: run.workflow_hash.to_string(),
             inputs: run.inputs.get().clone(),
-            started_by: run.started_by.clone(),
+            started_by: run.started_by.get().clone(),
             created_at: run.created_at,
             updated_at: run.created_at,
         };

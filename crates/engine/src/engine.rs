@@ -196,7 +196,7 @@ impl Engine {
                 workflow_source: redactor.scrub(workflow.source()),
                 workflow_hash: hash.clone(),
                 inputs: redactor.scrub_json(&inputs),
-                started_by: who.clone(),
+                started_by: redactor.scrub_fields(who.clone()),
                 created_at: now,
             },
             &created,

@@ -213,6 +213,7 @@ impl RunStore for SqliteStore {
         check_scope(&run.id.redaction_scope(), &run.workflow_file_name)?;
         check_scope(&run.id.redaction_scope(), &event.payload)?;
         check_scope(&run.id.redaction_scope(), &run.inputs)?;
+        check_scope(&run.id.redaction_scope(), &run.started_by)?;
         let inputs = run.inputs.get().to_string();
         self.transaction(Durability::Synced, |transaction| {
             let inserted = transaction.execute(
@@ -231,9 +232,9 @@ impl RunStore for SqliteStore {
                     run.workflow_hash.as_str(),
                     inputs,
                     run.created_at.0,
-                    run.started_by.kind(),
-                    run.started_by.id(),
-                    run.started_by.display_name(),
+                    run.started_by.get().kind(),
+                    run.started_by.get().id(),
+                    run.started_by.get().display_name(),
                 ],
             )?;
             if inserted == 0 {

@@ -33,8 +33,8 @@ pub struct NewRun {
     pub workflow_hash: Sha256Hex,
     /// The run-time input values, scrubbed.
     pub inputs: Redacted<serde_json::Value>,
-    /// Who started the run (the runs list filters by it).
-    pub started_by: Actor,
+    /// Who started the run (the runs list filters by it), a person's name scrubbed.
+    pub started_by: Redacted<Actor>,
     pub created_at: Timestamp,
 }
 

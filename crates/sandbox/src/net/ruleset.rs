@@ -52,7 +52,7 @@ pub fn ruleset(options: &EgressOptions) -> String {
     line(
         out,
         0,
-        "# stepward public_egress policy (G11). Generated; install_policy replaces it.",
+        "# stepward public_egress policy (the public internet only). Generated; install_policy replaces it.",
     );
     // Creating then deleting the table inside one transaction makes the replacement atomic and
     // idempotent: there is never a moment without the policy, and no stale rule survives.

@@ -23,9 +23,9 @@ fn new_run(id: &RunId, redactor: &Redactor) -> NewRun {
         workflow_source: redactor.scrub("name: refund\n"),
         workflow_hash: storage::Sha256Hex::of(b"name: refund\n"),
         inputs: redactor.scrub_json(&json!({"ticket_id": "T-1"})),
-        started_by: Actor::Cli {
+        started_by: redactor.scrub_fields(Actor::Cli {
             os_user: "story".into(),
-        },
+        }),
         created_at: Timestamp(10),
     }
 }
