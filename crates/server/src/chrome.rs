@@ -9,6 +9,7 @@
 use std::future::Future;
 
 use auth::{CsrfToken, Decision, Principal, authorize, find_policy};
+
 use storage::Actor;
 
 use crate::authn::Authenticated;
@@ -66,11 +67,7 @@ impl Chrome {
         let principal: &Principal = &authenticated.principal;
         let nav = SECTIONS
             .iter()
-            .filter(|(_, href)| {
-                find_policy("GET", href).is_some_and(|policy| {
-                    matches!(authorize(policy, Some(principal), None), Decision::Allow)
-                })
-            })
+            .filter(|(_, href)| may(principal, "GET", href))
             .map(|&(label, href)| NavLink {
                 label,
                 href,
@@ -87,6 +84,12 @@ impl Chrome {
                 .to_owned(),
         })
     }
+}
+
+/// Whether `principal` may use the route `method path_pattern` (the policy table, G26).
+pub(crate) fn may(principal: &Principal, method: &str, path_pattern: &str) -> bool {
+    find_policy(method, path_pattern)
+        .is_some_and(|policy| authorize(policy, Some(principal), None) == Decision::Allow)
 }
 
 /// Runs `future` (the rest of the request) with `chrome` as its pages' frame.

@@ -44,7 +44,7 @@ pub use crate::model::{
 };
 pub use crate::origin::Origin;
 pub use crate::reach::{
-    REACH_CAPTION, ReachInternet, ReachKind, ReachRow, reach, render_reach_table,
+    REACH_CAPTION, ReachInternet, ReachKind, ReachRow, list_or_none, reach, render_reach_table,
 };
 pub use crate::schema::workflow_json_schema;
 pub use crate::workflow::{parse_workflow, parse_workflow_within};

@@ -180,7 +180,8 @@ pub fn limits_cell(limits: &[(String, u64)]) -> String {
         .join(", ")
 }
 
-fn list_or_none(items: &[String]) -> String {
+/// A list of names as the reach panel writes it: joined with commas, or `none`.
+pub fn list_or_none(items: &[String]) -> String {
     if items.is_empty() {
         "none".to_string()
     } else {

@@ -305,7 +305,7 @@ impl RunStore for SqliteStore {
         }
         sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?8");
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
-        let mut runs = self.query_runs_numbered(
+        let runs = self.query_runs_numbered(
             &sql,
             &[
                 &account.as_str(),
@@ -318,15 +318,7 @@ impl RunStore for SqliteStore {
                 &fetch,
             ],
         )?;
-        let next = (runs.len() > limit).then(|| {
-            let last = &runs[limit - 1];
-            RunCursor {
-                created_at: last.created_at,
-                id: last.id.clone(),
-            }
-        });
-        runs.truncate(limit);
-        Ok(RunsPage { runs, next })
+        Ok(RunsPage::from_read(runs, limit))
     }
 
     fn runs_with_status(&self, statuses: &[RunStatus]) -> Result<Vec<RunRecord>, Error> {

@@ -81,6 +81,23 @@ pub struct RunsPage {
     pub next: Option<RunCursor>,
 }
 
+impl RunsPage {
+    /// The page of the first `limit` of `runs` (read in the list's order): a run beyond them
+    /// means there is a next page, which starts after the page's last run. A backend reads
+    /// `limit + 1` runs for it.
+    pub fn from_read(mut runs: Vec<RunRecord>, limit: usize) -> RunsPage {
+        let next = runs
+            .get(limit)
+            .and(limit.checked_sub(1))
+            .map(|last| RunCursor {
+                created_at: runs[last].created_at,
+                id: runs[last].id.clone(),
+            });
+        runs.truncate(limit);
+        RunsPage { runs, next }
+    }
+}
+
 impl RunFilter {
     /// Whether `run` is one this filter keeps.
     pub fn keeps(&self, run: &RunRecord) -> bool {

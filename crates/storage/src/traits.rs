@@ -54,15 +54,7 @@ pub trait RunStore: Send + Sync {
             })
             .collect();
         kept.sort_by(|a, b| (b.created_at, &b.id.0).cmp(&(a.created_at, &a.id.0)));
-        let next = (kept.len() > limit).then(|| {
-            let last = &kept[limit - 1];
-            RunCursor {
-                created_at: last.created_at,
-                id: last.id.clone(),
-            }
-        });
-        kept.truncate(limit);
-        Ok(RunsPage { runs: kept, next })
+        Ok(RunsPage::from_read(kept, limit))
     }
     /// Every run in one of these statuses (recovery looks for `running` and
     /// `waiting_approval`).

@@ -4,16 +4,17 @@
 //! `crates/server/templates/`; every form carries the session's CSRF token.
 
 use askama::Template;
-use auth::{Decision, Principal, Role, authorize, find_policy};
+use auth::Role;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use spec::Workflow;
 use storage::{AccountId, RunCursor, RunFilter, RunId, RunRecord, RunStatus, Timestamp};
 
 use crate::authn::Authenticated;
-use crate::chrome::{self, Chrome};
+use crate::chrome::{self, Chrome, may};
 use crate::handlers::account_redactor;
 use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_cards, timeline, who};
 use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates};
@@ -167,16 +168,15 @@ fn runs_href(query: &RunsQuery, after: Option<&RunCursor>) -> String {
     }
 }
 
+/// Everything but RFC 3986's unreserved characters is percent-encoded in a query value.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 fn percent_encode(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            encoded.push(char::from(byte));
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
+    utf8_percent_encode(text, QUERY_VALUE).to_string()
 }
 
 fn starters(shared: &Shared, account: &AccountId) -> Result<Vec<Starter>, Error> {
@@ -291,12 +291,6 @@ struct RunPage {
     timeline: Vec<TimelineLine>,
 }
 
-/// Whether `principal` may use the route `method path_pattern` (the policy table, G26).
-fn may(principal: &Principal, method: &str, path_pattern: &str) -> bool {
-    find_policy(method, path_pattern)
-        .is_some_and(|policy| authorize(policy, Some(principal), None) == Decision::Allow)
-}
-
 /// What a person types next, for a run that waits on a person.
 fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<String> {
     match status {
@@ -316,6 +310,7 @@ fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<Strin
 fn gate_panel(
     shared: &Shared,
     authenticated: &Authenticated,
+    scrub: &Scrub<'_>,
     record: &RunRecord,
     workflow: Option<&Workflow>,
     step: &str,
@@ -348,8 +343,8 @@ fn gate_panel(
                 row.unknown_reason.as_deref().unwrap_or("not known")
             ),
         };
-        panel.connections = list_or_none(&row.connections);
-        panel.secrets = list_or_none(&row.secrets);
+        panel.connections = spec::list_or_none(&row.connections);
+        panel.secrets = spec::list_or_none(&row.secrets);
         panel.limits = (!row.limits.is_empty()).then(|| row.limits.join(", "));
     }
     let inputs = shared
@@ -360,23 +355,11 @@ fn gate_panel(
             source: Box::new(source),
         })?;
     panel.inputs = match inputs {
-        Some(Ok(inputs)) => crate::handlers::run_view::pretty(
-            account_redactor(shared, &record.account)?
-                .scrub_json(&inputs)
-                .get(),
-        ),
+        Some(Ok(inputs)) => scrub.pretty(&inputs),
         Some(Err(reason)) => format!("(the inputs cannot be built: {reason})"),
         None => "(the run is no longer parked)".to_owned(),
     };
     Ok(panel)
-}
-
-fn list_or_none(names: &[String]) -> String {
-    if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names.join(", ")
-    }
 }
 
 /// `GET /runs/{id}`: the run page.
@@ -402,6 +385,15 @@ pub(crate) async fn run_page(
             .collect(),
         None => Vec::new(),
     };
+    // What the page shows is scrubbed with the account's values as they are now, before it is
+    // formatted (G16); the served scrub of the page's bytes then runs as on every answer.
+    let redactor = account_redactor(shared, &record.account)?;
+    let scrub_text = |text: &str| redactor.scrub(text).get().clone();
+    let scrub_json = |value: &serde_json::Value| redactor.scrub_json(value).get().clone();
+    let scrub = Scrub {
+        text: &scrub_text,
+        json: &scrub_json,
+    };
     let gate = match &record.status {
         RunStatus::WaitingApproval => shared
             .store
@@ -411,6 +403,7 @@ pub(crate) async fn run_page(
                 gate_panel(
                     shared,
                     &authenticated,
+                    &scrub,
                     &record,
                     workflow.as_ref(),
                     &parked.step_id,
@@ -443,15 +436,6 @@ pub(crate) async fn run_page(
             )
         })
         .collect();
-    // What the page shows is scrubbed with the account's values as they are now, before it is
-    // formatted (G16); the served scrub of the page's bytes then runs as on every answer.
-    let redactor = account_redactor(shared, &record.account)?;
-    let scrub_text = |text: &str| redactor.scrub(text).get().clone();
-    let scrub_json = |value: &serde_json::Value| redactor.scrub_json(value).get().clone();
-    let scrub = Scrub {
-        text: &scrub_text,
-        json: &scrub_json,
-    };
     let chrome = chrome::current();
     Ok(render(&RunPage {
         title: format!("Run {}", record.id.0),

@@ -31,7 +31,7 @@ impl Scrub<'_> {
         (self.text)(text)
     }
 
-    fn pretty(&self, value: &Value) -> String {
+    pub(crate) fn pretty(&self, value: &Value) -> String {
         pretty(&(self.json)(value))
     }
 }
@@ -174,7 +174,7 @@ pub(crate) struct TimelineLine {
 }
 
 /// A value pretty-printed for a card, cut with a note when it is very long.
-pub(crate) fn pretty(value: &Value) -> String {
+fn pretty(value: &Value) -> String {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
     if text.chars().count() <= MAX_SHOWN_CHARS {
         return text;

@@ -494,14 +494,6 @@ fn internet_words(row: &ReachRow) -> String {
     }
 }
 
-fn names_or_none(names: &[String]) -> String {
-    if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names.join(", ")
-    }
-}
-
 /// The start form's fields: every declared input with the widget of its type and what was
 /// typed (an empty value of its type at first).
 fn input_fields(workflow: &Workflow, typed: &Typed) -> Vec<InputField> {
@@ -646,8 +638,8 @@ fn workflow_page_for(
         .map(|row| ReachLine {
             step: row.step.clone(),
             internet: internet_words(row),
-            connections: names_or_none(&row.connections),
-            secrets: names_or_none(&row.secrets),
+            connections: spec::list_or_none(&row.connections),
+            secrets: spec::list_or_none(&row.secrets),
             limits: if row.limits.is_empty() {
                 "default".to_owned()
             } else {
