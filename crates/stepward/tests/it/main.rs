@@ -9,6 +9,7 @@ mod cli;
 mod docs;
 mod first_use;
 mod flood;
+mod g11_audit_verify;
 mod g11_flood;
 mod g16_cli_errors;
 mod g16_every_sink;

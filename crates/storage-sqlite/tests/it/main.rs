@@ -5,9 +5,12 @@
 // test code too, and a panic there is a test failure, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
+mod audit_chains;
+mod audit_pages;
 mod migrations;
 mod models;
 mod people;
+mod readers;
 mod runs_list;
 mod story;
 mod support;

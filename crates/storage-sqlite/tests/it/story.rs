@@ -355,7 +355,8 @@ fn story(store: &dyn Store) {
         Err(Error::WrongRedactor { .. })
     ));
     assert_eq!(audit.audit_entries().unwrap().len(), 2);
-    assert_eq!(audit.verify_audit().unwrap(), Ok(2));
+    assert_eq!(audit.verify_account_audit(&local.id).unwrap(), Ok(2));
+    assert_eq!(audit.verify_audit().unwrap().first_break(), None);
 }
 
 #[test]
@@ -399,7 +400,8 @@ fn g25_audit_tampering_breaks_the_chain() {
             [],
         )
         .unwrap();
-    let broken = store.verify_audit().unwrap().unwrap_err();
+    let verification = store.verify_audit().unwrap();
+    let broken = verification.first_break().unwrap();
     assert_eq!(broken.seq, 1);
 }
 

@@ -90,3 +90,40 @@ pub fn temp_store() -> (tempfile::TempDir, SqliteStore) {
     let store = SqliteStore::open(&dir.path().join("stepward.db")).unwrap();
     (dir, store)
 }
+
+/// An audit entry of `account` that belongs to no run, scrubbed with the account's values.
+pub fn account_entry(
+    account: &str,
+    action: &'static str,
+    actor: storage::Actor,
+    detail: serde_json::Value,
+    at: i64,
+) -> storage::NewAuditEntry {
+    let redactor = ScrubSets::new(Arc::new(FixedSource::with_connection_field(
+        "payments",
+        "api_key",
+        "sk_live_support_value",
+    )))
+    .for_account(account)
+    .unwrap();
+    storage::NewAuditEntry {
+        account: storage::AccountId(account.to_owned()),
+        run: None,
+        actor: redactor.scrub_fields(actor),
+        action,
+        detail: redactor.scrub_json(&detail),
+        at: storage::Timestamp(at),
+    }
+}
+
+/// Changes the stored database as someone with the file would: the append-only triggers
+/// dropped first.
+pub fn tamper(path: &std::path::Path, sql: &str) {
+    let connection = rusqlite::Connection::open(path).unwrap();
+    connection
+        .execute_batch(&format!(
+            "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;
+             {sql}"
+        ))
+        .unwrap();
+}
