@@ -21,7 +21,7 @@ use storage::{
     Account, AccountId, AccountStore, Actor, AttemptFinish, AttemptRecord, AttemptStatus,
     AuditEntry, AuditLog, DecisionRecord, DecisionStore, Error, EventLog, EventRecord, NewAttempt,
     NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunId, RunRecord, RunStatus,
-    RunStore, Store, Timestamp,
+    RunStore, Store, Tallied, Timestamp,
 };
 
 const STEPS: usize = 20;
@@ -226,7 +226,15 @@ impl AuditLog for MemoryStore {
             at: entry.at,
             prev_hash: String::new(),
             hash: String::new(),
+            count: 1,
+            last_at: entry.at,
+            legacy_seq: None,
         })
+    }
+    fn tally_audit(&self, entry: &NewAuditEntry, _tally: &str) -> Result<Tallied, Error> {
+        // The engine never tallies; the benchmark store appends like any entry.
+        self.append_audit(entry)
+            .map(|appended| Tallied::Appended { seq: appended.seq })
     }
     fn audit_entries(&self) -> Result<Vec<AuditEntry>, Error> {
         Ok(Vec::new())

@@ -1,7 +1,11 @@
 //! The embedded SQLite backend of the storage traits, with its own migrations.
 //!
-//! One connection behind a mutex: SQLite serialises writers anyway, and one connection keeps
-//! every write of this process in one order. The database runs in WAL mode.
+//! One writing connection behind a mutex: SQLite serialises writers anyway, and one connection
+//! keeps every write of this process in one order. The database runs in WAL mode, so reads
+//! run on read connections beside it (a small pool, [`MAX_READERS`]): a slow reader (a long
+//! audit page, a chain check) never holds the writer's lock, and a write commits while a read
+//! transaction is open (the reader keeps the snapshot it began with). The storage tests check
+//! this as a property (`it/readers.rs`).
 //!
 //! Durability: the connection runs with `synchronous=NORMAL`, and the writes the guarantees
 //! hang on switch it to `FULL` for their own transaction: an attempt about to start WITH
@@ -22,6 +26,7 @@
 
 mod accounts;
 mod audit;
+mod audit_read;
 mod audited;
 mod decisions;
 mod events;
@@ -33,10 +38,15 @@ mod runs;
 mod vault;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
+
+pub use crate::audit::{MAX_AUDIT_PAGE, PageCost};
+
+/// How many read connections the store opens at most; a reader beyond them waits for one.
+pub const MAX_READERS: usize = 4;
 
 /// How long a writer waits for another process holding the database before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -105,6 +115,41 @@ pub(crate) enum Durability {
 pub struct SqliteStore {
     path: PathBuf,
     connection: Mutex<Connection>,
+    readers: Readers,
+}
+
+/// The read connections: idle ones, and how many are open.
+struct Readers {
+    idle: Mutex<(Vec<Connection>, usize)>,
+    returned: Condvar,
+}
+
+/// A read connection taken from the pool, given back when dropped.
+struct Reader<'a> {
+    readers: &'a Readers,
+    connection: Option<Connection>,
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.take() {
+            let mut idle = self
+                .readers
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            idle.0.push(connection);
+            self.readers.returned.notify_one();
+        }
+    }
+}
+
+/// Opens a connection that only reads: `query_only` refuses every write on it.
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let connection = Connection::open(path)?;
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    connection.pragma_update(None, "query_only", "ON")?;
+    Ok(connection)
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -160,6 +205,10 @@ impl SqliteStore {
         Ok(SqliteStore {
             path: path.to_owned(),
             connection: Mutex::new(connection),
+            readers: Readers {
+                idle: Mutex::new((Vec::new(), 0)),
+                returned: Condvar::new(),
+            },
         })
     }
 
@@ -194,7 +243,82 @@ impl SqliteStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Runs `f` with the connection, for reads and for sibling modules (the vault rows).
+    /// Takes an idle read connection, opens one when fewer than [`MAX_READERS`] are open, or
+    /// waits for one to come back.
+    fn reader(&self) -> rusqlite::Result<Reader<'_>> {
+        let mut idle = self
+            .readers
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            if let Some(connection) = idle.0.pop() {
+                return Ok(Reader {
+                    readers: &self.readers,
+                    connection: Some(connection),
+                });
+            }
+            if idle.1 < MAX_READERS {
+                idle.1 += 1;
+                drop(idle);
+                return match open_reader(&self.path) {
+                    Ok(connection) => Ok(Reader {
+                        readers: &self.readers,
+                        connection: Some(connection),
+                    }),
+                    Err(error) => {
+                        let mut idle = self
+                            .readers
+                            .idle
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        idle.1 -= 1;
+                        Err(error)
+                    }
+                };
+            }
+            idle = self
+                .readers
+                .returned
+                .wait(idle)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Runs a read on a read connection (beside the writer, never waiting for its lock).
+    pub(crate) fn with_reader<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<R>,
+    ) -> rusqlite::Result<R> {
+        let reader = self.reader()?;
+        match &reader.connection {
+            Some(connection) => f(connection),
+            None => Err(rusqlite::Error::InvalidQuery),
+        }
+    }
+
+    /// Runs `f` inside one read transaction on a read connection: everything `f` reads sees
+    /// the database as it was when the transaction began, while writes go on committing beside
+    /// it. The audit chain checks run in one; tests hold one open to show that a slow reader
+    /// blocks no one.
+    pub fn read_snapshot<R>(&self, f: impl FnOnce(&Connection) -> R) -> Result<R, storage::Error> {
+        self.with_reader(|connection| {
+            connection.execute_batch("BEGIN DEFERRED")?;
+            // A deferred transaction takes its snapshot at its first read.
+            let started =
+                connection.query_row("SELECT COUNT(*) FROM schema_migrations", [], |row| {
+                    row.get::<_, i64>(0)
+                });
+            let value = started.map(|_| f(connection));
+            let ended = connection.execute_batch("COMMIT");
+            let value = value?;
+            ended?;
+            Ok(value)
+        })
+        .map_err(backend("read a snapshot"))
+    }
+
+    /// Runs `f` with the writing connection, for sibling modules (the vault rows).
     pub(crate) fn with_conn<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
         let connection = self.lock();
         f(&connection)
@@ -211,7 +335,7 @@ impl SqliteStore {
         convert: impl FnMut(Row) -> Result<Record, storage::Error>,
     ) -> Result<Vec<Record>, storage::Error> {
         let rows = self
-            .with_conn(|connection| {
+            .with_reader(|connection| {
                 let mut statement = connection.prepare(sql)?;
                 let rows = statement.query_map(parameters, read)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()

@@ -142,7 +142,7 @@ impl SqliteStore {
         parameters: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<RunRecord>, Error> {
         let rows = self
-            .with_conn(|connection| {
+            .with_reader(|connection| {
                 let mut statement = connection.prepare(sql)?;
                 let rows = statement.query_map(parameters, read_run_row)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -159,7 +159,7 @@ impl SqliteStore {
         parameters: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<RunRecord>, Error> {
         let rows = self
-            .with_conn(|connection| {
+            .with_reader(|connection| {
                 let mut statement = connection.prepare(sql)?;
                 for (index, parameter) in parameters.iter().enumerate() {
                     let slot = format!("?{}", index + 1);
@@ -184,7 +184,7 @@ impl SqliteStore {
         parameters: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<AttemptRecord>, Error> {
         let rows = self
-            .with_conn(|connection| {
+            .with_reader(|connection| {
                 let mut statement = connection.prepare(sql)?;
                 let rows = statement.query_map(parameters, read_attempt_row)?;
                 rows.collect::<rusqlite::Result<Vec<_>>>()

@@ -18,12 +18,15 @@ mod traits;
 mod types;
 pub mod vault;
 
-pub use crate::audit::{AuditBreak, GENESIS_HASH, audit_entry_hash, verify_audit_chain};
+pub use crate::audit::{
+    AuditBreak, AuditVerification, ChainCheck, GENESIS_HASH, LegacyChainCheck, SERVER_CHAIN,
+    audit_entry_hash, verify_audit_entries,
+};
 pub use crate::error::{Error, check_scope};
 pub use crate::records::{
-    Account, AttemptFinish, AttemptRecord, AuditEntry, DecisionRecord, EventRecord, NewAttempt,
-    NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunCursor, RunFilter, RunRecord,
-    RunsPage,
+    Account, AttemptFinish, AttemptRecord, AuditCursor, AuditEntry, AuditFilter, AuditPage,
+    AuditPosition, DecisionRecord, EventRecord, NewAttempt, NewAuditEntry, NewDecision, NewEvent,
+    NewRun, ParkedRecord, RunCursor, RunFilter, RunRecord, RunsPage, Tallied,
 };
 pub use crate::traits::{AccountStore, AuditLog, DecisionStore, EventLog, RunStore, Store};
 pub use crate::types::{

@@ -244,10 +244,11 @@ pub struct NewAuditEntry {
     pub at: Timestamp,
 }
 
-/// A stored audit entry, chained to the one before it.
+/// A stored audit entry, chained to the one before it in its account's chain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditEntry {
-    /// 1, 2, 3, ... over the whole log.
+    /// 1, 2, 3, ... per account (each account has its own chain, so no account sees how much
+    /// happened in another through gaps).
     pub seq: u64,
     pub account: AccountId,
     pub run: Option<RunId>,
@@ -259,4 +260,116 @@ pub struct AuditEntry {
     pub prev_hash: String,
     /// [`crate::audit_entry_hash`] of this entry.
     pub hash: String,
+    /// How many times what this entry records happened: 1, or for a tallied entry (one entry
+    /// per key, route class and window; per client address and window for refused attempts)
+    /// the number of uses in its window. Not covered by the hash: it is the one field that
+    /// moves, and only up (the store refuses any other change).
+    pub count: u64,
+    /// The last time it happened (`at` for an entry that is not tallied). Not covered by the
+    /// hash either.
+    pub last_at: Timestamp,
+    /// For an entry written before each account had its own chain: its number in the one
+    /// chain of the whole log, which its hash covers (and its `prev_hash` is the hash of the
+    /// entry before it there, whichever account that was).
+    pub legacy_seq: Option<u64>,
+}
+
+/// What [`crate::AuditLog::audit_page`] keeps: every field optional, `None` meaning "any".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditFilter {
+    /// Who acted: an actor kind (`person`, `api_key`, ...) and id.
+    pub actor: Option<(String, String)>,
+    /// What was done: an action name (`session.sign_in`, ...).
+    pub action: Option<String>,
+    /// From this time on (inclusive).
+    pub from: Option<Timestamp>,
+    /// Up to this time (inclusive).
+    pub to: Option<Timestamp>,
+}
+
+impl AuditFilter {
+    /// Whether `entry` passes the filter (for stores that filter in memory, and for tests).
+    pub fn keeps(&self, entry: &AuditEntry) -> bool {
+        self.actor.as_ref().is_none_or(|(kind, id)| {
+            entry.actor.kind() == kind.as_str() && entry.actor.id() == id.as_str()
+        }) && self
+            .action
+            .as_ref()
+            .is_none_or(|action| entry.action == *action)
+            && self.from.is_none_or(|from| entry.at >= from)
+            && self.to.is_none_or(|to| entry.at <= to)
+    }
+}
+
+/// A place in an account's audit log, newest first: by time, then by sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AuditCursor {
+    pub at: Timestamp,
+    pub seq: u64,
+}
+
+impl AuditCursor {
+    /// Where `entry` stands.
+    pub fn of(entry: &AuditEntry) -> AuditCursor {
+        AuditCursor {
+            at: entry.at,
+            seq: entry.seq,
+        }
+    }
+}
+
+/// Which page of the log to read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AuditPosition {
+    /// The newest entries.
+    #[default]
+    Newest,
+    /// The entries just older than this one (the "next page").
+    OlderThan(AuditCursor),
+    /// The entries just newer than this one (the "previous page").
+    NewerThan(AuditCursor),
+}
+
+/// One page of an account's audit log, newest first, and where the pages beside it start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditPage {
+    pub entries: Vec<AuditEntry>,
+    /// Older entries exist: the page after this one starts older than this.
+    pub older: Option<AuditCursor>,
+    /// Newer entries exist: the page before this one starts newer than this.
+    pub newer: Option<AuditCursor>,
+}
+
+impl AuditPage {
+    /// Builds a page from at most `limit + 1` entries read in the direction of `position`
+    /// (newest first for [`AuditPosition::Newest`] and [`AuditPosition::OlderThan`], oldest
+    /// first for [`AuditPosition::NewerThan`]): the extra entry only says that there is more.
+    pub fn from_read(mut read: Vec<AuditEntry>, position: AuditPosition, limit: usize) -> Self {
+        let more = read.len() > limit;
+        read.truncate(limit);
+        if matches!(position, AuditPosition::NewerThan(_)) {
+            read.reverse();
+        }
+        let first = read.first().map(AuditCursor::of);
+        let last = read.last().map(AuditCursor::of);
+        let (older, newer) = match position {
+            AuditPosition::Newest => (last.filter(|_| more), None),
+            AuditPosition::OlderThan(cursor) => (last.filter(|_| more), first.or(Some(cursor))),
+            AuditPosition::NewerThan(_) => (last, first.filter(|_| more)),
+        };
+        AuditPage {
+            entries: read,
+            older,
+            newer,
+        }
+    }
+}
+
+/// What a tallied append did: wrote the window's entry, or counted one more use in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tallied {
+    /// The first use in its window: a new entry of the chain, with this sequence number.
+    Appended { seq: u64 },
+    /// Counted in the window's entry `seq`, which now says `count`.
+    Counted { seq: u64, count: u64 },
 }

@@ -5,9 +5,9 @@ use redact::Redacted;
 
 use crate::error::Error;
 use crate::records::{
-    Account, AttemptFinish, AttemptRecord, AuditEntry, DecisionRecord, EventRecord, NewAttempt,
-    NewAuditEntry, NewDecision, NewEvent, NewRun, ParkedRecord, RunCursor, RunFilter, RunRecord,
-    RunsPage,
+    Account, AttemptFinish, AttemptRecord, AuditEntry, AuditFilter, AuditPage, AuditPosition,
+    DecisionRecord, EventRecord, NewAttempt, NewAuditEntry, NewDecision, NewEvent, NewRun,
+    ParkedRecord, RunCursor, RunFilter, RunRecord, RunsPage, Tallied,
 };
 use crate::types::{AccountId, RunId, RunStatus, Timestamp};
 
@@ -121,15 +121,65 @@ pub trait DecisionStore: Send + Sync {
     fn decisions(&self, run: &RunId) -> Result<Vec<DecisionRecord>, Error>;
 }
 
-/// The hash-chained audit log.
+/// The hash-chained audit log: one chain per account.
 pub trait AuditLog: Send + Sync {
-    /// Appends an entry chained to the last one, durably.
+    /// Appends an entry chained to the last one of its account, durably.
     fn append_audit(&self, entry: &NewAuditEntry) -> Result<AuditEntry, Error>;
-    /// Every entry, oldest first.
+    /// A tallied entry: the first call with `tally` (a key that names what is counted and its
+    /// window, such as a key, its route class and the minute) in the entry's account appends
+    /// `entry`; every later call counts one more use in that entry (its `count` and
+    /// `last_at`). So a flood of uses grows the log by one entry per key and window, and the
+    /// first use is in the log before the call returns.
+    fn tally_audit(&self, entry: &NewAuditEntry, tally: &str) -> Result<Tallied, Error>;
+    /// Every entry of every account, each account's in sequence order.
     fn audit_entries(&self) -> Result<Vec<AuditEntry>, Error>;
-    /// Checks the whole chain; see [`crate::verify_audit_chain`].
-    fn verify_audit(&self) -> Result<Result<u64, crate::AuditBreak>, Error> {
-        Ok(crate::verify_audit_chain(&self.audit_entries()?))
+    /// One page of the account's entries that `filter` keeps, newest first (by time, then
+    /// sequence number). A backend reads at most `limit + 1` rows (keyset pagination, so a
+    /// page costs the same however deep it is); this default reads every entry and is for
+    /// stores that hold few.
+    fn audit_page(
+        &self,
+        account: &AccountId,
+        filter: &AuditFilter,
+        position: AuditPosition,
+        limit: usize,
+    ) -> Result<AuditPage, Error> {
+        let limit = limit.max(1);
+        let mut kept: Vec<AuditEntry> = self
+            .audit_entries()?
+            .into_iter()
+            .filter(|entry| entry.account == *account && filter.keeps(entry))
+            .filter(|entry| {
+                let here = crate::AuditCursor::of(entry);
+                match position {
+                    AuditPosition::Newest => true,
+                    AuditPosition::OlderThan(cursor) => here < cursor,
+                    AuditPosition::NewerThan(cursor) => here > cursor,
+                }
+            })
+            .collect();
+        kept.sort_by_key(crate::AuditCursor::of);
+        if !matches!(position, AuditPosition::NewerThan(_)) {
+            kept.reverse();
+        }
+        kept.truncate(limit + 1);
+        Ok(AuditPage::from_read(kept, position, limit))
+    }
+    /// Checks one account's chain; see [`crate::ChainCheck`].
+    fn verify_account_audit(
+        &self,
+        account: &AccountId,
+    ) -> Result<Result<u64, crate::AuditBreak>, Error> {
+        let verification = crate::verify_audit_entries(&self.audit_entries()?);
+        Ok(verification
+            .chains
+            .into_iter()
+            .find(|(chain, _)| chain == account)
+            .map_or(Ok(0), |(_, result)| result))
+    }
+    /// Checks every account's chain and the old shared chain.
+    fn verify_audit(&self) -> Result<crate::AuditVerification, Error> {
+        Ok(crate::verify_audit_entries(&self.audit_entries()?))
     }
 }
 

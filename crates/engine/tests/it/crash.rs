@@ -187,6 +187,9 @@ impl AuditLog for CrashingStore {
     fn append_audit(&self, entry: &NewAuditEntry) -> Result<AuditEntry, Error> {
         self.write(|| self.inner.append_audit(entry))
     }
+    fn tally_audit(&self, entry: &NewAuditEntry, tally: &str) -> Result<storage::Tallied, Error> {
+        self.write(|| self.inner.tally_audit(entry, tally))
+    }
     fn audit_entries(&self) -> Result<Vec<AuditEntry>, Error> {
         self.inner.audit_entries()
     }

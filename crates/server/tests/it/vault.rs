@@ -466,7 +466,10 @@ async fn g25_vault_connection_writes_audited_by_name() {
     assert!(log.text().contains("vault.connection_revoke"));
     assert_no_value(&log, "the audit log");
     assert_eq!(
-        harness.store.verify_audit().unwrap(),
+        harness
+            .store
+            .verify_account_audit(&storage::AccountId(ACCOUNT.into()))
+            .unwrap(),
         Ok(entries.len() as u64)
     );
 }

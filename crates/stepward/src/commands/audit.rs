@@ -1,6 +1,8 @@
-//! `stepward audit verify`: walks the audit log's hash chain.
+//! `stepward audit verify`: walks every account's audit chain (and the one shared chain of
+//! the entries written before each account had its own) and names the first broken link of
+//! each in words.
 
-use storage::AuditLog;
+use storage::{AuditLog, SERVER_CHAIN};
 
 use crate::Outcome;
 use crate::app::App;
@@ -10,17 +12,37 @@ use crate::config::Config;
 pub fn run(command: &AuditCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
     match command {
-        AuditCommand::Verify => match app.store.verify_audit()? {
-            Ok(entries) => {
-                println!(
-                    "the audit log is intact: {entries} entries, each chained to the one before"
-                );
+        AuditCommand::Verify => {
+            let verification = app.store.verify_audit()?;
+            for (account, result) in &verification.chains {
+                let chain = if account.as_str() == SERVER_CHAIN {
+                    "the server's own chain (attempts at accounts that do not exist)".to_owned()
+                } else {
+                    format!("account {account}")
+                };
+                match result {
+                    Ok(entries) => println!(
+                        "{chain}: intact, {entries} entries, each chained to the one before"
+                    ),
+                    Err(broken) => eprintln!("the audit log was changed: {broken}"),
+                }
+            }
+            match &verification.legacy {
+                Ok(0) => {}
+                Ok(entries) => println!(
+                    "the {entries} entries written before each account had its own chain: \
+                     intact, each chained to the one before"
+                ),
+                Err(broken) => eprintln!("the audit log was changed: {broken}"),
+            }
+            if verification.first_break().is_some() {
+                Ok(Outcome::Invalid)
+            } else {
+                if verification.chains.is_empty() {
+                    println!("the audit log is empty");
+                }
                 Ok(Outcome::Done)
             }
-            Err(broken) => {
-                eprintln!("the audit log was changed: {broken}");
-                Ok(Outcome::Invalid)
-            }
-        },
+        }
     }
 }
