@@ -285,7 +285,47 @@ pub struct AuditEntryView {
     /// Scrubbed when it was written.
     pub detail: serde_json::Value,
     pub at: i64,
+    /// The hash of the entry before it in the account's chain.
+    pub prev_hash: String,
     pub hash: String,
+    /// How many times it happened: 1, or for a tallied entry (key use per key, route class
+    /// and minute; refused attempts per client address, reason and minute) the uses counted
+    /// in its window. Not covered by the hash.
+    pub count: u64,
+    /// The last time it happened (`at` for an entry that is not tallied).
+    pub last_at: i64,
+}
+
+/// One page of the account's audit log (`GET /api/audit`), newest first, and the cursors of
+/// the pages beside it: pass `older` as `?older=` for the next page, `newer` as `?newer=` for
+/// the one before. A cursor left out means there is nothing more that way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditPageView {
+    pub entries: Vec<AuditEntryView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub older: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub newer: Option<String>,
+}
+
+/// The account's audit chain checked (`GET /api/audit/verify`, admins).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditVerifyView {
+    pub intact: bool,
+    /// How many entries were checked before the first broken link (all of them when intact).
+    pub entries: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broken: Option<AuditBreakView>,
+}
+
+/// The first broken link of a chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditBreakView {
+    /// The entry's sequence number in the account's chain.
+    pub seq: u64,
+    pub reason: String,
+    /// The break in words, naming the account and the entry.
+    pub message: String,
 }
 
 /// A gate waiting for a decision (`GET /api/approvals`).

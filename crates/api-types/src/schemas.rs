@@ -240,9 +240,37 @@ pub fn component_schemas() -> Map<String, Value> {
                 ("action", string()),
                 ("detail", any()),
                 ("at", integer()),
+                ("prev_hash", string()),
                 ("hash", string()),
+                ("count", integer()),
+                ("last_at", integer()),
             ],
             &[("run", string())],
+        ),
+    );
+    add(
+        "AuditPageView",
+        object(
+            &[("entries", array(reference("AuditEntryView")))],
+            &[("older", string()), ("newer", string())],
+        ),
+    );
+    add(
+        "AuditBreakView",
+        object(
+            &[
+                ("seq", integer()),
+                ("reason", string()),
+                ("message", string()),
+            ],
+            &[],
+        ),
+    );
+    add(
+        "AuditVerifyView",
+        object(
+            &[("intact", boolean()), ("entries", integer())],
+            &[("broken", reference("AuditBreakView"))],
         ),
     );
     add(
@@ -629,7 +657,38 @@ mod tests {
                     action: "a".into(),
                     detail: json!({}),
                     at: 1,
+                    prev_hash: "g".into(),
                     hash: "h".into(),
+                    count: 1,
+                    last_at: 1,
+                }),
+            ),
+            (
+                "AuditPageView",
+                value(AuditPageView {
+                    entries: Vec::new(),
+                    older: Some("1.2".into()),
+                    newer: Some("3.4".into()),
+                }),
+            ),
+            (
+                "AuditBreakView",
+                value(AuditBreakView {
+                    seq: 1,
+                    reason: "r".into(),
+                    message: "m".into(),
+                }),
+            ),
+            (
+                "AuditVerifyView",
+                value(AuditVerifyView {
+                    intact: false,
+                    entries: 1,
+                    broken: Some(AuditBreakView {
+                        seq: 1,
+                        reason: "r".into(),
+                        message: "m".into(),
+                    }),
                 }),
             ),
             (

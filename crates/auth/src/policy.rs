@@ -227,7 +227,11 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("POST", "/keys/{id}/revoke", Admin),
     // The audit log.
     role("GET", "/api/audit", Admin),
+    // An account's admin checks the account's own chain (the operator checks every account
+    // with `stepward audit verify`).
+    role("GET", "/api/audit/verify", Admin),
     person("GET", "/audit", Admin),
+    person("GET", "/audit/verify", Admin),
     // Share links: members create, list and revoke them; anyone holding one reads one run.
     role("GET", "/api/shares", Member),
     role("POST", "/api/runs/{id}/shares", Member),

@@ -231,7 +231,12 @@ impl AuditLog for MemoryStore {
             legacy_seq: None,
         })
     }
-    fn tally_audit(&self, entry: &NewAuditEntry, _tally: &str) -> Result<Tallied, Error> {
+    fn tally_audit_uses(
+        &self,
+        entry: &NewAuditEntry,
+        _tally: &str,
+        _uses: u64,
+    ) -> Result<Tallied, Error> {
         // The engine never tallies; the benchmark store appends like any entry.
         self.append_audit(entry)
             .map(|appended| Tallied::Appended { seq: appended.seq })

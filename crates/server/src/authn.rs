@@ -115,6 +115,41 @@ fn api_key_principal(shared: &Shared, text: &str) -> Result<Option<Authenticated
     }))
 }
 
+/// Why an `Authorization` header did not check out: the account of the key it names (when
+/// that key exists) and the reason, for the tallied audit entry of a refused key. `None` when
+/// the request has no `Authorization` header.
+pub(crate) fn key_refusal(
+    shared: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<(Option<AccountId>, &'static str)>, Error> {
+    let Some(authorization) = headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let Some(text) = authorization
+        .to_str()
+        .ok()
+        .and_then(|value| value.strip_prefix("Bearer "))
+    else {
+        return Ok(Some((None, "malformed_authorization")));
+    };
+    let Ok(secret) = ApiKeySecret::parse(text.trim()) else {
+        return Ok(Some((None, "malformed_key")));
+    };
+    let Some(record) = shared
+        .store
+        .api_key(secret.key_id())
+        .map_err(Error::storage("read API key"))?
+    else {
+        return Ok(Some((None, "unknown_key")));
+    };
+    let reason = if record.revoked_at.is_some() {
+        "revoked_key"
+    } else {
+        "wrong_secret"
+    };
+    Ok(Some((Some(record.account), reason)))
+}
+
 /// The value of this server's session cookie.
 fn session_cookie_value(shared: &Shared, headers: &HeaderMap) -> Option<String> {
     cookie_value(headers, auth::session_cookie_name(shared.options.tls))

@@ -18,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 
 use crate::authn::{Authenticated, authenticate};
 use crate::error::ErrorReport;
-use crate::handlers::audit;
 use crate::handlers::signin::{limit_address, remote_address};
 use crate::html::SignInHint;
 use crate::routes::registered_routes;
@@ -247,7 +246,13 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
         return Err(no_policy(method, route));
     };
     let authenticated = match policy.least_role {
-        Access::Role(_) => authenticate(&state.shared, request.headers())?,
+        Access::Role(_) => {
+            let found = authenticate(&state.shared, request.headers())?;
+            if found.is_none() {
+                record_refused_key(state, request)?;
+            }
+            found
+        }
         Access::Public | Access::Share | Access::Link => {
             limit_unauthenticated(state, request, &route)?;
             None
@@ -279,22 +284,46 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
         if authenticated.session.is_some() && changes_state(request.method()) {
             check_csrf(state, request, &authenticated, &method, &route).await?;
         }
-        // Every change a key makes is in the audit log under the key; reads only move its
-        // last use, so that reading does not cost a synced write per request.
-        if let Principal::ApiKey { key_id, .. } = &authenticated.principal
-            && changes_state(request.method())
-        {
-            audit(
+        // Every use of a key, reads too, is in the audit log under the key before the request
+        // goes on (a use that cannot be recorded is refused): one entry per key, route class
+        // and minute, counting its uses (`tallies.rs`), so a flood of reads cannot grow the
+        // log without bound.
+        if let Principal::ApiKey { key_id, .. } = &authenticated.principal {
+            crate::tallies::key_use(
                 &state.shared,
                 &authenticated.account(),
-                authenticated.actor.clone(),
-                "api_key.use",
-                &serde_json::json!({"key": key_id, "method": method, "route": route}),
+                key_id,
+                changes_state(request.method()),
+                &method,
+                &route,
             )?;
         }
         request.extensions_mut().insert(authenticated);
     }
     Ok(())
+}
+
+/// Records a request whose `Authorization` header did not check out (tallied per address,
+/// reason and window, under the key's account when the key exists).
+fn record_refused_key(state: &AppState, request: &Request) -> Result<(), Error> {
+    let shared = &state.shared;
+    let Some((account, reason)) = crate::authn::key_refusal(shared, request.headers())? else {
+        return Ok(());
+    };
+    let remote = remote_address(shared, request.extensions(), request.headers());
+    crate::tallies::refused(
+        shared,
+        crate::tallies::Refusal {
+            account: account.as_ref(),
+            action: "api_key.refused",
+            reason,
+            actor: storage::Actor::ApiKey { id: String::new() },
+            remote,
+            counted: limit_address(remote),
+            typed: &[],
+            detail: serde_json::Map::new(),
+        },
+    )
 }
 
 /// Checks the CSRF token of a state-changing request that came with a session cookie: in the

@@ -99,7 +99,8 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         ("POST", "/api/models/{provider}/test") => {
             (Some("ModelTestRequest"), One(200, "ModelTestResult"))
         }
-        ("GET", "/api/audit") => (None, List("AuditEntryView")),
+        ("GET", "/api/audit") => (None, One(200, "AuditPageView")),
+        ("GET", "/api/audit/verify") => (None, One(200, "AuditVerifyView")),
         ("GET", "/api/shares") => (None, List("ShareLinkView")),
         ("POST", "/api/runs/{id}/shares") => (None, One(201, "ShareLinkCreated")),
         ("DELETE", "/api/shares/{id}") => (None, NoContent),

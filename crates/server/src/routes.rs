@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, console, files, keys, live, models, people, runs, sessions,
-    shares, signin, vault, vault_page, workflows,
+    admin, approve, assets, audit, audit_page, console, files, keys, live, models, people, runs,
+    sessions, shares, signin, vault, vault_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -214,7 +214,9 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Post, "/files/delete", files::delete_with_form),
         // The audit log.
         entry(Get, "/api/audit", audit::list),
-        entry(Get, "/audit", admin::audit_page),
+        entry(Get, "/api/audit/verify", audit::verify),
+        entry(Get, "/audit", audit_page::page),
+        entry(Get, "/audit/verify", audit_page::verify),
         // Share links.
         entry(Get, "/api/shares", shares::list),
         entry(Post, "/api/runs/{id}/shares", shares::create),

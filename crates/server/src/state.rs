@@ -145,6 +145,8 @@ pub(crate) struct Shared {
     unauthenticated_limiter: Mutex<RateLimiter>,
     welcome_limiter: Mutex<RateLimiter>,
     pub(crate) password_work: PasswordWork,
+    /// The counts of refused attempts held between writes (`tallies.rs`).
+    pub(crate) refusals: crate::tallies::Refusals,
 }
 
 impl AppState {
@@ -173,6 +175,7 @@ impl AppState {
                 )),
                 welcome_limiter: Mutex::new(RateLimiter::new(options.welcome_limit)),
                 password_work: PasswordWork::new(options.password_hashing),
+                refusals: crate::tallies::Refusals::default(),
             }),
         }
     }

@@ -114,8 +114,12 @@ pub(crate) fn append_audit_in(
 fn append_in(
     transaction: &rusqlite::Transaction<'_>,
     prepared: &PreparedEntry<'_>,
-    tally_key: Option<&str>,
+    tally: Option<(&str, u64)>,
 ) -> Result<AuditEntry, TxError> {
+    let (tally_key, count) = match tally {
+        Some((key, uses)) => (Some(key), uses.max(1)),
+        None => (None, 1),
+    };
     let entry = prepared.entry;
     let last: Option<(i64, String)> = transaction
         .query_row(
@@ -141,7 +145,7 @@ fn append_in(
     transaction.execute(
         "INSERT INTO audit_log (account_id, seq, run_id, actor_kind, actor_id, actor_name,
              action, detail, at, prev_hash, hash, tally_key, count, last_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, ?9)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?9)",
         params![
             entry.account.as_str(),
             i64::try_from(seq).unwrap_or(i64::MAX),
@@ -155,6 +159,7 @@ fn append_in(
             prev_hash,
             hash,
             tally_key,
+            i64::try_from(count).unwrap_or(i64::MAX),
         ],
     )?;
     Ok(AuditEntry {
@@ -167,7 +172,7 @@ fn append_in(
         at: entry.at,
         prev_hash,
         hash,
-        count: 1,
+        count,
         last_at: entry.at,
         legacy_seq: None,
     })
@@ -179,13 +184,19 @@ fn count_in(
     account: &AccountId,
     tally_key: &str,
     at: Timestamp,
+    uses: u64,
 ) -> Result<Option<Tallied>, TxError> {
     let counted: Option<(i64, i64)> = transaction
         .query_row(
-            "UPDATE audit_log SET count = count + 1, last_at = MAX(last_at, ?3)
+            "UPDATE audit_log SET count = count + ?4, last_at = MAX(last_at, ?3)
              WHERE account_id = ?1 AND tally_key = ?2
              RETURNING seq, count",
-            params![account.as_str(), tally_key, at.0],
+            params![
+                account.as_str(),
+                tally_key,
+                at.0,
+                i64::try_from(uses).unwrap_or(i64::MAX)
+            ],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .optional()?;
@@ -400,23 +411,28 @@ impl AuditLog for SqliteStore {
         })
     }
 
-    fn tally_audit(&self, entry: &NewAuditEntry, tally: &str) -> Result<Tallied, Error> {
+    fn tally_audit_uses(
+        &self,
+        entry: &NewAuditEntry,
+        tally: &str,
+        uses: u64,
+    ) -> Result<Tallied, Error> {
         let prepared = prepare_entry(entry)?;
         // Counting one more use survives a crash of this process; the window's first entry is
         // synced like every other entry. The count is tried first in a transaction of its own
         // so that a flood of uses costs no fsync.
         let counted = self.transaction(Durability::ProcessCrashSafe, |transaction| {
-            count_in(transaction, &entry.account, tally, entry.at)
+            count_in(transaction, &entry.account, tally, entry.at, uses)
         })?;
         if let Some(counted) = counted {
             return Ok(counted);
         }
         self.transaction(Durability::Synced, |transaction| {
             // Another writer may have appended the window's entry in between.
-            if let Some(counted) = count_in(transaction, &entry.account, tally, entry.at)? {
+            if let Some(counted) = count_in(transaction, &entry.account, tally, entry.at, uses)? {
                 return Ok(counted);
             }
-            let appended = append_in(transaction, &prepared, Some(tally))?;
+            let appended = append_in(transaction, &prepared, Some((tally, uses)))?;
             Ok(Tallied::Appended { seq: appended.seq })
         })
     }

@@ -127,10 +127,19 @@ pub trait AuditLog: Send + Sync {
     fn append_audit(&self, entry: &NewAuditEntry) -> Result<AuditEntry, Error>;
     /// A tallied entry: the first call with `tally` (a key that names what is counted and its
     /// window, such as a key, its route class and the minute) in the entry's account appends
-    /// `entry`; every later call counts one more use in that entry (its `count` and
-    /// `last_at`). So a flood of uses grows the log by one entry per key and window, and the
-    /// first use is in the log before the call returns.
-    fn tally_audit(&self, entry: &NewAuditEntry, tally: &str) -> Result<Tallied, Error>;
+    /// `entry` with a count of `uses`; every later call adds `uses` to that entry's `count`
+    /// (and moves its `last_at`). So a flood of uses grows the log by one entry per tally
+    /// key, and the first use is in the log before the call returns.
+    fn tally_audit_uses(
+        &self,
+        entry: &NewAuditEntry,
+        tally: &str,
+        uses: u64,
+    ) -> Result<Tallied, Error>;
+    /// [`AuditLog::tally_audit_uses`] for one use.
+    fn tally_audit(&self, entry: &NewAuditEntry, tally: &str) -> Result<Tallied, Error> {
+        self.tally_audit_uses(entry, tally, 1)
+    }
     /// Every entry of every account, each account's in sequence order.
     fn audit_entries(&self) -> Result<Vec<AuditEntry>, Error>;
     /// One page of the account's entries that `filter` keeps, newest first (by time, then

@@ -187,8 +187,13 @@ impl AuditLog for CrashingStore {
     fn append_audit(&self, entry: &NewAuditEntry) -> Result<AuditEntry, Error> {
         self.write(|| self.inner.append_audit(entry))
     }
-    fn tally_audit(&self, entry: &NewAuditEntry, tally: &str) -> Result<storage::Tallied, Error> {
-        self.write(|| self.inner.tally_audit(entry, tally))
+    fn tally_audit_uses(
+        &self,
+        entry: &NewAuditEntry,
+        tally: &str,
+        uses: u64,
+    ) -> Result<storage::Tallied, Error> {
+        self.write(|| self.inner.tally_audit_uses(entry, tally, uses))
     }
     fn audit_entries(&self) -> Result<Vec<AuditEntry>, Error> {
         self.inner.audit_entries()

@@ -1,5 +1,5 @@
-//! The console's pages for sessions, people and roles, API keys, share links and the audit
-//! log (the vault's page is in `vault_page`). Each form posts to its console route
+//! The console's pages for sessions, people and roles, API keys and share links (the audit
+//! log's is in `audit_page`, the vault's in `vault_page`). Each form posts to its console route
 //! (CSRF-checked by the policy middleware) and calls the same handler as the JSON API, so both
 //! doors keep the same rules and audit entries. What is shown once (a sign-in link, a key, a
 //! share link) is shown on the page that answers the form, and never again.
@@ -12,7 +12,7 @@ use axum::{Extension, Form, Json};
 use serde::Deserialize;
 
 use crate::authn::Authenticated;
-use crate::handlers::{audit, keys, people, sessions, shares};
+use crate::handlers::{keys, people, sessions, shares};
 use crate::html::{escape, page, when};
 use crate::layers::CSRF_FIELD;
 use crate::{AppState, Error};
@@ -320,35 +320,6 @@ pub(crate) async fn revoke_key(
 ) -> Result<Response, Error> {
     keys::revoke(State(state), Extension(authenticated), Path(key_id)).await?;
     Ok(back_to("/keys"))
-}
-
-/// `GET /audit`: the account's audit log.
-pub(crate) async fn audit_page(
-    State(state): State<AppState>,
-    Extension(authenticated): Extension<Authenticated>,
-) -> Result<Html<String>, Error> {
-    let Json(entries) = audit::list(State(state), Extension(authenticated)).await?;
-    let mut body = String::from(
-        "<h1>Audit log</h1>\n<table>\n<tr><th>#</th><th>When</th><th>Who</th><th>What</th>\
-         <th>Detail</th></tr>\n",
-    );
-    for entry in &entries {
-        body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{} {}</td><td>{}</td><td><code>{}</code></td></tr>\n",
-            entry.seq,
-            when(entry.at),
-            escape(&entry.actor_kind),
-            escape(if entry.actor_name.is_empty() {
-                &entry.actor_id
-            } else {
-                &entry.actor_name
-            }),
-            escape(&entry.action),
-            escape(&entry.detail.to_string())
-        ));
-    }
-    body.push_str("</table>");
-    Ok(page("Audit log", &body))
 }
 
 /// `GET /shares`: the account's share links (never their tokens).

@@ -175,7 +175,7 @@ const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-fn percent_encode(text: &str) -> String {
+pub(crate) fn percent_encode(text: &str) -> String {
     utf8_percent_encode(text, QUERY_VALUE).to_string()
 }
 

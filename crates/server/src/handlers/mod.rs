@@ -5,6 +5,7 @@ pub(crate) mod admin;
 pub(crate) mod approve;
 pub(crate) mod assets;
 pub(crate) mod audit;
+pub(crate) mod audit_page;
 pub(crate) mod console;
 pub(crate) mod files;
 pub(crate) mod keys;

@@ -156,6 +156,9 @@ pub(crate) fn start_session(shared: &Shared, person: PersonRecord) -> Result<Sig
     })
 }
 
+/// Records a refused sign-in, tallied per address, reason and window (`tallies.rs`): under the
+/// account typed when it exists, otherwise in the server's own chain with the typed account
+/// (cut); the typed email is cut too.
 fn audit_failure(
     shared: &Shared,
     account: &AccountId,
@@ -164,12 +167,52 @@ fn audit_failure(
     remote: IpAddr,
     reason: &'static str,
 ) -> Result<(), Error> {
-    audit(
+    let exists = shared
+        .store
+        .account(account)
+        .map_err(Error::storage("find the account of a sign-in"))?
+        .is_some();
+    let mut detail = serde_json::Map::new();
+    detail.insert("method".to_owned(), json!("password"));
+    let typed_account = [("email", email), ("account", account.as_str())];
+    crate::tallies::refused(
         shared,
-        account,
-        attempt_actor(person),
-        "session.sign_in_failed",
-        &json!({"method": "password", "email": email, "remote": remote.to_string(), "reason": reason}),
+        crate::tallies::Refusal {
+            account: exists.then_some(account),
+            action: "session.sign_in_failed",
+            reason,
+            actor: attempt_actor(person),
+            remote,
+            counted: limit_address(remote),
+            typed: if exists {
+                &typed_account[..1]
+            } else {
+                &typed_account[..]
+            },
+            detail,
+        },
+    )
+}
+
+/// Records a refused use of a welcome link (no account is known from a link that does not
+/// work), in the server's own chain, tallied.
+fn audit_welcome_refused(
+    shared: &Shared,
+    remote: IpAddr,
+    reason: &'static str,
+) -> Result<(), Error> {
+    crate::tallies::refused(
+        shared,
+        crate::tallies::Refusal {
+            account: None,
+            action: "welcome.refused",
+            reason,
+            actor: attempt_actor(None),
+            remote,
+            counted: limit_address(remote),
+            typed: &[],
+            detail: serde_json::Map::new(),
+        },
     )
 }
 
@@ -197,15 +240,12 @@ async fn sign_in(
     let pair_key = sign_in_key(account.as_str(), counted);
     let refused = |attempt: Attempt| -> Result<(), Error> {
         if let Attempt::Refused {
-            retry_after_millis,
-            first_in_window,
+            retry_after_millis, ..
         } = attempt
         {
-            // Only a limit's first refusal in its window is recorded: the rest say nothing
-            // new, and a flood must not become a flood of synced audit writes.
-            if first_in_window {
-                audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
-            }
+            // Tallied: a flood of refusals is one entry per address and window with its
+            // count, written at most once a second (`tallies.rs`).
+            audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
             return Err(Error::RateLimited {
                 account: account.0.clone(),
                 retry_after_millis,
@@ -502,13 +542,17 @@ pub(crate) async fn welcome_set_password(
 ) -> Result<Response, Error> {
     let shared = &state.shared;
     check_form_guard(shared, &headers, &form.csrf)?;
-    let token = SignInLinkToken::parse(&token).map_err(|_| link_not_found())?;
+    let Ok(token) = SignInLinkToken::parse(&token) else {
+        audit_welcome_refused(shared, remote, "malformed_link")?;
+        return Err(link_not_found());
+    };
     let token_hash = TokenHash(*token.hash().as_bytes());
     let counted = limit_address(remote);
     if let RateDecision::Limited { retry_after_millis } = shared
         .welcome_limiter()
         .check(&counted.to_string(), shared.now_millis())
     {
+        audit_welcome_refused(shared, remote, "rate_limited")?;
         return Err(Error::ClientRateLimited {
             route: "/welcome/{token}".to_owned(),
             address: counted.to_string(),
@@ -517,11 +561,15 @@ pub(crate) async fn welcome_set_password(
     }
     // The link is looked up before any hashing: a made-up token costs a lookup, not 19 MiB of
     // argon2id. The redemption below stays the guarded, single-use step.
-    shared
+    if shared
         .store
         .usable_sign_in_link(&token_hash, shared.now())
         .map_err(Error::storage("read sign-in link"))?
-        .ok_or_else(link_not_found)?;
+        .is_none()
+    {
+        audit_welcome_refused(shared, remote, "unknown_link")?;
+        return Err(link_not_found());
+    }
     if form.password != form.password_again {
         return Err(Error::InvalidInput {
             field: "password",

@@ -82,8 +82,7 @@ async fn g25_audit_log_shows_the_accounts_entries_only() {
     let admin = harness.credentials(Caller::Person(Role::Admin));
     let entries = harness.call("GET", "/api/audit", &admin, None).await;
     assert_eq!(entries.status, 200, "{}", entries.text());
-    let actions: Vec<String> = entries
-        .json()
+    let actions: Vec<String> = entries.json()["entries"]
         .as_array()
         .unwrap()
         .iter()

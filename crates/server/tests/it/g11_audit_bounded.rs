@@ -69,7 +69,7 @@ async fn g11_refused_sign_ins_make_one_entry_per_address_reason_and_window_with_
         *statuses.entry(answer.status).or_default() += 1;
     }
     close_the_window(&harness).await;
-    let refused: Vec<AuditEntry> = entries_of(&harness, ACCOUNT, "session.sign_in_refused")
+    let refused: Vec<AuditEntry> = entries_of(&harness, ACCOUNT, "session.sign_in_failed")
         .into_iter()
         .filter(|entry| entry.detail["remote"] == "127.0.0.30")
         .collect();
