@@ -75,7 +75,7 @@ fn g23_gate_parks_and_approve_records_note() {
             .iter()
             .any(|entry| entry.action == "run.approve" && entry.run.as_ref() == Some(&parked.run))
     );
-    assert!(harness.store.verify_audit().unwrap().is_ok());
+    assert_eq!(harness.store.verify_audit().unwrap().first_break(), None);
 
     // A decided gate cannot be decided again.
     let again = engine.decide(&parked.run, "send_refund", approve("twice"));

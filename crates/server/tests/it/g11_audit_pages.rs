@@ -21,7 +21,7 @@ fn add_entries(harness: &Harness, count: usize) {
                     id: format!("p-{}", index % 2),
                     name: "<b>Bold</b> Person".into(),
                 }),
-                action: if index % 2 == 0 {
+                action: if index.is_multiple_of(2) {
                     "role.change"
                 } else {
                     "key.create"
@@ -61,7 +61,10 @@ async fn g11_the_audit_api_pages_with_a_cursor_and_visits_every_entry_once() {
             None => break,
         }
     }
-    let expected: Vec<u64> = (0..25).rev().filter(|index| index % 2 == 0).collect();
+    let expected: Vec<u64> = (0..25_u64)
+        .rev()
+        .filter(|index| index.is_multiple_of(2))
+        .collect();
     assert_eq!(seen, expected);
     assert_eq!(pages, 4);
     // Who and when.

@@ -27,9 +27,9 @@ fn actor(index: usize) -> (&'static str, String) {
 fn action(index: usize) -> &'static str {
     if index % 1000 == 7 {
         "rare.action"
-    } else if index % 10 == 0 {
+    } else if index.is_multiple_of(10) {
         "session.sign_in_refused"
-    } else if index % 2 == 0 {
+    } else if index.is_multiple_of(2) {
         "api_key.use"
     } else {
         "role.change"
