@@ -220,3 +220,27 @@ async fn g11_every_read_by_a_key_is_in_the_audit_log_one_entry_per_route_class_a
     harness.call("GET", "/api/runs", &key, None).await;
     assert_eq!(reads(&harness).len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g11_held_counts_of_refusals_are_written_without_a_further_refusal() {
+    let harness = Harness::with_options(options());
+    for _ in 0..25 {
+        sign_in(&harness, "127.0.0.34", ACCOUNT, "nobody@example.test").await;
+    }
+    // No further refusal comes: the server's ticker writes what it holds within a second or
+    // so of the window's end.
+    harness.clock.advance(61_000);
+    let mut total = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        total = entries_of(&harness, ACCOUNT, "session.sign_in_failed")
+            .iter()
+            .filter(|entry| entry.detail["remote"] == "127.0.0.34")
+            .map(|entry| entry.count)
+            .sum::<u64>();
+        if total == 25 {
+            break;
+        }
+    }
+    assert_eq!(total, 25, "the held counts were not written");
+}
