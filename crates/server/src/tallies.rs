@@ -11,12 +11,16 @@
 //! to [`MAX_TEXT_CHARS`] characters and the cut is marked. A flood of refusals is what an
 //! attacker controls, so after the first one of a window (appended at once) the server holds
 //! their count in memory and adds it to the entry at most once a second and when the window
-//! ends ([`Refusals`]): a flood costs no write per request. A crash loses at most the last
-//! second's count, never the entry.
+//! ends ([`Refusals`], also from a ticker once a second when no further refusal comes): a
+//! flood costs no write per request. A crash loses at most the last second's count, never the
+//! entry.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use engine::Clock;
 
 use serde_json::{Map, Value, json};
 use storage::{AccountId, Actor, NewAuditEntry, SERVER_CHAIN, Timestamp};
@@ -160,6 +164,7 @@ pub(crate) fn refused(shared: &Shared, refusal: Refusal<'_>) -> Result<(), Error
         detail: redactor.scrub_json(&Value::Object(detail)),
         at,
     };
+    shared.refusals.start_ticker(&shared.store, &shared.clock);
     shared
         .refusals
         .record(shared.store.as_ref(), entry, key, window + WINDOW_MILLIS)
@@ -169,13 +174,33 @@ pub(crate) fn refused(shared: &Shared, refusal: Refusal<'_>) -> Result<(), Error
 /// The counts of refused attempts held between writes.
 #[derive(Default)]
 pub(crate) struct Refusals {
-    held: Mutex<Held>,
+    held: Arc<Mutex<Held>>,
+    /// The ticker that writes held counts when no further refusal comes, started with the
+    /// first refusal (inside the server's runtime).
+    ticker: OnceLock<()>,
 }
 
 #[derive(Default)]
 struct Held {
     by_key: HashMap<String, HeldCount>,
     last_sweep: i64,
+}
+
+impl Held {
+    /// Takes every held count that waited long enough or whose window ended, and forgets the
+    /// windows that ended.
+    fn sweep(&mut self, now: i64) -> Vec<(NewAuditEntry, String, u64)> {
+        self.last_sweep = now;
+        let mut due = Vec::new();
+        for (key, count) in self.by_key.iter_mut() {
+            if count.uses > 0 && (now - count.written_at >= FLUSH_MILLIS || now >= count.window_end)
+            {
+                due.push(take(key, count, now));
+            }
+        }
+        self.by_key.retain(|_, count| now < count.window_end);
+        due
+    }
 }
 
 struct HeldCount {
@@ -187,7 +212,48 @@ struct HeldCount {
     window_end: i64,
 }
 
+/// Writes the held counts that are due.
+fn flush_due(held: &Mutex<Held>, store: &dyn ServerStore, now: i64) -> Result<(), storage::Error> {
+    let due = held
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .sweep(now);
+    for (entry, key, uses) in due {
+        store.tally_audit_uses(&entry, &key, uses)?;
+    }
+    Ok(())
+}
+
 impl Refusals {
+    /// Starts, once, the ticker that writes held counts every second.
+    fn start_ticker(&self, store: &Arc<dyn ServerStore>, clock: &Arc<dyn Clock>) {
+        self.ticker.get_or_init(|| {
+            let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            let held = Arc::downgrade(&self.held);
+            let store = Arc::clone(store);
+            let clock = Arc::clone(clock);
+            runtime.spawn(async move {
+                let mut every =
+                    tokio::time::interval(Duration::from_millis(FLUSH_MILLIS.unsigned_abs()));
+                loop {
+                    every.tick().await;
+                    // The server is gone: nothing is held any more.
+                    let Some(held) = held.upgrade() else { break };
+                    let store = Arc::clone(&store);
+                    let now = clock.now().0;
+                    let flushed =
+                        tokio::task::spawn_blocking(move || flush_due(&held, store.as_ref(), now))
+                            .await;
+                    if let Ok(Err(error)) = flushed {
+                        tracing::error!(%error, "the held counts of refused attempts could not be written");
+                    }
+                }
+            });
+        });
+    }
+
     fn record(
         &self,
         store: &dyn ServerStore,
@@ -203,15 +269,7 @@ impl Refusals {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if now.abs_diff(held.last_sweep) >= FLUSH_MILLIS.unsigned_abs() {
-                held.last_sweep = now;
-                for (key, count) in held.by_key.iter_mut() {
-                    if count.uses > 0
-                        && (now - count.written_at >= FLUSH_MILLIS || now >= count.window_end)
-                    {
-                        due.push(take(key, count, now));
-                    }
-                }
-                held.by_key.retain(|_, count| now < count.window_end);
+                due = held.sweep(now);
             }
             match held.by_key.get_mut(&key) {
                 Some(count) => {
