@@ -191,6 +191,7 @@ pub const ERROR_CODES: &[&str] = &[
     "not_found",
     "method_not_allowed",
     "invalid_input",
+    "too_long",
     "sign_in_failed",
     "rate_limited",
     "busy",

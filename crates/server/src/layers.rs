@@ -294,7 +294,8 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
         }
         request.extensions_mut().insert(authenticated);
     }
-    Ok(())
+    // Every text of a JSON body within the document's limits, before the handler runs.
+    crate::text_limits::check(request, &method, &route).await
 }
 
 /// Checks the CSRF token of a state-changing request that came with a session cookie: in the

@@ -34,6 +34,7 @@ mod password_work;
 mod routes;
 mod served;
 mod state;
+mod text_limits;
 mod tls;
 mod workflows;
 

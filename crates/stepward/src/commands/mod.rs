@@ -14,6 +14,21 @@ pub mod schema;
 pub mod serve;
 pub mod vault;
 
+/// A decision's `--note` within the limit every door has (`api_types::limits::NOTE_CHARS`,
+/// the API document's `maxLength`): false, with the reason printed, when it is longer.
+pub fn note_within_limit(note: &str) -> bool {
+    let max = api_types::limits::NOTE_CHARS;
+    let given = note.chars().count();
+    if given > max {
+        eprintln!(
+            "error: --note: at most {max} characters, {given} given; say why in fewer words \
+             (the note is kept in the record with who decided)"
+        );
+        return false;
+    }
+    true
+}
+
 /// Converts the parser's diagnostics into their wire form.
 pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diagnostic> {
     diagnostics
