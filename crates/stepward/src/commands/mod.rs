@@ -29,6 +29,21 @@ pub fn note_within_limit(note: &str) -> bool {
     true
 }
 
+/// `text` with control characters and bidirectional overrides shown as `?`: a name a step
+/// chose must not drive the terminal (escape sequences) or reorder what is read.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|character| {
+            let reorders = matches!(character, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            if character.is_control() || reorders {
+                '?'
+            } else {
+                character
+            }
+        })
+        .collect()
+}
+
 /// Converts the parser's diagnostics into their wire form.
 pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diagnostic> {
     diagnostics
@@ -270,5 +285,17 @@ pub fn summary_outcome(summary: &engine::RunSummary) -> crate::Outcome {
     match summary.status {
         storage::RunStatus::Succeeded | storage::RunStatus::WaitingApproval => crate::Outcome::Done,
         _ => crate::Outcome::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_cannot_drive_the_terminal_or_reorder_text() {
+        assert_eq!(super::printable("a\u{1b}[2Jb\u{202E}c\nd"), "a?[2Jb?c?d");
+        assert_eq!(
+            super::printable("reports/2026-11.txt"),
+            "reports/2026-11.txt"
+        );
     }
 }
