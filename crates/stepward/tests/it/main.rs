@@ -20,4 +20,5 @@ mod printed;
 mod review_credentials;
 mod runs;
 mod serve;
+mod state_dir;
 mod support;
