@@ -258,3 +258,101 @@ fn given_length(body: &Value, field: &str) -> usize {
     }
     value.as_str().unwrap().chars().count()
 }
+
+fn form(body: String) -> Option<(&'static str, String)> {
+    Some(("application/x-www-form-urlencoded", body))
+}
+
+/// The console's forms are doors to the same fields: the same limits, by the same schemas.
+/// Nothing is created.
+#[tokio::test(flavor = "multi_thread")]
+async fn g11_the_consoles_forms_have_the_same_limits() {
+    use api_types::limits;
+    let harness = Harness::new();
+    let admin = harness.credentials(Caller::Person(Role::Admin));
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let cases: Vec<(&str, &Credentials, String, &str, usize)> = vec![
+        (
+            "/people",
+            &admin,
+            format!(
+                "display_name={}&email=new%40example.test&role=member",
+                "d".repeat(limits::DISPLAY_NAME_CHARS + 5)
+            ),
+            "display_name",
+            limits::DISPLAY_NAME_CHARS,
+        ),
+        (
+            "/keys",
+            &admin,
+            format!(
+                "name={}&role=viewer",
+                "k".repeat(limits::KEY_NAME_CHARS + 5)
+            ),
+            "name",
+            limits::KEY_NAME_CHARS,
+        ),
+        (
+            "/vault/secrets",
+            &admin,
+            format!(
+                "name=LONG_ONE&value={}",
+                "v".repeat(limits::SECRET_VALUE_CHARS + 5)
+            ),
+            "value",
+            limits::SECRET_VALUE_CHARS,
+        ),
+        (
+            "/files",
+            &member,
+            format!(
+                "path=a.txt&content=a&message={}",
+                "m".repeat(limits::REVISION_MESSAGE_CHARS + 5)
+            ),
+            "message",
+            limits::REVISION_MESSAGE_CHARS,
+        ),
+        (
+            "/files",
+            &member,
+            format!(
+                "path={}&content=a&message=m",
+                "p".repeat(limits::PATH_CHARS + 5)
+            ),
+            "path",
+            limits::PATH_CHARS,
+        ),
+        (
+            "/signin",
+            &Credentials::None,
+            format!(
+                "account=acct&email={}&password=p",
+                "e".repeat(limits::IDENTIFIER_CHARS + 5)
+            ),
+            "email",
+            limits::IDENTIFIER_CHARS,
+        ),
+    ];
+    for (path, credentials, body, field, max) in cases {
+        let answer = harness.call("POST", path, credentials, form(body)).await;
+        assert_eq!(answer.status, 400, "{path}: {}", answer.text());
+        let expected = format!("{field}: at most {max} characters, {} given", max + 5);
+        assert!(
+            answer.text().contains(&expected),
+            "{path}: {expected} is not in {}",
+            answer.text()
+        );
+    }
+    let people = harness
+        .call("GET", "/api/people", &admin, None)
+        .await
+        .json();
+    assert!(!people.to_string().contains("new@example.test"), "{people}");
+    let keys = harness.call("GET", "/api/keys", &admin, None).await.json();
+    assert!(!keys.to_string().contains("kkkkk"), "{keys}");
+    let secrets = harness
+        .call("GET", "/api/vault/secrets", &admin, None)
+        .await
+        .json();
+    assert!(!secrets.to_string().contains("LONG_ONE"), "{secrets}");
+}
