@@ -24,7 +24,7 @@ use crate::workspace::{
 use crate::*;
 
 /// Registers a type's schema (and the schemas it refers to) with a generator.
-type Register = fn(&mut SchemaGenerator);
+pub type Register = fn(&mut SchemaGenerator);
 
 fn register<T: JsonSchema>(generator: &mut SchemaGenerator) {
     generator.subschema_for::<T>();
