@@ -5,15 +5,17 @@
 
 #![forbid(unsafe_code)]
 
+pub mod limits;
 pub mod models;
 pub mod runs;
 pub mod schemas;
 pub mod workspace;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One problem found in a definition file, with its place and what would be right.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Diagnostic {
     pub file: String,
     pub line: u32,
@@ -24,7 +26,7 @@ pub struct Diagnostic {
 }
 
 /// The result of `stepward check` for one file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckReport {
     pub file: String,
     pub valid: bool,
@@ -36,7 +38,7 @@ pub struct CheckReport {
 }
 
 /// Whether a step may reach the public internet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Internet {
     Yes,
@@ -46,7 +48,7 @@ pub enum Internet {
 }
 
 /// One row of the panel "What each step can reach" (G27).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReachRow {
     pub step: String,
     pub gate: bool,
@@ -67,7 +69,7 @@ pub struct ReachRow {
 }
 
 /// The whole panel: its caption, word for word, and one row per step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReachReport {
     pub workflow: String,
     pub caption: String,
@@ -80,7 +82,7 @@ pub struct ReachReport {
 // ---------------------------------------------------------------------------------------------
 
 /// One run with its steps and decisions (`GET /api/runs/{id}`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunDetail {
     #[serde(flatten)]
     pub summary: runs::RunSummary,
@@ -92,7 +94,7 @@ pub struct RunDetail {
 }
 
 /// Who decided, through which door, with what note (G23).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DecisionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
@@ -111,31 +113,36 @@ pub struct DecisionView {
 }
 
 /// The body of a gate decision (`POST /api/runs/{id}/steps/{step}/approve` or `/reject`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 pub struct DecisionRequest {
     #[serde(default)]
+    #[schemars(length(max = limits::NOTE_CHARS))]
     pub note: String,
 }
 
 /// The body of `POST /api/signin`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SignInRequest {
+    #[schemars(length(max = limits::IDENTIFIER_CHARS))]
     pub account: String,
+    #[schemars(length(max = limits::IDENTIFIER_CHARS))]
     pub email: String,
+    #[schemars(length(max = limits::PASSWORD_CHARS))]
     pub password: String,
 }
 
 /// The answer to a successful `POST /api/signin`; the session itself is in the cookie.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SignInResponse {
     pub person_id: String,
+    #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
     /// Sent back in the `X-CSRF-Token` header with every request that changes something.
     pub csrf_token: String,
 }
 
 /// One live session of the signed-in person (`GET /api/sessions`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionView {
     pub id: String,
     pub created_at: i64,
@@ -145,7 +152,7 @@ pub struct SessionView {
 }
 
 /// A new share link (`POST /api/runs/{id}/shares`): its address is shown once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShareLinkCreated {
     pub id: String,
     /// `/s/<token>`, relative to the server.
@@ -154,7 +161,7 @@ pub struct ShareLinkCreated {
 }
 
 /// A share link in a list (`GET /api/shares`); never its token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShareLinkView {
     pub id: String,
     pub run: String,
@@ -166,8 +173,9 @@ pub struct ShareLinkView {
 /// The body of every error answer of the JSON API: a stable code (one of [`ERROR_CODES`]) for
 /// programs, a safe message for people, and the request id to quote; the details are only in
 /// the server's log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorBody {
+    #[schemars(extend("enum" = ERROR_CODES))]
     pub code: String,
     pub error: String,
     pub request_id: String,
@@ -183,6 +191,7 @@ pub const ERROR_CODES: &[&str] = &[
     "not_found",
     "method_not_allowed",
     "invalid_input",
+    "too_long",
     "sign_in_failed",
     "rate_limited",
     "busy",
@@ -201,12 +210,13 @@ pub const ERROR_CODES: &[&str] = &[
 ];
 
 /// A person of the account (`GET /api/people`); never a password hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PersonView {
     pub id: String,
     pub display_name: String,
     pub email: String,
     /// `viewer`, `member`, `admin` or `owner`.
+    #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
     /// Whether the person has set a password yet.
     pub has_password: bool,
@@ -214,15 +224,18 @@ pub struct PersonView {
 }
 
 /// The body of `POST /api/people`: invite a person with a role.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct InvitePersonRequest {
+    #[schemars(length(max = limits::DISPLAY_NAME_CHARS))]
     pub display_name: String,
+    #[schemars(length(max = limits::IDENTIFIER_CHARS))]
     pub email: String,
+    #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
 }
 
 /// The answer to an invitation: the one-time sign-in link, shown once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PersonInvited {
     pub person_id: String,
     /// `/welcome/<token>`, relative to the server.
@@ -231,22 +244,25 @@ pub struct PersonInvited {
 }
 
 /// The body of `PUT /api/people/{id}/role`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RoleChangeRequest {
+    #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
 }
 
 /// The body of `POST /api/ownership`: hand the account over to another person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct OwnershipRequest {
+    #[schemars(length(max = limits::ID_CHARS))]
     pub new_owner: String,
 }
 
 /// An API key of the account (`GET /api/keys`); never its secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiKeyView {
     pub key_id: String,
     pub name: String,
+    #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
     pub created_at: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -255,24 +271,27 @@ pub struct ApiKeyView {
 }
 
 /// The body of `POST /api/keys`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CreateApiKeyRequest {
+    #[schemars(length(max = limits::KEY_NAME_CHARS))]
     pub name: String,
+    #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
 }
 
 /// A new API key: its text is in this answer only, never again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApiKeyCreated {
     pub key_id: String,
     /// `sw_<key id>_<secret>`: sent as `Authorization: Bearer <key>`.
     pub key: String,
     pub name: String,
+    #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
 }
 
 /// One entry of the account's audit log (`GET /api/audit`), with its place in the hash chain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditEntryView {
     pub seq: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -299,7 +318,7 @@ pub struct AuditEntryView {
 /// One page of the account's audit log (`GET /api/audit`), newest first, and the cursors of
 /// the pages beside it: pass `older` as `?older=` for the next page, `newer` as `?newer=` for
 /// the one before. A cursor left out means there is nothing more that way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditPageView {
     pub entries: Vec<AuditEntryView>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -309,7 +328,7 @@ pub struct AuditPageView {
 }
 
 /// The account's audit chain checked (`GET /api/audit/verify`, admins).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditVerifyView {
     pub intact: bool,
     /// How many entries were checked before the first broken link (all of them when intact).
@@ -319,7 +338,7 @@ pub struct AuditVerifyView {
 }
 
 /// The first broken link of a chain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditBreakView {
     /// The entry's sequence number in the account's chain.
     pub seq: u64,
@@ -329,7 +348,7 @@ pub struct AuditBreakView {
 }
 
 /// A gate waiting for a decision (`GET /api/approvals`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalView {
     pub run: String,
     pub workflow: String,
@@ -339,7 +358,7 @@ pub struct ApprovalView {
 }
 
 /// An agent secret of the account's vault as the API shows it: never its value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VaultSecretView {
     pub name: String,
     /// 1 when first set, one more at each change of value.
@@ -350,8 +369,9 @@ pub struct VaultSecretView {
 
 /// The body of `PUT /api/vault/secrets/{name}`: the value goes in and never comes back out.
 /// Its `Debug` shows `<redacted>` for the value, so a logged request holds no credential.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SetSecretRequest {
+    #[schemars(length(max = limits::SECRET_VALUE_CHARS))]
     pub value: String,
 }
 
@@ -366,7 +386,7 @@ impl std::fmt::Debug for SetSecretRequest {
 
 /// A connection of the account's vault as the API shows it: its alias and the names of its
 /// fields, never a value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VaultConnectionView {
     pub alias: String,
     /// Field names in ascending order; a step sees each as `CONN_<ALIAS>_<FIELD>`.
@@ -384,8 +404,13 @@ pub struct VaultConnectionView {
 /// The body of `PUT /api/vault/connections/{alias}`: every field by name with its value. It
 /// replaces all the connection's fields (and lifts a revocation); values never come back out.
 /// Its `Debug` shows each field name with `<redacted>` for its value.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SetConnectionRequest {
+    #[schemars(extend(
+        "minProperties" = 1,
+        "propertyNames" = { "maxLength": limits::FIELD_NAME_CHARS },
+        "additionalProperties" = { "type": "string", "maxLength": limits::SECRET_VALUE_CHARS },
+    ))]
     pub fields: std::collections::BTreeMap<String, String>,
 }
 
@@ -404,7 +429,7 @@ impl std::fmt::Debug for SetConnectionRequest {
 }
 
 /// A model provider's key of the account's vault as the API shows it: never its value.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VaultModelKeyView {
     pub provider: String,
     /// 1 when first set, one more at each change of value.
@@ -415,8 +440,9 @@ pub struct VaultModelKeyView {
 
 /// The body of `PUT /api/vault/model-keys/{provider}`: the key goes in and never comes back out.
 /// Its `Debug` shows `<redacted>` for the key.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SetModelKeyRequest {
+    #[schemars(length(max = limits::SECRET_VALUE_CHARS))]
     pub value: String,
 }
 
@@ -439,7 +465,7 @@ impl std::fmt::Debug for Redacted {
 }
 
 /// A workflow of the account (`GET /api/workflows`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkflowListItem {
     pub name: String,
     pub file: String,
@@ -448,7 +474,7 @@ pub struct WorkflowListItem {
 }
 
 /// One step of a workflow as the workflow screen shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkflowStepView {
     pub id: String,
     /// Whether the run parks for a person before this step.
@@ -458,7 +484,7 @@ pub struct WorkflowStepView {
 
 /// A workflow with its steps, or the problems that keep it from running
 /// (`GET /api/workflows/{name}`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkflowView {
     pub name: String,
     pub file: String,
@@ -468,10 +494,13 @@ pub struct WorkflowView {
 }
 
 /// The body of `POST /api/runs`: start a run of a workflow of the account.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StartRunRequest {
+    #[schemars(length(max = limits::NAME_CHARS))]
     pub workflow: String,
+    /// The run's inputs by name, checked against the workflow's declared types.
     #[serde(default = "empty_inputs")]
+    #[schemars(extend("type" = "object"))]
     pub inputs: serde_json::Value,
 }
 

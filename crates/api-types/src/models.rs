@@ -1,17 +1,20 @@
 //! The wire types of an account's model providers: their settings (not secret), the key
 //! going in (never out), and the result of a test turn.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+#[cfg(test)]
+use serde_json::Value;
 use zeroize::Zeroizing;
 
-use crate::schemas::{boolean, integer, object, string};
+use crate::limits;
 
 /// One provider as listings show it: never its key, only whether one is stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelProviderView {
     pub name: String,
     /// `anthropic` or `openai`.
+    #[schemars(extend("enum" = ["anthropic", "openai"]))]
     pub provider: String,
     /// The URL requests go to (the kind's default when none was given).
     pub base_url: String,
@@ -26,17 +29,21 @@ pub struct ModelProviderView {
 }
 
 /// The body of `PUT /api/models/{provider}`: add a provider or replace its settings and key.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveModelProviderRequest {
     /// `anthropic` or `openai`.
+    #[schemars(extend("enum" = ["anthropic", "openai"]))]
     pub provider: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = limits::URL_CHARS))]
     pub base_url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = limits::NAME_CHARS))]
     pub assistant_model: Option<String>,
     /// The model key: goes in, never comes back out; wiped when the request is dropped,
     /// whether or not it was stored.
+    #[schemars(with = "String", length(max = limits::SECRET_VALUE_CHARS))]
     pub key: Zeroizing<String>,
 }
 
@@ -53,16 +60,17 @@ impl std::fmt::Debug for SaveModelProviderRequest {
 }
 
 /// The body of `POST /api/models/{provider}/test`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelTestRequest {
     /// The model to ask; by default the provider's assistant model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = limits::NAME_CHARS))]
     pub model: Option<String>,
 }
 
 /// What one short test turn gave: the answer, the model and the tokens, or why it failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ModelTestResult {
     pub ok: bool,
     /// The model asked.
@@ -83,57 +91,6 @@ pub struct ModelTestResult {
     pub error: Option<String>,
     /// How many times the request was sent again (rate limits, overload).
     pub retries: u32,
-}
-
-fn provider_kind() -> Value {
-    json!({ "type": "string", "enum": ["anthropic", "openai"] })
-}
-
-pub(crate) fn add_schemas(schemas: &mut Map<String, Value>) {
-    let mut add = |name: &str, schema: Value| {
-        schemas.insert(name.to_owned(), schema);
-    };
-    add(
-        "ModelProviderView",
-        object(
-            &[
-                ("name", string()),
-                ("provider", provider_kind()),
-                ("base_url", string()),
-                ("is_default", boolean()),
-                ("created_at", integer()),
-                ("updated_at", integer()),
-            ],
-            &[("assistant_model", string()), ("key_version", integer())],
-        ),
-    );
-    let mut save = object(
-        &[("provider", provider_kind()), ("key", string())],
-        &[("base_url", string()), ("assistant_model", string())],
-    );
-    save["additionalProperties"] = json!(false);
-    add("SaveModelProviderRequest", save);
-    let mut test = object(&[], &[("model", string())]);
-    test["additionalProperties"] = json!(false);
-    add("ModelTestRequest", test);
-    add(
-        "ModelTestResult",
-        object(
-            &[
-                ("ok", boolean()),
-                ("model", string()),
-                ("retries", integer()),
-            ],
-            &[
-                ("answer", string()),
-                ("answered_by", string()),
-                ("input_tokens", integer()),
-                ("output_tokens", integer()),
-                ("error_kind", string()),
-                ("error", string()),
-            ],
-        ),
-    );
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Runs, their steps, events and decisions on the wire (the CLI's `--json` and the API).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Where a run stands.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSummary {
     pub run: String,
     /// `queued`, `running`, `waiting_approval`, `needs_repair`, `needs_attention`,
@@ -19,7 +20,7 @@ pub struct RunSummary {
 }
 
 /// One step's latest attempt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepSummary {
     pub step: String,
     pub attempt: u32,
@@ -33,7 +34,7 @@ pub struct StepSummary {
 }
 
 /// One line of `runs list`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunListItem {
     pub run: String,
     pub workflow: String,
@@ -44,7 +45,7 @@ pub struct RunListItem {
 }
 
 /// One entry of a run's event log (already scrubbed when it was written).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     pub seq: u64,
     pub kind: String,

@@ -1,401 +1,110 @@
-//! The JSON Schemas of the wire types, as data next to the types they describe: the server's
-//! OpenAPI document (`GET /api/openapi.json`) takes its `components.schemas` from
-//! [`component_schemas`]. A unit test serializes a value of every type and checks that its
-//! fields are exactly the schema's properties, so a field added to a type without its schema
-//! fails the build's tests.
+//! The JSON Schemas of the wire types, derived from the types themselves (`schemars`, which
+//! reads their serde attributes): the server's OpenAPI document (`GET /api/openapi.json`)
+//! takes its `components.schemas` from [`component_schemas`], in the JSON Schema 2020-12
+//! dialect of OpenAPI 3.1. A type of the API is added by deriving `JsonSchema` and naming it
+//! in [`REQUESTS`] or [`ANSWERS`].
 //!
-//! Optional fields that are left out when empty (`skip_serializing_if`) are properties that are
-//! not `required`; every other field is required.
+//! A request is described as it is read (a field with a default is not required), an answer as
+//! it is written (a field left out when empty is not required). Every text a request reads
+//! carries its `maxLength` from [`crate::limits`], and the server refuses a body by the same
+//! schemas.
 
+use schemars::JsonSchema;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
+
+use crate::models::{
+    ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
+};
+use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
+use crate::workspace::{
+    WorkspaceChange, WorkspaceChangedPath, WorkspaceFileItem, WorkspaceFileView,
+    WorkspaceRevisionView, WorkspaceWriteRequest,
+};
+use crate::*;
+
+/// Registers a type's schema (and the schemas it refers to) with a generator.
+pub type Register = fn(&mut SchemaGenerator);
+
+fn register<T: JsonSchema>(generator: &mut SchemaGenerator) {
+    generator.subschema_for::<T>();
+}
+
+/// Every body a route reads.
+pub const REQUESTS: &[Register] = &[
+    register::<DecisionRequest>,
+    register::<SignInRequest>,
+    register::<InvitePersonRequest>,
+    register::<RoleChangeRequest>,
+    register::<OwnershipRequest>,
+    register::<CreateApiKeyRequest>,
+    register::<SetSecretRequest>,
+    register::<SetConnectionRequest>,
+    register::<SetModelKeyRequest>,
+    register::<StartRunRequest>,
+    register::<WorkspaceWriteRequest>,
+    register::<WorkspaceChange>,
+    register::<SaveModelProviderRequest>,
+    register::<ModelTestRequest>,
+];
+
+/// Every body a route answers (and the CLI's `--json` shares).
+pub const ANSWERS: &[Register] = &[
+    register::<ErrorBody>,
+    register::<ReachReport>,
+    register::<StepSummary>,
+    register::<RunSummary>,
+    register::<RunDetail>,
+    register::<DecisionView>,
+    register::<SignInResponse>,
+    register::<SessionView>,
+    register::<ShareLinkCreated>,
+    register::<ShareLinkView>,
+    register::<PersonView>,
+    register::<PersonInvited>,
+    register::<ApiKeyView>,
+    register::<ApiKeyCreated>,
+    register::<AuditEntryView>,
+    register::<AuditPageView>,
+    register::<AuditVerifyView>,
+    register::<AuditBreakView>,
+    register::<ApprovalView>,
+    register::<VaultSecretView>,
+    register::<VaultConnectionView>,
+    register::<VaultModelKeyView>,
+    register::<WorkflowListItem>,
+    register::<WorkflowStepView>,
+    register::<WorkflowView>,
+    register::<RunListItem>,
+    register::<Event>,
+    register::<WorkspaceFileItem>,
+    register::<WorkspaceFileView>,
+    register::<WorkspaceChangedPath>,
+    register::<WorkspaceRevisionView>,
+    register::<ModelProviderView>,
+    register::<ModelTestResult>,
+];
+
+fn generated(settings: SchemaSettings, types: &[Register]) -> Map<String, Value> {
+    let mut generator = SchemaGenerator::new(settings.with(|settings| {
+        settings.definitions_path = "/components/schemas".into();
+        settings.meta_schema = None;
+    }));
+    for register in types {
+        register(&mut generator);
+    }
+    generator.take_definitions(true)
+}
 
 /// Every schema by type name, in the JSON Schema 2020-12 dialect of OpenAPI 3.1.
 pub fn component_schemas() -> Map<String, Value> {
-    let mut schemas = Map::new();
-    let mut add = |name: &str, schema: Value| {
-        schemas.insert(name.to_owned(), schema);
-    };
-    add(
-        "ErrorBody",
-        object(
-            &[
-                (
-                    "code",
-                    json!({ "type": "string", "enum": crate::ERROR_CODES }),
-                ),
-                ("error", string()),
-                ("request_id", string()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "Internet",
-        json!({ "type": "string", "enum": ["yes", "no", "unknown"] }),
-    );
-    add(
-        "ReachRow",
-        object(
-            &[
-                ("step", string()),
-                ("gate", boolean()),
-                ("kind", string()),
-                ("internet", reference("Internet")),
-                ("connections", array(string())),
-                ("secrets", array(string())),
-            ],
-            &[
-                ("agent", string()),
-                ("unknown_reason", string()),
-                ("limits", array(string())),
-            ],
-        ),
-    );
-    add(
-        "ReachReport",
-        object(
-            &[
-                ("workflow", string()),
-                ("caption", string()),
-                ("rows", array(reference("ReachRow"))),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "StepSummary",
-        object(
-            &[
-                ("step", string()),
-                ("attempt", integer()),
-                ("status", string()),
-            ],
-            &[("output", any()), ("reason", string())],
-        ),
-    );
-    let summary_fields = [
-        ("run", string()),
-        ("status", string()),
-        ("steps", array(reference("StepSummary"))),
-    ];
-    let summary_optional = [("waiting_at", string()), ("reason", string())];
-    add("RunSummary", object(&summary_fields, &summary_optional));
-    let mut detail_fields = summary_fields.to_vec();
-    detail_fields.extend([
-        ("workflow", string()),
-        ("created_at", integer()),
-        ("updated_at", integer()),
-        ("decisions", array(reference("DecisionView"))),
-    ]);
-    add("RunDetail", object(&detail_fields, &summary_optional));
-    add(
-        "DecisionView",
-        object(
-            &[
-                ("decision", string()),
-                ("actor_kind", string()),
-                ("actor_id", string()),
-                ("actor_name", string()),
-                ("door", string()),
-                ("note", string()),
-                ("at", integer()),
-            ],
-            &[("step", string()), ("attempt", integer())],
-        ),
-    );
-    add("DecisionRequest", object(&[], &[("note", string())]));
-    add(
-        "SignInRequest",
-        object(
-            &[
-                ("account", string()),
-                ("email", string()),
-                ("password", string()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "SignInResponse",
-        object(
-            &[
-                ("person_id", string()),
-                ("role", string()),
-                ("csrf_token", string()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "SessionView",
-        object(
-            &[
-                ("id", string()),
-                ("created_at", integer()),
-                ("last_used_at", integer()),
-                ("current", boolean()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "ShareLinkCreated",
-        object(
-            &[
-                ("id", string()),
-                ("path", string()),
-                ("expires_at", integer()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "ShareLinkView",
-        object(
-            &[
-                ("id", string()),
-                ("run", string()),
-                ("created_at", integer()),
-                ("expires_at", integer()),
-                ("revoked", boolean()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "PersonView",
-        object(
-            &[
-                ("id", string()),
-                ("display_name", string()),
-                ("email", string()),
-                ("role", role()),
-                ("has_password", boolean()),
-                ("created_at", integer()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "InvitePersonRequest",
-        object(
-            &[
-                ("display_name", string()),
-                ("email", string()),
-                ("role", role()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "PersonInvited",
-        object(
-            &[
-                ("person_id", string()),
-                ("sign_in_path", string()),
-                ("expires_at", integer()),
-            ],
-            &[],
-        ),
-    );
-    add("RoleChangeRequest", object(&[("role", role())], &[]));
-    add("OwnershipRequest", object(&[("new_owner", string())], &[]));
-    add(
-        "ApiKeyView",
-        object(
-            &[
-                ("key_id", string()),
-                ("name", string()),
-                ("role", role()),
-                ("created_at", integer()),
-                ("revoked", boolean()),
-            ],
-            &[("last_used_at", integer())],
-        ),
-    );
-    add(
-        "CreateApiKeyRequest",
-        object(&[("name", string()), ("role", role())], &[]),
-    );
-    add(
-        "ApiKeyCreated",
-        object(
-            &[
-                ("key_id", string()),
-                ("key", string()),
-                ("name", string()),
-                ("role", role()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "AuditEntryView",
-        object(
-            &[
-                ("seq", integer()),
-                ("actor_kind", string()),
-                ("actor_id", string()),
-                ("actor_name", string()),
-                ("action", string()),
-                ("detail", any()),
-                ("at", integer()),
-                ("prev_hash", string()),
-                ("hash", string()),
-                ("count", integer()),
-                ("last_at", integer()),
-            ],
-            &[("run", string())],
-        ),
-    );
-    add(
-        "AuditPageView",
-        object(
-            &[("entries", array(reference("AuditEntryView")))],
-            &[("older", string()), ("newer", string())],
-        ),
-    );
-    add(
-        "AuditBreakView",
-        object(
-            &[
-                ("seq", integer()),
-                ("reason", string()),
-                ("message", string()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "AuditVerifyView",
-        object(
-            &[("intact", boolean()), ("entries", integer())],
-            &[("broken", reference("AuditBreakView"))],
-        ),
-    );
-    add(
-        "ApprovalView",
-        object(
-            &[
-                ("run", string()),
-                ("workflow", string()),
-                ("step", string()),
-                ("waiting_since", integer()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "VaultSecretView",
-        object(
-            &[
-                ("name", string()),
-                ("version", integer()),
-                ("created_at", integer()),
-                ("updated_at", integer()),
-            ],
-            &[],
-        ),
-    );
-    add("SetSecretRequest", object(&[("value", string())], &[]));
-    add(
-        "VaultConnectionView",
-        object(
-            &[
-                ("alias", string()),
-                ("fields", array(string())),
-                ("version", integer()),
-                ("revoked", boolean()),
-                ("created_at", integer()),
-                ("updated_at", integer()),
-            ],
-            &[("revoked_at", integer())],
-        ),
-    );
-    add(
-        "SetConnectionRequest",
-        object(
-            &[(
-                "fields",
-                json!({ "type": "object", "minProperties": 1, "additionalProperties": string() }),
-            )],
-            &[],
-        ),
-    );
-    add(
-        "VaultModelKeyView",
-        object(
-            &[
-                ("provider", string()),
-                ("version", integer()),
-                ("created_at", integer()),
-                ("updated_at", integer()),
-            ],
-            &[],
-        ),
-    );
-    add("SetModelKeyRequest", object(&[("value", string())], &[]));
-    add(
-        "WorkflowListItem",
-        object(
-            &[("name", string()), ("file", string()), ("valid", boolean())],
-            &[],
-        ),
-    );
-    add(
-        "WorkflowStepView",
-        object(
-            &[("id", string()), ("gate", boolean()), ("explain", string())],
-            &[],
-        ),
-    );
-    add(
-        "WorkflowView",
-        object(
-            &[
-                ("name", string()),
-                ("file", string()),
-                ("valid", boolean()),
-                ("steps", array(reference("WorkflowStepView"))),
-                ("problems", array(string())),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "StartRunRequest",
-        object(
-            &[("workflow", string())],
-            &[("inputs", json!({ "type": "object" }))],
-        ),
-    );
-    add(
-        "RunListItem",
-        object(
-            &[
-                ("run", string()),
-                ("workflow", string()),
-                ("status", string()),
-                ("created_at", integer()),
-                ("updated_at", integer()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "Event",
-        object(
-            &[
-                ("seq", integer()),
-                ("kind", string()),
-                ("at", integer()),
-                ("payload", any()),
-            ],
-            &[],
-        ),
-    );
-    crate::workspace::add_schemas(&mut schemas);
-    crate::models::add_schemas(&mut schemas);
+    let mut schemas = generated(SchemaSettings::draft2020_12().for_serialize(), ANSWERS);
+    // A type both read and answered is described as it is read (a test checks that no
+    // type is both with different schemas).
+    schemas.extend(generated(
+        SchemaSettings::draft2020_12().for_deserialize(),
+        REQUESTS,
+    ));
     schemas
 }
 
@@ -404,48 +113,14 @@ pub fn reference(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
 }
 
-pub(crate) fn string() -> Value {
-    json!({ "type": "string" })
-}
-
-pub(crate) fn integer() -> Value {
-    json!({ "type": "integer" })
-}
-
-pub(crate) fn boolean() -> Value {
-    json!({ "type": "boolean" })
-}
-
-fn role() -> Value {
-    json!({ "type": "string", "enum": ["viewer", "member", "admin", "owner"] })
-}
-
-/// Any JSON value (step outputs, event payloads, audit details).
-fn any() -> Value {
-    json!({})
-}
-
-pub(crate) fn array(items: Value) -> Value {
-    json!({ "type": "array", "items": items })
-}
-
-pub(crate) fn object(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
-    let mut properties = Map::new();
-    for (name, schema) in required.iter().chain(optional) {
-        properties.insert((*name).to_owned(), schema.clone());
-    }
-    let required: Vec<&str> = required.iter().map(|(name, _)| *name).collect();
-    json!({ "type": "object", "properties": properties, "required": required })
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
     use serde::Serialize;
-    use serde_json::{Value, json};
+    use serde_json::{Map, Value, json};
 
-    use super::component_schemas;
+    use super::{ANSWERS, REQUESTS, component_schemas, generated};
     use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
     use crate::*;
 
@@ -816,7 +491,7 @@ mod tests {
                 keys(sample),
                 "the schema {name} and its type disagree"
             );
-            for required in schema["required"].as_array().unwrap() {
+            for required in schema["required"].as_array().into_iter().flatten() {
                 assert!(sample.get(required.as_str().unwrap()).is_some());
             }
         }
@@ -826,6 +501,86 @@ mod tests {
             .filter(|(_, schema)| schema["type"] == "object")
             .count();
         assert_eq!(objects, samples.len());
+    }
+
+    #[test]
+    fn no_type_is_both_read_and_answered_with_different_schemas() {
+        use schemars::generate::SchemaSettings;
+        let answers = generated(SchemaSettings::draft2020_12().for_serialize(), ANSWERS);
+        let requests = generated(SchemaSettings::draft2020_12().for_deserialize(), REQUESTS);
+        for (name, schema) in &requests {
+            if let Some(answer) = answers.get(name) {
+                assert_eq!(answer, schema, "{name} is read and answered differently");
+            }
+        }
+    }
+
+    /// Every place of a text in a request body, by its path in the schemas.
+    fn texts(
+        schemas: &Map<String, Value>,
+        schema: &Value,
+        place: String,
+        found: &mut Vec<(String, Value)>,
+    ) {
+        if let Some(name) = schema["$ref"].as_str() {
+            let name = name.trim_start_matches("#/components/schemas/");
+            return texts(schemas, &schemas[name], place, found);
+        }
+        let is = |kind: &str| {
+            schema["type"] == kind
+                || schema["type"]
+                    .as_array()
+                    .is_some_and(|kinds| kinds.iter().any(|each| each == kind))
+        };
+        if is("string") {
+            found.push((place.clone(), schema.clone()));
+        }
+        if is("object") {
+            if let Some(properties) = schema["properties"].as_object() {
+                for (name, property) in properties {
+                    texts(schemas, property, format!("{place}.{name}"), found);
+                }
+            }
+            if schema["additionalProperties"].is_object() {
+                found.push((format!("{place} (a name)"), schema["propertyNames"].clone()));
+                texts(
+                    schemas,
+                    &schema["additionalProperties"],
+                    format!("{place}.*"),
+                    found,
+                );
+            }
+        }
+        if is("array") {
+            texts(schemas, &schema["items"], format!("{place}[]"), found);
+        }
+    }
+
+    /// Issue 11, finding 9: every text a request reads has its limit in the document (or is
+    /// one of a few words), so the server's check by the same schema bounds it.
+    #[test]
+    fn g11_every_text_a_request_reads_has_a_max_length_in_the_document() {
+        use schemars::generate::SchemaSettings;
+        let schemas = component_schemas();
+        let requests = generated(SchemaSettings::draft2020_12().for_deserialize(), REQUESTS);
+        let mut found = Vec::new();
+        for name in requests.keys() {
+            texts(&schemas, &schemas[name], name.clone(), &mut found);
+        }
+        assert!(found.len() > 20, "{found:?}");
+        for (place, schema) in &found {
+            assert!(
+                schema["maxLength"].as_u64().is_some_and(|max| max > 0)
+                    || schema["enum"]
+                        .as_array()
+                        .is_some_and(|words| !words.is_empty()),
+                "{place} has no limit: {schema}"
+            );
+        }
+        assert_eq!(
+            schemas["DecisionRequest"]["properties"]["note"]["maxLength"],
+            2_000
+        );
     }
 
     #[test]

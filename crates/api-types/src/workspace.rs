@@ -1,20 +1,22 @@
 //! The wire types of an account's workspace over the API: its files, one file's contents, a
 //! write (one revision of any number of changes) and the revision history with authors (G25).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+#[cfg(test)]
+use serde_json::Value;
 
-use crate::schemas::{array, boolean, integer, object, reference, string};
+use crate::limits;
 
 /// One file of the workspace's working folder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkspaceFileItem {
     pub path: String,
     pub bytes: u64,
 }
 
 /// One file's contents, scrubbed of the account's current values.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkspaceFileView {
     pub path: String,
     /// The file's whole size.
@@ -22,32 +24,38 @@ pub struct WorkspaceFileView {
     /// `true` when `content` stops before the end of the file.
     pub truncated: bool,
     /// `utf-8` (the content is the text) or `base64` (the content is the bytes, encoded).
+    #[schemars(extend("enum" = ["utf-8", "base64"]))]
     pub encoding: String,
     pub content: String,
 }
 
 /// One change of a write: `write` (with `content` in `encoding`, `utf-8` when left out) or
 /// `delete`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkspaceChange {
+    #[schemars(length(max = limits::PATH_CHARS))]
     pub path: String,
+    #[schemars(extend("enum" = ["write", "delete"]))]
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = limits::CONTENT_CHARS))]
     pub content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["utf-8", "base64"]))]
     pub encoding: Option<String>,
 }
 
 /// The body of `POST /api/workspace/revisions`: every change lands in one revision or none.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkspaceWriteRequest {
     /// Why, in the writer's words; kept in the history.
+    #[schemars(length(max = limits::REVISION_MESSAGE_CHARS))]
     pub message: String,
     pub changes: Vec<WorkspaceChange>,
 }
 
 /// One path a revision changed: its new content's hash, none for a deletion.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkspaceChangedPath {
     pub path: String,
     pub deleted: bool,
@@ -57,7 +65,7 @@ pub struct WorkspaceChangedPath {
 
 /// One revision of the history: who (a person, an API key, an agent, a run's step, the CLI),
 /// when, why and what.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkspaceRevisionView {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,78 +77,6 @@ pub struct WorkspaceRevisionView {
     pub at: i64,
     pub message: String,
     pub changes: Vec<WorkspaceChangedPath>,
-}
-
-/// The schemas of this module's types, for the OpenAPI document.
-pub(crate) fn add_schemas(schemas: &mut Map<String, Value>) {
-    let mut add = |name: &str, schema: Value| {
-        schemas.insert(name.to_owned(), schema);
-    };
-    add(
-        "WorkspaceFileItem",
-        object(&[("path", string()), ("bytes", integer())], &[]),
-    );
-    add(
-        "WorkspaceFileView",
-        object(
-            &[
-                ("path", string()),
-                ("total_bytes", integer()),
-                ("truncated", boolean()),
-                ("encoding", encoding()),
-                ("content", string()),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "WorkspaceChange",
-        object(
-            &[
-                ("path", string()),
-                (
-                    "action",
-                    serde_json::json!({ "type": "string", "enum": ["write", "delete"] }),
-                ),
-            ],
-            &[("content", string()), ("encoding", encoding())],
-        ),
-    );
-    add(
-        "WorkspaceWriteRequest",
-        object(
-            &[
-                ("message", string()),
-                ("changes", array(reference("WorkspaceChange"))),
-            ],
-            &[],
-        ),
-    );
-    add(
-        "WorkspaceChangedPath",
-        object(
-            &[("path", string()), ("deleted", boolean())],
-            &[("blob", string())],
-        ),
-    );
-    add(
-        "WorkspaceRevisionView",
-        object(
-            &[
-                ("id", string()),
-                ("author_kind", string()),
-                ("author", string()),
-                ("at", integer()),
-                ("message", string()),
-                ("changes", array(reference("WorkspaceChangedPath"))),
-            ],
-            &[("parent", string())],
-        ),
-    );
-}
-
-fn encoding() -> Value {
-    serde_json::json!({ "type": "string", "enum": ["utf-8", "base64"] })
 }
 
 /// A value of every type of this module with every optional field set, by schema name.

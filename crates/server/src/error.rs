@@ -56,6 +56,14 @@ pub enum Error {
     /// A request body or field that is not acceptable; `reason` is ours, safe to show.
     #[error("invalid {field}: {reason}")]
     InvalidInput { field: &'static str, reason: String },
+    /// A text of the request longer than its limit (`api_types::limits`, the document's
+    /// `maxLength`); `field` is its place in the body, in our words.
+    #[error("{field}: at most {max_chars} characters, {given_chars} given")]
+    TooLong {
+        field: String,
+        max_chars: u64,
+        given_chars: u64,
+    },
     /// A password sign-in that did not succeed (unknown account or person, wrong password).
     /// The email is not kept: the log must not hold what someone typed into a form.
     #[error("sign-in to account `{account}` failed: {reason}")]
@@ -230,6 +238,10 @@ impl Error {
                 "This address does not take this method.",
             ),
             Error::InvalidInput { .. } => (StatusCode::BAD_REQUEST, "The request is not valid."),
+            Error::TooLong { .. } => (
+                StatusCode::BAD_REQUEST,
+                "A text of the request is too long.",
+            ),
             Error::SignInFailed { .. } => (
                 StatusCode::UNAUTHORIZED,
                 "The account, email or password is not right.",
@@ -352,6 +364,7 @@ impl Error {
             Error::NotFound { .. } => "not_found",
             Error::MethodNotAllowed { .. } => "method_not_allowed",
             Error::InvalidInput { .. } => "invalid_input",
+            Error::TooLong { .. } => "too_long",
             Error::SignInFailed { .. } => "sign_in_failed",
             Error::RateLimited { .. } | Error::ClientRateLimited { .. } => "rate_limited",
             Error::PasswordWorkBusy { .. } => "busy",
@@ -437,6 +450,9 @@ impl Error {
     fn public_detail(&self) -> Option<String> {
         match self {
             Error::InvalidInput { field, reason } => Some(format!("{field}: {reason}")),
+            // The place is ours (a field name of the schema, an index, a connection's field
+            // name already bounded); the text itself is never repeated.
+            Error::TooLong { .. } => Some(self.to_string()),
             // The engine's own words about the request's inputs and this server (names,
             // kinds and settings, never a value).
             Error::RunRefused { source, .. }

@@ -300,7 +300,8 @@ async fn admit(state: &AppState, request: &mut Request) -> Result<(), Error> {
         }
         request.extensions_mut().insert(authenticated);
     }
-    Ok(())
+    // Every text of a JSON body within the document's limits, before the handler runs.
+    crate::text_limits::check(request, &method, &route).await
 }
 
 /// Records a request whose `Authorization` header did not check out (tallied per address,

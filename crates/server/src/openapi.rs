@@ -109,6 +109,11 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
     Some(Bodies { request, answer })
 }
 
+/// The schema of the body a JSON route reads, if it reads one.
+pub(crate) fn request_schema(method: &str, path: &str) -> Option<&'static str> {
+    json_bodies(method, path)?.request
+}
+
 /// The names of the `{param}` segments of an axum path pattern (`{*rest}` gives `rest`).
 fn path_parameters(path: &str) -> Vec<&str> {
     path.split('/')

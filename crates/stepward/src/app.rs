@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
@@ -156,6 +156,13 @@ impl App {
         // while the lock is still held, whichever of the engine and the lock is dropped first.
         let backend: Arc<dyn Isolation> = Arc::new(UnderEngineLock {
             backend: self.backend()?,
+            // The default folder is this process's to remove; one the operator named is not.
+            _state_dir: RemoveStateDir(
+                self.config
+                    .sandbox_state_dir
+                    .is_none()
+                    .then(|| self.config.sandbox_state_dir()),
+            ),
             _lock: lock.clone(),
         });
         let views_dir = self.config.sandbox_state_dir().join("agent-views");
@@ -308,10 +315,81 @@ impl App {
 }
 
 /// A backend that keeps the engine lock for as long as it lives: its fields drop in order, so
-/// the backend (and its cleanup) is gone before this clone of the lock is.
+/// the backend (and its cleanup) is gone before the default state folder is removed, and that
+/// before this clone of the lock is.
 struct UnderEngineLock {
     backend: Arc<dyn Isolation>,
+    _state_dir: RemoveStateDir,
     _lock: Arc<EngineLock>,
+}
+
+/// The default sandbox state folder (`/run/stepward/<id>`), removed when dropped. Only the
+/// process holding the engine lock uses it, so when that process lets go of its backend
+/// (every sandbox torn down) the folder has no other user: it goes. `/run/stepward` itself
+/// stays (mode 0711): another data directory's process may be creating its folder there.
+struct RemoveStateDir(Option<PathBuf>);
+
+impl Drop for RemoveStateDir {
+    fn drop(&mut self) {
+        let Some(folder) = &self.0 else {
+            return;
+        };
+        // Never across a mount: a folder still mounted below (a sandbox's view that outlived
+        // its backend) stays whole rather than have what is mounted there removed.
+        match mount_below(folder) {
+            Ok(None) => {}
+            Ok(Some(mounted)) => {
+                eprintln!(
+                    "note: {} is left in place: {} below it is still mounted",
+                    folder.display(),
+                    mounted.display()
+                );
+                return;
+            }
+            Err(error) => {
+                eprintln!("note: {} is left in place: {error}", folder.display());
+                return;
+            }
+        }
+        if let Err(error) = std::fs::remove_dir_all(folder)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            eprintln!("note: cannot remove {}: {error}", folder.display());
+        }
+    }
+}
+
+/// The first mount point at or below `folder` in this process's mount namespace
+/// (`/proc/self/mountinfo`), if any: a bind mount of the same file system included.
+fn mount_below(folder: &Path) -> std::io::Result<Option<PathBuf>> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
+    Ok(mounts
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|point| PathBuf::from(unescape_mount_point(point)))
+        .find(|point| point.starts_with(folder)))
+}
+
+/// A mount point as mountinfo writes it: space, tab, newline and backslash as `\ooo`.
+fn unescape_mount_point(point: &str) -> String {
+    let mut text = String::with_capacity(point.len());
+    let mut rest = point;
+    while let Some(at) = rest.find('\\') {
+        text.push_str(&rest[..at]);
+        let code = rest.get(at + 1..at + 4).unwrap_or_default();
+        match u8::from_str_radix(code, 8) {
+            Ok(byte) if code.len() == 3 => {
+                text.push(char::from(byte));
+                rest = &rest[at + 4..];
+            }
+            _ => {
+                text.push('\\');
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    text.push_str(rest);
+    text
 }
 
 impl Isolation for UnderEngineLock {
@@ -454,7 +532,7 @@ fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
 /// owned by this user and writable by nobody else (a folder someone else can write could hold
 /// what they planted: a database, a workspace file, a link); then makes it 0700, so nothing
 /// inside (the database, every workspace and history) is readable by other users (G20).
-fn private_data_dir(data_dir: &std::path::Path) -> anyhow::Result<()> {
+fn private_data_dir(data_dir: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     if !data_dir.exists() {
         if let Some(parent) = data_dir
@@ -642,5 +720,19 @@ mod tests {
             refused.outcome
         );
         assert_eq!(executor.inner.0.load(Ordering::SeqCst), 1);
+    }
+
+    /// A folder with something mounted at or below it is found (and so left whole); a plain
+    /// one is not. Mount points are read as mountinfo escapes them.
+    #[test]
+    fn the_state_folder_is_never_removed_across_a_mount() {
+        let below_proc = mount_below(Path::new("/proc")).unwrap();
+        assert!(below_proc.is_some_and(|point| point.starts_with("/proc")));
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(mount_below(dir.path()).unwrap(), None);
+        assert_eq!(
+            unescape_mount_point("/run/a\\040b\\011c\\134d\\x"),
+            "/run/a b\tc\\d\\x"
+        );
     }
 }

@@ -202,9 +202,12 @@ pub struct RunArgs {
     /// any other type reads VALUE as JSON (`top=3`, `lines=[{"customer":"a","cents":5}]`).
     #[arg(long = "input", value_name = "NAME=VALUE")]
     pub inputs: Vec<String>,
-    /// Print the run as JSON.
+    /// Print the run as JSON (what the steps printed is in `stepward runs events RUN`).
     #[arg(long)]
     pub json: bool,
+    /// Do not show what the steps printed; only where the run stands.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -272,7 +275,11 @@ pub enum SecretsCommand {
 #[derive(Debug, Subcommand)]
 pub enum FilesCommand {
     /// Every file of the workspace, with its size.
-    List,
+    List {
+        /// Print the files as JSON (the API's `WorkspaceFileItem`s).
+        #[arg(long)]
+        json: bool,
+    },
     /// Write one file as a revision; the contents are read from `--from FILE`, or stdin.
     Put {
         /// The file's path inside the workspace, e.g. `inputs/lines.csv`.
@@ -291,7 +298,11 @@ pub enum FilesCommand {
         message: String,
     },
     /// The revisions, newest first, with their authors.
-    History,
+    History {
+        /// Print the revisions as JSON (the API's `WorkspaceRevisionView`s).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

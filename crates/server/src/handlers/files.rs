@@ -93,7 +93,8 @@ impl PathQuery {
     }
 }
 
-fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
+/// A revision as the API (and the CLI's `files history --json`) shows it, unscrubbed.
+pub fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
     let (author_kind, author) = match &revision.author {
         Author::Person { id } => ("person", id.clone()),
         Author::ApiKey { id } => ("api_key", id.clone()),

@@ -221,6 +221,7 @@ pub(crate) async fn decide(
     door: Door,
     note: String,
 ) -> Result<RunDetail, Error> {
+    crate::text_limits::check_note(&note)?;
     let record = run_in_scope(&state.shared, authenticated, run_id)?;
     let engine = state.shared.engine.clone();
     let decision = Decision {

@@ -19,6 +19,7 @@ mod g11_audit_pages;
 mod g11_exhaustion;
 mod g11_keys_are_not_people;
 mod g11_lockout;
+mod g11_text_limits;
 mod headers;
 mod keys;
 mod listener;

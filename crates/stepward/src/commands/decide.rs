@@ -12,6 +12,9 @@ use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
 
 pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Result<Outcome> {
+    if !crate::commands::note_within_limit(&args.note) {
+        return Ok(Outcome::Invalid);
+    }
     let app = App::open(config)?;
     let (engine, _lock) = app.engine()?;
     let decision = Decision {

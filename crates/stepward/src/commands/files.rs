@@ -12,6 +12,7 @@ use workspace::{Author, Change, RelPath, Workspace};
 use crate::Outcome;
 use crate::app::App;
 use crate::cli::FilesCommand;
+use crate::commands::printable;
 use crate::config::Config;
 
 /// The most bytes `files put` reads (from a file or stdin).
@@ -25,10 +26,28 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
         .context("cannot open the local account's workspace")?;
     let shown = crate::commands::Shown::new(&app)?;
     match command {
-        FilesCommand::List => {
+        FilesCommand::List { json } => {
             let listing = workspace
                 .list_files()
                 .context("cannot list the workspace")?;
+            if *json {
+                let files: Vec<api_types::workspace::WorkspaceFileItem> = listing
+                    .files
+                    .iter()
+                    .map(|file| api_types::workspace::WorkspaceFileItem {
+                        path: file.path.clone(),
+                        bytes: file.bytes,
+                    })
+                    .collect();
+                shown.json(&files)?;
+                if listing.truncated {
+                    eprintln!(
+                        "note: a part: the folder holds more than {} entries",
+                        workspace::MAX_LISTED_ENTRIES
+                    );
+                }
+                return Ok(Outcome::Done);
+            }
             if listing.files.is_empty() {
                 println!(
                     "no files in {}; add one with `stepward files put PATH --from FILE`",
@@ -64,10 +83,25 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
         FilesCommand::Rm { path, message } => {
             write(&app, &workspace, path, Change::Delete, message)
         }
-        FilesCommand::History => {
+        FilesCommand::History { json } => {
             let history = workspace
                 .history()
                 .context("cannot read the workspace's history")?;
+            if *json {
+                let revisions: Vec<api_types::workspace::WorkspaceRevisionView> = history
+                    .iter()
+                    .rev()
+                    .map(server::workspace_revision_view)
+                    .collect();
+                return shown.json(&revisions).map(|()| Outcome::Done);
+            }
+            if history.is_empty() {
+                println!(
+                    "no revisions yet in {}: every write (`stepward files put PATH --from \
+                     FILE`, a run's step, the console, the API) makes one",
+                    workspace.files_dir().display()
+                );
+            }
             for revision in history.iter().rev() {
                 let author = match &revision.author {
                     Author::Person { id } => format!("person {id}"),
@@ -100,21 +134,6 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
             Ok(Outcome::Done)
         }
     }
-}
-
-/// `text` with control characters and bidirectional overrides shown as `?`: a name a step
-/// chose must not drive the terminal (escape sequences) or reorder what is read.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|character| {
-            let reorders = matches!(character, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-            if character.is_control() || reorders {
-                '?'
-            } else {
-                character
-            }
-        })
-        .collect()
 }
 
 fn parse(path: &str) -> anyhow::Result<RelPath> {
@@ -158,16 +177,4 @@ fn write(
     )?;
     println!("revision {}: {}", revision.id, printable(path));
     Ok(Outcome::Done)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn names_cannot_drive_the_terminal_or_reorder_text() {
-        assert_eq!(super::printable("a\u{1b}[2Jb\u{202E}c\nd"), "a?[2Jb?c?d");
-        assert_eq!(
-            super::printable("reports/2026-11.txt"),
-            "reports/2026-11.txt"
-        );
-    }
 }

@@ -14,6 +14,36 @@ pub mod schema;
 pub mod serve;
 pub mod vault;
 
+/// A decision's `--note` within the limit every door has (`api_types::limits::NOTE_CHARS`,
+/// the API document's `maxLength`): false, with the reason printed, when it is longer.
+pub fn note_within_limit(note: &str) -> bool {
+    let max = api_types::limits::NOTE_CHARS;
+    let given = note.chars().count();
+    if given > max {
+        eprintln!(
+            "error: --note: at most {max} characters, {given} given; say why in fewer words \
+             (the note is kept in the record with who decided)"
+        );
+        return false;
+    }
+    true
+}
+
+/// `text` with control characters and bidirectional overrides shown as `?`: a name a step
+/// chose must not drive the terminal (escape sequences) or reorder what is read.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|character| {
+            let reorders = matches!(character, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            if character.is_control() || reorders {
+                '?'
+            } else {
+                character
+            }
+        })
+        .collect()
+}
+
 /// Converts the parser's diagnostics into their wire form.
 pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diagnostic> {
     diagnostics
@@ -255,5 +285,17 @@ pub fn summary_outcome(summary: &engine::RunSummary) -> crate::Outcome {
     match summary.status {
         storage::RunStatus::Succeeded | storage::RunStatus::WaitingApproval => crate::Outcome::Done,
         _ => crate::Outcome::Invalid,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_cannot_drive_the_terminal_or_reorder_text() {
+        assert_eq!(super::printable("a\u{1b}[2Jb\u{202E}c\nd"), "a?[2Jb?c?d");
+        assert_eq!(
+            super::printable("reports/2026-11.txt"),
+            "reports/2026-11.txt"
+        );
     }
 }

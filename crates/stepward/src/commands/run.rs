@@ -2,12 +2,13 @@
 
 use anyhow::Context;
 use serde_json::{Map, Value};
+use storage::EventLog;
 
 use crate::Outcome;
 use crate::app::App;
 use crate::cli::RunArgs;
 use crate::commands::models::account_names;
-use crate::commands::{Shown, parse_workflow_file_for, print_summary, summary_outcome};
+use crate::commands::{Shown, parse_workflow_file_for, print_summary, printable, summary_outcome};
 use crate::config::Config;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
@@ -46,6 +47,9 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     timings.mark("the run (steps, scrubbing, record)");
     match started {
         Ok(summary) => {
+            if !args.json && !args.quiet {
+                show_printed(&app, &summary.run, &shown)?;
+            }
             print_summary(&summary, args.json, &shown)?;
             Ok(summary_outcome(&summary))
         }
@@ -60,6 +64,67 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
         }
         Err(error) => Err(error).context("the run could not start"),
     }
+}
+
+/// The most lines of one printed stream of one attempt that `run` shows.
+const MAX_SHOWN_LINES: usize = 40;
+/// The most characters of one shown line.
+const MAX_SHOWN_LINE_CHARS: usize = 300;
+
+/// What each step printed, from the run's record: scrubbed of every value the run could
+/// observe and bounded when it was written (G17), scrubbed once more on the way out, cut to
+/// [`MAX_SHOWN_LINES`] lines of [`MAX_SHOWN_LINE_CHARS`] characters, with control characters
+/// shown as `?` so a step cannot drive the terminal.
+fn show_printed(app: &App, run: &storage::RunId, shown: &Shown) -> anyhow::Result<()> {
+    let entries = engine::journal::read_all(&app.store.events(run)?)
+        .with_context(|| format!("cannot read the record of run {}", run.0))?;
+    for entry in entries {
+        let engine::journal::Event::StepPrinted(printed) = entry.event else {
+            continue;
+        };
+        let stream = match printed.stream {
+            engine::journal::PrintedStream::Stdout => "stdout",
+            engine::journal::PrintedStream::Stderr => "stderr",
+        };
+        shown.line(&format!(
+            "step {} (attempt {}) printed on {stream}:",
+            printable(&printed.step),
+            printed.attempt
+        ));
+        let lines: Vec<&str> = printed.text.lines().collect();
+        for line in lines.iter().take(MAX_SHOWN_LINES) {
+            shown.line(&format!("  | {}", shown_line(line)));
+        }
+        let mut notes = Vec::new();
+        if lines.len() > MAX_SHOWN_LINES {
+            notes.push(format!("{} more lines", lines.len() - MAX_SHOWN_LINES));
+        }
+        // The record marks a stream it cut at its bound.
+        if printed.text.trim_end().ends_with(redact::CUT_MARK) {
+            notes.push(format!(
+                "the step printed {} bytes; the record keeps the first part",
+                printed.printed_bytes
+            ));
+        }
+        if !notes.is_empty() {
+            shown.line(&format!(
+                "  ({}: `stepward runs events {}` shows what the record kept)",
+                notes.join("; "),
+                run.0
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One printed line as it is shown: cut to [`MAX_SHOWN_LINE_CHARS`], no control characters.
+fn shown_line(line: &str) -> String {
+    let mut text = printable(&line.replace('\t', "    "));
+    if let Some((cut, _)) = text.char_indices().nth(MAX_SHOWN_LINE_CHARS) {
+        text.truncate(cut);
+        text.push_str(" [...]");
+    }
+    text
 }
 
 /// `NAME=VALUE` pairs into the workflow's input object: a `string` input takes VALUE as it is;

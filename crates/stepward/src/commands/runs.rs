@@ -30,6 +30,9 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             inputs,
             note,
         } => {
+            if !crate::commands::note_within_limit(note) {
+                return Ok(Outcome::Invalid);
+            }
             let inputs = match step_inputs(inputs) {
                 Ok(inputs) => inputs,
                 Err(problem) => {
@@ -51,6 +54,9 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             Ok(summary_outcome(&summary))
         }
         RunsCommand::Stop { run, note } => {
+            if !crate::commands::note_within_limit(note) {
+                return Ok(Outcome::Invalid);
+            }
             let (engine, _lock) = app.engine()?;
             let summary = engine
                 .stop(&RunId(run.clone()), app.decision(note))

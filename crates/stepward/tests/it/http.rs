@@ -25,6 +25,22 @@ impl Server {
 
     /// As [`Server::start`], with these environment variables set too.
     pub(crate) fn start_with_env(home: &Home, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let state_dir = home.dir.path().join("sandbox");
+        let mut args = vec![
+            "--sandbox-state-dir",
+            state_dir.to_str().expect("a UTF-8 path"),
+        ];
+        args.extend(extra);
+        Server::spawn(home, &args, env)
+    }
+
+    /// As [`Server::start`], with the sandbox state in its default folder
+    /// (`/run/stepward/<id>`).
+    pub(crate) fn start_with_default_state_dir(home: &Home) -> Server {
+        Server::spawn(home, &[], &[])
+    }
+
+    fn spawn(home: &Home, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let stderr_file = home.dir.path().join("serve-stderr.txt");
         let mut child = Command::new(env!("CARGO_BIN_EXE_stepward"))
             .arg("serve")
@@ -32,8 +48,6 @@ impl Server {
             .args(extra)
             .arg("--data-dir")
             .arg(home.data_dir())
-            .arg("--sandbox-state-dir")
-            .arg(home.dir.path().join("sandbox"))
             .current_dir(repo_root())
             .env_clear()
             .env("PATH", "/usr/bin:/bin")

@@ -464,3 +464,30 @@ fn g25_files_put_is_a_revision_by_the_os_user_and_a_vault_value_is_refused() {
     let audit = home.stepward(&["audit", "verify"]);
     assert_eq!(audit.status.code(), Some(0), "{}", stderr(&audit));
 }
+
+/// Issue 11, finding 9: the CLI's door has the note limit of every other door, and says it
+/// before anything is opened.
+#[test]
+fn g23_a_note_over_its_limit_is_refused_by_the_cli() {
+    let home = Home::new();
+    let long = "n".repeat(api_types::limits::NOTE_CHARS + 1);
+    for args in [
+        vec!["approve", "r-none", "ship", "--note", &long],
+        vec!["reject", "r-none", "ship", "--note", &long],
+        vec!["runs", "retry", "r-none", "ship", "--note", &long],
+        vec!["runs", "stop", "r-none", "--note", &long],
+    ] {
+        let output = home.stepward(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("--note: at most 2000 characters, 2001 given"),
+            "{}",
+            stderr(&output)
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! Issue 12, item 9: `stepward run` shows what each step printed (bounded, scrubbed like the
+//! record, `--quiet` hides it), `files list` and `files history` take `--json`, and an empty
+//! history says so in words.
+
+use crate::support::{Home, stderr, stdout};
+
+const TOKEN: &str = "sk-printed-4b7d1e9a2c6f8035";
+
+/// A workflow whose one step prints a greeting, the granted value, a terminal escape and 500
+/// numbered lines on stdout, and a warning on stderr.
+fn chatty_workflow(home: &Home) -> String {
+    let added = home.stepward_with_stdin(
+        &["connections", "add", "crm", "--field", "token"],
+        &format!("{TOKEN}\n"),
+    );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let workflow = home.dir.path().join("chatty.yaml");
+    std::fs::write(
+        &workflow,
+        r#"name: chatty
+python: "3.11"
+steps:
+  - id: talk
+    explain: Prints a greeting, the granted token, an escape and many lines.
+    connections: [crm]
+    code: |
+      import os, sys
+      def main():
+          print("hello from the step")
+          print("the token is", os.environ["CONN_CRM_TOKEN"])
+          print("clear \x1b[2J screen")
+          for number in range(500):
+              print("line", number)
+          print("careful now", file=sys.stderr)
+          return {"ok": True}
+"#,
+    )
+    .unwrap();
+    workflow.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn g17_run_shows_what_each_step_printed_scrubbed_and_bounded_needs_root() {
+    let home = Home::new();
+    let workflow = chatty_workflow(&home);
+    let ran = home.stepward(&["run", &workflow]);
+    let shown = stdout(&ran);
+    assert_eq!(ran.status.code(), Some(0), "{shown}{}", stderr(&ran));
+    assert!(shown.contains("hello from the step"), "{shown}");
+    assert!(
+        shown.contains("careful now"),
+        "stderr is shown too: {shown}"
+    );
+    assert!(shown.contains("line 0"), "{shown}");
+    // Scrubbed like the record: the granted value never reaches the terminal.
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(shown.contains("the token is [REDACTED]"), "{shown}");
+    // A step cannot drive the terminal.
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    // Bounded: not all 500 lines, and it says where the rest is.
+    assert!(!shown.contains("line 499"), "{shown}");
+    assert!(
+        shown.lines().count() < 120,
+        "{} lines",
+        shown.lines().count()
+    );
+    assert!(shown.contains("stepward runs events"), "{shown}");
+    // The summary still ends the output.
+    let last = shown.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("talk") && last.contains("succeeded"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn run_quiet_hides_what_the_steps_printed_needs_root() {
+    let home = Home::new();
+    let workflow = chatty_workflow(&home);
+    let ran = home.stepward(&["run", &workflow, "--quiet"]);
+    let shown = stdout(&ran);
+    assert_eq!(ran.status.code(), Some(0), "{shown}{}", stderr(&ran));
+    assert!(!shown.contains("hello from the step"), "{shown}");
+    assert!(!shown.contains("line 0"), "{shown}");
+    assert!(shown.contains(": succeeded"), "{shown}");
+}
+
+#[test]
+fn files_list_and_history_take_json() {
+    let home = Home::new();
+    let put = home.stepward_with_stdin(
+        &["files", "put", "notes/a.txt", "--message", "first notes"],
+        "hello\n",
+    );
+    assert_eq!(put.status.code(), Some(0), "{}", stderr(&put));
+    let listed = home.stepward(&["files", "list", "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let files: serde_json::Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    assert_eq!(
+        files,
+        serde_json::json!([{ "path": "notes/a.txt", "bytes": 6 }])
+    );
+    let history = home.stepward(&["files", "history", "--json"]);
+    assert_eq!(history.status.code(), Some(0), "{}", stderr(&history));
+    let revisions: serde_json::Value = serde_json::from_str(&stdout(&history)).unwrap();
+    let revisions = revisions.as_array().unwrap();
+    assert_eq!(revisions.len(), 1, "{revisions:?}");
+    assert_eq!(revisions[0]["author_kind"], "cli");
+    assert_eq!(revisions[0]["message"], "first notes");
+    assert_eq!(revisions[0]["changes"][0]["path"], "notes/a.txt");
+    assert_eq!(revisions[0]["changes"][0]["deleted"], false);
+}
+
+#[test]
+fn an_empty_history_says_so() {
+    let home = Home::new();
+    let history = home.stepward(&["files", "history"]);
+    assert_eq!(history.status.code(), Some(0), "{}", stderr(&history));
+    let said = stdout(&history);
+    assert!(said.contains("no revisions yet"), "{said:?}");
+    let listed = home.stepward(&["files", "list", "--json"]);
+    assert_eq!(stdout(&listed).trim(), "[]", "{}", stderr(&listed));
+    let history = home.stepward(&["files", "history", "--json"]);
+    assert_eq!(stdout(&history).trim(), "[]", "{}", stderr(&history));
+}
