@@ -15,6 +15,7 @@ mod decisions;
 mod files;
 mod g11_audit_or_nothing;
 mod g11_exhaustion;
+mod g11_key_creators;
 mod g11_keys_are_not_people;
 mod g11_lockout;
 mod g11_vault_and_decisions_audited;
