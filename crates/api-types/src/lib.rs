@@ -252,6 +252,13 @@ pub struct ApiKeyView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_used_at: Option<i64>,
     pub revoked: bool,
+    /// The id of the person who created the key (or took it over when its creator was
+    /// removed); absent for a key older than this record whose creator is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    /// That person's display name, while they are in the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by_name: Option<String>,
 }
 
 /// The body of `POST /api/keys`.

@@ -210,7 +210,11 @@ pub fn component_schemas() -> Map<String, Value> {
                 ("created_at", integer()),
                 ("revoked", boolean()),
             ],
-            &[("last_used_at", integer())],
+            &[
+                ("last_used_at", integer()),
+                ("created_by", string()),
+                ("created_by_name", string()),
+            ],
         ),
     );
     add(
@@ -600,6 +604,8 @@ mod tests {
                     created_at: 1,
                     last_used_at: Some(2),
                     revoked: false,
+                    created_by: Some("p".into()),
+                    created_by_name: Some("Pat".into()),
                 }),
             ),
             (

@@ -214,6 +214,7 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("GET", "/people", Admin),
     person("POST", "/people", Admin),
     person("POST", "/people/{id}/role", Admin),
+    person("GET", "/people/{id}/remove", Admin),
     person("POST", "/people/{id}/remove", Admin),
     person("POST", "/people/{id}/sessions/revoke", Admin),
     person("POST", "/ownership", Owner),

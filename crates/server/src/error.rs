@@ -39,6 +39,15 @@ pub enum Error {
         #[source]
         source: storage::Error,
     },
+    /// A person's API keys are not the ones a removal or demotion was asked for: one was
+    /// created, revoked or re-assigned since they were listed, or a key to keep is not theirs.
+    #[error(
+        "the API keys of person {person} changed during {operation}, or a key to keep is not theirs"
+    )]
+    KeysChanged {
+        operation: &'static str,
+        person: String,
+    },
     /// A resource that does not exist, or exists in another account (answered alike).
     #[error("{what} `{id}` not found (or it belongs to another account)")]
     NotFound { what: &'static str, id: String },
@@ -220,6 +229,12 @@ impl Error {
                 StatusCode::CONFLICT,
                 "This exists already (the email may be taken in this account).",
             ),
+            Error::KeysChanged { .. } => (
+                StatusCode::CONFLICT,
+                "Nothing was changed: the person's API keys are not the ones listed (a key to \
+                 keep must be one they created and that is not revoked, and a key may have been \
+                 created or revoked meanwhile). Look at their keys again and retry.",
+            ),
             Error::CsrfRejected { .. } => (
                 StatusCode::FORBIDDEN,
                 "This form has expired. Reload the page and try again.",
@@ -347,7 +362,7 @@ impl Error {
             Error::Unauthenticated { .. } => "unauthenticated",
             Error::Forbidden { .. } => "forbidden",
             Error::RoleRule { .. } => "role_rule",
-            Error::Conflict { .. } => "conflict",
+            Error::Conflict { .. } | Error::KeysChanged { .. } => "conflict",
             Error::CsrfRejected { .. } => "csrf_token_missing",
             Error::NotFound { .. } => "not_found",
             Error::MethodNotAllowed { .. } => "method_not_allowed",

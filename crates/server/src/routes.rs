@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, console, files, keys, live, models, people, runs, sessions,
-    shares, signin, vault, vault_page, workflows,
+    admin, approve, assets, audit, console, files, keys, live, models, people, person_removal,
+    runs, sessions, shares, signin, vault, vault_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -88,7 +88,8 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Get, "/people", admin::people_page),
         entry(Post, "/people", admin::invite_person),
         entry(Post, "/people/{id}/role", admin::change_role),
-        entry(Post, "/people/{id}/remove", admin::remove_person),
+        entry(Get, "/people/{id}/remove", person_removal::confirm),
+        entry(Post, "/people/{id}/remove", person_removal::remove),
         entry(
             Post,
             "/people/{id}/sessions/revoke",

@@ -33,7 +33,16 @@ impl SqliteStore {
                     account,
                     person_id,
                     role,
-                } => Written::People(change_role_in(transaction, account, person_id, role)?),
+                    revoke_keys,
+                    at,
+                } => Written::People(change_role_in(
+                    transaction,
+                    account,
+                    person_id,
+                    role,
+                    Some(revoke_keys),
+                    at,
+                )?),
                 PeopleWrite::TransferOwnership {
                     account,
                     current_owner,
@@ -47,8 +56,15 @@ impl SqliteStore {
                 PeopleWrite::RemovePerson {
                     account,
                     person_id,
+                    keys,
                     at,
-                } => Written::People(remove_person_in(transaction, account, person_id, at)?),
+                } => Written::People(remove_person_in(
+                    transaction,
+                    account,
+                    person_id,
+                    Some(&keys),
+                    at,
+                )?),
                 PeopleWrite::RevokeSession {
                     person_id,
                     session_id,

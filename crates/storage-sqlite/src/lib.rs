@@ -25,6 +25,7 @@ mod audit;
 mod audited;
 mod decisions;
 mod events;
+mod key_owners;
 pub mod migrations;
 mod models;
 mod people;
