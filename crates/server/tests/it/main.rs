@@ -13,6 +13,7 @@ mod bootstrap;
 mod console;
 mod decisions;
 mod files;
+mod g11_approve_links;
 mod g11_audit_or_nothing;
 mod g11_exhaustion;
 mod g11_key_creators;
