@@ -305,6 +305,18 @@ pub struct ApprovalView {
     pub waiting_since: i64,
 }
 
+/// The approve link of a gate waiting for a decision (`GET /api/runs/{id}/approve-link`, for a
+/// person who may decide). Opening it never decides; it shows the decision form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApproveLinkView {
+    pub run: String,
+    pub step: String,
+    /// The attempt a decision through the link is recorded against.
+    pub attempt: u32,
+    /// `/approve/{run}/{step}/{attempt}/{token}`, on this server's origin.
+    pub path: String,
+}
+
 /// An agent secret of the account's vault as the API shows it: never its value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VaultSecretView {

@@ -262,6 +262,18 @@ pub fn component_schemas() -> Map<String, Value> {
         ),
     );
     add(
+        "ApproveLinkView",
+        object(
+            &[
+                ("run", string()),
+                ("step", string()),
+                ("attempt", integer()),
+                ("path", string()),
+            ],
+            &[],
+        ),
+    );
+    add(
         "VaultSecretView",
         object(
             &[
@@ -645,6 +657,15 @@ mod tests {
                     workflow: "w".into(),
                     step: "s".into(),
                     waiting_since: 1,
+                }),
+            ),
+            (
+                "ApproveLinkView",
+                value(ApproveLinkView {
+                    run: "r".into(),
+                    step: "s".into(),
+                    attempt: 1,
+                    path: "/approve/r/s/1/t".into(),
                 }),
             ),
             (

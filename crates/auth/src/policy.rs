@@ -145,6 +145,8 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("POST", "/api/runs/{id}/steps/{step}/approve", Member),
     role("POST", "/api/runs/{id}/steps/{step}/reject", Member),
     role("GET", "/api/approvals", Member),
+    // An approve link is handed to a person who may decide, never to a key.
+    person("GET", "/api/runs/{id}/approve-link", Member),
     person("GET", "/runs", Viewer),
     person("POST", "/runs", Member),
     person("GET", "/runs/{id}", Viewer),

@@ -31,6 +31,7 @@ mod layers;
 mod listener;
 mod openapi;
 mod password_work;
+mod return_path;
 mod routes;
 mod served;
 mod state;

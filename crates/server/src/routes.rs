@@ -118,6 +118,7 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Post, "/api/runs/{id}/steps/{step}/approve", runs::approve),
         entry(Post, "/api/runs/{id}/steps/{step}/reject", runs::reject),
         entry(Get, "/api/approvals", runs::approvals),
+        entry(Get, "/api/runs/{id}/approve-link", runs::approve_link),
         entry(Get, "/runs", console::runs_page),
         entry(Get, "/runs/{id}", console::run_page),
         entry(Get, "/runs/{id}/stream", live::run_stream),
