@@ -213,6 +213,9 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("DELETE", "/api/people/{id}", Admin),
     role("DELETE", "/api/people/{id}/sessions", Admin),
     person("POST", "/api/ownership", Owner),
+    // Answers a one-time sign-in link, like inviting: for people only.
+    person("POST", "/api/people/{id}/sign-in-link", Admin),
+    person("POST", "/people/{id}/sign-in-link", Admin),
     person("GET", "/people", Admin),
     person("POST", "/people", Admin),
     person("POST", "/people/{id}/role", Admin),

@@ -48,6 +48,20 @@ pub enum Error {
         operation: &'static str,
         person: String,
     },
+    /// Ownership goes only to a person who has signed in at least once.
+    #[error("person {person} has never signed in, so ownership cannot go to them ({operation})")]
+    NewOwnerNeverSignedIn {
+        operation: &'static str,
+        person: String,
+    },
+    /// A one-time link is re-issued only for a person who has never signed in.
+    #[error(
+        "person {person} has signed in already, so no one-time link is re-issued ({operation})"
+    )]
+    AlreadySignedIn {
+        operation: &'static str,
+        person: String,
+    },
     /// A resource that does not exist, or exists in another account (answered alike).
     #[error("{what} `{id}` not found (or it belongs to another account)")]
     NotFound { what: &'static str, id: String },
@@ -229,6 +243,18 @@ impl Error {
                 StatusCode::CONFLICT,
                 "This exists already (the email may be taken in this account).",
             ),
+            Error::NewOwnerNeverSignedIn { .. } => (
+                StatusCode::CONFLICT,
+                "Nothing was changed: ownership goes only to a person who has signed in at \
+                 least once, so that the account always has an owner who can sign in. Ask them \
+                 to set their password with their one-time link first (an admin can send a new \
+                 link from the People page if it expired).",
+            ),
+            Error::AlreadySignedIn { .. } => (
+                StatusCode::CONFLICT,
+                "This person has signed in already, so they get no new one-time link: they sign \
+                 in with their password.",
+            ),
             Error::KeysChanged { .. } => (
                 StatusCode::CONFLICT,
                 "Nothing was changed: the person's API keys are not the ones listed (a key to \
@@ -362,7 +388,10 @@ impl Error {
             Error::Unauthenticated { .. } => "unauthenticated",
             Error::Forbidden { .. } => "forbidden",
             Error::RoleRule { .. } => "role_rule",
-            Error::Conflict { .. } | Error::KeysChanged { .. } => "conflict",
+            Error::Conflict { .. }
+            | Error::KeysChanged { .. }
+            | Error::NewOwnerNeverSignedIn { .. }
+            | Error::AlreadySignedIn { .. } => "conflict",
             Error::CsrfRejected { .. } => "csrf_token_missing",
             Error::NotFound { .. } => "not_found",
             Error::MethodNotAllowed { .. } => "method_not_allowed",

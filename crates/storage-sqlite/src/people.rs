@@ -268,6 +268,12 @@ pub(crate) fn transfer_ownership_in(
             account: account.clone(),
         });
     }
+    if !has_signed_in(transaction, account, new_owner)? {
+        return Ok(PeopleChange::NewOwnerNeverSignedIn {
+            account: account.clone(),
+            person_id: new_owner.to_owned(),
+        });
+    }
     for (id, role) in &mut roles {
         if id == current_owner {
             *role = RoleName::Admin;
@@ -329,6 +335,51 @@ pub(crate) fn remove_person_in(
         params![person_id, account.as_str()],
     )?;
     confirm_single_owner(transaction, account)?;
+    Ok(PeopleChange::Done)
+}
+
+/// Whether the person has signed in at least once: their one-time link set a password (the
+/// only way a person gets one, and nothing takes it away).
+fn has_signed_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    person_id: &str,
+) -> Result<bool, TxError> {
+    let hash: Option<Option<String>> = transaction
+        .query_row(
+            "SELECT password_hash FROM people WHERE id = ?1 AND account_id = ?2",
+            params![person_id, account.as_str()],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(matches!(hash, Some(Some(_))))
+}
+
+/// A fresh one-time link for a person who never signed in, ending their other unused links.
+pub(crate) fn reissue_sign_in_link_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    link: &NewSignInLink,
+) -> Result<PeopleChange, TxError> {
+    let roles = account_roles(transaction, account)?;
+    if !roles.iter().any(|(id, _)| *id == link.person_id) {
+        return Ok(PeopleChange::NoSuchPerson {
+            account: account.clone(),
+            person_id: link.person_id.clone(),
+        });
+    }
+    if has_signed_in(transaction, account, &link.person_id)? {
+        return Ok(PeopleChange::AlreadySignedIn {
+            account: account.clone(),
+            person_id: link.person_id.clone(),
+        });
+    }
+    transaction.execute(
+        "UPDATE sign_in_links SET expires_at = ?2
+         WHERE person_id = ?1 AND used_at IS NULL AND expires_at > ?2",
+        params![link.person_id, link.created_at.0],
+    )?;
+    create_sign_in_link_in(transaction, link)?;
     Ok(PeopleChange::Done)
 }
 

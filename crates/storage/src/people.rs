@@ -201,6 +201,17 @@ pub enum PeopleChange {
         account: AccountId,
         person_id: String,
     },
+    /// Ownership goes only to a person who has signed in at least once (set a password with
+    /// their one-time link), so an account never has an owner who cannot sign in.
+    NewOwnerNeverSignedIn {
+        account: AccountId,
+        person_id: String,
+    },
+    /// A one-time link is re-issued only for a person who has never signed in.
+    AlreadySignedIn {
+        account: AccountId,
+        person_id: String,
+    },
 }
 
 /// What happens to the live keys a removed person created: every one is listed, either to be
@@ -261,6 +272,12 @@ pub enum PeopleWrite<'a> {
     RevokeSessionsOf {
         person_id: &'a str,
         at: Timestamp,
+    },
+    /// A new one-time sign-in link for a person of `account` who has never signed in; every
+    /// other unused link of theirs stops working in the same transaction.
+    ReissueSignInLink {
+        account: &'a AccountId,
+        link: &'a NewSignInLink,
     },
     CreateApiKey(&'a NewApiKey),
     RevokeApiKey {

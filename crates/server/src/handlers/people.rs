@@ -83,6 +83,16 @@ fn expect_done(operation: &'static str, change: PeopleChange) -> Result<(), Erro
             operation,
             person: person_id,
         }),
+        PeopleChange::NewOwnerNeverSignedIn { person_id, .. } => {
+            Err(Error::NewOwnerNeverSignedIn {
+                operation,
+                person: person_id,
+            })
+        }
+        PeopleChange::AlreadySignedIn { person_id, .. } => Err(Error::AlreadySignedIn {
+            operation,
+            person: person_id,
+        }),
     }
 }
 
@@ -344,8 +354,65 @@ pub(crate) fn remove_keeping(
     expect_written("remove a person", written)
 }
 
+/// `POST /api/people/{id}/sign-in-link`: a new one-time sign-in link for a person who has
+/// never signed in (their first one expired or was lost); every earlier link of theirs stops
+/// working, and the re-issue is audited. Like inviting, a person's act (a key never receives a
+/// link), by an owner or admin whose role is not below the person's; the owner's own link is
+/// re-issued by the operator (`stepward accounts invite-owner`).
+pub(crate) async fn reissue_link(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(person_id): Path<String>,
+) -> Result<(StatusCode, Json<PersonInvited>), Error> {
+    let shared = &state.shared;
+    let person = person_in_scope(shared, &authenticated, &person_id)?;
+    can_remove(
+        &authenticated.principal,
+        person.account.as_str(),
+        auth_role(person.role),
+    )
+    .map_err(Error::denied("re-issue a sign-in link"))?;
+    let now = shared.now();
+    let (token, token_hash) =
+        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
+    let expires_at = Timestamp(
+        now.0
+            .saturating_add(shared.options.sign_in_link_lifetime_millis),
+    );
+    let link = NewSignInLink {
+        token_hash: TokenHash(*token_hash.as_bytes()),
+        person_id: person.id.clone(),
+        created_at: now,
+        expires_at,
+    };
+    let written = audited_write(
+        shared,
+        "re-issue a sign-in link",
+        Audited {
+            account: &person.account,
+            actor: authenticated.actor.clone(),
+            action: "person.sign_in_link_reissue",
+            detail: &json!({"person": person.id, "expires_at": expires_at.0}),
+        },
+        PeopleWrite::ReissueSignInLink {
+            account: &person.account,
+            link: &link,
+        },
+    )?;
+    expect_written("re-issue a sign-in link", written)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(PersonInvited {
+            person_id: person.id,
+            sign_in_path: format!("/welcome/{}", token.reveal_once()),
+            expires_at: expires_at.0,
+        }),
+    ))
+}
+
 /// `POST /api/ownership`: the owner, signed in as a person, hands the account to another
-/// person of it and becomes an admin; both changes in one transaction.
+/// person of it who has signed in at least once, and becomes an admin; both changes in one
+/// transaction.
 pub(crate) async fn transfer(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,

@@ -176,6 +176,30 @@ fn g26_ownership_transfer_swaps_both_roles_in_one_step() {
             account: account("acct")
         }
     );
+    // Ownership goes only to a person who has signed in (issue 11, finding 8).
+    assert_eq!(
+        people
+            .transfer_ownership(&account("acct"), "olive", "max")
+            .unwrap(),
+        PeopleChange::NewOwnerNeverSignedIn {
+            account: account("acct"),
+            person_id: "max".into()
+        }
+    );
+    people
+        .create_sign_in_link(&NewSignInLink {
+            token_hash: hash(40),
+            person_id: "max".into(),
+            created_at: Timestamp(3),
+            expires_at: Timestamp(100),
+        })
+        .unwrap();
+    assert!(matches!(
+        people
+            .redeem_sign_in_link(&hash(40), "$argon2id$stand-in", Timestamp(4))
+            .unwrap(),
+        LinkRedemption::Redeemed { .. }
+    ));
     assert_eq!(
         people
             .transfer_ownership(&account("acct"), "olive", "max")

@@ -1,19 +1,24 @@
-//! Removing a person from the console (issue 11, finding 5): `GET /people/{id}/remove` is the
-//! confirmation, listing every live key the person created (revoked with the removal unless
-//! ticked to keep, which re-assigns it to the person who removes); `POST /people/{id}/remove`
-//! removes with the ticked keys kept, through the same function as the JSON API.
+//! The console's actions on one person beyond the people page's forms.
+//!
+//! Removing (issue 11, finding 5): `GET /people/{id}/remove` is the confirmation, listing
+//! every live key the person created (revoked with the removal unless ticked to keep, which
+//! re-assigns it to the person who removes); `POST /people/{id}/remove` removes with the
+//! ticked keys kept, through the same function as the JSON API.
+//!
+//! A new one-time link (issue 11, finding 8): `POST /people/{id}/sign-in-link`, for a person
+//! who has never signed in, shows the new link once.
 
 use askama::Template;
 use auth::CsrfToken;
 use axum::extract::{Path, State};
 use axum::response::{Html, Response};
-use axum::{Extension, Form};
+use axum::{Extension, Form, Json};
 
 use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome};
 use crate::handlers::admin::back_to;
 use crate::handlers::blocking;
-use crate::handlers::people::{live_keys_of, person_in_scope, remove_keeping};
+use crate::handlers::people::{self, live_keys_of, person_in_scope, remove_keeping};
 use crate::html::{render, when};
 use crate::{AppState, Error};
 
@@ -98,4 +103,35 @@ pub(crate) async fn remove(
     })
     .await??;
     Ok(back_to("/people"))
+}
+
+#[derive(Template)]
+#[template(path = "sign_in_link.html")]
+struct SignInLinkPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    name: String,
+    path: String,
+    expires: String,
+}
+
+/// `POST /people/{id}/sign-in-link`: a new one-time link for a person who never signed in,
+/// shown on this page only.
+pub(crate) async fn reissue_link(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(person_id): Path<String>,
+) -> Result<Html<String>, Error> {
+    let name = person_in_scope(&state.shared, &authenticated, &person_id)?.display_name;
+    let (_, Json(link)) =
+        people::reissue_link(State(state), Extension(authenticated), Path(person_id)).await?;
+    Ok(render(&SignInLinkPage {
+        title: "New sign-in link",
+        chrome: chrome::current(),
+        live: false,
+        name,
+        path: link.sign_in_path,
+        expires: when(link.expires_at),
+    }))
 }
