@@ -21,6 +21,7 @@ mod g11_keys_are_not_people;
 mod g11_lockout;
 mod g11_owners_can_sign_in;
 mod g11_vault_and_decisions_audited;
+mod g11_workspace_intents;
 mod headers;
 mod keys;
 mod listener;
