@@ -37,6 +37,7 @@ mod served;
 mod state;
 mod tls;
 mod workflows;
+mod workspace_recovery;
 
 pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
 pub use crate::error::Error;
@@ -55,6 +56,7 @@ pub use crate::tls::{serve_tls, tls_server_config};
 pub use crate::workflows::{
     WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText,
 };
+pub use crate::workspace_recovery::recover_workspace_writes;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

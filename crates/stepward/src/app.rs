@@ -561,6 +561,13 @@ pub fn now() -> Timestamp {
     Timestamp(i64::try_from(millis).unwrap_or(i64::MAX))
 }
 
+/// A random id (`wsi_` and 16 random bytes in hex) for a workspace write's intent entry.
+pub fn random_hex_id() -> anyhow::Result<String> {
+    let mut bytes = [0_u8; 16];
+    getrandom::fill(&mut bytes).context("cannot draw random bytes for an id")?;
+    Ok(format!("wsi_{}", hex::encode(bytes)))
+}
+
 /// The operating-system user running this command, for the record of CLI decisions.
 pub fn os_user() -> String {
     if let Ok(user) = std::env::var("USER")

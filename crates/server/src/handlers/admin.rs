@@ -116,7 +116,8 @@ pub(crate) async fn people_page(
              <form method=\"post\" action=\"/people/{id}/role\">{csrf}\
              <select name=\"role\"><option>viewer</option><option>member</option>\
              <option>admin</option></select><button type=\"submit\">Change role</button></form>\
-             {}{}{}<form method=\"post\" action=\"/ownership\">{csrf}\
+             {}<a href=\"/people/{id}/remove\">Remove\u{2026}</a>{}\
+             <form method=\"post\" action=\"/ownership\">{csrf}\
              <input type=\"hidden\" name=\"new_owner\" value=\"{id}\">\
              <button type=\"submit\">Hand ownership over</button></form></td></tr>\n",
             escape(&person.display_name),
@@ -128,7 +129,6 @@ pub(crate) async fn people_page(
                 &format!("/people/{}/sessions/revoke", person.id),
                 "End sessions"
             ),
-            format!("<a href=\"/people/{id}/remove\">Remove\u{2026}</a>"),
             if person.has_password {
                 String::new()
             } else {
