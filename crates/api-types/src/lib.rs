@@ -268,6 +268,13 @@ pub struct ApiKeyView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_used_at: Option<i64>,
     pub revoked: bool,
+    /// The id of the person who created the key (or took it over when its creator was
+    /// removed); absent for a key older than this record whose creator is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    /// That person's display name, while they are in the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by_name: Option<String>,
 }
 
 /// The body of `POST /api/keys`.
@@ -355,6 +362,18 @@ pub struct ApprovalView {
     pub step: String,
     /// When the run parked at the gate.
     pub waiting_since: i64,
+}
+
+/// The approve link of a gate waiting for a decision (`GET /api/runs/{id}/approve-link`, for a
+/// person who may decide). Opening it never decides; it shows the decision form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApproveLinkView {
+    pub run: String,
+    pub step: String,
+    /// The attempt a decision through the link is recorded against.
+    pub attempt: u32,
+    /// `/approve/{run}/{step}/{attempt}/{token}`, on this server's origin.
+    pub path: String,
 }
 
 /// An agent secret of the account's vault as the API shows it: never its value.

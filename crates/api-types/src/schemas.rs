@@ -69,6 +69,7 @@ pub const ANSWERS: &[Register] = &[
     register::<AuditVerifyView>,
     register::<AuditBreakView>,
     register::<ApprovalView>,
+    register::<ApproveLinkView>,
     register::<VaultSecretView>,
     register::<VaultConnectionView>,
     register::<VaultModelKeyView>,
@@ -303,6 +304,8 @@ mod tests {
                     created_at: 1,
                     last_used_at: Some(2),
                     revoked: false,
+                    created_by: Some("p".into()),
+                    created_by_name: Some("Pat".into()),
                 }),
             ),
             (
@@ -364,6 +367,15 @@ mod tests {
                         reason: "r".into(),
                         message: "m".into(),
                     }),
+                }),
+            ),
+            (
+                "ApproveLinkView",
+                value(ApproveLinkView {
+                    run: "r".into(),
+                    step: "s".into(),
+                    attempt: 1,
+                    path: "/approve/r/s/1/t".into(),
                 }),
             ),
             (

@@ -145,6 +145,8 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("POST", "/api/runs/{id}/steps/{step}/approve", Member),
     role("POST", "/api/runs/{id}/steps/{step}/reject", Member),
     role("GET", "/api/approvals", Member),
+    // An approve link is handed to a person who may decide, never to a key.
+    person("GET", "/api/runs/{id}/approve-link", Member),
     person("GET", "/runs", Viewer),
     person("POST", "/runs", Member),
     person("GET", "/runs/{id}", Viewer),
@@ -211,9 +213,13 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("DELETE", "/api/people/{id}", Admin),
     role("DELETE", "/api/people/{id}/sessions", Admin),
     person("POST", "/api/ownership", Owner),
+    // Answers a one-time sign-in link, like inviting: for people only.
+    person("POST", "/api/people/{id}/sign-in-link", Admin),
+    person("POST", "/people/{id}/sign-in-link", Admin),
     person("GET", "/people", Admin),
     person("POST", "/people", Admin),
     person("POST", "/people/{id}/role", Admin),
+    person("GET", "/people/{id}/remove", Admin),
     person("POST", "/people/{id}/remove", Admin),
     person("POST", "/people/{id}/sessions/revoke", Admin),
     person("POST", "/ownership", Owner),

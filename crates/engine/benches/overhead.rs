@@ -202,6 +202,7 @@ impl DecisionStore for MemoryStore {
         &self,
         _decision: &NewDecision,
         _event: &NewEvent,
+        _audit: &NewAuditEntry,
     ) -> Result<DecisionRecord, Error> {
         Err(Error::Corrupt {
             what: "decision",

@@ -437,7 +437,8 @@ impl Engine {
         self.summary(run)
     }
 
-    /// Records a person's decision: the decision row, an event, and an audit entry.
+    /// Records a person's decision: the decision row, an event, and an audit entry, all in one
+    /// transaction.
     fn record_person_decision(
         &self,
         context: &RunContext,
@@ -470,8 +471,7 @@ impl Engine {
             note: context.redactor.scrub(note),
             at: now,
         };
-        self.store.record_decision(&decision, &event)?;
-        self.store.append_audit(&NewAuditEntry {
+        let audit = NewAuditEntry {
             account: context.run.account.clone(),
             run: Some(context.run.id.clone()),
             actor: context.redactor.scrub_fields(who.clone()),
@@ -483,7 +483,9 @@ impl Engine {
             },
             detail: event.payload.clone(),
             at: now,
-        })?;
+        };
+        // One transaction: a decision whose audit entry cannot be written is not taken.
+        self.store.record_decision(&decision, &event, &audit)?;
         Ok(())
     }
 

@@ -39,6 +39,29 @@ pub enum Error {
         #[source]
         source: storage::Error,
     },
+    /// A person's API keys are not the ones a removal or demotion was asked for: one was
+    /// created, revoked or re-assigned since they were listed, or a key to keep is not theirs.
+    #[error(
+        "the API keys of person {person} changed during {operation}, or a key to keep is not theirs"
+    )]
+    KeysChanged {
+        operation: &'static str,
+        person: String,
+    },
+    /// Ownership goes only to a person who has signed in at least once.
+    #[error("person {person} has never signed in, so ownership cannot go to them ({operation})")]
+    NewOwnerNeverSignedIn {
+        operation: &'static str,
+        person: String,
+    },
+    /// A one-time link is re-issued only for a person who has never signed in.
+    #[error(
+        "person {person} has signed in already, so no one-time link is re-issued ({operation})"
+    )]
+    AlreadySignedIn {
+        operation: &'static str,
+        person: String,
+    },
     /// A resource that does not exist, or exists in another account (answered alike).
     #[error("{what} `{id}` not found (or it belongs to another account)")]
     NotFound { what: &'static str, id: String },
@@ -228,6 +251,24 @@ impl Error {
                 StatusCode::CONFLICT,
                 "This exists already (the email may be taken in this account).",
             ),
+            Error::NewOwnerNeverSignedIn { .. } => (
+                StatusCode::CONFLICT,
+                "Nothing was changed: ownership goes only to a person who has signed in at \
+                 least once, so that the account always has an owner who can sign in. Ask them \
+                 to set their password with their one-time link first (an admin can send a new \
+                 link from the People page if it expired).",
+            ),
+            Error::AlreadySignedIn { .. } => (
+                StatusCode::CONFLICT,
+                "This person has signed in already, so they get no new one-time link: they sign \
+                 in with their password.",
+            ),
+            Error::KeysChanged { .. } => (
+                StatusCode::CONFLICT,
+                "Nothing was changed: the person's API keys are not the ones listed (a key to \
+                 keep must be one they created and that is not revoked, and a key may have been \
+                 created or revoked meanwhile). Look at their keys again and retry.",
+            ),
             Error::CsrfRejected { .. } => (
                 StatusCode::FORBIDDEN,
                 "This form has expired. Reload the page and try again.",
@@ -359,7 +400,10 @@ impl Error {
             Error::Unauthenticated { .. } => "unauthenticated",
             Error::Forbidden { .. } => "forbidden",
             Error::RoleRule { .. } => "role_rule",
-            Error::Conflict { .. } => "conflict",
+            Error::Conflict { .. }
+            | Error::KeysChanged { .. }
+            | Error::NewOwnerNeverSignedIn { .. }
+            | Error::AlreadySignedIn { .. } => "conflict",
             Error::CsrfRejected { .. } => "csrf_token_missing",
             Error::NotFound { .. } => "not_found",
             Error::MethodNotAllowed { .. } => "method_not_allowed",

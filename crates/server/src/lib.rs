@@ -31,6 +31,7 @@ mod layers;
 mod listener;
 mod openapi;
 mod password_work;
+mod return_path;
 mod routes;
 mod served;
 mod state;
@@ -38,6 +39,7 @@ mod tallies;
 mod text_limits;
 mod tls;
 mod workflows;
+mod workspace_recovery;
 
 pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
 pub use crate::error::Error;
@@ -57,6 +59,7 @@ pub use crate::tls::{serve_tls, tls_server_config};
 pub use crate::workflows::{
     WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText,
 };
+pub use crate::workspace_recovery::recover_workspace_writes;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

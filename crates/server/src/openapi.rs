@@ -72,6 +72,8 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
             (Some("DecisionRequest"), One(200, "RunDetail"))
         }
         ("GET", "/api/approvals") => (None, List("ApprovalView")),
+        ("POST", "/api/people/{id}/sign-in-link") => (None, One(201, "PersonInvited")),
+        ("GET", "/api/runs/{id}/approve-link") => (None, One(200, "ApproveLinkView")),
         ("GET", "/api/vault/secrets") => (None, List("VaultSecretView")),
         ("PUT", "/api/vault/secrets/{name}") => {
             (Some("SetSecretRequest"), One(200, "VaultSecretView"))

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, audit_page, console, files, keys, live, models, people, runs,
-    sessions, shares, signin, vault, vault_page, workflows,
+    admin, approve, assets, audit, audit_page, console, files, keys, live, models, people,
+    person_actions, runs, sessions, shares, signin, vault, vault_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -85,16 +85,23 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Put, "/api/people/{id}/role", people::change_role),
         entry(Delete, "/api/people/{id}", people::remove),
         entry(Post, "/api/ownership", people::transfer),
+        entry(Post, "/api/people/{id}/sign-in-link", people::reissue_link),
         entry(Get, "/people", admin::people_page),
         entry(Post, "/people", admin::invite_person),
         entry(Post, "/people/{id}/role", admin::change_role),
-        entry(Post, "/people/{id}/remove", admin::remove_person),
+        entry(Get, "/people/{id}/remove", person_actions::confirm),
+        entry(Post, "/people/{id}/remove", person_actions::remove),
         entry(
             Post,
             "/people/{id}/sessions/revoke",
             admin::revoke_person_sessions,
         ),
         entry(Post, "/ownership", admin::transfer_ownership),
+        entry(
+            Post,
+            "/people/{id}/sign-in-link",
+            person_actions::reissue_link,
+        ),
         // API keys.
         entry(Get, "/api/keys", keys::list),
         entry(Post, "/api/keys", keys::create),
@@ -117,6 +124,7 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Post, "/api/runs/{id}/steps/{step}/approve", runs::approve),
         entry(Post, "/api/runs/{id}/steps/{step}/reject", runs::reject),
         entry(Get, "/api/approvals", runs::approvals),
+        entry(Get, "/api/runs/{id}/approve-link", runs::approve_link),
         entry(Get, "/runs", console::runs_page),
         entry(Get, "/runs/{id}", console::run_page),
         entry(Get, "/runs/{id}/stream", live::run_stream),

@@ -187,13 +187,7 @@ impl AppState {
     /// with the current key. Opening it only shows the decision page; deciding is a POST by a
     /// signed-in member.
     pub fn approve_link_path(&self, gate: &storage::GateRef) -> Result<String, crate::Error> {
-        let ring = self.shared.approve_links();
-        let token = auth::approve_token(ring.current(), gate)
-            .map_err(crate::Error::auth("sign an approve link"))?;
-        Ok(format!(
-            "/approve/{}/{}/{}/{token}",
-            gate.run, gate.step, gate.attempt
-        ))
+        crate::handlers::approve::link_path(&self.shared, gate)
     }
 
     /// Replaces the approve-link signing key: every link made under the old key stops working

@@ -97,6 +97,31 @@ impl App {
         }
     }
 
+    /// What [`App::audit`] appends, for a write that appends its entry in its own transaction
+    /// (the vault's `_audited` calls): built with the account's redactor, which must be built
+    /// before the write.
+    pub fn audit_entry(
+        &self,
+        redactor: &Redactor,
+        action: &'static str,
+        detail: &serde_json::Value,
+    ) -> NewAuditEntry {
+        NewAuditEntry {
+            account: self.account.clone(),
+            run: None,
+            actor: redactor.scrub_fields(App::cli_actor()),
+            action,
+            detail: redactor.scrub_json(detail),
+            at: now(),
+        }
+    }
+
+    /// The local account's redactor for an audit entry, or why it cannot be built.
+    pub fn audit_redactor(&self) -> anyhow::Result<Redactor> {
+        self.redactor()
+            .context("cannot build the account's redactor for the audit log")
+    }
+
     /// Appends an audit entry for the local account, its detail scrubbed of every current
     /// value of the account.
     pub fn audit(&self, action: &'static str, detail: serde_json::Value) -> anyhow::Result<()> {
@@ -612,6 +637,13 @@ pub fn now() -> Timestamp {
         .map(|elapsed| elapsed.as_millis())
         .unwrap_or_default();
     Timestamp(i64::try_from(millis).unwrap_or(i64::MAX))
+}
+
+/// A random id (`wsi_` and 16 random bytes in hex) for a workspace write's intent entry.
+pub fn random_hex_id() -> anyhow::Result<String> {
+    let mut bytes = [0_u8; 16];
+    getrandom::fill(&mut bytes).context("cannot draw random bytes for an id")?;
+    Ok(format!("wsi_{}", hex::encode(bytes)))
 }
 
 /// The operating-system user running this command, for the record of CLI decisions.

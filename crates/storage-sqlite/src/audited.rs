@@ -8,8 +8,8 @@ use storage::{Error, NewAuditEntry};
 use crate::audit::{append_audit_in, prepare_entry};
 use crate::people::{
     change_role_in, create_api_key_in, create_person_in, create_share_link_in,
-    create_sign_in_link_in, remove_person_in, revoke_api_key_in, revoke_session_in,
-    revoke_sessions_of_in, revoke_share_link_in, transfer_ownership_in,
+    create_sign_in_link_in, reissue_sign_in_link_in, remove_person_in, revoke_api_key_in,
+    revoke_session_in, revoke_sessions_of_in, revoke_share_link_in, transfer_ownership_in,
 };
 use crate::{Durability, SqliteStore};
 
@@ -33,7 +33,16 @@ impl SqliteStore {
                     account,
                     person_id,
                     role,
-                } => Written::People(change_role_in(transaction, account, person_id, role)?),
+                    revoke_keys,
+                    at,
+                } => Written::People(change_role_in(
+                    transaction,
+                    account,
+                    person_id,
+                    role,
+                    Some(revoke_keys),
+                    at,
+                )?),
                 PeopleWrite::TransferOwnership {
                     account,
                     current_owner,
@@ -47,8 +56,15 @@ impl SqliteStore {
                 PeopleWrite::RemovePerson {
                     account,
                     person_id,
+                    keys,
                     at,
-                } => Written::People(remove_person_in(transaction, account, person_id, at)?),
+                } => Written::People(remove_person_in(
+                    transaction,
+                    account,
+                    person_id,
+                    Some(&keys),
+                    at,
+                )?),
                 PeopleWrite::RevokeSession {
                     person_id,
                     session_id,
@@ -56,6 +72,9 @@ impl SqliteStore {
                 } => Written::Revoked(revoke_session_in(transaction, person_id, session_id, at)?),
                 PeopleWrite::RevokeSessionsOf { person_id, at } => {
                     Written::RevokedCount(revoke_sessions_of_in(transaction, person_id, at)?)
+                }
+                PeopleWrite::ReissueSignInLink { account, link } => {
+                    Written::People(reissue_sign_in_link_in(transaction, account, link)?)
                 }
                 PeopleWrite::CreateApiKey(key) => {
                     create_api_key_in(transaction, key)?;

@@ -2,10 +2,11 @@
 
 use rusqlite::params;
 use storage::{
-    Actor, DecisionKind, DecisionRecord, DecisionStore, Error, NewDecision, NewEvent, RunId,
-    StepId, Timestamp, check_scope,
+    Actor, DecisionKind, DecisionRecord, DecisionStore, Error, NewAuditEntry, NewDecision,
+    NewEvent, RunId, StepId, Timestamp, check_scope,
 };
 
+use crate::audit::{append_audit_in, prepare_entry};
 use crate::events::append_event_in;
 use crate::rows::{parse_name, to_u32};
 use crate::{Durability, SqliteStore, TxError};
@@ -18,9 +19,11 @@ impl DecisionStore for SqliteStore {
         &self,
         decision: &NewDecision,
         event: &NewEvent,
+        audit: &NewAuditEntry,
     ) -> Result<DecisionRecord, Error> {
         check_scope(&decision.run.redaction_scope(), &decision.note)?;
         check_scope(&decision.run.redaction_scope(), &event.payload)?;
+        let prepared = prepare_entry(audit)?;
         let is_gate_decision =
             matches!(decision.kind, DecisionKind::Approve | DecisionKind::Reject);
         self.transaction(Durability::Synced, |transaction| {
@@ -59,6 +62,7 @@ impl DecisionStore for SqliteStore {
             }
             let id = transaction.last_insert_rowid();
             append_event_in(transaction, &decision.run, event)?;
+            append_audit_in(transaction, &prepared)?;
             Ok(DecisionRecord {
                 id,
                 run: decision.run.clone(),

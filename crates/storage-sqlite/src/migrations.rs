@@ -70,6 +70,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "audit_chains",
         sql: include_str!("../migrations/0010_audit_chains.sql"),
     },
+    Migration {
+        version: 11,
+        name: "api_key_creators",
+        sql: include_str!("../migrations/0011_api_key_creators.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

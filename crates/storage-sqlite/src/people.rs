@@ -7,12 +7,13 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 use storage::people::{
-    ApiKeyRecord, LinkRedemption, NewApiKey, NewPerson, NewSession, NewShareLink, NewSignInLink,
-    PeopleChange, PeopleStore, PersonRecord, RoleName, SessionRecord, ShareLinkRecord,
-    SignInLinkRecord, TokenHash,
+    ApiKeyRecord, KeysOfRemoved, LinkRedemption, NewApiKey, NewPerson, NewSession, NewShareLink,
+    NewSignInLink, PeopleChange, PeopleStore, PersonRecord, RoleName, SessionRecord,
+    ShareLinkRecord, SignInLinkRecord, TokenHash,
 };
 use storage::{AccountId, Error, RunId, Timestamp};
 
+use crate::key_owners::{dispose_keys_of_removed_in, revoke_keys_above_in};
 use crate::rows::{parse_name, row_tuple};
 use crate::{Durability, SqliteStore, TxError, backend};
 
@@ -109,16 +110,17 @@ type ApiKeyRow = (
     String,
     String,
     String,
+    Option<String>,
     i64,
     Option<i64>,
     Option<i64>,
 );
 
 const API_KEY_COLUMNS: &str =
-    "key_id, token_hash, account_id, role, name, created_at, last_used_at, revoked_at";
+    "key_id, token_hash, account_id, role, name, created_by, created_at, last_used_at, revoked_at";
 
 fn api_key_from_row(
-    (key_id, hash, account, role, name, created_at, last_used_at, revoked_at): ApiKeyRow,
+    (key_id, hash, account, role, name, created_by, created_at, last_used_at, revoked_at): ApiKeyRow,
 ) -> Result<ApiKeyRecord, Error> {
     Ok(ApiKeyRecord {
         key_id,
@@ -126,6 +128,7 @@ fn api_key_from_row(
         account: AccountId(account),
         role: parse_name::<RoleName>(&role)?,
         name,
+        created_by,
         created_at: Timestamp(created_at),
         last_used_at: last_used_at.map(Timestamp),
         revoked_at: revoked_at.map(Timestamp),
@@ -204,6 +207,8 @@ pub(crate) fn change_role_in(
     account: &AccountId,
     person_id: &str,
     role: RoleName,
+    revoke_keys: Option<&[String]>,
+    at: Timestamp,
 ) -> Result<PeopleChange, TxError> {
     let mut roles = account_roles(transaction, account)?;
     let Some(current) = roles.iter_mut().find(|(id, _)| id == person_id) else {
@@ -223,6 +228,13 @@ pub(crate) fn change_role_in(
         return Ok(PeopleChange::WouldBreakSingleOwner {
             account: account.clone(),
             owners,
+        });
+    }
+    // Checked first: a refusal must leave the role as it was.
+    if !revoke_keys_above_in(transaction, account, person_id, role, revoke_keys, at)? {
+        return Ok(PeopleChange::KeysChanged {
+            account: account.clone(),
+            person_id: person_id.to_owned(),
         });
     }
     transaction.execute(
@@ -256,6 +268,12 @@ pub(crate) fn transfer_ownership_in(
             account: account.clone(),
         });
     }
+    if !has_signed_in(transaction, account, new_owner)? {
+        return Ok(PeopleChange::NewOwnerNeverSignedIn {
+            account: account.clone(),
+            person_id: new_owner.to_owned(),
+        });
+    }
     for (id, role) in &mut roles {
         if id == current_owner {
             *role = RoleName::Admin;
@@ -287,6 +305,7 @@ pub(crate) fn remove_person_in(
     transaction: &Transaction<'_>,
     account: &AccountId,
     person_id: &str,
+    keys: Option<&KeysOfRemoved<'_>>,
     at: Timestamp,
 ) -> Result<PeopleChange, TxError> {
     let roles = account_roles(transaction, account)?;
@@ -301,6 +320,12 @@ pub(crate) fn remove_person_in(
             account: account.clone(),
         });
     }
+    if !dispose_keys_of_removed_in(transaction, account, person_id, keys, at)? {
+        return Ok(PeopleChange::KeysChanged {
+            account: account.clone(),
+            person_id: person_id.to_owned(),
+        });
+    }
     transaction.execute(
         "UPDATE sessions SET revoked_at = ?1 WHERE person_id = ?2 AND revoked_at IS NULL",
         params![at.0, person_id],
@@ -310,6 +335,51 @@ pub(crate) fn remove_person_in(
         params![person_id, account.as_str()],
     )?;
     confirm_single_owner(transaction, account)?;
+    Ok(PeopleChange::Done)
+}
+
+/// Whether the person has signed in at least once: their one-time link set a password (the
+/// only way a person gets one, and nothing takes it away).
+fn has_signed_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    person_id: &str,
+) -> Result<bool, TxError> {
+    let hash: Option<Option<String>> = transaction
+        .query_row(
+            "SELECT password_hash FROM people WHERE id = ?1 AND account_id = ?2",
+            params![person_id, account.as_str()],
+            |row| row.get(0),
+        )
+        .optional()?;
+    Ok(matches!(hash, Some(Some(_))))
+}
+
+/// A fresh one-time link for a person who never signed in, ending their other unused links.
+pub(crate) fn reissue_sign_in_link_in(
+    transaction: &Transaction<'_>,
+    account: &AccountId,
+    link: &NewSignInLink,
+) -> Result<PeopleChange, TxError> {
+    let roles = account_roles(transaction, account)?;
+    if !roles.iter().any(|(id, _)| *id == link.person_id) {
+        return Ok(PeopleChange::NoSuchPerson {
+            account: account.clone(),
+            person_id: link.person_id.clone(),
+        });
+    }
+    if has_signed_in(transaction, account, &link.person_id)? {
+        return Ok(PeopleChange::AlreadySignedIn {
+            account: account.clone(),
+            person_id: link.person_id.clone(),
+        });
+    }
+    transaction.execute(
+        "UPDATE sign_in_links SET expires_at = ?2
+         WHERE person_id = ?1 AND used_at IS NULL AND expires_at > ?2",
+        params![link.person_id, link.created_at.0],
+    )?;
+    create_sign_in_link_in(transaction, link)?;
     Ok(PeopleChange::Done)
 }
 
@@ -341,14 +411,16 @@ pub(crate) fn create_api_key_in(
 ) -> Result<(), TxError> {
     transaction
         .execute(
-            "INSERT INTO api_keys (key_id, token_hash, account_id, role, name, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO api_keys
+                 (key_id, token_hash, account_id, role, name, created_by, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 key.key_id,
                 key.token_hash.0.as_slice(),
                 key.account.as_str(),
                 key.role.as_str(),
                 key.name,
+                key.created_by,
                 key.created_at.0
             ],
         )
@@ -505,9 +577,10 @@ impl PeopleStore for SqliteStore {
         account: &AccountId,
         person_id: &str,
         role: RoleName,
+        at: Timestamp,
     ) -> Result<PeopleChange, Error> {
         self.transaction(Durability::Synced, |transaction| {
-            change_role_in(transaction, account, person_id, role)
+            change_role_in(transaction, account, person_id, role, None, at)
         })
     }
 
@@ -529,7 +602,7 @@ impl PeopleStore for SqliteStore {
         at: Timestamp,
     ) -> Result<PeopleChange, Error> {
         self.transaction(Durability::Synced, |transaction| {
-            remove_person_in(transaction, account, person_id, at)
+            remove_person_in(transaction, account, person_id, None, at)
         })
     }
 

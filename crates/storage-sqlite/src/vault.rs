@@ -9,8 +9,9 @@ use storage::vault::{
     RewrapKey, SealedItem, SealedValue, SupersededValue, VaultStore, WrappedAccountKey,
     WriteOutcome,
 };
-use storage::{AccountId, Error, Timestamp};
+use storage::{AccountId, Error, NewAuditEntry, Timestamp};
 
+use crate::audit::{PreparedEntry, append_audit_in, prepare_entry};
 use crate::rows::{row_tuple, to_u32, to_u64};
 use crate::{Durability, SqliteStore, TxError, backend};
 
@@ -350,6 +351,18 @@ fn key_from_row(
 
 type CheckRow = (String, Vec<u8>, Vec<u8>, i64);
 
+/// Appends a write's audit entry, if it has one, inside the write's transaction: an entry
+/// that cannot be appended rolls the write back (finding 4 of the server review).
+fn append_prepared(
+    transaction: &rusqlite::Transaction<'_>,
+    prepared: Option<&PreparedEntry<'_>>,
+) -> Result<(), TxError> {
+    if let Some(prepared) = prepared {
+        append_audit_in(transaction, prepared)?;
+    }
+    Ok(())
+}
+
 fn read_check(connection: &Connection) -> rusqlite::Result<Option<KeyCheck>> {
     connection
         .query_row(
@@ -530,7 +543,9 @@ impl VaultStore for SqliteStore {
         item: &SealedItem,
         expected_version: Option<u64>,
         history: &HistoryWrite,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<WriteOutcome, Error> {
+        let prepared = audit.map(prepare_entry).transpose()?;
         self.transaction(Durability::Synced, |transaction| {
             let stored: Option<i64> = transaction
                 .query_row(
@@ -590,6 +605,7 @@ impl VaultStore for SqliteStore {
                 ],
             )?;
             write_values(transaction, item)?;
+            append_prepared(transaction, prepared.as_ref())?;
             Ok(WriteOutcome::Written)
         })
     }
@@ -600,13 +616,18 @@ impl VaultStore for SqliteStore {
         kind: ItemKind,
         name: &str,
         revoked_at: Timestamp,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<bool, Error> {
+        let prepared = audit.map(prepare_entry).transpose()?;
         self.transaction(Durability::Synced, |transaction| {
             let changed = transaction.execute(
                 "UPDATE vault_items SET revoked_at = COALESCE(revoked_at, ?4)
                  WHERE account_id = ?1 AND kind = ?2 AND name = ?3",
                 params![account_id.as_str(), kind.as_str(), name, revoked_at.0],
             )?;
+            if changed == 1 {
+                append_prepared(transaction, prepared.as_ref())?;
+            }
             Ok(changed == 1)
         })
     }
@@ -617,7 +638,9 @@ impl VaultStore for SqliteStore {
         kind: ItemKind,
         name: &str,
         history: &HistoryWrite,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<bool, Error> {
+        let prepared = audit.map(prepare_entry).transpose()?;
         self.transaction(Durability::Synced, |transaction| {
             move_values_to_history(transaction, account_id, kind, name, history.superseded_at)?;
             prune_history(transaction, history.prune_before)?;
@@ -631,6 +654,9 @@ impl VaultStore for SqliteStore {
                 "DELETE FROM vault_items WHERE account_id = ?1 AND kind = ?2 AND name = ?3",
                 params![account_id.as_str(), kind.as_str(), name],
             )?;
+            if removed == 1 {
+                append_prepared(transaction, prepared.as_ref())?;
+            }
             Ok(removed == 1)
         })
     }
@@ -677,7 +703,9 @@ impl VaultStore for SqliteStore {
         reseal: &mut ResealItem<'_>,
         reseal_superseded: &mut ResealSuperseded<'_>,
         prune_superseded_before: Timestamp,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<WriteOutcome, Error> {
+        let prepared = audit.map(prepare_entry).transpose()?;
         self.transaction(Durability::Synced, |transaction| {
             let current_root_key_id = stored_root_key_id(transaction)?;
             if current_root_key_id.as_deref() != Some(new_key.root_key_id.as_str()) {
@@ -740,6 +768,7 @@ impl VaultStore for SqliteStore {
                 new_key.key_version,
                 reseal_superseded,
             )?;
+            append_prepared(transaction, prepared.as_ref())?;
             Ok(WriteOutcome::Written)
         })
     }

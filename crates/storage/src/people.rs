@@ -134,6 +134,9 @@ pub struct NewApiKey {
     pub account: AccountId,
     pub role: RoleName,
     pub name: String,
+    /// The id of the person who created it (only people create keys). Removing that person
+    /// revokes the key, demoting them revokes it when its role is above the new one.
+    pub created_by: String,
     pub created_at: Timestamp,
 }
 
@@ -145,6 +148,9 @@ pub struct ApiKeyRecord {
     pub account: AccountId,
     pub role: RoleName,
     pub name: String,
+    /// The person who created it, or who took it over when its creator was removed; `None`
+    /// for a key made before creators were recorded whose creator the audit log does not name.
+    pub created_by: Option<String>,
     pub created_at: Timestamp,
     pub last_used_at: Option<Timestamp>,
     pub revoked_at: Option<Timestamp>,
@@ -189,6 +195,33 @@ pub enum PeopleChange {
     WouldBreakSingleOwner { account: AccountId, owners: usize },
     /// The owner role only moves by [`PeopleStore::transfer_ownership`].
     OwnerOnlyByTransfer { account: AccountId },
+    /// The person's live keys are not the ones the change was asked for (a key was created,
+    /// revoked or re-assigned since the caller looked, or a key to keep is not theirs).
+    KeysChanged {
+        account: AccountId,
+        person_id: String,
+    },
+    /// Ownership goes only to a person who has signed in at least once (set a password with
+    /// their one-time link), so an account never has an owner who cannot sign in.
+    NewOwnerNeverSignedIn {
+        account: AccountId,
+        person_id: String,
+    },
+    /// A one-time link is re-issued only for a person who has never signed in.
+    AlreadySignedIn {
+        account: AccountId,
+        person_id: String,
+    },
+}
+
+/// What happens to the live keys a removed person created: every one is listed, either to be
+/// revoked or to be kept by `reassign_to` (the person who removes). A removal whose lists are
+/// not exactly the person's live keys is refused ([`PeopleChange::KeysChanged`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeysOfRemoved<'a> {
+    pub revoke: &'a [String],
+    pub reassign: &'a [String],
+    pub reassign_to: &'a str,
 }
 
 /// The answer to redeeming a one-time sign-in link.
@@ -209,19 +242,26 @@ pub enum PeopleWrite<'a> {
         person: &'a NewPerson,
         link: &'a NewSignInLink,
     },
+    /// A role change, and the revocation of the person's live keys above the new role:
+    /// `revoke_keys` must be exactly those keys, or the change is refused
+    /// ([`PeopleChange::KeysChanged`]).
     ChangeRole {
         account: &'a AccountId,
         person_id: &'a str,
         role: RoleName,
+        revoke_keys: &'a [String],
+        at: Timestamp,
     },
     TransferOwnership {
         account: &'a AccountId,
         current_owner: &'a str,
         new_owner: &'a str,
     },
+    /// A removal: the person's sessions end and their keys are revoked or re-assigned.
     RemovePerson {
         account: &'a AccountId,
         person_id: &'a str,
+        keys: KeysOfRemoved<'a>,
         at: Timestamp,
     },
     RevokeSession {
@@ -232,6 +272,12 @@ pub enum PeopleWrite<'a> {
     RevokeSessionsOf {
         person_id: &'a str,
         at: Timestamp,
+    },
+    /// A new one-time sign-in link for a person of `account` who has never signed in; every
+    /// other unused link of theirs stops working in the same transaction.
+    ReissueSignInLink {
+        account: &'a AccountId,
+        link: &'a NewSignInLink,
     },
     CreateApiKey(&'a NewApiKey),
     RevokeApiKey {
@@ -294,12 +340,14 @@ pub trait PeopleStore: Send + Sync {
     ) -> Result<Option<PersonRecord>, Error>;
     /// The people of an account, oldest first.
     fn people(&self, account: &AccountId) -> Result<Vec<PersonRecord>, Error>;
-    /// Changes a person's role to `role`, neither of them the owner.
+    /// Changes a person's role to `role`, neither of them the owner, revoking at `at` every
+    /// live key the person created whose role is above `role`.
     fn change_role(
         &self,
         account: &AccountId,
         person_id: &str,
         role: RoleName,
+        at: Timestamp,
     ) -> Result<PeopleChange, Error>;
     /// Makes `new_owner` the owner and the current owner an admin, in one transaction that
     /// checks the account ends with exactly one owner.
@@ -309,7 +357,8 @@ pub trait PeopleStore: Send + Sync {
         current_owner: &str,
         new_owner: &str,
     ) -> Result<PeopleChange, Error>;
-    /// Removes a person who is not the owner, revoking their sessions at `at`.
+    /// Removes a person who is not the owner, revoking their sessions and every key they
+    /// created at `at`.
     fn remove_person(
         &self,
         account: &AccountId,

@@ -110,12 +110,15 @@ pub trait EventLog: Send + Sync {
 
 /// Decisions of people (and the supervisor) on runs.
 pub trait DecisionStore: Send + Sync {
-    /// Records a decision durably. A second approve/reject of the same gate (run, step,
-    /// attempt) is [`Error::AlreadyDecided`], also when two deciders race.
+    /// Records a decision durably, with its event and its audit entry in the same
+    /// transaction: when the entry cannot be appended nothing is recorded and the error is
+    /// returned, so a decision is never taken without its entry. A second approve/reject of the
+    /// same gate (run, step, attempt) is [`Error::AlreadyDecided`], also when two deciders race.
     fn record_decision(
         &self,
         decision: &NewDecision,
         event: &NewEvent,
+        audit: &NewAuditEntry,
     ) -> Result<DecisionRecord, Error>;
     /// The run's decisions, oldest first.
     fn decisions(&self, run: &RunId) -> Result<Vec<DecisionRecord>, Error>;

@@ -7,6 +7,7 @@
 //! rotation that dies half-way leaves the old state intact.
 
 use crate::error::Error;
+use crate::records::NewAuditEntry;
 use crate::types::{AccountId, Timestamp, UnknownName};
 
 /// What a vault item is. The kind is part of every value's associated data, so a ciphertext
@@ -222,30 +223,39 @@ pub trait VaultStore: Send + Sync {
     /// it replaces move, as they are, to the superseded-value history at
     /// `history.superseded_at`, and history older than `history.prune_before` is deleted, in
     /// the same transaction.
+    ///
+    /// `audit`, when given, is appended to the audit log in the same transaction when the item
+    /// is written: when it cannot be appended nothing is written and the error is returned, so
+    /// a change never stands without its entry. A conflict writes neither.
     fn put_item(
         &self,
         item: &SealedItem,
         expected_version: Option<u64>,
         history: &HistoryWrite,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<WriteOutcome, Error>;
 
-    /// Marks an item revoked; false if it does not exist.
+    /// Marks an item revoked; false if it does not exist. `audit` is appended in the same
+    /// transaction when the item exists (as for [`VaultStore::put_item`]).
     fn revoke_item(
         &self,
         account_id: &AccountId,
         kind: ItemKind,
         name: &str,
         revoked_at: Timestamp,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<bool, Error>;
 
     /// Deletes an item and its values; false if it does not exist. The values move, as they
-    /// are, to the superseded-value history (as for [`VaultStore::put_item`]).
+    /// are, to the superseded-value history (as for [`VaultStore::put_item`]). `audit` is
+    /// appended in the same transaction when an item was deleted.
     fn remove_item(
         &self,
         account_id: &AccountId,
         kind: ItemKind,
         name: &str,
         history: &HistoryWrite,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<bool, Error>;
 
     /// The account's superseded values that stopped being current at or after `since`, with
@@ -269,12 +279,15 @@ pub trait VaultStore: Send + Sync {
     /// `reseal` returns for it, and every superseded value of the account kept after
     /// `prune_superseded_before` by what `reseal_superseded` returns for it (older ones are
     /// deleted first). Any error, from the backend or from a callback, rolls everything back.
+    /// `audit`, when given, is appended in the same transaction when the rotation is written;
+    /// an entry that cannot be appended rolls the rotation back too.
     fn rotate_account_key(
         &self,
         new_key: &WrappedAccountKey,
         reseal: &mut ResealItem<'_>,
         reseal_superseded: &mut ResealSuperseded<'_>,
         prune_superseded_before: Timestamp,
+        audit: Option<&NewAuditEntry>,
     ) -> Result<WriteOutcome, Error>;
 
     /// In one transaction: checks that the stored key check is for `current_root_key_id`,

@@ -2,7 +2,7 @@
 
 use redact::SecretValue;
 use storage::vault::{ItemKind, ItemSummary, SealedItem, WriteOutcome};
-use storage::{AccountId, Timestamp};
+use storage::{AccountId, NewAuditEntry, Timestamp};
 
 use crate::MIN_VALUE_BYTES;
 use crate::error::Error;
@@ -13,6 +13,11 @@ use crate::names::{
 use crate::vault::{
     AccountKey, MAX_ATTEMPTS, RootState, ValueIdentity, Vault, now, open_value, seal_value,
 };
+
+/// Builds a write's audit entry from the item as the write will leave it (name, version,
+/// field names; never a value). Called once per attempt, so a retried write records the
+/// version it actually wrote.
+pub type ItemAudit<'a> = dyn Fn(&ItemSummary) -> NewAuditEntry + 'a;
 
 /// A secret or model key as listings show it: never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,12 +81,35 @@ impl Secrets<'_> {
         name: &str,
         value: SecretValue,
     ) -> Result<SecretInfo, Error> {
+        self.set_with(account_id, name, value, None)
+    }
+
+    /// [`Secrets::set`] with its audit entry, built from the item as it will stand, appended
+    /// in the write's own transaction: when the entry cannot be written nothing is set.
+    pub fn set_audited(
+        &self,
+        account_id: &str,
+        name: &str,
+        value: SecretValue,
+        audit: &ItemAudit<'_>,
+    ) -> Result<SecretInfo, Error> {
+        self.set_with(account_id, name, value, Some(audit))
+    }
+
+    fn set_with(
+        &self,
+        account_id: &str,
+        name: &str,
+        value: SecretValue,
+        audit: Option<&ItemAudit<'_>>,
+    ) -> Result<SecretInfo, Error> {
         check_secret_name(name)?;
         let summary = self.vault.put_item(
             &AccountId(account_id.to_owned()),
             ItemKind::Secret,
             name,
             &[(String::new(), value)],
+            audit,
         )?;
         Ok(secret_info(summary))
     }
@@ -98,7 +126,21 @@ impl Secrets<'_> {
     /// stored before its name became reserved can still be removed.
     pub fn remove(&self, account_id: &str, name: &str) -> Result<(), Error> {
         check_secret_name_format(name)?;
-        self.vault.remove_item(account_id, ItemKind::Secret, name)
+        self.vault
+            .remove_item(account_id, ItemKind::Secret, name, None)
+    }
+
+    /// [`Secrets::remove`] with its audit entry appended in the same transaction: when the
+    /// entry cannot be written nothing is removed.
+    pub fn remove_audited(
+        &self,
+        account_id: &str,
+        name: &str,
+        audit: &NewAuditEntry,
+    ) -> Result<(), Error> {
+        check_secret_name_format(name)?;
+        self.vault
+            .remove_item(account_id, ItemKind::Secret, name, Some(audit))
     }
 
     /// The secret's current value. Only for a person who asked to see it; runs get values
@@ -117,6 +159,29 @@ impl Connections<'_> {
         account_id: &str,
         alias: &str,
         fields: Vec<(String, SecretValue)>,
+    ) -> Result<ConnectionInfo, Error> {
+        self.add_with(account_id, alias, fields, None)
+    }
+
+    /// [`Connections::add`] with its audit entry, built from the item as it will stand,
+    /// appended in the write's own transaction: when the entry cannot be written nothing is
+    /// set.
+    pub fn add_audited(
+        &self,
+        account_id: &str,
+        alias: &str,
+        fields: Vec<(String, SecretValue)>,
+        audit: &ItemAudit<'_>,
+    ) -> Result<ConnectionInfo, Error> {
+        self.add_with(account_id, alias, fields, Some(audit))
+    }
+
+    fn add_with(
+        &self,
+        account_id: &str,
+        alias: &str,
+        fields: Vec<(String, SecretValue)>,
+        audit: Option<&ItemAudit<'_>>,
     ) -> Result<ConnectionInfo, Error> {
         check_alias(alias)?;
         if fields.is_empty() {
@@ -143,6 +208,7 @@ impl Connections<'_> {
             ItemKind::Connection,
             alias,
             &fields,
+            audit,
         )?;
         Ok(connection_info(summary))
     }
@@ -159,19 +225,51 @@ impl Connections<'_> {
     pub fn remove(&self, account_id: &str, alias: &str) -> Result<(), Error> {
         check_alias(alias)?;
         self.vault
-            .remove_item(account_id, ItemKind::Connection, alias)
+            .remove_item(account_id, ItemKind::Connection, alias, None)
+    }
+
+    /// [`Connections::remove`] with its audit entry appended in the same transaction.
+    pub fn remove_audited(
+        &self,
+        account_id: &str,
+        alias: &str,
+        audit: &NewAuditEntry,
+    ) -> Result<(), Error> {
+        check_alias(alias)?;
+        self.vault
+            .remove_item(account_id, ItemKind::Connection, alias, Some(audit))
     }
 
     /// Marks the connection revoked: runs that ask for it are refused, naming it, until it is
     /// added again. Its values stay stored (and stay in every scrub set).
     /// A malformed alias is [`Error::InvalidName`].
     pub fn revoke(&self, account_id: &str, alias: &str) -> Result<(), Error> {
+        self.revoke_with(account_id, alias, None)
+    }
+
+    /// [`Connections::revoke`] with its audit entry appended in the same transaction: when the
+    /// entry cannot be written nothing is revoked.
+    pub fn revoke_audited(
+        &self,
+        account_id: &str,
+        alias: &str,
+        audit: &NewAuditEntry,
+    ) -> Result<(), Error> {
+        self.revoke_with(account_id, alias, Some(audit))
+    }
+
+    fn revoke_with(
+        &self,
+        account_id: &str,
+        alias: &str,
+        audit: Option<&NewAuditEntry>,
+    ) -> Result<(), Error> {
         check_alias(alias)?;
         let account = AccountId(account_id.to_owned());
         if self
             .vault
             .store
-            .revoke_item(&account, ItemKind::Connection, alias, now())?
+            .revoke_item(&account, ItemKind::Connection, alias, now(), audit)?
         {
             Ok(())
         } else {
@@ -199,12 +297,34 @@ impl ModelKeys<'_> {
         provider: &str,
         value: SecretValue,
     ) -> Result<SecretInfo, Error> {
+        self.set_with(account_id, provider, value, None)
+    }
+
+    /// [`ModelKeys::set`] with its audit entry appended in the write's own transaction.
+    pub fn set_audited(
+        &self,
+        account_id: &str,
+        provider: &str,
+        value: SecretValue,
+        audit: &ItemAudit<'_>,
+    ) -> Result<SecretInfo, Error> {
+        self.set_with(account_id, provider, value, Some(audit))
+    }
+
+    fn set_with(
+        &self,
+        account_id: &str,
+        provider: &str,
+        value: SecretValue,
+        audit: Option<&ItemAudit<'_>>,
+    ) -> Result<SecretInfo, Error> {
         check_provider(provider)?;
         let summary = self.vault.put_item(
             &AccountId(account_id.to_owned()),
             ItemKind::ModelKey,
             provider,
             &[(String::new(), value)],
+            audit,
         )?;
         Ok(secret_info(summary))
     }
@@ -221,7 +341,19 @@ impl ModelKeys<'_> {
     pub fn remove(&self, account_id: &str, provider: &str) -> Result<(), Error> {
         check_provider(provider)?;
         self.vault
-            .remove_item(account_id, ItemKind::ModelKey, provider)
+            .remove_item(account_id, ItemKind::ModelKey, provider, None)
+    }
+
+    /// [`ModelKeys::remove`] with its audit entry appended in the same transaction.
+    pub fn remove_audited(
+        &self,
+        account_id: &str,
+        provider: &str,
+        audit: &NewAuditEntry,
+    ) -> Result<(), Error> {
+        check_provider(provider)?;
+        self.vault
+            .remove_item(account_id, ItemKind::ModelKey, provider, Some(audit))
     }
 }
 
@@ -281,6 +413,7 @@ impl Vault {
         kind: ItemKind,
         name: &str,
         values: &[(String, SecretValue)],
+        audit: Option<&ItemAudit<'_>>,
     ) -> Result<ItemSummary, Error> {
         for (field, value) in values {
             let length = value.dangerously_expose().len();
@@ -335,8 +468,13 @@ impl Vault {
                 values: sealed,
             };
             let history = self.history_write(written_at);
-            match self.store.put_item(&item, expected_version, &history)? {
-                WriteOutcome::Written => return Ok(summary_of(&item)),
+            let summary = summary_of(&item);
+            let entry = audit.map(|build| build(&summary));
+            match self
+                .store
+                .put_item(&item, expected_version, &history, entry.as_ref())?
+            {
+                WriteOutcome::Written => return Ok(summary),
                 WriteOutcome::RootKeyConflict { .. } => return Err(Error::RootKeyChangedElsewhere),
                 WriteOutcome::VersionConflict { .. } | WriteOutcome::KeyConflict { .. } => {}
             }
@@ -356,12 +494,21 @@ impl Vault {
             .collect())
     }
 
-    fn remove_item(&self, account_id: &str, kind: ItemKind, name: &str) -> Result<(), Error> {
+    fn remove_item(
+        &self,
+        account_id: &str,
+        kind: ItemKind,
+        name: &str,
+        audit: Option<&NewAuditEntry>,
+    ) -> Result<(), Error> {
         let history = self.history_write(now());
-        if self
-            .store
-            .remove_item(&AccountId(account_id.to_owned()), kind, name, &history)?
-        {
+        if self.store.remove_item(
+            &AccountId(account_id.to_owned()),
+            kind,
+            name,
+            &history,
+            audit,
+        )? {
             Ok(())
         } else {
             Err(not_found(account_id, kind, name))

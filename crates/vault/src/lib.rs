@@ -70,7 +70,7 @@ mod source;
 mod vault;
 
 pub use crate::error::Error;
-pub use crate::items::{ConnectionInfo, Connections, ModelKeys, SecretInfo, Secrets};
+pub use crate::items::{ConnectionInfo, Connections, ItemAudit, ModelKeys, SecretInfo, Secrets};
 pub use crate::root_key::{Notice, RootKeySource, VaultOptions};
 pub use crate::vault::{DEFAULT_SUPERSEDED_RETENTION, Vault};
 

@@ -2,8 +2,8 @@
 //! the account's values), each in one storage transaction so a rotation that dies half-way
 //! leaves the old state.
 
-use storage::AccountId;
 use storage::vault::{SealedItem, SealedValue, SupersededValue, WrappedAccountKey, WriteOutcome};
+use storage::{AccountId, NewAuditEntry};
 
 use crate::crypto::{KeyBytes, random_id};
 use crate::error::Error;
@@ -22,6 +22,25 @@ impl Vault {
     /// under a new account key, in one transaction (superseded values past their retention are
     /// deleted instead). Returns the new key version.
     pub fn rotate_account_key(&self, account_id: &str) -> Result<u32, Error> {
+        self.rotate_account_key_with(account_id, None)
+    }
+
+    /// [`Vault::rotate_account_key`] with its audit entry (built from the new key version)
+    /// appended in the rotation's own transaction: when the entry cannot be written the
+    /// rotation is rolled back and the error returned.
+    pub fn rotate_account_key_audited(
+        &self,
+        account_id: &str,
+        audit: &dyn Fn(u32) -> NewAuditEntry,
+    ) -> Result<u32, Error> {
+        self.rotate_account_key_with(account_id, Some(audit))
+    }
+
+    fn rotate_account_key_with(
+        &self,
+        account_id: &str,
+        audit: Option<&dyn Fn(u32) -> NewAuditEntry>,
+    ) -> Result<u32, Error> {
         let account = AccountId(account_id.to_owned());
         let root = self.read_root();
         for _ in 0..MAX_ATTEMPTS {
@@ -36,6 +55,7 @@ impl Vault {
                 key: KeyBytes::generate()?,
             };
             let wrapped = wrap_account_key(&root, &account, new.version, &new.key)?;
+            let entry = audit.map(|build| build(new.version));
             let mut reseal =
                 |item: &SealedItem| reseal_item(&old, &new, item).map_err(into_store_error);
             let mut reseal_kept = |value: &SupersededValue| {
@@ -48,6 +68,7 @@ impl Vault {
                     &mut reseal,
                     &mut reseal_kept,
                     self.prune_superseded_before(now()),
+                    entry.as_ref(),
                 )
                 .map_err(from_store_error)?;
             match outcome {

@@ -4,6 +4,7 @@
 // test code too, and a failed unwrap there is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod g11_access_docs;
 mod g24_approve_links;
 mod g24_share_links;
 mod g26_passwords;

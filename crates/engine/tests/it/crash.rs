@@ -175,8 +175,9 @@ impl DecisionStore for CrashingStore {
         &self,
         decision: &NewDecision,
         event: &NewEvent,
+        audit: &NewAuditEntry,
     ) -> Result<DecisionRecord, Error> {
-        self.write(|| self.inner.record_decision(decision, event))
+        self.write(|| self.inner.record_decision(decision, event, audit))
     }
     fn decisions(&self, run: &RunId) -> Result<Vec<DecisionRecord>, Error> {
         self.inner.decisions(run)

@@ -116,7 +116,8 @@ pub(crate) async fn people_page(
              <form method=\"post\" action=\"/people/{id}/role\">{csrf}\
              <select name=\"role\"><option>viewer</option><option>member</option>\
              <option>admin</option></select><button type=\"submit\">Change role</button></form>\
-             {}{}<form method=\"post\" action=\"/ownership\">{csrf}\
+             {}<a href=\"/people/{id}/remove\">Remove\u{2026}</a>{}\
+             <form method=\"post\" action=\"/ownership\">{csrf}\
              <input type=\"hidden\" name=\"new_owner\" value=\"{id}\">\
              <button type=\"submit\">Hand ownership over</button></form></td></tr>\n",
             escape(&person.display_name),
@@ -128,12 +129,16 @@ pub(crate) async fn people_page(
                 &format!("/people/{}/sessions/revoke", person.id),
                 "End sessions"
             ),
-            button(
-                &state,
-                &authenticated,
-                &format!("/people/{}/remove", person.id),
-                "Remove"
-            ),
+            if person.has_password {
+                String::new()
+            } else {
+                button(
+                    &state,
+                    &authenticated,
+                    &format!("/people/{}/sign-in-link", person.id),
+                    "New sign-in link",
+                )
+            },
         ));
     }
     body.push_str(&format!(
@@ -202,16 +207,6 @@ pub(crate) async fn change_role(
     Ok(back_to("/people"))
 }
 
-/// `POST /people/{id}/remove`.
-pub(crate) async fn remove_person(
-    State(state): State<AppState>,
-    Extension(authenticated): Extension<Authenticated>,
-    Path(person_id): Path<String>,
-) -> Result<Response, Error> {
-    people::remove(State(state), Extension(authenticated), Path(person_id)).await?;
-    Ok(back_to("/people"))
-}
-
 /// `POST /people/{id}/sessions/revoke`.
 pub(crate) async fn revoke_person_sessions(
     State(state): State<AppState>,
@@ -254,10 +249,16 @@ pub(crate) async fn keys_page(
     let mut body = String::from("<h1>API keys</h1>\n<ul>\n");
     for key in &list {
         body.push_str(&format!(
-            "<li>{} ({}, {}){} {}</li>\n",
+            "<li>{} ({}, {}, created by {}){} {}</li>\n",
             escape(&key.name),
             escape(&key.key_id),
             escape(&key.role),
+            escape(
+                key.created_by_name
+                    .as_deref()
+                    .or(key.created_by.as_deref())
+                    .unwrap_or("someone unknown")
+            ),
             if key.revoked { " revoked" } else { "" },
             if key.revoked {
                 String::new()

@@ -4,19 +4,27 @@
 //! CSRF-protected POST by a signed-in person of the run's account whose role may decide,
 //! recorded with the door `link`. A link that does not verify (tampered, for another gate,
 //! signed by a rotated-out key) or whose gate is no longer pending (decided) is not found.
+//!
+//! The links reach people (issue 11, finding 10): the run page, the approvals list and
+//! `GET /api/runs/{id}/approve-link` give a person who may decide the link of each waiting
+//! gate, and a link opened from a mail (no SameSite=Strict cookie) answers a Continue page on
+//! our own origin before it asks anyone to sign in.
 
+use askama::Template;
 use auth::{CsrfToken, Principal, Role, verify_approve_token};
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
+use serde::Deserialize;
 use storage::{Door, GateRef, RunId, RunRecord, StepId};
 
 use crate::authn::{Authenticated, authenticate};
+use crate::chrome::{self, Chrome};
 use crate::handlers::ensure_same_account;
 use crate::handlers::runs::{DecideForm, decide};
-use crate::html::{escape, page};
-use crate::layers::CSRF_FIELD;
+use crate::html::render;
+use crate::return_path::sign_in_and_back;
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -77,48 +85,115 @@ fn may_decide(principal: &Principal, account: &str) -> bool {
         && principal.role() >= Role::Member
 }
 
-/// `GET /approve/{run}/{step}/{attempt}/{token}`: the decision page. It never decides.
+/// What the link's page offers.
+pub(crate) enum ApproveDoor {
+    /// A signed-in person who may decide: the form.
+    Decide { csrf: String, action: String },
+    /// No session arrived (a link from a mail carries no SameSite=Strict cookie): a plain
+    /// link to the same gate page, which is a same-site navigation and carries it.
+    Continue { href: String },
+    /// Signed in, with a role (or of an account) that does not decide this gate.
+    MayNotDecide,
+}
+
+#[derive(Template)]
+#[template(path = "approve.html")]
+struct ApprovePage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    run_id: String,
+    step: String,
+    workflow: String,
+    door: ApproveDoor,
+}
+
+/// `?continue=1`: the link was opened from our own Continue page.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ShowQuery {
+    #[serde(default, rename = "continue")]
+    continued: Option<String>,
+}
+
+/// `GET /approve/{run}/{step}/{attempt}/{token}`: the decision page. It never decides (the
+/// query is read only for `continue`).
+///
+/// Without a session the first answer is a page of our own origin with a plain Continue link
+/// to the same gate page: the navigation from a mail is cross-site and arrives without the
+/// SameSite=Strict cookie, the click on Continue is same-site and carries it. When the
+/// Continue link still finds no session, the person goes through sign-in and back to the link
+/// (`/signin?next=...`, a path of ours only).
 pub(crate) async fn show(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path((run_id, step, attempt, token)): LinkPath,
+    Query(query): Query<ShowQuery>,
 ) -> Result<Response, Error> {
     let shared = &state.shared;
     let record = pending_gate(shared, &run_id, &step, attempt, &token)?;
-    let summary = format!(
-        "<h1>Decide step {} of run {}</h1>\n<p>Workflow: {}</p>\n",
-        escape(&step),
-        escape(&run_id),
-        escape(&record.workflow_name)
-    );
+    let link = format!("/approve/{run_id}/{step}/{attempt}/{token}");
     let viewer = authenticate(shared, &headers)?;
-    let form = match viewer.as_ref().and_then(|viewer| {
-        let session = viewer.session.as_ref()?;
-        may_decide(&viewer.principal, record.account.as_str()).then_some(session)
-    }) {
-        Some(session) => {
-            let csrf = CsrfToken::for_session(&shared.csrf_key, &session.token_hash);
-            let action = format!("/approve/{run_id}/{step}/{attempt}/{token}");
-            format!(
-                "<form method=\"post\" action=\"{}\">\n\
-                 <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
-                 <label>Note <textarea name=\"note\"></textarea></label>\n\
-                 <button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\n\
-                 <button type=\"submit\" name=\"decision\" value=\"reject\">Reject</button>\n\
-                 </form>",
-                escape(&action),
-                escape(csrf.as_str())
-            )
+    let door = match viewer.as_ref() {
+        Some(viewer) => match viewer.session.as_ref() {
+            Some(session) if may_decide(&viewer.principal, record.account.as_str()) => {
+                ApproveDoor::Decide {
+                    csrf: CsrfToken::for_session(&shared.csrf_key, &session.token_hash)
+                        .as_str()
+                        .to_owned(),
+                    action: link,
+                }
+            }
+            _ => ApproveDoor::MayNotDecide,
+        },
+        None if query.continued.is_some() => {
+            return Ok(Redirect::to(&sign_in_and_back(&link)).into_response());
         }
-        None => "<p>Sign in as a member of this account to decide: \
-                 <a href=\"/signin\">sign in</a>, then open this link again.</p>"
-            .to_owned(),
+        None => ApproveDoor::Continue {
+            href: format!("{link}?continue=1"),
+        },
     };
-    let mut response = page("Decide", &format!("{summary}{form}")).into_response();
+    let mut response = render(&ApprovePage {
+        title: "Decide",
+        chrome: chrome::current(),
+        live: false,
+        run_id,
+        step,
+        workflow: record.workflow_name.clone(),
+        door,
+    })
+    .into_response();
     response
         .extensions_mut()
         .insert(crate::served::ServedFor(record.account.clone()));
     Ok(response)
+}
+
+/// The path of the approve link of `gate`, signed with the current key.
+pub(crate) fn link_path(shared: &Shared, gate: &GateRef) -> Result<String, Error> {
+    let ring = shared.approve_links();
+    let token =
+        auth::approve_token(ring.current(), gate).map_err(Error::auth("sign an approve link"))?;
+    Ok(format!(
+        "/approve/{}/{}/{}/{token}",
+        gate.run, gate.step, gate.attempt
+    ))
+}
+
+/// The gate `run` waits at, if it waits at one.
+pub(crate) fn waiting_gate(shared: &Shared, run: &RunId) -> Result<Option<GateRef>, Error> {
+    shared
+        .engine
+        .pending_gate(run)
+        .map_err(|source| Error::Engine {
+            run: run.to_string(),
+            source: Box::new(source),
+        })
+}
+
+/// Whether `authenticated` is a signed-in person who may decide gates of `account` (the people
+/// who get approve links).
+pub(crate) fn gets_links(authenticated: &Authenticated, account: &str) -> bool {
+    authenticated.session.is_some() && may_decide(&authenticated.principal, account)
 }
 
 /// `POST /approve/{run}/{step}/{attempt}/{token}`: a signed-in member decides through the

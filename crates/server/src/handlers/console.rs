@@ -15,10 +15,10 @@ use storage::{AccountId, RunCursor, RunFilter, RunId, RunRecord, RunStatus, Time
 
 use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome, may};
-use crate::handlers::account_redactor;
 use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_cards, timeline, who};
 use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates};
 use crate::handlers::workflows::reach_report;
+use crate::handlers::{account_redactor, approve};
 use crate::html::{render, when};
 use crate::state::Shared;
 use crate::{AppState, Error};
@@ -267,6 +267,8 @@ pub(crate) struct GatePanel {
     limits: Option<String>,
     inputs: String,
     may_decide: bool,
+    /// The gate's approve link, for a person who may decide (to send to whoever decides).
+    link: Option<String>,
 }
 
 #[derive(Template)]
@@ -328,7 +330,13 @@ fn gate_panel(
         inputs: "(the workflow could not be read again, so the inputs cannot be shown)".to_owned(),
         may_decide: authenticated.session.is_some()
             && authenticated.principal.role() >= Role::Member,
+        link: None,
     };
+    if approve::gets_links(authenticated, record.account.as_str()) {
+        panel.link = approve::waiting_gate(shared, &record.id)?
+            .map(|gate| approve::link_path(shared, &gate))
+            .transpose()?;
+    }
     let Some(workflow) = workflow else {
         return Ok(panel);
     };
@@ -471,6 +479,8 @@ pub(crate) struct ApprovalRow {
     workflow: String,
     step: String,
     since: String,
+    /// The gate's approve link, for a person who may decide.
+    link: Option<String>,
 }
 
 #[derive(Template)]
@@ -487,20 +497,32 @@ pub(crate) async fn approvals_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let waiting = waiting_gates(&state.shared, &authenticated.account())?;
+    let shared = &state.shared;
+    let account = authenticated.account();
+    let waiting = waiting_gates(shared, &account)?;
+    let with_links = approve::gets_links(&authenticated, account.as_str());
+    let mut rows = Vec::with_capacity(waiting.len());
+    for approval in waiting {
+        let link = if with_links {
+            approve::waiting_gate(shared, &RunId(approval.run.clone()))?
+                .map(|gate| approve::link_path(shared, &gate))
+                .transpose()?
+        } else {
+            None
+        };
+        rows.push(ApprovalRow {
+            since: when(approval.waiting_since),
+            run: approval.run,
+            workflow: approval.workflow,
+            step: approval.step,
+            link,
+        });
+    }
     Ok(render(&ApprovalsPage {
         title: "Approvals",
         chrome: chrome::current(),
         live: false,
-        waiting: waiting
-            .into_iter()
-            .map(|approval| ApprovalRow {
-                since: when(approval.waiting_since),
-                run: approval.run,
-                workflow: approval.workflow,
-                step: approval.step,
-            })
-            .collect(),
+        waiting: rows,
     }))
 }
 

@@ -28,6 +28,7 @@ use crate::handlers::admin::csrf_field;
 use crate::handlers::{account_redactor, audit, blocking};
 use crate::html::{escape, page, when};
 use crate::state::Shared;
+use crate::workspace_recovery::write_intent;
 use crate::{AppState, Error};
 
 /// The most bytes of one file an answer carries; the rest is cut, and said to be.
@@ -357,6 +358,26 @@ async fn commit(
         let workspace = open(&shared, &account)?;
         let screen = account_redactor(&shared, &account)?;
         let paths: Vec<String> = changes.iter().map(|(path, _)| path.to_string()).collect();
+        // The intent comes first and must be written: a write the log cannot announce does
+        // not happen. Its outcome follows the commit; a process stopped in between is
+        // recovered at start-up (`workspace_recovery`).
+        let base = workspace
+            .latest(1)
+            .map_err(|source| Error::Workspace {
+                operation: "read the workspace's head revision",
+                source,
+            })?
+            .into_iter()
+            .next()
+            .map(|revision| revision.id.as_str().to_owned());
+        let intent = write_intent(
+            &shared,
+            &account,
+            actor.clone(),
+            &author,
+            base.as_deref(),
+            &paths,
+        )?;
         let committed = workspace.commit(&author, &message, changes, &|content: &[u8]| {
             screen.holds_secret(content)
         });
@@ -364,6 +385,13 @@ async fn commit(
             Ok(revision) => revision,
             // Deleting what is not there is an answer about the folder, not a refusal.
             Err(workspace::Error::NoSuchFile { path }) => {
+                audit(
+                    &shared,
+                    &account,
+                    actor,
+                    "workspace.write_refused",
+                    &json!({"intent": intent, "paths": paths, "reason": "no such file"}),
+                )?;
                 return Err(Error::NotFound {
                     what: "file",
                     id: path,
@@ -381,7 +409,11 @@ async fn commit(
                     &account,
                     actor,
                     "workspace.write_refused",
-                    &json!({"paths": paths, "reason": refused.status_and_public_message().1}),
+                    &json!({
+                        "intent": intent,
+                        "paths": paths,
+                        "reason": refused.status_and_public_message().1,
+                    }),
                 )?;
                 return Err(refused);
             }
@@ -391,7 +423,7 @@ async fn commit(
             &account,
             actor,
             "workspace.write",
-            &json!({"revision": revision.id.as_str(), "paths": paths}),
+            &json!({"intent": intent, "revision": revision.id.as_str(), "paths": paths}),
         )?;
         Ok(scrubbed_view(&screen, &revision))
     })

@@ -1,12 +1,13 @@
-//! API keys (G26): shown once, stored hashed, carrying a role no higher than their creator's
-//! (so a key never creates a key above its own), revocable, with last use. Creation and
+//! API keys (G26): created by people only, shown once, stored hashed, carrying a role no
+//! higher than their creator's, recording who created them (so removing that person revokes
+//! them, and demoting them revokes those above the new role), revocable, with last use. Creation and
 //! revocation are audited; so is every state-changing request a key makes (`api_key.use`, in
 //! the policy middleware).
 
 use std::str::FromStr;
 
 use api_types::{ApiKeyCreated, ApiKeyView, CreateApiKeyRequest};
-use auth::{ApiKeySecret, Role, can_remove};
+use auth::{ApiKeySecret, Principal, Role, can_remove};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -25,20 +26,36 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Json<Vec<ApiKeyView>>, Error> {
+    let account = authenticated.account();
     let keys = state
         .shared
         .store
-        .api_keys(&authenticated.account())
+        .api_keys(&account)
         .map_err(Error::storage("list API keys"))?;
+    let people = state
+        .shared
+        .store
+        .people(&account)
+        .map_err(Error::storage("list people"))?;
     Ok(Json(
         keys.into_iter()
-            .map(|key| ApiKeyView {
-                key_id: key.key_id,
-                name: key.name,
-                role: key.role.as_str().to_owned(),
-                created_at: key.created_at.0,
-                last_used_at: key.last_used_at.map(|at| at.0),
-                revoked: key.revoked_at.is_some(),
+            .map(|key| {
+                let created_by_name = key.created_by.as_ref().and_then(|creator| {
+                    people
+                        .iter()
+                        .find(|person| &person.id == creator)
+                        .map(|person| person.display_name.clone())
+                });
+                ApiKeyView {
+                    key_id: key.key_id,
+                    name: key.name,
+                    role: key.role.as_str().to_owned(),
+                    created_at: key.created_at.0,
+                    last_used_at: key.last_used_at.map(|at| at.0),
+                    revoked: key.revoked_at.is_some(),
+                    created_by: key.created_by,
+                    created_by_name,
+                }
             })
             .collect(),
     ))
@@ -74,6 +91,15 @@ pub(crate) async fn create(
                 source: other,
             },
         })?;
+    // Only people create keys (the policy table refuses keys before this handler runs); the
+    // creator is recorded so that removing or demoting them reaches their keys.
+    let Principal::Person { person_id, .. } = &authenticated.principal else {
+        return Err(Error::Forbidden {
+            principal: "an API key".to_owned(),
+            method: "POST".to_owned(),
+            route: "/api/keys".to_owned(),
+        });
+    };
     let account = authenticated.account();
     audited_write(
         shared,
@@ -90,6 +116,7 @@ pub(crate) async fn create(
             account: account.clone(),
             role: stored_role(stored.role),
             name: name.clone(),
+            created_by: person_id.clone(),
             created_at: shared.now(),
         }),
     )?;

@@ -12,6 +12,7 @@ pub(crate) mod keys;
 pub(crate) mod live;
 pub(crate) mod models;
 pub(crate) mod people;
+pub(crate) mod person_actions;
 pub(crate) mod run_view;
 pub(crate) mod runs;
 pub(crate) mod sessions;

@@ -8,14 +8,17 @@ use std::str::FromStr;
 use api_types::{
     InvitePersonRequest, OwnershipRequest, PersonInvited, PersonView, RoleChangeRequest,
 };
+use auth::Principal;
 use auth::{AccountPerson, Role, SignInLinkToken, can_change_role, can_grant, can_remove};
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
+use serde::Deserialize;
 use serde_json::json;
 use storage::Timestamp;
 use storage::people::{
-    NewPerson, NewSignInLink, PeopleChange, PeopleWrite, PersonRecord, TokenHash, Written,
+    ApiKeyRecord, KeysOfRemoved, NewPerson, NewSignInLink, PeopleChange, PeopleWrite, PersonRecord,
+    TokenHash, Written,
 };
 
 use crate::authn::{Authenticated, auth_role, stored_role};
@@ -43,7 +46,7 @@ fn parse_role(text: &str) -> Result<Role, Error> {
 
 /// The person with this id if they belong to the principal's account; otherwise the same 404
 /// as for a person that does not exist.
-fn person_in_scope(
+pub(crate) fn person_in_scope(
     shared: &Shared,
     authenticated: &Authenticated,
     person_id: &str,
@@ -75,6 +78,20 @@ fn expect_done(operation: &'static str, change: PeopleChange) -> Result<(), Erro
         PeopleChange::WouldBreakSingleOwner { account, owners } => Err(Error::PeopleRefused {
             operation,
             answer: format!("account {account} would have {owners} owners"),
+        }),
+        PeopleChange::KeysChanged { person_id, .. } => Err(Error::KeysChanged {
+            operation,
+            person: person_id,
+        }),
+        PeopleChange::NewOwnerNeverSignedIn { person_id, .. } => {
+            Err(Error::NewOwnerNeverSignedIn {
+                operation,
+                person: person_id,
+            })
+        }
+        PeopleChange::AlreadySignedIn { person_id, .. } => Err(Error::AlreadySignedIn {
+            operation,
+            person: person_id,
         }),
     }
 }
@@ -185,6 +202,13 @@ pub(crate) async fn change_role(
         new_role,
     )
     .map_err(Error::denied("change a role"))?;
+    // The person's keys above the new role are revoked with the change (a demoted person keeps
+    // no key they could no longer create); storage refuses if they differ from these.
+    let revoke_keys: Vec<String> = live_keys_of(shared, &person)?
+        .into_iter()
+        .filter(|key| key.role > stored_role(new_role))
+        .map(|key| key.key_id)
+        .collect();
     let written = audited_write(
         shared,
         "change a role",
@@ -192,12 +216,19 @@ pub(crate) async fn change_role(
             account: &person.account,
             actor: authenticated.actor.clone(),
             action: "role.change",
-            detail: &json!({"person": person.id, "from": current.as_str(), "to": new_role.as_str()}),
+            detail: &json!({
+                "person": person.id,
+                "from": current.as_str(),
+                "to": new_role.as_str(),
+                "revoked_keys": revoke_keys,
+            }),
         },
         PeopleWrite::ChangeRole {
             account: &person.account,
             person_id: &person.id,
             role: stored_role(new_role),
+            revoke_keys: &revoke_keys,
+            at: shared.now(),
         },
     )?;
     expect_written("change a role", written)?;
@@ -205,20 +236,95 @@ pub(crate) async fn change_role(
     Ok(Json(view(changed)))
 }
 
-/// `DELETE /api/people/{id}`: removes a person (never the owner), ending their sessions.
+/// The live keys `person` created.
+pub(crate) fn live_keys_of(
+    shared: &Shared,
+    person: &PersonRecord,
+) -> Result<Vec<ApiKeyRecord>, Error> {
+    Ok(shared
+        .store
+        .api_keys(&person.account)
+        .map_err(Error::storage("list API keys"))?
+        .into_iter()
+        .filter(|key| key.revoked_at.is_none() && key.created_by.as_deref() == Some(&person.id))
+        .collect())
+}
+
+/// `?keep_keys=ID,ID` of `DELETE /api/people/{id}`: the removed person's keys to keep, each
+/// re-assigned to the person who removes (the others are revoked).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RemoveQuery {
+    #[serde(default)]
+    keep_keys: String,
+}
+
+/// `DELETE /api/people/{id}`: removes a person (never the owner), ending their sessions and
+/// revoking every key they created, except the keys to keep, which move to the remover.
 pub(crate) async fn remove(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path(person_id): Path<String>,
+    Query(query): Query<RemoveQuery>,
 ) -> Result<StatusCode, Error> {
+    let keep: Vec<String> = query
+        .keep_keys
+        .split(',')
+        .map(str::trim)
+        .filter(|key_id| !key_id.is_empty())
+        .map(str::to_owned)
+        .collect();
+    remove_keeping(&state, &authenticated, &person_id, &keep)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a person, keeping `keep` of their keys for the remover and revoking the others, in
+/// one transaction with its audit entry. A key to keep that is not one of the person's live
+/// keys refuses the removal (409); a key cannot keep keys (it cannot hold one).
+pub(crate) fn remove_keeping(
+    state: &AppState,
+    authenticated: &Authenticated,
+    person_id: &str,
+    keep: &[String],
+) -> Result<(), Error> {
     let shared = &state.shared;
-    let person = person_in_scope(shared, &authenticated, &person_id)?;
+    let person = person_in_scope(shared, authenticated, person_id)?;
     can_remove(
         &authenticated.principal,
         person.account.as_str(),
         auth_role(person.role),
     )
     .map_err(Error::denied("remove a person"))?;
+    let remover = match &authenticated.principal {
+        Principal::Person { person_id, .. } => person_id.clone(),
+        Principal::ApiKey { .. } if keep.is_empty() => String::new(),
+        Principal::ApiKey { .. } => {
+            return Err(Error::Forbidden {
+                principal: "an API key".to_owned(),
+                method: "keep the keys of".to_owned(),
+                route: "a removed person".to_owned(),
+            });
+        }
+    };
+    let live = live_keys_of(shared, &person)?;
+    // A kept key becomes the remover's: it must be one they could have created themselves.
+    let remover_role = authenticated.principal.role();
+    if let Some(key) = live
+        .iter()
+        .find(|key| keep.contains(&key.key_id) && auth_role(key.role) > remover_role)
+    {
+        return Err(Error::RoleRule {
+            operation: "keep a key of a removed person",
+            source: auth::Denied::AboveOwnRole {
+                granter: remover_role,
+                role: auth_role(key.role),
+            },
+        });
+    }
+    let revoke: Vec<String> = live
+        .into_iter()
+        .map(|key| key.key_id)
+        .filter(|key_id| !keep.contains(key_id))
+        .collect();
     let written = audited_write(
         shared,
         "remove a person",
@@ -226,20 +332,87 @@ pub(crate) async fn remove(
             account: &person.account,
             actor: authenticated.actor.clone(),
             action: "person.remove",
-            detail: &json!({"person": person.id, "role": person.role.as_str()}),
+            detail: &json!({
+                "person": person.id,
+                "role": person.role.as_str(),
+                "revoked_keys": revoke,
+                "reassigned_keys": keep,
+                "reassigned_to": if keep.is_empty() { None } else { Some(&remover) },
+            }),
         },
         PeopleWrite::RemovePerson {
             account: &person.account,
             person_id: &person.id,
+            keys: KeysOfRemoved {
+                revoke: &revoke,
+                reassign: keep,
+                reassign_to: &remover,
+            },
             at: shared.now(),
         },
     )?;
-    expect_written("remove a person", written)?;
-    Ok(StatusCode::NO_CONTENT)
+    expect_written("remove a person", written)
+}
+
+/// `POST /api/people/{id}/sign-in-link`: a new one-time sign-in link for a person who has
+/// never signed in (their first one expired or was lost); every earlier link of theirs stops
+/// working, and the re-issue is audited. Like inviting, a person's act (a key never receives a
+/// link), by an owner or admin whose role is not below the person's; the owner's own link is
+/// re-issued by the operator (`stepward accounts invite-owner`).
+pub(crate) async fn reissue_link(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(person_id): Path<String>,
+) -> Result<(StatusCode, Json<PersonInvited>), Error> {
+    let shared = &state.shared;
+    let person = person_in_scope(shared, &authenticated, &person_id)?;
+    can_remove(
+        &authenticated.principal,
+        person.account.as_str(),
+        auth_role(person.role),
+    )
+    .map_err(Error::denied("re-issue a sign-in link"))?;
+    let now = shared.now();
+    let (token, token_hash) =
+        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
+    let expires_at = Timestamp(
+        now.0
+            .saturating_add(shared.options.sign_in_link_lifetime_millis),
+    );
+    let link = NewSignInLink {
+        token_hash: TokenHash(*token_hash.as_bytes()),
+        person_id: person.id.clone(),
+        created_at: now,
+        expires_at,
+    };
+    let written = audited_write(
+        shared,
+        "re-issue a sign-in link",
+        Audited {
+            account: &person.account,
+            actor: authenticated.actor.clone(),
+            action: "person.sign_in_link_reissue",
+            detail: &json!({"person": person.id, "expires_at": expires_at.0}),
+        },
+        PeopleWrite::ReissueSignInLink {
+            account: &person.account,
+            link: &link,
+        },
+    )?;
+    expect_written("re-issue a sign-in link", written)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(PersonInvited {
+            person_id: person.id,
+            sign_in_path: format!("/welcome/{}", token.reveal_once()),
+            expires_at: expires_at.0,
+        }),
+    ))
 }
 
 /// `POST /api/ownership`: the owner, signed in as a person, hands the account to another
-/// person of it and becomes an admin; both changes in one transaction.
+/// person of it who has signed in at least once, and becomes an admin; both changes in one
+/// transaction.
 pub(crate) async fn transfer(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,

@@ -2,7 +2,7 @@
 //! (the person, or the key itself, never the key's creator), the door and the note.
 
 use api_types::runs::{Event, RunListItem, RunSummary, StepSummary};
-use api_types::{ApprovalView, DecisionRequest, DecisionView, RunDetail};
+use api_types::{ApprovalView, ApproveLinkView, DecisionRequest, DecisionView, RunDetail};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
@@ -12,7 +12,7 @@ use serde::Deserialize;
 use storage::{AccountId, Door, RunId, RunRecord, RunStatus};
 
 use crate::authn::Authenticated;
-use crate::handlers::{blocking, ensure_same_account};
+use crate::handlers::{approve, blocking, ensure_same_account};
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -154,6 +154,35 @@ pub(crate) fn waiting_gates(
     }
     waiting.sort_by_key(|approval| approval.waiting_since);
     Ok(waiting)
+}
+
+/// `GET /api/runs/{id}/approve-link`: the approve link of the gate the run waits at, for a
+/// person who may decide it (a key never gets one: the policy table refuses keys, and a
+/// viewer is refused here too). A run that waits at no gate is not found.
+pub(crate) async fn approve_link(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(run_id): Path<String>,
+) -> Result<Json<ApproveLinkView>, Error> {
+    let shared = &state.shared;
+    let record = run_in_scope(shared, &authenticated, &run_id)?;
+    if !approve::gets_links(&authenticated, record.account.as_str()) {
+        return Err(Error::Forbidden {
+            principal: authenticated.principal.role().as_str().to_owned(),
+            method: "GET".to_owned(),
+            route: "/api/runs/{id}/approve-link".to_owned(),
+        });
+    }
+    let gate = approve::waiting_gate(shared, &record.id)?.ok_or_else(|| Error::NotFound {
+        what: "gate waiting for a decision in run",
+        id: run_id.clone(),
+    })?;
+    Ok(Json(ApproveLinkView {
+        path: approve::link_path(shared, &gate)?,
+        run: gate.run.0.clone(),
+        step: gate.step.to_string(),
+        attempt: gate.attempt,
+    }))
 }
 
 /// `GET /api/approvals`: the gates of the account waiting for a decision.

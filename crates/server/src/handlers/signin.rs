@@ -1,6 +1,9 @@
 //! Signing in and out: a password (rate limited, every success and failure audited), a
 //! one-time sign-in link that sets the password (`/welcome/{token}`), and sign-out.
 //!
+//! The sign-in form (a template) carries `next`, the way back to an approve link opened
+//! without a session, only when it is a path of our own origin (`return_path`).
+//!
 //! A new session is a fresh random token in an HttpOnly, SameSite=Strict cookie
 //! ([`auth::session_cookie`]); storage keeps its hash. A failed sign-in takes as long whether
 //! or not the person exists ([`auth::verify_password_for_unknown_person_with`]) and answers the
@@ -9,12 +12,13 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use api_types::{SignInRequest, SignInResponse};
+use askama::Template;
 use auth::{
     Attempt, CsrfToken, PasswordHash, RateDecision, Role, SessionToken, SignInLinkToken, TlsMode,
     clear_session_cookie, hash_password_with, session_cookie, sign_in_key, verify_csrf,
     verify_password_for_unknown_person_with, verify_password_with,
 };
-use axum::extract::{ConnectInfo, FromRequestParts, Path, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -25,9 +29,11 @@ use storage::people::{LinkRedemption, NewSession, PeopleWrite, PersonRecord, Tok
 use storage::{AccountId, Actor};
 
 use crate::authn::{Authenticated, cookie_value};
+use crate::chrome::{self, Chrome};
 use crate::handlers::{Audited, audit, audited_write, random_id};
-use crate::html::{escape, page};
+use crate::html::{escape, page, render};
 use crate::layers::CSRF_FIELD;
+use crate::return_path::console_path;
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -422,21 +428,38 @@ fn check_form_guard(shared: &Shared, headers: &HeaderMap, submitted: &str) -> Re
     verify_csrf(&shared.csrf_key, &token.hash(), submitted).map_err(|_| expired())
 }
 
-/// `GET /signin`: the sign-in form, guarded against login CSRF.
-pub(crate) async fn sign_in_form(State(state): State<AppState>) -> Result<Response, Error> {
+#[derive(Template)]
+#[template(path = "signin.html")]
+struct SignInPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    /// Where to go after signing in, when it is a path of ours.
+    next: Option<String>,
+}
+
+/// `?next=PATH` of `GET /signin`: where an approve link opened without a session goes back to.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct SignInQuery {
+    #[serde(default)]
+    next: String,
+}
+
+/// `GET /signin`: the sign-in form, guarded against login CSRF. A `next` that is a path of
+/// our own origin ([`console_path`]) rides along in the form; any other is dropped.
+pub(crate) async fn sign_in_form(
+    State(state): State<AppState>,
+    Query(query): Query<SignInQuery>,
+) -> Result<Response, Error> {
     let guard = new_form_guard(&state.shared)?;
-    let html = page(
-        "Sign in",
-        &format!(
-            "<h1>Sign in</h1>\n<form method=\"post\" action=\"/signin\">\n\
-             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
-             <label>Account <input name=\"account\" required></label>\n\
-             <label>Email <input name=\"email\" type=\"email\" required></label>\n\
-             <label>Password <input name=\"password\" type=\"password\" required></label>\n\
-             <button type=\"submit\">Sign in</button>\n</form>",
-            escape(guard.csrf.as_str())
-        ),
-    );
+    let html = render(&SignInPage {
+        title: "Sign in",
+        chrome: chrome::current(),
+        live: false,
+        csrf: guard.csrf.as_str().to_owned(),
+        next: console_path(&query.next),
+    });
     with_cookie(html.into_response(), &guard.set_cookie)
 }
 
@@ -444,12 +467,15 @@ pub(crate) async fn sign_in_form(State(state): State<AppState>) -> Result<Respon
 pub(crate) struct SignInForm {
     #[serde(default)]
     csrf: String,
+    #[serde(default)]
+    next: String,
     account: String,
     email: String,
     password: String,
 }
 
-/// `POST /signin`: the form's password sign-in; on success, to the console's home.
+/// `POST /signin`: the form's password sign-in; on success, back to `next` when it is a path
+/// of our own origin (checked again: the form is the client's), else to the console's home.
 pub(crate) async fn sign_in_with_form(
     State(state): State<AppState>,
     RemoteAddress(remote): RemoteAddress,
@@ -458,7 +484,8 @@ pub(crate) async fn sign_in_with_form(
 ) -> Result<Response, Error> {
     check_form_guard(&state.shared, &headers, &form.csrf)?;
     let signed_in = sign_in(&state, remote, &form.account, &form.email, form.password).await?;
-    with_cookie(Redirect::to("/").into_response(), &signed_in.set_cookie)
+    let back = console_path(&form.next).unwrap_or_else(|| "/".to_owned());
+    with_cookie(Redirect::to(&back).into_response(), &signed_in.set_cookie)
 }
 
 /// `POST /api/signin`: the same over JSON; the answer carries the session's CSRF token.

@@ -6,11 +6,10 @@
 //! (`store_secret`, `store_connection`, ...), so both doors keep the same rules and the same
 //! audit entries.
 //!
-//! A write and its audit entry run together on the blocking pool (the audit builds the
-//! account's redactor, which opens every value of the account). They are two writes, not one
-//! transaction: the vault's store and the audit log are separate storage traits, so a single
-//! transaction would need a new storage call. An audit that fails after its write is logged at
-//! error level with the operation and the name (never a value) and the request fails.
+//! A write and its audit entry are one transaction of the store (the vault's `_audited`
+//! calls): the account's redactor is built first (it opens every value of the account), and
+//! when it cannot be built or the entry cannot be appended the write is refused and nothing
+//! changes (finding 4 of the server review).
 
 use std::sync::Arc;
 
@@ -22,12 +21,14 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
-use redact::SecretValue;
+use redact::{Redactor, SecretValue};
 use serde_json::json;
+use storage::vault::ItemSummary;
+use storage::{AccountId, Actor, NewAuditEntry};
 use vault::{ConnectionInfo, MIN_VALUE_BYTES, SecretInfo, Vault};
 
 use crate::authn::Authenticated;
-use crate::handlers::{audit, blocking};
+use crate::handlers::{account_redactor, blocking};
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -134,66 +135,56 @@ fn model_key_view(info: SecretInfo) -> VaultModelKeyView {
     }
 }
 
-/// The audit entry of a vault write: an action and names, never a value. `name` is the
-/// secret's name, the alias or the provider, for the error log if the entry cannot be written.
-struct VaultAudit {
-    action: &'static str,
-    name: String,
-    detail: serde_json::Value,
+/// Who writes to the vault and under which account, to build the write's audit entry with
+/// the account's redactor (built before the write: when it cannot be built, nothing is
+/// written).
+pub(crate) struct VaultAuditor {
+    account: AccountId,
+    actor: Actor,
+    redactor: Redactor,
+    at: storage::Timestamp,
 }
 
-/// What a vault write that was applied left behind: its result, and the audit failure if its
-/// entry could not be written.
-struct Applied<T> {
-    value: T,
-    audit: VaultAudit,
-    audit_failure: Option<Error>,
+impl VaultAuditor {
+    /// The entry of `action` with `detail` (names and versions, never a value).
+    pub(crate) fn entry(&self, action: &'static str, detail: &serde_json::Value) -> NewAuditEntry {
+        NewAuditEntry {
+            account: self.account.clone(),
+            run: None,
+            actor: self.redactor.scrub_fields(self.actor.clone()),
+            action,
+            detail: self.redactor.scrub_json(detail),
+            at: self.at,
+        }
+    }
 }
 
-/// Applies a vault write, then appends its audit entry, both on the blocking pool. A refused
-/// or failed write is not audited. An audit that fails after the write was applied is logged
-/// at error level, naming the operation and the item (never a value), and fails the request:
-/// the write stays, and a person can see in the log that its entry is missing (G25).
-async fn write_and_audit<T: Send + 'static>(
+/// Makes a vault write with its audit entry, both in one transaction of the store, on the
+/// blocking pool. `write` gets the vault and the auditor, and hands the vault's `_audited`
+/// call the entry (or the function that builds it from the item as written). When the
+/// account's redactor cannot be built or the entry cannot be appended, the write is refused
+/// and nothing is changed: the answer is an error and the vault is as it was (finding 4 of
+/// the server review). A refused write (a bad name, not found) writes no entry.
+async fn write_audited<T: Send + 'static>(
     state: &AppState,
     authenticated: &Authenticated,
     operation: &'static str,
-    write: impl FnOnce(&Vault) -> Result<T, vault::Error> + Send + 'static,
-    entry: impl FnOnce(&T) -> VaultAudit + Send + 'static,
+    write: impl FnOnce(&Vault, &VaultAuditor) -> Result<T, vault::Error> + Send + 'static,
 ) -> Result<T, Error> {
     let vault = vault_of(&state.shared, operation)?;
     let shared = Arc::clone(&state.shared);
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
-    let applied = blocking(operation, move || {
-        let value = write(&vault).map_err(vault_failure(operation))?;
-        let audit_entry = entry(&value);
-        let audit_failure = audit(
-            &shared,
-            &account,
+    blocking(operation, move || {
+        let auditor = VaultAuditor {
+            redactor: account_redactor(&shared, &account)?,
+            account,
             actor,
-            audit_entry.action,
-            &audit_entry.detail,
-        )
-        .err();
-        Ok::<_, Error>(Applied {
-            value,
-            audit: audit_entry,
-            audit_failure,
-        })
+            at: shared.now(),
+        };
+        write(&vault, &auditor).map_err(vault_failure(operation))
     })
-    .await??;
-    if let Some(failure) = applied.audit_failure {
-        tracing::error!(
-            operation,
-            action = applied.audit.action,
-            name = %applied.audit.name,
-            error = %failure,
-            "a vault write was applied but its audit entry could not be written"
-        );
-        return Err(failure);
-    }
-    Ok(applied.value)
+    .await?
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -222,17 +213,24 @@ impl NamedValue {
         account: &str,
         name: &str,
         value: SecretValue,
+        audit: &vault::ItemAudit<'_>,
     ) -> Result<SecretInfo, vault::Error> {
         match self {
-            NamedValue::Secret => vault.secrets().set(account, name, value),
-            NamedValue::ModelKey => vault.model_keys().set(account, name, value),
+            NamedValue::Secret => vault.secrets().set_audited(account, name, value, audit),
+            NamedValue::ModelKey => vault.model_keys().set_audited(account, name, value, audit),
         }
     }
 
-    fn remove(self, vault: &Vault, account: &str, name: &str) -> Result<(), vault::Error> {
+    fn remove(
+        self,
+        vault: &Vault,
+        account: &str,
+        name: &str,
+        audit: &NewAuditEntry,
+    ) -> Result<(), vault::Error> {
         match self {
-            NamedValue::Secret => vault.secrets().remove(account, name),
-            NamedValue::ModelKey => vault.model_keys().remove(account, name),
+            NamedValue::Secret => vault.secrets().remove_audited(account, name, audit),
+            NamedValue::ModelKey => vault.model_keys().remove_audited(account, name, audit),
         }
     }
 
@@ -285,17 +283,12 @@ async fn store_named_value(
     let account = authenticated.account();
     let [_, operation, _] = kind.operations();
     let (action, _, key) = kind.audit_words();
-    write_and_audit(
-        state,
-        authenticated,
-        operation,
-        move |vault| kind.set(vault, account.as_str(), &name, value),
-        move |info| VaultAudit {
-            action,
-            name: info.name.clone(),
-            detail: json!({key: info.name, "version": info.version}),
-        },
-    )
+    write_audited(state, authenticated, operation, move |vault, auditor| {
+        let audit = |item: &ItemSummary| {
+            auditor.entry(action, &json!({key: item.name, "version": item.version}))
+        };
+        kind.set(vault, account.as_str(), &name, value, &audit)
+    })
     .await
 }
 
@@ -309,18 +302,10 @@ async fn delete_named_value(
     let account = authenticated.account();
     let [_, _, operation] = kind.operations();
     let (_, action, key) = kind.audit_words();
-    let removed = name.clone();
-    write_and_audit(
-        state,
-        authenticated,
-        operation,
-        move |vault| kind.remove(vault, account.as_str(), &removed),
-        move |()| VaultAudit {
-            action,
-            detail: json!({key: name}),
-            name,
-        },
-    )
+    write_audited(state, authenticated, operation, move |vault, auditor| {
+        let audit = auditor.entry(action, &json!({key: name}));
+        kind.remove(vault, account.as_str(), &name, &audit)
+    })
     .await
 }
 
@@ -417,15 +402,20 @@ pub(crate) async fn store_connection(
     fields: Vec<(String, SecretValue)>,
 ) -> Result<VaultConnectionView, Error> {
     let account = authenticated.account();
-    let info = write_and_audit(
+    let info = write_audited(
         state,
         authenticated,
         "set a vault connection",
-        move |vault| vault.connections().add(account.as_str(), &alias, fields),
-        |info| VaultAudit {
-            action: "vault.connection_set",
-            name: info.alias.clone(),
-            detail: json!({"alias": info.alias, "fields": info.fields, "version": info.version}),
+        move |vault, auditor| {
+            let audit = |item: &ItemSummary| {
+                auditor.entry(
+                    "vault.connection_set",
+                    &json!({"alias": item.name, "fields": item.fields, "version": item.version}),
+                )
+            };
+            vault
+                .connections()
+                .add_audited(account.as_str(), &alias, fields, &audit)
         },
     )
     .await?;
@@ -439,20 +429,15 @@ pub(crate) async fn delete_connection(
     alias: String,
 ) -> Result<(), Error> {
     let account = authenticated.account();
-    let connection_alias = alias.clone();
-    write_and_audit(
+    write_audited(
         state,
         authenticated,
         "remove a vault connection",
-        move |vault| {
+        move |vault, auditor| {
+            let audit = auditor.entry("vault.connection_remove", &json!({"alias": alias}));
             vault
                 .connections()
-                .remove(account.as_str(), &connection_alias)
-        },
-        move |()| VaultAudit {
-            action: "vault.connection_remove",
-            detail: json!({"alias": alias}),
-            name: alias,
+                .remove_audited(account.as_str(), &alias, &audit)
         },
     )
     .await
@@ -466,20 +451,15 @@ pub(crate) async fn revoke_connection_by_alias(
     alias: String,
 ) -> Result<(), Error> {
     let account = authenticated.account();
-    let connection_alias = alias.clone();
-    write_and_audit(
+    write_audited(
         state,
         authenticated,
         "revoke a vault connection",
-        move |vault| {
+        move |vault, auditor| {
+            let audit = auditor.entry("vault.connection_revoke", &json!({"alias": alias}));
             vault
                 .connections()
-                .revoke(account.as_str(), &connection_alias)
-        },
-        move |()| VaultAudit {
-            action: "vault.connection_revoke",
-            detail: json!({"alias": alias}),
-            name: alias,
+                .revoke_audited(account.as_str(), &alias, &audit)
         },
     )
     .await

@@ -405,6 +405,7 @@ impl Harness {
                 account: AccountId(account.into()),
                 role: role_name(role),
                 name: format!("{role} key"),
+                created_by: person_id(Role::Owner),
                 created_at: Timestamp(START_MILLIS),
             })
             .unwrap();

@@ -421,6 +421,19 @@ fn people_change_said(change: &PeopleChange) -> String {
             "the owner of account {} changes only by a transfer of ownership",
             account.0
         ),
+        PeopleChange::KeysChanged { account, person_id } => format!(
+            "the API keys of {person_id} in account {} are not the ones listed; look again",
+            account.0
+        ),
+        PeopleChange::NewOwnerNeverSignedIn { account, person_id } => format!(
+            "{person_id} of account {} has never signed in, and ownership goes only to a \
+             person who has",
+            account.0
+        ),
+        PeopleChange::AlreadySignedIn { account, person_id } => format!(
+            "{person_id} of account {} has signed in already and signs in with a password",
+            account.0
+        ),
     }
 }
 

@@ -163,17 +163,40 @@ fn write(
     let author = Author::Cli {
         os_user: crate::app::os_user(),
     };
-    let revision = workspace
-        .commit(
-            &author,
-            message,
-            vec![(relative.clone(), change)],
-            &|content: &[u8]| screen.holds_secret(content),
-        )
-        .with_context(|| format!("nothing was written to {path}"))?;
+    // The intent first, and it must be written (issue 11, finding 4); the outcome after the
+    // commit. `stepward serve` records the outcome of an intent a stopped process left open,
+    // from the revision log (server::recover_workspace_writes).
+    let base = workspace
+        .latest(1)
+        .context("cannot read the workspace's head revision")?
+        .into_iter()
+        .next()
+        .map(|revision| revision.id.as_str().to_owned());
+    let intent = crate::app::random_hex_id()?;
+    app.audit(
+        "workspace.write_intent",
+        json!({"intent": intent, "base": base, "author": author, "paths": [relative.as_str()]}),
+    )
+    .with_context(|| format!("nothing was written to {path}"))?;
+    let committed = workspace.commit(
+        &author,
+        message,
+        vec![(relative.clone(), change)],
+        &|content: &[u8]| screen.holds_secret(content),
+    );
+    let revision = match committed {
+        Ok(revision) => revision,
+        Err(error) => {
+            app.audit(
+                "workspace.write_refused",
+                json!({"intent": intent, "paths": [relative.as_str()]}),
+            )?;
+            return Err(error).with_context(|| format!("nothing was written to {path}"));
+        }
+    };
     app.audit(
         "workspace.write",
-        json!({"revision": revision.id.as_str(), "paths": [relative.as_str()]}),
+        json!({"intent": intent, "revision": revision.id.as_str(), "paths": [relative.as_str()]}),
     )?;
     println!("revision {}: {}", revision.id, printable(path));
     Ok(Outcome::Done)

@@ -118,6 +118,16 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         },
         keys,
     );
+    // A workspace write the last process stopped between its commit and its outcome entry
+    // gets its outcome from the revision log, before any request (issue 11, finding 4).
+    let recovered = server::recover_workspace_writes(&state)
+        .context("cannot recover the outcome of interrupted workspace writes")?;
+    if recovered > 0 {
+        eprintln!(
+            "Recorded the outcome of {recovered} workspace write(s) interrupted by the last \
+             stop, from the revision log (see the audit log's workspace.write_recovered)."
+        );
+    }
     // Every account's set is built now, so the logs scrub every account's values from the
     // first line on (the app's registration holds every set the process builds).
     for account in app.store.accounts().context("cannot list the accounts")? {

@@ -2,10 +2,12 @@
 //!
 //! Values are read from stdin, never from an argument (arguments end up in shell history and
 //! in `ps`); listings show names, versions and dates, never values (G19). Every write is in the
-//! audit log, by name only.
+//! audit log, by name only, appended in the write's own transaction: a write whose entry
+//! cannot be written is refused and changes nothing (issue 11, finding 4).
 
 use anyhow::{Context, bail};
 use serde_json::json;
+use storage::vault::ItemSummary;
 
 use crate::Outcome;
 use crate::app::App;
@@ -20,11 +22,18 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
         SecretsCommand::Set { name } => {
             let mut values = crate::secret_input::read_values(&[format!("secret {name}")])?;
             let value = values.pop().context("no value was given on stdin")?;
-            let info = app.vault.secrets().set(&account, name, value)?;
-            app.audit(
-                "secret.set",
-                json!({ "name": info.name, "version": info.version }),
-            )?;
+            let redactor = app.audit_redactor()?;
+            let audit = |item: &ItemSummary| {
+                app.audit_entry(
+                    &redactor,
+                    "secret.set",
+                    &json!({ "name": item.name, "version": item.version }),
+                )
+            };
+            let info = app
+                .vault
+                .secrets()
+                .set_audited(&account, name, value, &audit)?;
             eprintln!("secret {} set (version {})", info.name, info.version);
         }
         SecretsCommand::List { json } => {
@@ -52,8 +61,9 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
             }
         }
         SecretsCommand::Rm { name } => {
-            app.vault.secrets().remove(&account, name)?;
-            app.audit("secret.remove", json!({ "name": name }))?;
+            let redactor = app.audit_redactor()?;
+            let audit = app.audit_entry(&redactor, "secret.remove", &json!({ "name": name }));
+            app.vault.secrets().remove_audited(&account, name, &audit)?;
             eprintln!("secret {name} removed");
         }
     }
@@ -71,11 +81,18 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
                 .collect();
             let values = crate::secret_input::read_values(&labels)?;
             let pairs = fields.iter().cloned().zip(values).collect();
-            let info = app.vault.connections().add(&account, alias, pairs)?;
-            app.audit(
-                "connection.add",
-                json!({ "alias": info.alias, "fields": info.fields, "version": info.version }),
-            )?;
+            let redactor = app.audit_redactor()?;
+            let audit = |item: &ItemSummary| {
+                app.audit_entry(
+                    &redactor,
+                    "connection.add",
+                    &json!({ "alias": item.name, "fields": item.fields, "version": item.version }),
+                )
+            };
+            let info = app
+                .vault
+                .connections()
+                .add_audited(&account, alias, pairs, &audit)?;
             eprintln!(
                 "connection {} set with field(s) {} (version {}); a step that declares \
                  `connections: [{}]` receives {}",
@@ -124,8 +141,11 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
             }
         }
         ConnectionsCommand::Rm { alias } => {
-            app.vault.connections().remove(&account, alias)?;
-            app.audit("connection.remove", json!({ "alias": alias }))?;
+            let redactor = app.audit_redactor()?;
+            let audit = app.audit_entry(&redactor, "connection.remove", &json!({ "alias": alias }));
+            app.vault
+                .connections()
+                .remove_audited(&account, alias, &audit)?;
             eprintln!("connection {alias} removed");
         }
     }
@@ -187,14 +207,18 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
             eprintln!("{notice}");
         }
         KeysCommand::RotateAccount { account } => {
+            let redactor = app.audit_redactor()?;
+            let audit = |version: u32| {
+                app.audit_entry(
+                    &redactor,
+                    "key.rotate_account",
+                    &json!({ "account": account, "key_version": version }),
+                )
+            };
             let version = app
                 .vault
-                .rotate_account_key(account)
+                .rotate_account_key_audited(account, &audit)
                 .with_context(|| format!("cannot rotate the data key of account {account}"))?;
-            app.audit(
-                "key.rotate_account",
-                json!({ "account": account, "key_version": version }),
-            )?;
             eprintln!(
                 "Rotated the data key of account {account} (now version {version}) and \
                  re-encrypted its values: the old data key opens nothing stored from now on."

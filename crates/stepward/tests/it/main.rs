@@ -10,6 +10,7 @@ mod docs;
 mod first_use;
 mod flood;
 mod g11_audit_verify;
+mod g11_cli_vault_audited;
 mod g11_flood;
 mod g16_cli_errors;
 mod g16_every_sink;

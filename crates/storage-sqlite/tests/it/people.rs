@@ -100,7 +100,7 @@ fn g26_a_second_owner_is_never_created_nor_granted() {
     );
     assert_eq!(
         people
-            .change_role(&account("acct"), "max", RoleName::Owner)
+            .change_role(&account("acct"), "max", RoleName::Owner, Timestamp(4))
             .unwrap(),
         PeopleChange::OwnerOnlyByTransfer {
             account: account("acct")
@@ -108,7 +108,7 @@ fn g26_a_second_owner_is_never_created_nor_granted() {
     );
     assert_eq!(
         people
-            .change_role(&account("acct"), "olive", RoleName::Admin)
+            .change_role(&account("acct"), "olive", RoleName::Admin, Timestamp(4))
             .unwrap(),
         PeopleChange::OwnerOnlyByTransfer {
             account: account("acct")
@@ -139,14 +139,14 @@ fn g26_change_role_between_non_owner_roles() {
     let people: &dyn PeopleStore = &store;
     assert_eq!(
         people
-            .change_role(&account("acct"), "max", RoleName::Admin)
+            .change_role(&account("acct"), "max", RoleName::Admin, Timestamp(4))
             .unwrap(),
         PeopleChange::Done
     );
     assert_eq!(people.person("max").unwrap().unwrap().role, RoleName::Admin);
     assert_eq!(
         people
-            .change_role(&account("other"), "max", RoleName::Viewer)
+            .change_role(&account("other"), "max", RoleName::Viewer, Timestamp(4))
             .unwrap(),
         PeopleChange::NoSuchPerson {
             account: account("other"),
@@ -176,6 +176,30 @@ fn g26_ownership_transfer_swaps_both_roles_in_one_step() {
             account: account("acct")
         }
     );
+    // Ownership goes only to a person who has signed in (issue 11, finding 8).
+    assert_eq!(
+        people
+            .transfer_ownership(&account("acct"), "olive", "max")
+            .unwrap(),
+        PeopleChange::NewOwnerNeverSignedIn {
+            account: account("acct"),
+            person_id: "max".into()
+        }
+    );
+    people
+        .create_sign_in_link(&NewSignInLink {
+            token_hash: hash(40),
+            person_id: "max".into(),
+            created_at: Timestamp(3),
+            expires_at: Timestamp(100),
+        })
+        .unwrap();
+    assert!(matches!(
+        people
+            .redeem_sign_in_link(&hash(40), "$argon2id$stand-in", Timestamp(4))
+            .unwrap(),
+        LinkRedemption::Redeemed { .. }
+    ));
     assert_eq!(
         people
             .transfer_ownership(&account("acct"), "olive", "max")
@@ -384,6 +408,7 @@ fn g26_api_keys_store_hash_role_last_use_and_revocation() {
             account: account("acct"),
             role: RoleName::Member,
             name: "ci".into(),
+            created_by: "olive".into(),
             created_at: Timestamp(3),
         })
         .unwrap();
@@ -431,6 +456,7 @@ fn g26_an_api_key_never_carries_the_owner_role() {
         account: account("acct"),
         role: RoleName::Owner,
         name: "root".into(),
+        created_by: "olive".into(),
         created_at: Timestamp(3),
     };
     assert!(people.create_api_key(&owner_key).is_err());
@@ -479,5 +505,64 @@ fn g24_share_links_are_found_by_hash_and_revoked_per_account() {
     assert_eq!(
         people.share_links(&account("acct")).unwrap()[0].revoked_at,
         Some(Timestamp(6))
+    );
+}
+
+fn key_by(key_id: &str, creator: &str, role: RoleName, byte: u8) -> NewApiKey {
+    NewApiKey {
+        key_id: key_id.into(),
+        token_hash: hash(byte),
+        account: account("acct"),
+        role,
+        name: key_id.into(),
+        created_by: creator.into(),
+        created_at: Timestamp(3),
+    }
+}
+
+#[test]
+fn g11_a_persons_keys_are_revoked_above_their_new_role_and_when_they_are_removed() {
+    let (_dir, store) = seeded();
+    let people: &dyn PeopleStore = &store;
+    people
+        .create_api_key(&key_by("1111111111111111", "max", RoleName::Member, 21))
+        .unwrap();
+    people
+        .create_api_key(&key_by("2222222222222222", "max", RoleName::Viewer, 22))
+        .unwrap();
+    people
+        .create_api_key(&key_by("3333333333333333", "olive", RoleName::Admin, 23))
+        .unwrap();
+    let live = |key_id: &str| {
+        people
+            .api_key(key_id)
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    };
+    assert_eq!(
+        people
+            .change_role(&account("acct"), "max", RoleName::Viewer, Timestamp(5))
+            .unwrap(),
+        PeopleChange::Done
+    );
+    assert!(!live("1111111111111111") && live("2222222222222222"));
+    assert_eq!(
+        people
+            .remove_person(&account("acct"), "max", Timestamp(6))
+            .unwrap(),
+        PeopleChange::Done
+    );
+    assert!(!live("2222222222222222"));
+    assert!(live("3333333333333333"), "another person's key stays");
+    assert_eq!(
+        people
+            .api_key("3333333333333333")
+            .unwrap()
+            .unwrap()
+            .created_by
+            .as_deref(),
+        Some("olive")
     );
 }

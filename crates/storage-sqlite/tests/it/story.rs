@@ -30,6 +30,20 @@ fn new_run(id: &RunId, redactor: &Redactor) -> NewRun {
     }
 }
 
+/// The audit entry a decision on `run` is recorded with.
+fn decided(redactor: &Redactor, run: &RunId, action: &'static str) -> NewAuditEntry {
+    NewAuditEntry {
+        account: AccountId("acct".into()),
+        run: Some(run.clone()),
+        actor: redactor.scrub_fields(Actor::Cli {
+            os_user: "alice".into(),
+        }),
+        action,
+        detail: redactor.scrub_json(&json!({"decision": action})),
+        at: Timestamp(16),
+    }
+}
+
 fn event(redactor: &Redactor, kind: &'static str) -> NewEvent {
     NewEvent {
         kind,
@@ -257,7 +271,11 @@ fn story(store: &dyn Store) {
         at: Timestamp(16),
     };
     let recorded = decisions
-        .record_decision(&approve, &event(&redactor, "decision"))
+        .record_decision(
+            &approve,
+            &event(&redactor, "decision"),
+            &decided(&redactor, &run, "run.approve"),
+        )
         .unwrap();
     assert_eq!(recorded.note, "looks right");
     let reject = NewDecision {
@@ -265,7 +283,11 @@ fn story(store: &dyn Store) {
         ..approve.clone()
     };
     assert!(matches!(
-        decisions.record_decision(&reject, &event(&redactor, "decision")),
+        decisions.record_decision(
+            &reject,
+            &event(&redactor, "decision"),
+            &decided(&redactor, &run, "run.reject")
+        ),
         Err(Error::AlreadyDecided { .. })
     ));
     let stop = NewDecision {
@@ -275,7 +297,11 @@ fn story(store: &dyn Store) {
         ..approve
     };
     decisions
-        .record_decision(&stop, &event(&redactor, "decision"))
+        .record_decision(
+            &stop,
+            &event(&redactor, "decision"),
+            &decided(&redactor, &run, "run.stop"),
+        )
         .unwrap();
     let all = decisions.decisions(&run).unwrap();
     assert_eq!(
@@ -341,7 +367,8 @@ fn story(store: &dyn Store) {
             at: Timestamp(20),
         })
         .unwrap();
-    assert_eq!(second.seq, 2);
+    // The two decisions recorded above wrote their entries with them; the refused one none.
+    assert_eq!(second.seq, 4);
     assert!(!second.detail.to_string().contains(SECRET));
     assert!(matches!(
         audit.append_audit(&NewAuditEntry {
@@ -354,8 +381,8 @@ fn story(store: &dyn Store) {
         }),
         Err(Error::WrongRedactor { .. })
     ));
-    assert_eq!(audit.audit_entries().unwrap().len(), 2);
-    assert_eq!(audit.verify_account_audit(&local.id).unwrap(), Ok(2));
+    assert_eq!(audit.audit_entries().unwrap().len(), 4);
+    assert_eq!(audit.verify_account_audit(&local.id).unwrap(), Ok(4));
     assert_eq!(audit.verify_audit().unwrap().first_break(), None);
 }
 

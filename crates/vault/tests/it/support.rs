@@ -223,8 +223,9 @@ impl VaultStore for FaultyStore {
         item: &SealedItem,
         expected_version: Option<u64>,
         history: &HistoryWrite,
+        audit: Option<&storage::NewAuditEntry>,
     ) -> Result<WriteOutcome, storage::Error> {
-        self.inner.put_item(item, expected_version, history)
+        self.inner.put_item(item, expected_version, history, audit)
     }
     fn revoke_item(
         &self,
@@ -232,8 +233,10 @@ impl VaultStore for FaultyStore {
         kind: ItemKind,
         name: &str,
         revoked_at: Timestamp,
+        audit: Option<&storage::NewAuditEntry>,
     ) -> Result<bool, storage::Error> {
-        self.inner.revoke_item(account_id, kind, name, revoked_at)
+        self.inner
+            .revoke_item(account_id, kind, name, revoked_at, audit)
     }
     fn remove_item(
         &self,
@@ -241,8 +244,10 @@ impl VaultStore for FaultyStore {
         kind: ItemKind,
         name: &str,
         history: &HistoryWrite,
+        audit: Option<&storage::NewAuditEntry>,
     ) -> Result<bool, storage::Error> {
-        self.inner.remove_item(account_id, kind, name, history)
+        self.inner
+            .remove_item(account_id, kind, name, history, audit)
     }
     fn superseded_values(
         &self,
@@ -263,6 +268,7 @@ impl VaultStore for FaultyStore {
         reseal: &mut ResealItem<'_>,
         reseal_superseded: &mut ResealSuperseded<'_>,
         prune_superseded_before: Timestamp,
+        audit: Option<&storage::NewAuditEntry>,
     ) -> Result<WriteOutcome, storage::Error> {
         // Items and kept superseded values count as rows alike, so a fault can hit either.
         let mut faulty = |item: &SealedItem| {
@@ -278,6 +284,7 @@ impl VaultStore for FaultyStore {
             &mut faulty,
             &mut faulty_superseded,
             prune_superseded_before,
+            audit,
         );
         self.after_commit(result)
     }
