@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+mod agent_colleagues;
 mod agent_step;
 mod app;
 mod cli;

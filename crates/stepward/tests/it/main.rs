@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_colleagues;
 mod agent_hostile;
 mod agents;
 mod browser;
