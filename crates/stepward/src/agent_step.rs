@@ -17,10 +17,8 @@ use std::time::Duration;
 
 use agent::helper::{HelperCommand, HelperRequest};
 use agent::{Catalogue, End, HostStop, Offered, ToolHost, ToolKind, ToolReply};
-use engine::journal::{AgentLimit, AgentTurn, ToolCalled, ToolFinished, ToolRefused};
 use engine::{
-    AgentEvent, CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
-    StepError,
+    CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange, StepError,
 };
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
@@ -31,8 +29,6 @@ use storage_sqlite::SqliteStore;
 use workspace::{AgentView, RelPath, StepWriterRules, Tree};
 use zeroize::Zeroizing;
 
-/// The largest tool result kept in the journal.
-const MAX_JOURNAL_RESULT_BYTES: usize = 16 * 1024;
 /// The uid and gid the file-tool helper runs as when the platform is root.
 const HELPER_USER: (u32, u32) = (65534, 65534);
 /// The most output tokens one turn may ask for.
@@ -179,7 +175,7 @@ impl AgentRuntime {
                 Ok(host) => host,
                 Err(reason) => return refused(reason),
             };
-        let mut journal = Journal {
+        let mut journal = crate::agent_record::Journal {
             journal: request.journal,
         };
         let setup = agent::Setup {
@@ -254,10 +250,12 @@ impl AgentRuntime {
             phase,
         };
         let outcome = match report.end {
-            End::Answered { text } => match answer_output(request.step.output(), text) {
-                Ok(output) => ExecutionOutcome::Succeeded { output },
-                Err((kind, message)) => failed(kind, message),
-            },
+            End::Answered { text } => {
+                match crate::agent_record::answer_output(request.step.output(), text) {
+                    Ok(output) => ExecutionOutcome::Succeeded { output },
+                    Err((kind, message)) => failed(kind, message),
+                }
+            }
             End::Limit { limit, detail } => failed("LimitExceeded", format!("{limit}: {detail}")),
             End::Model { error } => failed("ModelError", error),
             End::Journal { error } => ExecutionOutcome::Unknown {
@@ -279,7 +277,7 @@ impl AgentRuntime {
                 reason: "a colleague's loop ended the step without saying how".to_owned(),
             },
         };
-        let (file_changes, copy_back_refusals) = changes_of(&views);
+        let (file_changes, copy_back_refusals) = crate::agent_record::changes_of(&views);
         ExecutionReport {
             outcome,
             stdout: Zeroizing::default(),
@@ -544,7 +542,10 @@ impl View {
 
     /// What changed in the view, as workspace files; what may not go back is refused here
     /// already (the engine checks again).
-    fn changes(&self, agent: &spec::Agent) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
+    pub(crate) fn changes(
+        &self,
+        agent: &spec::Agent,
+    ) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
         let mut changes = Vec::new();
         let mut refusals = Vec::new();
         let Ok(tree) = Tree::open(&self.root) else {
@@ -608,77 +609,6 @@ pub(crate) struct Shared {
     notes: Vec<String>,
     /// Each agent's tree, for the copy-back at the end: (tree, agent, whether it may write).
     views: Vec<(Rc<View>, spec::Agent, bool)>,
-}
-
-/// What the copy-back takes from every tree of the step, in the order the agents started. A
-/// path two agents changed comes back from the first only; the later one is refused.
-fn changes_of(
-    views: &[(Rc<View>, spec::Agent, bool)],
-) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
-    let mut changes: Vec<FileChange> = Vec::new();
-    let mut refusals = Vec::new();
-    for (view, agent, writable) in views {
-        if !writable {
-            continue;
-        }
-        let (more, refused) = view.changes(agent);
-        refusals.extend(refused);
-        for change in more {
-            if changes.iter().any(|known| known.path == change.path) {
-                refusals.push(engine::CopyBackRefusal {
-                    path: change.path,
-                    reason: format!(
-                        "another agent of this step changed it first; the change of {} is \
-                         not kept",
-                        agent.name()
-                    ),
-                });
-            } else {
-                changes.push(change);
-            }
-        }
-    }
-    (changes, refusals)
-}
-
-/// The step's output from the agent's answer: a JSON string, or with `output: json` the
-/// answer parsed (not JSON: the step fails, with the parser's words and place).
-fn answer_output(
-    kind: spec::OutputKind,
-    text: String,
-) -> Result<engine::StepOutput, (&'static str, String)> {
-    let json = match kind {
-        spec::OutputKind::Text => Value::String(text).to_string(),
-        spec::OutputKind::Json => {
-            let trimmed = text.trim();
-            if let Err(error) = serde_json::from_str::<serde::de::IgnoredAny>(trimmed) {
-                return Err((
-                    "OutputNotJson",
-                    format!(
-                        "the step declares `output: json`, and the agent's answer is not JSON: \
-                         {error} (line and column of the answer). The answer began: {}",
-                        answer_start(trimmed)
-                    ),
-                ));
-            }
-            trimmed.to_owned()
-        }
-    };
-    engine::StepOutput::from_json_text(Zeroizing::new(json)).map_err(|error| {
-        (
-            "AgentError",
-            format!("the answer cannot be kept as the step's output: {error}"),
-        )
-    })
-}
-
-/// The first 200 characters of an answer, for a person reading why it was not JSON.
-fn answer_start(text: &str) -> String {
-    let mut start: String = text.chars().take(200).collect();
-    if start.len() < text.len() {
-        start.push('…');
-    }
-    start
 }
 
 /// Runs the calls of one agent of the step (its own, or a colleague's in its own tree).
@@ -939,101 +869,6 @@ impl ToolHost for StepHost<'_> {
                 }
             }
         }
-    }
-}
-
-/// The loop's journal, written through the engine.
-struct Journal<'a> {
-    journal: &'a dyn engine::StepJournal,
-}
-
-fn bounded(text: &str) -> String {
-    if text.len() <= MAX_JOURNAL_RESULT_BYTES {
-        return text.to_owned();
-    }
-    let mut end = MAX_JOURNAL_RESULT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}… (cut at {MAX_JOURNAL_RESULT_BYTES} bytes)",
-        &text[..end]
-    )
-}
-
-impl agent::LoopJournal for Journal<'_> {
-    fn turn(&mut self, turn: u64, usage: llm::Usage, stop_reason: &str) -> Result<(), String> {
-        self.journal.record(AgentEvent::Turn(AgentTurn {
-            step: String::new(),
-            attempt: 0,
-            turn,
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            stop_reason: stop_reason.to_owned(),
-        }))
-    }
-
-    fn tool_called(
-        &mut self,
-        turn: u64,
-        call_id: &str,
-        tool: &str,
-        arguments: &Value,
-    ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolCalled(ToolCalled {
-            step: String::new(),
-            attempt: 0,
-            turn,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            arguments: arguments.clone(),
-        }))
-    }
-
-    fn tool_finished(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        outcome: agent::CallOutcome,
-        result: &str,
-        refusal: Option<&agent::PathRefusal>,
-    ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolFinished(ToolFinished {
-            step: String::new(),
-            attempt: 0,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            outcome: outcome.as_str().to_owned(),
-            result: bounded(result),
-            refused_path: refusal.map(|refusal| refusal.path.clone()),
-            suggestion: refusal.and_then(|refusal| refusal.suggestion.clone()),
-        }))
-    }
-
-    fn call_refused(
-        &mut self,
-        turn: u64,
-        call_id: &str,
-        tool: &str,
-        reason: &str,
-    ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolRefused(ToolRefused {
-            step: String::new(),
-            attempt: 0,
-            turn,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            reason: reason.to_owned(),
-        }))
-    }
-
-    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), String> {
-        self.journal.record(AgentEvent::Limit(AgentLimit {
-            step: String::new(),
-            attempt: 0,
-            limit: limit.to_owned(),
-            detail: detail.to_owned(),
-        }))
     }
 }
 
