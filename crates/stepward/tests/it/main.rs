@@ -6,6 +6,7 @@ mod agent_colleagues;
 mod agent_hostile;
 mod agents;
 mod browser;
+mod check_agents;
 mod cli;
 mod docs;
 mod first_use;
