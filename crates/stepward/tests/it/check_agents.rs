@@ -22,7 +22,9 @@ fn agent_file(dir: &std::path::Path, name: &str, front: &str) -> std::path::Path
 const FILER: &str = "tools: [file]\nnetwork: public_egress\ncustom_tools:\n  file:\n    explain: Files a ticket.\n    script: tools/file.py\n";
 
 fn workflow(step: &str, agent: &str) -> String {
-    format!("name: w\npython: \"3.11\"\nsteps:\n  - id: {step}\n    agent: {agent}\n    task: Do it.\n")
+    format!(
+        "name: w\npython: \"3.11\"\nsteps:\n  - id: {step}\n    agent: {agent}\n    task: Do it.\n"
+    )
 }
 
 fn check_agent(path: &std::path::Path) -> (Option<i32>, serde_json::Value) {
@@ -106,7 +108,11 @@ fn g21_check_reports_a_cycle_a_chain_too_deep_and_a_missing_colleague_at_the_ent
     agent_file(dir.path(), "d", "");
     let (code, report) = check_agent(&a);
     assert_eq!(code, Some(0), "three deep is allowed: {report}");
-    let lone = agent_file(dir.path(), "lone", "tools: [Read]\ncolleagues: [b, nobody]\n");
+    let lone = agent_file(
+        dir.path(),
+        "lone",
+        "tools: [Read]\ncolleagues: [b, nobody]\n",
+    );
     let (code, report) = check_agent(&lone);
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(
