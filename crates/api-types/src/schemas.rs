@@ -47,8 +47,22 @@ pub fn component_schemas() -> Map<String, Value> {
             &[
                 ("agent", string()),
                 ("unknown_reason", string()),
+                ("secret_holders", array(reference("SecretHolder"))),
+                ("colleagues", array(string())),
+                ("models", array(reference("ModelReach"))),
                 ("limits", array(string())),
             ],
+        ),
+    );
+    add(
+        "SecretHolder",
+        object(&[("secret", string()), ("agent", string())], &[]),
+    );
+    add(
+        "ModelReach",
+        object(
+            &[("agent", string()), ("model", string())],
+            &[("provider", string()), ("host", string())],
         ),
     );
     add(
@@ -465,6 +479,17 @@ mod tests {
             unknown_reason: Some("u".into()),
             connections: vec![],
             secrets: vec![],
+            secret_holders: vec![SecretHolder {
+                secret: "S".into(),
+                agent: "a".into(),
+            }],
+            colleagues: vec!["b".into()],
+            models: vec![ModelReach {
+                agent: "a".into(),
+                model: "m".into(),
+                provider: Some("p".into()),
+                host: Some("h".into()),
+            }],
             limits: vec!["memory_mib: 512".into()],
         }
     }
@@ -484,6 +509,22 @@ mod tests {
                 }),
             ),
             ("ReachRow", value(row())),
+            (
+                "SecretHolder",
+                value(SecretHolder {
+                    secret: "S".into(),
+                    agent: "a".into(),
+                }),
+            ),
+            (
+                "ModelReach",
+                value(ModelReach {
+                    agent: "a".into(),
+                    model: "m".into(),
+                    provider: Some("p".into()),
+                    host: Some("h".into()),
+                }),
+            ),
             (
                 "ReachReport",
                 value(ReachReport {

@@ -111,3 +111,60 @@ fn an_agent_step_may_declare_output_json_and_nothing_else() {
     assert_eq!(on_code[0].code, "output-on-code-step");
     assert_eq!((on_code[0].line, on_code[0].column), (6, 5));
 }
+
+#[test]
+fn g27_an_agent_steps_row_is_the_union_over_its_colleagues_with_each_secret_holder_and_model() {
+    let lead = agent(
+        "lead",
+        "model: claude/sonnet\ntools: [Read]\ncolleagues: [checker]\nsecrets: [LEAD_KEY]\n",
+    );
+    let checker = agent(
+        "checker",
+        "model: small-model\ntools: [Run]\nnetwork: public_egress\nsecrets: [CHECK_KEY]\n",
+    );
+    let workflow = parse_workflow(
+        "w.yaml",
+        "name: w\npython: \"3.11\"\nsteps:\n  - id: ask!\n    agent: lead\n    task: Ask.\n",
+    )
+    .unwrap();
+    let agents = [lead, checker];
+    let lookup = |name: &str| agents.iter().find(|agent| agent.name() == name).cloned();
+    let mut rows = spec::reach(&workflow, &lookup);
+    let row = &rows[0];
+    assert_eq!(
+        row.internet,
+        spec::ReachInternet::Yes,
+        "the colleague's network"
+    );
+    assert_eq!(row.secrets, ["LEAD_KEY", "CHECK_KEY"]);
+    assert_eq!(row.colleagues, ["checker"]);
+    assert_eq!(
+        spec::secrets_cell(row),
+        "LEAD_KEY (lead), CHECK_KEY (checker)"
+    );
+    spec::fill_model_hosts(&mut rows, &|provider| match provider {
+        Some("claude") => Some(("claude".into(), "api.anthropic.com".into())),
+        None => Some(("local".into(), "127.0.0.1:8081".into())),
+        Some(_) => None,
+    });
+    assert_eq!(
+        spec::model_cell(&rows[0].models),
+        "claude/sonnet at api.anthropic.com (lead), local/small-model at 127.0.0.1:8081 (checker)"
+    );
+    let table = spec::render_reach_table(&rows);
+    assert!(table.contains("COLLEAGUES  MODEL"), "{table}");
+    assert!(table.contains("CHECK_KEY (checker)"), "{table}");
+    // A colleague that cannot be read makes the row unknown, never "no".
+    let only_lead = |name: &str| {
+        agents
+            .iter()
+            .find(|a| a.name() == name && name == "lead")
+            .cloned()
+    };
+    let rows = spec::reach(&workflow, &only_lead);
+    assert!(
+        matches!(&rows[0].internet, spec::ReachInternet::Unknown { reason } if reason.contains("checker")),
+        "{:?}",
+        rows[0].internet
+    );
+}

@@ -141,3 +141,42 @@ fn g22_check_refuses_an_agent_folder_holding_shared_or_library() {
         assert_eq!(code, Some(0), "{report}");
     }
 }
+
+#[test]
+fn g27_reach_shows_an_agent_steps_colleagues_their_secrets_with_holders_and_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    agent_file(
+        dir.path(),
+        "filer",
+        &format!("model: fake/small\nsecrets: [TRACKER_TOKEN]\n{FILER}"),
+    );
+    agent_file(
+        dir.path(),
+        "lead",
+        "model: fake/large\ntools: [Read]\ncolleagues: [filer]\nsecrets: [NOTES_KEY]\n",
+    );
+    let folder = dir.path().join("workflows");
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join("w.yaml");
+    std::fs::write(&path, workflow("apply!", "lead")).unwrap();
+    let shown = crate::support::stepward(&["reach", "--json", path.to_str().unwrap()]);
+    assert!(shown.status.success(), "{}", crate::support::stderr(&shown));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    let row = &report["rows"][0];
+    assert_eq!(row["internet"], "yes", "{row}");
+    assert_eq!(row["colleagues"], serde_json::json!(["filer"]), "{row}");
+    assert_eq!(
+        row["secret_holders"],
+        serde_json::json!([
+            {"secret": "NOTES_KEY", "agent": "lead"},
+            {"secret": "TRACKER_TOKEN", "agent": "filer"}
+        ]),
+        "{row}"
+    );
+    assert_eq!(row["models"][1]["agent"], "filer", "{row}");
+    assert_eq!(row["models"][1]["provider"], "fake", "{row}");
+    let table = crate::support::stepward(&["reach", path.to_str().unwrap()]);
+    let table = stdout(&table);
+    assert!(table.contains("TRACKER_TOKEN (filer)"), "{table}");
+    assert!(table.contains("fake/small"), "{table}");
+}
