@@ -4,6 +4,7 @@
 
 mod agent_colleagues;
 mod agent_hostile;
+mod agent_kill;
 mod agents;
 mod browser;
 mod check_agents;
