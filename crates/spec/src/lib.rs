@@ -46,8 +46,8 @@ pub use crate::model::{
 };
 pub use crate::origin::Origin;
 pub use crate::reach::{
-    ModelUse, REACH_CAPTION, ReachInternet, ReachKind, ReachRow, fill_model_hosts, list_or_none,
-    model_cell, reach, render_reach_table, secrets_cell,
+    ModelUse, ProviderLookup, REACH_CAPTION, ReachInternet, ReachKind, ReachRow, fill_model_hosts,
+    list_or_none, model_cell, reach, render_reach_table, secrets_cell,
 };
 pub use crate::schema::workflow_json_schema;
 pub use crate::workflow::{parse_workflow, parse_workflow_within};

@@ -169,13 +169,13 @@ fn agent_row(
     }
 }
 
+/// A provider's name and host, by the name an agent file gives (`None`: the default).
+pub type ProviderLookup<'a> = &'a dyn Fn(Option<&str>) -> Option<(String, String)>;
+
 /// Fills each model's host (and the default provider's name for a bare model id) from the
 /// account's providers: `provider` answers `(name, host)` for a name, or for `None` the
 /// default. A provider the account does not have keeps no host.
-pub fn fill_model_hosts(
-    rows: &mut [ReachRow],
-    provider: &dyn Fn(Option<&str>) -> Option<(String, String)>,
-) {
+pub fn fill_model_hosts(rows: &mut [ReachRow], provider: ProviderLookup<'_>) {
     for model in rows.iter_mut().flat_map(|row| row.models.iter_mut()) {
         if let Some((name, host)) = provider(model.provider.as_deref()) {
             model.provider = Some(name);
