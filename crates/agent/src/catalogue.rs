@@ -17,6 +17,9 @@ pub enum ToolKind {
     Glob,
     Grep,
     Run,
+    /// `Consult`: a sub-loop of one of the file's colleagues, with that colleague's own file,
+    /// tools and secrets (offered only to an agent that names colleagues).
+    Consult,
     /// A custom tool: its script's path relative to the agent's folder.
     Custom {
         script: String,
@@ -83,6 +86,8 @@ pub struct Param {
     pub kind: ParamKind,
     pub required: bool,
     pub description: String,
+    /// The only values the parameter takes (a JSON Schema `enum`); empty: any of its type.
+    pub choices: Vec<String>,
 }
 
 fn param(name: &str, kind: ParamKind, required: bool, description: &str) -> Param {
@@ -91,8 +96,12 @@ fn param(name: &str, kind: ParamKind, required: bool, description: &str) -> Para
         kind,
         required,
         description: description.to_owned(),
+        choices: Vec::new(),
     }
 }
+
+/// The name of the tool that consults a colleague.
+pub const CONSULT: &str = "Consult";
 
 /// One tool offered to the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,10 +117,12 @@ impl Offered {
     pub fn definition(&self) -> llm::ToolDefinition {
         let mut properties = Map::new();
         for param in &self.params {
-            properties.insert(
-                param.name.clone(),
-                json!({ "type": param.kind.schema_type(), "description": param.description }),
-            );
+            let mut schema =
+                json!({ "type": param.kind.schema_type(), "description": param.description });
+            if !param.choices.is_empty() {
+                schema["enum"] = json!(param.choices);
+            }
+            properties.insert(param.name.clone(), schema);
         }
         let required: Vec<&str> = self
             .params
@@ -147,6 +158,19 @@ impl Offered {
                     param.name,
                     param.kind.schema_type()
                 )),
+                Some(value)
+                    if !param.choices.is_empty()
+                        && !param
+                            .choices
+                            .iter()
+                            .any(|choice| value.as_str() == Some(choice.as_str())) =>
+                {
+                    problems.push(format!(
+                        "the argument `{}` must be one of {}",
+                        param.name,
+                        param.choices.join(", ")
+                    ));
+                }
                 Some(_) => {}
             }
         }
@@ -202,13 +226,40 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    /// Exactly the tools `agent`'s file names, in its order.
+    /// Exactly the tools `agent`'s file names, in its order, and `Consult` last when it names
+    /// colleagues (its `colleague` argument takes exactly their names).
     pub fn for_agent(agent: &spec::Agent) -> Catalogue {
-        let tools = agent
+        let mut tools: Vec<Offered> = agent
             .tools()
             .iter()
             .filter_map(|tool| offered(agent, tool))
             .collect();
+        if !agent.colleagues().is_empty() {
+            let mut colleague = param(
+                "colleague",
+                ParamKind::String,
+                true,
+                "The colleague to consult: one of the agents named here.",
+            );
+            colleague.choices = agent.colleagues().to_vec();
+            tools.push(Offered {
+                name: CONSULT.to_owned(),
+                description: format!(
+                    "Hands a task to a colleague (one of: {}), who works on it with its own                      tools and answers in words. One colleague at a time; its turns, tokens                      and time count against yours.",
+                    agent.colleagues().join(", ")
+                ),
+                kind: ToolKind::Consult,
+                params: vec![
+                    colleague,
+                    param(
+                        "task",
+                        ParamKind::String,
+                        true,
+                        "What the colleague should do, in plain words, with everything it                          needs to know.",
+                    ),
+                ],
+            });
+        }
         Catalogue { tools }
     }
 
@@ -247,7 +298,8 @@ impl Catalogue {
             ToolKind::Custom { .. } => agent
                 .custom_tool(&tool.name)
                 .is_some_and(spec::CustomTool::writes),
-            ToolKind::Read | ToolKind::Glob | ToolKind::Grep => false,
+            // A colleague writes in its own tree, through its own copy-back.
+            ToolKind::Read | ToolKind::Glob | ToolKind::Grep | ToolKind::Consult => false,
         })
     }
 }
@@ -353,6 +405,7 @@ fn offered(agent: &spec::Agent, tool: &spec::Tool) -> Option<Offered> {
                         kind: ParamKind::of(argument.kind()),
                         required: !argument.optional(),
                         description: format!("{} argument", argument.kind().as_str()),
+                        choices: Vec::new(),
                     })
                     .collect(),
             }

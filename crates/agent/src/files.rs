@@ -74,7 +74,7 @@ impl FileTools {
             ToolKind::Edit => self.edit(arguments),
             ToolKind::Glob => self.glob(arguments),
             ToolKind::Grep => self.grep(arguments),
-            ToolKind::Run | ToolKind::Custom { .. } => {
+            ToolKind::Run | ToolKind::Consult | ToolKind::Custom { .. } => {
                 ToolReply::error("this tool is not a file tool")
             }
         }

@@ -2,7 +2,8 @@
 //! agent file names; every call is checked against the tool's arguments, journalled before it
 //! runs, and run one at a time; the `loop:` limits stop it; everything sent to the model is
 //! scrubbed by the run's redactor first. The file tools run over the agent's tree through
-//! `workspace`'s one confinement primitive, in a helper process of their own.
+//! `workspace`'s one confinement primitive, in a helper process of their own. `Consult` runs
+//! a colleague's sub-loop with the colleague's own file, tools and secrets ([`consult`]).
 //!
 //! Invariants: knows no concrete provider (it holds a `dyn llm::Model`), no sandbox backend
 //! and no storage: scripts run through a [`ToolHost`] and events go to a [`LoopJournal`], both
@@ -11,12 +12,14 @@
 #![forbid(unsafe_code)]
 
 pub mod catalogue;
+pub mod consult;
 pub mod files;
 pub mod helper;
 pub mod looping;
 
-pub use crate::catalogue::{CallRefusal, Catalogue, Offered, ToolKind};
+pub use crate::catalogue::{CONSULT, CallRefusal, Catalogue, Offered, ToolKind};
+pub use crate::consult::{Colleague, Colleagues, MAX_DEPTH, NoColleagues};
 pub use crate::looping::{
     CallOutcome, End, HostStop, Limits, LoopJournal, PREAMBLE, PathRefusal, ReplyOutcome, Report,
-    Setup, ToolHost, ToolReply, first_message, run,
+    Setup, ToolHost, ToolReply, first_message, run, run_with,
 };

@@ -147,6 +147,9 @@ pub enum HostStop {
     Unknown { reason: String },
     /// The platform could not run the call.
     Failed { reason: String },
+    /// A colleague's loop ended the whole step (the step's own limit, a journal error, a
+    /// script of the colleague's that went to repair or whose outcome is unknown).
+    Ended(Box<End>),
 }
 
 /// Runs the calls the loop has checked. Implemented by the binary: the file tools in their
@@ -237,7 +240,7 @@ pub fn first_message(task: &str, inputs: &Value) -> String {
     )
 }
 
-/// Runs the loop to its end.
+/// Runs the loop to its end, for an agent without colleagues (a `Consult` finds none).
 pub async fn run(
     model: &dyn Model,
     redactor: &Redactor,
@@ -245,85 +248,181 @@ pub async fn run(
     host: &mut dyn ToolHost,
     journal: &mut dyn LoopJournal,
 ) -> Report {
-    let started = Instant::now();
-    let limits = setup.limits;
+    run_with(
+        model,
+        redactor,
+        setup,
+        host,
+        journal,
+        &mut crate::consult::NoColleagues,
+    )
+    .await
+}
+
+/// Runs the loop to its end; a `Consult` opens its colleague through `colleagues` (its own
+/// file, model, tools and secrets) and runs it as a sub-loop whose turns, tokens and time
+/// count against this step's limits.
+pub async fn run_with<'h>(
+    model: &dyn Model,
+    redactor: &Redactor,
+    setup: Setup<'_>,
+    host: &mut dyn ToolHost,
+    journal: &mut dyn LoopJournal,
+    colleagues: &mut dyn crate::consult::Colleagues<'h>,
+) -> Report {
+    let mut step = StepState {
+        redactor,
+        journal,
+        colleagues,
+        started: Instant::now(),
+        limits: setup.limits,
+        report: Report {
+            end: End::Answered {
+                text: String::new(),
+            },
+            turns: 0,
+            usage: Usage::default(),
+            calls: 0,
+            refusals: 0,
+        },
+        step_limit: false,
+    };
+    let frame = Frame {
+        model,
+        setup: &setup,
+        host,
+        path: vec![setup.agent.name().to_owned()],
+        prefix: String::new(),
+    };
+    let end = agent_loop(&mut step, frame).await;
+    step.report.end = end;
+    step.report
+}
+
+/// What the whole step shares: its limits, what it has spent, its journal.
+pub(crate) struct StepState<'s, 'h> {
+    pub(crate) redactor: &'s Redactor,
+    pub(crate) journal: &'s mut dyn LoopJournal,
+    pub(crate) colleagues: &'s mut dyn crate::consult::Colleagues<'h>,
+    pub(crate) started: Instant,
+    /// The step's limits (its agent file's): every colleague's turns, tokens and time count.
+    pub(crate) limits: Limits,
+    pub(crate) report: Report,
+    /// Whether the limit that ended a loop was the step's (which ends the step) rather than a
+    /// colleague's own (which ends only its consult).
+    pub(crate) step_limit: bool,
+}
+
+/// One agent's loop within the step: the step's own agent, or a colleague it consults.
+pub(crate) struct Frame<'f> {
+    pub(crate) model: &'f dyn Model,
+    pub(crate) setup: &'f Setup<'f>,
+    pub(crate) host: &'f mut dyn ToolHost,
+    /// The agents from the step's own to this one: a consult of one of them is a cycle.
+    pub(crate) path: Vec<String>,
+    /// Put before every call id this loop journals (`CALL/colleague/` for a colleague's).
+    pub(crate) prefix: String,
+}
+
+impl StepState<'_, '_> {
+    fn trip(&mut self, step_wide: bool, limit: &'static str, detail: String) -> End {
+        self.step_limit = step_wide;
+        trip(self.journal, limit, detail)
+    }
+}
+
+pub(crate) async fn agent_loop(step: &mut StepState<'_, '_>, mut frame: Frame<'_>) -> End {
+    let redactor = step.redactor;
+    let own = frame.setup.limits;
+    let own_started = Instant::now();
+    let mut own_turns = 0u64;
+    let mut own_usage = Usage::default();
     let system = redactor
-        .scrub(&format!("{}{PREAMBLE}", setup.agent.prompt().trim_end()))
+        .scrub(&format!(
+            "{}{PREAMBLE}",
+            frame.setup.agent.prompt().trim_end()
+        ))
         .into_inner();
     let first = redactor
-        .scrub(&first_message(&setup.task, &setup.inputs))
+        .scrub(&first_message(&frame.setup.task, &frame.setup.inputs))
         .into_inner();
     let mut request = TurnRequest {
-        model: setup.model_id.clone(),
+        model: frame.setup.model_id.clone(),
         system,
         messages: vec![Message::User { text: first }],
-        tools: setup.catalogue.definitions(),
-        max_tokens: setup.max_tokens_per_turn,
+        tools: frame.setup.catalogue.definitions(),
+        max_tokens: frame.setup.max_tokens_per_turn,
         stream: false,
     };
-    let mut report = Report {
-        end: End::Answered {
-            text: String::new(),
-        },
-        turns: 0,
-        usage: Usage::default(),
-        calls: 0,
-        refusals: 0,
-    };
-    let end = loop {
-        if report.turns >= limits.turns {
-            break trip(
-                journal,
-                "turns",
-                format!("the agent used its {} turns", limits.turns),
-            );
+    loop {
+        if step.report.turns >= step.limits.turns {
+            let detail = format!("the agent step used its {} turns", step.limits.turns);
+            return step.trip(true, "turns", detail);
         }
-        let Some(remaining) = limits.step_time.checked_sub(started.elapsed()) else {
-            break step_time(journal, limits);
+        if own_turns >= own.turns {
+            let detail = format!(
+                "the agent {} used its {} turns",
+                frame.path_name(),
+                own.turns
+            );
+            return step.trip(false, "turns", detail);
+        }
+        let (remaining, step_wide) = remaining(step, own, own_started);
+        let Some(remaining) = remaining else {
+            return step_time(step, own, step_wide);
         };
-        report.turns += 1;
+        step.report.turns += 1;
+        own_turns += 1;
         let mut observer = llm::Ignore;
-        let turn = match tokio::time::timeout(remaining, model.turn(&request, &mut observer)).await
+        let turn = match tokio::time::timeout(remaining, frame.model.turn(&request, &mut observer))
+            .await
         {
-            Err(_) => break step_time(journal, limits),
+            Err(_) => return step_time(step, own, step_wide),
             Ok(Err(error)) => {
-                break End::Model {
+                return End::Model {
                     error: redactor.scrub(&error.to_string()).into_inner(),
                 };
             }
             Ok(Ok(turn)) => turn,
         };
-        report.usage.input_tokens += turn.usage.input_tokens;
-        report.usage.output_tokens += turn.usage.output_tokens;
-        if let Err(error) = journal.turn(report.turns, turn.usage, turn.stop_reason.as_str()) {
-            break End::Journal { error };
+        for usage in [&mut step.report.usage, &mut own_usage] {
+            usage.input_tokens += turn.usage.input_tokens;
+            usage.output_tokens += turn.usage.output_tokens;
         }
-        let spent = report.usage.input_tokens + report.usage.output_tokens;
+        if let Err(error) =
+            step.journal
+                .turn(step.report.turns, turn.usage, turn.stop_reason.as_str())
+        {
+            return End::Journal { error };
+        }
         if turn.tool_calls.is_empty() {
-            break End::Answered {
+            return End::Answered {
                 text: redactor.scrub(&turn.text).into_inner(),
             };
         }
-        if spent > limits.tokens {
-            break trip(
-                journal,
-                "tokens",
-                format!("the agent used {spent} tokens of its {}", limits.tokens),
+        let spent = step.report.usage.input_tokens + step.report.usage.output_tokens;
+        if spent > step.limits.tokens {
+            let detail = format!(
+                "the agent step used {spent} tokens of its {}",
+                step.limits.tokens
             );
+            return step.trip(true, "tokens", detail);
+        }
+        let own_spent = own_usage.input_tokens + own_usage.output_tokens;
+        if own_spent > own.tokens {
+            let detail = format!(
+                "the agent {} used {own_spent} tokens of its {}",
+                frame.path_name(),
+                own.tokens
+            );
+            return step.trip(false, "tokens", detail);
         }
         let mut results = Vec::with_capacity(turn.tool_calls.len());
-        let mut stop = None;
         for call in &turn.tool_calls {
-            match one_call(redactor, &setup, host, journal, &mut report, call, started).await {
+            match one_call(step, &mut frame, call, own_started).await {
                 Ok(result) => results.push(result),
-                Err(end) => {
-                    stop = Some(end);
-                    break;
-                }
+                Err(end) => return end,
             }
-        }
-        if let Some(end) = stop {
-            break end;
         }
         request.messages.push(Message::Assistant {
             text: redactor.scrub(&turn.text).into_inner(),
@@ -334,9 +433,29 @@ pub async fn run(
                 .collect(),
         });
         request.messages.push(Message::ToolResults { results });
-    };
-    report.end = end;
-    report
+    }
+}
+
+impl Frame<'_> {
+    fn path_name(&self) -> String {
+        self.path.last().cloned().unwrap_or_default()
+    }
+}
+
+/// The time left for the current loop, and whether the step's own limit is the nearer one.
+fn remaining(
+    step: &StepState<'_, '_>,
+    own: Limits,
+    own_started: Instant,
+) -> (Option<Duration>, bool) {
+    let step_left = step.limits.step_time.checked_sub(step.started.elapsed());
+    let own_left = own.step_time.checked_sub(own_started.elapsed());
+    match (step_left, own_left) {
+        (None, _) => (None, true),
+        (Some(_), None) => (None, false),
+        (Some(step_left), Some(own_left)) if step_left <= own_left => (Some(step_left), true),
+        (Some(_), Some(own_left)) => (Some(own_left), false),
+    }
 }
 
 fn trip(journal: &mut dyn LoopJournal, limit: &'static str, detail: String) -> End {
@@ -346,15 +465,18 @@ fn trip(journal: &mut dyn LoopJournal, limit: &'static str, detail: String) -> E
     End::Limit { limit, detail }
 }
 
-fn step_time(journal: &mut dyn LoopJournal, limits: Limits) -> End {
-    trip(
-        journal,
-        "step_timeout_s",
-        format!(
-            "the agent step ran past its {} seconds",
-            limits.step_time.as_secs()
-        ),
-    )
+fn step_time(step: &mut StepState<'_, '_>, own: Limits, step_wide: bool) -> End {
+    let seconds = if step_wide {
+        step.limits.step_time.as_secs()
+    } else {
+        own.step_time.as_secs()
+    };
+    let detail = if step_wide {
+        format!("the agent step ran past its {seconds} seconds")
+    } else {
+        format!("a colleague ran past its {seconds} seconds")
+    };
+    step.trip(step_wide, "step_timeout_s", detail)
 }
 
 fn scrubbed_call(redactor: &Redactor, call: &ToolCall) -> ToolCall {
@@ -374,21 +496,21 @@ fn scrubbed_call(redactor: &Redactor, call: &ToolCall) -> ToolCall {
 
 /// One call: checked, journalled, run, its result scrubbed. `Err` ends the loop.
 async fn one_call(
-    redactor: &Redactor,
-    setup: &Setup<'_>,
-    host: &mut dyn ToolHost,
-    journal: &mut dyn LoopJournal,
-    report: &mut Report,
+    step: &mut StepState<'_, '_>,
+    frame: &mut Frame<'_>,
     call: &ToolCall,
-    started: Instant,
+    own_started: Instant,
 ) -> Result<ToolResult, End> {
-    let tool = match setup.catalogue.check(call) {
+    let redactor = step.redactor;
+    let call_id = format!("{}{}", frame.prefix, call.id);
+    let turn = step.report.turns;
+    let tool = match frame.setup.catalogue.check(call) {
         Ok(tool) => tool,
         Err(refusal) => {
-            report.refusals += 1;
+            step.report.refusals += 1;
             let reason = redactor.scrub(&refusal.to_string()).into_inner();
-            journal
-                .call_refused(report.turns, &call.id, &call.name, &reason)
+            step.journal
+                .call_refused(turn, &call_id, &call.name, &reason)
                 .map_err(|error| End::Journal { error })?;
             return Ok(ToolResult {
                 call_id: call.id.clone(),
@@ -400,26 +522,37 @@ async fn one_call(
     let arguments = redactor
         .scrub_json(&Value::Object(call.arguments.clone()))
         .into_inner();
-    journal
-        .tool_called(report.turns, &call.id, &tool.name, &arguments)
+    step.journal
+        .tool_called(turn, &call_id, &tool.name, &arguments)
         .map_err(|error| End::Journal { error })?;
-    report.calls += 1;
-    let Some(remaining) = setup.limits.step_time.checked_sub(started.elapsed()) else {
-        return Err(step_time(journal, setup.limits));
+    step.report.calls += 1;
+    let own = frame.setup.limits;
+    let (remaining, step_wide) = remaining(step, own, own_started);
+    let Some(remaining) = remaining else {
+        return Err(step_time(step, own, step_wide));
     };
-    let timeout = remaining.min(setup.limits.tool_time);
-    let reply = match host.call(tool, &call.arguments, timeout) {
+    let timeout = remaining.min(own.tool_time);
+    let reply = if tool.kind == crate::catalogue::ToolKind::Consult {
+        crate::consult::consult(step, frame, &call_id, &call.arguments).await
+    } else {
+        frame.host.call(tool, &call.arguments, timeout)
+    };
+    let reply = match reply {
         Ok(reply) => reply,
         Err(stop) => {
             let reason = match &stop {
                 HostStop::NeedsRepair { detail, .. } => detail.clone(),
                 HostStop::Unknown { reason } | HostStop::Failed { reason } => reason.clone(),
+                HostStop::Ended(_) => "the step ended inside the consult".to_owned(),
             };
             let reason = redactor.scrub(&reason).into_inner();
-            journal
-                .tool_finished(&call.id, &tool.name, CallOutcome::Error, &reason, None)
+            step.journal
+                .tool_finished(&call_id, &tool.name, CallOutcome::Error, &reason, None)
                 .map_err(|error| End::Journal { error })?;
-            return Err(End::Host(stop));
+            return Err(match stop {
+                HostStop::Ended(end) => *end,
+                other => End::Host(other),
+            });
         }
     };
     let content = redactor.scrub(&reply.content).into_inner();
@@ -431,12 +564,12 @@ async fn one_call(
             .as_ref()
             .map(|suggestion| redactor.scrub(suggestion).into_inner()),
     });
-    if refusal.is_some() {
-        report.refusals += 1;
+    if refusal.is_some() || reply.call_outcome() == CallOutcome::Refused {
+        step.report.refusals += 1;
     }
-    journal
+    step.journal
         .tool_finished(
-            &call.id,
+            &call_id,
             &tool.name,
             reply.call_outcome(),
             &content,

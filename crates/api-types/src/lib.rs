@@ -63,9 +63,38 @@ pub struct ReachRow {
     pub unknown_reason: Option<String>,
     pub connections: Vec<String>,
     pub secrets: Vec<String>,
+    /// Agent steps: each secret with the agent (the step's or a colleague's) that holds it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_holders: Vec<SecretHolder>,
+    /// Agent steps: every colleague the agent can consult, at any depth.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub colleagues: Vec<String>,
+    /// Agent steps: the models (provider and host) that receive the step's data.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelReach>,
     /// The limits the step declared (non-default only), as `key: value`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<String>,
+}
+
+/// A secret of an agent step and the agent that holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SecretHolder {
+    pub secret: String,
+    pub agent: String,
+}
+
+/// A model an agent of a step talks to: its provider receives the step's data (G27).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelReach {
+    pub agent: String,
+    pub model: String,
+    /// The provider's name; absent: the account's default, which it has none of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The provider's host, when the account has that provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The whole panel: its caption, word for word, and one row per step.

@@ -169,6 +169,17 @@ mod tests {
             unknown_reason: Some("u".into()),
             connections: vec![],
             secrets: vec![],
+            secret_holders: vec![SecretHolder {
+                secret: "S".into(),
+                agent: "a".into(),
+            }],
+            colleagues: vec!["b".into()],
+            models: vec![ModelReach {
+                agent: "a".into(),
+                model: "m".into(),
+                provider: Some("p".into()),
+                host: Some("h".into()),
+            }],
             limits: vec!["memory_mib: 512".into()],
         }
     }
@@ -188,6 +199,22 @@ mod tests {
                 }),
             ),
             ("ReachRow", value(row())),
+            (
+                "SecretHolder",
+                value(SecretHolder {
+                    secret: "S".into(),
+                    agent: "a".into(),
+                }),
+            ),
+            (
+                "ModelReach",
+                value(ModelReach {
+                    agent: "a".into(),
+                    model: "m".into(),
+                    provider: Some("p".into()),
+                    host: Some("h".into()),
+                }),
+            ),
             (
                 "ReachReport",
                 value(ReachReport {

@@ -48,7 +48,7 @@ pub use crate::endpoint::{
 pub use crate::error::Error;
 pub use crate::http::{BusyScope, Client, ClientOptions, MAX_RETRIES, RetryPolicy};
 pub use crate::provider::{
-    PROBE_PROMPT, Probe, Provider, ProviderKind, UnknownProviderKind, endpoint_url,
+    PROBE_PROMPT, Probe, Provider, ProviderKind, UnknownProviderKind, endpoint_url, provider_host,
 };
 pub use crate::types::{
     Ignore, Message, Observer, Recorder, RetryNotice, StopReason, ToolCall, ToolDefinition,

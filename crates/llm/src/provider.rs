@@ -76,6 +76,17 @@ impl FromStr for ProviderKind {
     }
 }
 
+/// The host (with its port when not the scheme's) a provider of `kind` at `base_url` (`None`:
+/// the kind's default) receives requests on, as the reach panel shows it (G27).
+pub fn provider_host(kind: ProviderKind, base_url: Option<&str>) -> Option<String> {
+    let url = endpoint_url(kind, base_url.unwrap_or(kind.default_base_url())).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
 /// Checks a base URL's form (not its addresses: those are checked at every request) and
 /// gives the URL a request of `kind` goes to.
 pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Url, Error> {

@@ -31,6 +31,7 @@ mod layers;
 mod listener;
 mod openapi;
 mod password_work;
+pub mod reach;
 mod return_path;
 mod routes;
 mod served;

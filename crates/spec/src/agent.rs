@@ -497,6 +497,7 @@ fn check_custom_tool_name(name: &str, position: Position, diagnostics: &mut Diag
     if BUILT_IN_TOOLS
         .iter()
         .any(|(built_in, _)| built_in.eq_ignore_ascii_case(name))
+        || name.eq_ignore_ascii_case("Consult")
     {
         diagnostics.report(
             position,

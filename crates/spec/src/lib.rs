@@ -14,6 +14,7 @@
 
 mod account;
 mod agent;
+mod colleagues;
 mod declared_limits;
 mod diagnostic;
 mod env;
@@ -34,17 +35,19 @@ pub use crate::account::{
     AccountNames, ModelRef, parse_agent_for_account, parse_workflow_for_account,
 };
 pub use crate::agent::{parse_agent, parse_agent_within};
+pub use crate::colleagues::{Closure, ColleagueProblem, MAX_CONSULT_DEPTH, colleague_closure};
 pub use crate::declared_limits::{LimitMaxima, LoopLimits, StepLimits};
 pub use crate::diagnostic::Diagnostic;
 pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions};
 pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
 pub use crate::model::{
-    Agent, CustomTool, InputKind, InputSource, Network, PythonVersion, Step, StepBody, Tool,
-    ToolArgument, Workflow, WorkflowInput,
+    Agent, CustomTool, InputKind, InputSource, Network, OutputKind, PythonVersion, Step, StepBody,
+    Tool, ToolArgument, Workflow, WorkflowInput,
 };
 pub use crate::origin::Origin;
 pub use crate::reach::{
-    REACH_CAPTION, ReachInternet, ReachKind, ReachRow, list_or_none, reach, render_reach_table,
+    ModelUse, ProviderLookup, REACH_CAPTION, ReachInternet, ReachKind, ReachRow, fill_model_hosts,
+    list_or_none, model_cell, reach, render_reach_table, secrets_cell,
 };
 pub use crate::schema::workflow_json_schema;
 pub use crate::workflow::{parse_workflow, parse_workflow_within};

@@ -164,6 +164,18 @@ pub struct Step {
     pub(crate) limits: crate::StepLimits,
     /// Where the `code` or `agent` value is written.
     pub(crate) body_origin: crate::Origin,
+    /// How an agent step's answer becomes its output (`output:`).
+    pub(crate) output: OutputKind,
+}
+
+/// How an agent step's answer becomes the step's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputKind {
+    /// The answer as a JSON string (the default).
+    #[default]
+    Text,
+    /// `output: json`: the answer parsed as JSON; an answer that is not JSON fails the step.
+    Json,
 }
 
 impl Step {
@@ -206,6 +218,11 @@ impl Step {
 
     pub fn body(&self) -> &StepBody {
         &self.body
+    }
+
+    /// How an agent step's answer becomes its output (`output: json` parses it).
+    pub fn output(&self) -> OutputKind {
+        self.output
     }
 
     /// Where the step's `code` (or `agent`) value is written: a report about a place in the

@@ -21,11 +21,30 @@ pub struct ReachRow {
     pub internet: ReachInternet,
     /// Connection aliases granted to the step (code steps; agent steps have none).
     pub connections: Vec<String>,
-    /// Secret names the step's scripts receive (agent steps: the agent file's `secrets`).
+    /// Secret names the step's scripts receive (agent steps: those of the agent and of every
+    /// colleague it can consult, each once).
     pub secrets: Vec<String>,
+    /// Agent steps: each secret with the agent that holds it, as `(secret, agent)`.
+    pub secret_holders: Vec<(String, String)>,
+    /// Agent steps: every colleague the agent can consult, at any depth.
+    pub colleagues: Vec<String>,
+    /// Agent steps: the models that receive the step's data, one per agent that names one.
+    pub models: Vec<ModelUse>,
     /// The limits the step (or its agent file, for each script and tool call) declared, as
     /// `key: value`; empty when it runs under the defaults.
     pub limits: Vec<(String, u64)>,
+}
+
+/// A model an agent of the step talks to (G27): the provider (by name, and its host once the
+/// caller knows the account's providers) receives the step's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelUse {
+    pub agent: String,
+    /// The provider the agent file names; `None`: the account's default.
+    pub provider: Option<String>,
+    pub model: String,
+    /// The provider's host, filled by [`fill_model_hosts`].
+    pub host: Option<String>,
 }
 
 /// What runs in the step.
@@ -62,6 +81,9 @@ pub fn reach(workflow: &Workflow, agent: &dyn Fn(&str) -> Option<Agent>) -> Vec<
                 internet: internet_of(step.network()),
                 connections: step.connections().to_vec(),
                 secrets: Vec::new(),
+                secret_holders: Vec::new(),
+                colleagues: Vec::new(),
+                models: Vec::new(),
                 limits: declared(step.limits()),
             },
             StepBody::Agent { agent: name, .. } => {
@@ -69,15 +91,7 @@ pub fn reach(workflow: &Workflow, agent: &dyn Fn(&str) -> Option<Agent>) -> Vec<
                     agent: name.clone(),
                 };
                 match agent(name) {
-                    Some(found) => ReachRow {
-                        step: step.id().to_string(),
-                        gate: step.is_gate(),
-                        kind,
-                        internet: internet_of(found.network()),
-                        connections: Vec::new(),
-                        secrets: found.secrets().to_vec(),
-                        limits: declared(found.limits()),
-                    },
+                    Some(found) => agent_row(step, kind, &found, agent),
                     None => ReachRow {
                         step: step.id().to_string(),
                         gate: step.is_gate(),
@@ -89,12 +103,117 @@ pub fn reach(workflow: &Workflow, agent: &dyn Fn(&str) -> Option<Agent>) -> Vec<
                         },
                         connections: Vec::new(),
                         secrets: Vec::new(),
+                        secret_holders: Vec::new(),
+                        colleagues: Vec::new(),
+                        models: Vec::new(),
                         limits: Vec::new(),
                     },
                 }
             }
         })
         .collect()
+}
+
+/// An agent step's row: the union over the agent and every colleague it can consult (G27).
+fn agent_row(
+    step: &crate::Step,
+    kind: ReachKind,
+    found: &Agent,
+    agent: &dyn Fn(&str) -> Option<Agent>,
+) -> ReachRow {
+    let closure = crate::colleague_closure(found, &|name| {
+        agent(name).ok_or_else(|| format!("agents/{name}/AGENT.md is missing or invalid"))
+    });
+    let internet = match closure.problems.first() {
+        Some(problem) => ReachInternet::Unknown {
+            reason: problem.to_string(),
+        },
+        None => internet_of(closure.network()),
+    };
+    let secret_holders = closure.secrets();
+    let mut secrets: Vec<String> = Vec::new();
+    for (secret, _) in &secret_holders {
+        if !secrets.contains(secret) {
+            secrets.push(secret.clone());
+        }
+    }
+    let models = closure
+        .agents
+        .iter()
+        .filter_map(|member| {
+            let reference = crate::ModelRef::parse(member.model()?);
+            Some(ModelUse {
+                agent: member.name().to_owned(),
+                provider: reference.provider.map(str::to_owned),
+                model: reference.model.to_owned(),
+                host: None,
+            })
+        })
+        .collect();
+    ReachRow {
+        step: step.id().to_string(),
+        gate: step.is_gate(),
+        kind,
+        internet,
+        connections: Vec::new(),
+        secrets,
+        secret_holders,
+        colleagues: closure
+            .agents
+            .iter()
+            .skip(1)
+            .map(|colleague| colleague.name().to_owned())
+            .collect(),
+        models,
+        limits: declared(found.limits()),
+    }
+}
+
+/// A provider's name and host, by the name an agent file gives (`None`: the default).
+pub type ProviderLookup<'a> = &'a dyn Fn(Option<&str>) -> Option<(String, String)>;
+
+/// Fills each model's host (and the default provider's name for a bare model id) from the
+/// account's providers: `provider` answers `(name, host)` for a name, or for `None` the
+/// default. A provider the account does not have keeps no host.
+pub fn fill_model_hosts(rows: &mut [ReachRow], provider: ProviderLookup<'_>) {
+    for model in rows.iter_mut().flat_map(|row| row.models.iter_mut()) {
+        if let Some((name, host)) = provider(model.provider.as_deref()) {
+            model.provider = Some(name);
+            model.host = Some(host);
+        }
+    }
+}
+
+/// A model as the panel writes it: `provider/model at host`.
+pub fn model_cell(models: &[ModelUse]) -> String {
+    if models.is_empty() {
+        return "none".to_string();
+    }
+    models
+        .iter()
+        .map(|model| {
+            let provider = model.provider.as_deref().unwrap_or("the default provider");
+            let host = model
+                .host
+                .as_deref()
+                .map(|host| format!(" at {host}"))
+                .unwrap_or_default();
+            format!("{provider}/{}{host} ({})", model.model, model.agent)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Secrets as the panel writes them: each with the agent that holds it, for an agent step.
+pub fn secrets_cell(row: &ReachRow) -> String {
+    if row.secret_holders.is_empty() {
+        return list_or_none(&row.secrets);
+    }
+    row.secret_holders
+        .iter()
+        .map(|(secret, agent)| format!("{secret} ({agent})"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn declared(limits: &crate::StepLimits) -> Vec<(String, u64)> {
@@ -116,9 +235,16 @@ fn internet_of(network: Network) -> ReachInternet {
 /// column appears when some step declares limits (non-default ones only).
 pub fn render_reach_table(rows: &[ReachRow]) -> String {
     let with_limits = rows.iter().any(|row| !row.limits.is_empty());
+    let with_agents = rows
+        .iter()
+        .any(|row| matches!(row.kind, ReachKind::Agent { .. }));
     let mut header = ["STEP", "GATE", "RUNS", "INTERNET", "CONNECTIONS", "SECRETS"]
         .map(String::from)
         .to_vec();
+    if with_agents {
+        header.push(String::from("COLLEAGUES"));
+        header.push(String::from("MODEL"));
+    }
     if with_limits {
         header.push(String::from("LIMITS"));
     }
@@ -141,9 +267,13 @@ pub fn render_reach_table(rows: &[ReachRow]) -> String {
             if unknown_secrets {
                 "unknown".to_string()
             } else {
-                list_or_none(&row.secrets)
+                secrets_cell(row)
             },
         ];
+        if with_agents {
+            cells.push(list_or_none(&row.colleagues));
+            cells.push(model_cell(&row.models));
+        }
         if with_limits {
             cells.push(limits_cell(&row.limits));
         }

@@ -73,6 +73,10 @@ pub fn workflow_json_schema() -> serde_json::Value {
                         "type": "string",
                         "minLength": 1
                     },
+                    "output": {
+                        "description": "An agent step's output: its answer as a JSON string (text, default), or the answer parsed as JSON (json; an answer that is not JSON fails the step).",
+                        "enum": ["text", "json"]
+                    },
                     "network": {
                         "description": "What the step's code may reach: nothing (default) or the public internet and nothing else.",
                         "enum": ["none", "public_egress"]
@@ -105,7 +109,7 @@ pub fn workflow_json_schema() -> serde_json::Value {
                 "oneOf": [
                     {
                         "required": ["code", "explain"],
-                        "not": { "anyOf": [{ "required": ["agent"] }, { "required": ["task"] }] }
+                        "not": { "anyOf": [{ "required": ["agent"] }, { "required": ["task"] }, { "required": ["output"] }] }
                     },
                     {
                         "required": ["agent", "task"],

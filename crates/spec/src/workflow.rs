@@ -24,6 +24,7 @@ pub(crate) const STEP_KEYS: &[&str] = &[
     "code",
     "agent",
     "task",
+    "output",
     "network",
     "connections",
     "inputs",
@@ -431,6 +432,7 @@ fn lower_step(
         Some(node) => lower_limits(node, context.maxima, diagnostics),
         None => Some(crate::StepLimits::default()),
     };
+    let output = lower_output(&fields, is_agent_step, diagnostics);
     let step_id = context.ids.get(context.index).and_then(Option::as_ref)?;
     let body_node = fields.get("code").or_else(|| fields.get("agent"))?;
     Some(Step {
@@ -443,7 +445,47 @@ fn lower_step(
         inputs: inputs?,
         body: body?,
         limits: limits?,
+        output: output?,
     })
+}
+
+/// `output: text | json` (agent steps): how the agent's answer becomes the step's output.
+fn lower_output(
+    fields: &Fields<'_>,
+    is_agent_step: bool,
+    diagnostics: &mut Diagnostics,
+) -> Option<crate::OutputKind> {
+    let Some(node) = fields.get("output") else {
+        return Some(crate::OutputKind::Text);
+    };
+    let at = fields.key_position("output").unwrap_or(node.position);
+    if !is_agent_step {
+        diagnostics.report(
+            at,
+            "output-on-code-step",
+            "`output` belongs to agent steps; a code step's output is what its `main` returns, \
+             which is JSON already",
+            "remove `output`",
+        );
+        return None;
+    }
+    match node.scalar_text() {
+        Some("text") => Some(crate::OutputKind::Text),
+        Some("json") => Some(crate::OutputKind::Json),
+        _ => {
+            diagnostics.report(
+                node.position,
+                "invalid-output",
+                format!(
+                    "`output` must be `text` or `json`, found {}",
+                    node.describe()
+                ),
+                "write `output: json` to have the agent's answer parsed as JSON (an answer that \
+                 is not JSON fails the step), or leave `output` out to keep the answer as text",
+            );
+            None
+        }
+    }
 }
 
 fn lower_body(fields: &Fields<'_>, diagnostics: &mut Diagnostics) -> Option<StepBody> {

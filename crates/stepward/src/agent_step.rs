@@ -8,17 +8,17 @@
 //! view at the end goes back to the workspace through the engine's copy-back, mapped to
 //! workspace paths, and an agent with no tool that writes gets no copy-back at all.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent::helper::{HelperCommand, HelperRequest};
 use agent::{Catalogue, End, HostStop, Offered, ToolHost, ToolKind, ToolReply};
-use engine::journal::{AgentLimit, AgentTurn, ToolCalled, ToolFinished, ToolRefused};
 use engine::{
-    AgentEvent, CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
-    StepError,
+    CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange, StepError,
 };
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
@@ -29,10 +29,10 @@ use storage_sqlite::SqliteStore;
 use workspace::{AgentView, RelPath, StepWriterRules, Tree};
 use zeroize::Zeroizing;
 
-/// The largest tool result kept in the journal.
-const MAX_JOURNAL_RESULT_BYTES: usize = 16 * 1024;
 /// The uid and gid the file-tool helper runs as when the platform is root.
 const HELPER_USER: (u32, u32) = (65534, 65534);
+/// The most output tokens one turn may ask for.
+pub(crate) const MAX_TOKENS_PER_TURN: u32 = 4096;
 /// Folders a view may not hold at its root: the tree's own `shared/` and `library/` go there.
 const RESERVED: &[&str] = &["shared", "library"];
 
@@ -89,12 +89,6 @@ pub fn load_agent(
             )
         },
     )?;
-    if !agent.colleagues().is_empty() {
-        return Err(format!(
-            "the agent `{name}` names colleagues; consulting colleagues (Consult) is not \
-             available on this server yet, so the step was not run"
-        ));
-    }
     Ok((agent, bytes))
 }
 
@@ -106,8 +100,25 @@ impl AgentRuntime {
         work_dir: &Path,
         agent: &str,
     ) -> Result<spec::Network, String> {
-        load_agent(&self.store, account, work_dir, agent, &self.maxima)
-            .map(|(agent, _)| agent.network())
+        let (agent, _) = load_agent(&self.store, account, work_dir, agent, &self.maxima)?;
+        Ok(self.closure(account, work_dir, &agent)?.network())
+    }
+
+    /// The agent and every colleague it can consult (G21: it holds what they hold); a cycle,
+    /// a chain too deep or a colleague that cannot be used refuses the step.
+    pub fn closure(
+        &self,
+        account: &str,
+        work_dir: &Path,
+        agent: &spec::Agent,
+    ) -> Result<spec::Closure, String> {
+        let closure = spec::colleague_closure(agent, &|name| {
+            load_agent(&self.store, account, work_dir, name, &self.maxima).map(|(found, _)| found)
+        });
+        match closure.problems.first() {
+            Some(problem) => Err(format!("{problem}; nothing was run")),
+            None => Ok(closure),
+        }
     }
 
     pub fn execute(
@@ -130,14 +141,19 @@ impl AgentRuntime {
             Ok(loaded) => loaded,
             Err(reason) => return refused(reason),
         };
-        // G21: applying is only for a step a person decided on first.
-        let applying = agent.applying_tools();
+        let closure = match self.closure(request.account, request.work_dir, &agent) {
+            Ok(closure) => closure,
+            Err(reason) => return refused(reason),
+        };
+        // G21: applying is only for a step a person decided on first; an agent holds what
+        // every colleague it can consult holds.
+        let applying = closure.applying_tools();
         if !applying.is_empty() && !request.step.is_gate() {
             return refused(format!(
-                "apply-before-gate: step `{}` uses the agent `{}`, whose tools {} apply changes \
-                 (a networked `Run`, or a custom tool of a public_egress agent that does not \
-                 declare `applies: false`); only a step that is itself a gate (`id: {}!`) may \
-                 hold them, so nothing was run",
+                "apply-before-gate: step `{}` uses the agent `{}`, which holds tools that apply \
+                 changes ({}: a networked `Run`, or a custom tool of a public_egress agent that \
+                 does not declare `applies: false`); only a step that is itself a gate \
+                 (`id: {}!`) may hold them, so nothing was run",
                 request.step.id(),
                 agent.name(),
                 applying.join(", "),
@@ -149,51 +165,17 @@ impl AgentRuntime {
             Err(reason) => return refused(reason),
         };
         let catalogue = Catalogue::for_agent(&agent);
-        let writable = catalogue.writes(&agent);
-        let view = match View::stage(&self.views_dir, request.work_dir, agent.name()) {
-            Ok(view) => view,
-            Err(reason) => return refused(reason),
+        let python = PythonPin {
+            major: request.python.major,
+            minor: request.python.minor,
         };
-        // Pinned: the scripts as they were when the step started; nothing the agent writes
-        // changes what a tool runs.
-        let mut scripts = BTreeMap::new();
-        for tool in agent.custom_tools() {
-            match view.read_original(tool.script()) {
-                Ok(bytes) => {
-                    scripts.insert(tool.name().to_owned(), bytes);
-                }
+        let shared = Rc::new(RefCell::new(Shared::default()));
+        let mut host =
+            match self.host_for(request.account, request.work_dir, &agent, python, &shared) {
+                Ok(host) => host,
                 Err(reason) => return refused(reason),
-            }
-        }
-        let env = match self.agent_secrets(request.account, &agent) {
-            Ok(env) => env,
-            Err(reason) => return refused(reason),
-        };
-        let rules_scripts: Vec<String> = agent
-            .custom_tools()
-            .iter()
-            .map(|tool| format!("agents/{}/{}", agent.name(), tool.script()))
-            .collect();
-        let mut host = StepHost {
-            runtime: self,
-            view: &view,
-            agent: &agent,
-            writable,
-            scripts,
-            rules_scripts,
-            env,
-            python: PythonPin {
-                major: request.python.major,
-                minor: request.python.minor,
-            },
-            network: match agent.network() {
-                spec::Network::None => NetworkMode::None,
-                spec::Network::PublicEgress => NetworkMode::PublicEgress,
-            },
-            script_started: false,
-            notes: Vec::new(),
-        };
-        let mut journal = Journal {
+            };
+        let mut journal = crate::agent_record::Journal {
             journal: request.journal,
         };
         let setup = agent::Setup {
@@ -203,7 +185,7 @@ impl AgentRuntime {
             task: task.to_owned(),
             inputs: request.inputs.clone(),
             limits: agent::Limits::of(agent.loop_limits()),
-            max_tokens_per_turn: 4096,
+            max_tokens_per_turn: MAX_TOKENS_PER_TURN,
         };
         let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -212,15 +194,31 @@ impl AgentRuntime {
             Ok(runtime) => runtime,
             Err(error) => return refused(format!("the agent loop cannot start: {error}")),
         };
-        let report = runtime.block_on(agent::run(
+        let mut colleagues = crate::agent_colleagues::StepColleagues {
+            runtime: self,
+            account: request.account.to_owned(),
+            work_dir: request.work_dir.to_path_buf(),
+            python,
+            shared: shared.clone(),
+        };
+        let report = runtime.block_on(agent::run_with(
             &provider,
             request.redactor,
             setup,
             &mut host,
             &mut journal,
+            &mut colleagues,
         ));
-        let script_started = host.script_started;
-        let mut notes = std::mem::take(&mut host.notes);
+        drop(host);
+        let (script_started, networked_started, mut notes, views) = {
+            let mut shared = shared.borrow_mut();
+            (
+                shared.script_started,
+                shared.networked_started,
+                std::mem::take(&mut shared.notes),
+                std::mem::take(&mut shared.views),
+            )
+        };
         notes.push(format!(
             "agent {}: {} turn(s), {} call(s), {} refusal(s), {} input and {} output tokens",
             agent.name(),
@@ -233,6 +231,11 @@ impl AgentRuntime {
         if backend == "unisolated" {
             notes.push("not isolated: the agent's scripts ran as plain child processes".to_owned());
         }
+        // G14: a networked script of the step (its agent's or a colleague's) may have acted;
+        // when no agent of the step has network, any script that ran counts as code that
+        // started (its effects stayed in the discarded tree).
+        let script_started =
+            networked_started || (script_started && closure.network() == spec::Network::None);
         let phase = if script_started {
             CodePhase::CodeStarted
         } else {
@@ -247,12 +250,12 @@ impl AgentRuntime {
             phase,
         };
         let outcome = match report.end {
-            End::Answered { text } => match engine::StepOutput::from_json_text(Zeroizing::new(
-                Value::String(text).to_string(),
-            )) {
-                Ok(output) => ExecutionOutcome::Succeeded { output },
-                Err(error) => failed("AgentError", format!("the answer cannot be kept: {error}")),
-            },
+            End::Answered { text } => {
+                match crate::agent_record::answer_output(request.step.output(), text) {
+                    Ok(output) => ExecutionOutcome::Succeeded { output },
+                    Err((kind, message)) => failed(kind, message),
+                }
+            }
             End::Limit { limit, detail } => failed("LimitExceeded", format!("{limit}: {detail}")),
             End::Model { error } => failed("ModelError", error),
             End::Journal { error } => ExecutionOutcome::Unknown {
@@ -268,12 +271,13 @@ impl AgentRuntime {
             },
             End::Host(HostStop::Unknown { reason }) => ExecutionOutcome::Unknown { reason },
             End::Host(HostStop::Failed { reason }) => failed("ToolError", reason),
+            // The loop unwraps a colleague's end into the step's; should one arrive wrapped,
+            // nothing about its scripts is known.
+            End::Host(HostStop::Ended(_)) => ExecutionOutcome::Unknown {
+                reason: "a colleague's loop ended the step without saying how".to_owned(),
+            },
         };
-        let (file_changes, copy_back_refusals) = if writable {
-            view.changes(&agent)
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let (file_changes, copy_back_refusals) = crate::agent_record::changes_of(&views);
         ExecutionReport {
             outcome,
             stdout: Zeroizing::default(),
@@ -286,8 +290,53 @@ impl AgentRuntime {
         }
     }
 
+    /// The host of one agent of the step: its own tree (staged now), its scripts as they are
+    /// now, its own secrets and network. Registered with the step's `shared` for the end.
+    pub(crate) fn host_for(
+        &self,
+        account: &str,
+        work_dir: &Path,
+        agent: &spec::Agent,
+        python: PythonPin,
+        shared: &Rc<RefCell<Shared>>,
+    ) -> Result<StepHost<'_>, String> {
+        let writable = Catalogue::for_agent(agent).writes(agent);
+        let view = Rc::new(View::stage(&self.views_dir, work_dir, agent.name())?);
+        // Pinned: the scripts as they were when the agent started; nothing an agent writes
+        // changes what a tool runs.
+        let mut scripts = BTreeMap::new();
+        for tool in agent.custom_tools() {
+            scripts.insert(tool.name().to_owned(), view.read_original(tool.script())?);
+        }
+        let env = self.agent_secrets(account, agent)?;
+        let rules_scripts: Vec<String> = agent
+            .custom_tools()
+            .iter()
+            .map(|tool| format!("agents/{}/{}", agent.name(), tool.script()))
+            .collect();
+        shared
+            .borrow_mut()
+            .views
+            .push((view.clone(), agent.clone(), writable));
+        Ok(StepHost {
+            runtime: self,
+            view,
+            agent: agent.clone(),
+            writable,
+            scripts,
+            rules_scripts,
+            env,
+            python,
+            network: match agent.network() {
+                spec::Network::None => NetworkMode::None,
+                spec::Network::PublicEgress => NetworkMode::PublicEgress,
+            },
+            shared: shared.clone(),
+        })
+    }
+
     /// The model id and the account's provider an agent file names.
-    fn provider(
+    pub(crate) fn provider(
         &self,
         account: &str,
         agent: &spec::Agent,
@@ -353,7 +402,7 @@ impl AgentRuntime {
 }
 
 /// The agent's view, staged into a scratch folder of its own; removed when dropped.
-struct View {
+pub(crate) struct View {
     dir: PathBuf,
     root: PathBuf,
     agent: String,
@@ -493,7 +542,10 @@ impl View {
 
     /// What changed in the view, as workspace files; what may not go back is refused here
     /// already (the engine checks again).
-    fn changes(&self, agent: &spec::Agent) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
+    pub(crate) fn changes(
+        &self,
+        agent: &spec::Agent,
+    ) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
         let mut changes = Vec::new();
         let mut refusals = Vec::new();
         let Ok(tree) = Tree::open(&self.root) else {
@@ -547,11 +599,23 @@ impl View {
     }
 }
 
-/// Runs the calls of one agent step.
-struct StepHost<'a> {
+/// What every host of one step (its agent's, each colleague's) reports to the step.
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// Whether any script or custom tool has been handed to the sandbox (G14).
+    script_started: bool,
+    /// Whether one of a `public_egress` agent has.
+    networked_started: bool,
+    notes: Vec<String>,
+    /// Each agent's tree, for the copy-back at the end: (tree, agent, whether it may write).
+    views: Vec<(Rc<View>, spec::Agent, bool)>,
+}
+
+/// Runs the calls of one agent of the step (its own, or a colleague's in its own tree).
+pub(crate) struct StepHost<'a> {
     runtime: &'a AgentRuntime,
-    view: &'a View,
-    agent: &'a spec::Agent,
+    view: Rc<View>,
+    agent: spec::Agent,
     writable: bool,
     /// Each custom tool's script as pinned when the step started.
     scripts: BTreeMap<String, Vec<u8>>,
@@ -559,9 +623,7 @@ struct StepHost<'a> {
     env: Vec<(String, SecretValue)>,
     python: PythonPin,
     network: NetworkMode,
-    /// Whether any script or custom tool has been handed to the sandbox (G14).
-    script_started: bool,
-    notes: Vec<String>,
+    shared: Rc<RefCell<Shared>>,
 }
 
 /// Lets the sandbox's copy-back ask whether a file holds a value; a Run never holds one, and
@@ -617,11 +679,17 @@ impl StepHost<'_> {
             screen: Arc::new(NoScreen),
         };
         // G14: from here the script may have acted, unless the backend says it never started.
-        let before = self.script_started;
-        self.script_started = true;
+        let before = {
+            let mut shared = self.shared.borrow_mut();
+            let before = (shared.script_started, shared.networked_started);
+            shared.script_started = true;
+            shared.networked_started |= self.network == NetworkMode::PublicEgress;
+            before
+        };
         let observation = self.runtime.backend.run(invocation).map_err(|error| {
             if crate::executor::before_code(&error) {
-                self.script_started = before;
+                let mut shared = self.shared.borrow_mut();
+                (shared.script_started, shared.networked_started) = before;
                 HostStop::Failed {
                     reason: format!("the script was not started: {error}"),
                 }
@@ -635,7 +703,9 @@ impl StepHost<'_> {
                 }
             }
         })?;
-        self.notes
+        self.shared
+            .borrow_mut()
+            .notes
             .extend(observation.isolation_notes.iter().cloned());
         Ok(observation)
     }
@@ -733,6 +803,10 @@ impl ToolHost for StepHost<'_> {
                     Outcome::Refused { reason } => ToolReply::error(format!("not run: {reason}")),
                 })
             }
+            // The loop runs a consult itself, through the step's colleagues.
+            ToolKind::Consult => Err(HostStop::Failed {
+                reason: "Consult is not a tool a host runs".to_owned(),
+            }),
             ToolKind::Custom { script } => {
                 let Some(source) = self.scripts.get(&tool.name) else {
                     return Err(HostStop::Failed {
@@ -795,101 +869,6 @@ impl ToolHost for StepHost<'_> {
                 }
             }
         }
-    }
-}
-
-/// The loop's journal, written through the engine.
-struct Journal<'a> {
-    journal: &'a dyn engine::StepJournal,
-}
-
-fn bounded(text: &str) -> String {
-    if text.len() <= MAX_JOURNAL_RESULT_BYTES {
-        return text.to_owned();
-    }
-    let mut end = MAX_JOURNAL_RESULT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}… (cut at {MAX_JOURNAL_RESULT_BYTES} bytes)",
-        &text[..end]
-    )
-}
-
-impl agent::LoopJournal for Journal<'_> {
-    fn turn(&mut self, turn: u64, usage: llm::Usage, stop_reason: &str) -> Result<(), String> {
-        self.journal.record(AgentEvent::Turn(AgentTurn {
-            step: String::new(),
-            attempt: 0,
-            turn,
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            stop_reason: stop_reason.to_owned(),
-        }))
-    }
-
-    fn tool_called(
-        &mut self,
-        turn: u64,
-        call_id: &str,
-        tool: &str,
-        arguments: &Value,
-    ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolCalled(ToolCalled {
-            step: String::new(),
-            attempt: 0,
-            turn,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            arguments: arguments.clone(),
-        }))
-    }
-
-    fn tool_finished(
-        &mut self,
-        call_id: &str,
-        tool: &str,
-        outcome: agent::CallOutcome,
-        result: &str,
-        refusal: Option<&agent::PathRefusal>,
-    ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolFinished(ToolFinished {
-            step: String::new(),
-            attempt: 0,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            outcome: outcome.as_str().to_owned(),
-            result: bounded(result),
-            refused_path: refusal.map(|refusal| refusal.path.clone()),
-            suggestion: refusal.and_then(|refusal| refusal.suggestion.clone()),
-        }))
-    }
-
-    fn call_refused(
-        &mut self,
-        turn: u64,
-        call_id: &str,
-        tool: &str,
-        reason: &str,
-    ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolRefused(ToolRefused {
-            step: String::new(),
-            attempt: 0,
-            turn,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            reason: reason.to_owned(),
-        }))
-    }
-
-    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), String> {
-        self.journal.record(AgentEvent::Limit(AgentLimit {
-            step: String::new(),
-            attempt: 0,
-            limit: limit.to_owned(),
-            detail: detail.to_owned(),
-        }))
     }
 }
 

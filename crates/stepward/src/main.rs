@@ -5,6 +5,8 @@
 
 #![forbid(unsafe_code)]
 
+mod agent_colleagues;
+mod agent_record;
 mod agent_step;
 mod app;
 mod cli;
@@ -99,7 +101,7 @@ fn main() -> ExitCode {
     let config = Config::from_args(&cli.global, scrub_registry.clone(), timings.clone());
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, &config),
-        Command::Reach(args) => commands::reach::run(&args, &config.limit_maxima),
+        Command::Reach(args) => commands::reach::run(&args, &config),
         Command::Schema => commands::schema::run(),
         Command::Run(args) => commands::run::run(&args, config),
         Command::Runs(command) => commands::runs::run(&command, config),

@@ -16,7 +16,7 @@ use llm::{
 use redact::{Redactor, ScrubSets, SecretValue};
 use serde_json::{Map, Value, json};
 
-const SECRET: &str = "tok-loop-secret-6b1f0e4d9a2c";
+pub(crate) const SECRET: &str = "tok-loop-secret-6b1f0e4d9a2c";
 const AGENT: &str = "---\nname: digest\ndescription: Digests.\nmodel: m\ntools: [Read, Glob, \
                      release_notes]\ncustom_tools:\n  release_notes:\n    explain: Fetches.\n    \
                      script: tools/r.py\n    arguments: { start: string, end?: string }\nloop: { \
@@ -26,7 +26,7 @@ fn agent() -> spec::Agent {
     spec::parse_agent("agents/digest/AGENT.md", AGENT).unwrap()
 }
 
-fn redactor() -> Redactor {
+pub(crate) fn redactor() -> Redactor {
     let source = redact::testing::MemorySource::new();
     source.set_secret("acct", "RELEASES", SECRET);
     ScrubSets::new(Arc::new(source))
@@ -34,7 +34,7 @@ fn redactor() -> Redactor {
         .unwrap()
 }
 
-fn provider(kind: ProviderKind, fake: &FakeModel) -> Provider {
+pub(crate) fn provider(kind: ProviderKind, fake: &FakeModel) -> Provider {
     let options = ClientOptions {
         endpoints: EndpointPolicy {
             exempt: vec![fake.endpoint().parse::<Endpoint>().unwrap()],
@@ -60,8 +60,8 @@ fn provider(kind: ProviderKind, fake: &FakeModel) -> Provider {
 
 /// Records every event and every call it ran, in one sequence, so order can be asserted.
 #[derive(Default)]
-struct Record {
-    log: Vec<String>,
+pub(crate) struct Record {
+    pub(crate) log: Vec<String>,
     refuse_tool_called: bool,
 }
 
@@ -149,7 +149,7 @@ async fn run(
     (report, ran, fake)
 }
 
-const KINDS: [ProviderKind; 2] = [ProviderKind::Anthropic, ProviderKind::OpenAi];
+pub(crate) const KINDS: [ProviderKind; 2] = [ProviderKind::Anthropic, ProviderKind::OpenAi];
 
 #[tokio::test]
 async fn g21_only_named_tools_are_offered_and_others_are_refused_unrun_and_told() {

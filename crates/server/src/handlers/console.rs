@@ -352,7 +352,7 @@ fn gate_panel(
             ),
         };
         panel.connections = spec::list_or_none(&row.connections);
-        panel.secrets = spec::list_or_none(&row.secrets);
+        panel.secrets = crate::reach::secrets_words(row);
         panel.limits = (!row.limits.is_empty()).then(|| row.limits.join(", "));
     }
     let inputs = shared

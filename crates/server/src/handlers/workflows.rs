@@ -115,39 +115,16 @@ pub(crate) fn reach_report(
     workflow: &Workflow,
 ) -> Result<ReachReport, Error> {
     let source = source_of(shared, "read agents for the reach")?;
-    let rows = spec::reach(workflow, &|agent| source.agent(account, agent));
+    let mut rows = spec::reach(workflow, &|agent| source.agent(account, agent));
+    let providers = shared
+        .store
+        .model_providers(&storage::AccountId(account.to_owned()))
+        .map_err(Error::storage("read the account's model providers"))?;
+    crate::reach::with_model_hosts(&mut rows, &providers);
     Ok(ReachReport {
         workflow: workflow.name().to_owned(),
         caption: spec::REACH_CAPTION.to_owned(),
-        rows: rows
-            .into_iter()
-            .map(|row| {
-                let (kind, agent) = match row.kind {
-                    spec::ReachKind::Code => ("code", None),
-                    spec::ReachKind::Agent { agent } => ("agent", Some(agent)),
-                };
-                let (internet, unknown_reason) = match row.internet {
-                    spec::ReachInternet::Yes => (Internet::Yes, None),
-                    spec::ReachInternet::No => (Internet::No, None),
-                    spec::ReachInternet::Unknown { reason } => (Internet::Unknown, Some(reason)),
-                };
-                ReachRow {
-                    step: row.step,
-                    gate: row.gate,
-                    kind: kind.to_owned(),
-                    agent,
-                    internet,
-                    unknown_reason,
-                    connections: row.connections,
-                    secrets: row.secrets,
-                    limits: row
-                        .limits
-                        .iter()
-                        .map(|(key, value)| format!("{key}: {value}"))
-                        .collect(),
-                }
-            })
-            .collect(),
+        rows: rows.into_iter().map(crate::reach::reach_row_json).collect(),
     })
 }
 
@@ -432,6 +409,8 @@ struct ReachLine {
     internet: String,
     connections: String,
     secrets: String,
+    colleagues: String,
+    model: String,
     limits: String,
 }
 
@@ -468,6 +447,8 @@ struct WorkflowPage {
     caption: &'static str,
     rows: Vec<ReachLine>,
     with_limits: bool,
+    /// Whether some step hands its task to an agent: the colleagues and model columns.
+    with_agents: bool,
     inputs: Vec<InputField>,
     connections: Vec<ConnectionNeed>,
     can_start: bool,
@@ -592,6 +573,7 @@ fn workflow_page_for(
         caption: spec::REACH_CAPTION,
         rows: Vec::new(),
         with_limits: false,
+        with_agents: false,
         inputs: Vec::new(),
         connections: Vec::new(),
         can_start: authenticated.session.is_some()
@@ -632,6 +614,7 @@ fn workflow_page_for(
         })
         .collect();
     page.with_limits = report.rows.iter().any(|row| !row.limits.is_empty());
+    page.with_agents = report.rows.iter().any(|row| row.agent.is_some());
     page.rows = report
         .rows
         .iter()
@@ -639,7 +622,9 @@ fn workflow_page_for(
             step: row.step.clone(),
             internet: internet_words(row),
             connections: spec::list_or_none(&row.connections),
-            secrets: spec::list_or_none(&row.secrets),
+            secrets: crate::reach::secrets_words(row),
+            colleagues: spec::list_or_none(&row.colleagues),
+            model: crate::reach::models_words(row),
             limits: if row.limits.is_empty() {
                 "default".to_owned()
             } else {

@@ -8,6 +8,7 @@
 mod account;
 mod examples;
 mod fixtures;
+mod g21_colleagues;
 mod g4_credential_keys;
 mod guarantees;
 mod origin;

@@ -55,7 +55,7 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
             DefinitionKind::Agent => match parsed_agent(&text) {
                 Ok(agent) => {
                     declares_limits |= !agent.limits().declared().is_empty();
-                    let found = check_code::check_agent(path, &agent);
+                    let found = check_code::check_agent(path, &agent, maxima);
                     (found.errors, found.warnings)
                 }
                 Err(diagnostics) => (diagnostics, Vec::new()),

@@ -121,20 +121,149 @@ pub fn check_workflow(
                     agents.display()
                 ),
             ));
-        } else if let Err(problem) = load_agent(&agents, agent, maxima) {
-            findings.errors.push(diagnostic(
-                &file,
-                at,
-                "invalid-agent",
-                format!(
-                    "step {} hands its task to the agent `{agent}`: {problem}",
-                    step.id()
-                ),
-                format!("fix {} first", agent_file.display()),
-            ));
+        } else {
+            match load_agent(&agents, agent, maxima) {
+                Err(problem) => findings.errors.push(diagnostic(
+                    &file,
+                    at,
+                    "invalid-agent",
+                    format!(
+                        "step {} hands its task to the agent `{agent}`: {problem}",
+                        step.id()
+                    ),
+                    format!("fix {} first", agent_file.display()),
+                )),
+                Ok(found) => step_reach_findings(&file, at, step, &found, &agents, maxima)
+                    .into_iter()
+                    .for_each(|found| findings.errors.push(found)),
+            }
         }
     }
     findings
+}
+
+/// What the agent of a step can reach through its colleagues (G21): a problem of the
+/// closure, then `apply-before-gate` for a step that is not a gate and whose agent (or any
+/// colleague it can consult) holds a tool that applies.
+fn step_reach_findings(
+    file: &str,
+    at: (u32, u32),
+    step: &spec::Step,
+    agent: &spec::Agent,
+    agents: &Path,
+    maxima: &spec::LimitMaxima,
+) -> Vec<spec::Diagnostic> {
+    let closure = spec::colleague_closure(agent, &|name| load_agent(agents, name, maxima));
+    if let Some(problem) = closure.problems.first() {
+        return vec![diagnostic(
+            file,
+            at,
+            problem_code(problem),
+            format!(
+                "step {} hands its task to the agent `{}`: {problem}",
+                step.id(),
+                agent.name()
+            ),
+            problem_help(problem),
+        )];
+    }
+    let applying = closure.applying_tools();
+    if applying.is_empty() || step.is_gate() {
+        return Vec::new();
+    }
+    vec![diagnostic(
+        file,
+        at,
+        "apply-before-gate",
+        format!(
+            "step {} is not a gate, and its agent `{}` holds tools that apply changes ({}): a \
+             networked `Run`, or a custom tool of a public_egress agent that does not declare \
+             `applies: false`; an agent holds what every colleague it can consult holds",
+            step.id(),
+            agent.name(),
+            applying.join(", ")
+        ),
+        format!(
+            "make the step a gate (`id: {}!`) so a person decides before it runs, or give it an \
+             agent that only proposes (read-only tools, or `applies: false` where the tool \
+             only reads) and apply in a later gate step",
+            step.id()
+        ),
+    )]
+}
+
+fn problem_code(problem: &spec::ColleagueProblem) -> &'static str {
+    match problem {
+        spec::ColleagueProblem::Cycle { .. } => "colleague-cycle",
+        spec::ColleagueProblem::TooDeep { .. } => "colleagues-too-deep",
+        spec::ColleagueProblem::Unavailable { .. } => "unknown-colleague",
+    }
+}
+
+fn problem_help(problem: &spec::ColleagueProblem) -> String {
+    match problem {
+        spec::ColleagueProblem::Cycle { .. } => {
+            "remove one of the `colleagues:` entries on the cycle: an agent may not consult an \
+             agent that consults it back"
+                .to_owned()
+        }
+        spec::ColleagueProblem::TooDeep { .. } => format!(
+            "keep chains of colleagues at most {} deep: an agent, a colleague, its colleague \
+             and one more",
+            spec::MAX_CONSULT_DEPTH
+        ),
+        spec::ColleagueProblem::Unavailable { name, .. } => format!(
+            "create agents/{name}/AGENT.md (and make it pass `stepward check`), or remove \
+             `{name}` from `colleagues:`"
+        ),
+    }
+}
+
+/// The line and column of `name` in the agent file's `colleagues:` (a flow list on the key's
+/// line, or a block list under it); the key itself when the name is not found there.
+fn colleague_position(source: &str, name: &str) -> (u32, u32) {
+    let lines: Vec<&str> = source.lines().collect();
+    let Some(key) = lines
+        .iter()
+        .position(|line| line.starts_with("colleagues:"))
+    else {
+        return (1, 1);
+    };
+    let key_position = (u32::try_from(key + 1).unwrap_or(u32::MAX), 1);
+    if name.is_empty() {
+        return key_position;
+    }
+    let is_name_at = |line: &str, index: usize| {
+        let before = line[..index].chars().next_back();
+        let after = line[index + name.len()..].chars().next();
+        let edge = |c: Option<char>| {
+            c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        };
+        edge(before) && edge(after)
+    };
+    let found = |line: &str, from: usize| {
+        line.match_indices(name)
+            .map(|(index, _)| index)
+            .find(|index| *index >= from && is_name_at(line, *index))
+    };
+    let at = |line: usize, index: usize| {
+        (
+            u32::try_from(line + 1).unwrap_or(u32::MAX),
+            u32::try_from(index + 1).unwrap_or(u32::MAX),
+        )
+    };
+    if let Some(index) = found(lines[key], "colleagues:".len()) {
+        return at(key, index);
+    }
+    for (offset, line) in lines.iter().enumerate().skip(key + 1) {
+        if !line.starts_with([' ', '-']) {
+            break;
+        }
+        if let Some(index) = found(line, 0) {
+            return at(offset, index);
+        }
+    }
+    key_position
 }
 
 fn code_findings(
@@ -190,11 +319,55 @@ fn code_findings(
     }
 }
 
-/// An agent file's custom tools: each script must exist in the agent's folder and parse.
-pub fn check_agent(path: &Path, agent: &spec::Agent) -> Findings {
+/// An agent file's folder and colleagues, and its custom tools: the folder may not hold
+/// `shared` or `library` (its tree keeps those names for the workspace's), every colleague
+/// must exist, with no cycle and no chain deeper than three (G21); each script must exist in
+/// the agent's folder and parse.
+pub fn check_agent(path: &Path, agent: &spec::Agent, maxima: &spec::LimitMaxima) -> Findings {
     let file = display_name(path);
     let folder = path.parent().unwrap_or(Path::new("."));
     let mut findings = Findings::default();
+    for reserved in ["shared", "library"] {
+        if std::fs::symlink_metadata(folder.join(reserved)).is_ok() {
+            findings.errors.push(diagnostic(
+                &file,
+                (1, 1),
+                "reserved-folder-name",
+                format!(
+                    "the agent's folder {} holds `{reserved}`, a name the agent's tree keeps \
+                     for the workspace's `{reserved}/`",
+                    folder.display()
+                ),
+                format!(
+                    "rename {}: in the agent's tree, `{reserved}/` is the workspace's own",
+                    folder.join(reserved).display()
+                ),
+            ));
+        }
+    }
+    if !agent.colleagues().is_empty() {
+        let agents = folder.parent().unwrap_or(Path::new("."));
+        let closure = spec::colleague_closure(agent, &|name| load_agent(agents, name, maxima));
+        for problem in &closure.problems {
+            let entry = match problem {
+                spec::ColleagueProblem::Cycle { path }
+                | spec::ColleagueProblem::TooDeep { path } => {
+                    path.get(1).cloned().unwrap_or_default()
+                }
+                spec::ColleagueProblem::Unavailable { by, name, .. } if by == agent.name() => {
+                    name.clone()
+                }
+                spec::ColleagueProblem::Unavailable { .. } => String::new(),
+            };
+            findings.errors.push(diagnostic(
+                &file,
+                colleague_position(agent.source(), &entry),
+                problem_code(problem),
+                problem.to_string(),
+                problem_help(problem),
+            ));
+        }
+    }
     let interpreter = Interpreter::system();
     for tool in agent.custom_tools() {
         let script = folder.join(tool.script());

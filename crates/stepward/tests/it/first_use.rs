@@ -61,7 +61,11 @@ fn g8_a_run_pinned_to_a_python_the_server_lacks_is_refused_at_start_needs_root()
 }
 
 /// Writes `text` to `<dir>/workflows/<name>` and checks it as JSON: (exit code, the report).
-fn check_json(dir: &std::path::Path, name: &str, text: &str) -> (Option<i32>, serde_json::Value) {
+pub fn check_json(
+    dir: &std::path::Path,
+    name: &str,
+    text: &str,
+) -> (Option<i32>, serde_json::Value) {
     let folder = dir.join("workflows");
     std::fs::create_dir_all(&folder).unwrap();
     let path = folder.join(name);
@@ -72,7 +76,7 @@ fn check_json(dir: &std::path::Path, name: &str, text: &str) -> (Option<i32>, se
 }
 
 /// `(code, line, column)` of every diagnostic of a report.
-fn places(report: &serde_json::Value, key: &str) -> Vec<(String, u64, u64)> {
+pub fn places(report: &serde_json::Value, key: &str) -> Vec<(String, u64, u64)> {
     report[key]
         .as_array()
         .unwrap()

@@ -2,9 +2,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_colleagues;
 mod agent_hostile;
+mod agent_kill;
 mod agents;
 mod browser;
+mod check_agents;
 mod cli;
 mod docs;
 mod first_use;
