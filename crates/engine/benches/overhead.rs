@@ -66,6 +66,16 @@ impl AccountStore for MemoryStore {
     fn ensure_account(&self, account: &Account) -> Result<Account, Error> {
         Ok(account.clone())
     }
+    fn supervisor_retries(&self, _account: &AccountId) -> Result<Option<u32>, Error> {
+        Ok(None)
+    }
+    fn set_supervisor_retries(
+        &self,
+        _account: &AccountId,
+        _retries: Option<u32>,
+    ) -> Result<bool, Error> {
+        Ok(false)
+    }
 }
 
 impl RunStore for MemoryStore {

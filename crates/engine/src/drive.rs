@@ -13,6 +13,9 @@ use crate::context::RunContext;
 use crate::engine::{Engine, RunSummary};
 use crate::journal::{Event, GateParked};
 
+/// The key of a parked state that holds the supervisor's new inputs for the gated step.
+pub(crate) const RETRY_INPUTS: &str = "supervisor_retry_inputs";
+
 /// How a run is continued.
 pub(crate) enum Resume {
     /// From the first step without a succeeded attempt.
@@ -110,7 +113,7 @@ impl Engine {
                 return Ok(());
             }
             if step.is_gate() && !gate_approved(&decisions, step.id()) {
-                return self.park(context, step, &outputs);
+                return self.park(context, step, &outputs, None);
             }
             let mut overrides = if retry_step.as_deref() == Some(step.id()) {
                 retry_step = None;
@@ -118,15 +121,8 @@ impl Engine {
             } else {
                 None
             };
-            let mut supervisor_retries = 0_u32;
             loop {
-                match self.run_attempt(
-                    context,
-                    step,
-                    &outputs,
-                    overrides.as_ref(),
-                    supervisor_retries,
-                )? {
+                match self.run_attempt(context, step, &outputs, overrides.as_ref())? {
                     StepEnd::Succeeded(output) => {
                         outputs.insert(step.id().to_owned(), output);
                         break;
@@ -135,9 +131,11 @@ impl Engine {
                         self.set_status(context, status, Some(&reason))?;
                         return Ok(());
                     }
-                    StepEnd::RetryWith(inputs) => {
-                        supervisor_retries = supervisor_retries.saturating_add(1);
-                        overrides = Some(inputs);
+                    StepEnd::RetryWith(inputs) => overrides = Some(inputs),
+                    // A gate's approval was for the inputs it was shown: new inputs get a new
+                    // decision (G15, G23).
+                    StepEnd::ParkForRetry(inputs) => {
+                        return self.park(context, step, &outputs, Some(&inputs));
                     }
                 }
             }
@@ -146,12 +144,14 @@ impl Engine {
     }
 
     /// Parks the run before a gate (G23), storing its state with credential values stripped
-    /// and names kept (G18).
+    /// and names kept (G18). `retry_inputs`: the supervisor's new inputs for the gated step,
+    /// which the step gets once a person approves them.
     fn park(
         &self,
         context: &mut RunContext,
         step: &Step,
         outputs: &BTreeMap<String, Value>,
+        retry_inputs: Option<&Value>,
     ) -> Result<(), Error> {
         let gate = self.gate(&context.run.account, &context.run.id, step.id())?;
         let attempt = gate.attempt;
@@ -161,13 +161,16 @@ impl Engine {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let state = json!({
+        let mut state = json!({
             "gate": step.id(),
             "attempt": attempt,
             "outputs": outputs,
             "inputs": context.run.inputs,
             "credential_names": names,
         });
+        if let (Some(retry_inputs), Value::Object(fields)) = (retry_inputs, &mut state) {
+            fields.insert(RETRY_INPUTS.to_owned(), retry_inputs.clone());
+        }
         let event = self.new_event(
             context,
             Event::GateParked(GateParked {
@@ -182,10 +185,17 @@ impl Engine {
             event.at,
             &event,
         )?;
-        let reason = format!(
-            "waiting for a person's decision at the gate `{}`",
-            step.id()
-        );
+        let reason = if retry_inputs.is_some() {
+            format!(
+                "waiting for a person's decision at the gate `{}` on the supervisor's new inputs",
+                step.id()
+            )
+        } else {
+            format!(
+                "waiting for a person's decision at the gate `{}`",
+                step.id()
+            )
+        };
         self.set_status(context, RunStatus::WaitingApproval, Some(&reason))
     }
 }

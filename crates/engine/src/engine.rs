@@ -288,6 +288,12 @@ impl Engine {
         }
         let mut context = self.load_context(run)?;
         let gate = self.gate(&record.account, run, step)?;
+        // A supervisor's retry of this gated step parked it with new inputs: an approval runs
+        // the step with them.
+        let retry_inputs = self
+            .store
+            .parked(run)?
+            .and_then(|parked| parked.state.get(crate::drive::RETRY_INPUTS).cloned());
         let gate_decision = decision.kind;
         let kind = match gate_decision {
             GateDecision::Approve => DecisionKind::Approve,
@@ -319,7 +325,14 @@ impl Engine {
             }
             GateDecision::Approve => {
                 self.set_status(&mut context, RunStatus::Running, None)?;
-                self.drive(context, Resume::Continue)
+                let resume = match retry_inputs {
+                    Some(inputs) => Resume::Retry {
+                        step: step.to_owned(),
+                        inputs: Some(inputs),
+                    },
+                    None => Resume::Continue,
+                };
+                self.drive(context, resume)
             }
         }
     }
@@ -536,7 +549,7 @@ impl Engine {
             step,
             &run_inputs,
             &outputs,
-            None,
+            parked.state.get(crate::drive::RETRY_INPUTS),
         )))
     }
 

@@ -23,7 +23,7 @@ use storage::{EventRecord, RunId, Timestamp};
 pub use crate::journal::payloads::{
     AgentLimit, AgentTurn, AttemptFinished, AttemptStarted, CopyBackRefused, FileWritten,
     GateParked, PersonDecided, PrintedStream, Recovered, RefusedBy, RefusedFiles, RunCreated,
-    RunStatusChanged, SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted,
+    RunStatusChanged, SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted, SupervisorBy,
     SupervisorChoice, SupervisorDecided, SupervisorRetryRefused, ToolCalled, ToolFinished,
     ToolRefused, UnavailableConnection, WorkspaceRevision,
 };

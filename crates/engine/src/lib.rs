@@ -37,8 +37,9 @@ pub use crate::executor::{
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
 pub use crate::supervisor::{
-    FailureView, PersonSupervisor, RetryPermission, Supervisor, SupervisorDecision,
-    UNKNOWN_MEANS_STOP,
+    DEFAULT_SUPERVISOR_RETRIES, FailureView, MAX_SUPERVISOR_RETRIES, NO_MODEL_CONFIGURED,
+    PersonSupervisor, RetryPermission, Supervised, Supervisor, SupervisorDecision,
+    SupervisorIdentity, UNKNOWN_MEANS_STOP,
 };
 
 use storage::{RunId, RunStatus};
@@ -53,7 +54,9 @@ pub struct EngineOptions {
     pub max_printed_bytes: usize,
     /// The most bytes of an error message or traceback kept, after scrubbing.
     pub max_error_bytes: usize,
-    /// How many times the supervisor may retry one step of one run.
+    /// How many times the supervisor may retry one step of one run when the account set no
+    /// number of its own (an account's setting, and this, are held to
+    /// [`MAX_SUPERVISOR_RETRIES`]).
     pub max_supervisor_retries: u32,
     /// The operator's maxima for declared `limits`; every parse the engine does holds a
     /// workflow to them (G1).
@@ -67,7 +70,7 @@ impl EngineOptions {
             workspaces,
             max_printed_bytes: 64 * 1024,
             max_error_bytes: 16 * 1024,
-            max_supervisor_retries: 3,
+            max_supervisor_retries: DEFAULT_SUPERVISOR_RETRIES,
             limit_maxima: spec::LimitMaxima::BUILT_IN,
         }
     }

@@ -39,8 +39,8 @@ pub use crate::diagnostic::Diagnostic;
 pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions};
 pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
 pub use crate::model::{
-    Agent, CustomTool, InputKind, InputSource, Network, PythonVersion, Step, StepBody, Tool,
-    ToolArgument, Workflow, WorkflowInput,
+    Agent, CustomTool, InputKind, InputSource, Network, PythonVersion, Step, StepBody, Supervision,
+    Tool, ToolArgument, Workflow, WorkflowInput,
 };
 pub use crate::origin::Origin;
 pub use crate::reach::{

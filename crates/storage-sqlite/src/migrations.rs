@@ -65,6 +65,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "runs_list",
         sql: include_str!("../migrations/0009_runs_list.sql"),
     },
+    Migration {
+        version: 10,
+        name: "supervisor_retries",
+        sql: include_str!("../migrations/0010_supervisor_retries.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

@@ -20,6 +20,16 @@ pub trait AccountStore: Send + Sync {
     /// Returns the account with this id, creating it first if there is none (the CLI's local
     /// account, created on first use). Atomic: two callers get the same account.
     fn ensure_account(&self, account: &Account) -> Result<Account, Error>;
+    /// How many times the supervisor may retry one step of one run of this account (G15);
+    /// `None` when the account set no number (the engine's default holds).
+    fn supervisor_retries(&self, account: &AccountId) -> Result<Option<u32>, Error>;
+    /// Sets (or with `None` clears) that number; more than 5 is [`Error::Invalid`]. `false`
+    /// when there is no such account.
+    fn set_supervisor_retries(
+        &self,
+        account: &AccountId,
+        retries: Option<u32>,
+    ) -> Result<bool, Error>;
 }
 
 /// Runs, their step attempts and their parked state.

@@ -192,13 +192,34 @@ pub struct WorkspaceRevision {
     pub files: Vec<FileWritten>,
 }
 
-/// What the supervisor decided after a failed attempt (G15).
+/// What the supervisor decided after a failed attempt (G15): what, who (the provider and
+/// model, or why no model decided), its note, and which inputs a retry changed.
+///
+/// `note`, `by` and `changed` were added to version 1 as optional fields: an event written
+/// before them reads with none, and a reader that does not know them ignores them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SupervisorDecided {
     pub step: String,
     pub attempt: u32,
     #[serde(flatten)]
     pub decision: SupervisorChoice,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<SupervisorBy>,
+    /// The input names whose value a retry changed, in the step's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+}
+
+/// Who took a supervisor decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SupervisorBy {
+    /// The account's assistant on this provider and model.
+    Model { provider: String, model: String },
+    /// No model: why the failure went to a person.
+    NoModel { why: String },
 }
 
 /// The supervisor's choice, as recorded.

@@ -100,6 +100,16 @@ impl AccountStore for CrashingStore {
     fn ensure_account(&self, account: &Account) -> Result<Account, Error> {
         self.write(|| self.inner.ensure_account(account))
     }
+    fn supervisor_retries(&self, account: &AccountId) -> Result<Option<u32>, Error> {
+        self.inner.supervisor_retries(account)
+    }
+    fn set_supervisor_retries(
+        &self,
+        account: &AccountId,
+        retries: Option<u32>,
+    ) -> Result<bool, Error> {
+        self.write(|| self.inner.set_supervisor_retries(account, retries))
+    }
 }
 
 impl RunStore for CrashingStore {

@@ -20,4 +20,5 @@ mod review_credential_path;
 mod scrub_table;
 mod scrubbing;
 mod superseded;
+mod supervisor;
 mod support;
