@@ -2,7 +2,8 @@
 //! agent file names; every call is checked against the tool's arguments, journalled before it
 //! runs, and run one at a time; the `loop:` limits stop it; everything sent to the model is
 //! scrubbed by the run's redactor first. The file tools run over the agent's tree through
-//! `workspace`'s one confinement primitive, in a helper process of their own.
+//! `workspace`'s one confinement primitive, in a helper process of their own. The supervisor
+//! (G15, [`supervisor`]) is the assistant deciding after a failed attempt, with three tools.
 //!
 //! Invariants: knows no concrete provider (it holds a `dyn llm::Model`), no sandbox backend
 //! and no storage: scripts run through a [`ToolHost`] and events go to a [`LoopJournal`], both
@@ -14,6 +15,7 @@ pub mod catalogue;
 pub mod files;
 pub mod helper;
 pub mod looping;
+pub mod supervisor;
 
 pub use crate::catalogue::{CallRefusal, Catalogue, Offered, ToolKind};
 pub use crate::looping::{

@@ -11,7 +11,7 @@ use crate::Error;
 use crate::attempt::StepEnd;
 use crate::context::RunContext;
 use crate::engine::{Engine, RunSummary};
-use crate::journal::{Event, GateParked};
+use crate::journal::{Event, GateParked, SupervisorChoice};
 
 /// The key of a parked state that holds the supervisor's new inputs for the gated step.
 pub(crate) const RETRY_INPUTS: &str = "supervisor_retry_inputs";
@@ -67,13 +67,40 @@ fn latest_attempt_blocks(
     })
 }
 
-fn gate_approved(decisions: &[DecisionRecord], step: &str) -> bool {
+/// Whether a person approved the gate `step` for its current inputs: an approval recorded
+/// against attempt `from` or later (see [`Engine::gate_decisions_from`]).
+fn gate_approved(decisions: &[DecisionRecord], step: &str, from: u32) -> bool {
     decisions.iter().any(|decision| {
-        decision.kind == DecisionKind::Approve && decision.step_id.as_deref() == Some(step)
+        decision.kind == DecisionKind::Approve
+            && decision.step_id.as_deref() == Some(step)
+            && decision.attempt.unwrap_or(0) >= from
     })
 }
 
 impl Engine {
+    /// The first attempt a gate decision on `step` must be recorded against to count (G15,
+    /// G23): after a supervisor's retry of the gated step's attempt N, only a decision on
+    /// attempt N + 1 or later (the new inputs) lets it run; before any, every decision counts.
+    pub(crate) fn gate_decisions_from(
+        &self,
+        context: &RunContext,
+        step: &str,
+    ) -> Result<u32, Error> {
+        let retried = crate::journal::read_all(&self.store.events(&context.run.id)?)?
+            .into_iter()
+            .filter_map(|entry| match entry.event {
+                Event::SupervisorDecision(decided)
+                    if decided.step == step
+                        && matches!(decided.decision, SupervisorChoice::Retry { .. }) =>
+                {
+                    Some(decided.attempt.saturating_add(1))
+                }
+                _ => None,
+            })
+            .max();
+        Ok(retried.unwrap_or(0))
+    }
+
     /// Drives a run from where its record says it is, then returns its summary.
     pub(crate) fn drive(
         &self,
@@ -112,7 +139,13 @@ impl Engine {
                 self.set_status(context, block.status, Some(&block.reason))?;
                 return Ok(());
             }
-            if step.is_gate() && !gate_approved(&decisions, step.id()) {
+            if step.is_gate()
+                && !gate_approved(
+                    &decisions,
+                    step.id(),
+                    self.gate_decisions_from(context, step.id())?,
+                )
+            {
                 return self.park(context, step, &outputs, None);
             }
             let mut overrides = if retry_step.as_deref() == Some(step.id()) {

@@ -693,6 +693,28 @@ impl Engine {
         })
     }
 
+    /// Who sees a failed step of `workflow` in `account`, in words, for the workflow page
+    /// (G15): which provider a failed step's inputs and printed text leave to, or why a
+    /// person sees it.
+    pub fn who_sees_failures(&self, account: &AccountId, workflow: &Workflow) -> String {
+        match workflow.supervisor() {
+            spec::Supervision::None => "A person: the workflow says `supervisor: none`, so no \
+                model sees a failure."
+                .to_owned(),
+            spec::Supervision::Assistant => {
+                match self.supervisor.who_sees_failures(account.as_str()) {
+                    Some(provider) => format!(
+                        "The assistant on {provider}: a failed step's inputs, error and printed text \
+                     (scrubbed) are sent to it. Write `supervisor: none` to keep them to people."
+                    ),
+                    None => "A person: the account has no model provider with an assistant model \
+                    configured, so every failure goes to a person."
+                        .to_owned(),
+                }
+            }
+        }
+    }
+
     /// The secret request of a workflow (every connection its steps name); exposed so the
     /// binary can show what a run will ask the vault for.
     pub fn secret_request(workflow: &Workflow) -> SecretRequest {

@@ -106,6 +106,13 @@ pub enum ModelsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Who sees a failed step (the supervisor, G15: the default provider's assistant model,
+    /// or a person) and how many times it may retry one step of one run; `--retries N`
+    /// (0 to 5) sets that number, `--retries default` goes back to 2.
+    Supervisor {
+        #[arg(long, value_name = "N|default")]
+        retries: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

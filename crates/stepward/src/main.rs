@@ -15,6 +15,7 @@ mod executor;
 mod python_check;
 mod secret_input;
 mod server_keys;
+mod supervisor;
 mod timings;
 
 use std::process::ExitCode;

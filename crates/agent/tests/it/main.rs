@@ -5,3 +5,4 @@
 
 mod escapes;
 mod looping;
+mod supervisor;

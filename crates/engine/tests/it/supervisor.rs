@@ -398,3 +398,46 @@ fn g15_supervisor_none_keeps_every_model_out() {
         matches!(&decisions[0].by, Some(SupervisorBy::NoModel { why }) if why.contains("supervisor: none"))
     );
 }
+
+/// G15, G23: the approval of the earlier inputs does not count for the supervisor's new ones,
+/// also not for recovery after a restart: the run keeps waiting and nothing runs.
+#[test]
+fn g15_a_restart_does_not_run_a_gated_retry_on_the_earlier_approval() {
+    let harness = Harness::new();
+    harness
+        .executor
+        .then("pay", |_| failed_after_code_started("amount too large"));
+    let engine = harness.engine_with(ScriptedSupervisor::new(|_| SupervisorDecision::Retry {
+        inputs: json!({"amount": 50, "currency": "EUR"}),
+    }));
+    let parked = engine
+        .start_run(
+            &account(),
+            &workflow(GATED),
+            json!({"amount": 500}),
+            cli("a"),
+        )
+        .unwrap();
+    let again = engine
+        .decide(
+            &parked.run,
+            "pay",
+            Decision {
+                kind: GateDecision::Approve,
+                who: cli("alice"),
+                door: Door::Cli,
+                note: "500".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(again.status, RunStatus::WaitingApproval);
+    drop(engine);
+    let restarted = harness.engine();
+    let report = restarted.recover().unwrap();
+    assert!(report.resumed.is_empty(), "{report:?}");
+    assert_eq!(
+        harness.store.run(&parked.run).unwrap().unwrap().status,
+        RunStatus::WaitingApproval
+    );
+    assert_eq!(harness.executor.calls_of("pay").len(), 1);
+}

@@ -478,18 +478,7 @@ pub(crate) fn sentence(event: &Event) -> String {
             },
             revision.revision
         ),
-        Event::SupervisorDecision(decided) => match &decided.decision {
-            SupervisorChoice::Retry { .. } => {
-                format!("The supervisor retried “{}” with new inputs", decided.step)
-            }
-            SupervisorChoice::Stop { reason } => {
-                format!("The supervisor stopped the run: {reason}")
-            }
-            SupervisorChoice::AskPerson => format!(
-                "The supervisor asked a person to look at “{}”",
-                decided.step
-            ),
-        },
+        Event::SupervisorDecision(decided) => supervisor_sentence(decided),
         Event::SupervisorRetryRefused(refused) => format!(
             "The supervisor's retry of “{}” was refused: {}",
             refused.step, refused.reason
@@ -697,4 +686,39 @@ mod tests {
             );
         }
     }
+}
+
+/// A supervisor's decision in words (G15): what, who (the provider and model, or why no model
+/// decided), its note and which inputs a retry changed.
+fn supervisor_sentence(decided: &engine::journal::SupervisorDecided) -> String {
+    use engine::journal::SupervisorBy;
+    let who = match &decided.by {
+        Some(SupervisorBy::Model { provider, model }) => {
+            format!("The supervisor ({provider}, model {model})")
+        }
+        Some(SupervisorBy::NoModel { .. }) | None => "The supervisor".to_owned(),
+    };
+    let mut sentence = match &decided.decision {
+        SupervisorChoice::Retry { .. } if decided.changed.is_empty() => {
+            format!("{who} retried “{}” with the same inputs", decided.step)
+        }
+        SupervisorChoice::Retry { .. } => format!(
+            "{who} retried “{}”, changing {}",
+            decided.step,
+            decided.changed.join(", ")
+        ),
+        SupervisorChoice::Stop { reason } => format!("{who} stopped the run: {reason}"),
+        SupervisorChoice::AskPerson => match &decided.by {
+            Some(SupervisorBy::NoModel { why }) => {
+                format!("“{}” went to a person: {why}", decided.step)
+            }
+            _ => format!("{who} asked a person to look at “{}”", decided.step),
+        },
+    };
+    if let Some(note) = decided.note.as_deref().filter(|note| !note.is_empty()) {
+        if !matches!(decided.decision, SupervisorChoice::Stop { .. }) {
+            sentence.push_str(&format!(" (note: {note})"));
+        }
+    }
+    sentence
 }

@@ -19,4 +19,5 @@ mod models;
 mod review_credentials;
 mod runs;
 mod serve;
+mod supervisor;
 mod support;
