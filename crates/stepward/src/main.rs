@@ -12,6 +12,7 @@ mod commands;
 mod config;
 mod definitions;
 mod executor;
+mod lints;
 mod python_check;
 mod secret_input;
 mod server_keys;

@@ -15,6 +15,7 @@ mod g16_every_sink;
 mod g16_live_scrub;
 mod http;
 mod limits;
+mod lints;
 mod models;
 mod review_credentials;
 mod runs;
