@@ -118,6 +118,19 @@ impl RunStore for MemoryStore {
         }
         self.append(id, event).map(drop)
     }
+    fn replace_run_workflow(
+        &self,
+        id: &RunId,
+        source: &redact::Redacted<String>,
+        hash: &storage::Sha256Hex,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        if let Some(run) = self.runs.lock().unwrap().get_mut(id) {
+            run.workflow_source = source.get().clone();
+            run.workflow_hash = hash.to_string();
+        }
+        self.append(id, event).map(drop)
+    }
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
         self.attempts
             .lock()

@@ -450,6 +450,18 @@ impl Engine {
         self.summary(run)
     }
 
+    /// A person's decision on one attempt of a step (an accepted repair's retry).
+    pub(crate) fn record_decision_on_attempt(
+        &self,
+        context: &RunContext,
+        step: &str,
+        attempt: u32,
+        kind: DecisionKind,
+        by: &PersonDecision,
+    ) -> Result<(), Error> {
+        self.record_person_decision(context, DecidedOn::Attempt { step, attempt }, kind, by)
+    }
+
     /// Records a person's decision: the decision row, an event, and an audit entry.
     fn record_person_decision(
         &self,
@@ -664,7 +676,7 @@ impl Engine {
     /// Refuses a definition that holds a value of the account anywhere (its name, a step id, an
     /// explanation, a literal), naming the line and column, never the value: a definition is
     /// read, compared and exported, and holds references to connections only (G1, G16).
-    fn refuse_definition_holding_values(
+    pub(crate) fn refuse_definition_holding_values(
         &self,
         account: &AccountId,
         workflow: &Workflow,

@@ -24,6 +24,7 @@ mod inputs;
 pub mod journal;
 mod record;
 mod recovery;
+mod repair;
 mod supervisor;
 
 use workspace::Workspaces;
@@ -36,6 +37,7 @@ pub use crate::executor::{
 };
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
+pub use crate::repair::{AcceptedRepair, changes_besides_code};
 pub use crate::supervisor::{
     DEFAULT_SUPERVISOR_RETRIES, FailureView, MAX_SUPERVISOR_RETRIES, NO_MODEL_CONFIGURED,
     PersonSupervisor, RetryPermission, Supervised, Supervisor, SupervisorDecision,
@@ -173,6 +175,14 @@ pub enum Error {
     /// The new inputs of a retry are not acceptable.
     #[error("the new inputs for step {step} of run {run} are refused: {reason}")]
     RetryInputsRefused {
+        run: RunId,
+        step: String,
+        reason: String,
+    },
+    /// An accepted repair the engine refuses (G9): not a run or step that needs repair, or a
+    /// repair that changes more than the step's code.
+    #[error("the repair of step {step} of run {run} is refused: {reason}")]
+    RepairRefused {
         run: RunId,
         step: String,
         reason: String,

@@ -78,6 +78,15 @@ pub trait RunStore: Send + Sync {
         at: Timestamp,
         event: &NewEvent,
     ) -> Result<(), Error>;
+    /// Replaces the workflow a run runs from here on (an accepted repair, G9), with the event
+    /// that records it, in one transaction. Earlier attempts and their outputs stay.
+    fn replace_run_workflow(
+        &self,
+        id: &RunId,
+        source: &Redacted<String>,
+        hash: &crate::types::Sha256Hex,
+        event: &NewEvent,
+    ) -> Result<(), Error>;
     /// Records "this attempt is running, with this network mode", durably (synced to disk)
     /// before it returns: the engine starts the sandbox only after this (G14).
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error>;

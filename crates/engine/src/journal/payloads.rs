@@ -234,6 +234,25 @@ pub enum SupervisorChoice {
     AskPerson,
 }
 
+/// A person accepted the assistant's repair of a step that needed repair (G9): from `step`
+/// on, the run runs workflow version `version` (its text's SHA-256 `hash`); the outputs of the
+/// steps before stand. `attempt` is the attempt that needed repair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepairAccepted {
+    pub step: String,
+    pub attempt: u32,
+    pub version: u32,
+    pub hash: String,
+    /// Who wrote it: the assistant's provider and model.
+    pub provider: String,
+    pub model: String,
+    #[serde(with = "actor")]
+    pub accepted_by: Actor,
+    #[serde(with = "by_name")]
+    pub door: Door,
+    pub note: String,
+}
+
 /// A supervisor's retry the engine refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SupervisorRetryRefused {

@@ -134,6 +134,15 @@ impl RunStore for CrashingStore {
     ) -> Result<(), Error> {
         self.write(|| self.inner.set_run_status(id, status, at, event))
     }
+    fn replace_run_workflow(
+        &self,
+        id: &RunId,
+        source: &Redacted<String>,
+        hash: &storage::Sha256Hex,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        self.write(|| self.inner.replace_run_workflow(id, source, hash, event))
+    }
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
         self.write(|| self.inner.begin_attempt(attempt, event))
     }

@@ -16,6 +16,7 @@ mod journal_fixtures;
 mod kill;
 mod reconstruct_property;
 mod record;
+mod repair;
 mod review_credential_path;
 mod scrub_table;
 mod scrubbing;

@@ -503,6 +503,17 @@ pub(crate) fn sentence(event: &Event) -> String {
             "“{}” reached its {} limit: {}",
             limit.step, limit.limit, limit.detail
         ),
+        Event::RepairAccepted(accepted) => format!(
+            "{} accepted the assistant's repair of “{}” ({}, model {}): the run runs workflow \
+             version {} from “{}” on, and the outputs before it stand ({})",
+            who(&accepted.accepted_by),
+            accepted.step,
+            accepted.provider,
+            accepted.model,
+            accepted.version,
+            accepted.step,
+            accepted.note
+        ),
         Event::Recovery(recovered) => format!(
             "After a restart, “{}” attempt {} was found {} and recorded as {}",
             recovered.step,
