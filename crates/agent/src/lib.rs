@@ -15,6 +15,7 @@ pub mod catalogue;
 pub mod files;
 pub mod helper;
 pub mod looping;
+pub mod repair;
 pub mod supervisor;
 
 pub use crate::catalogue::{CallRefusal, Catalogue, Offered, ToolKind};

@@ -135,8 +135,25 @@ impl Interpreter {
         if codes.is_empty() {
             return Ok(Vec::new());
         }
+        let answers: Vec<Answer> = self.answer(CHECKER, codes)?;
+        if answers.len() != codes.len() {
+            bail!(
+                "{} answered for a different number of codes",
+                self.path.display()
+            );
+        }
+        Ok(answers)
+    }
+
+    /// Runs `script` (`-I -S`, an empty environment, the deadline) with `codes` as JSON on its
+    /// stdin and reads its JSON answer.
+    pub fn answer<T: serde::de::DeserializeOwned>(
+        &self,
+        script: &str,
+        codes: &[&str],
+    ) -> anyhow::Result<T> {
         let mut child = Command::new(&self.path)
-            .args(["-I", "-S", "-c", CHECKER])
+            .args(["-I", "-S", "-c", script])
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -181,16 +198,8 @@ impl Interpreter {
                 self.path.display()
             );
         }
-        let answers: Vec<Answer> = serde_json::from_str(&text).with_context(|| {
-            format!("{} answered something other than JSON", self.path.display())
-        })?;
-        if answers.len() != codes.len() {
-            bail!(
-                "{} answered for a different number of codes",
-                self.path.display()
-            );
-        }
-        Ok(answers)
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} answered something other than JSON", self.path.display()))
     }
 }
 
