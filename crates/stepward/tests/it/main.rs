@@ -17,6 +17,7 @@ mod http;
 mod limits;
 mod lints;
 mod models;
+mod repair;
 mod review_credentials;
 mod runs;
 mod serve;
