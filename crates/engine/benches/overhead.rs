@@ -121,7 +121,7 @@ impl RunStore for MemoryStore {
     fn replace_run_workflow(
         &self,
         id: &RunId,
-        source: &redact::Redacted<String>,
+        source: &Redacted<String>,
         hash: &storage::Sha256Hex,
         event: &NewEvent,
     ) -> Result<(), Error> {

@@ -535,6 +535,41 @@ pub(crate) fn timeline(scrub: &Scrub<'_>, entries: &[Entry]) -> Vec<TimelineLine
         .collect()
 }
 
+/// A supervisor's decision in words (G15): what, who (the provider and model, or why no model
+/// decided), its note and which inputs a retry changed.
+fn supervisor_sentence(decided: &engine::journal::SupervisorDecided) -> String {
+    use engine::journal::SupervisorBy;
+    let who = match &decided.by {
+        Some(SupervisorBy::Model { provider, model }) => {
+            format!("The supervisor ({provider}, model {model})")
+        }
+        Some(SupervisorBy::NoModel { .. }) | None => "The supervisor".to_owned(),
+    };
+    let mut sentence = match &decided.decision {
+        SupervisorChoice::Retry { .. } if decided.changed.is_empty() => {
+            format!("{who} retried “{}” with the same inputs", decided.step)
+        }
+        SupervisorChoice::Retry { .. } => format!(
+            "{who} retried “{}”, changing {}",
+            decided.step,
+            decided.changed.join(", ")
+        ),
+        SupervisorChoice::Stop { reason } => format!("{who} stopped the run: {reason}"),
+        SupervisorChoice::AskPerson => match &decided.by {
+            Some(SupervisorBy::NoModel { why }) => {
+                format!("“{}” went to a person: {why}", decided.step)
+            }
+            _ => format!("{who} asked a person to look at “{}”", decided.step),
+        },
+    };
+    if let Some(note) = decided.note.as_deref().filter(|note| !note.is_empty())
+        && !matches!(decided.decision, SupervisorChoice::Stop { .. })
+    {
+        sentence.push_str(&format!(" (note: {note})"));
+    }
+    sentence
+}
+
 #[cfg(test)]
 mod tests {
     use engine::journal::{AttemptFinished, AttemptStarted, PersonDecided, StepFailure};
@@ -697,39 +732,40 @@ mod tests {
             );
         }
     }
-}
 
-/// A supervisor's decision in words (G15): what, who (the provider and model, or why no model
-/// decided), its note and which inputs a retry changed.
-fn supervisor_sentence(decided: &engine::journal::SupervisorDecided) -> String {
-    use engine::journal::SupervisorBy;
-    let who = match &decided.by {
-        Some(SupervisorBy::Model { provider, model }) => {
-            format!("The supervisor ({provider}, model {model})")
-        }
-        Some(SupervisorBy::NoModel { .. }) | None => "The supervisor".to_owned(),
-    };
-    let mut sentence = match &decided.decision {
-        SupervisorChoice::Retry { .. } if decided.changed.is_empty() => {
-            format!("{who} retried “{}” with the same inputs", decided.step)
-        }
-        SupervisorChoice::Retry { .. } => format!(
-            "{who} retried “{}”, changing {}",
-            decided.step,
-            decided.changed.join(", ")
-        ),
-        SupervisorChoice::Stop { reason } => format!("{who} stopped the run: {reason}"),
-        SupervisorChoice::AskPerson => match &decided.by {
-            Some(SupervisorBy::NoModel { why }) => {
-                format!("“{}” went to a person: {why}", decided.step)
-            }
-            _ => format!("{who} asked a person to look at “{}”", decided.step),
-        },
-    };
-    if let Some(note) = decided.note.as_deref().filter(|note| !note.is_empty()) {
-        if !matches!(decided.decision, SupervisorChoice::Stop { .. }) {
-            sentence.push_str(&format!(" (note: {note})"));
-        }
+    /// G15: the run page says who decided (provider and model), the note and what changed.
+    #[test]
+    fn g15_a_supervisor_decision_reads_with_who_its_note_and_what_changed() {
+        use engine::journal::{SupervisorBy, SupervisorChoice, SupervisorDecided};
+        let decided = SupervisorDecided {
+            step: "halve".into(),
+            attempt: 1,
+            decision: SupervisorChoice::Retry {
+                inputs: json!({"n": 8}),
+            },
+            note: Some("8 was meant".into()),
+            by: Some(SupervisorBy::Model {
+                provider: "claude".into(),
+                model: "sonnet".into(),
+            }),
+            changed: vec!["n".into()],
+        };
+        assert_eq!(
+            supervisor_sentence(&decided),
+            "The supervisor (claude, model sonnet) retried “halve”, changing n (note: 8 was meant)"
+        );
+        let to_person = SupervisorDecided {
+            decision: SupervisorChoice::AskPerson,
+            by: Some(SupervisorBy::NoModel {
+                why: "no model provider is configured".into(),
+            }),
+            note: None,
+            changed: Vec::new(),
+            ..decided
+        };
+        assert_eq!(
+            supervisor_sentence(&to_person),
+            "“halve” went to a person: no model provider is configured"
+        );
     }
-    sentence
 }
