@@ -4,6 +4,8 @@
 //! scrubbed by the run's redactor first. The file tools run over the agent's tree through
 //! `workspace`'s one confinement primitive, in a helper process of their own. `Consult` runs
 //! a colleague's sub-loop with the colleague's own file, tools and secrets ([`consult`]).
+//! `workspace`'s one confinement primitive, in a helper process of their own. The supervisor
+//! (G15, [`supervisor`]) is the assistant deciding after a failed attempt, with three tools.
 //!
 //! Invariants: knows no concrete provider (it holds a `dyn llm::Model`), no sandbox backend
 //! and no storage: scripts run through a [`ToolHost`] and events go to a [`LoopJournal`], both
@@ -16,6 +18,8 @@ pub mod consult;
 pub mod files;
 pub mod helper;
 pub mod looping;
+pub mod repair;
+pub mod supervisor;
 
 pub use crate::catalogue::{CONSULT, CallRefusal, Catalogue, Offered, ToolKind};
 pub use crate::consult::{Colleague, Colleagues, MAX_DEPTH, NoColleagues};

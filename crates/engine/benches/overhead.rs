@@ -66,6 +66,16 @@ impl AccountStore for MemoryStore {
     fn ensure_account(&self, account: &Account) -> Result<Account, Error> {
         Ok(account.clone())
     }
+    fn supervisor_retries(&self, _account: &AccountId) -> Result<Option<u32>, Error> {
+        Ok(None)
+    }
+    fn set_supervisor_retries(
+        &self,
+        _account: &AccountId,
+        _retries: Option<u32>,
+    ) -> Result<bool, Error> {
+        Ok(false)
+    }
 }
 
 impl RunStore for MemoryStore {
@@ -105,6 +115,19 @@ impl RunStore for MemoryStore {
         if let Some(run) = self.runs.lock().unwrap().get_mut(id) {
             run.status = status;
             run.updated_at = at;
+        }
+        self.append(id, event).map(drop)
+    }
+    fn replace_run_workflow(
+        &self,
+        id: &RunId,
+        source: &Redacted<String>,
+        hash: &storage::Sha256Hex,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        if let Some(run) = self.runs.lock().unwrap().get_mut(id) {
+            run.workflow_source = source.get().clone();
+            run.workflow_hash = hash.to_string();
         }
         self.append(id, event).map(drop)
     }

@@ -193,12 +193,19 @@ impl QueuedSupervisor {
 }
 
 impl Supervisor for QueuedSupervisor {
-    fn on_failure(&self, _view: &FailureView) -> SupervisorDecision {
-        self.0
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or(SupervisorDecision::AskPerson)
+    fn on_failure(&self, _view: &FailureView) -> engine::Supervised {
+        engine::Supervised {
+            decision: self
+                .0
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(SupervisorDecision::AskPerson),
+            note: String::new(),
+            by: engine::SupervisorIdentity::NoModel {
+                why: "queued".to_owned(),
+            },
+        }
     }
 }
 

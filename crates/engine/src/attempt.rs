@@ -24,18 +24,29 @@ use crate::Error;
 use crate::context::{RunContext, step_env};
 use crate::engine::Engine;
 use crate::executor::{CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest};
-use crate::inputs::{step_inputs, without_forbidden_values};
+use crate::inputs::{
+    check_supervisor_retry_inputs, declaration, step_inputs, without_forbidden_values,
+};
 use crate::journal::{
-    AttemptFinished, AttemptStarted, Event, PrintedStream, StepFailure, StepPrinted,
+    AttemptFinished, AttemptStarted, Event, PrintedStream, StepFailure, StepPrinted, SupervisorBy,
     SupervisorChoice, SupervisorDecided, SupervisorRetryRefused,
 };
-use crate::supervisor::{FailureView, RetryPermission, SupervisorDecision, UNKNOWN_MEANS_STOP};
+use crate::supervisor::{
+    FailureView, MAX_SUPERVISOR_RETRIES, RetryPermission, Supervised, SupervisorDecision,
+    SupervisorIdentity, UNKNOWN_MEANS_STOP,
+};
 
 /// How one attempt ended, for the step loop.
 pub(crate) enum StepEnd {
     Succeeded(Value),
-    Halt { status: RunStatus, reason: String },
+    Halt {
+        status: RunStatus,
+        reason: String,
+    },
     RetryWith(Value),
+    /// The supervisor retries a gated step: the run parks again for a person's decision on
+    /// these inputs (G15, G23).
+    ParkForRetry(Value),
 }
 
 /// An attempt recorded as running: what its code is started with.
@@ -62,7 +73,8 @@ enum BeforeCode<'a> {
 struct Failed {
     status: AttemptStatus,
     failure: Failure,
-    retry: RetryPermission,
+    /// What it printed, scrubbed and bounded.
+    printed: Redacted<String>,
 }
 
 /// A failure's scrubbed text.
@@ -174,7 +186,6 @@ impl Engine {
         step: &Step,
         outputs: &BTreeMap<String, Value>,
         overrides: Option<&Value>,
-        supervisor_retries: u32,
     ) -> Result<StepEnd, Error> {
         let mut started = match self.before_code(context, step, outputs, overrides)? {
             BeforeCode::Ready(started) => started,
@@ -200,7 +211,7 @@ impl Engine {
             journal: &journal,
         });
         self.after_started(context, step, &started, &report)?;
-        self.outcome(context, step, &started, report, supervisor_retries)
+        self.outcome(context, step, &started, report)
     }
 
     /// Before the code starts: builds the step's inputs, environment and workspace, records
@@ -371,7 +382,6 @@ impl Engine {
         step: &Step,
         started: &Started<'_>,
         report: ExecutionReport,
-        supervisor_retries: u32,
     ) -> Result<StepEnd, Error> {
         let attempt = started.attempt;
         let status = outcome_status(started.network, &report.outcome);
@@ -452,11 +462,7 @@ impl Engine {
             }
         };
         self.finish(context, step.id(), attempt, status, finished)?;
-        let retry = retry_permission(
-            status,
-            supervisor_retries,
-            self.options.max_supervisor_retries,
-        );
+        let printed = self.printed_for_supervisor(context, &report.stdout, &report.stderr);
         self.consult(
             context,
             step,
@@ -464,9 +470,53 @@ impl Engine {
             Failed {
                 status,
                 failure,
-                retry,
+                printed,
             },
         )
+    }
+
+    /// What the attempt printed, as the supervisor sees it: each stream scrubbed, then
+    /// bounded (G17), stdout then stderr.
+    fn printed_for_supervisor(
+        &self,
+        context: &RunContext,
+        stdout: &[u8],
+        stderr: &[u8],
+    ) -> Redacted<String> {
+        let bound = self.options.max_printed_bytes;
+        let mut text = String::new();
+        for (name, bytes) in [("stdout", stdout), ("stderr", stderr)] {
+            if bytes.is_empty() {
+                continue;
+            }
+            let kept = context.redactor.scrub_printed(bytes, bound);
+            text.push_str(&format!("--- {name} ---\n{}\n", kept.get()));
+        }
+        // Already scrubbed piece by piece; scrubbed again as one text for the type.
+        context.redactor.scrub(&text)
+    }
+
+    /// Supervisor retries of `step` this run has had: its recorded retry decisions, so the
+    /// budget holds across parks, restarts and a person's retries (G15).
+    fn supervisor_retries_used(&self, context: &RunContext, step: &str) -> Result<u32, Error> {
+        let used = crate::journal::read_all(&self.store.events(&context.run.id)?)?
+            .into_iter()
+            .filter(|entry| {
+                matches!(&entry.event, Event::SupervisorDecision(decided)
+                    if decided.step == step
+                        && matches!(decided.decision, SupervisorChoice::Retry { .. }))
+            })
+            .count();
+        Ok(u32::try_from(used).unwrap_or(u32::MAX))
+    }
+
+    /// The account's supervisor retries per step per run: its setting, or the engine's
+    /// default, never more than [`MAX_SUPERVISOR_RETRIES`].
+    fn supervisor_retry_budget(&self, context: &RunContext) -> Result<u32, Error> {
+        let set = self.store.supervisor_retries(&context.run.account)?;
+        Ok(set
+            .unwrap_or(self.options.max_supervisor_retries)
+            .min(MAX_SUPERVISOR_RETRIES))
     }
 
     /// Hands a failure to the supervisor and enforces what it may do (G15).
@@ -480,11 +530,17 @@ impl Engine {
         let Failed {
             status,
             failure,
-            retry,
+            printed,
         } = failed;
         let attempt = started.attempt;
+        let used = self.supervisor_retries_used(context, step.id())?;
+        let budget = self.supervisor_retry_budget(context)?;
+        let retry = retry_permission(status, used, budget);
+        let redactor = &context.redactor;
         let view = FailureView {
+            account: context.run.account.as_str().to_owned(),
             run_id: context.run.id.clone(),
+            workflow: context.workflow.name().to_owned(),
             step_id: step.id().to_owned(),
             attempt,
             network: started.network,
@@ -492,61 +548,101 @@ impl Engine {
             error_kind: failure.error_kind,
             message: failure.message,
             traceback: failure.traceback,
+            printed,
             inputs: started.scrubbed_inputs.clone(),
+            declaration: redactor.scrub_json(&declaration(&context.workflow, step)),
             retry,
+            retries_left: budget.saturating_sub(used),
             policy: UNKNOWN_MEANS_STOP,
         };
-        let decision = self.supervisor.on_failure(&view);
+        let supervised = match context.workflow.supervisor() {
+            spec::Supervision::None => Supervised {
+                decision: SupervisorDecision::AskPerson,
+                note: String::new(),
+                by: SupervisorIdentity::NoModel {
+                    why: "the workflow says `supervisor: none`, so a person decides".to_owned(),
+                },
+            },
+            spec::Supervision::Assistant => self.supervisor.on_failure(&view),
+        };
         let step_id = step.id();
-        match decision {
-            SupervisorDecision::Retry { inputs } if retry == RetryPermission::Allowed => {
-                // G4: a value under a forbidden key may be a credential that no redactor knows;
-                // the decision is recorded without it, and the attempt refuses the inputs.
-                let recorded = without_forbidden_values(&inputs);
-                self.event(
-                    context,
-                    supervisor_decided(
-                        step_id,
-                        attempt,
-                        SupervisorChoice::Retry { inputs: recorded },
-                    ),
-                )?;
-                Ok(StepEnd::RetryWith(inputs))
-            }
-            SupervisorDecision::Retry { .. } => {
-                let reason = if status == AttemptStatus::Unknown {
-                    format!(
-                        "step `{step_id}` attempt {attempt} is unknown; the supervisor may not retry it, only a person can"
-                    )
+        let note = redactor.scrub(supervised.note.trim()).into_inner();
+        let by = match supervised.by {
+            SupervisorIdentity::Model { provider, model } => SupervisorBy::Model {
+                provider: redactor.scrub(&provider).into_inner(),
+                model: redactor.scrub(&model).into_inner(),
+            },
+            SupervisorIdentity::NoModel { why } => SupervisorBy::NoModel {
+                why: redactor.scrub(&why).into_inner(),
+            },
+        };
+        let decided = |decision: SupervisorChoice, changed: Vec<String>| {
+            Event::SupervisorDecision(SupervisorDecided {
+                step: step_id.to_owned(),
+                attempt,
+                decision,
+                note: (!note.is_empty()).then(|| note.clone()),
+                by: Some(by.clone()),
+                changed,
+            })
+        };
+        match supervised.decision {
+            SupervisorDecision::Retry { inputs } => {
+                let mut problems = Vec::new();
+                if status == AttemptStatus::Unknown {
+                    problems.push(format!(
+                        "step `{step_id}` attempt {attempt} is unknown; the supervisor may not \
+                         retry it, only a person can"
+                    ));
+                } else if retry == RetryPermission::Forbidden {
+                    problems.push(format!(
+                        "step `{step_id}` used up its {budget} supervisor retries"
+                    ));
                 } else {
-                    format!(
-                        "step `{step_id}` used up its {} supervisor retries",
-                        self.options.max_supervisor_retries
-                    )
-                };
+                    problems = check_supervisor_retry_inputs(&context.workflow, step, &inputs);
+                }
+                if !problems.is_empty() {
+                    let reason = format!(
+                        "the supervisor's retry of step `{step_id}` is refused: {}; a person \
+                         decides: retry or stop",
+                        problems.join("; ")
+                    );
+                    self.event(
+                        context,
+                        Event::SupervisorRetryRefused(SupervisorRetryRefused {
+                            step: step_id.to_owned(),
+                            attempt,
+                            reason: redactor.scrub(&reason).into_inner(),
+                        }),
+                    )?;
+                    return Ok(StepEnd::Halt {
+                        status: RunStatus::NeedsAttention,
+                        reason: redactor.scrub(&reason).into_inner(),
+                    });
+                }
+                // Accepted inputs hold no forbidden key (checked above); scrubbed for the
+                // record like every value.
+                let recorded = redactor.scrub_json(&inputs).into_inner();
+                let changed = changed_inputs(step, started.scrubbed_inputs.get(), &recorded);
                 self.event(
                     context,
-                    Event::SupervisorRetryRefused(SupervisorRetryRefused {
-                        step: step_id.to_owned(),
-                        attempt,
-                        reason: reason.clone(),
-                    }),
+                    decided(SupervisorChoice::Retry { inputs: recorded }, changed),
                 )?;
-                Ok(StepEnd::Halt {
-                    status: RunStatus::NeedsAttention,
-                    reason,
-                })
+                if step.is_gate() {
+                    Ok(StepEnd::ParkForRetry(inputs))
+                } else {
+                    Ok(StepEnd::RetryWith(inputs))
+                }
             }
             SupervisorDecision::Stop { reason } => {
-                let reason = context.redactor.scrub(&reason).into_inner();
+                let reason = redactor.scrub(&reason).into_inner();
                 self.event(
                     context,
-                    supervisor_decided(
-                        step_id,
-                        attempt,
+                    decided(
                         SupervisorChoice::Stop {
                             reason: reason.clone(),
                         },
+                        Vec::new(),
                     ),
                 )?;
                 Ok(StepEnd::Halt {
@@ -555,14 +651,16 @@ impl Engine {
                 })
             }
             SupervisorDecision::AskPerson => {
-                self.event(
-                    context,
-                    supervisor_decided(step_id, attempt, SupervisorChoice::AskPerson),
-                )?;
+                self.event(context, decided(SupervisorChoice::AskPerson, Vec::new()))?;
+                let why = match &by {
+                    SupervisorBy::NoModel { why } => format!(" ({why})"),
+                    SupervisorBy::Model { .. } => String::new(),
+                };
                 Ok(StepEnd::Halt {
                     status: RunStatus::NeedsAttention,
                     reason: format!(
-                        "step `{step_id}` attempt {attempt} is {status}; a person decides: retry or stop"
+                        "step `{step_id}` attempt {attempt} is {status}; a person decides: retry \
+                         or stop{why}"
                     ),
                 })
             }
@@ -668,13 +766,14 @@ impl Finished {
     }
 }
 
-/// The supervisor's decision on an attempt, as an event.
-fn supervisor_decided(step: &str, attempt: u32, decision: SupervisorChoice) -> Event {
-    Event::SupervisorDecision(SupervisorDecided {
-        step: step.to_owned(),
-        attempt,
-        decision,
-    })
+/// The names of the step's inputs whose value a retry changed, in the step's order.
+fn changed_inputs(step: &Step, before: &Value, after: &Value) -> Vec<String> {
+    step.inputs()
+        .iter()
+        .map(|(name, _)| name)
+        .filter(|name| before.get(name.as_str()) != after.get(name.as_str()))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]

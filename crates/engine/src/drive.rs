@@ -11,7 +11,10 @@ use crate::Error;
 use crate::attempt::StepEnd;
 use crate::context::RunContext;
 use crate::engine::{Engine, RunSummary};
-use crate::journal::{Event, GateParked};
+use crate::journal::{Event, GateParked, SupervisorChoice};
+
+/// The key of a parked state that holds the supervisor's new inputs for the gated step.
+pub(crate) const RETRY_INPUTS: &str = "supervisor_retry_inputs";
 
 /// How a run is continued.
 pub(crate) enum Resume {
@@ -64,13 +67,40 @@ fn latest_attempt_blocks(
     })
 }
 
-fn gate_approved(decisions: &[DecisionRecord], step: &str) -> bool {
+/// Whether a person approved the gate `step` for its current inputs: an approval recorded
+/// against attempt `from` or later (see [`Engine::gate_decisions_from`]).
+fn gate_approved(decisions: &[DecisionRecord], step: &str, from: u32) -> bool {
     decisions.iter().any(|decision| {
-        decision.kind == DecisionKind::Approve && decision.step_id.as_deref() == Some(step)
+        decision.kind == DecisionKind::Approve
+            && decision.step_id.as_deref() == Some(step)
+            && decision.attempt.unwrap_or(0) >= from
     })
 }
 
 impl Engine {
+    /// The first attempt a gate decision on `step` must be recorded against to count (G15,
+    /// G23): after a supervisor's retry of the gated step's attempt N, only a decision on
+    /// attempt N + 1 or later (the new inputs) lets it run; before any, every decision counts.
+    pub(crate) fn gate_decisions_from(
+        &self,
+        context: &RunContext,
+        step: &str,
+    ) -> Result<u32, Error> {
+        let retried = crate::journal::read_all(&self.store.events(&context.run.id)?)?
+            .into_iter()
+            .filter_map(|entry| match entry.event {
+                Event::SupervisorDecision(decided)
+                    if decided.step == step
+                        && matches!(decided.decision, SupervisorChoice::Retry { .. }) =>
+                {
+                    Some(decided.attempt.saturating_add(1))
+                }
+                _ => None,
+            })
+            .max();
+        Ok(retried.unwrap_or(0))
+    }
+
     /// Drives a run from where its record says it is, then returns its summary.
     pub(crate) fn drive(
         &self,
@@ -109,8 +139,14 @@ impl Engine {
                 self.set_status(context, block.status, Some(&block.reason))?;
                 return Ok(());
             }
-            if step.is_gate() && !gate_approved(&decisions, step.id()) {
-                return self.park(context, step, &outputs);
+            if step.is_gate()
+                && !gate_approved(
+                    &decisions,
+                    step.id(),
+                    self.gate_decisions_from(context, step.id())?,
+                )
+            {
+                return self.park(context, step, &outputs, None);
             }
             let mut overrides = if retry_step.as_deref() == Some(step.id()) {
                 retry_step = None;
@@ -118,15 +154,8 @@ impl Engine {
             } else {
                 None
             };
-            let mut supervisor_retries = 0_u32;
             loop {
-                match self.run_attempt(
-                    context,
-                    step,
-                    &outputs,
-                    overrides.as_ref(),
-                    supervisor_retries,
-                )? {
+                match self.run_attempt(context, step, &outputs, overrides.as_ref())? {
                     StepEnd::Succeeded(output) => {
                         outputs.insert(step.id().to_owned(), output);
                         break;
@@ -135,9 +164,11 @@ impl Engine {
                         self.set_status(context, status, Some(&reason))?;
                         return Ok(());
                     }
-                    StepEnd::RetryWith(inputs) => {
-                        supervisor_retries = supervisor_retries.saturating_add(1);
-                        overrides = Some(inputs);
+                    StepEnd::RetryWith(inputs) => overrides = Some(inputs),
+                    // A gate's approval was for the inputs it was shown: new inputs get a new
+                    // decision (G15, G23).
+                    StepEnd::ParkForRetry(inputs) => {
+                        return self.park(context, step, &outputs, Some(&inputs));
                     }
                 }
             }
@@ -146,12 +177,14 @@ impl Engine {
     }
 
     /// Parks the run before a gate (G23), storing its state with credential values stripped
-    /// and names kept (G18).
+    /// and names kept (G18). `retry_inputs`: the supervisor's new inputs for the gated step,
+    /// which the step gets once a person approves them.
     fn park(
         &self,
         context: &mut RunContext,
         step: &Step,
         outputs: &BTreeMap<String, Value>,
+        retry_inputs: Option<&Value>,
     ) -> Result<(), Error> {
         let gate = self.gate(&context.run.account, &context.run.id, step.id())?;
         let attempt = gate.attempt;
@@ -161,13 +194,16 @@ impl Engine {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let state = json!({
+        let mut state = json!({
             "gate": step.id(),
             "attempt": attempt,
             "outputs": outputs,
             "inputs": context.run.inputs,
             "credential_names": names,
         });
+        if let (Some(retry_inputs), Value::Object(fields)) = (retry_inputs, &mut state) {
+            fields.insert(RETRY_INPUTS.to_owned(), retry_inputs.clone());
+        }
         let event = self.new_event(
             context,
             Event::GateParked(GateParked {
@@ -182,10 +218,17 @@ impl Engine {
             event.at,
             &event,
         )?;
-        let reason = format!(
-            "waiting for a person's decision at the gate `{}`",
-            step.id()
-        );
+        let reason = if retry_inputs.is_some() {
+            format!(
+                "waiting for a person's decision at the gate `{}` on the supervisor's new inputs",
+                step.id()
+            )
+        } else {
+            format!(
+                "waiting for a person's decision at the gate `{}`",
+                step.id()
+            )
+        };
         self.set_status(context, RunStatus::WaitingApproval, Some(&reason))
     }
 }

@@ -288,6 +288,12 @@ impl Engine {
         }
         let mut context = self.load_context(run)?;
         let gate = self.gate(&record.account, run, step)?;
+        // A supervisor's retry of this gated step parked it with new inputs: an approval runs
+        // the step with them.
+        let retry_inputs = self
+            .store
+            .parked(run)?
+            .and_then(|parked| parked.state.get(crate::drive::RETRY_INPUTS).cloned());
         let gate_decision = decision.kind;
         let kind = match gate_decision {
             GateDecision::Approve => DecisionKind::Approve,
@@ -319,7 +325,14 @@ impl Engine {
             }
             GateDecision::Approve => {
                 self.set_status(&mut context, RunStatus::Running, None)?;
-                self.drive(context, Resume::Continue)
+                let resume = match retry_inputs {
+                    Some(inputs) => Resume::Retry {
+                        step: step.to_owned(),
+                        inputs: Some(inputs),
+                    },
+                    None => Resume::Continue,
+                };
+                self.drive(context, resume)
             }
         }
     }
@@ -437,6 +450,18 @@ impl Engine {
         self.summary(run)
     }
 
+    /// A person's decision on one attempt of a step (an accepted repair's retry).
+    pub(crate) fn record_decision_on_attempt(
+        &self,
+        context: &RunContext,
+        step: &str,
+        attempt: u32,
+        kind: DecisionKind,
+        by: &PersonDecision,
+    ) -> Result<(), Error> {
+        self.record_person_decision(context, DecidedOn::Attempt { step, attempt }, kind, by)
+    }
+
     /// Records a person's decision: the decision row, an event, and an audit entry, all in one
     /// transaction.
     fn record_person_decision(
@@ -538,7 +563,7 @@ impl Engine {
             step,
             &run_inputs,
             &outputs,
-            None,
+            parked.state.get(crate::drive::RETRY_INPUTS),
         )))
     }
 
@@ -653,7 +678,7 @@ impl Engine {
     /// Refuses a definition that holds a value of the account anywhere (its name, a step id, an
     /// explanation, a literal), naming the line and column, never the value: a definition is
     /// read, compared and exported, and holds references to connections only (G1, G16).
-    fn refuse_definition_holding_values(
+    pub(crate) fn refuse_definition_holding_values(
         &self,
         account: &AccountId,
         workflow: &Workflow,
@@ -680,6 +705,28 @@ impl Engine {
             line,
             column,
         })
+    }
+
+    /// Who sees a failed step of `workflow` in `account`, in words, for the workflow page
+    /// (G15): which provider a failed step's inputs and printed text leave to, or why a
+    /// person sees it.
+    pub fn who_sees_failures(&self, account: &AccountId, workflow: &Workflow) -> String {
+        match workflow.supervisor() {
+            spec::Supervision::None => "A person: the workflow says `supervisor: none`, so no \
+                model sees a failure."
+                .to_owned(),
+            spec::Supervision::Assistant => {
+                match self.supervisor.who_sees_failures(account.as_str()) {
+                    Some(provider) => format!(
+                        "The assistant on {provider}: a failed step's inputs, error and printed text \
+                     (scrubbed) are sent to it. Write `supervisor: none` to keep them to people."
+                    ),
+                    None => "A person: the account has no model provider with an assistant model \
+                    configured, so every failure goes to a person."
+                        .to_owned(),
+                }
+            }
+        }
     }
 
     /// The secret request of a workflow (every connection its steps name); exposed so the

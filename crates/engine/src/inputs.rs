@@ -124,3 +124,141 @@ pub(crate) fn without_forbidden_values(value: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// What is wrong with a supervisor's new inputs for `step` (G15), one sentence each: they
+/// must be an object with exactly the step's input names (none added, none missing), hold no
+/// credential key at any depth (G4), and where an input is `from: input.X`, match the
+/// workflow's declared type of X. Empty when they are acceptable.
+pub(crate) fn check_supervisor_retry_inputs(
+    workflow: &Workflow,
+    step: &Step,
+    inputs: &Value,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(object) = inputs.as_object() else {
+        problems.push(format!(
+            "the new inputs must be a JSON object of the step's input names, got {}",
+            json_kind(inputs)
+        ));
+        return problems;
+    };
+    let declared: Vec<&str> = step
+        .inputs()
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let added: Vec<&str> = object
+        .keys()
+        .map(String::as_str)
+        .filter(|name| !declared.contains(name))
+        .collect();
+    if !added.is_empty() {
+        problems.push(format!(
+            "step `{}` has no input named {} (its inputs: {})",
+            step.id(),
+            quoted(&added),
+            names_or_none(&declared)
+        ));
+    }
+    let missing: Vec<&str> = declared
+        .iter()
+        .copied()
+        .filter(|name| !object.contains_key(*name))
+        .collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "the new inputs leave out {} of step `{}`: a retry gives every input of the step",
+            quoted(&missing),
+            step.id()
+        ));
+    }
+    let forbidden = spec::forbidden_keys_in(inputs);
+    if !forbidden.is_empty() {
+        problems.push(format!(
+            "the new inputs hold forbidden keys (credentials are never inputs): {}",
+            forbidden.join(", ")
+        ));
+    }
+    for (name, source) in step.inputs() {
+        let (InputSource::WorkflowInput(input), Some(value)) = (source, object.get(name)) else {
+            continue;
+        };
+        let Some(kind) = workflow
+            .inputs()
+            .iter()
+            .find(|declared| declared.name() == input)
+            .map(|declared| declared.kind())
+        else {
+            continue;
+        };
+        if !matches_kind(value, kind) {
+            problems.push(format!(
+                "input `{name}` comes from the workflow input `{input}`, declared as {}, but \
+                 the new value is {}",
+                kind.as_str(),
+                json_kind(value)
+            ));
+        }
+    }
+    problems
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn names_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        quoted(names)
+    }
+}
+
+/// The step's declaration as a supervisor is shown it (G15): what the workflow states about
+/// the step, never a value (a workflow holds none, G1).
+pub(crate) fn declaration(workflow: &Workflow, step: &Step) -> Value {
+    let inputs: serde_json::Map<String, Value> = step
+        .inputs()
+        .iter()
+        .map(|(name, source)| {
+            let shown = match source {
+                InputSource::Literal(value) => serde_json::json!({ "literal": value }),
+                InputSource::WorkflowInput(input) => {
+                    let kind = workflow
+                        .inputs()
+                        .iter()
+                        .find(|declared| declared.name() == input)
+                        .map(|declared| declared.kind().as_str());
+                    serde_json::json!({ "from": format!("input.{input}"), "type": kind })
+                }
+                InputSource::StepOutput(from) => serde_json::json!({ "from": from }),
+            };
+            (name.clone(), shown)
+        })
+        .collect();
+    let mut shown = serde_json::json!({
+        "id": step.id(),
+        "gate": step.is_gate(),
+        "explain": step.explain(),
+        "network": step.network().as_str(),
+        "connections": step.connections(),
+        "inputs": inputs,
+    });
+    if let Value::Object(fields) = &mut shown {
+        match step.body() {
+            spec::StepBody::Code { source } => {
+                fields.insert("code".to_owned(), Value::from(source.as_str()));
+            }
+            spec::StepBody::Agent { agent, task } => {
+                fields.insert("agent".to_owned(), Value::from(agent.as_str()));
+                fields.insert("task".to_owned(), Value::from(task.as_str()));
+            }
+        }
+    }
+    shown
+}

@@ -22,10 +22,10 @@ use storage::{EventRecord, RunId, Timestamp};
 
 pub use crate::journal::payloads::{
     AgentLimit, AgentTurn, AttemptFinished, AttemptStarted, CopyBackRefused, FileWritten,
-    GateParked, PersonDecided, PrintedStream, Recovered, RefusedBy, RefusedFiles, RunCreated,
-    RunStatusChanged, SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted,
-    SupervisorChoice, SupervisorDecided, SupervisorRetryRefused, ToolCalled, ToolFinished,
-    ToolRefused, UnavailableConnection, WorkspaceRevision,
+    GateParked, PersonDecided, PrintedStream, Recovered, RefusedBy, RefusedFiles, RepairAccepted,
+    RunCreated, RunStatusChanged, SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted,
+    SupervisorBy, SupervisorChoice, SupervisorDecided, SupervisorRetryRefused, ToolCalled,
+    ToolFinished, ToolRefused, UnavailableConnection, WorkspaceRevision,
 };
 
 mod payloads;
@@ -121,6 +121,9 @@ vocabulary! {
     ToolRefused(ToolRefused) => "tool.refused",
     /// A `loop:` limit tripped.
     AgentLimit(AgentLimit) => "agent.limit",
+    /// A person accepted the assistant's repair: the run runs a new workflow version from
+    /// that step on (G9).
+    RepairAccepted(RepairAccepted) => "repair.accepted",
 }
 
 impl Event {

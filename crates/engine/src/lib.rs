@@ -24,6 +24,7 @@ mod inputs;
 pub mod journal;
 mod record;
 mod recovery;
+mod repair;
 mod supervisor;
 
 use workspace::Workspaces;
@@ -36,9 +37,11 @@ pub use crate::executor::{
 };
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
+pub use crate::repair::{AcceptedRepair, changes_besides_code};
 pub use crate::supervisor::{
-    FailureView, PersonSupervisor, RetryPermission, Supervisor, SupervisorDecision,
-    UNKNOWN_MEANS_STOP,
+    DEFAULT_SUPERVISOR_RETRIES, FailureView, MAX_SUPERVISOR_RETRIES, NO_MODEL_CONFIGURED,
+    PersonSupervisor, RetryPermission, Supervised, Supervisor, SupervisorDecision,
+    SupervisorIdentity, UNKNOWN_MEANS_STOP,
 };
 
 use storage::{RunId, RunStatus};
@@ -53,7 +56,9 @@ pub struct EngineOptions {
     pub max_printed_bytes: usize,
     /// The most bytes of an error message or traceback kept, after scrubbing.
     pub max_error_bytes: usize,
-    /// How many times the supervisor may retry one step of one run.
+    /// How many times the supervisor may retry one step of one run when the account set no
+    /// number of its own (an account's setting, and this, are held to
+    /// [`MAX_SUPERVISOR_RETRIES`]).
     pub max_supervisor_retries: u32,
     /// The operator's maxima for declared `limits`; every parse the engine does holds a
     /// workflow to them (G1).
@@ -67,7 +72,7 @@ impl EngineOptions {
             workspaces,
             max_printed_bytes: 64 * 1024,
             max_error_bytes: 16 * 1024,
-            max_supervisor_retries: 3,
+            max_supervisor_retries: DEFAULT_SUPERVISOR_RETRIES,
             limit_maxima: spec::LimitMaxima::BUILT_IN,
         }
     }
@@ -170,6 +175,14 @@ pub enum Error {
     /// The new inputs of a retry are not acceptable.
     #[error("the new inputs for step {step} of run {run} are refused: {reason}")]
     RetryInputsRefused {
+        run: RunId,
+        step: String,
+        reason: String,
+    },
+    /// An accepted repair the engine refuses (G9): not a run or step that needs repair, or a
+    /// repair that changes more than the step's code.
+    #[error("the repair of step {step} of run {run} is refused: {reason}")]
+    RepairRefused {
         run: RunId,
         step: String,
         reason: String,

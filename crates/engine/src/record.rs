@@ -104,7 +104,8 @@ pub fn reconstruct(entries: &[Entry]) -> RunState {
             | Event::ToolCalled(_)
             | Event::ToolFinished(_)
             | Event::ToolRefused(_)
-            | Event::AgentLimit(_) => {}
+            | Event::AgentLimit(_)
+            | Event::RepairAccepted(_) => {}
         }
     }
     state

@@ -129,30 +129,56 @@ impl Engine {
 
     /// Whether a run waiting at a gate already has the gate's decision (the crash came between
     /// recording it and acting on it), or lost its parked state.
+    /// A decision counts only if it is on the gate's current inputs: after a supervisor's
+    /// retry of the gated step parked it again, an approval of the earlier inputs does not.
     fn gate_decided_before_crash(&self, run: &RunId) -> Result<bool, Error> {
         let Some(parked) = self.store.parked(run)? else {
             return Ok(true);
         };
+        let context = self.load_context(run)?;
+        let from = self.gate_decisions_from(&context, &parked.step_id)?;
         let decided = self.store.decisions(run)?.iter().any(|decision| {
             matches!(decision.kind, DecisionKind::Approve | DecisionKind::Reject)
                 && decision.step_id.as_deref() == Some(parked.step_id.as_str())
+                && decision.attempt.unwrap_or(0) >= from
         });
         Ok(decided)
     }
 
     fn resume_after_crash(&self, run: &RunId) -> Result<bool, Error> {
         let mut context = self.load_context(run)?;
+        let mut resume = Resume::Continue;
         match context.run.status {
             RunStatus::Running | RunStatus::Queued => {}
             RunStatus::WaitingApproval => {
                 let parked = self.store.parked(run)?;
                 let decisions = self.store.decisions(run)?;
                 let gate = parked.as_ref().map(|parked| parked.step_id.clone());
+                let from = match &gate {
+                    Some(step) => self.gate_decisions_from(&context, step)?,
+                    None => 0,
+                };
                 let rejected = decisions.iter().any(|decision| {
                     decision.kind == DecisionKind::Reject
                         && (gate.is_none() || decision.step_id == gate)
-                        && !self.step_has_attempts(run, decision.step_id.as_deref())
+                        && if from > 0 {
+                            decision.attempt.unwrap_or(0) >= from
+                        } else {
+                            !self.step_has_attempts(run, decision.step_id.as_deref())
+                        }
                 });
+                // A supervisor's new inputs for the gated step, which the decision was on.
+                if let (Some(step), Some(inputs)) = (
+                    gate.clone(),
+                    parked
+                        .as_ref()
+                        .and_then(|parked| parked.state.get(crate::drive::RETRY_INPUTS).cloned()),
+                ) {
+                    resume = Resume::Retry {
+                        step,
+                        inputs: Some(inputs),
+                    };
+                }
                 self.store.clear_parked(run)?;
                 if rejected {
                     self.set_status(
@@ -172,7 +198,7 @@ impl Engine {
                 return Ok(false);
             }
         }
-        self.drive(context, Resume::Continue)?;
+        self.drive(context, resume)?;
         Ok(true)
     }
 

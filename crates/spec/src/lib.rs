@@ -42,7 +42,7 @@ pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions}
 pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
 pub use crate::model::{
     Agent, CustomTool, InputKind, InputSource, Network, OutputKind, PythonVersion, Step, StepBody,
-    Tool, ToolArgument, Workflow, WorkflowInput,
+    Supervision, Tool, ToolArgument, Workflow, WorkflowInput,
 };
 pub use crate::origin::Origin;
 pub use crate::reach::{

@@ -26,8 +26,30 @@ pub struct Workflow {
     pub(crate) source: String,
     pub(crate) name: String,
     pub(crate) python: PythonVersion,
+    pub(crate) supervisor: Supervision,
     pub(crate) inputs: Vec<WorkflowInput>,
     pub(crate) steps: Vec<Step>,
+}
+
+/// Who sees a failed step of a workflow (G15): `supervisor: assistant` (the default) or
+/// `supervisor: none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Supervision {
+    /// The account's assistant, on its default provider and assistant model; with no provider
+    /// configured, a person.
+    #[default]
+    Assistant,
+    /// Every failure goes straight to a person; no model sees it.
+    None,
+}
+
+impl Supervision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Supervision::Assistant => "assistant",
+            Supervision::None => "none",
+        }
+    }
 }
 
 impl Workflow {
@@ -48,6 +70,11 @@ impl Workflow {
     /// The pinned interpreter version (G8); the sandbox refuses any other.
     pub fn python(&self) -> PythonVersion {
         self.python
+    }
+
+    /// Who sees a failed step (`supervisor:`, G15).
+    pub fn supervisor(&self) -> Supervision {
+        self.supervisor
     }
 
     /// The declared workflow inputs, in file order.

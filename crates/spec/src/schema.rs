@@ -27,6 +27,10 @@ pub fn workflow_json_schema() -> serde_json::Value {
                 "type": "string",
                 "pattern": "^[0-9]+\\.[0-9]+$"
             },
+            "supervisor": {
+                "description": "Who sees a failed step: `assistant` (the default: the account's default model provider, which receives the failed step's inputs and printed text) or `none` (every failure goes straight to a person).",
+                "enum": ["assistant", "none"]
+            },
             "inputs": {
                 "description": "The workflow's inputs: name to type.",
                 "type": "object",

@@ -9,14 +9,16 @@ use crate::lower::{
     Fields, Seen, check_unique, fields, is_agent_name, is_snake_name, network, non_blank_string,
     snake_suggestion, string, string_list,
 };
-use crate::model::{InputKind, PythonVersion, Step, StepBody, Workflow, WorkflowInput};
+use crate::model::{
+    InputKind, PythonVersion, Step, StepBody, Supervision, Workflow, WorkflowInput,
+};
 use crate::yaml::{self, Node, NodeValue, Resolved};
 
 /// Most steps a workflow may have.
 pub(crate) const MAX_STEPS: usize = 200;
 
 /// The keys of a workflow file; the JSON Schema names exactly these.
-pub(crate) const WORKFLOW_KEYS: &[&str] = &["name", "python", "inputs", "steps"];
+pub(crate) const WORKFLOW_KEYS: &[&str] = &["name", "python", "supervisor", "inputs", "steps"];
 /// The keys of a step; the JSON Schema names exactly these.
 pub(crate) const STEP_KEYS: &[&str] = &[
     "id",
@@ -74,6 +76,10 @@ fn lower_workflow(
     let fields = fields(root, "the workflow", WORKFLOW_KEYS, diagnostics)?;
     let name = lower_name(&fields, diagnostics);
     let python = lower_python(&fields, diagnostics);
+    let supervisor = match fields.get("supervisor") {
+        Some(node) => lower_supervisor(node, diagnostics),
+        None => Some(Supervision::Assistant),
+    };
     let inputs = match fields.get("inputs") {
         Some(node) => lower_workflow_inputs(node, diagnostics),
         None => Vec::new(),
@@ -84,9 +90,44 @@ fn lower_workflow(
         source: text.to_string(),
         name: name?,
         python: python?,
+        supervisor: supervisor?,
         inputs,
         steps: steps?,
     })
+}
+
+/// `supervisor: none | assistant` (G15): an unknown value is an error, never a silent default.
+fn lower_supervisor(node: &Node, diagnostics: &mut Diagnostics) -> Option<Supervision> {
+    let text = match &node.value {
+        NodeValue::Scalar(scalar) => match scalar.resolve() {
+            Resolved::String(text) => Some(text),
+            _ => None,
+        },
+        _ => None,
+    };
+    match text {
+        Some("assistant") => Some(Supervision::Assistant),
+        Some("none") => Some(Supervision::None),
+        _ => {
+            let found = match text {
+                Some(text) => format!("`{text}`"),
+                None => node.describe(),
+            };
+            diagnostics.report(
+                node.position,
+                "unknown-supervisor",
+                format!("`supervisor` must be `assistant` or `none`, found {found}"),
+                format!(
+                    "{}use `assistant` (the default: the account's default model provider sees \
+                     a failed step's inputs and printed text) or `none` (every failure goes \
+                     straight to a person)",
+                    text.map(|text| crate::suggest::did_you_mean(text, ["assistant", "none"]))
+                        .unwrap_or_default()
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn lower_name(fields: &Fields<'_>, diagnostics: &mut Diagnostics) -> Option<String> {

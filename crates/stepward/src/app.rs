@@ -220,12 +220,19 @@ impl App {
             }),
             Backend::Local | Backend::Gvisor => Arc::new(executor),
         };
+        // G15: the account's assistant sees failures; without a provider, a person does.
+        let supervisor = Arc::new(crate::supervisor::ModelSupervisor {
+            store: self.store.clone(),
+            secrets: self.vault.clone(),
+            scrub_sets: self.scrub_sets.clone(),
+            client: self.config.model_client()?,
+        });
         let engine = Engine::new(
             self.engine_options(),
             self.store.clone(),
             executor,
             self.scrub_sets.clone(),
-            Arc::new(PersonSupervisor),
+            supervisor,
             Arc::new(SystemClock),
             Arc::new(RandomRunIds),
         );

@@ -63,6 +63,25 @@ pub enum Command {
     /// Tools for trying stepward by hand.
     #[command(subcommand)]
     Dev(DevCommand),
+    /// Ask the assistant to repair the step of a run that needs repair (G9): its proposal
+    /// (standard library only, only the step's code changed) is checked, then shown. With
+    /// `--accept`, the shown proposal becomes the workflow's next version, authored by the
+    /// assistant and accepted by you, and the run goes on from that step with it.
+    Repair(RepairArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    pub run: String,
+    /// The step that needs repair.
+    pub step: String,
+    /// Accept the proposal shown by the last `stepward repair RUN STEP`.
+    #[arg(long)]
+    pub accept: bool,
+    /// Why you accept it (recorded with who accepted); by default "accepted the assistant's
+    /// repair".
+    #[arg(long)]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,6 +124,13 @@ pub enum ModelsCommand {
         model: Option<String>,
         #[arg(long)]
         json: bool,
+    },
+    /// Who sees a failed step (the supervisor, G15: the default provider's assistant model,
+    /// or a person) and how many times it may retry one step of one run; `--retries N`
+    /// (0 to 5) sets that number, `--retries default` goes back to 2.
+    Supervisor {
+        #[arg(long, value_name = "N|default")]
+        retries: Option<String>,
     },
 }
 

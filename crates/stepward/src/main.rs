@@ -14,9 +14,12 @@ mod commands;
 mod config;
 mod definitions;
 mod executor;
+mod lints;
 mod python_check;
+mod repair;
 mod secret_input;
 mod server_keys;
+mod supervisor;
 mod timings;
 
 use std::process::ExitCode;
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
         Command::Accounts(command) => commands::accounts::run(&command, config),
         Command::Models(command) => commands::models::run(&command, config),
         Command::Dev(command) => commands::models::dev(&command),
+        Command::Repair(args) => commands::repair::run(&args, config),
     };
     timings.mark("the command, with its teardown");
     match result {

@@ -15,8 +15,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-/// Reads each code with `ast` and answers one JSON object per code, in order.
-const CHECKER: &str = r#"
+/// Reads each code with `ast` and answers one JSON object per code, in order; the authoring
+/// lints (`lints.py`, see `lints.rs`) come first.
+const CHECKER: &str = concat!(
+    include_str!("lints.py"),
+    r#"
 import ast, json, sys
 codes = json.load(sys.stdin)
 answers = []
@@ -51,9 +54,11 @@ for code in codes:
     answers.append({"main": {"line": main.lineno, "column": main.col_offset + 1,
                              "is_async": isinstance(main, ast.AsyncFunctionDef),
                              "parameters": parameters,
-                             "takes_any_keyword": arguments.kwarg is not None}})
+                             "takes_any_keyword": arguments.kwarg is not None},
+                    "lints": lint(tree, main)})
 print(json.dumps(answers))
-"#;
+"#
+);
 
 /// How long the checker may take for one file's code.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -63,6 +68,9 @@ const DEADLINE: Duration = Duration::from_secs(20);
 pub struct Answer {
     pub syntax_error: Option<SyntaxError>,
     pub main: Option<MainSignature>,
+    /// What the authoring lints found (only when there is a `main`).
+    #[serde(default)]
+    pub lints: Option<crate::lints::Found>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -127,8 +135,25 @@ impl Interpreter {
         if codes.is_empty() {
             return Ok(Vec::new());
         }
+        let answers: Vec<Answer> = self.answer(CHECKER, codes)?;
+        if answers.len() != codes.len() {
+            bail!(
+                "{} answered for a different number of codes",
+                self.path.display()
+            );
+        }
+        Ok(answers)
+    }
+
+    /// Runs `script` (`-I -S`, an empty environment, the deadline) with `codes` as JSON on its
+    /// stdin and reads its JSON answer.
+    pub fn answer<T: serde::de::DeserializeOwned>(
+        &self,
+        script: &str,
+        codes: &[&str],
+    ) -> anyhow::Result<T> {
         let mut child = Command::new(&self.path)
-            .args(["-I", "-S", "-c", CHECKER])
+            .args(["-I", "-S", "-c", script])
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -173,16 +198,8 @@ impl Interpreter {
                 self.path.display()
             );
         }
-        let answers: Vec<Answer> = serde_json::from_str(&text).with_context(|| {
-            format!("{} answered something other than JSON", self.path.display())
-        })?;
-        if answers.len() != codes.len() {
-            bail!(
-                "{} answered for a different number of codes",
-                self.path.display()
-            );
-        }
-        Ok(answers)
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} answered something other than JSON", self.path.display()))
     }
 }
 

@@ -73,4 +73,53 @@ impl AccountStore for SqliteStore {
             Ok(account_from_row(row))
         })
     }
+
+    fn supervisor_retries(&self, account: &AccountId) -> Result<Option<u32>, Error> {
+        self.with_conn(|connection| {
+            connection
+                .query_row(
+                    "SELECT supervisor_retries FROM account_supervisor_settings
+                     WHERE account_id = ?1",
+                    params![account.as_str()],
+                    |row| row.get::<_, Option<i64>>(0),
+                )
+                .optional()
+        })
+        .map(|row| row.flatten().and_then(|n| u32::try_from(n).ok()))
+        .map_err(backend("read the supervisor's retries"))
+    }
+
+    fn set_supervisor_retries(
+        &self,
+        account: &AccountId,
+        retries: Option<u32>,
+    ) -> Result<bool, Error> {
+        if let Some(retries) = retries.filter(|retries| *retries > 5) {
+            return Err(Error::Invalid {
+                what: format!(
+                    "{retries} supervisor retries per step: an account may set at most 5"
+                ),
+            });
+        }
+        self.transaction(Durability::Synced, |transaction| {
+            let exists = transaction
+                .query_row(
+                    "SELECT 1 FROM accounts WHERE id = ?1",
+                    params![account.as_str()],
+                    |_| Ok(()),
+                )
+                .optional()?
+                .is_some();
+            if !exists {
+                return Ok(false);
+            }
+            transaction.execute(
+                "INSERT INTO account_supervisor_settings (account_id, supervisor_retries)
+                 VALUES (?1, ?2)
+                 ON CONFLICT(account_id) DO UPDATE SET supervisor_retries = excluded.supervisor_retries",
+                params![account.as_str(), retries.map(i64::from)],
+            )?;
+            Ok(true)
+        })
+    }
 }

@@ -75,6 +75,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "api_key_creators",
         sql: include_str!("../migrations/0011_api_key_creators.sql"),
     },
+    Migration {
+        version: 12,
+        name: "supervisor_retries",
+        sql: include_str!("../migrations/0012_supervisor_retries.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

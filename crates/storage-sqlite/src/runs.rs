@@ -370,6 +370,29 @@ impl RunStore for SqliteStore {
         })
     }
 
+    fn replace_run_workflow(
+        &self,
+        id: &RunId,
+        source: &Redacted<String>,
+        hash: &storage::Sha256Hex,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        check_scope(&id.redaction_scope(), source)?;
+        check_scope(&id.redaction_scope(), &event.payload)?;
+        self.transaction(Durability::Synced, |transaction| {
+            let changed = transaction.execute(
+                "UPDATE runs SET workflow_source = ?2, workflow_hash = ?3, updated_at = ?4
+                 WHERE id = ?1",
+                params![id.as_str(), source.get(), hash.as_str(), event.at.0],
+            )?;
+            if changed == 0 {
+                return Err(TxError(Error::UnknownRun { run: id.clone() }));
+            }
+            append_event_in(transaction, id, event)?;
+            Ok(())
+        })
+    }
+
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
         check_scope(&attempt.run.redaction_scope(), &attempt.inputs)?;
         check_scope(&attempt.run.redaction_scope(), &event.payload)?;

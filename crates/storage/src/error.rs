@@ -38,6 +38,9 @@ pub enum Error {
         current: RunStatus,
         wanted: RunStatus,
     },
+    /// A value the store refuses to hold (a setting out of its range).
+    #[error("{what}")]
+    Invalid { what: String },
     /// A stored value that this version cannot read (an unknown status name, bad JSON).
     #[error("stored {what} is unreadable: {detail}")]
     Corrupt { what: &'static str, detail: String },

@@ -20,6 +20,16 @@ pub trait AccountStore: Send + Sync {
     /// Returns the account with this id, creating it first if there is none (the CLI's local
     /// account, created on first use). Atomic: two callers get the same account.
     fn ensure_account(&self, account: &Account) -> Result<Account, Error>;
+    /// How many times the supervisor may retry one step of one run of this account (G15);
+    /// `None` when the account set no number (the engine's default holds).
+    fn supervisor_retries(&self, account: &AccountId) -> Result<Option<u32>, Error>;
+    /// Sets (or with `None` clears) that number; more than 5 is [`Error::Invalid`]. `false`
+    /// when there is no such account.
+    fn set_supervisor_retries(
+        &self,
+        account: &AccountId,
+        retries: Option<u32>,
+    ) -> Result<bool, Error>;
 }
 
 /// Runs, their step attempts and their parked state.
@@ -66,6 +76,15 @@ pub trait RunStore: Send + Sync {
         id: &RunId,
         status: RunStatus,
         at: Timestamp,
+        event: &NewEvent,
+    ) -> Result<(), Error>;
+    /// Replaces the workflow a run runs from here on (an accepted repair, G9), with the event
+    /// that records it, in one transaction. Earlier attempts and their outputs stay.
+    fn replace_run_workflow(
+        &self,
+        id: &RunId,
+        source: &Redacted<String>,
+        hash: &crate::types::Sha256Hex,
         event: &NewEvent,
     ) -> Result<(), Error>;
     /// Records "this attempt is running, with this network mode", durably (synced to disk)

@@ -7,3 +7,4 @@
 mod consult;
 mod escapes;
 mod looping;
+mod supervisor;

@@ -192,13 +192,34 @@ pub struct WorkspaceRevision {
     pub files: Vec<FileWritten>,
 }
 
-/// What the supervisor decided after a failed attempt (G15).
+/// What the supervisor decided after a failed attempt (G15): what, who (the provider and
+/// model, or why no model decided), its note, and which inputs a retry changed.
+///
+/// `note`, `by` and `changed` were added to version 1 as optional fields: an event written
+/// before them reads with none, and a reader that does not know them ignores them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SupervisorDecided {
     pub step: String,
     pub attempt: u32,
     #[serde(flatten)]
     pub decision: SupervisorChoice,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<SupervisorBy>,
+    /// The input names whose value a retry changed, in the step's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+}
+
+/// Who took a supervisor decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SupervisorBy {
+    /// The account's assistant on this provider and model.
+    Model { provider: String, model: String },
+    /// No model: why the failure went to a person.
+    NoModel { why: String },
 }
 
 /// The supervisor's choice, as recorded.
@@ -211,6 +232,25 @@ pub enum SupervisorChoice {
     Stop { reason: String },
     /// Bring the run to a person.
     AskPerson,
+}
+
+/// A person accepted the assistant's repair of a step that needed repair (G9): from `step`
+/// on, the run runs workflow version `version` (its text's SHA-256 `hash`); the outputs of the
+/// steps before stand. `attempt` is the attempt that needed repair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepairAccepted {
+    pub step: String,
+    pub attempt: u32,
+    pub version: u32,
+    pub hash: String,
+    /// Who wrote it: the assistant's provider and model.
+    pub provider: String,
+    pub model: String,
+    #[serde(with = "actor")]
+    pub accepted_by: Actor,
+    #[serde(with = "by_name")]
+    pub door: Door,
+    pub note: String,
 }
 
 /// A supervisor's retry the engine refused.

@@ -100,6 +100,16 @@ impl AccountStore for CrashingStore {
     fn ensure_account(&self, account: &Account) -> Result<Account, Error> {
         self.write(|| self.inner.ensure_account(account))
     }
+    fn supervisor_retries(&self, account: &AccountId) -> Result<Option<u32>, Error> {
+        self.inner.supervisor_retries(account)
+    }
+    fn set_supervisor_retries(
+        &self,
+        account: &AccountId,
+        retries: Option<u32>,
+    ) -> Result<bool, Error> {
+        self.write(|| self.inner.set_supervisor_retries(account, retries))
+    }
 }
 
 impl RunStore for CrashingStore {
@@ -123,6 +133,15 @@ impl RunStore for CrashingStore {
         event: &NewEvent,
     ) -> Result<(), Error> {
         self.write(|| self.inner.set_run_status(id, status, at, event))
+    }
+    fn replace_run_workflow(
+        &self,
+        id: &RunId,
+        source: &Redacted<String>,
+        hash: &storage::Sha256Hex,
+        event: &NewEvent,
+    ) -> Result<(), Error> {
+        self.write(|| self.inner.replace_run_workflow(id, source, hash, event))
     }
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
         self.write(|| self.inner.begin_attempt(attempt, event))

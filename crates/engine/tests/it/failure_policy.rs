@@ -23,8 +23,11 @@ fn person(note: &str) -> PersonDecision {
     }
 }
 
+/// Retries every failure with the inputs it failed with.
 fn always_retry() -> Arc<ScriptedSupervisor> {
-    ScriptedSupervisor::new(|_| SupervisorDecision::Retry { inputs: json!({}) })
+    ScriptedSupervisor::new(|view| SupervisorDecision::Retry {
+        inputs: view.inputs.get().clone(),
+    })
 }
 
 #[test]
@@ -255,7 +258,7 @@ fn g15_offline_failure_retried_by_supervisor_with_new_inputs() {
     let supervisor = ScriptedSupervisor::new(|view| {
         assert_eq!(view.retry, RetryPermission::Allowed);
         SupervisorDecision::Retry {
-            inputs: json!({"factor": 10}),
+            inputs: json!({"count": 3, "factor": 10}),
         }
     });
     let engine = harness.engine_with(supervisor);
@@ -294,8 +297,8 @@ fn g15_supervisor_retries_are_bounded() {
     assert_eq!(summary.status, RunStatus::NeedsAttention);
     assert_eq!(
         harness.executor.calls_of("compute").len(),
-        4,
-        "one attempt and three retries"
+        3,
+        "one attempt and the default two retries"
     );
 }
 

@@ -59,7 +59,7 @@ fn g4_supervisor_retry_inputs_with_credential_key_are_refused() {
     });
     let supervisor =
         crate::support::ScriptedSupervisor::new(|_| engine::SupervisorDecision::Retry {
-            inputs: json!({"Secret": "x"}),
+            inputs: json!({"count": 2, "factor": {"Secret": "x"}}),
         });
     let engine = harness.engine_with(supervisor);
     let summary = engine
@@ -76,15 +76,29 @@ fn g4_supervisor_retry_inputs_with_credential_key_are_refused() {
         1,
         "the retry never reached the executor"
     );
+    // Refused by the engine before any attempt: the refusal is an event naming the key.
     let attempts = harness.store.attempts(&summary.run).unwrap();
-    assert_eq!(attempts[1].status, storage::AttemptStatus::Refused);
+    assert_eq!(attempts.len(), 1);
+    let refused = engine
+        .journal(&summary.run)
+        .unwrap()
+        .into_iter()
+        .find_map(|entry| match entry.event {
+            engine::journal::Event::SupervisorRetryRefused(refused) => Some(refused),
+            _ => None,
+        })
+        .unwrap();
     assert!(
-        attempts[1]
-            .reason
-            .as_deref()
-            .unwrap()
-            .contains("forbidden keys")
+        refused.reason.contains("forbidden keys"),
+        "{}",
+        refused.reason
     );
+    assert!(
+        refused.reason.contains("/factor/Secret"),
+        "{}",
+        refused.reason
+    );
+    assert!(!summary.reason.unwrap().contains("\"x\""));
 }
 
 #[test]

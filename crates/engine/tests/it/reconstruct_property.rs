@@ -183,7 +183,19 @@ fn report(observed: Observed, attempt: u32) -> ExecutionReport {
 struct QueuedSupervisor(Mutex<Vec<Supervised>>);
 
 impl Supervisor for QueuedSupervisor {
-    fn on_failure(&self, _view: &FailureView) -> SupervisorDecision {
+    fn on_failure(&self, _view: &FailureView) -> engine::Supervised {
+        engine::Supervised {
+            decision: self.next(),
+            note: String::new(),
+            by: engine::SupervisorIdentity::NoModel {
+                why: "queued".to_owned(),
+            },
+        }
+    }
+}
+
+impl QueuedSupervisor {
+    fn next(&self) -> SupervisorDecision {
         let mut queue = self.0.lock().unwrap();
         match (!queue.is_empty()).then(|| queue.remove(0)) {
             Some(Supervised::Retry) => SupervisorDecision::Retry { inputs: json!({}) },

@@ -225,9 +225,16 @@ impl ScriptedSupervisor {
 }
 
 impl Supervisor for ScriptedSupervisor {
-    fn on_failure(&self, view: &FailureView) -> SupervisorDecision {
+    fn on_failure(&self, view: &FailureView) -> engine::Supervised {
         self.seen.lock().unwrap().push(view.clone());
-        (self.answer)(view)
+        engine::Supervised {
+            decision: (self.answer)(view),
+            note: "scripted".to_owned(),
+            by: engine::SupervisorIdentity::Model {
+                provider: "scripted".to_owned(),
+                model: "script-1".to_owned(),
+            },
+        }
     }
 }
 

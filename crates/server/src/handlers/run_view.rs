@@ -478,18 +478,7 @@ pub(crate) fn sentence(event: &Event) -> String {
             },
             revision.revision
         ),
-        Event::SupervisorDecision(decided) => match &decided.decision {
-            SupervisorChoice::Retry { .. } => {
-                format!("The supervisor retried “{}” with new inputs", decided.step)
-            }
-            SupervisorChoice::Stop { reason } => {
-                format!("The supervisor stopped the run: {reason}")
-            }
-            SupervisorChoice::AskPerson => format!(
-                "The supervisor asked a person to look at “{}”",
-                decided.step
-            ),
-        },
+        Event::SupervisorDecision(decided) => supervisor_sentence(decided),
         Event::SupervisorRetryRefused(refused) => format!(
             "The supervisor's retry of “{}” was refused: {}",
             refused.step, refused.reason
@@ -514,6 +503,17 @@ pub(crate) fn sentence(event: &Event) -> String {
             "“{}” reached its {} limit: {}",
             limit.step, limit.limit, limit.detail
         ),
+        Event::RepairAccepted(accepted) => format!(
+            "{} accepted the assistant's repair of “{}” ({}, model {}): the run runs workflow \
+             version {} from “{}” on, and the outputs before it stand ({})",
+            who(&accepted.accepted_by),
+            accepted.step,
+            accepted.provider,
+            accepted.model,
+            accepted.version,
+            accepted.step,
+            accepted.note
+        ),
         Event::Recovery(recovered) => format!(
             "After a restart, “{}” attempt {} was found {} and recorded as {}",
             recovered.step,
@@ -533,6 +533,41 @@ pub(crate) fn timeline(scrub: &Scrub<'_>, entries: &[Entry]) -> Vec<TimelineLine
             text: scrub.text(&sentence(&entry.event)),
         })
         .collect()
+}
+
+/// A supervisor's decision in words (G15): what, who (the provider and model, or why no model
+/// decided), its note and which inputs a retry changed.
+fn supervisor_sentence(decided: &engine::journal::SupervisorDecided) -> String {
+    use engine::journal::SupervisorBy;
+    let who = match &decided.by {
+        Some(SupervisorBy::Model { provider, model }) => {
+            format!("The supervisor ({provider}, model {model})")
+        }
+        Some(SupervisorBy::NoModel { .. }) | None => "The supervisor".to_owned(),
+    };
+    let mut sentence = match &decided.decision {
+        SupervisorChoice::Retry { .. } if decided.changed.is_empty() => {
+            format!("{who} retried “{}” with the same inputs", decided.step)
+        }
+        SupervisorChoice::Retry { .. } => format!(
+            "{who} retried “{}”, changing {}",
+            decided.step,
+            decided.changed.join(", ")
+        ),
+        SupervisorChoice::Stop { reason } => format!("{who} stopped the run: {reason}"),
+        SupervisorChoice::AskPerson => match &decided.by {
+            Some(SupervisorBy::NoModel { why }) => {
+                format!("“{}” went to a person: {why}", decided.step)
+            }
+            _ => format!("{who} asked a person to look at “{}”", decided.step),
+        },
+    };
+    if let Some(note) = decided.note.as_deref().filter(|note| !note.is_empty())
+        && !matches!(decided.decision, SupervisorChoice::Stop { .. })
+    {
+        sentence.push_str(&format!(" (note: {note})"));
+    }
+    sentence
 }
 
 #[cfg(test)]
@@ -696,5 +731,41 @@ mod tests {
                 "in an unknown state"
             );
         }
+    }
+
+    /// G15: the run page says who decided (provider and model), the note and what changed.
+    #[test]
+    fn g15_a_supervisor_decision_reads_with_who_its_note_and_what_changed() {
+        use engine::journal::{SupervisorBy, SupervisorChoice, SupervisorDecided};
+        let decided = SupervisorDecided {
+            step: "halve".into(),
+            attempt: 1,
+            decision: SupervisorChoice::Retry {
+                inputs: json!({"n": 8}),
+            },
+            note: Some("8 was meant".into()),
+            by: Some(SupervisorBy::Model {
+                provider: "claude".into(),
+                model: "sonnet".into(),
+            }),
+            changed: vec!["n".into()],
+        };
+        assert_eq!(
+            supervisor_sentence(&decided),
+            "The supervisor (claude, model sonnet) retried “halve”, changing n (note: 8 was meant)"
+        );
+        let to_person = SupervisorDecided {
+            decision: SupervisorChoice::AskPerson,
+            by: Some(SupervisorBy::NoModel {
+                why: "no model provider is configured".into(),
+            }),
+            note: None,
+            changed: Vec::new(),
+            ..decided
+        };
+        assert_eq!(
+            supervisor_sentence(&to_person),
+            "“halve” went to a person: no model provider is configured"
+        );
     }
 }

@@ -451,6 +451,8 @@ struct WorkflowPage {
     with_agents: bool,
     inputs: Vec<InputField>,
     connections: Vec<ConnectionNeed>,
+    /// Who sees a failed step (G15): the provider its inputs and printed text leave to.
+    failures: String,
     can_start: bool,
     csrf: String,
     form_error: Option<String>,
@@ -576,6 +578,7 @@ fn workflow_page_for(
         with_agents: false,
         inputs: Vec::new(),
         connections: Vec::new(),
+        failures: String::new(),
         can_start: authenticated.session.is_some()
             && authenticated.principal.role() >= Role::Member,
         csrf,
@@ -634,6 +637,9 @@ fn workflow_page_for(
         .collect();
     page.inputs = input_fields(&workflow, &typed);
     page.connections = connection_needs(shared, account, &workflow);
+    page.failures = shared
+        .engine
+        .who_sees_failures(&storage::AccountId(account.to_owned()), &workflow);
     Ok(render(&page))
 }
 

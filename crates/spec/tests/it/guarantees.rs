@@ -121,6 +121,31 @@ fn g3_unknown_network_value_is_an_error_naming_both_allowed_values() {
     }
 }
 
+/// G15: a workflow's failures go to the assistant unless it says `supervisor: none`; any
+/// other value is an error naming both, never a silent default.
+#[test]
+fn g15_supervisor_defaults_to_the_assistant_and_none_is_parsed_and_unknown_is_an_error() {
+    use spec::Supervision;
+    let workflow = parse_workflow("refund.yaml", REFUND).unwrap();
+    assert_eq!(workflow.supervisor(), Supervision::Assistant);
+    let none = REFUND.replace("python: \"3.11\"\n", "python: \"3.11\"\nsupervisor: none\n");
+    assert_eq!(
+        parse_workflow("refund.yaml", &none).unwrap().supervisor(),
+        Supervision::None
+    );
+    for value in ["nobody", "false", "[none]", "None"] {
+        let text = REFUND.replace(
+            "python: \"3.11\"\n",
+            &format!("python: \"3.11\"\nsupervisor: {value}\n"),
+        );
+        let diagnostics = parse_workflow("w.yaml", &text).unwrap_err();
+        assert_eq!(diagnostics.len(), 1, "{value}: {diagnostics:?}");
+        assert_eq!(diagnostics[0].code, "unknown-supervisor");
+        assert!(diagnostics[0].message.contains("`assistant` or `none`"));
+        assert_eq!(diagnostics[0].line, 3, "{value}");
+    }
+}
+
 #[test]
 fn g3_agent_network_defaults_to_none_and_unknown_is_an_error() {
     let agent = parse_agent("AGENT.md", "---\nname: a\ndescription: b\n---\nc\n").unwrap();

@@ -3,7 +3,7 @@
 //! workflow's own line and column), `def main(...)` is held to the step's declared inputs, an
 //! agent a step names must exist, a custom tool's script must exist and parse, and a `python:`
 //! version this machine lacks is a warning (the file may be meant for another server; `run`
-//! refuses it here).
+//! refuses it here). The authoring lints (`crate::lints`) are warnings too.
 
 use std::path::Path;
 
@@ -316,6 +316,17 @@ fn code_findings(
             message,
             help,
         ));
+    }
+    if let Some(found) = &answer.lints {
+        for (line, column, code, message, help) in crate::lints::lint_step(step, found) {
+            findings.warnings.push(diagnostic(
+                file,
+                origin.locate(line, column),
+                code,
+                message,
+                help,
+            ));
+        }
     }
 }
 

@@ -8,6 +8,7 @@ pub mod decide;
 pub mod files;
 pub mod models;
 pub mod reach;
+pub mod repair;
 pub mod run;
 pub mod runs;
 pub mod schema;

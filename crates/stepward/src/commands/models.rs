@@ -41,6 +41,7 @@ pub fn run(command: &ModelsCommand, config: Config) -> anyhow::Result<Outcome> {
         ModelsCommand::Rm { name } => remove(&app, name),
         ModelsCommand::Default { name } => set_default(&app, name),
         ModelsCommand::Test { name, model, json } => test(&app, name, model.as_deref(), *json),
+        ModelsCommand::Supervisor { retries } => supervisor(&app, retries.as_deref()),
     }
 }
 
@@ -343,6 +344,54 @@ fn set_default(app: &App, name: &str) -> anyhow::Result<Outcome> {
     }
     app.audit("model.default", json!({ "name": name }))?;
     eprintln!("{name} is the account's default model provider");
+    Ok(Outcome::Done)
+}
+
+/// `stepward models supervisor [--retries N|default]`: who sees failures, and the budget.
+fn supervisor(app: &App, retries: Option<&str>) -> anyhow::Result<Outcome> {
+    use storage::AccountStore;
+    if let Some(retries) = retries {
+        let wanted = match retries {
+            "default" => None,
+            number => Some(
+                number
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n <= 5)
+                    .with_context(|| {
+                        format!(
+                            "`--retries {number}`: give a whole number from 0 to 5, or `default`"
+                        )
+                    })?,
+            ),
+        };
+        app.store
+            .set_supervisor_retries(&app.account, wanted)
+            .context("cannot set the supervisor's retries")?;
+        app.audit(
+            "supervisor.retries",
+            json!({ "retries": wanted.map_or_else(|| json!("default"), |n| json!(n)) }),
+        )?;
+    }
+    let set = app
+        .store
+        .supervisor_retries(&app.account)
+        .context("cannot read the supervisor's retries")?;
+    let who = match crate::supervisor::assistant_of(&app.store, app.account.as_str()) {
+        crate::supervisor::Assistant::On { provider, model } => format!(
+            "failures go to the assistant on {provider} (model {model}): a failed step's \
+             inputs, error and printed text (scrubbed) are sent to it"
+        ),
+        crate::supervisor::Assistant::Nobody { why } => format!("failures go to a person: {why}"),
+    };
+    println!("{who}");
+    println!(
+        "supervisor retries per step per run: {}",
+        match set {
+            Some(n) => n.to_string(),
+            None => format!("{} (the default)", engine::DEFAULT_SUPERVISOR_RETRIES),
+        }
+    );
     Ok(Outcome::Done)
 }
 

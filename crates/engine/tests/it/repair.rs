@@ -1,0 +1,149 @@
+//! G9, an accepted repair: only the step's code changes (the engine checks it again), the run
+//! records that it runs the new version from that step, the outputs before it stand, and the
+//! step runs again with the new code.
+
+use engine::journal::Event;
+use engine::{AcceptedRepair, Error, ExecutionOutcome, ExecutionReport, PersonDecision};
+use serde_json::json;
+use storage::{AttemptStatus, DecisionKind, DecisionStore, Door, RunStatus, RunStore};
+
+use crate::support::{Harness, OFFLINE, account, cli, workflow};
+
+fn repaired(text: &str) -> AcceptedRepair {
+    AcceptedRepair {
+        step: "report".into(),
+        workflow: workflow(text),
+        version: 2,
+        provider: "fake".into(),
+        model: "fake-assistant".into(),
+        by: PersonDecision {
+            who: cli("alice"),
+            door: Door::Cli,
+            note: "stdlib only now".into(),
+        },
+    }
+}
+
+/// OFFLINE whose `report` needs repair (a third-party import) after `compute` succeeded.
+fn needing_repair() -> (Harness, engine::Engine, storage::RunId) {
+    let harness = Harness::new();
+    harness.executor.then("report", |_| {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::NeedsRepair {
+                module: "requests".into(),
+                detail: "line 1".into(),
+            },
+            "fake",
+        )
+    });
+    let engine = harness.engine();
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("a"),
+        )
+        .unwrap();
+    assert_eq!(summary.status, RunStatus::NeedsRepair);
+    let run = summary.run;
+    (harness, engine, run)
+}
+
+const NEW_CODE: &str = "      def main(value):\n          return {\"value\": value}\n";
+const OLD_CODE: &str = "      def main(value):\n          return value\n";
+
+#[test]
+fn g9_an_accepted_repair_runs_the_new_version_from_that_step_and_earlier_outputs_stand() {
+    let (harness, engine, run) = needing_repair();
+    let text = OFFLINE.replace(OLD_CODE, NEW_CODE);
+    assert_ne!(text, OFFLINE);
+    let done = engine.retry_repaired(&run, repaired(&text)).unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}");
+    assert_eq!(
+        harness.executor.calls_of("compute").len(),
+        1,
+        "its output stands"
+    );
+    let reports = harness.executor.calls_of("report");
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[1].inputs, json!({"value": {"step": "compute"}}));
+    let record = harness.store.run(&run).unwrap().unwrap();
+    assert_eq!(record.workflow_source, text, "the run runs the new version");
+    let accepted = engine
+        .journal(&run)
+        .unwrap()
+        .into_iter()
+        .find_map(|entry| match entry.event {
+            Event::RepairAccepted(accepted) => Some(accepted),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        (accepted.step.as_str(), accepted.attempt, accepted.version),
+        ("report", 1, 2)
+    );
+    assert_eq!(accepted.provider, "fake");
+    assert_eq!(accepted.note, "stdlib only now");
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].kind, DecisionKind::Retry);
+    assert_eq!(decisions[0].attempt, Some(1));
+    let attempts = harness.store.attempts(&run).unwrap();
+    assert_eq!(attempts[1].status, AttemptStatus::NeedsRepair);
+    assert_eq!(attempts[2].status, AttemptStatus::Succeeded);
+}
+
+#[test]
+fn g9_a_repair_that_changes_more_than_the_steps_code_is_refused_and_nothing_runs() {
+    let (harness, engine, run) = needing_repair();
+    for (text, says) in [
+        (
+            OFFLINE.replace(
+                "    explain: Reports it.\n",
+                "    explain: Reports it.\n    network: public_egress\n",
+            ),
+            "step `report`: `network`",
+        ),
+        (
+            OFFLINE.replace("factor: 2 }", "factor: 3 }"),
+            "step `compute`: `inputs`",
+        ),
+        (
+            OFFLINE.replace(
+                "          return count * factor\n",
+                "          return count * factor + 1\n",
+            ),
+            "step `compute`: `code`",
+        ),
+    ] {
+        let refused = engine.retry_repaired(&run, repaired(&text));
+        match refused {
+            Err(Error::RepairRefused { reason, .. }) => assert!(reason.contains(says), "{reason}"),
+            other => panic!("{says}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().status,
+        RunStatus::NeedsRepair
+    );
+    assert_eq!(harness.executor.calls_of("report").len(), 1);
+    // Another step, or a run that does not need repair, is refused too.
+    let mut other = repaired(&OFFLINE.replace(OLD_CODE, NEW_CODE));
+    other.step = "compute".into();
+    assert!(matches!(
+        engine.retry_repaired(&run, other),
+        Err(Error::RepairRefused { .. })
+    ));
+    let blank = AcceptedRepair {
+        by: PersonDecision {
+            note: " ".into(),
+            ..repaired(OFFLINE).by
+        },
+        ..repaired(&OFFLINE.replace(OLD_CODE, NEW_CODE))
+    };
+    assert!(matches!(
+        engine.retry_repaired(&run, blank),
+        Err(Error::NoteRequired { .. })
+    ));
+}

@@ -1,0 +1,190 @@
+//! G9 end to end with the fake model: `import requests` sends the step to repair; the
+//! assistant's proposals that still import a third-party module or add network are refused
+//! before anything is shown; the `urllib` one is shown, and accepting it makes the workflow's
+//! next version (authored by the assistant, accepted by this user) and the run goes on from
+//! that step, the outputs before it standing.
+
+use fake_model::{BlockingFakeModel, Script, ScriptTurn};
+use serde_json::{Value, json};
+
+use crate::support::{Home, run_id, stderr, stdout};
+
+const WORKFLOW: &str = r#"name: quote
+python: "3.11"
+inputs: { word: string }
+steps:
+  - id: first
+    explain: Passes the word on.
+    inputs: { word: { from: input.word } }
+    code: |
+      def main(word):
+          return word.strip()
+  - id: quote
+    explain: Quotes the word for a URL.
+    inputs: { word: { from: first } }
+    code: |
+      import requests
+      def main(word):
+          return requests.utils.quote(word)
+"#;
+
+#[test]
+fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root() {
+    let fake = BlockingFakeModel::start(Script::new(vec![
+        ScriptTurn::call(
+            "propose",
+            json!({"code": "import requests\ndef main(word):\n    return requests.utils.quote(word)\n", "note": "same"}),
+        ),
+        ScriptTurn::call(
+            "propose",
+            json!({"code": "import urllib.request\ndef main(word):\n    return word\n", "note": "x", "network": "public_egress"}),
+        ),
+        ScriptTurn::call(
+            "propose",
+            json!({"code": "import urllib.parse\nimport urllib.request\n\ndef main(word):\n    return urllib.parse.quote(word)\n", "note": "urllib.parse instead of requests"}),
+        ),
+    ]))
+    .unwrap();
+    let exempt = fake.endpoint();
+    let home = Home::new();
+    let added = home.stepward_with_stdin(
+        &[
+            "models",
+            "add",
+            "fake",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &fake.url(),
+            "--assistant-model",
+            "fake-assistant",
+            "--allow-model-endpoint",
+            &exempt,
+        ],
+        "sk-repair-test-model-key-5566",
+    );
+    assert!(added.status.success(), "{}", stderr(&added));
+    let file = home.dir.path().join("quote.yaml");
+    std::fs::write(&file, WORKFLOW).unwrap();
+    let saved = home.stepward(&[
+        "files",
+        "put",
+        "workflows/quote.yaml",
+        "--from",
+        file.to_str().unwrap(),
+    ]);
+    assert!(saved.status.success(), "{}", stderr(&saved));
+    let ran = home.stepward(&[
+        "run",
+        file.to_str().unwrap(),
+        "--input",
+        "word= a b ",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(
+        stdout(&ran).contains("needs_repair"),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let run = run_id(&ran);
+
+    let proposed = home.stepward(&["repair", &run, "quote", "--allow-model-endpoint", &exempt]);
+    assert!(
+        proposed.status.success(),
+        "{}{}",
+        stdout(&proposed),
+        stderr(&proposed)
+    );
+    let shown = stdout(&proposed);
+    assert!(shown.contains("urllib.parse.quote(word)"), "{shown}");
+    assert!(
+        !shown.contains("requests.utils"),
+        "a refused proposal is never shown: {shown}"
+    );
+    assert!(
+        shown.contains("outside Python 3.11's standard library"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("`network` stays as the workflow has it"),
+        "{shown}"
+    );
+    // Each refusal went back to the assistant, which tried again.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[1]
+            .as_text()
+            .contains("refused: the proposed code imports `requests`")
+    );
+
+    let accepted = home.stepward(&[
+        "repair",
+        &run,
+        "quote",
+        "--accept",
+        "--note",
+        "urllib does it",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(
+        accepted.status.success(),
+        "{}{}",
+        stdout(&accepted),
+        stderr(&accepted)
+    );
+    assert!(
+        stdout(&accepted).contains("workflow quote version 2"),
+        "{}",
+        stdout(&accepted)
+    );
+    assert!(
+        stdout(&accepted).contains("succeeded"),
+        "{}",
+        stdout(&accepted)
+    );
+    let events = home.stepward(&["runs", "events", &run, "--json"]);
+    let events: Value = serde_json::from_str(&stdout(&events)).unwrap();
+    let events = events.as_array().unwrap();
+    let repair = events
+        .iter()
+        .find(|event| event["kind"] == "repair.accepted")
+        .unwrap();
+    assert_eq!(repair["payload"]["version"], 2);
+    assert_eq!(repair["payload"]["provider"], "fake");
+    assert_eq!(repair["payload"]["model"], "fake-assistant");
+    assert_eq!(repair["payload"]["accepted_by"]["kind"], "cli");
+    assert_eq!(repair["payload"]["note"], "urllib does it");
+    let firsts = events
+        .iter()
+        .filter(|event| event["kind"] == "attempt.started" && event["payload"]["step"] == "first")
+        .count();
+    assert_eq!(firsts, 1, "the outputs before the repaired step stand");
+    let finished: Vec<&Value> = events
+        .iter()
+        .filter(|event| event["kind"] == "attempt.finished")
+        .collect();
+    assert_eq!(finished.last().unwrap()["payload"]["output"], "a%20b");
+    // The new version is in the workspace, authored as the assistant's, accepted by the user.
+    let history = home.stepward(&["files", "history"]);
+    assert!(
+        stdout(&history).contains(
+            "a repair written by the assistant (fake, model fake-assistant), accepted by"
+        ),
+        "{}",
+        stdout(&history)
+    );
+    // Accepting twice is refused: the run no longer needs repair.
+    let again = home.stepward(&[
+        "repair",
+        &run,
+        "quote",
+        "--accept",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(!again.status.success());
+}
