@@ -198,6 +198,7 @@ impl Engine {
             work_dir: started.workspace.files_dir(),
             redactor: &context.redactor,
             journal: &journal,
+            definitions: &context.pinned,
         });
         self.after_started(context, step, &started, &report)?;
         self.outcome(context, step, &started, report, supervisor_retries)

@@ -29,6 +29,9 @@ pub struct ExecutionRequest<'a> {
     /// Where an agent step's turns, tool calls, refusals and limits are written as they
     /// happen, each tool call before it runs (G14, G25).
     pub journal: &'a dyn StepJournal,
+    /// What the run pinned when it started: an agent step reads its agent file and scripts
+    /// from here, never from the working folder (issue 16 §1).
+    pub definitions: &'a crate::definitions::PinnedDefinitions,
 }
 
 /// The events an executor may write while a step runs: an agent step's turns, tool calls

@@ -63,6 +63,32 @@ pub enum Author {
     },
     /// The command-line tool without a server, acting as an operating-system user.
     Cli { os_user: String },
+    /// The platform's assistant, whose proposal the person `accepted_by` (a person's id, never
+    /// a key: G26) accepted; only then is it written (issue 17 §2).
+    Assistant { accepted_by: String },
+    /// The platform itself: moving definitions from an older layout into the workspace.
+    Platform { reason: String },
+}
+
+impl Author {
+    /// Who, in words: `person p-1`, `API key k-1`, `the assistant, accepted by person p-1`.
+    pub fn describe(&self) -> String {
+        match self {
+            Author::Person { id } => format!("person {id}"),
+            Author::ApiKey { id } => format!("API key {id}"),
+            Author::Agent { name } => format!("agent {name}"),
+            Author::RunStep {
+                run_id,
+                step,
+                attempt,
+            } => format!("run {run_id} step {step} attempt {attempt}"),
+            Author::Cli { os_user } => format!("command line ({os_user})"),
+            Author::Assistant { accepted_by } => {
+                format!("the assistant, accepted by person {accepted_by}")
+            }
+            Author::Platform { reason } => format!("the platform ({reason})"),
+        }
+    }
 }
 
 /// What a revision does to one path.
@@ -354,7 +380,7 @@ impl RevisionStore {
     }
 
     /// Stores `contents` under its `hash` (from [`content_hashes`]) unless it is there already.
-    fn store_blob(&self, hash: &str, contents: &[u8]) -> Result<String, Error> {
+    pub(crate) fn store_blob(&self, hash: &str, contents: &[u8]) -> Result<String, Error> {
         let blobs = self.folder.join(BLOBS_NAME);
         let final_path = blobs.join(hash);
         if final_path.exists() {
@@ -371,7 +397,7 @@ impl RevisionStore {
         Ok(hash.to_owned())
     }
 
-    fn load_blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
+    pub(crate) fn load_blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
         let path = self.folder.join(BLOBS_NAME).join(hash);
         let contents = fs::read(&path).map_err(io_error("read", &path))?;
         if hex::encode(Sha256::digest(&contents)) != hash {
@@ -550,7 +576,7 @@ fn read_log(log_path: &Path) -> Result<Vec<Revision>, Error> {
     Ok(revisions)
 }
 
-fn sync_folder(folder: &Path) -> Result<(), Error> {
+pub(crate) fn sync_folder(folder: &Path) -> Result<(), Error> {
     File::open(folder)
         .and_then(|handle| handle.sync_all())
         .map_err(io_error("fsync", folder))
