@@ -189,6 +189,7 @@ pub const ERROR_CODES: &[&str] = &[
     "run_conflict",
     "workflows_unavailable",
     "workflow_invalid",
+    "definition_refused",
     "run_refused",
     "vault_unavailable",
     "models_unavailable",

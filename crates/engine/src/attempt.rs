@@ -253,6 +253,7 @@ impl Engine {
                 account: context.run.account.as_str(),
                 step,
                 work_dir: workspace.files_dir(),
+                definitions: &context.pinned,
             }) {
                 Ok(spec::Network::None) => NetworkMode::None,
                 Ok(spec::Network::PublicEgress) => NetworkMode::PublicEgress,

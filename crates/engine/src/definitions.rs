@@ -41,6 +41,15 @@ pub struct PinnedDefinitions {
     workspace: Option<Workspace>,
 }
 
+impl std::fmt::Debug for PinnedDefinitions {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("PinnedDefinitions")
+            .field("pin", &self.pin)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PinnedDefinitions {
     /// A run that pinned nothing (started before runs pinned their definitions).
     pub fn unpinned() -> PinnedDefinitions {

@@ -59,6 +59,8 @@ pub struct NetworkQuery<'a> {
     pub account: &'a str,
     pub step: &'a spec::Step,
     pub work_dir: &'a Path,
+    /// What the run pinned: an agent step's network is its pinned agent file's.
+    pub definitions: &'a crate::definitions::PinnedDefinitions,
 }
 
 /// Whether the step's own code had started when it failed. Decides between `failed` and

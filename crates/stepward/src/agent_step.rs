@@ -18,7 +18,7 @@ use agent::{Catalogue, End, HostStop, Offered, ToolHost, ToolKind, ToolReply};
 use engine::journal::{AgentLimit, AgentTurn, ToolCalled, ToolFinished, ToolRefused};
 use engine::{
     AgentEvent, CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
-    StepError,
+    PinnedDefinitions, StepError,
 };
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
@@ -49,22 +49,33 @@ pub struct AgentRuntime {
     pub maxima: spec::LimitMaxima,
 }
 
-/// Reads the agent `name` of the working folder `work_dir`, parsed against the account.
+/// Reads the agent `name` as the run pinned it when it started (issue 16 §1), parsed against
+/// the account; a run from before runs pinned reads the working folder `work_dir`.
 pub fn load_agent(
     store: &SqliteStore,
     account: &str,
     work_dir: &Path,
+    definitions: &PinnedDefinitions,
     name: &str,
     maxima: &spec::LimitMaxima,
 ) -> Result<(spec::Agent, Vec<u8>), String> {
-    let tree = Tree::open(work_dir).map_err(|error| error.to_string())?;
     let path = RelPath::parse(&format!("agents/{name}/AGENT.md")).map_err(|e| e.to_string())?;
-    let (bytes, _) = tree.read(&path, 0, 1024 * 1024).map_err(|error| {
+    let missing = |detail: String| {
         format!(
-            "the agent `{name}` cannot be read from the workspace ({error}); add \
+            "the agent `{name}` cannot be read from the workspace ({detail}); add \
              agents/{name}/AGENT.md with `stepward files put agents/{name}/AGENT.md`"
         )
-    })?;
+    };
+    let bytes = if definitions.is_pinned() {
+        definitions
+            .agent_file(name, "AGENT.md")?
+            .ok_or_else(|| missing("it was not there when the run started".to_owned()))?
+    } else {
+        let tree = Tree::open(work_dir).map_err(|error| error.to_string())?;
+        tree.read(&path, 0, 1024 * 1024)
+            .map_err(|error| missing(error.to_string()))?
+            .0
+    };
     let text = String::from_utf8(bytes.clone())
         .map_err(|_| format!("agents/{name}/AGENT.md is not UTF-8 text"))?;
     let providers = store
@@ -104,10 +115,18 @@ impl AgentRuntime {
         &self,
         account: &str,
         work_dir: &Path,
+        definitions: &PinnedDefinitions,
         agent: &str,
     ) -> Result<spec::Network, String> {
-        load_agent(&self.store, account, work_dir, agent, &self.maxima)
-            .map(|(agent, _)| agent.network())
+        load_agent(
+            &self.store,
+            account,
+            work_dir,
+            definitions,
+            agent,
+            &self.maxima,
+        )
+        .map(|(agent, _)| agent.network())
     }
 
     pub fn execute(
@@ -124,6 +143,7 @@ impl AgentRuntime {
             &self.store,
             request.account,
             request.work_dir,
+            request.definitions,
             agent_name,
             &self.maxima,
         ) {
@@ -150,11 +170,16 @@ impl AgentRuntime {
         };
         let catalogue = Catalogue::for_agent(&agent);
         let writable = catalogue.writes(&agent);
-        let view = match View::stage(&self.views_dir, request.work_dir, agent.name()) {
+        let mut view = match View::stage(&self.views_dir, request.work_dir, agent.name()) {
             Ok(view) => view,
             Err(reason) => return refused(reason),
         };
-        // Pinned: the scripts as they were when the step started; nothing the agent writes
+        // The view holds the agent file and scripts as the run pinned them, whatever the
+        // folder holds now (issue 16 §1).
+        if let Err(reason) = view.overlay_pinned(request.definitions, &agent) {
+            return refused(reason);
+        }
+        // Pinned: the scripts as they were when the run started; nothing the agent writes
         // changes what a tool runs.
         let mut scripts = BTreeMap::new();
         for tool in agent.custom_tools() {
@@ -476,6 +501,45 @@ impl View {
             }
         }
         Ok(())
+    }
+
+    /// Replaces the agent file and every script it names with the bytes the run pinned (a
+    /// script the pin lacks is removed from the view, so no tool runs what was added later).
+    fn overlay_pinned(
+        &mut self,
+        definitions: &PinnedDefinitions,
+        agent: &spec::Agent,
+    ) -> Result<(), String> {
+        if !definitions.is_pinned() {
+            return Ok(());
+        }
+        let tree = Tree::open(&self.root).map_err(|error| error.to_string())?;
+        let mut files = vec!["AGENT.md".to_owned()];
+        files.extend(
+            agent
+                .custom_tools()
+                .iter()
+                .map(|tool| tool.script().to_owned()),
+        );
+        for relative in files {
+            let path = RelPath::parse(&relative).map_err(|e| e.to_string())?;
+            match definitions.agent_file(&self.agent, &relative)? {
+                Some(bytes) => {
+                    tree.write(&path, &bytes)
+                        .map_err(|error| error.to_string())?;
+                    self.original
+                        .insert(path.to_string(), Sha256::digest(&bytes).into());
+                }
+                None => {
+                    let host = self.root.join(path.as_path());
+                    if std::fs::symlink_metadata(&host).is_ok() {
+                        std::fs::remove_file(&host).map_err(io("cannot remove", &host))?;
+                    }
+                    self.original.remove(path.as_str());
+                }
+            }
+        }
+        self.hand_to_helper()
     }
 
     fn read_original(&self, script: &str) -> Result<Vec<u8>, String> {

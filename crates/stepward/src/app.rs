@@ -614,6 +614,7 @@ mod tests {
                 Err("a code step writes no agent events".to_owned())
             }
         }
+        let unpinned = engine::PinnedDefinitions::unpinned();
         let request = || engine::ExecutionRequest {
             account: "local",
             run_id: "run_1",
@@ -625,6 +626,7 @@ mod tests {
             work_dir: dir.path(),
             redactor: &redactor,
             journal: &NoJournal,
+            definitions: &unpinned,
         };
         use engine::StepExecutor as _;
         let alone = executor.execute(request());

@@ -104,6 +104,8 @@ fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
             attempt,
         } => ("run_step", format!("{run_id}/{step}/{attempt}")),
         Author::Cli { os_user } => ("cli", os_user.clone()),
+        Author::Assistant { accepted_by } => ("assistant", accepted_by.clone()),
+        Author::Platform { reason } => ("platform", reason.clone()),
     };
     WorkspaceRevisionView {
         id: revision.id.to_string(),
@@ -353,16 +355,17 @@ async fn commit(
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
     blocking("write to the workspace", move || {
-        let workspace = open(&shared, &account)?;
         let screen = account_redactor(&shared, &account)?;
         let paths: Vec<String> = changes.iter().map(|(path, _)| path.to_string()).collect();
-        let committed = workspace.commit(&author, &message, changes, &|content: &[u8]| {
-            screen.holds_secret(content)
-        });
+        // Every workflow and agent file is parsed first (G1); one revision or nothing.
+        let committed =
+            shared
+                .engine
+                .write_definitions(account.as_str(), &author, &message, changes);
         let revision = match committed {
             Ok(revision) => revision,
             // Deleting what is not there is an answer about the folder, not a refusal.
-            Err(workspace::Error::NoSuchFile { path }) => {
+            Err(engine::DefinitionWriteError::Workspace(workspace::Error::NoSuchFile { path })) => {
                 return Err(Error::NotFound {
                     what: "file",
                     id: path,
@@ -371,10 +374,7 @@ async fn commit(
             Err(source) => {
                 // A refusal is recorded too (paths, scrubbed, and the reason; never a value):
                 // repeated refusals are someone probing for a credential's value.
-                let refused = Error::Workspace {
-                    operation: "write to the workspace",
-                    source,
-                };
+                let refused = Error::definitions(source);
                 audit(
                     &shared,
                     &account,

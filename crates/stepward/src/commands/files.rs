@@ -7,7 +7,7 @@ use std::io::Read;
 
 use anyhow::{Context, bail};
 use serde_json::json;
-use workspace::{Author, Change, RelPath, Workspace};
+use workspace::{Author, Change, RelPath};
 
 use crate::Outcome;
 use crate::app::App;
@@ -59,11 +59,9 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 .with_context(|| format!("cannot read {}", file.display()))?,
                 None => read_bounded(std::io::stdin()).context("cannot read stdin")?,
             };
-            write(&app, &workspace, path, Change::Write(contents), message)
+            write(&app, path, Change::Write(contents), message)
         }
-        FilesCommand::Rm { path, message } => {
-            write(&app, &workspace, path, Change::Delete, message)
-        }
+        FilesCommand::Rm { path, message } => write(&app, path, Change::Delete, message),
         FilesCommand::History => {
             let history = workspace
                 .history()
@@ -79,6 +77,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                         attempt,
                     } => format!("run {run_id} step {step} attempt {attempt}"),
                     Author::Cli { os_user } => format!("{os_user} (command line)"),
+                    other => other.describe(),
                 };
                 let paths: Vec<String> = revision
                     .changes
@@ -130,28 +129,33 @@ fn read_bounded(source: impl Read) -> anyhow::Result<Vec<u8>> {
     Ok(contents)
 }
 
-fn write(
-    app: &App,
-    workspace: &Workspace,
-    path: &str,
-    change: Change,
-    message: &str,
-) -> anyhow::Result<Outcome> {
+fn write(app: &App, path: &str, change: Change, message: &str) -> anyhow::Result<Outcome> {
     let relative = parse(path)?;
-    let screen = app
-        .redactor()
-        .context("cannot read the account's values to screen the write")?;
     let author = Author::Cli {
         os_user: crate::app::os_user(),
     };
-    let revision = workspace
-        .commit(
-            &author,
-            message,
-            vec![(relative.clone(), change)],
-            &|content: &[u8]| screen.holds_secret(content),
-        )
-        .with_context(|| format!("nothing was written to {path}"))?;
+    // A workflow or agent file is parsed first (G1) and refused whole when invalid.
+    let written = app.reading_engine().write_definitions(
+        app.account.as_str(),
+        &author,
+        message,
+        vec![(relative.clone(), change)],
+    );
+    let revision = match written {
+        Ok(revision) => revision,
+        Err(engine::DefinitionWriteError::Invalid { diagnostics, .. }) => {
+            let shown = crate::commands::Shown::new(app)?;
+            for diagnostic in &diagnostics {
+                shown.error(&diagnostic.to_string());
+            }
+            shown.error(&format!("error: {path} is invalid; nothing was written"));
+            return Ok(Outcome::Invalid);
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error))
+                .with_context(|| format!("nothing was written to {path}"));
+        }
+    };
     app.audit(
         "workspace.write",
         json!({"revision": revision.id.as_str(), "paths": [relative.as_str()]}),

@@ -16,6 +16,7 @@ mod g16_live_scrub;
 mod http;
 mod limits;
 mod models;
+mod pinning;
 mod review_credentials;
 mod runs;
 mod serve;
