@@ -380,3 +380,84 @@ fn g26_the_assistant_saves_only_with_a_persons_acceptance_and_steps_never_save()
         1
     );
 }
+
+#[test]
+fn g22_no_steps_copy_back_writes_a_definition_or_protected_file_even_one_not_yet_created() {
+    let harness = Harness::new();
+    // An agent file naming a script that does not exist yet.
+    write(
+        &harness,
+        &person(),
+        &[(
+            "agents/digest/AGENT.md",
+            "---\nname: digest\ndescription: D.\nmodel: fake/m\ntools: [notes]\ncustom_tools:\n  \
+             notes:\n    explain: Notes.\n    script: tools/notes.py\n    arguments: {}\n---\nBody.\n",
+        )],
+    );
+    let protected = [
+        ("workflows/pipeline.yaml", "under `workflows/`"),
+        ("workflows/new/other.yaml", "under `workflows/`"),
+        ("Workflows/pipeline.yaml", "under `workflows/`"),
+        ("agents/digest/AGENT.md", "an agent file"),
+        ("agents/brand_new/AGENT.md", "an agent file"),
+        ("agents/digest/agent.MD", "an agent file"),
+        ("agents/digest/tools/notes.py", "a script an agent file names"),
+        ("library/handbook.md", "`library/`"),
+        (".secrets", "the secrets file"),
+        ("shared/.journal/x", "the run journal"),
+        ("knowledge/faq/index/0.bin", "generated index"),
+    ];
+    harness.executor.then("compute", move |_| {
+        let mut report = succeeded(json!(2));
+        report.file_changes = protected
+            .iter()
+            .map(|(path, _)| engine::FileChange {
+                path: (*path).into(),
+                bytes: b"written by a step".to_vec(),
+            })
+            .chain([engine::FileChange {
+                path: "shared/out.txt".into(),
+                bytes: b"fine".to_vec(),
+            }])
+            .collect();
+        report
+    });
+    let engine = harness.engine();
+    let run = engine
+        .start_run(
+            &account(),
+            &crate::support::workflow(crate::support::OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
+        .unwrap()
+        .run;
+    let events = storage::EventLog::events(harness.store.as_ref(), &run).unwrap();
+    let refusals: Vec<(String, String)> = events
+        .iter()
+        .filter(|event| event.kind == "copy_back.refused")
+        .map(|event| {
+            (
+                event.payload["path"].as_str().unwrap_or("").to_owned(),
+                event.payload["reason"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    for (path, reason) in protected {
+        let found = refusals.iter().find(|(refused, _)| refused == path);
+        let Some((_, said)) = found else {
+            panic!("{path} was not refused: {refusals:?}");
+        };
+        assert!(said.contains(reason), "{path}: {said}");
+        assert!(
+            !harness.work_dir().join(path).exists() || path == "agents/digest/AGENT.md",
+            "{path} was written"
+        );
+    }
+    let agent = std::fs::read_to_string(harness.work_dir().join("agents/digest/AGENT.md")).unwrap();
+    assert!(agent.contains("Body."), "the agent file is the person's");
+    assert_eq!(
+        std::fs::read(harness.work_dir().join("shared/out.txt")).unwrap(),
+        b"fine"
+    );
+}
