@@ -322,6 +322,47 @@ pub fn component_schemas() -> Map<String, Value> {
         ),
     );
     add(
+        "WorkflowVersionView",
+        object(
+            &[
+                ("name", string()),
+                ("number", integer()),
+                ("author_kind", string()),
+                ("author", string()),
+                ("at", integer()),
+                ("message", string()),
+                ("revision", string()),
+            ],
+            &[],
+        ),
+    );
+    add(
+        "WorkflowVersionText",
+        object(
+            &[
+                ("version", reference("WorkflowVersionView")),
+                ("text", string()),
+            ],
+            &[],
+        ),
+    );
+    add(
+        "WorkflowDiff",
+        object(
+            &[
+                ("name", string()),
+                ("from", integer()),
+                ("to", integer()),
+                ("diff", string()),
+            ],
+            &[],
+        ),
+    );
+    add(
+        "SaveWorkflowRequest",
+        object(&[("text", string()), ("message", string())], &[]),
+    );
+    add(
         "WorkflowView",
         object(
             &[
@@ -420,6 +461,18 @@ mod tests {
     use super::component_schemas;
     use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
     use crate::*;
+
+    fn version_view() -> WorkflowVersionView {
+        WorkflowVersionView {
+            name: "w".into(),
+            number: 1,
+            author_kind: "person".into(),
+            author: "p".into(),
+            at: 1,
+            message: "m".into(),
+            revision: "r".into(),
+        }
+    }
 
     fn step() -> StepSummary {
         StepSummary {
@@ -699,6 +752,30 @@ mod tests {
                     id: "s".into(),
                     gate: true,
                     explain: "e".into(),
+                }),
+            ),
+            ("WorkflowVersionView", value(version_view())),
+            (
+                "WorkflowVersionText",
+                value(WorkflowVersionText {
+                    version: version_view(),
+                    text: "t".into(),
+                }),
+            ),
+            (
+                "WorkflowDiff",
+                value(WorkflowDiff {
+                    name: "w".into(),
+                    from: 1,
+                    to: 2,
+                    diff: "d".into(),
+                }),
+            ),
+            (
+                "SaveWorkflowRequest",
+                value(SaveWorkflowRequest {
+                    text: "t".into(),
+                    message: "m".into(),
                 }),
             ),
             (

@@ -401,7 +401,10 @@ fn g22_no_steps_copy_back_writes_a_definition_or_protected_file_even_one_not_yet
         ("agents/digest/AGENT.md", "an agent file"),
         ("agents/brand_new/AGENT.md", "an agent file"),
         ("agents/digest/agent.MD", "an agent file"),
-        ("agents/digest/tools/notes.py", "a script an agent file names"),
+        (
+            "agents/digest/tools/notes.py",
+            "a script an agent file names",
+        ),
         ("library/handbook.md", "`library/`"),
         (".secrets", "the secrets file"),
         ("shared/.journal/x", "the run journal"),

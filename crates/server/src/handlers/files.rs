@@ -53,7 +53,7 @@ fn open(shared: &Shared, account: &AccountId) -> Result<Workspace, Error> {
 }
 
 /// The revision's author: the person or the key, as the request's actor says.
-fn author_of(authenticated: &Authenticated) -> Result<Author, Error> {
+pub(crate) fn author_of(authenticated: &Authenticated) -> Result<Author, Error> {
     match &authenticated.actor {
         Actor::Person { id, .. } => Ok(Author::Person { id: id.clone() }),
         Actor::ApiKey { id } => Ok(Author::ApiKey { id: id.clone() }),
@@ -93,8 +93,9 @@ impl PathQuery {
     }
 }
 
-fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
-    let (author_kind, author) = match &revision.author {
+/// A revision's author as a kind and an id.
+pub(crate) fn author_parts(author: &Author) -> (&'static str, String) {
+    match author {
         Author::Person { id } => ("person", id.clone()),
         Author::ApiKey { id } => ("api_key", id.clone()),
         Author::Agent { name } => ("agent", name.clone()),
@@ -106,7 +107,11 @@ fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
         Author::Cli { os_user } => ("cli", os_user.clone()),
         Author::Assistant { accepted_by } => ("assistant", accepted_by.clone()),
         Author::Platform { reason } => ("platform", reason.clone()),
-    };
+    }
+}
+
+fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
+    let (author_kind, author) = author_parts(&revision.author);
     WorkspaceRevisionView {
         id: revision.id.to_string(),
         parent: revision.parent.as_ref().map(ToString::to_string),
