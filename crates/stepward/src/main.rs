@@ -12,6 +12,7 @@ mod commands;
 mod config;
 mod definitions;
 mod executor;
+mod layout;
 mod python_check;
 mod secret_input;
 mod server_keys;
@@ -108,6 +109,7 @@ fn main() -> ExitCode {
         Command::Secrets(command) => commands::vault::secrets(&command, config),
         Command::Connections(command) => commands::vault::connections(&command, config),
         Command::Files(command) => commands::files::run(&command, config),
+        Command::Workflows(command) => commands::workflows::run(&command, config),
         Command::Keys(command) => commands::vault::keys(&command, config),
         Command::Audit(command) => commands::audit::run(&command, config),
         Command::Serve(args) => commands::serve::run(&args, config),

@@ -13,6 +13,7 @@ pub mod runs;
 pub mod schema;
 pub mod serve;
 pub mod vault;
+pub mod workflows;
 
 /// Converts the parser's diagnostics into their wire form.
 pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diagnostic> {

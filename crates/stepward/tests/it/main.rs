@@ -21,3 +21,4 @@ mod review_credentials;
 mod runs;
 mod serve;
 mod support;
+mod workflow_versions;
