@@ -116,7 +116,12 @@ pub(crate) fn reach_report(
 ) -> Result<ReachReport, Error> {
     let source = source_of(shared, "read agents for the reach")?;
     let rows = spec::reach(workflow, &|agent| source.agent(account, agent));
-    Ok(ReachReport {
+    Ok(report_of(workflow, rows))
+}
+
+/// Reach rows as the wire type.
+pub(crate) fn report_of(workflow: &Workflow, rows: Vec<spec::ReachRow>) -> ReachReport {
+    ReachReport {
         workflow: workflow.name().to_owned(),
         caption: spec::REACH_CAPTION.to_owned(),
         rows: rows
@@ -148,7 +153,7 @@ pub(crate) fn reach_report(
                 }
             })
             .collect(),
-    })
+    }
 }
 
 fn list_items(shared: &Shared, account: &str) -> Result<Vec<WorkflowListItem>, Error> {

@@ -170,3 +170,69 @@ async fn g19_a_save_holding_a_value_is_refused_naming_the_line_and_export_holds_
         assert!(answer.text().contains("Ships it"), "{path}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g27_a_gate_shows_the_pinned_reach_and_the_run_page_the_version_it_runs() {
+    let harness = Harness::new();
+    let agent = "---\nname: poster\ndescription: Posts.\nmodel: fake/m\ntools: [Read]\nnetwork: \
+                 public_egress\n---\nPosts.\n";
+    let workspace = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    let write_agent = |text: &str| {
+        workspace
+            .commit(
+                &workspace::Author::Person { id: "p".into() },
+                "agent",
+                vec![(
+                    workspace::RelPath::parse("agents/poster/AGENT.md").unwrap(),
+                    workspace::Change::Write(text.as_bytes().to_vec()),
+                )],
+                &|_: &[u8]| false,
+            )
+            .unwrap();
+    };
+    write_agent(agent);
+    let text = "name: posting\npython: \"3.11\"\nsteps:\n  - id: post!\n    agent: poster\n    \
+                task: Post it.\n";
+    harness
+        .engine
+        .save_workflow_version(
+            ACCOUNT,
+            "posting",
+            text,
+            &workspace::Author::Person { id: "p".into() },
+            "first",
+        )
+        .unwrap();
+    let workflow = spec::parse_workflow("workflows/posting.yaml", text).unwrap();
+    let parked = harness
+        .engine
+        .start_run(
+            &storage::AccountId(ACCOUNT.into()),
+            &workflow,
+            json!({}),
+            storage::Actor::Cli {
+                os_user: "t".into(),
+            },
+        )
+        .unwrap();
+    // After the start, the agent loses its network: the gate still shows what runs.
+    write_agent(&agent.replace("network: public_egress\n", ""));
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let page = harness
+        .call("GET", &format!("/runs/{}", parked.run.0), &member, None)
+        .await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let html = page.text();
+    assert!(
+        html.contains("version 1 of workflows/posting.yaml"),
+        "{html}"
+    );
+    assert!(html.contains("id=\"gate-pinned\""), "{html}");
+    assert!(html.contains("yes, the public internet"), "{html}");
+    // The workflow screen shows the files as they are now.
+    let reach = harness
+        .call("GET", "/api/workflows/posting/reach", &member, None)
+        .await
+        .json();
+    assert_eq!(reach["rows"][0]["internet"], "no", "{reach}");
+}
