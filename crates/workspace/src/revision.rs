@@ -386,7 +386,11 @@ impl RevisionStore {
         if final_path.exists() {
             return Ok(hash.to_owned());
         }
-        let temporary_path = blobs.join(format!(".{hash}.{}.tmp", std::process::id()));
+        // Unique per call, not only per process: pins run beside each other under the folder's
+        // shared lock, and two of them may store the same content at once.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temporary_path = blobs.join(format!(".{hash}.{}.{call}.tmp", std::process::id()));
         let mut file =
             File::create(&temporary_path).map_err(io_error("create", &temporary_path))?;
         file.write_all(contents)

@@ -130,3 +130,41 @@ fn g25_a_pinned_folder_reads_back_its_bytes_after_the_folder_changed() {
     let session = workspace.pin_session().unwrap();
     assert!(session.pin_folder(&path("agents/none")).unwrap().is_empty());
 }
+
+#[test]
+fn g25_pins_beside_each_other_store_the_same_content_whole() {
+    let root = tempfile::tempdir().unwrap();
+    let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+    let big = vec![b'x'; 256 * 1024];
+    workspace
+        .commit(
+            &Author::Person { id: "p".into() },
+            "agent",
+            write("agents/digest/AGENT.md", &big),
+            &NO_SECRETS,
+        )
+        .unwrap();
+    // The blob is stored again by every pin (its history copy removed first).
+    let blobs = root.path().join("alpha/revisions/blobs");
+    for entry in std::fs::read_dir(&blobs).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    let hashes: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                scope.spawn(|| {
+                    let session = workspace.pin_session().unwrap();
+                    session.pin_folder(&path("agents/digest")).unwrap()["agents/digest/AGENT.md"]
+                        .clone()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap())
+            .collect()
+    });
+    for hash in hashes {
+        assert_eq!(workspace.pinned_bytes(&hash).unwrap(), big);
+    }
+}
