@@ -227,6 +227,7 @@ pub const ERROR_CODES: &[&str] = &[
     "run_conflict",
     "workflows_unavailable",
     "workflow_invalid",
+    "definition_refused",
     "run_refused",
     "vault_unavailable",
     "models_unavailable",
@@ -539,6 +540,51 @@ pub struct WorkflowView {
     pub valid: bool,
     pub steps: Vec<WorkflowStepView>,
     pub problems: Vec<String>,
+}
+
+/// One saved version of a workflow (`GET /api/workflows/{name}/versions`): the workspace
+/// revision that wrote `workflows/NAME.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowVersionView {
+    pub name: String,
+    /// 1 for the first save.
+    pub number: u32,
+    /// `person`, `api_key`, `cli`, `assistant` (with the accepting person's id), `platform`.
+    pub author_kind: String,
+    pub author: String,
+    /// Milliseconds since the Unix epoch.
+    pub at: i64,
+    pub message: String,
+    /// The workspace revision's id.
+    pub revision: String,
+}
+
+/// A version and its text, scrubbed of every current value of the account
+/// (`GET /api/workflows/{name}/versions/{number}`, `GET /api/workflows/{name}/export`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowVersionText {
+    pub version: WorkflowVersionView,
+    pub text: String,
+}
+
+/// The unified diff between two versions (`GET /api/workflows/{name}/diff?from=A&to=B`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkflowDiff {
+    pub name: String,
+    pub from: u32,
+    pub to: u32,
+    pub diff: String,
+}
+
+/// The body of `PUT /api/workflows/{name}`: the next version's text, parsed before it is
+/// saved (G1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SaveWorkflowRequest {
+    #[schemars(length(max = limits::CONTENT_CHARS))]
+    pub text: String,
+    #[serde(default)]
+    #[schemars(length(max = limits::REVISION_MESSAGE_CHARS))]
+    pub message: String,
 }
 
 /// The body of `POST /api/runs`: start a run of a workflow of the account.

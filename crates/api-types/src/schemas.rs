@@ -46,6 +46,7 @@ pub const REQUESTS: &[Register] = &[
     register::<WorkspaceChange>,
     register::<SaveModelProviderRequest>,
     register::<ModelTestRequest>,
+    register::<SaveWorkflowRequest>,
 ];
 
 /// Every body a route answers (and the CLI's `--json` shares).
@@ -76,6 +77,9 @@ pub const ANSWERS: &[Register] = &[
     register::<WorkflowListItem>,
     register::<WorkflowStepView>,
     register::<WorkflowView>,
+    register::<WorkflowVersionView>,
+    register::<WorkflowVersionText>,
+    register::<WorkflowDiff>,
     register::<RunListItem>,
     register::<Event>,
     register::<WorkspaceFileItem>,
@@ -184,6 +188,18 @@ mod tests {
         }
     }
 
+    fn version_view() -> WorkflowVersionView {
+        WorkflowVersionView {
+            name: "w".into(),
+            number: 1,
+            author_kind: "person".into(),
+            author: "p".into(),
+            at: 1,
+            message: "m".into(),
+            revision: "r".into(),
+        }
+    }
+
     /// A value of every type with every optional field set, by schema name.
     fn samples() -> Vec<(&'static str, Value)> {
         fn value<T: Serialize>(sample: T) -> Value {
@@ -199,6 +215,30 @@ mod tests {
                 }),
             ),
             ("ReachRow", value(row())),
+            ("WorkflowVersionView", value(version_view())),
+            (
+                "WorkflowVersionText",
+                value(WorkflowVersionText {
+                    version: version_view(),
+                    text: "t".into(),
+                }),
+            ),
+            (
+                "WorkflowDiff",
+                value(WorkflowDiff {
+                    name: "w".into(),
+                    from: 1,
+                    to: 2,
+                    diff: "d".into(),
+                }),
+            ),
+            (
+                "SaveWorkflowRequest",
+                value(SaveWorkflowRequest {
+                    text: "t".into(),
+                    message: "m".into(),
+                }),
+            ),
             (
                 "SecretHolder",
                 value(SecretHolder {

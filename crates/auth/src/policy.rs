@@ -134,6 +134,12 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("GET", "/api/workflows", Viewer),
     role("GET", "/api/workflows/{name}", Viewer),
     role("GET", "/api/workflows/{name}/reach", Viewer),
+    // Workflow versions: reading them, and saving the next one (members write workflows).
+    role("PUT", "/api/workflows/{name}", Member),
+    role("GET", "/api/workflows/{name}/versions", Viewer),
+    role("GET", "/api/workflows/{name}/versions/{number}", Viewer),
+    role("GET", "/api/workflows/{name}/diff", Viewer),
+    role("GET", "/api/workflows/{name}/export", Viewer),
     person("GET", "/", Viewer),
     person("GET", "/workflows", Viewer),
     person("GET", "/workflows/{name}", Viewer),

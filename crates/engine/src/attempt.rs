@@ -209,6 +209,7 @@ impl Engine {
             work_dir: started.workspace.files_dir(),
             redactor: &context.redactor,
             journal: &journal,
+            definitions: &context.pinned,
         });
         self.after_started(context, step, &started, &report)?;
         self.outcome(context, step, &started, report)
@@ -263,6 +264,7 @@ impl Engine {
                 account: context.run.account.as_str(),
                 step,
                 work_dir: workspace.files_dir(),
+                definitions: &context.pinned,
             }) {
                 Ok(spec::Network::None) => NetworkMode::None,
                 Ok(spec::Network::PublicEgress) => NetworkMode::PublicEgress,

@@ -17,6 +17,8 @@ pub(crate) struct RunContext {
     pub(crate) redactor: Redactor,
     /// Connection aliases the source could not give, with the reason (names only).
     pub(crate) unavailable: Vec<(String, String)>,
+    /// What the run pinned when it started (issue 16 §1).
+    pub(crate) pinned: crate::definitions::PinnedDefinitions,
 }
 
 /// How far before a stored run's creation time a resume in a new process asks for superseded
@@ -226,12 +228,14 @@ impl Engine {
             },
         )?;
         let redactor = secrets.redactor();
+        let pinned = self.pinned_definitions(&record.account, run)?;
         let context = RunContext {
             run: record,
             workflow,
             secrets,
             redactor,
             unavailable,
+            pinned,
         };
         if !context.unavailable.is_empty() {
             self.event(&context, unavailable_event(&context.unavailable))?;

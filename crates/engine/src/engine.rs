@@ -167,6 +167,8 @@ impl Engine {
                 problems: unavailable,
             });
         }
+        // Pinned before the run exists: what it can reach is fixed at this moment (issue 16 §1).
+        let (pinned, pin) = self.pin_definitions(account, workflow)?;
         let run_id = self.ids.new_run_id();
         let request = secret_request(workflow);
         let (secrets, unavailable) =
@@ -210,7 +212,9 @@ impl Engine {
             secrets,
             redactor,
             unavailable,
+            pinned,
         };
+        self.event(&context, Event::DefinitionsPinned(pin))?;
         self.store.append_audit(&NewAuditEntry {
             account: account.clone(),
             run: Some(run_id.clone()),

@@ -29,6 +29,9 @@ pub struct ExecutionRequest<'a> {
     /// Where an agent step's turns, tool calls, refusals and limits are written as they
     /// happen, each tool call before it runs (G14, G25).
     pub journal: &'a dyn StepJournal,
+    /// What the run pinned when it started: an agent step reads its agent file and scripts
+    /// from here, never from the working folder (issue 16 §1).
+    pub definitions: &'a crate::definitions::PinnedDefinitions,
 }
 
 /// The events an executor may write while a step runs: an agent step's turns, tool calls
@@ -56,6 +59,8 @@ pub struct NetworkQuery<'a> {
     pub account: &'a str,
     pub step: &'a spec::Step,
     pub work_dir: &'a Path,
+    /// What the run pinned: an agent step's network is its pinned agent file's.
+    pub definitions: &'a crate::definitions::PinnedDefinitions,
 }
 
 /// Whether the step's own code had started when it failed. Decides between `failed` and

@@ -21,11 +21,12 @@ use serde_json::Value;
 use storage::{EventRecord, RunId, Timestamp};
 
 pub use crate::journal::payloads::{
-    AgentLimit, AgentTurn, AttemptFinished, AttemptStarted, CopyBackRefused, FileWritten,
-    GateParked, PersonDecided, PrintedStream, Recovered, RefusedBy, RefusedFiles, RepairAccepted,
-    RunCreated, RunStatusChanged, SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted,
-    SupervisorBy, SupervisorChoice, SupervisorDecided, SupervisorRetryRefused, ToolCalled,
-    ToolFinished, ToolRefused, UnavailableConnection, WorkspaceRevision,
+    AgentLimit, AgentTurn, AttemptFinished, AttemptStarted, CopyBackRefused, DefinitionsPinned,
+    FileWritten, GateParked, PersonDecided, PinnedAgent, PinnedFile, PrintedStream, Recovered,
+    RefusedBy, RefusedFiles, RepairAccepted, RunCreated, RunStatusChanged, SecretsResolved,
+    SecretsUnavailable, StepFailure, StepPrinted, SupervisorBy, SupervisorChoice,
+    SupervisorDecided, SupervisorRetryRefused, ToolCalled, ToolFinished, ToolRefused,
+    UnavailableConnection, WorkspaceRevision,
 };
 
 mod payloads;
@@ -87,6 +88,8 @@ vocabulary! {
     RunCreated(RunCreated) => "run.created",
     /// The run's status changed.
     RunStatus(RunStatusChanged) => "run.status",
+    /// What the run pinned at its start: the workflow version, every agent folder in reach.
+    DefinitionsPinned(DefinitionsPinned) => "definitions.pinned",
     /// The credential names the run holds (names only, never values).
     SecretsResolved(SecretsResolved) => "secrets.resolved",
     /// A connection could not be resolved (names only).

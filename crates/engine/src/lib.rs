@@ -17,6 +17,7 @@ mod attempt;
 mod clock;
 mod context;
 mod copyback;
+pub mod definitions;
 mod drive;
 mod engine;
 mod executor;
@@ -30,6 +31,9 @@ mod supervisor;
 use workspace::Workspaces;
 
 pub use crate::clock::{Clock, IdSource, RandomRunIds, SystemClock};
+pub use crate::definitions::{
+    DefinitionWriteError, PinnedDefinitions, WorkflowVersion, is_definition_name, workflow_path,
+};
 pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
 pub use crate::executor::{
     AgentEvent, CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest,
@@ -211,6 +215,9 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// What the run can reach could not be pinned when it started; the run was not created.
+    #[error("the run's definitions could not be pinned: {detail}")]
+    Pin { detail: String },
     /// A stored event could not be read.
     #[error(transparent)]
     Journal(#[from] journal::ReadError),

@@ -92,6 +92,7 @@ pub fn reconstruct(entries: &[Entry]) -> RunState {
                 };
             }
             Event::SecretsResolved(_)
+            | Event::DefinitionsPinned(_)
             | Event::SecretsUnavailable(_)
             | Event::Decision(_)
             | Event::StepPrinted(_)

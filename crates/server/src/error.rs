@@ -182,6 +182,13 @@ pub enum Error {
         #[source]
         source: workspace::Error,
     },
+    /// A workflow or agent file that was refused before anything was written (G1): it does
+    /// not parse, holds a value of the account, or is not where definitions go.
+    #[error("a definition was refused")]
+    DefinitionRefused {
+        #[source]
+        source: engine::DefinitionWriteError,
+    },
     /// An auth primitive failed (randomness, password hashing).
     #[error("auth failed during {operation}")]
     Auth {
@@ -206,6 +213,27 @@ pub enum Error {
 }
 
 impl Error {
+    /// A refused or failed write of definitions, as an answer.
+    pub(crate) fn definitions(source: engine::DefinitionWriteError) -> Error {
+        match source {
+            engine::DefinitionWriteError::Workspace(workspace::Error::NoSuchFile { path }) => {
+                Error::NotFound {
+                    what: "file",
+                    id: path,
+                }
+            }
+            engine::DefinitionWriteError::Workspace(source) => Error::Workspace {
+                operation: "write to the workspace",
+                source,
+            },
+            engine::DefinitionWriteError::Values(source) => Error::Redact {
+                account: "of the write".to_owned(),
+                source,
+            },
+            other => Error::DefinitionRefused { source: other },
+        }
+    }
+
     /// A storage failure during `operation`.
     pub(crate) fn storage(operation: &'static str) -> impl FnOnce(storage::Error) -> Error {
         move |source| Error::Storage { operation, source }
@@ -311,6 +339,11 @@ impl Error {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "The workflow does not validate; `stepward check` shows its problems.",
             ),
+            Error::DefinitionRefused { .. } => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Nothing was written: a workflow or agent file does not validate, holds a \
+                 current value of this account, or is not where definitions go.",
+            ),
             Error::RunRefused { .. } => (
                 StatusCode::BAD_REQUEST,
                 "The run was refused: its inputs do not match the workflow's, hold a credential \
@@ -415,6 +448,7 @@ impl Error {
             Error::RunConflict { .. } => "run_conflict",
             Error::WorkflowsUnavailable { .. } => "workflows_unavailable",
             Error::WorkflowInvalid { .. } => "workflow_invalid",
+            Error::DefinitionRefused { .. } => "definition_refused",
             Error::RunRefused { .. } => "run_refused",
             Error::VaultUnavailable { .. } => "vault_unavailable",
             Error::ModelsUnavailable { .. } => "models_unavailable",
@@ -508,6 +542,18 @@ impl Error {
                 ) =>
             {
                 Some(source.to_string())
+            }
+            // The parser's diagnostics (file:line:col) and our own words; a value is named by
+            // its line, never shown.
+            Error::DefinitionRefused { source } => {
+                let mut detail = source.to_string();
+                if let engine::DefinitionWriteError::Invalid { diagnostics, .. } = source {
+                    for diagnostic in diagnostics.iter().skip(1) {
+                        detail.push('\n');
+                        detail.push_str(&diagnostic.to_string());
+                    }
+                }
+                Some(detail)
             }
             // Our own words about the request's own paths (already screened for values).
             Error::Workspace {

@@ -58,7 +58,7 @@ pub use crate::routes::{registered_routes, router};
 pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore};
 pub use crate::tls::{serve_tls, tls_server_config};
 pub use crate::workflows::{
-    WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText,
+    WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText, WorkspaceWorkflows,
 };
 pub use crate::workspace_recovery::recover_workspace_writes;
 

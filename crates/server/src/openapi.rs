@@ -64,6 +64,14 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         ("GET", "/api/workflows") => (None, List("WorkflowListItem")),
         ("GET", "/api/workflows/{name}") => (None, One(200, "WorkflowView")),
         ("GET", "/api/workflows/{name}/reach") => (None, One(200, "ReachReport")),
+        ("PUT", "/api/workflows/{name}") => {
+            (Some("SaveWorkflowRequest"), One(201, "WorkflowVersionView"))
+        }
+        ("GET", "/api/workflows/{name}/versions") => (None, List("WorkflowVersionView")),
+        ("GET", "/api/workflows/{name}/versions/{number}" | "/api/workflows/{name}/export") => {
+            (None, One(200, "WorkflowVersionText"))
+        }
+        ("GET", "/api/workflows/{name}/diff") => (None, One(200, "WorkflowDiff")),
         ("GET", "/api/runs") => (None, List("RunListItem")),
         ("POST", "/api/runs") => (Some("StartRunRequest"), One(201, "RunDetail")),
         ("GET", "/api/runs/{id}") => (None, One(200, "RunDetail")),

@@ -11,7 +11,8 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
     admin, approve, assets, audit, audit_page, console, files, keys, live, models, people,
-    person_actions, runs, sessions, shares, signin, vault, vault_page, workflows,
+    person_actions, runs, sessions, shares, signin, vault, vault_page, workflow_versions,
+    workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -113,6 +114,23 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Get, "/api/workflows", workflows::list),
         entry(Get, "/api/workflows/{name}", workflows::show),
         entry(Get, "/api/workflows/{name}/reach", workflows::reach),
+        entry(Put, "/api/workflows/{name}", workflow_versions::save),
+        entry(
+            Get,
+            "/api/workflows/{name}/versions",
+            workflow_versions::list,
+        ),
+        entry(
+            Get,
+            "/api/workflows/{name}/versions/{number}",
+            workflow_versions::show,
+        ),
+        entry(Get, "/api/workflows/{name}/diff", workflow_versions::diff),
+        entry(
+            Get,
+            "/api/workflows/{name}/export",
+            workflow_versions::export,
+        ),
         entry(Get, "/workflows", workflows::list_page),
         entry(Get, "/workflows/{name}", workflows::workflow_page),
         // Runs and their gates.

@@ -139,6 +139,112 @@ impl WorkflowSource for WorkflowDirectories {
     }
 }
 
+/// The accounts' workflows and agents in their workspaces (issue 16 §1):
+/// `workflows/<name>.yaml` and `agents/<name>/AGENT.md` of each account's working folder, read
+/// beneath it without following a link.
+#[derive(Debug, Clone)]
+pub struct WorkspaceWorkflows {
+    workspaces: workspace::Workspaces,
+}
+
+/// The largest workflow or agent file read.
+const MAX_DEFINITION_BYTES: u64 = 1024 * 1024;
+
+impl WorkspaceWorkflows {
+    pub fn new(workspaces: workspace::Workspaces) -> WorkspaceWorkflows {
+        WorkspaceWorkflows { workspaces }
+    }
+
+    fn read(&self, account: &str, path: &str) -> Result<Option<String>, WorkflowSourceError> {
+        let failed = |source| WorkflowSourceError {
+            account: account.to_owned(),
+            what: path.to_owned(),
+            source,
+        };
+        let Ok(workspace) = self.workspaces.for_account(account) else {
+            return Ok(None);
+        };
+        let Ok(relative) = workspace::RelPath::parse(path) else {
+            return Ok(None);
+        };
+        let contents = workspace
+            .read_file(&relative, MAX_DEFINITION_BYTES + 1)
+            .map_err(|error| failed(std::io::Error::other(error.to_string())))?;
+        let Some(contents) = contents else {
+            return Ok(None);
+        };
+        if contents.total_bytes > MAX_DEFINITION_BYTES {
+            return Err(failed(std::io::Error::other(
+                "larger than 1 MiB; a definition is a few kilobytes",
+            )));
+        }
+        String::from_utf8(contents.bytes)
+            .map(Some)
+            .map_err(|_| failed(std::io::Error::other("not UTF-8 text")))
+    }
+}
+
+impl WorkflowSource for WorkspaceWorkflows {
+    fn workflow_names(&self, account: &str) -> Result<Vec<String>, WorkflowSourceError> {
+        let Ok(workspace) = self.workspaces.for_account(account) else {
+            return Ok(Vec::new());
+        };
+        let failed = |detail: String| WorkflowSourceError {
+            account: account.to_owned(),
+            what: "the workflows folder".to_owned(),
+            source: std::io::Error::other(detail),
+        };
+        let tree = workspace::Tree::open(workspace.files_dir())
+            .map_err(|error| failed(error.to_string()))?;
+        let Ok(folder) = workspace::RelPath::parse("workflows") else {
+            return Ok(Vec::new());
+        };
+        if tree.kind(&folder).ok() != Some("folder") {
+            return Ok(Vec::new());
+        }
+        let (entries, _) = tree
+            .walk(Some(&folder), workspace::MAX_LISTED_ENTRIES)
+            .map_err(|error| failed(error.to_string()))?;
+        let mut names: Vec<String> = entries
+            .iter()
+            .filter(|entry| entry.kind == "file")
+            .filter_map(|entry| {
+                let components: Vec<&str> = entry.path.components().collect();
+                match components.as_slice() {
+                    ["workflows", file] => file.strip_suffix(".yaml").map(str::to_owned),
+                    _ => None,
+                }
+            })
+            .filter(|name| is_plain_name(name))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    fn workflow(
+        &self,
+        account: &str,
+        name: &str,
+    ) -> Result<Option<WorkflowText>, WorkflowSourceError> {
+        if !is_plain_name(name) {
+            return Ok(None);
+        }
+        let file_name = format!("workflows/{name}.yaml");
+        Ok(self
+            .read(account, &file_name)?
+            .map(|text| WorkflowText { file_name, text }))
+    }
+
+    fn agent(&self, account: &str, name: &str) -> Option<spec::Agent> {
+        if !is_plain_name(name) {
+            return None;
+        }
+        let path = format!("agents/{name}/AGENT.md");
+        let text = self.read(account, &path).ok()??;
+        spec::parse_agent(&path, &text).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_plain_name;

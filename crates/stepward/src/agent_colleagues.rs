@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use agent::{Colleague, Colleagues};
+use engine::PinnedDefinitions;
 use sandbox::PythonPin;
 
 use crate::agent_step::{AgentRuntime, MAX_TOKENS_PER_TURN, Shared, load_agent};
@@ -18,6 +19,8 @@ pub struct StepColleagues<'a> {
     pub runtime: &'a AgentRuntime,
     pub account: String,
     pub work_dir: PathBuf,
+    /// What the run pinned when it started: each colleague is read as it was then.
+    pub definitions: &'a PinnedDefinitions,
     pub python: PythonPin,
     pub(crate) shared: Rc<RefCell<Shared>>,
 }
@@ -38,6 +41,7 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
             &runtime.store,
             &self.account,
             &self.work_dir,
+            self.definitions,
             name,
             &runtime.maxima,
         )?;
@@ -45,6 +49,7 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
         let host = runtime.host_for(
             &self.account,
             &self.work_dir,
+            self.definitions,
             &agent,
             self.python,
             &self.shared,

@@ -18,7 +18,8 @@ use std::time::Duration;
 use agent::helper::{HelperCommand, HelperRequest};
 use agent::{Catalogue, End, HostStop, Offered, ToolHost, ToolKind, ToolReply};
 use engine::{
-    CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange, StepError,
+    CodePhase, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange, PinnedDefinitions,
+    StepError,
 };
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
@@ -49,22 +50,33 @@ pub struct AgentRuntime {
     pub maxima: spec::LimitMaxima,
 }
 
-/// Reads the agent `name` of the working folder `work_dir`, parsed against the account.
+/// Reads the agent `name` as the run pinned it when it started (issue 16 §1), parsed against
+/// the account; a run from before runs pinned reads the working folder `work_dir`.
 pub fn load_agent(
     store: &SqliteStore,
     account: &str,
     work_dir: &Path,
+    definitions: &PinnedDefinitions,
     name: &str,
     maxima: &spec::LimitMaxima,
 ) -> Result<(spec::Agent, Vec<u8>), String> {
-    let tree = Tree::open(work_dir).map_err(|error| error.to_string())?;
     let path = RelPath::parse(&format!("agents/{name}/AGENT.md")).map_err(|e| e.to_string())?;
-    let (bytes, _) = tree.read(&path, 0, 1024 * 1024).map_err(|error| {
+    let missing = |detail: String| {
         format!(
-            "the agent `{name}` cannot be read from the workspace ({error}); add \
+            "the agent `{name}` cannot be read from the workspace ({detail}); add \
              agents/{name}/AGENT.md with `stepward files put agents/{name}/AGENT.md`"
         )
-    })?;
+    };
+    let bytes = if definitions.is_pinned() {
+        definitions
+            .agent_file(name, "AGENT.md")?
+            .ok_or_else(|| missing("it was not there when the run started".to_owned()))?
+    } else {
+        let tree = Tree::open(work_dir).map_err(|error| error.to_string())?;
+        tree.read(&path, 0, 1024 * 1024)
+            .map_err(|error| missing(error.to_string()))?
+            .0
+    };
     let text = String::from_utf8(bytes.clone())
         .map_err(|_| format!("agents/{name}/AGENT.md is not UTF-8 text"))?;
     let providers = store
@@ -98,22 +110,42 @@ impl AgentRuntime {
         &self,
         account: &str,
         work_dir: &Path,
+        definitions: &PinnedDefinitions,
         agent: &str,
     ) -> Result<spec::Network, String> {
-        let (agent, _) = load_agent(&self.store, account, work_dir, agent, &self.maxima)?;
-        Ok(self.closure(account, work_dir, &agent)?.network())
+        let (agent, _) = load_agent(
+            &self.store,
+            account,
+            work_dir,
+            definitions,
+            agent,
+            &self.maxima,
+        )?;
+        Ok(self
+            .closure(account, work_dir, definitions, &agent)?
+            .network())
     }
 
-    /// The agent and every colleague it can consult (G21: it holds what they hold); a cycle,
-    /// a chain too deep or a colleague that cannot be used refuses the step.
+    /// The agent and every colleague it can consult (G21: it holds what they hold), each as
+    /// the run pinned it; a cycle, a chain too deep or a colleague that cannot be used refuses
+    /// the step.
     pub fn closure(
         &self,
         account: &str,
         work_dir: &Path,
+        definitions: &PinnedDefinitions,
         agent: &spec::Agent,
     ) -> Result<spec::Closure, String> {
         let closure = spec::colleague_closure(agent, &|name| {
-            load_agent(&self.store, account, work_dir, name, &self.maxima).map(|(found, _)| found)
+            load_agent(
+                &self.store,
+                account,
+                work_dir,
+                definitions,
+                name,
+                &self.maxima,
+            )
+            .map(|(found, _)| found)
         });
         match closure.problems.first() {
             Some(problem) => Err(format!("{problem}; nothing was run")),
@@ -135,13 +167,19 @@ impl AgentRuntime {
             &self.store,
             request.account,
             request.work_dir,
+            request.definitions,
             agent_name,
             &self.maxima,
         ) {
             Ok(loaded) => loaded,
             Err(reason) => return refused(reason),
         };
-        let closure = match self.closure(request.account, request.work_dir, &agent) {
+        let closure = match self.closure(
+            request.account,
+            request.work_dir,
+            request.definitions,
+            &agent,
+        ) {
             Ok(closure) => closure,
             Err(reason) => return refused(reason),
         };
@@ -170,11 +208,17 @@ impl AgentRuntime {
             minor: request.python.minor,
         };
         let shared = Rc::new(RefCell::new(Shared::default()));
-        let mut host =
-            match self.host_for(request.account, request.work_dir, &agent, python, &shared) {
-                Ok(host) => host,
-                Err(reason) => return refused(reason),
-            };
+        let mut host = match self.host_for(
+            request.account,
+            request.work_dir,
+            request.definitions,
+            &agent,
+            python,
+            &shared,
+        ) {
+            Ok(host) => host,
+            Err(reason) => return refused(reason),
+        };
         let mut journal = crate::agent_record::Journal {
             journal: request.journal,
         };
@@ -198,6 +242,7 @@ impl AgentRuntime {
             runtime: self,
             account: request.account.to_owned(),
             work_dir: request.work_dir.to_path_buf(),
+            definitions: request.definitions,
             python,
             shared: shared.clone(),
         };
@@ -296,12 +341,17 @@ impl AgentRuntime {
         &self,
         account: &str,
         work_dir: &Path,
+        definitions: &PinnedDefinitions,
         agent: &spec::Agent,
         python: PythonPin,
         shared: &Rc<RefCell<Shared>>,
     ) -> Result<StepHost<'_>, String> {
         let writable = Catalogue::for_agent(agent).writes(agent);
-        let view = Rc::new(View::stage(&self.views_dir, work_dir, agent.name())?);
+        let mut view = View::stage(&self.views_dir, work_dir, agent.name())?;
+        // The view holds the agent file and scripts as the run pinned them, whatever the
+        // folder holds now (issue 16 §1).
+        view.overlay_pinned(definitions, agent)?;
+        let view = Rc::new(view);
         // Pinned: the scripts as they were when the agent started; nothing an agent writes
         // changes what a tool runs.
         let mut scripts = BTreeMap::new();
@@ -525,6 +575,45 @@ impl View {
             }
         }
         Ok(())
+    }
+
+    /// Replaces the agent file and every script it names with the bytes the run pinned (a
+    /// script the pin lacks is removed from the view, so no tool runs what was added later).
+    fn overlay_pinned(
+        &mut self,
+        definitions: &PinnedDefinitions,
+        agent: &spec::Agent,
+    ) -> Result<(), String> {
+        if !definitions.is_pinned() {
+            return Ok(());
+        }
+        let tree = Tree::open(&self.root).map_err(|error| error.to_string())?;
+        let mut files = vec!["AGENT.md".to_owned()];
+        files.extend(
+            agent
+                .custom_tools()
+                .iter()
+                .map(|tool| tool.script().to_owned()),
+        );
+        for relative in files {
+            let path = RelPath::parse(&relative).map_err(|e| e.to_string())?;
+            match definitions.agent_file(&self.agent, &relative)? {
+                Some(bytes) => {
+                    tree.write(&path, &bytes)
+                        .map_err(|error| error.to_string())?;
+                    self.original
+                        .insert(path.to_string(), Sha256::digest(&bytes).into());
+                }
+                None => {
+                    let host = self.root.join(path.as_path());
+                    if std::fs::symlink_metadata(&host).is_ok() {
+                        std::fs::remove_file(&host).map_err(io("cannot remove", &host))?;
+                    }
+                    self.original.remove(path.as_str());
+                }
+            }
+        }
+        self.hand_to_helper()
     }
 
     fn read_original(&self, script: &str) -> Result<Vec<u8>, String> {

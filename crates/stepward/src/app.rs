@@ -73,6 +73,17 @@ impl App {
         // Kept until the process ends, not while the app lives: `main` prints a command's
         // error after the app is dropped, and it must be scrubbed too (review N3).
         config.scrub_registry.keep_sets(scrub_sets.clone());
+        // Workflows and agents live in the accounts' workspaces (issue 16 §1): an older data
+        // directory's folders beside them move in, one revision per account, once.
+        let workspaces =
+            Workspaces::new(config.accounts_dir()).with_quota(config.workspace_quota_bytes);
+        for line in crate::layout::move_definitions_into_workspaces(
+            &config.accounts_dir(),
+            &workspaces,
+            &scrub_sets,
+        )? {
+            eprintln!("{line}");
+        }
         config.timings.mark("vault, account and redactor");
         Ok(App {
             config,
@@ -731,6 +742,7 @@ mod tests {
                 Err("a code step writes no agent events".to_owned())
             }
         }
+        let unpinned = engine::PinnedDefinitions::unpinned();
         let request = || engine::ExecutionRequest {
             account: "local",
             run_id: "run_1",
@@ -742,6 +754,7 @@ mod tests {
             work_dir: dir.path(),
             redactor: &redactor,
             journal: &NoJournal,
+            definitions: &unpinned,
         };
         use engine::StepExecutor as _;
         let alone = executor.execute(request());

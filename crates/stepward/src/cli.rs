@@ -44,6 +44,10 @@ pub enum Command {
     /// authored by this operating-system user.
     #[command(subcommand)]
     Files(FilesCommand),
+    /// The local account's workflows (`workflows/NAME.yaml` of its workspace) and their
+    /// versions: every saved change is one, with its author and time.
+    #[command(subcommand)]
+    Workflows(WorkflowsCommand),
     /// Key management.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -328,6 +332,35 @@ pub enum FilesCommand {
         /// Print the revisions as JSON (the API's `WorkspaceRevisionView`s).
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkflowsCommand {
+    /// Every workflow with its newest version.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A workflow's versions (number, author, time, message), then the text of the newest or
+    /// of `--version N`.
+    Show {
+        name: String,
+        #[arg(long, value_name = "N")]
+        version: Option<u32>,
+    },
+    /// The unified diff from version A to version B.
+    Diff { name: String, a: u32, b: u32 },
+    /// The newest version's text, as it can be saved elsewhere: connection references only.
+    Export { name: String },
+    /// Save a file as the workflow's next version (parsed first; refused with its diagnostics
+    /// when invalid).
+    Save {
+        name: String,
+        /// The workflow file.
+        file: PathBuf,
+        #[arg(long, default_value = "saved with the command line")]
+        message: String,
     },
 }
 

@@ -76,7 +76,7 @@ impl StepExecutor for SandboxExecutor {
     fn network_of(&self, query: engine::NetworkQuery<'_>) -> Result<spec::Network, String> {
         match (query.step.body(), &self.agents) {
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
-                runtime.network_of(query.account, query.work_dir, agent)
+                runtime.network_of(query.account, query.work_dir, query.definitions, agent)
             }
             _ => Ok(query.step.network()),
         }

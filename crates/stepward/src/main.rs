@@ -14,6 +14,7 @@ mod commands;
 mod config;
 mod definitions;
 mod executor;
+mod layout;
 mod lints;
 mod python_check;
 mod repair;
@@ -113,6 +114,7 @@ fn main() -> ExitCode {
         Command::Secrets(command) => commands::vault::secrets(&command, config),
         Command::Connections(command) => commands::vault::connections(&command, config),
         Command::Files(command) => commands::files::run(&command, config),
+        Command::Workflows(command) => commands::workflows::run(&command, config),
         Command::Keys(command) => commands::vault::keys(&command, config),
         Command::Audit(command) => commands::audit::run(&command, config),
         Command::Serve(args) => commands::serve::run(&args, config),

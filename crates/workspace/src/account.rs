@@ -128,9 +128,9 @@ fn is_plain_account_id(account: &str) -> bool {
 
 /// One account's working folder and revision store.
 pub struct Workspace {
-    files: PathBuf,
+    pub(crate) files: PathBuf,
     /// Opened when used, so a step that writes nothing pays nothing for it.
-    revisions: PathBuf,
+    pub(crate) revisions: PathBuf,
     quota_bytes: u64,
 }
 

@@ -11,12 +11,14 @@
 mod account;
 mod folder;
 mod path;
+mod pin;
 mod protected;
 mod revision;
 mod screen;
 mod step_writers;
 mod suggest;
 mod tree;
+mod versions;
 
 // The path, protection and revision types are the crate's whole vocabulary; every caller needs
 // them, so they are exported at the root rather than behind module paths.
@@ -29,6 +31,7 @@ pub use crate::path::{
     MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, Refusal, RefusalReason, RelPath, confine,
     confine_suggesting,
 };
+pub use crate::pin::{MAX_PINNED_BYTES, MAX_PINNED_FILES, PinError, PinSession};
 pub use crate::protected::{ProtectedKind, is_protected};
 pub use crate::revision::{
     Author, Change, ChangedPath, Revision, RevisionId, RevisionStore, SecretScreen,
@@ -39,6 +42,7 @@ pub use crate::screen::{
 pub use crate::step_writers::{AgentView, StepWriteRefusal, StepWriterRules};
 pub use crate::suggest::did_you_mean;
 pub use crate::tree::{Tree, TreeEntry, TreeError};
+pub use crate::versions::FileVersion;
 
 use std::path::PathBuf;
 

@@ -63,6 +63,32 @@ pub enum Author {
     },
     /// The command-line tool without a server, acting as an operating-system user.
     Cli { os_user: String },
+    /// The platform's assistant, whose proposal the person `accepted_by` (a person's id, never
+    /// a key: G26) accepted; only then is it written (issue 17 §2).
+    Assistant { accepted_by: String },
+    /// The platform itself: moving definitions from an older layout into the workspace.
+    Platform { reason: String },
+}
+
+impl Author {
+    /// Who, in words: `person p-1`, `API key k-1`, `the assistant, accepted by person p-1`.
+    pub fn describe(&self) -> String {
+        match self {
+            Author::Person { id } => format!("person {id}"),
+            Author::ApiKey { id } => format!("API key {id}"),
+            Author::Agent { name } => format!("agent {name}"),
+            Author::RunStep {
+                run_id,
+                step,
+                attempt,
+            } => format!("run {run_id} step {step} attempt {attempt}"),
+            Author::Cli { os_user } => format!("command line ({os_user})"),
+            Author::Assistant { accepted_by } => {
+                format!("the assistant, accepted by person {accepted_by}")
+            }
+            Author::Platform { reason } => format!("the platform ({reason})"),
+        }
+    }
 }
 
 /// What a revision does to one path.
@@ -354,13 +380,17 @@ impl RevisionStore {
     }
 
     /// Stores `contents` under its `hash` (from [`content_hashes`]) unless it is there already.
-    fn store_blob(&self, hash: &str, contents: &[u8]) -> Result<String, Error> {
+    pub(crate) fn store_blob(&self, hash: &str, contents: &[u8]) -> Result<String, Error> {
         let blobs = self.folder.join(BLOBS_NAME);
         let final_path = blobs.join(hash);
         if final_path.exists() {
             return Ok(hash.to_owned());
         }
-        let temporary_path = blobs.join(format!(".{hash}.{}.tmp", std::process::id()));
+        // Unique per call, not only per process: pins run beside each other under the folder's
+        // shared lock, and two of them may store the same content at once.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temporary_path = blobs.join(format!(".{hash}.{}.{call}.tmp", std::process::id()));
         let mut file =
             File::create(&temporary_path).map_err(io_error("create", &temporary_path))?;
         file.write_all(contents)
@@ -371,7 +401,7 @@ impl RevisionStore {
         Ok(hash.to_owned())
     }
 
-    fn load_blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
+    pub(crate) fn load_blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
         let path = self.folder.join(BLOBS_NAME).join(hash);
         let contents = fs::read(&path).map_err(io_error("read", &path))?;
         if hex::encode(Sha256::digest(&contents)) != hash {
@@ -550,7 +580,7 @@ fn read_log(log_path: &Path) -> Result<Vec<Revision>, Error> {
     Ok(revisions)
 }
 
-fn sync_folder(folder: &Path) -> Result<(), Error> {
+pub(crate) fn sync_folder(folder: &Path) -> Result<(), Error> {
     File::open(folder)
         .and_then(|handle| handle.sync_all())
         .map_err(io_error("fsync", folder))

@@ -27,6 +27,36 @@ pub struct RunCreated {
     pub started_by: Actor,
 }
 
+/// What the run pinned when it started (issue 16 §1): the workspace's head revision, the
+/// workflow's saved version (when its text is one), and every agent folder in reach with each
+/// file's content hash. An agent step runs exactly these bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DefinitionsPinned {
+    /// The workspace's newest revision when the run started (`None`: an empty history).
+    pub revision: Option<String>,
+    /// `workflows/NAME.yaml` when the run's text is a saved version of it.
+    pub workflow_path: Option<String>,
+    /// That version's number.
+    pub workflow_version: Option<u32>,
+    /// Every agent in reach (the steps' agents, their colleagues at any depth), by name.
+    pub agents: Vec<PinnedAgent>,
+}
+
+/// One pinned agent folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedAgent {
+    pub name: String,
+    /// Every regular file of `agents/NAME/` (empty: the folder did not exist).
+    pub files: Vec<PinnedFile>,
+}
+
+/// One pinned file: its workspace path and the SHA-256 (hex) of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedFile {
+    pub path: String,
+    pub sha256: String,
+}
+
 /// The run's status changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStatusChanged {

@@ -7,6 +7,7 @@
 
 mod attempt_parts;
 mod crash;
+mod definitions;
 mod failure_policy;
 mod g16_account_values;
 mod g17_cuts_and_outputs;

@@ -269,6 +269,8 @@ pub(crate) struct GatePanel {
     may_decide: bool,
     /// The gate's approve link, for a person who may decide (to send to whoever decides).
     link: Option<String>,
+    /// What the run pinned at its start, in words, when it did.
+    pinned: Option<String>,
 }
 
 #[derive(Template)]
@@ -288,6 +290,8 @@ struct RunPage {
     may_share: bool,
     csrf: String,
     gate: Option<GatePanel>,
+    /// The workflow version the run runs (issue 17 §3).
+    version: String,
     cards: Vec<StepCard>,
     decisions: Vec<String>,
     timeline: Vec<TimelineLine>,
@@ -331,6 +335,7 @@ fn gate_panel(
         may_decide: authenticated.session.is_some()
             && authenticated.principal.role() >= Role::Member,
         link: None,
+        pinned: None,
     };
     if approve::gets_links(authenticated, record.account.as_str()) {
         panel.link = approve::waiting_gate(shared, &record.id)?
@@ -341,7 +346,27 @@ fn gate_panel(
         return Ok(panel);
     };
     panel.explain = workflow.step(step).map(|step| step.explain().to_owned());
-    let report = reach_report(shared, record.account.as_str(), workflow)?;
+    // What the run pinned at its start (issue 16 §1), never the files as they are now; a run
+    // from before runs pinned shows the current files.
+    let pinned = shared
+        .engine
+        .pinned_reach(&record.account, &record.id)
+        .map_err(|source| Error::Engine {
+            run: record.id.to_string(),
+            source: Box::new(source),
+        })?;
+    let report = match pinned {
+        Some((pin, mut rows)) => {
+            panel.pinned = Some(crate::handlers::run_view::pinned_sentence(&pin));
+            crate::handlers::workflows::with_account_model_hosts(
+                shared,
+                record.account.as_str(),
+                &mut rows,
+            )?;
+            crate::handlers::workflows::report_of(workflow, rows)
+        }
+        None => reach_report(shared, record.account.as_str(), workflow)?,
+    };
     if let Some(row) = report.rows.iter().find(|row| row.step == step) {
         panel.internet = match row.internet {
             api_types::Internet::Yes => "yes, the public internet".to_owned(),
@@ -467,6 +492,19 @@ pub(crate) async fn run_page(
         created: when(record.created_at.0),
         updated: when(record.updated_at.0),
         gate,
+        version: entries
+            .iter()
+            .find_map(|entry| match &entry.event {
+                engine::journal::Event::DefinitionsPinned(pin) => Some(pin),
+                _ => None,
+            })
+            .map_or_else(
+                || "not recorded (the run started before runs recorded it)".to_owned(),
+                |pin| match (pin.workflow_version, &pin.workflow_path) {
+                    (Some(number), Some(path)) => format!("version {number} of {path}"),
+                    _ => "a text that is no saved version".to_owned(),
+                },
+            ),
         cards: step_cards(&scrub, &order, &entries),
         decisions,
         timeline: timeline(&scrub, &entries),

@@ -54,7 +54,7 @@ fn open(shared: &Shared, account: &AccountId) -> Result<Workspace, Error> {
 }
 
 /// The revision's author: the person or the key, as the request's actor says.
-fn author_of(authenticated: &Authenticated) -> Result<Author, Error> {
+pub(crate) fn author_of(authenticated: &Authenticated) -> Result<Author, Error> {
     match &authenticated.actor {
         Actor::Person { id, .. } => Ok(Author::Person { id: id.clone() }),
         Actor::ApiKey { id } => Ok(Author::ApiKey { id: id.clone() }),
@@ -94,9 +94,9 @@ impl PathQuery {
     }
 }
 
-/// A revision as the API (and the CLI's `files history --json`) shows it, unscrubbed.
-pub fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
-    let (author_kind, author) = match &revision.author {
+/// A revision's author as a kind and an id.
+pub(crate) fn author_parts(author: &Author) -> (&'static str, String) {
+    match author {
         Author::Person { id } => ("person", id.clone()),
         Author::ApiKey { id } => ("api_key", id.clone()),
         Author::Agent { name } => ("agent", name.clone()),
@@ -106,7 +106,14 @@ pub fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
             attempt,
         } => ("run_step", format!("{run_id}/{step}/{attempt}")),
         Author::Cli { os_user } => ("cli", os_user.clone()),
-    };
+        Author::Assistant { accepted_by } => ("assistant", accepted_by.clone()),
+        Author::Platform { reason } => ("platform", reason.clone()),
+    }
+}
+
+/// A revision as the API (and the CLI's `files history --json`) shows it, unscrubbed.
+pub fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
+    let (author_kind, author) = author_parts(&revision.author);
     WorkspaceRevisionView {
         id: revision.id.to_string(),
         parent: revision.parent.as_ref().map(ToString::to_string),
@@ -378,13 +385,15 @@ async fn commit(
             base.as_deref(),
             &paths,
         )?;
-        let committed = workspace.commit(&author, &message, changes, &|content: &[u8]| {
-            screen.holds_secret(content)
-        });
+        // Every workflow and agent file is parsed first (G1); one revision or nothing.
+        let committed =
+            shared
+                .engine
+                .write_definitions(account.as_str(), &author, &message, changes);
         let revision = match committed {
             Ok(revision) => revision,
             // Deleting what is not there is an answer about the folder, not a refusal.
-            Err(workspace::Error::NoSuchFile { path }) => {
+            Err(engine::DefinitionWriteError::Workspace(workspace::Error::NoSuchFile { path })) => {
                 audit(
                     &shared,
                     &account,
@@ -400,10 +409,7 @@ async fn commit(
             Err(source) => {
                 // A refusal is recorded too (paths, scrubbed, and the reason; never a value):
                 // repeated refusals are someone probing for a credential's value.
-                let refused = Error::Workspace {
-                    operation: "write to the workspace",
-                    source,
-                };
+                let refused = Error::definitions(source);
                 audit(
                     &shared,
                     &account,

@@ -20,6 +20,7 @@ pub(crate) mod shares;
 pub(crate) mod signin;
 pub(crate) mod vault;
 pub(crate) mod vault_page;
+pub(crate) mod workflow_versions;
 pub(crate) mod workflows;
 
 use redact::Redactor;

@@ -393,6 +393,30 @@ fn attempt_words(status: AttemptStatus) -> &'static str {
     Status::of_attempt(status.as_str()).words
 }
 
+/// What a run pinned at its start, in words: the workflow version and each agent folder.
+pub(crate) fn pinned_sentence(pinned: &engine::journal::DefinitionsPinned) -> String {
+    let version = match (pinned.workflow_version, &pinned.workflow_path) {
+        (Some(number), Some(path)) => format!("version {number} of {path}"),
+        _ => "a workflow text that is no saved version".to_owned(),
+    };
+    if pinned.agents.is_empty() {
+        return format!("The run pinned {version}");
+    }
+    let agents: Vec<String> = pinned
+        .agents
+        .iter()
+        .map(|agent| match agent.files.len() {
+            0 => format!("{} (missing when the run started)", agent.name),
+            1 => format!("{} (1 file)", agent.name),
+            count => format!("{} ({count} files)", agent.name),
+        })
+        .collect();
+    format!(
+        "The run pinned {version} and the agent folders {}",
+        agents.join(", ")
+    )
+}
+
 /// One event in words.
 pub(crate) fn sentence(event: &Event) -> String {
     match event {
@@ -406,6 +430,7 @@ pub(crate) fn sentence(event: &Event) -> String {
             run_status_words(changed.status),
             reason_suffix(changed.reason.as_deref())
         ),
+        Event::DefinitionsPinned(pinned) => pinned_sentence(pinned),
         Event::SecretsResolved(resolved) if resolved.names.is_empty() => {
             "The run holds no credentials".to_owned()
         }

@@ -116,16 +116,31 @@ pub(crate) fn reach_report(
 ) -> Result<ReachReport, Error> {
     let source = source_of(shared, "read agents for the reach")?;
     let mut rows = spec::reach(workflow, &|agent| source.agent(account, agent));
+    with_account_model_hosts(shared, account, &mut rows)?;
+    Ok(report_of(workflow, rows))
+}
+
+/// Names each model row's provider host from the account's providers.
+pub(crate) fn with_account_model_hosts(
+    shared: &Shared,
+    account: &str,
+    rows: &mut [spec::ReachRow],
+) -> Result<(), Error> {
     let providers = shared
         .store
         .model_providers(&storage::AccountId(account.to_owned()))
         .map_err(Error::storage("read the account's model providers"))?;
-    crate::reach::with_model_hosts(&mut rows, &providers);
-    Ok(ReachReport {
+    crate::reach::with_model_hosts(rows, &providers);
+    Ok(())
+}
+
+/// Reach rows as the wire type.
+pub(crate) fn report_of(workflow: &Workflow, rows: Vec<spec::ReachRow>) -> ReachReport {
+    ReachReport {
         workflow: workflow.name().to_owned(),
         caption: spec::REACH_CAPTION.to_owned(),
         rows: rows.into_iter().map(crate::reach::reach_row_json).collect(),
-    })
+    }
 }
 
 fn list_items(shared: &Shared, account: &str) -> Result<Vec<WorkflowListItem>, Error> {

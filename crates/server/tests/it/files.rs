@@ -45,6 +45,8 @@ async fn listed_paths(harness: &Harness, who: &Credentials) -> Vec<String> {
         .unwrap()
         .iter()
         .map(|file| file["path"].as_str().unwrap().to_owned())
+        // The harness's workflows are files of the workspace too (issue 16 §1).
+        .filter(|path| !path.starts_with("workflows/"))
         .collect()
 }
 
@@ -179,7 +181,8 @@ async fn g19_a_write_holding_a_vault_value_is_refused_whole() {
     let history = harness
         .call("GET", "/api/workspace/revisions", &member, None)
         .await;
-    assert_eq!(history.json(), json!([]));
+    // Only the harness's seed of its workflows.
+    assert_eq!(history.json().as_array().unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -323,7 +326,8 @@ async fn g25_console_writes_shows_escaped_and_deletes_files() {
         .call("GET", "/api/workspace/revisions", &member, None)
         .await
         .json();
-    assert_eq!(history.as_array().unwrap().len(), 2);
+    // The harness's seed, the write and the deletion.
+    assert_eq!(history.as_array().unwrap().len(), 3);
     assert_eq!(history[0]["changes"][0]["deleted"], true);
 }
 
@@ -448,7 +452,8 @@ async fn g25_refused_writes_are_audited_without_the_value_and_conflicts_are_409(
     let history = harness
         .call("GET", "/api/workspace/revisions", &member, None)
         .await;
-    assert_eq!(history.json().as_array().unwrap().len(), 1);
+    // The harness's seed and the one write.
+    assert_eq!(history.json().as_array().unwrap().len(), 2);
 }
 
 /// No account fills the disk for the others: a write beyond the account's history quota is

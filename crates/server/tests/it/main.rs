@@ -38,4 +38,5 @@ mod signin;
 mod support;
 mod tls;
 mod vault;
+mod workflow_versions;
 mod workflows;

@@ -30,7 +30,7 @@ struct Targets {
 }
 
 /// The concrete path of a route pattern, naming resources of `acct`.
-fn concrete_path(pattern: &str, targets: &Targets) -> String {
+fn concrete_path(method: &str, pattern: &str, targets: &Targets) -> String {
     // The console's routes name the same resources as the API's, without `/api`.
     let resource = pattern.strip_prefix("/api").unwrap_or(pattern);
     let id = if resource.starts_with("/shares/") {
@@ -46,7 +46,11 @@ fn concrete_path(pattern: &str, targets: &Targets) -> String {
     } else {
         "ses-does-not-exist".to_owned()
     };
-    let name = if pattern.contains("workflows/") {
+    let name = if method == "PUT" && pattern == "/api/workflows/{name}" {
+        // A save writes a workflow of its own: a stranger's save of `gated` in its own
+        // account would make `gated` a workflow the stranger may run.
+        "matrix_saved"
+    } else if pattern.contains("workflows/") {
         "gated"
     } else {
         "MATRIX_SECRET"
@@ -55,6 +59,7 @@ fn concrete_path(pattern: &str, targets: &Targets) -> String {
         .replace("{id}", &id)
         .replace("{run}", &targets.run)
         .replace("{attempt}", "1")
+        .replace("{number}", "1")
         .replace("{name}", name)
         .replace("{alias}", "matrix_conn")
         .replace("{provider}", "matrix-provider")
@@ -106,6 +111,9 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
         "/api/ownership" => r#"{"new_owner":"p-nobody"}"#,
         "/api/keys" => r#"{"name":"matrix","role":"viewer"}"#,
         "/api/runs" => r#"{"workflow":"gated"}"#,
+        "/api/workflows/{name}" => {
+            r#"{"text":"name: matrix\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: One.\n    code: |\n      def main():\n          return 1\n","message":"matrix"}"#
+        }
         "/api/vault/secrets/{name}" => r#"{"value":"matrix-value-0123456789"}"#,
         "/api/vault/connections/{alias}" => r#"{"fields":{"api_key":"matrix-value-0123456789"}}"#,
         "/api/vault/model-keys/{provider}" => r#"{"value":"matrix-value-0123456789"}"#,
@@ -259,7 +267,7 @@ async fn g26_route_role_matrix_over_the_real_router() {
     ];
     let mut checked = 0;
     for (method, pattern) in registered_routes() {
-        let path = concrete_path(pattern, &targets);
+        let path = concrete_path(method, pattern, &targets);
         for caller in Caller::all() {
             let credentials = harness.credentials(caller);
             let body = if method == "POST" || method == "PUT" {

@@ -19,7 +19,7 @@ use engine::{
 use http_body_util::BodyExt;
 use redact::SecretValue;
 use serde_json::json;
-use server::{AppOptions, AppState, Backends, ServerKeys, WorkflowDirectories};
+use server::{AppOptions, AppState, Backends, ServerKeys, WorkspaceWorkflows};
 use storage::people::{
     NewApiKey, NewPerson, NewSession, PeopleChange, PeopleStore, RoleName, TokenHash,
 };
@@ -320,15 +320,33 @@ impl Harness {
             clock.clone(),
             Arc::new(CountingIds::default()),
         ));
-        let workflows = dir
-            .path()
-            .join("workspaces")
-            .join(ACCOUNT)
-            .join("workflows");
-        std::fs::create_dir_all(&workflows).unwrap();
-        std::fs::write(workflows.join("gated.yaml"), GATED).unwrap();
-        std::fs::write(workflows.join("fetch.yaml"), FETCH).unwrap();
-        std::fs::write(workflows.join("broken.yaml"), "name: broken\nsteps: 7\n").unwrap();
+        // The account's workflows are files of its workspace (issue 16 §1); `broken.yaml` as an
+        // older layout could have left it (a person's save is parsed first).
+        engine_options
+            .workspaces
+            .for_account(ACCOUNT)
+            .unwrap()
+            .commit(
+                &workspace::Author::Platform {
+                    reason: "test setup".into(),
+                },
+                "seed",
+                [
+                    ("workflows/gated.yaml", GATED),
+                    ("workflows/fetch.yaml", FETCH),
+                    ("workflows/broken.yaml", "name: broken\nsteps: 7\n"),
+                ]
+                .iter()
+                .map(|(path, text)| {
+                    (
+                        workspace::RelPath::parse(path).unwrap(),
+                        workspace::Change::Write(text.as_bytes().to_vec()),
+                    )
+                })
+                .collect(),
+                &|_: &[u8]| false,
+            )
+            .unwrap();
         let csrf_key = CsrfKey::generate().unwrap();
         let server_key = CsrfKey::decode_key_file(&csrf_key.dangerously_encode_key_file()).unwrap();
         let state = AppState::new(
@@ -337,8 +355,8 @@ impl Harness {
                 store: store.clone(),
                 engine: engine.clone(),
                 vault: Some(vault.clone()),
-                workflows: Some(Arc::new(WorkflowDirectories::new(
-                    dir.path().join("workspaces"),
+                workflows: Some(Arc::new(WorkspaceWorkflows::new(
+                    engine_options.workspaces.clone(),
                 ))),
                 clock: clock.clone(),
                 models: Some(crate::models::client(exempt)),

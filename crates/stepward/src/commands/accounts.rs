@@ -4,9 +4,9 @@
 //! starts of `stepward serve`, which invite the owner of the local account when nobody exists
 //! yet and print a fresh link while that owner has never set a password.
 //!
-//! The server's accounts keep their workflows and agents in `<data-dir>/accounts/<account id>/`
-//! (`workflows/<name>.yaml`, `agents/<name>/AGENT.md`), the layout of
-//! [`server::WorkflowDirectories`].
+//! The server's accounts keep their workflows and agents in their workspaces
+//! (`<data-dir>/accounts/<account id>/workspace/`: `workflows/<name>.yaml`,
+//! `agents/<name>/AGENT.md`), read by [`server::WorkspaceWorkflows`].
 
 use std::path::Path;
 
@@ -222,9 +222,9 @@ pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result
         OWNER_LINK_LIFETIME_MILLIS,
     )
     .with_context(|| format!("cannot create the account {name}"))?;
-    let folder = app.config.accounts_dir().join(name).join("workflows");
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
+    app.workspaces()
+        .for_account(name)
+        .with_context(|| format!("cannot create the workspace of account {name}"))?;
     Ok(invitation)
 }
 
@@ -294,7 +294,7 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
             at: created_at,
         })
         .context("cannot write the audit log")?;
-    seed_examples(&app.config.accounts_dir().join(&app.account.0))?;
+    seed_examples(app)?;
     Ok(OwnerInvitation {
         person_id,
         sign_in_path: format!("/welcome/{}", token.reveal_once()),
@@ -333,38 +333,56 @@ const EXAMPLE_AGENT: &[(&str, &str)] = &[
     ),
 ];
 
-/// Puts the examples into the local account's folder on its first start, unless it already
-/// holds a workflow (nothing of the account's own is ever overwritten).
-fn seed_examples(account_folder: &Path) -> anyhow::Result<()> {
-    let workflows = account_folder.join("workflows");
-    std::fs::create_dir_all(&workflows)
-        .with_context(|| format!("cannot create {}", workflows.display()))?;
-    let has_workflows = std::fs::read_dir(&workflows)
-        .with_context(|| format!("cannot list {}", workflows.display()))?
-        .filter_map(Result::ok)
-        .any(|entry| entry.path().extension().is_some_and(|ext| ext == "yaml"));
+/// Puts the examples into the local account's workspace on its first start, as one revision
+/// authored by the platform, unless it already holds a workflow (nothing of the account's own
+/// is ever overwritten).
+fn seed_examples(app: &App) -> anyhow::Result<()> {
+    let workspace = app
+        .workspaces()
+        .for_account(&app.account.0)
+        .context("cannot open the local account's workspace")?;
+    let has_workflows = workspace
+        .list_files()
+        .context("cannot list the workspace")?
+        .files
+        .iter()
+        .any(|file| file.path.starts_with("workflows/") && file.path.ends_with(".yaml"));
     if has_workflows {
         return Ok(());
     }
-    let agents = account_folder.join("agents");
+    let mut changes = Vec::new();
     let files = EXAMPLE_WORKFLOWS
         .iter()
-        .map(|(name, text)| (workflows.join(name), text))
+        .map(|(name, text)| (format!("workflows/{name}"), text))
         .chain(
             EXAMPLE_AGENT
                 .iter()
-                .map(|(name, text)| (agents.join(name), text)),
+                .map(|(name, text)| (format!("agents/{name}"), text)),
         );
     for (path, text) in files {
-        if path.exists() {
+        let path =
+            workspace::RelPath::parse(&path).map_err(|refusal| anyhow::anyhow!("{refusal}"))?;
+        if workspace.read_file(&path, 0)?.is_some() {
             continue;
         }
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        changes.push((path, workspace::Change::Write(text.as_bytes().to_vec())));
     }
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let redactor = app
+        .redactor()
+        .context("cannot read the account's values to screen the examples")?;
+    workspace
+        .commit(
+            &workspace::Author::Platform {
+                reason: "the examples of a first start".to_owned(),
+            },
+            "the example workflows and the agent one of them uses",
+            changes,
+            &|content: &[u8]| redactor.holds_secret(content),
+        )
+        .context("cannot put the examples into the workspace")?;
     Ok(())
 }
 

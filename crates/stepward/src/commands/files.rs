@@ -7,7 +7,7 @@ use std::io::Read;
 
 use anyhow::{Context, bail};
 use serde_json::json;
-use workspace::{Author, Change, RelPath, Workspace};
+use workspace::{Author, Change, RelPath};
 
 use crate::Outcome;
 use crate::app::App;
@@ -113,6 +113,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                         attempt,
                     } => format!("run {run_id} step {step} attempt {attempt}"),
                     Author::Cli { os_user } => format!("{os_user} (command line)"),
+                    other => other.describe(),
                 };
                 let paths: Vec<String> = revision
                     .changes
@@ -157,9 +158,6 @@ fn write(
     message: &str,
 ) -> anyhow::Result<Outcome> {
     let relative = parse(path)?;
-    let screen = app
-        .redactor()
-        .context("cannot read the account's values to screen the write")?;
     let author = Author::Cli {
         os_user: crate::app::os_user(),
     };
@@ -178,20 +176,34 @@ fn write(
         json!({"intent": intent, "base": base, "author": author, "paths": [relative.as_str()]}),
     )
     .with_context(|| format!("nothing was written to {path}"))?;
-    let committed = workspace.commit(
+    // A workflow or agent file is parsed first (G1) and refused whole when invalid.
+    let written = app.reading_engine().write_definitions(
+        app.account.as_str(),
         &author,
         message,
         vec![(relative.clone(), change)],
-        &|content: &[u8]| screen.holds_secret(content),
     );
-    let revision = match committed {
+    let revision = match written {
         Ok(revision) => revision,
+        Err(engine::DefinitionWriteError::Invalid { diagnostics, .. }) => {
+            app.audit(
+                "workspace.write_refused",
+                json!({"intent": intent, "paths": [relative.as_str()], "reason": "invalid"}),
+            )?;
+            let shown = crate::commands::Shown::new(app)?;
+            for diagnostic in &diagnostics {
+                shown.error(&diagnostic.to_string());
+            }
+            shown.error(&format!("error: {path} is invalid; nothing was written"));
+            return Ok(Outcome::Invalid);
+        }
         Err(error) => {
             app.audit(
                 "workspace.write_refused",
                 json!({"intent": intent, "paths": [relative.as_str()]}),
             )?;
-            return Err(error).with_context(|| format!("nothing was written to {path}"));
+            return Err(anyhow::Error::new(error))
+                .with_context(|| format!("nothing was written to {path}"));
         }
     };
     app.audit(

@@ -14,6 +14,7 @@ pub mod runs;
 pub mod schema;
 pub mod serve;
 pub mod vault;
+pub mod workflows;
 
 /// A decision's `--note` within the limit every door has (`api_types::limits::NOTE_CHARS`,
 /// the API document's `maxLength`): false, with the reason printed, when it is longer.

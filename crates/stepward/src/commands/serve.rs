@@ -25,7 +25,7 @@ use engine::SystemClock;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
-use server::{AppOptions, AppState, Backends, NewOwner, WorkflowDirectories};
+use server::{AppOptions, AppState, Backends, NewOwner, WorkspaceWorkflows};
 use storage::people::{PeopleStore, RoleName};
 use storage::{AccountStore, AuditLog, NewAuditEntry};
 
@@ -112,7 +112,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             store: app.store.clone(),
             engine: Arc::new(engine),
             vault: Some(app.vault.clone()),
-            workflows: Some(Arc::new(WorkflowDirectories::new(workflows_root))),
+            workflows: Some(Arc::new(WorkspaceWorkflows::new(app.workspaces()))),
             clock: Arc::new(SystemClock),
             models: Some(app.config.model_client()?),
         },

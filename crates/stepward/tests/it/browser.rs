@@ -590,7 +590,7 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     assert_eq!(
         std::fs::read(
             home.data_dir()
-                .join("accounts/local/workflows/monthly_invoices.yaml")
+                .join("accounts/local/workspace/workflows/monthly_invoices.yaml")
         )
         .unwrap(),
         std::fs::read(repo_root().join("examples/workflows/monthly_invoices.yaml")).unwrap()

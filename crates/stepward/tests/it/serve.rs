@@ -356,7 +356,7 @@ fn g26_accounts_create_prints_a_one_time_link_and_unisolated_refuses_a_second_ac
         "{}",
         stdout(&created)
     );
-    assert!(home.data_dir().join("accounts/acme/workflows").is_dir());
+    assert!(home.data_dir().join("accounts/acme/workspace").is_dir());
 
     let twice = home.stepward(&[
         "accounts",
@@ -415,6 +415,9 @@ fn g26_a_second_accounts_owner_signs_in_and_its_steps_write_only_its_own_workspa
         .next()
         .unwrap()
         .to_owned();
+    // Laid out as an older data directory keeps workflows: the server's open moves it into
+    // acme's workspace (issue 16 §1).
+    std::fs::create_dir_all(home.data_dir().join("accounts/acme/workflows")).unwrap();
     std::fs::write(
         home.data_dir().join("accounts/acme/workflows/hello.yaml"),
         "name: hello\npython: \"3.11\"\nsteps:\n  - id: build\n    explain: \"Writes hello.txt.\"\n    \

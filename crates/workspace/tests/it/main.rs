@@ -3,6 +3,7 @@
 // Test helpers unwrap: a failed unwrap is the failure message we want.
 #![allow(clippy::unwrap_used)]
 
+mod definitions;
 mod g12_archives;
 mod paths;
 mod protected;
