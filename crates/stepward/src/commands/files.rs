@@ -7,7 +7,7 @@ use std::io::Read;
 
 use anyhow::{Context, bail};
 use serde_json::json;
-use workspace::{Author, Change, RelPath};
+use workspace::{Author, Change, RelPath, Workspace};
 
 use crate::Outcome;
 use crate::app::App;
