@@ -216,10 +216,9 @@ pub struct Pending {
 /// Saves `text` as the next version of the account's workflow `name`, authored by the
 /// assistant and accepted by `accepted_by`; returns its version number.
 ///
-/// Stand-in for the workflow versions of issue 17 section 3 (`save_workflow_version` on the
-/// branch issue-16-defs): until that joins, a version is a revision of `workflows/NAME.yaml`
-/// in the account's workspace, the way workflows are saved today, its number the count of
-/// revisions of that file, and its message names the assistant and the person.
+/// A version is a revision of `workflows/NAME.yaml` in the account's workspace, authored by
+/// the assistant and accepted by the person (`Author::Assistant`), parsed before it is saved
+/// (`Engine::save_workflow_version`); its number counts the writes of that file.
 pub fn save_workflow_version(
     app: &crate::app::App,
     name: &str,
@@ -227,46 +226,24 @@ pub fn save_workflow_version(
     author: &str,
     accepted_by: &str,
 ) -> anyhow::Result<u32> {
-    let workspace = app
-        .workspaces()
-        .for_account(app.account.as_str())
-        .context("cannot open the account's workspace")?;
-    let path = workspace::RelPath::parse(&format!("workflows/{name}.yaml")).map_err(|error| {
-        anyhow::anyhow!("`workflows/{name}.yaml` is not a workspace path: {error}")
-    })?;
-    let screen = app
-        .redactor()
-        .context("cannot read the account's values to screen the workflow")?;
-    let revision = workspace
-        .commit(
-            &workspace::Author::Cli {
-                os_user: crate::app::os_user(),
+    let version = app
+        .reading_engine()
+        .save_workflow_version(
+            app.account.as_str(),
+            name,
+            text,
+            &workspace::Author::Assistant {
+                accepted_by: accepted_by.to_owned(),
             },
             &format!("workflow {name}: a repair written by {author}, accepted by {accepted_by}"),
-            vec![(
-                path.clone(),
-                workspace::Change::Write(text.as_bytes().to_vec()),
-            )],
-            &|content: &[u8]| screen.holds_secret(content),
         )
         .with_context(|| format!("the new version of {name} was not saved"))?;
-    let versions = workspace
-        .history()
-        .context("cannot read the workspace's history")?
-        .iter()
-        .filter(|found| {
-            found
-                .changes
-                .iter()
-                .any(|change| change.path == path.as_str())
-        })
-        .count();
     app.audit(
         "workflow.version",
-        serde_json::json!({"workflow": name, "revision": revision.id.as_str(), "version": versions,
+        serde_json::json!({"workflow": name, "revision": version.revision, "version": version.number,
                            "author": author, "accepted_by": accepted_by}),
     )?;
-    u32::try_from(versions).context("too many versions")
+    Ok(version.number)
 }
 
 /// Refuses a pending proposal made for another text of the run's workflow.

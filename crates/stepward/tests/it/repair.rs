@@ -177,6 +177,11 @@ fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root
         "{}",
         stdout(&history)
     );
+    assert!(
+        stdout(&history).contains("the assistant, accepted by person "),
+        "the version's author is the assistant with the person who accepted it: {}",
+        stdout(&history)
+    );
     // Accepting twice is refused: the run no longer needs repair.
     let again = home.stepward(&[
         "repair",
