@@ -6,6 +6,7 @@
 
 use auth::Role;
 use storage::vault::VaultStore;
+use storage::models::ModelProviderStore;
 use storage::{AccountId, AuditLog, DecisionStore, RunStatus, RunStore};
 
 use crate::support::{Caller, Credentials, Harness};
@@ -162,4 +163,38 @@ async fn g11_a_decision_whose_audit_entry_cannot_be_written_is_not_taken() {
     let record = harness.store.run(&run).unwrap().unwrap();
     assert_eq!(record.status, RunStatus::WaitingApproval);
     assert_eq!(harness.store.audit_entries().unwrap().len(), entries_before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g11_a_model_provider_whose_audit_entry_cannot_be_written_is_not_removed() {
+    let harness = Harness::with_model_endpoints(&["127.0.0.1:9"]);
+    let admin = harness.credentials(Caller::Person(Role::Admin));
+    let added = harness
+        .call(
+            "PUT",
+            "/api/models/claude",
+            &admin,
+            json(serde_json::json!({
+                "provider": "anthropic",
+                "base_url": "http://127.0.0.1:9",
+                "key": "model-key-value-000002",
+            })),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text());
+    let before = vault_state(&harness);
+    let account = AccountId("acct".into());
+    let providers_before = harness.store.model_providers(&account).unwrap().len();
+
+    fail_every_audit_append(&harness);
+    let removed = harness
+        .call("DELETE", "/api/models/claude", &admin, None)
+        .await;
+    assert_eq!(removed.status, 500, "{}", removed.text());
+    assert_eq!(vault_state(&harness), before, "the model key stands");
+    assert_eq!(
+        harness.store.model_providers(&account).unwrap().len(),
+        providers_before,
+        "the provider's settings stand"
+    );
 }
