@@ -22,8 +22,8 @@ use axum::{Extension, Form, Json};
 use redact::{Redactor, SecretName, SecretRequest, SecretValue};
 use serde::Deserialize;
 use serde_json::json;
-use storage::AccountId;
 use storage::models::{ModelProvider, NewModelProvider};
+use storage::{AccountId, NewAuditEntry};
 use zeroize::Zeroizing;
 
 use crate::authn::Authenticated;
@@ -269,31 +269,53 @@ async fn remove(
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
     blocking("remove a model provider", move || {
-        let removed_row = shared
-            .store
-            .remove_model_provider(&account, &name)
-            .map_err(Error::storage("remove a model provider"))?;
+        // The key goes first, with its audit entry in the same transaction; the settings row
+        // only after. When the entry cannot be written, nothing is removed (issue 11,
+        // finding 4). A provider whose key is already gone has its entry written before its
+        // row goes.
+        let redactor = account_redactor(&shared, &account)?;
+        let entry = NewAuditEntry {
+            account: account.clone(),
+            run: None,
+            actor: redactor.scrub_fields(actor),
+            action: "model.remove",
+            detail: redactor.scrub_json(&json!({ "name": name })),
+            at: shared.now(),
+        };
         let removed_key = match &shared.vault {
-            Some(vault) => match vault.model_keys().remove(account.as_str(), &name) {
+            Some(vault) => match vault
+                .model_keys()
+                .remove_audited(account.as_str(), &name, &entry)
+            {
                 Ok(()) => true,
                 Err(vault::Error::NotFound { .. }) => false,
                 Err(error) => return Err(vault_failure("remove a model key")(error)),
             },
             None => false,
         };
-        if !removed_row && !removed_key {
-            return Err(Error::NotFound {
-                what: "model provider",
-                id: name,
-            });
+        let exists = shared
+            .store
+            .model_providers(&account)
+            .map_err(Error::storage("read the model providers"))?
+            .iter()
+            .any(|provider| provider.name == name);
+        if !removed_key {
+            if !exists {
+                return Err(Error::NotFound {
+                    what: "model provider",
+                    id: name,
+                });
+            }
+            shared
+                .store
+                .append_audit(&entry)
+                .map_err(Error::storage("append audit entry"))?;
         }
-        audit(
-            &shared,
-            &account,
-            actor,
-            "model.remove",
-            &json!({ "name": name }),
-        )
+        shared
+            .store
+            .remove_model_provider(&account, &name)
+            .map_err(Error::storage("remove a model provider"))?;
+        Ok(())
     })
     .await?
 }

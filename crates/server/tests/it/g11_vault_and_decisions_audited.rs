@@ -5,8 +5,8 @@
 //! recorded, the run still waiting.
 
 use auth::Role;
-use storage::vault::VaultStore;
 use storage::models::ModelProviderStore;
+use storage::vault::VaultStore;
 use storage::{AccountId, AuditLog, DecisionStore, RunStatus, RunStore};
 
 use crate::support::{Caller, Credentials, Harness};

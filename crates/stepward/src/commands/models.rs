@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
 use serde_json::json;
-use storage::AccountId;
+use storage::{AccountId, AuditLog};
 use storage::models::{ModelProvider, ModelProviderStore, NewModelProvider};
 use storage_sqlite::SqliteStore;
 
@@ -316,19 +316,41 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
 
 fn remove(app: &App, name: &str) -> anyhow::Result<Outcome> {
     check_name(name)?;
-    let removed_row = app
+    // The key goes first, with its audit entry in the same transaction, the settings only
+    // after: when the entry cannot be written nothing is removed (issue 11, finding 4).
+    let redactor = app
+        .redactor()
+        .context("cannot read the account's values to write the audit entry")?;
+    let entry = app.audit_entry(&redactor, "model.remove", &json!({ "name": name }));
+    let removed_key =
+        match app
+            .vault
+            .model_keys()
+            .remove_audited(app.account.as_str(), name, &entry)
+        {
+            Ok(()) => true,
+            Err(vault::Error::NotFound { .. }) => false,
+            Err(error) => {
+                return Err(error).context("nothing was removed: cannot remove the model key");
+            }
+        };
+    let exists = app
         .store
-        .remove_model_provider(&app.account, name)
-        .context("cannot remove the provider")?;
-    let removed_key = match app.vault.model_keys().remove(app.account.as_str(), name) {
-        Ok(()) => true,
-        Err(vault::Error::NotFound { .. }) => false,
-        Err(error) => return Err(error).context("cannot remove the model key"),
-    };
-    if !removed_row && !removed_key {
-        bail!("the account has no model provider `{name}`; `stepward models list` shows them");
+        .model_providers(&app.account)
+        .context("cannot read the providers")?
+        .iter()
+        .any(|provider| provider.name == name);
+    if !removed_key {
+        if !exists {
+            bail!("the account has no model provider `{name}`; `stepward models list` shows them");
+        }
+        app.store
+            .append_audit(&entry)
+            .context("nothing was removed: the audit entry cannot be written")?;
     }
-    app.audit("model.remove", json!({ "name": name }))?;
+    app.store
+        .remove_model_provider(&app.account, name)
+        .context("cannot remove the provider's settings")?;
     eprintln!("model provider {name} and its key removed");
     Ok(Outcome::Done)
 }
