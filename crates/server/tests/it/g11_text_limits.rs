@@ -323,6 +323,26 @@ async fn g11_the_consoles_forms_have_the_same_limits() {
             limits::PATH_CHARS,
         ),
         (
+            "/vault/connections",
+            &admin,
+            format!(
+                "alias=crm&field_name_0=api_key&field_value_0={}",
+                "v".repeat(limits::SECRET_VALUE_CHARS + 5)
+            ),
+            "fields.api_key",
+            limits::SECRET_VALUE_CHARS,
+        ),
+        (
+            "/vault/connections",
+            &admin,
+            format!(
+                "alias=crm&field_name_0={}&field_value_0=v",
+                "n".repeat(limits::FIELD_NAME_CHARS + 5)
+            ),
+            "connection field name",
+            limits::FIELD_NAME_CHARS,
+        ),
+        (
             "/signin",
             &Credentials::None,
             format!(
