@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use api_types::limits;
 use auth::Role;
 use axum::extract::{Path, State};
 use axum::response::{Html, Response};
@@ -209,13 +210,37 @@ fn connection_from_form(
                     reason: "a value was given without a field name".to_owned(),
                 });
             }
-            (false, value) => fields.push((
-                name,
-                value.unwrap_or_else(|| SecretValue::new(String::new())),
-            )),
+            (false, value) => {
+                // The same limits as the API's `SetConnectionRequest` (issue 11, finding 9).
+                let value = value.unwrap_or_else(|| SecretValue::new(String::new()));
+                within(
+                    "connection field name".to_owned(),
+                    &name,
+                    limits::FIELD_NAME_CHARS,
+                )?;
+                within(
+                    format!("fields.{name}"),
+                    value.dangerously_expose(),
+                    limits::SECRET_VALUE_CHARS,
+                )?;
+                fields.push((name, value));
+            }
         }
     }
     Ok((alias.trim().to_owned(), fields))
+}
+
+/// Refuses a text over `max_chars` characters, naming its place, the limit and the length.
+fn within(field: String, text: &str, max_chars: usize) -> Result<(), Error> {
+    let given_chars = text.chars().count();
+    if given_chars <= max_chars {
+        return Ok(());
+    }
+    Err(Error::TooLong {
+        field,
+        max_chars: u64::try_from(max_chars).unwrap_or(u64::MAX),
+        given_chars: u64::try_from(given_chars).unwrap_or(u64::MAX),
+    })
 }
 
 fn row_number(key: &str, prefix: &str) -> Option<usize> {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
 use serde_json::json;
-use storage::{AccountId, AuditLog};
 use storage::models::{ModelProvider, ModelProviderStore, NewModelProvider};
+use storage::{AccountId, AuditLog};
 use storage_sqlite::SqliteStore;
 
 use crate::Outcome;
