@@ -281,6 +281,32 @@ fn g1_an_invalid_workflow_or_agent_file_is_refused_with_its_diagnostics_and_lose
         matches!(refused, DefinitionWriteError::NotAWorkflowPath { .. }),
         "{refused}"
     );
+    // The folders in another case (one folder on a case-insensitive file system) are parsed
+    // or refused alike: no write reaches a definition unparsed.
+    for (path, content) in [
+        ("Workflows/pipeline.yaml", invalid.as_bytes().to_vec()),
+        (
+            "AGENTS/reader/agent.md",
+            b"---\nname: reader\n---\n".to_vec(),
+        ),
+    ] {
+        let refused = engine
+            .write_definitions(
+                ACCOUNT,
+                &person(),
+                "case",
+                vec![(RelPath::parse(path).unwrap(), Change::Write(content))],
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                DefinitionWriteError::Invalid { .. }
+                    | DefinitionWriteError::NotAWorkflowPath { .. }
+            ),
+            "{path}: {refused}"
+        );
+    }
 }
 
 #[test]

@@ -3,11 +3,14 @@
 //! step runs again with the new code.
 
 use engine::journal::Event;
-use engine::{AcceptedRepair, Error, ExecutionOutcome, ExecutionReport, PersonDecision};
+use engine::{
+    AcceptedRepair, Decision, Error, ExecutionOutcome, ExecutionReport, GateDecision,
+    PersonDecision,
+};
 use serde_json::json;
 use storage::{AttemptStatus, DecisionKind, DecisionStore, Door, RunStatus, RunStore};
 
-use crate::support::{Harness, OFFLINE, account, cli, workflow};
+use crate::support::{Harness, OFFLINE, REFUND, account, cli, workflow};
 
 fn repaired(text: &str) -> AcceptedRepair {
     AcceptedRepair {
@@ -146,4 +149,73 @@ fn g9_a_repair_that_changes_more_than_the_steps_code_is_refused_and_nothing_runs
         engine.retry_repaired(&run, blank),
         Err(Error::NoteRequired { .. })
     ));
+}
+
+#[test]
+fn g23_a_repaired_gated_step_waits_for_a_decision_on_its_new_code() {
+    let harness = Harness::new();
+    harness.executor.then("send_refund", |_| {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::NeedsRepair {
+                module: "requests".into(),
+                detail: "line 1".into(),
+            },
+            "fake",
+        )
+    });
+    let engine = harness.engine();
+    let parked = engine
+        .start_run(
+            &account(),
+            &workflow(REFUND),
+            json!({"ticket_id": "T-1"}),
+            cli("alice"),
+        )
+        .unwrap();
+    assert_eq!(parked.status, RunStatus::WaitingApproval);
+    let approved = engine
+        .decide(
+            &parked.run,
+            "send_refund",
+            Decision {
+                kind: GateDecision::Approve,
+                who: cli("alice"),
+                door: Door::Cli,
+                note: "the old code".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(approved.status, RunStatus::NeedsRepair, "{approved:?}");
+    let text = REFUND.replace(
+        "      def main(request):\n          return request\n",
+        "      def main(request):\n          return {\"sent\": request}\n",
+    );
+    assert_ne!(text, REFUND);
+    let repaired = engine
+        .retry_repaired(
+            &parked.run,
+            AcceptedRepair {
+                step: "send_refund".into(),
+                workflow: workflow(&text),
+                version: 2,
+                provider: "fake".into(),
+                model: "fake-assistant".into(),
+                by: PersonDecision {
+                    who: cli("bob"),
+                    door: Door::Cli,
+                    note: "stdlib only now".into(),
+                },
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        repaired.status,
+        RunStatus::WaitingApproval,
+        "nobody approved the new code: {repaired:?}"
+    );
+    assert_eq!(
+        harness.executor.calls_of("send_refund").len(),
+        1,
+        "the new code did not run on the old approval"
+    );
 }

@@ -244,3 +244,36 @@ async fn g11_held_counts_of_refusals_are_written_without_a_further_refusal() {
     }
     assert_eq!(total, 25, "the held counts were not written");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g11_refusals_from_many_addresses_share_one_entry_past_the_first_256() {
+    let harness = Harness::with_options(options());
+    let key = harness.create_key(ACCOUNT, Role::Viewer);
+    let mut wrong = key.clone();
+    let last = wrong.pop().unwrap();
+    wrong.push(if last == '0' { '1' } else { '0' });
+    let credentials = Credentials::Key { text: wrong };
+    let addresses = 600_u32;
+    for n in 0..addresses {
+        // Each its own /64 of the documentation prefix; nothing is sent anywhere.
+        let address = format!("[2001:db8:{:x}:{:x}::1]", n / 0x1_0000, n % 0x1_0000);
+        let request = crate::support::request("GET", "/api/runs", &credentials, None);
+        let answer = harness.send(from(&address, request)).await;
+        assert_eq!(answer.status, 401);
+    }
+    close_the_window(&harness).await;
+    let refused = entries_of(&harness, ACCOUNT, "api_key.refused");
+    assert!(
+        refused.len() <= MAX_OWN + 1,
+        "{} entries for {addresses} addresses",
+        refused.len()
+    );
+    assert_eq!(
+        refused.iter().map(|entry| entry.count).sum::<u64>(),
+        u64::from(addresses),
+        "every refusal is counted"
+    );
+}
+
+/// The addresses of a window that get entries of their own.
+const MAX_OWN: usize = 256;

@@ -120,6 +120,41 @@ fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root
             .contains("refused: the proposed code imports `requests`")
     );
 
+    // A version saved since the run started is never overwritten by a repair of the run's
+    // older text: the accept is refused and nothing is saved.
+    let changed = home.dir.path().join("changed.yaml");
+    std::fs::write(
+        &changed,
+        WORKFLOW.replace("Passes the word on.", "Passes the word on, changed since."),
+    )
+    .unwrap();
+    let put = |from: &std::path::Path| {
+        let put = home.stepward(&[
+            "files",
+            "put",
+            "workflows/quote.yaml",
+            "--from",
+            from.to_str().unwrap(),
+        ]);
+        assert!(put.status.success(), "{}", stderr(&put));
+    };
+    put(&changed);
+    let refused = home.stepward(&[
+        "repair",
+        &run,
+        "quote",
+        "--accept",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(!refused.status.success(), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("is not the text this run runs"),
+        "{}",
+        stderr(&refused)
+    );
+    put(&file);
+
     let accepted = home.stepward(&[
         "repair",
         &run,
@@ -137,7 +172,7 @@ fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root
         stderr(&accepted)
     );
     assert!(
-        stdout(&accepted).contains("workflow quote version 2"),
+        stdout(&accepted).contains("workflow quote version 4"),
         "{}",
         stdout(&accepted)
     );
@@ -153,7 +188,8 @@ fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root
         .iter()
         .find(|event| event["kind"] == "repair.accepted")
         .unwrap();
-    assert_eq!(repair["payload"]["version"], 2);
+    // Versions 2 and 3 are the change and its undoing above.
+    assert_eq!(repair["payload"]["version"], 4);
     assert_eq!(repair["payload"]["provider"], "fake");
     assert_eq!(repair["payload"]["model"], "fake-assistant");
     assert_eq!(repair["payload"]["accepted_by"]["kind"], "cli");
