@@ -206,6 +206,24 @@ enum DefinitionPath {
 
 fn definition_path(path: &RelPath) -> Result<DefinitionPath, DefinitionWriteError> {
     let components: Vec<&str> = path.components().collect();
+    // `Workflows/` or `AGENTS/` is the same folder on a case-insensitive file system: a
+    // definition in another case is a definition (written in the canonical case only).
+    let folded: Vec<String> = components
+        .iter()
+        .map(|component| component.to_ascii_lowercase())
+        .collect();
+    let folded: Vec<&str> = folded.iter().map(String::as_str).collect();
+    match folded.as_slice() {
+        ["workflows", ..] if components.first() != Some(&"workflows") => {
+            return Err(DefinitionWriteError::NotAWorkflowPath {
+                path: path.to_string(),
+            });
+        }
+        ["agents", _, "agent.md"] if components.first() != Some(&"agents") => {
+            return Ok(DefinitionPath::Agent);
+        }
+        _ => {}
+    }
     match components.as_slice() {
         ["workflows", file] => match file.strip_suffix(".yaml") {
             Some(name) if is_definition_name(name) => Ok(DefinitionPath::Workflow),

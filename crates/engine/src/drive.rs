@@ -79,8 +79,9 @@ fn gate_approved(decisions: &[DecisionRecord], step: &str, from: u32) -> bool {
 
 impl Engine {
     /// The first attempt a gate decision on `step` must be recorded against to count (G15,
-    /// G23): after a supervisor's retry of the gated step's attempt N, only a decision on
-    /// attempt N + 1 or later (the new inputs) lets it run; before any, every decision counts.
+    /// G23, G9): after a supervisor's retry of the gated step's attempt N, or an accepted repair
+    /// of it, only a decision on attempt N + 1 or later (the new inputs, the new code) lets it
+    /// run; before any, every decision counts.
     pub(crate) fn gate_decisions_from(
         &self,
         context: &RunContext,
@@ -94,6 +95,10 @@ impl Engine {
                         && matches!(decided.decision, SupervisorChoice::Retry { .. }) =>
                 {
                     Some(decided.attempt.saturating_add(1))
+                }
+                // An accepted repair is new code: the approval of the old one does not count.
+                Event::RepairAccepted(accepted) if accepted.step == step => {
+                    Some(accepted.attempt.saturating_add(1))
                 }
                 _ => None,
             })

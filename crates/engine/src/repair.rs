@@ -75,6 +75,9 @@ pub fn changes_besides_code(old: &Workflow, new: &Workflow, step: &str) -> Vec<S
         if before.limits() != after.limits() {
             differs.push("`limits`");
         }
+        if before.output() != after.output() {
+            differs.push("`output`");
+        }
         match (before.body(), after.body()) {
             (StepBody::Code { .. }, StepBody::Code { .. }) if id == step => {}
             (StepBody::Code { source: a }, StepBody::Code { source: b }) if a != b => {

@@ -15,7 +15,7 @@
 //! flood costs no write per request. A crash loses at most the last second's count, never the
 //! entry.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -37,6 +37,11 @@ pub(crate) const MAX_TEXT_CHARS: usize = 128;
 
 /// How long a held count of refusals waits before it is added to its entry.
 const FLUSH_MILLIS: i64 = 1_000;
+
+/// The most client addresses that get entries of their own per chain, action, reason and
+/// window; the refusals of every further address are counted in one entry for them all, so
+/// an attacker holding many addresses (a /48 holds 65,536 /64s) cannot grow the log with them.
+pub(crate) const MAX_ADDRESSES: usize = 256;
 
 /// The most windows whose counts are held at once; beyond it, refusals are counted in the
 /// store one by one (slower, never lost).
@@ -139,7 +144,27 @@ pub(crate) fn refused(shared: &Shared, refusal: Refusal<'_>) -> Result<(), Error
         detail.insert("cut".to_owned(), Value::Array(cut));
     }
     detail.insert("reason".to_owned(), Value::from(refusal.reason));
-    detail.insert("remote".to_owned(), Value::from(refusal.remote.to_string()));
+    let group = tally_key(&[
+        chain.as_str(),
+        refusal.action,
+        refusal.reason,
+        &window.to_string(),
+    ]);
+    let counted = if shared
+        .refusals
+        .admits(group, window + WINDOW_MILLIS, refusal.counted)
+    {
+        detail.insert("remote".to_owned(), Value::from(refusal.remote.to_string()));
+        refusal.counted.to_string()
+    } else {
+        detail.insert(
+            "remote".to_owned(),
+            Value::from(format!(
+                "one of more than {MAX_ADDRESSES} addresses in this minute"
+            )),
+        );
+        "other addresses".to_owned()
+    };
     detail.insert("window_start".to_owned(), Value::from(window));
     detail.insert(
         "window_seconds".to_owned(),
@@ -149,7 +174,7 @@ pub(crate) fn refused(shared: &Shared, refusal: Refusal<'_>) -> Result<(), Error
     let key = tally_key(&[
         chain.as_str(),
         refusal.action,
-        &refusal.counted.to_string(),
+        &counted,
         refusal.reason,
         refusal.actor.kind(),
         refusal.actor.id(),
@@ -183,6 +208,9 @@ pub(crate) struct Refusals {
 #[derive(Default)]
 struct Held {
     by_key: HashMap<String, HeldCount>,
+    /// The addresses that have entries of their own, per chain, action, reason and window,
+    /// with the window's end.
+    addresses: HashMap<String, (i64, HashSet<IpAddr>)>,
     last_sweep: i64,
 }
 
@@ -199,6 +227,8 @@ impl Held {
             }
         }
         self.by_key.retain(|_, count| now < count.window_end);
+        self.addresses
+            .retain(|_, (window_end, _)| now < *window_end);
         due
     }
 }
@@ -225,6 +255,27 @@ fn flush_due(held: &Mutex<Held>, store: &dyn ServerStore, now: i64) -> Result<()
 }
 
 impl Refusals {
+    /// Whether `address` gets entries of its own in `group` (chain, action, reason, window):
+    /// the first [`MAX_ADDRESSES`] of a window do, later ones share one entry.
+    fn admits(&self, group: String, window_end: i64, address: IpAddr) -> bool {
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (_, seen) = held
+            .addresses
+            .entry(group)
+            .or_insert_with(|| (window_end, HashSet::new()));
+        if seen.contains(&address) {
+            return true;
+        }
+        if seen.len() < MAX_ADDRESSES {
+            seen.insert(address);
+            return true;
+        }
+        false
+    }
+
     /// Starts, once, the ticker that writes held counts every second.
     fn start_ticker(&self, store: &Arc<dyn ServerStore>, clock: &Arc<dyn Clock>) {
         self.ticker.get_or_init(|| {

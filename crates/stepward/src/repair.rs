@@ -219,13 +219,32 @@ pub struct Pending {
 /// A version is a revision of `workflows/NAME.yaml` in the account's workspace, authored by
 /// the assistant and accepted by the person (`Author::Assistant`), parsed before it is saved
 /// (`Engine::save_workflow_version`); its number counts the writes of that file.
+///
+/// Refused, and nothing saved, unless the workspace's `workflows/NAME.yaml` is still the text
+/// the run runs (`runs`): a version saved since the run started, or a run of a file from
+/// outside the workspace, is never overwritten by a repair of the run's older text.
 pub fn save_workflow_version(
     app: &crate::app::App,
     name: &str,
+    runs: &str,
     text: &str,
     author: &str,
     accepted_by: &str,
 ) -> anyhow::Result<u32> {
+    let path = workspace::RelPath::parse(&format!("workflows/{name}.yaml")).map_err(|error| {
+        anyhow::anyhow!("`workflows/{name}.yaml` is not a workspace path: {error}")
+    })?;
+    let current = app
+        .workspaces()
+        .for_account(app.account.as_str())
+        .context("cannot open the account's workspace")?
+        .read_file(&path, 1024 * 1024)
+        .with_context(|| format!("cannot read workflows/{name}.yaml"))?;
+    if current.is_none_or(|current| current.bytes != runs.as_bytes()) {
+        anyhow::bail!(
+            "workflows/{name}.yaml in the workspace is not the text this run runs (it was              changed since the run started, or the run is of a file from elsewhere), so the              repair was not saved and the run did not go on; start a new run of the current              version, and repair that one"
+        );
+    }
     let version = app
         .reading_engine()
         .save_workflow_version(

@@ -174,7 +174,14 @@ fn accept(
         "the assistant ({}, model {})",
         pending.provider, pending.model
     );
-    let version = save_workflow_version(app, workflow.name(), repaired.source(), &author, &person)?;
+    let version = save_workflow_version(
+        app,
+        workflow.name(),
+        workflow.source(),
+        repaired.source(),
+        &author,
+        &person,
+    )?;
     let (engine, _lock) = app.engine()?;
     let summary = engine
         .retry_repaired(
