@@ -125,11 +125,16 @@ fn too_long(found: api_types::limits::TooLong) -> Error {
 /// A decision's note on a door that is not JSON (the console's form, an approve link): the
 /// same limit as the document's `DecisionRequest.note`.
 pub(crate) fn check_note(note: &str) -> Result<(), Error> {
-    let max_chars = api_types::limits::NOTE_CHARS;
-    let given_chars = note.chars().count();
+    within("note".to_owned(), note, api_types::limits::NOTE_CHARS)
+}
+
+/// Refuses a text over `max_chars` characters (counted as JSON Schema counts them), naming
+/// its place, the limit and the length given; for the doors the schemas do not walk.
+pub(crate) fn within(field: String, text: &str, max_chars: usize) -> Result<(), Error> {
+    let given_chars = text.chars().count();
     if given_chars > max_chars {
         return Err(Error::TooLong {
-            field: "note".to_owned(),
+            field,
             max_chars: u64::try_from(max_chars).unwrap_or(u64::MAX),
             given_chars: u64::try_from(given_chars).unwrap_or(u64::MAX),
         });

@@ -19,6 +19,7 @@ use crate::authn::Authenticated;
 use crate::handlers::admin::{back_to, button, csrf_field};
 use crate::handlers::vault;
 use crate::html::{escape, page};
+use crate::text_limits;
 use crate::{AppState, Error};
 
 /// How many field rows the connection form offers; rows left empty are ignored.
@@ -213,12 +214,12 @@ fn connection_from_form(
             (false, value) => {
                 // The same limits as the API's `SetConnectionRequest` (issue 11, finding 9).
                 let value = value.unwrap_or_else(|| SecretValue::new(String::new()));
-                within(
+                text_limits::within(
                     "connection field name".to_owned(),
                     &name,
                     limits::FIELD_NAME_CHARS,
                 )?;
-                within(
+                text_limits::within(
                     format!("fields.{name}"),
                     value.dangerously_expose(),
                     limits::SECRET_VALUE_CHARS,
@@ -228,19 +229,6 @@ fn connection_from_form(
         }
     }
     Ok((alias.trim().to_owned(), fields))
-}
-
-/// Refuses a text over `max_chars` characters, naming its place, the limit and the length.
-fn within(field: String, text: &str, max_chars: usize) -> Result<(), Error> {
-    let given_chars = text.chars().count();
-    if given_chars <= max_chars {
-        return Ok(());
-    }
-    Err(Error::TooLong {
-        field,
-        max_chars: u64::try_from(max_chars).unwrap_or(u64::MAX),
-        given_chars: u64::try_from(given_chars).unwrap_or(u64::MAX),
-    })
 }
 
 fn row_number(key: &str, prefix: &str) -> Option<usize> {
