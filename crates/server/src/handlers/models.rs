@@ -31,7 +31,7 @@ use crate::handlers::admin::{back_to, button, csrf_field};
 use crate::handlers::vault::{json_body, vault_failure};
 use crate::handlers::{account_redactor, audit, blocking};
 use crate::html::{escape, page};
-use crate::state::Shared;
+use crate::state::{ServerStore, Shared};
 use crate::{AppState, Error};
 
 fn client_of(shared: &Shared, operation: &'static str) -> Result<llm::Client, Error> {
@@ -269,10 +269,6 @@ async fn remove(
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
     blocking("remove a model provider", move || {
-        // The key goes first, with its audit entry in the same transaction; the settings row
-        // only after. When the entry cannot be written, nothing is removed (issue 11,
-        // finding 4). A provider whose key is already gone has its entry written before its
-        // row goes.
         let redactor = account_redactor(&shared, &account)?;
         let entry = NewAuditEntry {
             account: account.clone(),
@@ -282,42 +278,64 @@ async fn remove(
             detail: redactor.scrub_json(&json!({ "name": name })),
             at: shared.now(),
         };
-        let removed_key = match &shared.vault {
-            Some(vault) => match vault
-                .model_keys()
-                .remove_audited(account.as_str(), &name, &entry)
-            {
-                Ok(()) => true,
-                Err(vault::Error::NotFound { .. }) => false,
-                Err(error) => return Err(vault_failure("remove a model key")(error)),
-            },
-            None => false,
-        };
-        let exists = shared
-            .store
-            .model_providers(&account)
+        if remove_provider(
+            shared.store.as_ref(),
+            shared.vault.as_deref(),
+            &entry,
+            &name,
+        )? {
+            Ok(())
+        } else {
+            Err(Error::NotFound {
+                what: "model provider",
+                id: name,
+            })
+        }
+    })
+    .await?
+}
+
+/// Removes the model provider `name` of `entry`'s account and its key, for the API, the
+/// console and `stepward models rm` alike; `false` when the account has neither.
+///
+/// The key goes first, with the audit entry in the same transaction, the settings row only
+/// after: when the entry cannot be written nothing is removed (issue 11, finding 4). A
+/// provider whose key is already gone has its entry written before its row goes.
+pub fn remove_provider(
+    store: &dyn ServerStore,
+    vault: Option<&vault::Vault>,
+    entry: &NewAuditEntry,
+    name: &str,
+) -> Result<bool, Error> {
+    let account = &entry.account;
+    let removed_key = match vault {
+        Some(vault) => match vault
+            .model_keys()
+            .remove_audited(account.as_str(), name, entry)
+        {
+            Ok(()) => true,
+            Err(vault::Error::NotFound { .. }) => false,
+            Err(error) => return Err(vault_failure("remove a model key")(error)),
+        },
+        None => false,
+    };
+    if !removed_key {
+        let exists = store
+            .model_providers(account)
             .map_err(Error::storage("read the model providers"))?
             .iter()
             .any(|provider| provider.name == name);
-        if !removed_key {
-            if !exists {
-                return Err(Error::NotFound {
-                    what: "model provider",
-                    id: name,
-                });
-            }
-            shared
-                .store
-                .append_audit(&entry)
-                .map_err(Error::storage("append audit entry"))?;
+        if !exists {
+            return Ok(false);
         }
-        shared
-            .store
-            .remove_model_provider(&account, &name)
-            .map_err(Error::storage("remove a model provider"))?;
-        Ok(())
-    })
-    .await?
+        store
+            .append_audit(entry)
+            .map_err(Error::storage("append audit entry"))?;
+    }
+    store
+        .remove_model_provider(account, name)
+        .map_err(Error::storage("remove a model provider"))?;
+    Ok(true)
 }
 
 async fn make_default(

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
 use serde_json::json;
+use storage::AccountId;
 use storage::models::{ModelProvider, ModelProviderStore, NewModelProvider};
-use storage::{AccountId, AuditLog};
 use storage_sqlite::SqliteStore;
 
 use crate::Outcome;
@@ -316,41 +316,17 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
 
 fn remove(app: &App, name: &str) -> anyhow::Result<Outcome> {
     check_name(name)?;
-    // The key goes first, with its audit entry in the same transaction, the settings only
-    // after: when the entry cannot be written nothing is removed (issue 11, finding 4).
     let redactor = app
         .redactor()
         .context("cannot read the account's values to write the audit entry")?;
     let entry = app.audit_entry(&redactor, "model.remove", &json!({ "name": name }));
-    let removed_key =
-        match app
-            .vault
-            .model_keys()
-            .remove_audited(app.account.as_str(), name, &entry)
-        {
-            Ok(()) => true,
-            Err(vault::Error::NotFound { .. }) => false,
-            Err(error) => {
-                return Err(error).context("nothing was removed: cannot remove the model key");
-            }
-        };
-    let exists = app
-        .store
-        .model_providers(&app.account)
-        .context("cannot read the providers")?
-        .iter()
-        .any(|provider| provider.name == name);
-    if !removed_key {
-        if !exists {
-            bail!("the account has no model provider `{name}`; `stepward models list` shows them");
-        }
-        app.store
-            .append_audit(&entry)
-            .context("nothing was removed: the audit entry cannot be written")?;
+    // The same removal as the server's: the key with its audit entry first, nothing removed
+    // when the entry cannot be written (issue 11, finding 4).
+    let removed = server::remove_model_provider(app.store.as_ref(), Some(&app.vault), &entry, name)
+        .with_context(|| format!("cannot remove the model provider {name}"))?;
+    if !removed {
+        bail!("the account has no model provider `{name}`; `stepward models list` shows them");
     }
-    app.store
-        .remove_model_provider(&app.account, name)
-        .context("cannot remove the provider's settings")?;
     eprintln!("model provider {name} and its key removed");
     Ok(Outcome::Done)
 }
