@@ -374,13 +374,23 @@ pub(crate) fn reissue_sign_in_link_in(
             person_id: link.person_id.clone(),
         });
     }
-    transaction.execute(
+    replace_sign_in_links_in(transaction, link)?;
+    Ok(PeopleChange::Done)
+}
+
+/// Ends every unused link of the person (at the new link's creation) and creates the new
+/// one; how many links it ended.
+fn replace_sign_in_links_in(
+    transaction: &Transaction<'_>,
+    link: &NewSignInLink,
+) -> Result<u64, TxError> {
+    let ended = transaction.execute(
         "UPDATE sign_in_links SET expires_at = ?2
          WHERE person_id = ?1 AND used_at IS NULL AND expires_at > ?2",
         params![link.person_id, link.created_at.0],
     )?;
     create_sign_in_link_in(transaction, link)?;
-    Ok(PeopleChange::Done)
+    Ok(u64::try_from(ended).unwrap_or(u64::MAX))
 }
 
 pub(crate) fn create_sign_in_link_in(
@@ -614,27 +624,7 @@ impl PeopleStore for SqliteStore {
 
     fn replace_sign_in_links(&self, link: &NewSignInLink) -> Result<u64, Error> {
         self.transaction(Durability::Synced, |transaction| {
-            let ended = transaction.execute(
-                "UPDATE sign_in_links SET expires_at = ?2
-                 WHERE person_id = ?1 AND used_at IS NULL AND expires_at > ?2",
-                params![link.person_id, link.created_at.0],
-            )?;
-            transaction
-                .execute(
-                    "INSERT INTO sign_in_links (token_hash, person_id, created_at, expires_at)
-                     VALUES (?1, ?2, ?3, ?4)",
-                    params![
-                        link.token_hash.0.as_slice(),
-                        link.person_id,
-                        link.created_at.0,
-                        link.expires_at.0
-                    ],
-                )
-                .map_err(already_exists(format!(
-                    "a sign-in link for person {}",
-                    link.person_id
-                )))?;
-            Ok(u64::try_from(ended).unwrap_or(u64::MAX))
+            replace_sign_in_links_in(transaction, link)
         })
     }
 
