@@ -7,12 +7,11 @@ use std::sync::Arc;
 
 use agent::supervisor::{Error, Failure, MAX_TURNS, Verdict, supervise};
 use fake_model::{FakeModel, Format, Script, ScriptTurn};
-use llm::{
-    Client, ClientOptions, Endpoint, EndpointPolicy, Provider, ProviderKind, PublicEndpoints,
-    StaticResolver,
-};
-use redact::{Redactor, ScrubSets, SecretValue};
+use llm::ProviderKind;
+use redact::{Redactor, ScrubSets};
 use serde_json::{Value, json};
+
+use crate::looping::provider;
 
 const SECRET: &str = "tok-supervisor-secret-5e2a9c71";
 
@@ -22,30 +21,6 @@ fn redactor() -> Redactor {
     ScrubSets::new(Arc::new(source))
         .for_account("acct")
         .unwrap()
-}
-
-fn provider(kind: ProviderKind, fake: &FakeModel) -> Provider {
-    let options = ClientOptions {
-        endpoints: EndpointPolicy {
-            exempt: vec![fake.endpoint().parse::<Endpoint>().unwrap()],
-            public: PublicEndpoints::Allowed,
-            denied: Vec::new(),
-        },
-        resolver: Arc::new(StaticResolver::new()),
-        ..ClientOptions::default()
-    };
-    let format = match kind {
-        ProviderKind::Anthropic => Format::Anthropic,
-        ProviderKind::OpenAi => Format::OpenAi,
-    };
-    Provider::new(
-        "acct",
-        kind,
-        Some(&fake.base_url(format)),
-        SecretValue::new("sk-supervisor-test-key-000111".to_owned()),
-        Client::new(options).unwrap(),
-    )
-    .unwrap()
 }
 
 /// A failure whose printed text tries to end the report and give orders.
