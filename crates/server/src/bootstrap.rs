@@ -14,6 +14,24 @@ use storage::{Account, Actor, NewAuditEntry, Timestamp};
 use crate::listener::{ListenerLimits, Transport, serve_connections};
 use crate::{AppState, Error, ServerStore};
 
+/// A fresh one-time sign-in link for `person_id`, made at `now` and valid for
+/// `lifetime_millis`: the token (shown once) and the link as stored (only its hash).
+pub(crate) fn new_sign_in_link(
+    person_id: &str,
+    now: Timestamp,
+    lifetime_millis: i64,
+) -> Result<(SignInLinkToken, NewSignInLink), Error> {
+    let (token, token_hash) =
+        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
+    let link = NewSignInLink {
+        token_hash: TokenHash(*token_hash.as_bytes()),
+        person_id: person_id.to_owned(),
+        created_at: now,
+        expires_at: Timestamp(now.0.saturating_add(lifetime_millis)),
+    };
+    Ok((token, link))
+}
+
 /// A new account's owner, invited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerInvitation {
@@ -64,16 +82,10 @@ pub fn create_account_with_owner(
             answer: format!("{change:?}"),
         });
     }
-    let (token, token_hash) =
-        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
-    let expires_at = Timestamp(now.0.saturating_add(link_lifetime_millis));
+    let (token, link) = new_sign_in_link(&person_id, now, link_lifetime_millis)?;
+    let expires_at = link.expires_at;
     store
-        .create_sign_in_link(&NewSignInLink {
-            token_hash: TokenHash(*token_hash.as_bytes()),
-            person_id: person_id.clone(),
-            created_at: now,
-            expires_at,
-        })
+        .create_sign_in_link(&link)
         .map_err(Error::storage("create a sign-in link"))?;
     let redactor = scrub_sets
         .for_account(account.id.as_str())

@@ -9,16 +9,14 @@ use api_types::{
     InvitePersonRequest, OwnershipRequest, PersonInvited, PersonView, RoleChangeRequest,
 };
 use auth::Principal;
-use auth::{AccountPerson, Role, SignInLinkToken, can_change_role, can_grant, can_remove};
+use auth::{AccountPerson, Role, can_change_role, can_grant, can_remove};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::json;
-use storage::Timestamp;
 use storage::people::{
-    ApiKeyRecord, KeysOfRemoved, NewPerson, NewSignInLink, PeopleChange, PeopleWrite, PersonRecord,
-    TokenHash, Written,
+    ApiKeyRecord, KeysOfRemoved, NewPerson, PeopleChange, PeopleWrite, PersonRecord, Written,
 };
 
 use crate::authn::{Authenticated, auth_role, stored_role};
@@ -138,12 +136,12 @@ pub(crate) async fn invite(
     let account = authenticated.account();
     let person_id = random_id("per")?;
     let now = shared.now();
-    let (token, token_hash) =
-        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
-    let expires_at = Timestamp(
-        now.0
-            .saturating_add(shared.options.sign_in_link_lifetime_millis),
-    );
+    let (token, link) = crate::bootstrap::new_sign_in_link(
+        &person_id,
+        now,
+        shared.options.sign_in_link_lifetime_millis,
+    )?;
+    let expires_at = link.expires_at;
     let person = NewPerson {
         id: person_id.clone(),
         account: account.clone(),
@@ -152,12 +150,6 @@ pub(crate) async fn invite(
         role: stored_role(role),
         password_hash: None,
         created_at: now,
-    };
-    let link = NewSignInLink {
-        token_hash: TokenHash(*token_hash.as_bytes()),
-        person_id: person_id.clone(),
-        created_at: now,
-        expires_at,
     };
     let written = audited_write(
         shared,
@@ -373,18 +365,12 @@ pub(crate) async fn reissue_link(
     )
     .map_err(Error::denied("re-issue a sign-in link"))?;
     let now = shared.now();
-    let (token, token_hash) =
-        SignInLinkToken::generate().map_err(Error::auth("create a sign-in link"))?;
-    let expires_at = Timestamp(
-        now.0
-            .saturating_add(shared.options.sign_in_link_lifetime_millis),
-    );
-    let link = NewSignInLink {
-        token_hash: TokenHash(*token_hash.as_bytes()),
-        person_id: person.id.clone(),
-        created_at: now,
-        expires_at,
-    };
+    let (token, link) = crate::bootstrap::new_sign_in_link(
+        &person.id,
+        now,
+        shared.options.sign_in_link_lifetime_millis,
+    )?;
+    let expires_at = link.expires_at;
     let written = audited_write(
         shared,
         "re-issue a sign-in link",
