@@ -188,6 +188,22 @@ impl Engine {
         Ok((secrets, unavailable))
     }
 
+    /// A stored run's workflow, parsed again from its stored text (G1).
+    pub(crate) fn parse_stored_workflow(&self, record: &RunRecord) -> Result<Workflow, Error> {
+        spec::parse_workflow_within(
+            &record.workflow_file_name,
+            &record.workflow_source,
+            &self.options.limit_maxima,
+        )
+        .map_err(|diagnostics| Error::StoredWorkflowInvalid {
+            run: record.id.clone(),
+            detail: diagnostics
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "no diagnostics".to_owned()),
+        })
+    }
+
     /// Loads a stored run to continue it: parses its stored workflow again (G1) and looks its
     /// secrets up again (G18).
     pub(crate) fn load_context(&self, run: &RunId) -> Result<RunContext, Error> {
@@ -207,18 +223,7 @@ impl Engine {
                     .to_owned(),
             });
         }
-        let workflow = spec::parse_workflow_within(
-            &record.workflow_file_name,
-            &record.workflow_source,
-            &self.options.limit_maxima,
-        )
-        .map_err(|diagnostics| Error::StoredWorkflowInvalid {
-            run: run.clone(),
-            detail: diagnostics
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_else(|| "no diagnostics".to_owned()),
-        })?;
+        let workflow = self.parse_stored_workflow(&record)?;
         let (secrets, unavailable) = self.collect_secrets(
             run,
             &record.account,

@@ -622,18 +622,7 @@ impl Engine {
             .store
             .run(run)?
             .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
-        let workflow = spec::parse_workflow_within(
-            &stored.workflow_file_name,
-            &stored.workflow_source,
-            &self.options.limit_maxima,
-        )
-        .map_err(|diagnostics| Error::StoredWorkflowInvalid {
-            run: run.clone(),
-            detail: diagnostics
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
-        })?;
+        let workflow = self.parse_stored_workflow(&stored)?;
         let maxima = self.options.limit_maxima;
         let rows = spec::reach(&workflow, &|name| pinned.agent(name, &maxima));
         Ok(Some((record, rows)))
