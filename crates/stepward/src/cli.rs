@@ -429,8 +429,9 @@ pub struct CheckArgs {
 pub struct ReachArgs {
     /// The workflow file.
     pub file: PathBuf,
-    /// Where agent folders live (`<dir>/<name>/AGENT.md`); by default the `agents` folder
-    /// beside the workflow's folder, as in a workspace.
+    /// Where agent folders live (`<dir>/<name>/AGENT.md`); by default the account's workspace,
+    /// which `stepward run` takes them from, and for an agent it lacks (or with no data
+    /// directory here) the `agents` folder beside the workflow's folder.
     #[arg(long)]
     pub agents: Option<PathBuf>,
     /// Print the report as JSON.

@@ -54,15 +54,133 @@ pub fn display_name(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// Where agent folders are for a workflow: the given folder, or `agents/` beside the folder
-/// that holds the workflow (a workspace keeps `workflows/` and `agents/` side by side).
-pub fn agents_dir(workflow: &Path, explicit: Option<&Path>) -> PathBuf {
-    if let Some(dir) = explicit {
-        return dir.to_path_buf();
+/// Where the agents a workflow names are looked for. `stepward run` takes them from the
+/// account's workspace (issue 16 §1), so `check` and `reach` do too when this data directory
+/// has one; a file checked with no data directory here (meant for another server, or checked
+/// in a repository) has its agents in `agents/` beside the folder that holds it, as in a
+/// workspace.
+pub struct AgentLookup {
+    /// The local account's `agents/` folder, when the data directory has a database.
+    pub workspace: Option<PathBuf>,
+    /// `agents/` beside the workflow's folder, or the folder `--agents` names.
+    pub beside: PathBuf,
+    /// Whether `beside` is the folder `--agents` named.
+    explicit: bool,
+}
+
+/// Where one agent was found, and what a person should know about it.
+pub struct FoundAgent {
+    /// The agents folder the agent (and its colleagues) are read from.
+    pub dir: PathBuf,
+    pub note: Option<AgentNote>,
+}
+
+/// Why the agent `check` read is not the one `run` here would take.
+pub enum AgentNote {
+    /// The workspace has no such agent; the file's copy beside it was read instead.
+    NotInWorkspace { beside: PathBuf },
+    /// Both have it, and the bytes differ: the workspace's copy was read, as `run` would.
+    DiffersFromBeside { beside: PathBuf },
+}
+
+impl AgentLookup {
+    /// For `workflow`: the workspace's agents (when given), and the folder beside the file
+    /// (or `explicit`, which then is the only place looked).
+    pub fn new(workflow: &Path, workspace: Option<PathBuf>, explicit: Option<&Path>) -> Self {
+        match explicit {
+            Some(dir) => AgentLookup {
+                workspace: None,
+                beside: dir.to_path_buf(),
+                explicit: true,
+            },
+            None => {
+                let folder = workflow.parent().unwrap_or(Path::new("."));
+                let parent = folder.parent().unwrap_or(Path::new("."));
+                AgentLookup {
+                    workspace,
+                    beside: parent.join("agents"),
+                    explicit: false,
+                }
+            }
+        }
     }
-    let folder = workflow.parent().unwrap_or(Path::new("."));
-    let workspace = folder.parent().unwrap_or(Path::new("."));
-    workspace.join("agents")
+
+    /// Where `name` is read from, or `None` when neither place has it.
+    pub fn find(&self, name: &str) -> Option<FoundAgent> {
+        let file = |dir: &Path| dir.join(name).join("AGENT.md");
+        let beside = file(&self.beside);
+        let Some(workspace) = &self.workspace else {
+            return beside.is_file().then(|| FoundAgent {
+                dir: self.beside.clone(),
+                note: None,
+            });
+        };
+        let in_workspace = file(workspace);
+        if in_workspace == beside {
+            // The file lies in the workspace itself.
+            return in_workspace.is_file().then(|| FoundAgent {
+                dir: workspace.clone(),
+                note: None,
+            });
+        }
+        match (in_workspace.is_file(), beside.is_file()) {
+            (true, true) => {
+                let differs = fs::read(&in_workspace).ok() != fs::read(&beside).ok();
+                Some(FoundAgent {
+                    dir: workspace.clone(),
+                    note: differs.then_some(AgentNote::DiffersFromBeside { beside }),
+                })
+            }
+            (true, false) => Some(FoundAgent {
+                dir: workspace.clone(),
+                note: None,
+            }),
+            (false, true) => Some(FoundAgent {
+                dir: self.beside.clone(),
+                note: Some(AgentNote::NotInWorkspace { beside }),
+            }),
+            (false, false) => None,
+        }
+    }
+
+    /// How to make an agent found in neither place: where `run` here would take it from.
+    pub fn create_help(&self, name: &str) -> String {
+        match &self.workspace {
+            Some(_) => format!(
+                "put it in the account's workspace with `stepward files put \
+                 agents/{name}/AGENT.md --from FILE`, or name an agent that exists"
+            ),
+            None => format!(
+                "create {} (and make it pass `stepward check`), or name an agent that exists",
+                self.beside.join(name).join("AGENT.md").display()
+            ),
+        }
+    }
+
+    /// The places looked, for a message about an agent found in neither.
+    pub fn places(&self) -> String {
+        match &self.workspace {
+            Some(workspace) => format!(
+                "{} (the account's workspace, which `stepward run` here uses) and {} (beside the \
+                 workflow's folder)",
+                workspace.display(),
+                self.beside.display()
+            ),
+            None if self.explicit => {
+                format!("{} (the folder --agents names)", self.beside.display())
+            }
+            None => format!(
+                "{} (`agents/` beside the workflow's folder, as in a workspace)",
+                self.beside.display()
+            ),
+        }
+    }
+}
+
+/// The local account's workspace `agents/` folder, which `stepward run` takes agents from.
+pub fn workspace_agents(app: &crate::app::App) -> anyhow::Result<PathBuf> {
+    let workspace = app.workspaces().for_account(&app.account.0)?;
+    Ok(workspace.files_dir().join("agents"))
 }
 
 /// Reads and parses `<agents>/<name>/AGENT.md`; `Err` says why it is unavailable.

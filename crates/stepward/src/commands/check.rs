@@ -7,24 +7,36 @@ use crate::commands::{
     Shown, check_code, definition_value_diagnostic, diagnostics_json, print_diagnostics, print_json,
 };
 use crate::config::Config;
-use crate::definitions::{DefinitionKind, display_name, read_text};
+use crate::definitions::{AgentLookup, DefinitionKind, display_name, read_text};
 
 /// The local account, when the data directory already has a database: definitions are then
 /// checked against its names, and against its values as `run` checks them (G16), and what is
 /// printed is scrubbed with them. `check` never creates a data directory or a key.
-fn local_account(config: &Config) -> anyhow::Result<Option<(spec::AccountNames, Shown)>> {
+/// Its workspace's `agents/` folder is where `run` takes agents from, so `check` looks there
+/// first.
+struct LocalAccount {
+    names: spec::AccountNames,
+    shown: Shown,
+    agents: std::path::PathBuf,
+}
+
+fn local_account(config: &Config) -> anyhow::Result<Option<LocalAccount>> {
     if !config.database_path().exists() {
         return Ok(None);
     }
     let app = App::open(config.clone())?;
     let names = crate::commands::models::account_names(&app.store, &app.account)?;
-    Ok(Some((names, Shown::new(&app)?)))
+    Ok(Some(LocalAccount {
+        names,
+        shown: Shown::new(&app)?,
+        agents: crate::definitions::workspace_agents(&app)?,
+    }))
 }
 
 pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
     let local = local_account(config)?;
-    let account = local.as_ref().map(|(names, _)| names);
-    let shown = local.as_ref().map(|(_, shown)| shown);
+    let account = local.as_ref().map(|local| &local.names);
+    let shown = local.as_ref().map(|local| &local.shown);
     let maxima = &config.limit_maxima;
     let mut reports = Vec::new();
     let mut all_valid = true;
@@ -47,7 +59,13 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
                         .steps()
                         .iter()
                         .any(|step| !step.limits().declared().is_empty());
-                    let found = check_code::check_workflow(path, &text, &workflow, maxima);
+                    let found = check_code::check_workflow(
+                        path,
+                        &text,
+                        &workflow,
+                        &AgentLookup::new(path, local.as_ref().map(|l| l.agents.clone()), None),
+                        maxima,
+                    );
                     (found.errors, found.warnings)
                 }
                 Err(diagnostics) => (diagnostics, Vec::new()),

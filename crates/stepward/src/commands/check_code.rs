@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::definitions::{agents_dir, display_name, load_agent, read_text};
+use crate::definitions::{AgentLookup, AgentNote, display_name, load_agent, read_text};
 use crate::python_check::{Interpreter, signature_problems};
 
 /// Errors (the file would fail) and warnings (it would fail on this machine).
@@ -46,6 +46,7 @@ pub fn check_workflow(
     path: &Path,
     text: &str,
     workflow: &spec::Workflow,
+    agents: &AgentLookup,
     maxima: &spec::LimitMaxima,
 ) -> Findings {
     let file = display_name(path);
@@ -98,48 +99,97 @@ pub fn check_workflow(
             )),
         }
     }
-    let agents = agents_dir(path, None);
     for step in workflow.steps() {
         let spec::StepBody::Agent { agent, .. } = step.body() else {
             continue;
         };
-        let agent_file = agents.join(agent).join("AGENT.md");
         let at = step.body_origin().locate(1, 1);
-        if !agent_file.is_file() {
+        let Some(found) = agents.find(agent) else {
             findings.errors.push(diagnostic(
                 &file,
                 at,
                 "unknown-agent",
                 format!(
-                    "step {} hands its task to the agent `{agent}`, and there is no {}",
+                    "step {} hands its task to the agent `{agent}`, and there is no \
+                     {agent}/AGENT.md in {}",
                     step.id(),
-                    agent_file.display()
+                    agents.places()
                 ),
-                format!(
-                    "agents are looked for in {} (`agents/` beside the workflow's folder, as in a \
-                     workspace): create {agent}/AGENT.md there, or name an agent that exists",
-                    agents.display()
-                ),
+                agents.create_help(agent),
             ));
-        } else {
-            match load_agent(&agents, agent, maxima) {
-                Err(problem) => findings.errors.push(diagnostic(
-                    &file,
-                    at,
-                    "invalid-agent",
-                    format!(
-                        "step {} hands its task to the agent `{agent}`: {problem}",
-                        step.id()
-                    ),
-                    format!("fix {} first", agent_file.display()),
-                )),
-                Ok(found) => step_reach_findings(&file, at, step, &found, &agents, maxima)
-                    .into_iter()
-                    .for_each(|found| findings.errors.push(found)),
-            }
+            continue;
+        };
+        let agent_file = found.dir.join(agent).join("AGENT.md");
+        if let Some(note) = &found.note {
+            findings
+                .warnings
+                .push(agent_note(&file, at, step, agent, &agent_file, note));
+        }
+        match load_agent(&found.dir, agent, maxima) {
+            Err(problem) => findings.errors.push(diagnostic(
+                &file,
+                at,
+                "invalid-agent",
+                format!(
+                    "step {} hands its task to the agent `{agent}`: {problem}",
+                    step.id()
+                ),
+                format!("fix {} first", agent_file.display()),
+            )),
+            Ok(loaded) => step_reach_findings(&file, at, step, &loaded, &found.dir, maxima)
+                .into_iter()
+                .for_each(|found| findings.errors.push(found)),
         }
     }
     findings
+}
+
+/// The warning for an agent `check` read where `run` here would not, or whose copy beside the
+/// file differs from the one `run` takes.
+fn agent_note(
+    file: &str,
+    at: (u32, u32),
+    step: &spec::Step,
+    agent: &str,
+    read: &Path,
+    note: &AgentNote,
+) -> spec::Diagnostic {
+    match note {
+        AgentNote::NotInWorkspace { beside } => diagnostic(
+            file,
+            at,
+            "agent-not-in-workspace",
+            format!(
+                "step {} hands its task to the agent `{agent}`: {} was checked, but `stepward \
+                 run` here takes agents from the account's workspace, which has no \
+                 agents/{agent}/AGENT.md",
+                step.id(),
+                beside.display()
+            ),
+            format!(
+                "put it there with `stepward files put agents/{agent}/AGENT.md --from {}` (and \
+                 each script it names); a file meant for another server may leave it",
+                beside.display()
+            ),
+        ),
+        AgentNote::DiffersFromBeside { beside } => diagnostic(
+            file,
+            at,
+            "agent-differs-from-workspace",
+            format!(
+                "step {} hands its task to the agent `{agent}`: {} was checked, the copy \
+                 `stepward run` here takes, and it differs from {}",
+                step.id(),
+                read.display(),
+                beside.display()
+            ),
+            format!(
+                "to run the copy beside the file, put it in the workspace with `stepward files \
+                 put agents/{agent}/AGENT.md --from {}`",
+                beside.display()
+            ),
+        ),
+    }
 }
 
 /// What the agent of a step can reach through its colleagues (G21): a problem of the

@@ -7,7 +7,7 @@ use crate::app::App;
 use crate::cli::ReachArgs;
 use crate::commands::{parse_workflow_file, print_json};
 use crate::config::Config;
-use crate::definitions::{agents_dir, load_agent};
+use crate::definitions::{AgentLookup, load_agent, workspace_agents};
 
 pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
     let maxima = &config.limit_maxima;
@@ -15,9 +15,20 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
     else {
         return Ok(Outcome::Invalid);
     };
-    let agents = agents_dir(&args.file, args.agents.as_deref());
-    let mut rows = spec::reach(&workflow, &|agent| load_agent(&agents, agent, maxima).ok());
-    server::reach::with_model_hosts(&mut rows, &providers(config)?);
+    let app = local_app(config)?;
+    let workspace = app.as_ref().map(workspace_agents).transpose()?;
+    let agents = AgentLookup::new(&args.file, workspace, args.agents.as_deref());
+    // Each agent (and its colleagues) from where `check` reads it: the workspace `run` uses
+    // when it has the agent, else the folder beside the file.
+    let mut rows = spec::reach(&workflow, &|agent| {
+        let found = agents.find(agent)?;
+        load_agent(&found.dir, agent, maxima).ok()
+    });
+    let providers = match &app {
+        Some(app) => app.store.model_providers(&app.account)?,
+        None => Vec::new(),
+    };
+    server::reach::with_model_hosts(&mut rows, &providers);
     if args.json {
         print_json(&api_types::ReachReport {
             workflow: workflow.name().to_string(),
@@ -33,12 +44,11 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The local account's model providers, when the data directory already has a database:
-/// `reach` never creates one.
-fn providers(config: &Config) -> anyhow::Result<Vec<storage::models::ModelProvider>> {
+/// The local account (its model providers and workspace), when the data directory already has
+/// a database: `reach` never creates one.
+fn local_app(config: &Config) -> anyhow::Result<Option<App>> {
     if !config.database_path().exists() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let app = App::open(config.clone())?;
-    Ok(app.store.model_providers(&app.account)?)
+    Ok(Some(App::open(config.clone())?))
 }

@@ -180,3 +180,79 @@ fn g27_reach_shows_an_agent_steps_colleagues_their_secrets_with_holders_and_the_
     assert!(table.contains("TRACKER_TOKEN (filer)"), "{table}");
     assert!(table.contains("fake/small"), "{table}");
 }
+
+/// `check` and `reach` read an agent where `stepward run` takes it (issue 16 §1): from the
+/// account's workspace once the data directory has one. The copy beside the file is read only
+/// when the workspace lacks the agent, with a warning that `run` here would not find it, and a
+/// workspace copy that differs from the one beside the file is said to differ.
+#[test]
+fn g16_check_and_reach_read_agents_from_the_workspace_that_run_uses() {
+    use crate::agents::put;
+    let home = crate::support::Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    agent_file(dir.path(), "helper", "tools: [Read]\n");
+    let folder = dir.path().join("workflows");
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join("w.yaml");
+    std::fs::write(&path, workflow("ask", "helper")).unwrap();
+    let file = path.to_str().unwrap();
+    let check = |home: &crate::support::Home| {
+        let checked = home.stepward(&["check", "--json", file]);
+        let reports: serde_json::Value = serde_json::from_str(&stdout(&checked)).unwrap();
+        (checked.status.code(), reports[0].clone())
+    };
+    let internet = |home: &crate::support::Home| {
+        let shown = home.stepward(&["reach", "--json", file]);
+        assert!(shown.status.success(), "{}", crate::support::stderr(&shown));
+        let report: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
+        report["rows"][0]["internet"].as_str().unwrap().to_owned()
+    };
+
+    // No data directory here: the folder beside the file, and nothing to warn of.
+    let (code, report) = check(&home);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(places(&report, "warnings"), vec![], "{report}");
+    assert!(!home.data_dir().exists(), "check made a data directory");
+
+    // A workspace without the agent: the copy beside the file is checked, with a warning.
+    put(&home, "notes/a.txt", "a");
+    let (code, report) = check(&home);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(
+        places(&report, "warnings"),
+        vec![("agent-not-in-workspace".to_owned(), 5, 12)],
+        "{report}"
+    );
+    let help = report["warnings"][0]["help"].as_str().unwrap();
+    assert!(
+        help.contains("stepward files put agents/helper/AGENT.md"),
+        "{help}"
+    );
+    assert_eq!(internet(&home), "no");
+
+    // The workspace's own copy, networked, is the one both read; it differs from the file's.
+    put(
+        &home,
+        "agents/helper/AGENT.md",
+        "---\nname: helper\ndescription: An agent.\ntools: [Read]\nnetwork: public_egress\n---\nYou work.\n",
+    );
+    let (code, report) = check(&home);
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(
+        places(&report, "warnings"),
+        vec![("agent-differs-from-workspace".to_owned(), 5, 12)],
+        "{report}"
+    );
+    assert_eq!(internet(&home), "yes");
+
+    // An agent in neither place is an error naming both.
+    std::fs::write(&path, workflow("ask", "ghost")).unwrap();
+    let (code, report) = check(&home);
+    assert_eq!(code, Some(1), "{report}");
+    let message = report["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(message.contains("the account's workspace"), "{message}");
+    assert!(
+        message.contains("beside the workflow's folder"),
+        "{message}"
+    );
+}
