@@ -3,11 +3,12 @@
 
 use anyhow::Context;
 use engine::{Decision, GateDecision};
-use storage::{Door, RunId};
+use storage::{Door, EventLog, RunId};
 
 use crate::Outcome;
 use crate::app::App;
 use crate::cli::DecideArgs;
+use crate::commands::run::show_printed;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
 
@@ -17,6 +18,8 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
     }
     let app = App::open(config)?;
     let (engine, _lock) = app.engine()?;
+    let run = RunId(args.run.clone());
+    let already = app.store.events(&run).map_or(0, |events| events.len());
     let decision = Decision {
         kind,
         who: App::cli_actor(),
@@ -24,12 +27,10 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
         note: args.note.clone(),
     };
     let summary = engine
-        .decide(
-            &RunId(args.run.clone()),
-            args.step.trim_end_matches('!'),
-            decision,
-        )
+        .decide(&run, args.step.trim_end_matches('!'), decision)
         .with_context(|| format!("cannot decide on step {} of run {}", args.step, args.run))?;
-    print_summary(&summary, false, &Shown::new(&app)?)?;
+    let shown = Shown::new(&app)?;
+    show_printed(&app, &run, &shown, already)?;
+    print_summary(&summary, false, &shown)?;
     Ok(summary_outcome(&summary))
 }

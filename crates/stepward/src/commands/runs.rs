@@ -42,14 +42,17 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             };
             let new_inputs = (!inputs.is_empty()).then_some(serde_json::Value::Object(inputs));
             let (engine, _lock) = app.engine()?;
+            let id = RunId(run.clone());
+            let already = app.store.events(&id).map_or(0, |events| events.len());
             let summary = engine
                 .retry(
-                    &RunId(run.clone()),
+                    &id,
                     step.trim_end_matches('!'),
                     new_inputs,
                     app.decision(note),
                 )
                 .with_context(|| format!("cannot retry step {step} of run {run}"))?;
+            crate::commands::run::show_printed(&app, &id, &shown, already)?;
             print_summary(&summary, false, &shown)?;
             Ok(summary_outcome(&summary))
         }

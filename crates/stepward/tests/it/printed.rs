@@ -123,3 +123,72 @@ fn an_empty_history_says_so() {
     let history = home.stepward(&["files", "history", "--json"]);
     assert_eq!(stdout(&history).trim(), "[]", "{}", stderr(&history));
 }
+
+/// `approve` and `runs retry` show what the attempts they start printed, as `run` does, and
+/// only those: what the run printed before the decision was shown by the command that ran it.
+#[test]
+fn g17_approve_and_retry_show_what_their_attempts_printed_needs_root() {
+    let home = Home::new();
+    let workflow = home.dir.path().join("gated.yaml");
+    std::fs::write(
+        &workflow,
+        r#"name: gated
+python: "3.11"
+inputs:
+  fail: boolean
+steps:
+  - id: before
+    explain: Prints before the gate.
+    code: |
+      def main():
+          print("printed before the gate")
+          return {}
+  - id: send!
+    explain: Prints after the decision, and fails when asked to.
+    inputs:
+      fail: { from: input.fail }
+    code: |
+      def main(fail):
+          print("printed after the decision, fail is", fail)
+          if fail:
+              raise ValueError("asked to fail")
+          return {"sent": True}
+"#,
+    )
+    .unwrap();
+    let ran = home.stepward(&["run", workflow.to_str().unwrap(), "--input", "fail=true"]);
+    assert!(
+        stdout(&ran).contains("printed before the gate"),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let run = crate::support::run_id(&ran);
+    let approved = home.stepward(&["approve", &run, "send", "--note", "fine"]);
+    let shown = stdout(&approved);
+    assert!(
+        shown.contains("step send (attempt 1) printed on stdout:"),
+        "{shown}{}",
+        stderr(&approved)
+    );
+    assert!(shown.contains("fail is True"), "{shown}");
+    assert!(!shown.contains("printed before the gate"), "{shown}");
+
+    let retried = home.stepward(&[
+        "runs",
+        "retry",
+        &run,
+        "send",
+        "--input",
+        "fail=false",
+        "--note",
+        "again",
+    ]);
+    let shown = stdout(&retried);
+    assert!(
+        shown.contains("fail is False"),
+        "{shown}{}",
+        stderr(&retried)
+    );
+    assert!(!shown.contains("fail is True"), "{shown}");
+}
