@@ -11,6 +11,7 @@
 use api_types::schemas::{component_schemas, reference};
 use auth::{Access, Caller, find_policy};
 use axum::Json;
+use schemars::{Schema, schema_for};
 use serde_json::{Map, Value, json};
 
 use crate::registered_routes;
@@ -132,12 +133,50 @@ fn path_parameters(path: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The query parameters a route requires (the handlers' `Query<...>` types say the same).
-fn query_parameters(method: &str, path: &str) -> &'static [&'static str] {
+/// The query parameters of a route, from its handler's `Query<...>` type (so the document
+/// cannot drift from what the handler reads), and the names the handler requires although the
+/// type lets them be absent (it answers a clear error instead of axum's rejection).
+fn query_parameters(method: &str, path: &str) -> (Option<Schema>, &'static [&'static str]) {
+    use crate::handlers::{audit, files, workflow_versions};
     match (method, path) {
-        ("GET", "/api/workspace/file") => &["path"],
-        _ => &[],
+        ("GET", "/api/workspace/file") => (Some(schema_for!(files::PathQuery)), &["path"]),
+        ("GET", "/api/audit") => (Some(schema_for!(audit::AuditQuery)), &[]),
+        ("GET", "/api/workflows/{name}/diff") => {
+            (Some(schema_for!(workflow_versions::DiffQuery)), &[])
+        }
+        _ => (None, &[]),
     }
+}
+
+/// One OpenAPI parameter object per property of a `Query` type's schema.
+fn query_parameter_objects(schema: &Schema, also_required: &[&str]) -> Vec<Value> {
+    let value = schema.as_value();
+    let required: Vec<&str> = value["required"]
+        .as_array()
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(properties) = value["properties"].as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .map(|(name, property)| {
+            let mut property = property.clone();
+            let description = property
+                .as_object_mut()
+                .and_then(|object| object.remove("description"));
+            let mut parameter = json!({
+                "name": name,
+                "in": "query",
+                "required": required.contains(&name.as_str()) || also_required.contains(&name.as_str()),
+                "schema": property,
+            });
+            if let Some(description) = description {
+                parameter["description"] = description;
+            }
+            parameter
+        })
+        .collect()
 }
 
 /// The least access as the `x-least-role` extension names it.
@@ -153,18 +192,13 @@ fn least_role_name(access: Access) -> &'static str {
 fn operation(method: &str, path: &str) -> Value {
     let mut operation = Map::new();
     operation.insert("operationId".to_owned(), json!(operation_id(method, path)));
-    let parameters: Vec<Value> = path_parameters(path)
+    let mut parameters: Vec<Value> = path_parameters(path)
         .into_iter()
-        .map(|name| ("path", name))
-        .chain(
-            query_parameters(method, path)
-                .iter()
-                .map(|name| ("query", *name)),
-        )
-        .map(|(place, name)| {
-            json!({ "name": name, "in": place, "required": true, "schema": { "type": "string" } })
-        })
+        .map(|name| json!({ "name": name, "in": "path", "required": true, "schema": { "type": "string" } }))
         .collect();
+    if let (Some(schema), also_required) = query_parameters(method, path) {
+        parameters.extend(query_parameter_objects(&schema, also_required));
+    }
     if !parameters.is_empty() {
         operation.insert("parameters".to_owned(), Value::Array(parameters));
     }
@@ -352,6 +386,51 @@ mod tests {
             routes.len(),
             "the document has a route the router lacks"
         );
+    }
+
+    /// The query parameters come from the handlers' own `Query` types: every filter and cursor
+    /// of the audit log, both ends of a diff, and a file's path (required by its handler).
+    #[test]
+    fn g26_query_parameters_are_documented_from_the_handlers_query_types() {
+        let document = openapi_document();
+        let query = |method: &str, path: &str| -> Vec<(String, bool)> {
+            document["paths"][path][method]["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|parameter| parameter["in"] == "query")
+                .map(|parameter| {
+                    (
+                        parameter["name"].as_str().unwrap().to_owned(),
+                        parameter["required"].as_bool().unwrap(),
+                    )
+                })
+                .collect()
+        };
+        let audit = query("get", "/api/audit");
+        for name in ["actor", "action", "from", "to", "older", "newer", "limit"] {
+            assert!(
+                audit.contains(&(name.to_owned(), false)),
+                "{name}: {audit:?}"
+            );
+        }
+        assert_eq!(audit.len(), 7, "{audit:?}");
+        let diff = query("get", "/api/workflows/{name}/diff");
+        assert_eq!(
+            diff,
+            vec![("from".to_owned(), false), ("to".to_owned(), false)]
+        );
+        assert_eq!(
+            query("get", "/api/workspace/file"),
+            vec![("path".to_owned(), true)]
+        );
+        let limit = &document["paths"]["/api/audit"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|parameter| parameter["name"] == "limit")
+            .unwrap()["schema"];
+        assert!(limit.to_string().contains("integer"), "{limit}");
     }
 
     #[test]

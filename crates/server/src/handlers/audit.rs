@@ -23,7 +23,7 @@ pub(crate) const MAX_PAGE: usize = 500;
 
 /// The query of `GET /api/audit` (and of the console's page): every field optional, empty
 /// meaning "any".
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, schemars::JsonSchema)]
 pub(crate) struct AuditQuery {
     /// `KIND:ID` (`person:p_1`, `api_key:k_1`).
     #[serde(default)]

@@ -75,8 +75,9 @@ fn parse_path(requested: &str) -> Result<RelPath, Error> {
 }
 
 /// `?path=<relative path>` of a file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct PathQuery {
+    /// The file's path relative to the workspace.
     path: Option<String>,
 }
 

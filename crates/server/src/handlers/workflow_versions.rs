@@ -101,7 +101,7 @@ pub(crate) async fn export(
 }
 
 /// `?from=A&to=B`; by default the newest version against the one before it.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct DiffQuery {
     from: Option<u32>,
     to: Option<u32>,
