@@ -155,6 +155,7 @@ pub(crate) async fn serve_connections(
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ListenerLimits,
 ) -> io::Result<()> {
+    let shared = Arc::clone(&state.shared);
     let mut make_service = router(state).into_make_service_with_connect_info::<SocketAddr>();
     let admission = Arc::new(Admission::new(limits));
     let (draining_sender, draining) = watch::channel(false);
@@ -213,6 +214,17 @@ pub(crate) async fn serve_connections(
     // Nobody may be listening any more (no connection open): that is fine.
     let _ = draining_sender.send(true);
     drain(&mut connections, limits.shutdown_deadline).await;
+    // The counts of refused attempts held for the ticker are written now: a stop that waited
+    // for the next tick would lose up to a second of them.
+    let flushed = tokio::task::spawn_blocking(move || {
+        shared
+            .refusals
+            .flush_all(shared.store.as_ref(), shared.clock.now().0)
+    })
+    .await;
+    if let Ok(Err(error)) = flushed {
+        tracing::error!(%error, "the held counts of refused attempts could not be written");
+    }
     outcome
 }
 

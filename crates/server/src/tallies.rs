@@ -11,9 +11,9 @@
 //! to [`MAX_TEXT_CHARS`] characters and the cut is marked. A flood of refusals is what an
 //! attacker controls, so after the first one of a window (appended at once) the server holds
 //! their count in memory and adds it to the entry at most once a second and when the window
-//! ends ([`Refusals`], also from a ticker once a second when no further refusal comes): a
-//! flood costs no write per request. A crash loses at most the last second's count, never the
-//! entry.
+//! ends ([`Refusals`], also from a ticker once a second when no further refusal comes, and
+//! all of them when the server stops): a flood costs no write per request. A crash loses at
+//! most the last second's count, never the entry.
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
@@ -274,6 +274,28 @@ impl Refusals {
             return true;
         }
         false
+    }
+
+    /// Writes every held count now, due or not: the server is stopping, and nothing else
+    /// would write them.
+    pub(crate) fn flush_all(
+        &self,
+        store: &dyn ServerStore,
+        now: i64,
+    ) -> Result<(), storage::Error> {
+        let due: Vec<(NewAuditEntry, String, u64)> = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .by_key
+            .iter_mut()
+            .filter(|(_, count)| count.uses > 0)
+            .map(|(key, count)| take(key, count, now))
+            .collect();
+        for (entry, key, uses) in due {
+            store.tally_audit_uses(&entry, &key, uses)?;
+        }
+        Ok(())
     }
 
     /// Starts, once, the ticker that writes held counts every second.

@@ -245,6 +245,37 @@ async fn g11_held_counts_of_refusals_are_written_without_a_further_refusal() {
     assert_eq!(total, 25, "the held counts were not written");
 }
 
+/// A server that stops writes the counts it held for its ticker: the clock here stands still,
+/// so only the stop can write them.
+#[tokio::test(flavor = "multi_thread")]
+async fn g11_held_counts_of_refusals_are_written_when_the_server_stops() {
+    let harness = Harness::with_options(options());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server::serve(
+        listener,
+        harness.state.clone(),
+        async {
+            let _ = stopped.await;
+        },
+        server::ListenerLimits::with_max_connections(16),
+    ));
+    for _ in 0..25 {
+        sign_in(&harness, "127.0.0.35", ACCOUNT, "nobody@example.test").await;
+    }
+    let held = || {
+        entries_of(&harness, ACCOUNT, "session.sign_in_failed")
+            .iter()
+            .filter(|entry| entry.detail["remote"] == "127.0.0.35")
+            .map(|entry| entry.count)
+            .sum::<u64>()
+    };
+    assert!(held() < 25, "every count was written before the stop");
+    let _ = stop.send(());
+    serving.await.unwrap().unwrap();
+    assert_eq!(held(), 25, "the held counts were not written at the stop");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn g11_refusals_from_many_addresses_share_one_entry_past_the_first_256() {
     let harness = Harness::with_options(options());
