@@ -305,7 +305,10 @@ pub(crate) fn finish(
     let watched = helper.watch(&request, deadline, &invocation.limits, &mut cgroup)?;
     if let Some((layer, detail)) = watched.layer_failure {
         // Fail closed: the sandbox never ran the step. The guards tear everything down.
-        return Err(Error::LayerFailed { layer, detail });
+        return Err(Error::LayerFailed {
+            layer: layer.name().to_owned(),
+            detail,
+        });
     }
     let oom_killed = cgroup.oom_killed();
     // Every process of the sandbox is dead before the copy-back looks at its files (the
