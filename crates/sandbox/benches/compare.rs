@@ -82,14 +82,14 @@ const NAME_PREFIX: &str = "stepward-bench";
 /// Why the benchmark could not measure something. A missed target is not an error.
 #[derive(Debug, thiserror::Error)]
 enum BenchError {
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}")]
     Io {
         action: &'static str,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("could not start `{command}`: {source}")]
+    #[error("could not start `{command}`")]
     Spawn {
         command: String,
         #[source]
@@ -103,7 +103,7 @@ enum BenchError {
     },
     #[error("`{command}` printed {printed:?}, not the step's result {BASELINE_OUTPUT}")]
     WrongOutput { command: String, printed: String },
-    #[error("the sandbox failed: {0}")]
+    #[error("the sandbox failed")]
     Sandbox(#[from] sandbox::Error),
     #[error("the sandboxed step did not succeed: {outcome}; stderr: {stderr}")]
     StepFailed { outcome: String, stderr: String },
@@ -201,7 +201,14 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("benchmark error: {error}");
+            let mut text = error.to_string();
+            let mut cause = std::error::Error::source(&error);
+            while let Some(next) = cause {
+                text.push_str(": ");
+                text.push_str(&next.to_string());
+                cause = next.source();
+            }
+            eprintln!("benchmark error: {text}");
             ExitCode::FAILURE
         }
     }

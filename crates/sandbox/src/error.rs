@@ -18,7 +18,7 @@ pub enum Error {
     #[error("cannot use the interpreter {path}: {detail}")]
     RuntimeDiscovery { path: PathBuf, detail: String },
     /// A file or directory operation of the platform failed.
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}")]
     Io {
         action: &'static str,
         path: PathBuf,
@@ -37,7 +37,7 @@ pub enum Error {
     #[error("all {count} sandbox slots under {dir} are in use")]
     SlotsExhausted { dir: PathBuf, count: u32 },
     /// The jail helper could not be started.
-    #[error("cannot start the jail helper {helper}: {source}")]
+    #[error("cannot start the jail helper {helper}")]
     HelperSpawn {
         helper: PathBuf,
         #[source]
@@ -51,21 +51,34 @@ pub enum Error {
     #[error("the jail helper broke its protocol: {detail}")]
     HelperProtocol { detail: String },
     /// The plan handed to the helper could not be encoded or decoded.
-    #[error("the jail plan could not be {action}: {source}")]
+    #[error("the jail plan could not be {action}")]
     Plan {
         action: &'static str,
         #[source]
         source: serde_json::Error,
     },
     /// Staging the folder in, or collecting the copy-back, failed as a whole.
-    #[error("the copy-back failed: {0}")]
+    #[error(transparent)]
     CopyBack(#[from] crate::copyback::Error),
     /// The egress network for a `public_egress` step could not be built.
-    #[error("the egress network could not be built: {0}")]
+    #[error("the egress network could not be built")]
     Net(#[from] crate::net::Error),
 }
 
 impl Error {
+    /// The error and every cause under it, each stated once ("the egress network could not be
+    /// built: cannot open `/proc/…`: Permission denied"): what a record or a log line shows.
+    pub fn with_causes(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(next) = cause {
+            text.push_str(": ");
+            text.push_str(&next.to_string());
+            cause = next.source();
+        }
+        text
+    }
+
     /// Shorthand for an [`Error::Io`] with its path.
     pub(crate) fn io(
         action: &'static str,
@@ -77,5 +90,43 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// Issue 18 §2: a nested error states each cause once, so its printed chain never repeats
+    /// one.
+    #[test]
+    fn a_nested_sandbox_error_names_each_cause_once() {
+        let nested = Error::Net(crate::net::Error::Io {
+            action: "cannot open",
+            path: std::path::PathBuf::from("/proc/self/ns/net"),
+            source: std::io::Error::from_raw_os_error(libc::EACCES),
+        });
+        let chain = nested.with_causes();
+        assert!(
+            chain.starts_with(
+                "the egress network could not be built: cannot open `/proc/self/ns/net`: "
+            ),
+            "{chain}"
+        );
+        for cause in [
+            "could not be built",
+            "/proc/self/ns/net",
+            "ermission denied",
+        ] {
+            assert_eq!(chain.matches(cause).count(), 1, "{cause} in {chain}");
+        }
+        let copy_back = Error::CopyBack(crate::copyback::Error::Io {
+            operation: "cannot read",
+            path: std::path::PathBuf::from("/scratch/work/a"),
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        });
+        let chain = copy_back.with_causes();
+        assert_eq!(chain.matches("/scratch/work/a").count(), 1, "{chain}");
+        assert_eq!(chain.matches("copy-back").count(), 1, "{chain}");
     }
 }

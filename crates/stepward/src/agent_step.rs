@@ -42,7 +42,7 @@ pub struct AgentRuntime {
     pub backend: Arc<dyn Isolation>,
     pub store: Arc<SqliteStore>,
     pub secrets: Arc<dyn SecretSource>,
-    pub client: llm::Client,
+    pub client: crate::model_client::LazyModelClient,
     pub helper: HelperCommand,
     /// Where each step's view is staged; swept at start.
     pub views_dir: PathBuf,
@@ -418,7 +418,7 @@ impl AgentRuntime {
             self.secrets.as_ref(),
             &storage::AccountId(account.to_owned()),
             &name,
-            self.client.clone(),
+            self.client.get().map_err(|error| format!("{error:#}"))?,
         )
         .map_err(|error| format!("{error:#}"))?;
         Ok((reference.model.to_owned(), provider))

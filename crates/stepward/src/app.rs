@@ -201,13 +201,15 @@ impl App {
             ),
             _lock: lock.clone(),
         });
+        // One client for the agent steps and the supervisor, made only if a model is called.
+        let models = self.config.lazy_model_client();
         let views_dir = self.config.sandbox_state_dir().join("agent-views");
         crate::agent_step::sweep_views(&views_dir);
         let runtime = crate::agent_step::AgentRuntime {
             backend: backend.clone(),
             store: self.store.clone(),
             secrets: self.vault.clone(),
-            client: self.config.model_client()?,
+            client: models.clone(),
             helper: agent::helper::HelperCommand {
                 program: std::env::current_exe().context("cannot find this program's path")?,
                 args: vec![crate::FILE_TOOL_HELPER_ARG.to_owned()],
@@ -236,7 +238,7 @@ impl App {
             store: self.store.clone(),
             secrets: self.vault.clone(),
             scrub_sets: self.scrub_sets.clone(),
-            client: self.config.model_client()?,
+            client: models,
         });
         let engine = Engine::new(
             self.engine_options(),

@@ -254,10 +254,20 @@ impl Config {
     /// The client every model call of this process goes through, held to the operator's
     /// endpoint rules.
     pub fn model_client(&self) -> anyhow::Result<llm::Client> {
-        Ok(llm::Client::new(llm::ClientOptions {
+        Ok(llm::Client::new(self.model_client_options())?)
+    }
+
+    /// [`Config::model_client`], built when a model is first called: a run whose steps call
+    /// none never loads the host's root certificates.
+    pub fn lazy_model_client(&self) -> crate::model_client::LazyModelClient {
+        crate::model_client::LazyModelClient::new(self.model_client_options())
+    }
+
+    fn model_client_options(&self) -> llm::ClientOptions {
+        llm::ClientOptions {
             endpoints: self.model_endpoints.clone(),
             ..llm::ClientOptions::default()
-        })?)
+        }
     }
 
     pub fn database_path(&self) -> PathBuf {

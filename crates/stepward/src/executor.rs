@@ -344,7 +344,9 @@ fn sandbox_error_report(
     network: NetworkMode,
     backend: &str,
 ) -> ExecutionReport {
-    let reason = error.to_string();
+    // The whole chain: each sandbox error states its own context and leaves its cause to
+    // `source()` (issue 18 §2).
+    let reason = error.with_causes();
     let outcome = if before_code(error) {
         ExecutionOutcome::Refused { reason }
     } else if network == NetworkMode::PublicEgress {

@@ -16,6 +16,7 @@ mod definitions;
 mod executor;
 mod layout;
 mod lints;
+mod model_client;
 mod python_check;
 mod repair;
 mod secret_input;

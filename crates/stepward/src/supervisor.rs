@@ -20,7 +20,7 @@ pub struct ModelSupervisor {
     pub store: Arc<SqliteStore>,
     pub secrets: Arc<dyn SecretSource>,
     pub scrub_sets: ScrubSets,
-    pub client: llm::Client,
+    pub client: crate::model_client::LazyModelClient,
 }
 
 /// Who supervises an account's runs, or why a person does.
@@ -88,12 +88,16 @@ impl Supervisor for ModelSupervisor {
             Assistant::Nobody { why } => return to_person(why),
         };
         let account = AccountId(view.account.clone());
+        let client = match self.client.get() {
+            Ok(client) => client,
+            Err(error) => return to_person(format!("{error:#}")),
+        };
         let provider = match crate::commands::models::provider(
             &self.store,
             self.secrets.as_ref(),
             &account,
             &name,
-            self.client.clone(),
+            client,
         ) {
             Ok((_, provider)) => provider,
             Err(error) => {

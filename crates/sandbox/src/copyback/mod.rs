@@ -35,7 +35,7 @@ pub use workspace::SecretScreen;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A filesystem operation failed.
-    #[error("copy-back: {operation} {path}: {source}")]
+    #[error("copy-back: {operation} {path}")]
     Io {
         operation: &'static str,
         path: PathBuf,

@@ -32,6 +32,8 @@
 
 mod confine;
 mod filter;
+mod layer;
+pub use layer::Layer;
 #[cfg(feature = "test-controls")]
 mod filter_bench;
 #[cfg(feature = "test-controls")]
@@ -59,7 +61,7 @@ pub enum Status {
     /// Something the run's record should carry (e.g. Landlock missing).
     Note { text: String },
     /// A mandatory layer failed; the sandbox did not start.
-    Failed { layer: String, detail: String },
+    Failed { layer: Layer, detail: String },
     /// Python was exec'd inside the finished sandbox.
     Running,
     /// The sandbox's first process exited with this code, having used this much CPU (itself
@@ -72,11 +74,11 @@ pub enum Status {
 /// A layer that failed, with what was being done.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
-    pub layer: &'static str,
+    pub layer: Layer,
     pub detail: String,
 }
 
-fn failed(layer: &'static str, what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> Failure {
+fn failed(layer: Layer, what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> Failure {
     let what = what.to_string();
     move |error| Failure {
         layer,
@@ -92,7 +94,7 @@ pub fn jail_main() -> ! {
         Ok(code) => code,
         Err(failure) => {
             send_status(&Status::Failed {
-                layer: failure.layer.to_string(),
+                layer: failure.layer,
                 detail: failure.detail,
             });
             125
@@ -134,7 +136,7 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
         Started::Helper { child, pidfd } => supervise(sys.setup_channel(), child, pidfd),
         Started::ChildFailed(failure) => {
             sys.child_report(&Status::Failed {
-                layer: failure.layer.to_string(),
+                layer: failure.layer,
                 detail: failure.detail,
             });
             // SAFETY: _exit ends the child without running the helper's exit handlers.
@@ -161,11 +163,13 @@ pub(crate) fn start<S: Sys>(
     // 1. The helper runs as host root; without this the sandbox would keep root's
     //    supplementary groups (host gid 0) for file access checks.
     sys.drop_supplementary_groups()
-        .map_err(failed("identity", "setgroups(0) in the helper"))?;
+        .map_err(failed(Layer::Identity, "setgroups(0) in the helper"))?;
     // 2. public_egress: the sandbox lives in the namespace the platform built and owns.
     if let Some(netns) = &plan.netns {
-        sys.join_network_namespace(netns)
-            .map_err(failed("network", format!("setns {}", netns.path.display())))?;
+        sys.join_network_namespace(netns).map_err(failed(
+            Layer::Network,
+            format!("setns {}", netns.path.display()),
+        ))?;
     }
     // 3. v1 controllers: the helper (one thread) moves itself into the sandbox's groups, so
     //    the clone below inherits them and the child is a member before it runs anything.
@@ -174,7 +178,7 @@ pub(crate) fn start<S: Sys>(
     //    write on v1).
     for tasks in &plan.cgroup_v1_tasks {
         sys.write_control_file(tasks, "0")
-            .map_err(failed("cgroup", format!("join {}", tasks.display())))?;
+            .map_err(failed(Layer::Cgroup, format!("join {}", tasks.display())))?;
     }
     // 4. One clone into every namespace. The child is in its cgroups before it runs (v2 by
     //    CLONE_INTO_CGROUP, v1 inherited), and waits on the release pipe before it does
@@ -195,7 +199,7 @@ pub(crate) fn start<S: Sys>(
     }
     let forked = sys
         .clone_child(flags, plan.cgroup_v2_dir.as_deref())
-        .map_err(failed("namespaces", "clone3 into new namespaces"))?;
+        .map_err(failed(Layer::Namespaces, "clone3 into new namespaces"))?;
     match forked {
         Forked::Parent { child, pidfd } => {
             if let Err(failure) = parent_setup(sys, plan, child) {
@@ -216,33 +220,35 @@ fn parent_setup<S: Sys>(sys: &mut S, plan: &Plan, child: i32) -> Result<(), Fail
     // 5. The helper leaves the sandbox's v1 groups: it must neither count against their
     //    limits nor die when the platform kills their members.
     for tasks in &plan.cgroup_v1_home_tasks {
-        sys.write_control_file(tasks, "0")
-            .map_err(failed("cgroup", format!("return to {}", tasks.display())))?;
+        sys.write_control_file(tasks, "0").map_err(failed(
+            Layer::Cgroup,
+            format!("return to {}", tasks.display()),
+        ))?;
     }
     // 6. Single-line maps to one unprivileged host id; setgroups denied first (a process
     //    that could drop groups could shed a deny-by-group rule on the host).
     if plan.host_uid == 0 || plan.host_gid == 0 {
         return Err(Failure {
-            layer: "uid/gid maps",
+            layer: Layer::UidGidMaps,
             detail: String::from("the sandbox user must map to a non-zero host uid and gid"),
         });
     }
     let proc_dir = PathBuf::from(format!("/proc/{child}"));
     sys.write_control_file(&proc_dir.join("setgroups"), "deny")
-        .map_err(failed("uid/gid maps", "setgroups deny"))?;
+        .map_err(failed(Layer::UidGidMaps, "setgroups deny"))?;
     sys.write_control_file(
         &proc_dir.join("uid_map"),
         &format!("{} {} 1\n", plan.sandbox_uid, plan.host_uid),
     )
-    .map_err(failed("uid/gid maps", "uid_map"))?;
+    .map_err(failed(Layer::UidGidMaps, "uid_map"))?;
     sys.write_control_file(
         &proc_dir.join("gid_map"),
         &format!("{} {} 1\n", plan.sandbox_gid, plan.host_gid),
     )
-    .map_err(failed("uid/gid maps", "gid_map"))?;
+    .map_err(failed(Layer::UidGidMaps, "gid_map"))?;
     // 7. Release.
     sys.release_child()
-        .map_err(failed("namespaces", "release the child"))
+        .map_err(failed(Layer::Release, "release the child"))
 }
 
 /// Who brings up the loopback of the sandbox's network namespace.
@@ -265,33 +271,35 @@ fn child_setup<S: Sys>(
 ) -> Result<Infallible, Failure> {
     // 1. Die with the helper, which dies with the platform.
     sys.set_parent_death_signal()
-        .map_err(failed("namespaces", "PR_SET_PDEATHSIG"))?;
+        .map_err(failed(Layer::ParentDeathSignal, "PR_SET_PDEATHSIG"))?;
     // 2. Wait until the maps and cgroups are in place.
     sys.wait_for_release()
-        .map_err(failed("namespaces", "wait for release"))?;
+        .map_err(failed(Layer::Release, "wait for release"))?;
     // 3. The sandbox user, the one id mapped; the parent-death signal again, since an id
     //    change clears it.
     sys.set_ids(plan.sandbox_uid, plan.sandbox_gid)
-        .map_err(failed("identity", "setresgid/setresuid"))?;
-    sys.set_parent_death_signal()
-        .map_err(failed("namespaces", "PR_SET_PDEATHSIG after the id change"))?;
+        .map_err(failed(Layer::Identity, "setresgid/setresuid"))?;
+    sys.set_parent_death_signal().map_err(failed(
+        Layer::ParentDeathSignal,
+        "PR_SET_PDEATHSIG after the id change",
+    ))?;
     // 4. Cgroup namespace rooted at the sandbox's own groups.
     if plan.cgroup_namespace == CgroupNamespaceTiming::AfterAttach {
         sys.unshare_cgroup_namespace()
-            .map_err(failed("namespaces", "unshare(CLONE_NEWCGROUP)"))?;
+            .map_err(failed(Layer::Namespaces, "unshare(CLONE_NEWCGROUP)"))?;
     }
     // 5. A hostname that says nothing about the host.
     sys.set_hostname(&plan.hostname)
-        .map_err(failed("namespaces", "sethostname"))?;
+        .map_err(failed(Layer::Hostname, "sethostname"))?;
     // 5b. A namespace the clone made has its loopback down; bring it up (fail closed: the
     //     sandbox promises one).
     if loopback == Loopback::ChildBringsUp {
         sys.bring_up_loopback()
-            .map_err(failed("network", "bring up the loopback"))?;
+            .map_err(failed(Layer::Network, "bring up the loopback"))?;
     }
     // 6. Nothing we mount propagates to the host, nothing of the host's propagates in.
     sys.make_mounts_private()
-        .map_err(failed("mounts", "make / private"))?;
+        .map_err(failed(Layer::Mounts, "make / private"))?;
     // 7. The new root: an empty tmpfs.
     sys.mount_tmpfs(
         &plan.root_dir,
@@ -299,7 +307,7 @@ fn child_setup<S: Sys>(
         &format!("size={},mode=0755", plan.root_size_bytes),
     )
     .map_err(failed(
-        "mounts",
+        Layer::Mounts,
         format!("tmpfs root at {}", plan.root_dir.display()),
     ))?;
     // 8. Everything the sandbox may see, in plan order.
@@ -311,42 +319,48 @@ fn child_setup<S: Sys>(
         let target = under(&plan.root_dir, &file.target);
         if let Some(parent) = target.parent() {
             sys.create_dir_all(parent, 0o755)
-                .map_err(failed("mounts", format!("mkdir {}", parent.display())))?;
+                .map_err(failed(Layer::Files, format!("mkdir {}", parent.display())))?;
         }
         sys.create_file(&target, file.contents.as_bytes(), file.mode)
-            .map_err(failed("mounts", format!("write {}", file.target.display())))?;
+            .map_err(failed(
+                Layer::Files,
+                format!("write {}", file.target.display()),
+            ))?;
     }
     // 10. Switch roots; the host's root is detached and unreachable.
     sys.pivot_root(&plan.root_dir).map_err(failed(
-        "pivot_root",
+        Layer::PivotRoot,
         format!("pivot_root into {}", plan.root_dir.display()),
     ))?;
     // 11. The root itself becomes read-only.
     sys.remount_root_read_only()
-        .map_err(failed("mounts", "remount / read-only"))?;
-    sys.change_directory(&plan.cwd)
-        .map_err(failed("mounts", format!("chdir {}", plan.cwd.display())))?;
+        .map_err(failed(Layer::Mounts, "remount / read-only"))?;
+    sys.change_directory(&plan.cwd).map_err(failed(
+        Layer::Mounts,
+        format!("chdir {}", plan.cwd.display()),
+    ))?;
     // 12. Only stdin, stdout, stderr and the report channel reach Python.
     sys.close_other_fds()
-        .map_err(failed("namespaces", "close_range"))?;
+        .map_err(failed(Layer::Descriptors, "close_range"))?;
     // 13. A session of its own: no controlling terminal to inject into.
-    sys.new_session().map_err(failed("namespaces", "setsid"))?;
+    sys.new_session()
+        .map_err(failed(Layer::Session, "setsid"))?;
     // 14. Limits on every process of the sandbox.
     for limit in &plan.rlimits {
         sys.set_rlimit(*limit)
-            .map_err(failed("rlimits", format!("{:?}", limit.resource)))?;
+            .map_err(failed(Layer::Rlimits, format!("{:?}", limit.resource)))?;
     }
     // 15. The bounding set, while CAP_SETPCAP is still held.
     sys.drop_bounding_set()
-        .map_err(failed("capabilities", "PR_CAPBSET_DROP"))?;
+        .map_err(failed(Layer::Capabilities, "PR_CAPBSET_DROP"))?;
     // 16. No capability of any kind is left.
     sys.clear_capabilities().map_err(failed(
-        "capabilities",
+        Layer::Capabilities,
         "clear ambient/inheritable/permitted/effective",
     ))?;
     // 17. Nothing exec'd can gain privileges (and seccomp may be loaded unprivileged).
     sys.set_no_new_privs()
-        .map_err(failed("no_new_privs", "PR_SET_NO_NEW_PRIVS"))?;
+        .map_err(failed(Layer::NoNewPrivs, "PR_SET_NO_NEW_PRIVS"))?;
     // 18. Landlock where the kernel has it; its absence is recorded, not fatal.
     match sys.apply_landlock(&plan.landlock) {
         LandlockOutcome::Enforced => {}
@@ -360,7 +374,7 @@ fn child_setup<S: Sys>(
     // 19. seccomp, last: every syscall above was made before the filter existed.
     if seccomp_enforced(plan) {
         sys.load_seccomp()
-            .map_err(failed("seccomp", "load the compiled filters"))?;
+            .map_err(failed(Layer::Seccomp, "load the compiled filters"))?;
     } else {
         sys.child_report(&Status::Note {
             text: String::from("TEST CONTROL: seccomp filter off for a control probe"),
@@ -369,7 +383,7 @@ fn child_setup<S: Sys>(
     // 20. Python on the harness, with an empty environment.
     let error = sys.exec(&plan.exec_path, &plan.exec_argv);
     Err(Failure {
-        layer: "exec",
+        layer: Layer::Exec,
         detail: format!("execve {}: {error}", plan.exec_path.display()),
     })
 }
@@ -400,7 +414,7 @@ enum NodeKind {
 fn make_mountpoint<S: Sys>(sys: &mut S, target: &Path, kind: NodeKind) -> Result<(), Failure> {
     if let Some(parent) = target.parent() {
         sys.create_dir_all(parent, 0o755)
-            .map_err(failed("mounts", format!("mkdir {}", parent.display())))?;
+            .map_err(failed(Layer::Mounts, format!("mkdir {}", parent.display())))?;
     }
     let result = match kind {
         NodeKind::Directory => sys.create_dir_all(target, 0o755),
@@ -408,7 +422,7 @@ fn make_mountpoint<S: Sys>(sys: &mut S, target: &Path, kind: NodeKind) -> Result
     };
     match result {
         Err(error) if error.kind() != io::ErrorKind::AlreadyExists => Err(failed(
-            "mounts",
+            Layer::Mounts,
             format!("mount point {}", target.display()),
         )(error)),
         _ => Ok(()),
@@ -419,7 +433,7 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
     match step {
         MountStep::Dir { target, mode } => sys
             .create_dir_all(&under(root, target), *mode)
-            .map_err(failed("mounts", format!("mkdir {}", target.display()))),
+            .map_err(failed(Layer::Mounts, format!("mkdir {}", target.display()))),
         MountStep::BindReadOnly { source, target } => {
             bind_with(sys, root, source, target, READ_ONLY)
         }
@@ -442,13 +456,16 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
                 NO_EXEC,
                 &format!("size={size_bytes},nr_inodes={inodes},mode={mode:o}"),
             )
-            .map_err(failed("mounts", format!("tmpfs at {}", target.display())))
+            .map_err(failed(
+                Layer::Mounts,
+                format!("tmpfs at {}", target.display()),
+            ))
         }
         MountStep::MaskDir { target } => {
             let at = under(root, target);
             match sys
                 .probe(&at)
-                .map_err(failed("mounts", format!("stat {}", target.display())))?
+                .map_err(failed(Layer::Mounts, format!("stat {}", target.display())))?
             {
                 Some(true) => sys
                     .mount_tmpfs(
@@ -456,7 +473,7 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
                         READ_ONLY | libc::MS_NOEXEC,
                         "size=4k,nr_inodes=1,mode=0555",
                     )
-                    .map_err(failed("mounts", format!("mask {}", target.display()))),
+                    .map_err(failed(Layer::Mounts, format!("mask {}", target.display()))),
                 _ => Ok(()),
             }
         }
@@ -464,14 +481,14 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
             let at = under(root, target);
             match sys
                 .probe(&at)
-                .map_err(failed("proc", format!("stat {}", target.display())))?
+                .map_err(failed(Layer::Proc, format!("stat {}", target.display())))?
             {
                 Some(false) => {
                     sys.bind(Path::new("/dev/null"), &at)
-                        .map_err(failed("proc", format!("mask {}", target.display())))?;
+                        .map_err(failed(Layer::Proc, format!("mask {}", target.display())))?;
                     sys.remount_bind(&at, READ_ONLY | libc::MS_NOEXEC)
                         .map_err(failed(
-                            "proc",
+                            Layer::Proc,
                             format!("mask {} read-only", target.display()),
                         ))
                 }
@@ -482,7 +499,7 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
             let at = under(root, target);
             make_mountpoint(sys, &at, NodeKind::Directory)?;
             sys.mount_proc(&at).map_err(failed(
-                "proc",
+                Layer::Proc,
                 "mount a fresh /proc for the sandbox's pid namespace",
             ))
         }
@@ -490,13 +507,16 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
             let at = under(root, target);
             match sys
                 .probe(&at)
-                .map_err(failed("proc", format!("stat {}", target.display())))?
+                .map_err(failed(Layer::Proc, format!("stat {}", target.display())))?
             {
                 Some(_) => {
                     sys.bind(&at, &at)
-                        .map_err(failed("proc", format!("bind {}", target.display())))?;
+                        .map_err(failed(Layer::Proc, format!("bind {}", target.display())))?;
                     sys.remount_bind(&at, READ_ONLY | libc::MS_NOEXEC)
-                        .map_err(failed("proc", format!("{} read-only", target.display())))
+                        .map_err(failed(
+                            Layer::Proc,
+                            format!("{} read-only", target.display()),
+                        ))
                 }
                 None => Ok(()),
             }
@@ -505,10 +525,12 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
             let at = under(root, target);
             if let Some(parent) = at.parent() {
                 sys.create_dir_all(parent, 0o755)
-                    .map_err(failed("mounts", format!("mkdir {}", parent.display())))?;
+                    .map_err(failed(Layer::Mounts, format!("mkdir {}", parent.display())))?;
             }
-            sys.symlink(points_to, &at)
-                .map_err(failed("mounts", format!("symlink {}", target.display())))
+            sys.symlink(points_to, &at).map_err(failed(
+                Layer::Mounts,
+                format!("symlink {}", target.display()),
+            ))
         }
     }
 }
@@ -522,9 +544,9 @@ fn bind_with<S: Sys>(
 ) -> Result<(), Failure> {
     let directory = sys
         .probe(source)
-        .map_err(failed("mounts", format!("stat {}", source.display())))?
+        .map_err(failed(Layer::Mounts, format!("stat {}", source.display())))?
         .ok_or_else(|| Failure {
-            layer: "mounts",
+            layer: Layer::Mounts,
             detail: format!("bind source {} does not exist", source.display()),
         })?;
     let at = under(root, target);
@@ -535,11 +557,13 @@ fn bind_with<S: Sys>(
     };
     make_mountpoint(sys, &at, kind)?;
     sys.bind(source, &at).map_err(failed(
-        "mounts",
+        Layer::Mounts,
         format!("bind {} at {}", source.display(), target.display()),
     ))?;
-    sys.remount_bind(&at, flags)
-        .map_err(failed("mounts", format!("remount {}", target.display())))
+    sys.remount_bind(&at, flags).map_err(failed(
+        Layer::Mounts,
+        format!("remount {}", target.display()),
+    ))
 }
 
 /// Closes every descriptor the platform did not arrange (defence in depth: the platform
@@ -573,11 +597,13 @@ fn read_plan() -> Result<Plan, Failure> {
         } else if read == 0 {
             break;
         } else if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Err(failed("helper", "read the plan")(io::Error::last_os_error()));
+            return Err(failed(Layer::Helper, "read the plan")(
+                io::Error::last_os_error(),
+            ));
         }
     }
     serde_json::from_slice(&line).map_err(|error| Failure {
-        layer: "helper",
+        layer: Layer::Helper,
         detail: format!("unreadable plan: {error}"),
     })
 }
@@ -649,7 +675,7 @@ fn supervise(setup_channel: RawFd, child: i32, pidfd: RawFd) -> Result<i32, Fail
             if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(failed("helper", "poll")(io::Error::last_os_error()));
+            return Err(failed(Layer::Helper, "poll")(io::Error::last_os_error()));
         }
         if setup_open && polled[0].revents != 0 {
             let mut buffer = [0u8; 4096];

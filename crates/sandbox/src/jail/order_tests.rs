@@ -10,7 +10,7 @@ use crate::jail::plan::{
     RlimitResource,
 };
 use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, Sys};
-use crate::jail::{Failure, PrivateNetwork, Started, Status, start};
+use crate::jail::{Failure, Layer, PrivateNetwork, Started, Status, start};
 
 /// Records every call; `clone_child` answers with the side under test.
 struct Recorder {
@@ -335,7 +335,10 @@ fn g10_jail_order_namespaces_maps_mounts_pivot_rlimits_caps_nnp_seccomp_last() {
     // The exec failed in the fake: the child reports the layer by name.
     assert!(matches!(
         child_result,
-        Started::ChildFailed(Failure { layer: "exec", .. })
+        Started::ChildFailed(Failure {
+            layer: Layer::Exec,
+            ..
+        })
     ));
     // Landlock's absence is recorded as a note.
     assert!(
@@ -427,7 +430,7 @@ fn g10_a_failed_layer_stops_setup_and_is_named() {
     let Started::ChildFailed(failure) = result else {
         panic!("expected a failure, got {result:?}");
     };
-    assert_eq!(failure.layer, "proc");
+    assert_eq!(failure.layer, Layer::Proc);
     assert!(
         !child.calls.iter().any(|call| call.starts_with("pivot_root")
             || call == "seccomp"
@@ -441,7 +444,7 @@ fn g10_a_failed_layer_stops_setup_and_is_named() {
     else {
         panic!("expected a failure");
     };
-    assert_eq!(failure.layer, "no_new_privs");
+    assert_eq!(failure.layer, Layer::NoNewPrivs);
     assert!(!no_nnp.calls.iter().any(|call| call.starts_with("exec")));
 
     let mut no_seccomp = Recorder::new(Forked::Child);
@@ -451,7 +454,7 @@ fn g10_a_failed_layer_stops_setup_and_is_named() {
     else {
         panic!("expected a failure");
     };
-    assert_eq!(failure.layer, "seccomp");
+    assert_eq!(failure.layer, Layer::Seccomp);
     assert!(!no_seccomp.calls.iter().any(|call| call.starts_with("exec")));
 }
 
@@ -467,7 +470,7 @@ fn g10_a_root_mapping_is_refused_before_any_map_is_written() {
     assert!(matches!(
         result,
         Err(Failure {
-            layer: "uid/gid maps",
+            layer: Layer::UidGidMaps,
             ..
         })
     ));
@@ -495,4 +498,81 @@ fn g11_a_network_namespace_the_clone_made_gets_its_loopback_up_before_capabiliti
         !calls.iter().any(|call| call == "loopback up"),
         "{calls:#?}"
     );
+}
+
+/// Every numbered step that can fail reports its own layer (issue 18 §2: `close_range` and
+/// `setsid` used to fail as "namespaces"), and nothing after it runs: neither the release of
+/// the child (helper side) nor the exec (child side).
+#[test]
+fn g10_every_numbered_step_fails_under_its_own_layer() {
+    let mut egress = plan();
+    egress.netns = Some(NetnsPlan {
+        path: PathBuf::from("/run/netns/stepward-3-abc"),
+        device: 4,
+        inode: 4_026_532_178,
+    });
+    let helper_steps: [(&str, Layer); 8] = [
+        ("setgroups(0)", Layer::Identity),
+        ("setns", Layer::Network),
+        ("write /sys/fs/cgroup/memory/stepward", Layer::Cgroup),
+        ("clone", Layer::Namespaces),
+        ("write /sys/fs/cgroup/memory/tasks", Layer::Cgroup),
+        ("write /proc/4242/setgroups", Layer::UidGidMaps),
+        ("write /proc/4242/gid_map", Layer::UidGidMaps),
+        ("release", Layer::Release),
+    ];
+    for (call, layer) in helper_steps {
+        let mut parent = Recorder::new(Forked::Parent {
+            child: 4242,
+            pidfd: 9,
+        });
+        parent.fail_on = Some(call);
+        let result = start(&mut parent, &egress, PrivateNetwork::AtClone);
+        let Err(failure) = result else {
+            panic!("a failing `{call}` was not reported: {result:?}");
+        };
+        assert_eq!(failure.layer, layer, "`{call}`: {}", failure.detail);
+        assert!(
+            call == "release" || !parent.calls.iter().any(|made| made == "release"),
+            "`{call}` failed but the child was released: {:#?}",
+            parent.calls
+        );
+    }
+    let child_steps: [(&str, Layer); 21] = [
+        ("pdeathsig", Layer::ParentDeathSignal),
+        ("wait_for_release", Layer::Release),
+        ("setresid", Layer::Identity),
+        ("unshare cgroup", Layer::Namespaces),
+        ("hostname", Layer::Hostname),
+        ("loopback up", Layer::Network),
+        ("mount private", Layer::Mounts),
+        ("mount tmpfs /scratch/root", Layer::Mounts),
+        ("mount bind /usr/bin", Layer::Mounts),
+        ("mount proc", Layer::Proc),
+        ("create /scratch/root/etc/passwd", Layer::Files),
+        ("pivot_root", Layer::PivotRoot),
+        ("mount remount / ro", Layer::Mounts),
+        ("chdir", Layer::Mounts),
+        ("close_range", Layer::Descriptors),
+        ("setsid", Layer::Session),
+        ("rlimit", Layer::Rlimits),
+        ("caps bounding", Layer::Capabilities),
+        ("caps clear", Layer::Capabilities),
+        ("no_new_privs", Layer::NoNewPrivs),
+        ("seccomp", Layer::Seccomp),
+    ];
+    for (call, layer) in child_steps {
+        let mut child = Recorder::new(Forked::Child);
+        child.fail_on = Some(call);
+        let result = start(&mut child, &plan(), PrivateNetwork::AtClone).unwrap();
+        let Started::ChildFailed(failure) = result else {
+            panic!("a failing `{call}` was not reported: {result:?}");
+        };
+        assert_eq!(failure.layer, layer, "`{call}`: {}", failure.detail);
+        assert!(
+            !child.calls.iter().any(|made| made.starts_with("exec")),
+            "`{call}` failed but Python was exec'd: {:#?}",
+            child.calls
+        );
+    }
 }

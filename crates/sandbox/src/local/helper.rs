@@ -30,7 +30,7 @@ pub(crate) struct Watched {
     pub report: Vec<u8>,
     pub report_overflow: bool,
     pub notes: Vec<String>,
-    pub layer_failure: Option<(String, String)>,
+    pub layer_failure: Option<(crate::jail::Layer, String)>,
     pub termination: Termination,
     pub cpu_millis: u64,
     pub timed_out: bool,
@@ -399,7 +399,10 @@ impl Helper {
             {
                 match serde_json::from_slice::<Status>(line) {
                     Ok(Status::Failed { layer, detail }) => {
-                        return Err(Error::LayerFailed { layer, detail });
+                        return Err(Error::LayerFailed {
+                            layer: layer.name().to_owned(),
+                            detail,
+                        });
                     }
                     Ok(Status::Exited { .. } | Status::Signaled { .. }) => {
                         return Err(Error::HelperProtocol {

@@ -17,6 +17,7 @@ mod priority;
 mod reaper;
 pub(crate) mod run;
 mod spare;
+mod teardown;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -87,6 +88,15 @@ impl LocalOptions {
     fn harness_dir(&self) -> PathBuf {
         self.state_dir.join("harness")
     }
+
+    /// The empty directory every sandbox's child mounts its tmpfs root on, in its own private
+    /// mount namespace (so no sandbox's root is visible to the host or to another sandbox),
+    /// before it pivots into it. One for all: a directory of its own per sandbox would cost a
+    /// `mkdir` on the step's path and an `rmdir` of a former mount point in the teardown.
+    /// Root's, empty, and never written.
+    fn root_mountpoint(&self) -> PathBuf {
+        self.state_dir.join("root")
+    }
 }
 
 /// The local backend. Each [`Isolation::run`] uses a sandbox built for it alone (cold, or
@@ -148,6 +158,7 @@ impl LocalBackend {
             (options.state_dir.clone(), 0o711),
             (options.scratch_dir(), 0o711),
             (options.harness_dir(), 0o755),
+            (options.root_mountpoint(), 0o755),
         ] {
             std::fs::create_dir_all(&dir)
                 .map_err(|source| Error::io("cannot create", &dir, source))?;

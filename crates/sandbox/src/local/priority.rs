@@ -6,9 +6,10 @@
 //! and the sandbox's every thread get nice 0 back, the priority a cold step runs at.
 //!
 //! `setpriority(PRIO_PROCESS, tid)` changes one thread on Linux, and a thread or process
-//! inherits its creator's nice value; so the refill lowers its own thread, lowers a spare
-//! helper (started elsewhere at 0) before it gets its plan, and the claim restores each
-//! thread listed in `/proc/<pid>/task`. Raising a priority back needs `CAP_SYS_NICE`, which
+//! inherits its creator's nice value; so the refill lowers its own thread (it never takes the
+//! spare helper, which was started at 0 and is kept for requests: it spawns its own, which
+//! inherits the lowered priority), and the claim restores each thread listed in
+//! `/proc/<pid>/task`. Raising a priority back needs `CAP_SYS_NICE`, which
 //! the platform has (it runs as root); a claim that cannot restore it fails closed, naming
 //! the priority, rather than run the step slowed.
 

@@ -3,9 +3,10 @@
 //! time, in the pool). [`finish`] puts the invocation in (the folder's copy, then code,
 //! inputs and environment), watches it under the wall-clock limit and tears everything down.
 //!
-//! Every resource is a guard released in this order on success, error, timeout and panic: the
-//! helper (killed, taking the sandbox's pid namespace with it), the egress network, the
-//! cgroups (every member killed, groups removed), the scratch folder, the slot.
+//! Every resource is held by one [`Teardown`] guard, which releases them in its written order
+//! on success, error, timeout and panic: the helper (killed, taking the sandbox's pid
+//! namespace with it), the egress network, the cgroups (every member killed, groups removed),
+//! the scratch folder, the slot.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::local::helper::Helper;
 use crate::local::outcome::{self, Observed};
 use crate::local::plan::{self as local_plan, PlanInputs};
 use crate::local::pool::Class;
+use crate::local::teardown::Teardown;
 use crate::slot::Slot;
 use crate::{Error, Invocation, NetworkMode, Observation};
 
@@ -31,14 +33,12 @@ pub(crate) enum SeccompMode {
     DisabledForControlProbe,
 }
 
-/// A sandbox whose Python waits for its request. Fields drop in declaration order, which is
-/// the teardown order.
+/// What one sandbox holds on the host, in its teardown order.
+type Parts = Teardown<Helper, crate::net::EgressNetwork, SandboxCgroup, ScratchDir, Slot>;
+
+/// A sandbox whose Python waits for its request.
 pub(crate) struct Prepared {
-    helper: Helper,
-    network: Option<crate::net::EgressNetwork>,
-    cgroup: SandboxCgroup,
-    scratch: ScratchDir,
-    slot: Slot,
+    parts: Parts,
     host_id: u32,
     /// The limits it was built with; the invocation's are applied at the claim.
     limits: crate::Limits,
@@ -60,7 +60,7 @@ pub(crate) enum Priority {
 impl Prepared {
     /// Blocks until the harness is loaded and waits for its request.
     pub(crate) fn wait_ready(&mut self) -> Result<(), Error> {
-        self.helper.wait_ready(READY_TIMEOUT)
+        self.parts.helper()?.wait_ready(READY_TIMEOUT)
     }
 }
 
@@ -152,24 +152,31 @@ pub(crate) fn prepare_at(
             detail: String::from("uid_base + slot overflows"),
         })?;
     let suffix = format!("{}-{}", slot.index(), crate::unique_nanos());
-    let scratch = ScratchDir::create(
+    let slot_index = slot.index();
+    // From here on everything the sandbox holds is in `parts`: whatever fails below tears
+    // down what was built so far, in the guard's order.
+    let mut parts = Parts::new(slot);
+    parts.hold_scratch(ScratchDir::create(
         &shared.options.scratch_dir(),
         &suffix,
         host_id,
         limits.work_bytes,
-    )?;
+    )?);
+    let work_dir = parts.scratch()?.work();
     // The folder's copy goes into `work` only when the invocation arrives; the sandbox sees it
     // through the bind mount of that directory. Until then it is empty and owned by the
     // sandbox user.
-    std::os::unix::fs::chown(scratch.work(), Some(host_id), Some(host_id))
-        .map_err(|source| Error::io("cannot chown", scratch.work(), source))?;
-    let cgroup = shared
-        .cgroups
-        .create_sandbox(&format!("sb-{suffix}"), &limits)?;
-    let network = match egress_options {
-        Some(options) => Some(crate::net::EgressNetwork::create(options, slot.index())?),
-        None => None,
-    };
+    std::os::unix::fs::chown(&work_dir, Some(host_id), Some(host_id))
+        .map_err(|source| Error::io("cannot chown", &work_dir, source))?;
+    parts.hold_cgroup(
+        shared
+            .cgroups
+            .create_sandbox(&format!("sb-{suffix}"), &limits)?,
+    );
+    if let Some(options) = egress_options {
+        parts.hold_network(crate::net::EgressNetwork::create(options, slot_index)?);
+    }
+    let network = parts.network();
     let extra_read_only = match network {
         // TLS needs the host's public CA bundle; it is public data.
         Some(_) => local_plan::egress_read_only(),
@@ -189,10 +196,10 @@ pub(crate) fn prepare_at(
             .map_or(&runtime.mounts[..], Vec::as_slice),
         limits: &limits,
         host_id,
-        root_dir: scratch.root(),
-        work_dir: scratch.work(),
+        root_dir: shared.options.root_mountpoint(),
+        work_dir: work_dir.clone(),
         harness_dir: shared.options.harness_dir(),
-        cgroup: &cgroup,
+        cgroup: parts.cgroup()?,
         cgroup_v1_home_tasks: shared.cgroups.v1_home_tasks_files(),
         cgroup_namespace,
         netns: network.as_ref().map(|network| {
@@ -213,13 +220,9 @@ pub(crate) fn prepare_at(
             plan.test_seccomp = crate::jail::plan::SeccompSwitch::DisabledForControlProbe;
         }
     }
-    let helper = start_helper(shared, &plan, priority)?;
+    parts.hold_helper(start_helper(shared, &plan, priority)?);
     Ok(Prepared {
-        helper,
-        network,
-        cgroup,
-        scratch,
-        slot,
+        parts,
         host_id,
         limits,
         interpreter: runtime.version.clone(),
@@ -228,31 +231,28 @@ pub(crate) fn prepare_at(
     })
 }
 
-/// The spare helper with this plan, or a freshly spawned one when there is no spare (or it
-/// is gone). A new spare is spawned on the reaper's thread, off this path.
+/// A request's sandbox gets the spare helper with this plan, or a freshly spawned one when
+/// there is no spare (or it is gone); a new spare is spawned on the reaper's thread, off this
+/// path. A warm pool refill never takes the spare: it spawns a helper of its own, at its own
+/// background priority, so that under sustained load the spare is there for the next cold
+/// request instead of that request paying the helper's fork and exec (issue 13, part 4).
 fn start_helper(
     shared: &Shared,
     plan: &crate::jail::plan::Plan,
     priority: Priority,
 ) -> Result<Helper, Error> {
-    let spare = shared.spare.take();
-    let refill = Arc::clone(&shared.spare);
-    // A closed reaper hands the job back: the backend is going away and needs no spare.
-    drop(shared.reaper.later(Box::new(move || refill.fill())));
-    if let Some(mut helper) = spare {
-        // The spare was started at normal priority; a refill's must yield before it builds
-        // the sandbox, which inherits its priority. Best effort, like the refill's own.
-        if priority == Priority::Background {
-            let _ = crate::local::priority::set_process(
-                helper.pid(),
-                crate::local::priority::BACKGROUND_NICE,
-            );
-        }
-        if helper.send_plan(plan).is_ok() {
+    if priority == Priority::Request {
+        let spare = shared.spare.take();
+        let refill = Arc::clone(&shared.spare);
+        // A closed reaper hands the job back: the backend is going away and needs no spare.
+        drop(shared.reaper.later(Box::new(move || refill.fill())));
+        if let Some(mut helper) = spare
+            && helper.send_plan(plan).is_ok()
+        {
             return Ok(helper);
         }
     }
-    // A helper spawned here inherits this thread's priority.
+    // A helper spawned here inherits this thread's priority (a refill's is lowered).
     Helper::spawn(&shared.options.helper, plan)
 }
 
@@ -262,58 +262,52 @@ pub(crate) fn finish(
     prepared: Prepared,
     invocation: Invocation,
 ) -> Result<Observation, Error> {
-    // The bindings of a destructuring `let` drop in reverse order of the pattern, so the
-    // pattern lists the guards in reverse teardown order: on every early return below the
-    // helper (and with it the sandbox) goes first, the slot last. In the order of `Prepared`'s
-    // fields, an error here would free the slot's host uid and addresses and remove the
-    // scratch folder while the sandbox still ran.
+    // Every early return below drops `parts`, which tears the sandbox down in its written
+    // order (the helper first, the slot last; see `local::teardown`).
     let Prepared {
-        slot,
-        scratch,
-        mut cgroup,
-        network,
-        mut helper,
+        mut parts,
         host_id,
         limits,
         interpreter,
         stdlib_module_names,
         background,
     } = prepared;
+    let work = parts.scratch()?.work();
     // A sandbox a refill built at background priority runs the step at a cold step's:
     // every thread of the helper and of the sandbox's one process back to nice 0, before
     // anything of the invocation goes in.
     if background {
-        crate::local::priority::set_process(helper.pid(), 0)?;
-        for pid in cgroup.member_pids()? {
+        crate::local::priority::set_process(parts.helper()?.pid(), 0)?;
+        for pid in parts.cgroup()?.member_pids()? {
             crate::local::priority::set_process(pid as u32, 0)?;
         }
     }
     // The invocation's declared limits, before anything of it goes in.
-    crate::local::claim::apply(
-        &cgroup,
-        &scratch.work(),
-        host_id,
-        &limits,
-        &invocation.limits,
-    )?;
-    let manifest = copyback::stage_in(&invocation.work_dir, &scratch.work(), (host_id, host_id))?;
+    crate::local::claim::apply(parts.cgroup()?, &work, host_id, &limits, &invocation.limits)?;
+    let manifest = copyback::stage_in(&invocation.work_dir, &work, (host_id, host_id))?;
     let request = crate::request::harness_request(&invocation, &stdlib_module_names)?;
 
     let deadline = Instant::now() + invocation.limits.wall;
-    // On an error the guards drop right here, the helper first (it kills and reaps the
+    // On an error the guard drops right here, the helper first (it kills and reaps the
     // sandbox's first process before it exits).
-    let watched = helper.watch(&request, deadline, &invocation.limits, &mut cgroup)?;
+    let watched = {
+        let (helper, cgroup) = parts.helper_and_cgroup()?;
+        helper.watch(&request, deadline, &invocation.limits, cgroup)?
+    };
     if let Some((layer, detail)) = watched.layer_failure {
-        // Fail closed: the sandbox never ran the step. The guards tear everything down.
-        return Err(Error::LayerFailed { layer, detail });
+        // Fail closed: the sandbox never ran the step. The guard tears everything down.
+        return Err(Error::LayerFailed {
+            layer: layer.name().to_owned(),
+            detail,
+        });
     }
-    let oom_killed = cgroup.oom_killed();
+    let oom_killed = parts.cgroup()?.oom_killed();
     // Every process of the sandbox is dead before the copy-back looks at its files (the
     // groups themselves go with the rest of the teardown, below).
-    cgroup.kill_all_members()?;
-    // The egress network goes now, as before: callers and tests expect it gone when the
-    // step's observation arrives (moving it to the reaper would save its teardown time).
-    drop(network);
+    parts.cgroup()?.kill_all_members()?;
+    // The egress network goes now: callers and tests expect it gone when the step's
+    // observation arrives (moving it to the reaper would save its teardown time).
+    parts.drop_network();
 
     let stderr_tail = crate::tail::stderr_tail(&watched.stderr);
     let outcome = outcome::classify(&Observed {
@@ -328,20 +322,15 @@ pub(crate) fn finish(
         stderr_tail,
     });
     let copy_back = copyback::collect(
-        &scratch.work(),
+        &work,
         &manifest,
         &shared.options.copy_back,
         invocation.screen.as_ref(),
     )?;
     // Every process is dead and the copy-back is collected: the rest of the teardown
     // (reaping the helper, removing the groups and the scratch folder, freeing the slot)
-    // costs milliseconds and runs on the reaper, off the request's path.
-    shared.reaper.dispose(Box::new(Finished {
-        _helper: helper,
-        _cgroup: cgroup,
-        _scratch: scratch,
-        _slot: slot,
-    }));
+    // costs milliseconds and runs on the reaper, off the request's path, in the guard's order.
+    shared.reaper.dispose(Box::new(parts));
     Ok(Observation {
         outcome,
         stdout: Zeroizing::new(watched.stdout),
@@ -354,17 +343,9 @@ pub(crate) fn finish(
     })
 }
 
-/// What a finished sandbox leaves behind. Fields drop in declaration order, which is the
-/// teardown order of [`Prepared`]; they are only held, for their drops.
-struct Finished {
-    _helper: Helper,
-    _cgroup: SandboxCgroup,
-    _scratch: ScratchDir,
-    _slot: Slot,
-}
-
-/// The scratch folder of one sandbox: `work` (the folder's copy, `/work`) and `root` (the
-/// empty mount point of the sandbox's root). Removed on drop.
+/// The scratch folder of one sandbox: `work` (the folder's copy, `/work`). Removed on drop.
+/// (The sandbox's root is mounted on the backend's shared, empty mount point: see
+/// `LocalOptions::root_mountpoint`.)
 struct ScratchDir {
     path: PathBuf,
 }
@@ -375,24 +356,18 @@ impl ScratchDir {
         std::fs::create_dir(&path).map_err(|source| Error::io("cannot create", &path, source))?;
         let scratch = Self { path };
         // Searchable by root and by this sandbox's group only: the jail's child binds `work`
-        // and mounts over `root` after it took the sandbox's id.
+        // after it took the sandbox's id.
         std::os::unix::fs::chown(&scratch.path, Some(0), Some(host_id))
             .map_err(|source| Error::io("cannot chown", &scratch.path, source))?;
         crate::local::set_mode(&scratch.path, 0o710)?;
-        for child in [scratch.work(), scratch.root()] {
-            std::fs::create_dir(&child)
-                .map_err(|source| Error::io("cannot create", &child, source))?;
-        }
+        let work = scratch.work();
+        std::fs::create_dir(&work).map_err(|source| Error::io("cannot create", &work, source))?;
         mount_work_tmpfs(&scratch.work(), host_id, work_bytes)?;
         Ok(scratch)
     }
 
     fn work(&self) -> PathBuf {
         self.path.join("work")
-    }
-
-    fn root(&self) -> PathBuf {
-        self.path.join("root")
     }
 }
 

@@ -18,7 +18,7 @@ pub enum Error {
         searched: String,
     },
     /// A command could not be started at all.
-    #[error("could not start `{command}`: {source}")]
+    #[error("could not start `{command}`")]
     Spawn {
         command: String,
         #[source]
@@ -89,7 +89,7 @@ pub enum Error {
     #[error(transparent)]
     InvalidCidr(#[from] netguard::CidrError),
     /// Reading or writing a file failed.
-    #[error("{action} `{path}`: {source}")]
+    #[error("{action} `{path}`")]
     Io {
         action: &'static str,
         path: PathBuf,

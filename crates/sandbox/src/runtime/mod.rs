@@ -148,7 +148,10 @@ impl Runtimes {
         runtimes.cache_use = CacheUse::Rebuilt {
             reason: match store.store(&key, &considered, &runtimes.runtimes, &runtimes.skipped) {
                 Ok(()) => reason,
-                Err(error) => format!("{reason}; the new cache could not be written: {error}"),
+                Err(error) => format!(
+                    "{reason}; the new cache could not be written: {}",
+                    error.with_causes()
+                ),
             },
         };
         Ok(runtimes)
@@ -174,7 +177,7 @@ impl Runtimes {
                         runtimes.push(runtime);
                     }
                 }
-                Err(error) => skipped.push(error.to_string()),
+                Err(error) => skipped.push(error.with_causes()),
             }
         }
         runtimes.sort_by_key(|runtime| runtime.pin);
