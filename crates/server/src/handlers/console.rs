@@ -279,6 +279,8 @@ struct RunPage {
     title: String,
     chrome: Option<Chrome>,
     live: bool,
+    /// The newest event the page shows: its live stream reports only what comes after it.
+    live_after: u64,
     run_id: String,
     workflow: String,
     started_by: String,
@@ -473,6 +475,7 @@ pub(crate) async fn run_page(
     Ok(render(&RunPage {
         title: format!("Run {}", record.id.0),
         live: !record.status.is_terminal(),
+        live_after: entries.last().map_or(0, |entry| entry.seq),
         csrf: chrome
             .as_ref()
             .map(|chrome| chrome.csrf.clone())

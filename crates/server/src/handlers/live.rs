@@ -6,6 +6,10 @@
 //! record, which is why it is the one answer the served scrub passes through
 //! ([`RecordFreeStream`]).
 //!
+//! A look reads only what the stream has not seen: the events after the newest one it knew
+//! (the page says which it was rendered with, `?after=SEQ`), one search of the events' key in
+//! the store (`EventLog::events_after`), never the whole log.
+//!
 //! A stream checks its session again at least every [`REAUTH_EVERY`] and closes when the
 //! session was revoked or expired, the person removed, or their account changed; it ends after
 //! [`MAX_STREAM_LIFETIME`] and the server holds at most [`MAX_LIVE_STREAMS`] at once (a page
@@ -17,11 +21,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
+use serde::Deserialize;
 use storage::RunId;
 use tokio::time::Instant;
 
@@ -76,7 +81,8 @@ struct Probe {
 /// What a stream knows between two looks.
 struct Watch {
     probe: Probe,
-    seen_events: usize,
+    /// The sequence number of the newest event the page has been told of.
+    seen_seq: u64,
     opened: Instant,
     checked: Instant,
     done: bool,
@@ -86,7 +92,8 @@ struct Watch {
 /// What one look found.
 enum Look {
     Same,
-    Changed(usize),
+    /// The run moved; the newest event is now this one.
+    Changed(u64),
     Ended,
     Closed(&'static str),
 }
@@ -108,30 +115,30 @@ fn still_signed_in(probe: &Probe) -> Result<bool, Error> {
     )
 }
 
-fn look(probe: &Probe, seen_events: usize, reauth: bool) -> Result<Look, Error> {
+fn look(probe: &Probe, seen_seq: u64, reauth: bool) -> Result<Look, Error> {
     if reauth && !still_signed_in(probe)? {
         return Ok(Look::Closed(
             "Your session has ended; sign in again to follow this run.",
         ));
     }
-    let events = probe
-        .shared
-        .store
-        .events(&probe.run)
-        .map_err(Error::storage("read a run's events for its live page"))?
-        .len();
-    let ended = probe
-        .shared
-        .store
+    let store = &probe.shared.store;
+    // At most one row: whether anything came after what the page was told of.
+    let moved = !store
+        .events_after(&probe.run, seen_seq, 1)
+        .map_err(Error::storage("read a run's new events for its live page"))?
+        .is_empty();
+    let ended = store
         .run(&probe.run)
         .map_err(Error::storage("read a run for its live page"))?
         .is_none_or(|run| run.status.is_terminal());
     Ok(if ended {
         Look::Ended
-    } else if events == seen_events {
-        Look::Same
+    } else if moved {
+        Look::Changed(store.last_event_seq(&probe.run).map_err(Error::storage(
+            "read a run's newest event for its live page",
+        ))?)
     } else {
-        Look::Changed(events)
+        Look::Same
     })
 }
 
@@ -152,7 +159,7 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
             }
             let reauth = watch.checked.elapsed() >= REAUTH_EVERY;
             let probe = watch.probe.clone();
-            let seen = watch.seen_events;
+            let seen = watch.seen_seq;
             let found = blocking("look at a live run", move || look(&probe, seen, reauth))
                 .await
                 .and_then(|found| found);
@@ -161,8 +168,8 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
             }
             let event = match found {
                 Ok(Look::Same) => continue,
-                Ok(Look::Changed(events)) => {
-                    watch.seen_events = events;
+                Ok(Look::Changed(newest)) => {
+                    watch.seen_seq = newest;
                     Event::default().event("changed").data("")
                 }
                 Ok(Look::Ended) => {
@@ -184,12 +191,19 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
     })
 }
 
-/// `GET /runs/{id}/stream`.
+/// `?after=SEQ`: the newest event the page was rendered with.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StreamQuery {
+    after: Option<u64>,
+}
+
+/// `GET /runs/{id}/stream[?after=SEQ]`; without `after`, from the run's newest event.
 pub(crate) async fn run_stream(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     headers: HeaderMap,
     Path(run_id): Path<String>,
+    Query(query): Query<StreamQuery>,
 ) -> Result<Response, Error> {
     let record = run_in_scope(&state.shared, &authenticated, &run_id)?;
     let Some(session) = authenticated.session.as_ref() else {
@@ -201,12 +215,13 @@ pub(crate) async fn run_stream(
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
         match Slot::take() {
             Some(slot) => {
-                let seen_events = state
-                    .shared
-                    .store
-                    .events(&record.id)
-                    .map_err(Error::storage("read a run's events for its live page"))?
-                    .len();
+                let seen_seq =
+                    match query.after {
+                        Some(after) => after,
+                        None => state.shared.store.last_event_seq(&record.id).map_err(
+                            Error::storage("read a run's newest event for its live page"),
+                        )?,
+                    };
                 Box::pin(events(Watch {
                     probe: Probe {
                         shared: state.shared.clone(),
@@ -215,7 +230,7 @@ pub(crate) async fn run_stream(
                         account: authenticated.principal.account_id().to_owned(),
                         run: record.id,
                     },
-                    seen_events,
+                    seen_seq,
                     opened: Instant::now(),
                     checked: Instant::now(),
                     done: false,
