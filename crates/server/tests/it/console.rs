@@ -282,3 +282,41 @@ async fn g25_a_live_stream_reports_only_events_after_the_one_its_page_showed() {
         assert_eq!(moved.matches("event:").count(), 1, "{name}: {moved:?}");
     }
 }
+
+/// Approvals waiting for me are read one page at a time from the store's waiting runs
+/// (issue 14), newest first, with a link to the older ones; the API lists them all.
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_approvals_are_paged_and_every_waiting_gate_is_on_a_page() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let runs: Vec<String> = (0..53).map(|_| harness.parked_run("acct").0).collect();
+    let rows = |text: &str| -> Vec<String> {
+        text.split("<td><a href=\"/runs/")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next().map(str::to_owned))
+            .collect()
+    };
+    let first = harness.call("GET", "/approvals", &member, None).await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    let first_rows = rows(&first.text());
+    assert_eq!(first_rows.len(), 50, "{}", first.text());
+    let older = first
+        .text()
+        .split("<a href=\"/approvals?after=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(|after| format!("/approvals?after={}", after.replace("&#38;", "&")))
+        .expect("a link to the older waiting runs");
+    let second = harness.call("GET", &older, &member, None).await;
+    assert_eq!(second.status, 200, "{}", second.text());
+    let second_rows = rows(&second.text());
+    assert_eq!(second_rows.len(), 3, "{}", second.text());
+    assert!(second.text().contains("<a href=\"/approvals\">Newest</a>"));
+    let mut seen: Vec<String> = first_rows.into_iter().chain(second_rows).collect();
+    seen.sort();
+    let mut expected = runs;
+    expected.sort();
+    assert_eq!(seen, expected, "every waiting gate once");
+    let listed = harness.call("GET", "/api/approvals", &member, None).await;
+    assert_eq!(listed.json().as_array().map(Vec::len), Some(53));
+}
