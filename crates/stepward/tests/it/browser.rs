@@ -550,6 +550,16 @@ pub(crate) fn look_at(browser: &Browser, name: &str) {
         let path = screenshot_dir().join(format!("{name}-{width_name}.png"));
         std::fs::write(&path, browser.screenshot()).unwrap();
         println!("screenshot: {}", path.display());
+        // README's two images are these screenshots: `STEPWARD_WRITE_SCREENSHOTS=1` puts the
+        // laptop's of the run page and of the workflow page there.
+        if width_name == "laptop"
+            && matches!(name, "run" | "workflow")
+            && std::env::var_os("STEPWARD_WRITE_SCREENSHOTS").is_some()
+        {
+            let readme_image = repo_root().join(format!("docs/images/{name}-page.png"));
+            std::fs::copy(&path, &readme_image).unwrap();
+            println!("README image: {}", readme_image.display());
+        }
         let overflow = browser.execute(
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth;",
         );
