@@ -151,3 +151,139 @@ async fn g26_the_csp_allows_no_base_no_plugins_and_forms_to_this_origin_only() {
         assert!(!csp.contains("unsafe"), "{path}: {csp}");
     }
 }
+
+/// Markup that would run if a page wrote it as it is.
+const PAYLOAD: &str = "<img src=x onerror=alert(1)>";
+
+/// Held: text a person, a key, a step's author or an attacker at the sign-in form controls
+/// (a person's name, a key's name, a file's path, contents and message, a typed email in the
+/// audit log, a step's explanation) is text on every page, never markup.
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_markup_in_every_field_people_and_authors_control_is_text_on_every_page() {
+    let harness = Harness::new();
+    let owner = harness.credentials(Caller::Person(Role::Owner));
+    let json = |value: serde_json::Value| json_body(value);
+    let writes = [
+        (
+            "POST",
+            "/api/people".to_owned(),
+            json(serde_json::json!({
+                "display_name": PAYLOAD, "email": "markup@example.test", "role": "viewer"
+            })),
+        ),
+        (
+            "POST",
+            "/api/keys".to_owned(),
+            json(serde_json::json!({"name": PAYLOAD, "role": "viewer"})),
+        ),
+        (
+            "POST",
+            "/api/workspace/revisions".to_owned(),
+            json(serde_json::json!({
+                "message": PAYLOAD,
+                "changes": [{
+                    "path": format!("notes/{PAYLOAD}.txt"), "action": "write", "content": PAYLOAD
+                }],
+            })),
+        ),
+        (
+            "PUT",
+            "/api/workflows/hostile".to_owned(),
+            json(serde_json::json!({
+                "text": format!(
+                    "name: hostile\npython: \"3.11\"\nsteps:\n  - id: only\n    explain: '{PAYLOAD}'\n    code: |\n      def main():\n          return 1\n"
+                ),
+                "message": PAYLOAD,
+            })),
+        ),
+    ];
+    for (method, path, body) in writes {
+        let answer = harness.call(method, &path, &owner, body).await;
+        assert!(answer.status < 300, "{method} {path}: {}", answer.text());
+    }
+    let refused = harness
+        .call(
+            "POST",
+            "/api/signin",
+            &crate::support::Credentials::None,
+            json(serde_json::json!({
+                "account": "acct", "email": PAYLOAD, "password": "not the password"
+            })),
+        )
+        .await;
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    let file = format!(
+        "/files/view?path=notes/{}.txt",
+        PAYLOAD
+            .replace('<', "%3C")
+            .replace('>', "%3E")
+            .replace(' ', "%20")
+            .replace('=', "%3D")
+            .replace('(', "%28")
+            .replace(')', "%29")
+    );
+    let mut shown = 0;
+    for path in [
+        "/",
+        "/people",
+        "/keys",
+        "/files",
+        file.as_str(),
+        "/audit",
+        "/workflows",
+        "/workflows/hostile",
+        "/runs",
+        "/approvals",
+        "/sessions",
+        "/shares",
+        "/vault",
+        "/models",
+    ] {
+        let page = harness.call("GET", path, &owner, None).await;
+        assert_eq!(page.status, 200, "{path}: {}", page.text());
+        let text = page.text();
+        assert!(!text.contains("<img"), "{path} writes markup: {text}");
+        shown += text.matches("&#60;img src=x onerror=alert(1)&#62;").count();
+    }
+    assert!(
+        shown >= 8,
+        "the payload is shown as text only {shown} times"
+    );
+}
+
+/// Held: a file write refused because it holds a value of the vault answers the files page
+/// again with what was typed, and the value in it is masked there (the served scrub), so the
+/// page that keeps what was typed never shows a credential back.
+#[tokio::test(flavor = "multi_thread")]
+async fn g19_a_refused_file_form_keeps_what_was_typed_but_never_a_vault_value() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let refused = harness
+        .call(
+            "POST",
+            "/files",
+            &member,
+            Some((
+                "application/x-www-form-urlencoded",
+                format!(
+                    "path=notes%2Fleak.txt&content=key%3D{}%0Aline+two&message=my+notes",
+                    crate::support::VAULT_VALUE
+                ),
+            )),
+        )
+        .await;
+    assert!(
+        (400..500).contains(&refused.status),
+        "{}: {}",
+        refused.status,
+        refused.text()
+    );
+    let text = refused.text();
+    assert!(text.contains("id=\"error-write\""), "{text}");
+    assert!(text.contains("value=\"notes/leak.txt\""), "{text}");
+    assert!(
+        text.contains("line two") && text.contains("my notes"),
+        "{text}"
+    );
+    assert!(!text.contains(crate::support::VAULT_VALUE), "{text}");
+}
