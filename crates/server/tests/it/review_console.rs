@@ -287,3 +287,48 @@ async fn g19_a_refused_file_form_keeps_what_was_typed_but_never_a_vault_value() 
     );
     assert!(!text.contains(crate::support::VAULT_VALUE), "{text}");
 }
+
+/// Finding 3: the server holds at most 256 live streams at once, for everyone; one session
+/// could open them all (a script, or a page opened in many tabs) and every other person's run
+/// page lost its live updates. A session now holds a few at most.
+#[tokio::test(flavor = "multi_thread")]
+async fn g11_one_session_cannot_take_every_live_stream() {
+    use tower::ServiceExt;
+
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let greedy = harness.credentials(Caller::Person(Role::Member));
+    let other = harness.credentials(Caller::Person(Role::Admin));
+    let path = format!("/runs/{}/stream", run.0);
+    let open = |credentials: &crate::support::Credentials| {
+        let app = harness.app.clone();
+        let request = crate::support::request("GET", &path, credentials, None);
+        async move { app.oneshot(request).await.unwrap().into_body() }
+    };
+    let first_word = |body: axum::body::Body| async move {
+        use http_body_util::BodyExt;
+        let mut body = body;
+        match tokio::time::timeout(std::time::Duration::from_millis(1_500), body.frame()).await {
+            Ok(Some(Ok(frame))) => frame
+                .data_ref()
+                .map(|data| String::from_utf8_lossy(data).into_owned())
+                .unwrap_or_default(),
+            _ => String::new(),
+        }
+    };
+    let mut held = Vec::new();
+    for _ in 0..300 {
+        held.push(open(&greedy).await);
+    }
+    let theirs = first_word(open(&other).await).await;
+    assert!(
+        !theirs.contains("Too many live pages"),
+        "another person's run page lost its live updates: {theirs:?}"
+    );
+    let greedy_more = first_word(open(&greedy).await).await;
+    assert!(
+        greedy_more.contains("event: closed"),
+        "a session past its share is told to reload: {greedy_more:?}"
+    );
+    drop(held);
+}
