@@ -12,12 +12,14 @@
 //!
 //! A stream checks its session again at least every [`REAUTH_EVERY`] and closes when the
 //! session was revoked or expired, the person removed, or their account changed; it ends after
-//! [`MAX_STREAM_LIFETIME`] and the server holds at most [`MAX_LIVE_STREAMS`] at once (a page
-//! past the cap is told to reload by hand).
+//! [`MAX_STREAM_LIFETIME`]; the server holds at most [`MAX_LIVE_STREAMS`] at once, and one
+//! person at most [`MAX_LIVE_STREAMS_PER_PERSON`] of them (a page past a cap is told to
+//! reload by hand).
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Extension;
@@ -45,26 +47,60 @@ pub(crate) const REAUTH_EVERY: Duration = Duration::from_secs(15);
 pub(crate) const MAX_STREAM_LIFETIME: Duration = Duration::from_secs(30 * 60);
 /// How many streams the server holds at once.
 pub(crate) const MAX_LIVE_STREAMS: usize = 256;
+/// How many of them one person holds at once, over all their sessions (a few tabs of run
+/// pages), so no one person takes every stream of the server.
+pub(crate) const MAX_LIVE_STREAMS_PER_PERSON: usize = 8;
 
 static OPEN_STREAMS: AtomicUsize = AtomicUsize::new(0);
 
-/// One open stream's place under the cap, given back when the stream is dropped.
-struct Slot;
+/// The open streams of each person, by account and person id (one with none has no entry).
+fn open_by_person() -> &'static Mutex<HashMap<String, usize>> {
+    static OPEN: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
+    OPEN.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// One open stream's place under both caps, given back when the stream is dropped.
+struct Slot {
+    person: String,
+}
+
+/// Why a stream got no place.
+enum Full {
+    Server,
+    Person,
+}
 
 impl Slot {
-    fn take() -> Option<Slot> {
+    fn take(person: String) -> Result<Slot, Full> {
+        let mut by_person = open_by_person()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mine = by_person.get(&person).copied().unwrap_or(0);
+        if mine >= MAX_LIVE_STREAMS_PER_PERSON {
+            return Err(Full::Person);
+        }
         OPEN_STREAMS
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
                 (open < MAX_LIVE_STREAMS).then_some(open + 1)
             })
-            .ok()
-            .map(|_| Slot)
+            .map_err(|_| Full::Server)?;
+        by_person.insert(person.clone(), mine + 1);
+        Ok(Slot { person })
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         OPEN_STREAMS.fetch_sub(1, Ordering::AcqRel);
+        let mut by_person = open_by_person()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = by_person.get_mut(&self.person) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                by_person.remove(&self.person);
+            }
+        }
     }
 }
 
@@ -213,8 +249,12 @@ pub(crate) async fn run_stream(
         });
     };
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
-        match Slot::take() {
-            Some(slot) => {
+        match Slot::take(format!(
+            "{}/{}",
+            authenticated.principal.account_id(),
+            authenticated.actor.id()
+        )) {
+            Ok(slot) => {
                 let seen_seq =
                     match query.after {
                         Some(after) => after,
@@ -237,9 +277,14 @@ pub(crate) async fn run_stream(
                     _slot: slot,
                 }))
             }
-            None => Box::pin(stream::once(async {
+            Err(Full::Server) => Box::pin(stream::once(async {
                 Ok(closed(
                     "Too many live pages are open on this server; reload the page to see the latest.",
+                ))
+            })),
+            Err(Full::Person) => Box::pin(stream::once(async {
+                Ok(closed(
+                    "You follow too many runs live at once; close some of their pages, or reload this one to see the latest.",
                 ))
             })),
         };

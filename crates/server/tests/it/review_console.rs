@@ -290,7 +290,7 @@ async fn g19_a_refused_file_form_keeps_what_was_typed_but_never_a_vault_value() 
 
 /// Finding 3: the server holds at most 256 live streams at once, for everyone; one session
 /// could open them all (a script, or a page opened in many tabs) and every other person's run
-/// page lost its live updates. A session now holds a few at most.
+/// page lost its live updates. A person now holds a few at most, over all their sessions.
 #[tokio::test(flavor = "multi_thread")]
 async fn g11_one_session_cannot_take_every_live_stream() {
     use tower::ServiceExt;
