@@ -47,11 +47,30 @@ pub(crate) fn push_markup_forms(value: &str, patterns: &mut Vec<Pattern>) {
             markup_escape(value, double, single, false).into_bytes(),
         ));
     }
+    patterns.push(Zeroizing::new(decimal_markup_escape(value).into_bytes()));
     if value.contains(['\n', '\r', '\t']) {
         patterns.push(Zeroizing::new(
             markup_escape(value, DoubleQuote::Named, SingleQuote::Kept, true).into_bytes(),
         ));
     }
+}
+
+/// askama's escaping (the console's templates, so the served scrub of a page sees a value as the
+/// page carries it): each of the five characters as a decimal reference, `&#38;`, `&#60;`,
+/// `&#62;`, `&#34;`, `&#39;`.
+fn decimal_markup_escape(value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len() + 16);
+    for character in value.chars() {
+        match character {
+            '&' => escaped.push_str("&#38;"),
+            '<' => escaped.push_str("&#60;"),
+            '>' => escaped.push_str("&#62;"),
+            '"' => escaped.push_str("&#34;"),
+            '\'' => escaped.push_str("&#39;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
 }
 
 fn markup_escape(

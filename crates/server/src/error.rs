@@ -524,6 +524,16 @@ impl Error {
         }
     }
 
+    /// The message a console page shows for this error: the safe message and, for an invalid
+    /// input, our own words about the field (the text of the error page).
+    pub(crate) fn page_message(&self) -> String {
+        let (_, message) = self.status_and_public_message();
+        match self.public_detail() {
+            Some(detail) => format!("{message} {detail}"),
+            None => message.to_owned(),
+        }
+    }
+
     /// The part of an invalid input that is safe to show (our own words about a field).
     fn public_detail(&self) -> Option<String> {
         match self {
@@ -589,11 +599,8 @@ fn detail_with_sources(error: &Error) -> String {
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let (status, message) = self.status_and_public_message();
-        let public_message = match self.public_detail() {
-            Some(detail) => format!("{message} {detail}"),
-            None => message.to_owned(),
-        };
+        let (status, _) = self.status_and_public_message();
+        let public_message = self.page_message();
         let mut response = status.into_response();
         if let Error::RateLimited {
             retry_after_millis, ..

@@ -1,31 +1,19 @@
 //! The frame of every server-rendered page, and the helpers the pages share.
 //!
-//! Pages are askama templates (`crates/server/templates/`), which escape every interpolated
-//! value unless a template says `|safe`; [`page`] frames a body some handlers still build with
-//! [`escape`] (the admin, vault, files and sign-in pages) in the same layout. No inline script
-//! and no inline style: the CSP allows neither.
+//! Every page is an askama template (`crates/server/templates/`), which escapes every
+//! interpolated value (no template says `|safe`), in one layout. No inline script and no
+//! inline style: the CSP allows neither.
 
 use askama::Template;
+use auth::CsrfToken;
+use axum::http::StatusCode;
 use axum::response::Html;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
+use crate::Error;
+use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome};
-
-/// `text` with the five HTML-significant characters escaped, safe inside text and quoted
-/// attribute values.
-pub(crate) fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
+use crate::state::Shared;
 
 /// A time of the record (milliseconds since the epoch) as people read it, in UTC:
 /// `2026-11-29 12:59:16 UTC`. Out of range: the milliseconds as they are.
@@ -36,27 +24,6 @@ pub fn when(millis: i64) -> String {
         .ok()
         .and_then(|moment| moment.format(&format).ok())
         .unwrap_or_else(|| format!("{millis} ms"))
-}
-
-/// A page whose body a handler built itself (every interpolated text escaped with [`escape`]).
-#[derive(Template)]
-#[template(path = "page.html")]
-struct FramedPage<'a> {
-    title: &'a str,
-    chrome: Option<Chrome>,
-    live: bool,
-    body: &'a str,
-}
-
-/// A whole page around `body_html` (already escaped by the caller), in the console's layout;
-/// the title is escaped here.
-pub(crate) fn page(title: &str, body_html: &str) -> Html<String> {
-    render(&FramedPage {
-        title,
-        chrome: chrome::current(),
-        live: false,
-        body: body_html,
-    })
 }
 
 /// A page template rendered; a template that fails to render (a formatting error inside a
@@ -82,21 +49,92 @@ pub(crate) enum SignInHint {
     Omit,
 }
 
+/// The page of an error answer.
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage<'a> {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    message: &'a str,
+    request_id: &'a str,
+    offer_sign_in: bool,
+}
+
 /// The page of an error answer: the safe message and the request id to quote.
 pub(crate) fn error_page(message: &str, request_id: &str, hint: SignInHint) -> String {
-    let sign_in = match hint {
-        SignInHint::Offer => "\n<p><a href=\"/signin\">Sign in</a></p>",
-        SignInHint::Omit => "",
-    };
-    page(
-        "Error",
-        &format!(
-            "<h1>{}</h1>{sign_in}\n<p>Request id: <code>{}</code></p>",
-            escape(message),
-            escape(request_id)
-        ),
-    )
+    render(&ErrorPage {
+        title: "Error",
+        chrome: chrome::current(),
+        live: false,
+        message,
+        request_id,
+        offer_sign_in: hint == SignInHint::Offer,
+    })
     .0
+}
+
+/// The CSRF token of the request's session, for the hidden field of a form; empty without a
+/// session (no console form is for an API key, and the policy middleware refuses a session
+/// write without the token).
+pub(crate) fn csrf_token(shared: &Shared, authenticated: &Authenticated) -> String {
+    authenticated
+        .session
+        .as_ref()
+        .map(|session| {
+            CsrfToken::for_session(&shared.csrf_key, &session.token_hash)
+                .as_str()
+                .to_owned()
+        })
+        .unwrap_or_default()
+}
+
+/// Everything but RFC 3986's unreserved characters percent-encoded: a name put into one path
+/// segment of a form's action or a link stays that one segment (no `/`, `..`, `?` or `#` of
+/// its own).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// `text` as one path segment.
+pub(crate) fn segment(text: &str) -> String {
+    match text {
+        // A segment of only dots would still be read as "here" or "up" by a browser.
+        "." => "%2E".to_owned(),
+        ".." => "%2E%2E".to_owned(),
+        _ => utf8_percent_encode(text, SEGMENT).to_string(),
+    }
+}
+
+/// A mistake in what a person typed into a form, shown beside the form with what they typed
+/// kept; anything else (a refusal of their role, a failure of ours) is the error page.
+pub(crate) struct FormMistake {
+    pub(crate) status: StatusCode,
+    pub(crate) message: String,
+}
+
+impl FormMistake {
+    /// The mistake `error` is, or the error itself when it is not a typing mistake.
+    pub(crate) fn of(error: Error) -> Result<FormMistake, Error> {
+        let (status, _) = error.status_and_public_message();
+        if matches!(
+            status,
+            StatusCode::BAD_REQUEST
+                | StatusCode::CONFLICT
+                | StatusCode::UNPROCESSABLE_ENTITY
+                | StatusCode::PAYLOAD_TOO_LARGE
+        ) {
+            tracing::info!(%status, detail = %error, "a console form was refused");
+            Ok(FormMistake {
+                status,
+                message: error.page_message(),
+            })
+        } else {
+            Err(error)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,10 +146,12 @@ mod tests {
     }
 
     #[test]
-    fn escape_neutralises_markup_and_quotes() {
+    fn a_segment_stays_one_segment() {
         assert_eq!(
-            super::escape("<a href=\"x\" onclick='y'>&</a>"),
-            "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;"
+            super::segment("../keys/k1?x=1#y"),
+            "..%2Fkeys%2Fk1%3Fx%3D1%23y"
         );
+        assert_eq!(super::segment(".."), "%2E%2E");
+        assert_eq!(super::segment("api_key-1.v2"), "api_key-1.v2");
     }
 }

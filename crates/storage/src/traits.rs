@@ -125,6 +125,28 @@ pub trait EventLog: Send + Sync {
     fn append(&self, run: &RunId, event: &NewEvent) -> Result<u64, Error>;
     /// The run's events in sequence order.
     fn events(&self, run: &RunId) -> Result<Vec<EventRecord>, Error>;
+    /// At most `limit` of the run's events after sequence number `after`, in sequence order:
+    /// what a reader that has seen up to `after` has not seen yet (a run page's live stream).
+    /// A backend reads only those rows, however long the run's log is; this default reads
+    /// every event and is for stores that hold few.
+    fn events_after(
+        &self,
+        run: &RunId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<EventRecord>, Error> {
+        Ok(self
+            .events(run)?
+            .into_iter()
+            .filter(|event| event.seq > after)
+            .take(limit)
+            .collect())
+    }
+    /// The sequence number of the run's newest event (0 when it has none). A backend finds it
+    /// without reading the log; this default reads it.
+    fn last_event_seq(&self, run: &RunId) -> Result<u64, Error> {
+        Ok(self.events(run)?.last().map_or(0, |event| event.seq))
+    }
 }
 
 /// Decisions of people (and the supervisor) on runs.

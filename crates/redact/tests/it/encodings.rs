@@ -103,3 +103,14 @@ fn g17_empty_value_masks_nothing() {
         "nothing to hide"
     );
 }
+
+/// The console's templates (askama) write each of `& < > " '` as a decimal reference; a value
+/// on a page in that form is masked like every other markup form (issue 14 review, finding 1).
+#[test]
+fn g17_a_value_in_decimal_character_references_is_masked() {
+    let secret = "pw<Z9&q>\"7'x_DecimalRefs4Kd";
+    let redactor = redactor_for("run-decimal", &[secret]);
+    let decimal = "pw&#60;Z9&#38;q&#62;&#34;7&#39;x_DecimalRefs4Kd";
+    let scrubbed = redactor.scrub(&format!("<td>Ops {decimal}</td>"));
+    assert_eq!(scrubbed.as_str(), format!("<td>Ops {}</td>", redact::MASK));
+}

@@ -4,47 +4,44 @@
 //! doors keep the same rules and audit entries. What is shown once (a sign-in link, a key, a
 //! share link) is shown on the page that answers the form, and never again.
 
-use api_types::{CreateApiKeyRequest, InvitePersonRequest, OwnershipRequest, RoleChangeRequest};
-use auth::CsrfToken;
+use api_types::{
+    ApiKeyView, CreateApiKeyRequest, InvitePersonRequest, OwnershipRequest, RoleChangeRequest,
+};
+use askama::Template;
 use axum::extract::{Path, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
 use serde::Deserialize;
 
 use crate::authn::Authenticated;
+use crate::chrome::{self, Chrome};
 use crate::handlers::{keys, people, sessions, shares};
-use crate::html::{escape, page, when};
-use crate::layers::CSRF_FIELD;
+use crate::html::{FormMistake, csrf_token, render, segment, when};
 use crate::{AppState, Error};
 
-/// The hidden CSRF field of a form of this session.
-pub(crate) fn csrf_field(state: &AppState, authenticated: &Authenticated) -> String {
-    match &authenticated.session {
-        Some(session) => format!(
-            "<input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">",
-            escape(CsrfToken::for_session(&state.shared.csrf_key, &session.token_hash).as_str())
-        ),
-        None => String::new(),
-    }
-}
-
-/// A form with one button posting to `action`.
-pub(crate) fn button(
-    state: &AppState,
-    authenticated: &Authenticated,
-    action: &str,
-    label: &str,
-) -> String {
-    format!(
-        "<form method=\"post\" action=\"{}\">{}<button type=\"submit\">{}</button></form>",
-        escape(action),
-        csrf_field(state, authenticated),
-        escape(label)
-    )
-}
+/// The roles a person or a key can be given from the console (ownership is handed over).
+const ROLES: [&str; 3] = ["viewer", "member", "admin"];
 
 pub(crate) fn back_to(path: &str) -> Response {
     Redirect::to(path).into_response()
+}
+
+struct SessionRow {
+    id: String,
+    created: String,
+    last_used: String,
+    current: bool,
+    revoke_action: String,
+}
+
+#[derive(Template)]
+#[template(path = "sessions.html")]
+struct SessionsPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    sessions: Vec<SessionRow>,
 }
 
 /// `GET /sessions`: the signed-in person's sessions.
@@ -52,32 +49,24 @@ pub(crate) async fn sessions_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let Json(list) =
-        sessions::list_own(State(state.clone()), Extension(authenticated.clone())).await?;
-    let mut body = String::from("<h1>Your sessions</h1>\n<ul>\n");
-    for session in &list {
-        body.push_str(&format!(
-            "<li>{} since {}, last used {}{} {}</li>\n",
-            escape(&session.id),
-            when(session.created_at),
-            when(session.last_used_at),
-            if session.current { " (this one)" } else { "" },
-            button(
-                &state,
-                &authenticated,
-                &format!("/sessions/{}/revoke", session.id),
-                "Revoke"
-            )
-        ));
-    }
-    body.push_str("</ul>\n");
-    body.push_str(&button(
-        &state,
-        &authenticated,
-        "/sessions/revoke-all",
-        "Revoke all, this one included",
-    ));
-    Ok(page("Sessions", &body))
+    let csrf = csrf_token(&state.shared, &authenticated);
+    let Json(list) = sessions::list_own(State(state), Extension(authenticated)).await?;
+    Ok(render(&SessionsPage {
+        title: "Sessions",
+        chrome: chrome::current(),
+        live: false,
+        csrf,
+        sessions: list
+            .into_iter()
+            .map(|session| SessionRow {
+                revoke_action: format!("/sessions/{}/revoke", segment(&session.id)),
+                id: session.id,
+                created: when(session.created_at),
+                last_used: when(session.last_used_at),
+                current: session.current,
+            })
+            .collect(),
+    }))
 }
 
 /// `POST /sessions/revoke-all`.
@@ -99,57 +88,75 @@ pub(crate) async fn revoke_session(
     Ok(back_to("/sessions"))
 }
 
+struct PersonRow {
+    id: String,
+    id_segment: String,
+    name: String,
+    email: String,
+    role: String,
+    has_password: bool,
+}
+
+#[derive(Template)]
+#[template(path = "people.html")]
+struct PeoplePage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    roles: [&'static str; 3],
+    people: Vec<PersonRow>,
+    /// The invitation form as typed, and why it was refused.
+    typed_name: String,
+    typed_email: String,
+    typed_role: String,
+    error: Option<String>,
+}
+
+/// The people page, with the invitation form as `typed` (empty, or as sent with its error).
+async fn people_page_with(
+    state: AppState,
+    authenticated: Authenticated,
+    typed: InviteForm,
+    error: Option<String>,
+) -> Result<Html<String>, Error> {
+    let csrf = csrf_token(&state.shared, &authenticated);
+    let Json(list) = people::list(State(state), Extension(authenticated)).await?;
+    Ok(render(&PeoplePage {
+        title: "People",
+        chrome: chrome::current(),
+        live: false,
+        csrf,
+        roles: ROLES,
+        people: list
+            .into_iter()
+            .map(|person| PersonRow {
+                id_segment: segment(&person.id),
+                id: person.id,
+                name: person.display_name,
+                email: person.email,
+                role: person.role,
+                has_password: person.has_password,
+            })
+            .collect(),
+        typed_name: typed.display_name,
+        typed_email: typed.email,
+        typed_role: typed.role,
+        error,
+    }))
+}
+
 /// `GET /people`: the people of the account, their roles, and the forms to manage them.
 pub(crate) async fn people_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let Json(list) = people::list(State(state.clone()), Extension(authenticated.clone())).await?;
-    let csrf = csrf_field(&state, &authenticated);
-    let mut body = String::from(
-        "<h1>People</h1>\n<table>\n<tr><th>Name</th><th>Email</th><th>Role</th><th></th></tr>\n",
-    );
-    for person in &list {
-        let id = escape(&person.id);
-        body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>\
-             <form method=\"post\" action=\"/people/{id}/role\">{csrf}\
-             <select name=\"role\"><option>viewer</option><option>member</option>\
-             <option>admin</option></select><button type=\"submit\">Change role</button></form>\
-             {}<a href=\"/people/{id}/remove\">Remove\u{2026}</a>{}\
-             <form method=\"post\" action=\"/ownership\">{csrf}\
-             <input type=\"hidden\" name=\"new_owner\" value=\"{id}\">\
-             <button type=\"submit\">Hand ownership over</button></form></td></tr>\n",
-            escape(&person.display_name),
-            escape(&person.email),
-            escape(&person.role),
-            button(
-                &state,
-                &authenticated,
-                &format!("/people/{}/sessions/revoke", person.id),
-                "End sessions"
-            ),
-            if person.has_password {
-                String::new()
-            } else {
-                button(
-                    &state,
-                    &authenticated,
-                    &format!("/people/{}/sign-in-link", person.id),
-                    "New sign-in link",
-                )
-            },
-        ));
-    }
-    body.push_str(&format!(
-        "</table>\n<h2>Invite</h2>\n<form method=\"post\" action=\"/people\">{csrf}\n\
-         <label>Name <input name=\"display_name\" required></label>\n\
-         <label>Email <input name=\"email\" type=\"email\" required></label>\n\
-         <label>Role <select name=\"role\"><option>viewer</option><option>member</option>\
-         <option>admin</option></select></label>\n\
-         <button type=\"submit\">Invite</button>\n</form>"
-    ));
-    Ok(page("People", &body))
+    let empty = InviteForm {
+        display_name: String::new(),
+        email: String::new(),
+        role: "member".to_owned(),
+    };
+    people_page_with(state, authenticated, empty, None).await
 }
 
 #[derive(Deserialize)]
@@ -159,30 +166,52 @@ pub(crate) struct InviteForm {
     role: String,
 }
 
-/// `POST /people`: invites a person and shows their one-time sign-in link, once.
+#[derive(Template)]
+#[template(path = "shown_once.html")]
+struct ShownOncePage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    lead: &'static str,
+    value: String,
+    back_href: &'static str,
+    back_label: &'static str,
+}
+
+/// `POST /people`: invites a person and shows their one-time sign-in link, once; a refused
+/// invitation answers the people page again with what was typed and why.
 pub(crate) async fn invite_person(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Form(form): Form<InviteForm>,
-) -> Result<Html<String>, Error> {
-    let (_, Json(invited)) = people::invite(
-        State(state),
-        Extension(authenticated),
+) -> Result<Response, Error> {
+    let invited = people::invite(
+        State(state.clone()),
+        Extension(authenticated.clone()),
         Json(InvitePersonRequest {
-            display_name: form.display_name,
-            email: form.email,
-            role: form.role,
+            display_name: form.display_name.clone(),
+            email: form.email.clone(),
+            role: form.role.clone(),
         }),
     )
-    .await?;
-    Ok(page(
-        "Invited",
-        &format!(
-            "<h1>Invited</h1>\n<p>Send this one-time sign-in link to the person; it is shown \
-             only now: <code>{}</code></p>\n<p><a href=\"/people\">Back to people</a></p>",
-            escape(&invited.sign_in_path)
-        ),
-    ))
+    .await;
+    match invited {
+        Ok((_, Json(invited))) => Ok(render(&ShownOncePage {
+            title: "Invited",
+            chrome: chrome::current(),
+            live: false,
+            lead: "Send this one-time sign-in link to the person; with it they set their password.",
+            value: invited.sign_in_path,
+            back_href: "/people",
+            back_label: "Back to people",
+        })
+        .into_response()),
+        Err(error) => {
+            let mistake = FormMistake::of(error)?;
+            let page = people_page_with(state, authenticated, form, Some(mistake.message)).await?;
+            Ok((mistake.status, page).into_response())
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -239,47 +268,79 @@ pub(crate) async fn transfer_ownership(
     Ok(back_to("/people"))
 }
 
+struct KeyRow {
+    key_id: String,
+    id_segment: String,
+    name: String,
+    role: String,
+    created_by: String,
+    last_used: String,
+    revoked: bool,
+}
+
+impl KeyRow {
+    fn of(key: ApiKeyView) -> KeyRow {
+        KeyRow {
+            id_segment: segment(&key.key_id),
+            created_by: key
+                .created_by_name
+                .or(key.created_by)
+                .unwrap_or_else(|| "someone unknown".to_owned()),
+            last_used: key.last_used_at.map_or_else(|| "never".to_owned(), when),
+            key_id: key.key_id,
+            name: key.name,
+            role: key.role,
+            revoked: key.revoked,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "keys.html")]
+struct KeysPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    roles: [&'static str; 3],
+    keys: Vec<KeyRow>,
+    typed_name: String,
+    typed_role: String,
+    error: Option<String>,
+}
+
+/// The keys page, with the new-key form as `typed` (empty, or as sent with its error).
+async fn keys_page_with(
+    state: AppState,
+    authenticated: Authenticated,
+    typed: KeyForm,
+    error: Option<String>,
+) -> Result<Html<String>, Error> {
+    let csrf = csrf_token(&state.shared, &authenticated);
+    let Json(list) = keys::list(State(state), Extension(authenticated)).await?;
+    Ok(render(&KeysPage {
+        title: "API keys",
+        chrome: chrome::current(),
+        live: false,
+        csrf,
+        roles: ROLES,
+        keys: list.into_iter().map(KeyRow::of).collect(),
+        typed_name: typed.name,
+        typed_role: typed.role,
+        error,
+    }))
+}
+
 /// `GET /keys`: the account's API keys and the form to create one.
 pub(crate) async fn keys_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let Json(list) = keys::list(State(state.clone()), Extension(authenticated.clone())).await?;
-    let csrf = csrf_field(&state, &authenticated);
-    let mut body = String::from("<h1>API keys</h1>\n<ul>\n");
-    for key in &list {
-        body.push_str(&format!(
-            "<li>{} ({}, {}, created by {}){} {}</li>\n",
-            escape(&key.name),
-            escape(&key.key_id),
-            escape(&key.role),
-            escape(
-                key.created_by_name
-                    .as_deref()
-                    .or(key.created_by.as_deref())
-                    .unwrap_or("someone unknown")
-            ),
-            if key.revoked { " revoked" } else { "" },
-            if key.revoked {
-                String::new()
-            } else {
-                button(
-                    &state,
-                    &authenticated,
-                    &format!("/keys/{}/revoke", key.key_id),
-                    "Revoke",
-                )
-            }
-        ));
-    }
-    body.push_str(&format!(
-        "</ul>\n<h2>New key</h2>\n<form method=\"post\" action=\"/keys\">{csrf}\n\
-         <label>Name <input name=\"name\" required></label>\n\
-         <label>Role <select name=\"role\"><option>viewer</option><option>member</option>\
-         <option>admin</option></select></label>\n\
-         <button type=\"submit\">Create</button>\n</form>"
-    ));
-    Ok(page("API keys", &body))
+    let empty = KeyForm {
+        name: String::new(),
+        role: "viewer".to_owned(),
+    };
+    keys_page_with(state, authenticated, empty, None).await
 }
 
 #[derive(Deserialize)]
@@ -288,29 +349,39 @@ pub(crate) struct KeyForm {
     role: String,
 }
 
-/// `POST /keys`: creates a key and shows it, once.
+/// `POST /keys`: creates a key and shows it, once; a refused one answers the keys page again
+/// with what was typed and why.
 pub(crate) async fn create_key(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Form(form): Form<KeyForm>,
-) -> Result<Html<String>, Error> {
-    let (_, Json(created)) = keys::create(
-        State(state),
-        Extension(authenticated),
+) -> Result<Response, Error> {
+    let created = keys::create(
+        State(state.clone()),
+        Extension(authenticated.clone()),
         Json(CreateApiKeyRequest {
-            name: form.name,
-            role: form.role,
+            name: form.name.clone(),
+            role: form.role.clone(),
         }),
     )
-    .await?;
-    Ok(page(
-        "New API key",
-        &format!(
-            "<h1>New API key</h1>\n<p>Copy it now; it is shown only once: <code>{}</code></p>\n\
-             <p><a href=\"/keys\">Back to keys</a></p>",
-            escape(&created.key)
-        ),
-    ))
+    .await;
+    match created {
+        Ok((_, Json(created))) => Ok(render(&ShownOncePage {
+            title: "New API key",
+            chrome: chrome::current(),
+            live: false,
+            lead: "Copy the key now and store it where the program that uses it reads it.",
+            value: created.key,
+            back_href: "/keys",
+            back_label: "Back to keys",
+        })
+        .into_response()),
+        Err(error) => {
+            let mistake = FormMistake::of(error)?;
+            let page = keys_page_with(state, authenticated, form, Some(mistake.message)).await?;
+            Ok((mistake.status, page).into_response())
+        }
+    }
 }
 
 /// `POST /keys/{id}/revoke`.
@@ -323,34 +394,49 @@ pub(crate) async fn revoke_key(
     Ok(back_to("/keys"))
 }
 
+struct ShareRow {
+    id: String,
+    id_segment: String,
+    run: String,
+    run_segment: String,
+    expires: String,
+    revoked: bool,
+}
+
+#[derive(Template)]
+#[template(path = "shares.html")]
+struct SharesPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    links: Vec<ShareRow>,
+}
+
 /// `GET /shares`: the account's share links (never their tokens).
 pub(crate) async fn shares_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let Json(list) = shares::list(State(state.clone()), Extension(authenticated.clone())).await?;
-    let mut body = String::from("<h1>Share links</h1>\n<ul>\n");
-    for link in &list {
-        body.push_str(&format!(
-            "<li>{} of run {} until {}{} {}</li>\n",
-            escape(&link.id),
-            escape(&link.run),
-            when(link.expires_at),
-            if link.revoked { " revoked" } else { "" },
-            if link.revoked {
-                String::new()
-            } else {
-                button(
-                    &state,
-                    &authenticated,
-                    &format!("/shares/{}/revoke", link.id),
-                    "Revoke",
-                )
-            }
-        ));
-    }
-    body.push_str("</ul>");
-    Ok(page("Share links", &body))
+    let csrf = csrf_token(&state.shared, &authenticated);
+    let Json(list) = shares::list(State(state), Extension(authenticated)).await?;
+    Ok(render(&SharesPage {
+        title: "Share links",
+        chrome: chrome::current(),
+        live: false,
+        csrf,
+        links: list
+            .into_iter()
+            .map(|link| ShareRow {
+                id_segment: segment(&link.id),
+                run_segment: segment(&link.run),
+                id: link.id,
+                run: link.run,
+                expires: when(link.expires_at),
+                revoked: link.revoked,
+            })
+            .collect(),
+    }))
 }
 
 /// `POST /runs/{id}/shares`: creates a share link and shows it, once.
@@ -361,15 +447,15 @@ pub(crate) async fn create_share(
 ) -> Result<Html<String>, Error> {
     let (_, Json(created)) =
         shares::create(State(state), Extension(authenticated), Path(run_id)).await?;
-    Ok(page(
-        "Share link",
-        &format!(
-            "<h1>Share link</h1>\n<p>Anyone with this address sees this run's record, \
-             read-only, until it expires or is revoked; it is shown only now: \
-             <code>{}</code></p>\n<p><a href=\"/shares\">All share links</a></p>",
-            escape(&created.path)
-        ),
-    ))
+    Ok(render(&ShownOncePage {
+        title: "Share link",
+        chrome: chrome::current(),
+        live: false,
+        lead: "Anyone with this address sees this run's record, read-only, until it expires or is revoked.",
+        value: created.path,
+        back_href: "/shares",
+        back_label: "All share links",
+    }))
 }
 
 /// `POST /shares/{id}/revoke`.

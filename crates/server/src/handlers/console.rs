@@ -16,7 +16,7 @@ use storage::{AccountId, RunCursor, RunFilter, RunId, RunRecord, RunStatus, Time
 use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome, may};
 use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_cards, timeline, who};
-use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates};
+use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates_page};
 use crate::handlers::workflows::reach_report;
 use crate::handlers::{account_redactor, approve};
 use crate::html::{render, when};
@@ -279,6 +279,8 @@ struct RunPage {
     title: String,
     chrome: Option<Chrome>,
     live: bool,
+    /// The newest event the page shows: its live stream reports only what comes after it.
+    live_after: u64,
     run_id: String,
     workflow: String,
     started_by: String,
@@ -473,6 +475,7 @@ pub(crate) async fn run_page(
     Ok(render(&RunPage {
         title: format!("Run {}", record.id.0),
         live: !record.status.is_terminal(),
+        live_after: entries.last().map_or(0, |entry| entry.seq),
         csrf: chrome
             .as_ref()
             .map(|chrome| chrome.csrf.clone())
@@ -528,16 +531,29 @@ struct ApprovalsPage {
     chrome: Option<Chrome>,
     live: bool,
     waiting: Vec<ApprovalRow>,
+    /// Whether this is a page after the first.
+    paged: bool,
+    next_href: Option<String>,
 }
 
-/// `GET /approvals`: the gates of the account waiting for a decision.
+/// `?after=CREATED.ID` of the approvals list: where its page starts.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ApprovalsQuery {
+    #[serde(default)]
+    after: String,
+}
+
+/// `GET /approvals[?after=CREATED.ID]`: the gates of the account waiting for a decision, the
+/// newest run first, one page at a time (keyset pages of the waiting runs in the store).
 pub(crate) async fn approvals_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
+    Query(query): Query<ApprovalsQuery>,
 ) -> Result<Html<String>, Error> {
     let shared = &state.shared;
     let account = authenticated.account();
-    let waiting = waiting_gates(shared, &account)?;
+    let after = run_cursor(&query.after)?;
+    let (waiting, next) = waiting_gates_page(shared, &account, after.as_ref(), RUNS_PER_PAGE)?;
     let with_links = approve::gets_links(&authenticated, account.as_str());
     let mut rows = Vec::with_capacity(waiting.len());
     for approval in waiting {
@@ -561,6 +577,13 @@ pub(crate) async fn approvals_page(
         chrome: chrome::current(),
         live: false,
         waiting: rows,
+        paged: after.is_some(),
+        next_href: next.map(|next| {
+            format!(
+                "/approvals?after={}",
+                percent_encode(&format!("{}.{}", next.created_at.0, next.id.0))
+            )
+        }),
     }))
 }
 

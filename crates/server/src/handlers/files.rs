@@ -11,6 +11,7 @@ use api_types::workspace::{
     WorkspaceChange, WorkspaceChangedPath, WorkspaceFileItem, WorkspaceFileView,
     WorkspaceRevisionView, WorkspaceWriteRequest,
 };
+use askama::Template;
 use auth::Role;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -24,9 +25,9 @@ use storage::{AccountId, Actor};
 use workspace::{Author, Change, RelPath, Revision, Workspace};
 
 use crate::authn::Authenticated;
-use crate::handlers::admin::csrf_field;
+use crate::chrome::{self, Chrome};
 use crate::handlers::{account_redactor, audit, blocking};
-use crate::html::{escape, page, when};
+use crate::html::{FormMistake, csrf_token, render, when};
 use crate::state::Shared;
 use crate::workspace_recovery::write_intent;
 use crate::{AppState, Error};
@@ -460,12 +461,90 @@ fn query_value(path: &str) -> String {
     encoded
 }
 
-fn file_link(path: &str) -> String {
-    format!(
-        "<a href=\"/files/view?path={}\">{}</a>",
-        escape(&query_value(path)),
-        escape(path)
-    )
+struct FileRow {
+    path: String,
+    href: String,
+    bytes: u64,
+}
+
+struct ChangeLine {
+    path: String,
+    deleted: bool,
+}
+
+struct RevisionLine {
+    when: String,
+    author_kind: String,
+    author: String,
+    message: String,
+    changes: Vec<ChangeLine>,
+}
+
+#[derive(Template)]
+#[template(path = "files.html")]
+struct FilesPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    may_write: bool,
+    files: Vec<FileRow>,
+    truncated: bool,
+    max_listed: usize,
+    history: Vec<RevisionLine>,
+    typed_path: String,
+    typed_content: String,
+    typed_message: String,
+    error: Option<String>,
+}
+
+/// The files page, with the write form as `typed` (empty, or as sent with its refusal).
+async fn files_page_with(
+    state: &AppState,
+    authenticated: &Authenticated,
+    typed: WriteForm,
+    error: Option<String>,
+) -> Result<Html<String>, Error> {
+    let (files, truncated) = listing(state, authenticated).await?;
+    let history = revisions(state, authenticated).await?;
+    Ok(render(&FilesPage {
+        title: "Files",
+        chrome: chrome::current(),
+        live: false,
+        csrf: csrf_token(&state.shared, authenticated),
+        may_write: authenticated.principal.role() >= Role::Member,
+        files: files
+            .into_iter()
+            .map(|file| FileRow {
+                href: format!("/files/view?path={}", query_value(&file.path)),
+                path: file.path,
+                bytes: file.bytes,
+            })
+            .collect(),
+        truncated,
+        max_listed: workspace::MAX_LISTED_ENTRIES,
+        history: history
+            .into_iter()
+            .map(|revision| RevisionLine {
+                when: when(revision.at),
+                author_kind: revision.author_kind.replace('_', " "),
+                author: revision.author,
+                message: revision.message,
+                changes: revision
+                    .changes
+                    .into_iter()
+                    .map(|change| ChangeLine {
+                        path: change.path,
+                        deleted: change.deleted,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        typed_path: typed.path,
+        typed_content: typed.content,
+        typed_message: typed.message,
+        error,
+    }))
 }
 
 /// `GET /files`: the files, a form to write one (members), and the history with authors.
@@ -473,62 +552,27 @@ pub(crate) async fn files_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let (files, truncated) = listing(&state, &authenticated).await?;
-    let history = revisions(&state, &authenticated).await?;
-    let mut body = String::from("<h1>Files</h1>\n<p>What steps see at <code>/work</code>.</p>\n");
-    if files.is_empty() {
-        body.push_str("<p>No files yet.</p>\n");
-    } else {
-        body.push_str("<table>\n<tr><th>File</th><th>Bytes</th></tr>\n");
-        for file in &files {
-            body.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td></tr>\n",
-                file_link(&file.path),
-                file.bytes
-            ));
-        }
-        body.push_str("</table>\n");
-    }
-    if truncated {
-        body.push_str(&format!(
-            "<p>The folder holds more than {} entries: these are a part of it.</p>\n",
-            workspace::MAX_LISTED_ENTRIES
-        ));
-    }
-    if authenticated.principal.role() >= Role::Member {
-        body.push_str(&format!(
-            "<h2>Write a file</h2>\n<form method=\"post\" action=\"/files\">{}\
-             <label>Path <input name=\"path\" required></label>\n\
-             <label>Contents <textarea name=\"content\" rows=\"8\"></textarea></label>\n\
-             <label>Why <input name=\"message\"></label>\n\
-             <button type=\"submit\">Write</button></form>\n",
-            csrf_field(&state, &authenticated)
-        ));
-    }
-    body.push_str("<h2>History</h2>\n<ul>\n");
-    for revision in &history {
-        let paths: Vec<String> = revision
-            .changes
-            .iter()
-            .map(|change| {
-                if change.deleted {
-                    format!("{} (deleted)", escape(&change.path))
-                } else {
-                    escape(&change.path)
-                }
-            })
-            .collect();
-        body.push_str(&format!(
-            "<li>{} by {} {}: {} ({})</li>\n",
-            when(revision.at),
-            escape(&revision.author_kind.replace('_', " ")),
-            escape(&revision.author),
-            escape(&revision.message),
-            paths.join(", ")
-        ));
-    }
-    body.push_str("</ul>\n");
-    Ok(page("Files", &body))
+    let empty = WriteForm {
+        path: String::new(),
+        content: String::new(),
+        message: String::new(),
+    };
+    files_page_with(&state, &authenticated, empty, None).await
+}
+
+#[derive(Template)]
+#[template(path = "file.html")]
+struct FilePage {
+    title: String,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    may_write: bool,
+    /// The text, or `None` for a binary file.
+    content: Option<String>,
+    truncated: bool,
+    total_bytes: u64,
+    max_shown: u64,
 }
 
 /// `GET /files/view?path=...`: one file, its text escaped (a binary file is not shown).
@@ -539,32 +583,17 @@ pub(crate) async fn file_page(
 ) -> Result<Html<String>, Error> {
     let path = query.required()?;
     let file = read(&state, &authenticated, path).await?;
-    let mut body = format!("<h1>{}</h1>\n", escape(&file.path));
-    if file.encoding == "utf-8" {
-        body.push_str(&format!("<pre>{}</pre>\n", escape(&file.content)));
-        if file.truncated {
-            body.push_str(&format!(
-                "<p>Shown up to {MAX_SHOWN_BYTES} of {} bytes.</p>\n",
-                file.total_bytes
-            ));
-        }
-    } else {
-        body.push_str(&format!(
-            "<p>A binary file of {} bytes (not shown; the API answers it in base64).</p>\n",
-            file.total_bytes
-        ));
-    }
-    if authenticated.principal.role() >= Role::Member {
-        body.push_str(&format!(
-            "<form method=\"post\" action=\"/files/delete\">{}\
-             <input type=\"hidden\" name=\"path\" value=\"{}\">\
-             <button type=\"submit\">Delete</button></form>\n",
-            csrf_field(&state, &authenticated),
-            escape(&file.path)
-        ));
-    }
-    body.push_str("<p><a href=\"/files\">All files</a></p>\n");
-    Ok(page(&file.path, &body))
+    Ok(render(&FilePage {
+        csrf: csrf_token(&state.shared, &authenticated),
+        may_write: authenticated.principal.role() >= Role::Member,
+        content: (file.encoding == "utf-8").then_some(file.content),
+        title: file.path,
+        chrome: chrome::current(),
+        live: false,
+        truncated: file.truncated,
+        total_bytes: file.total_bytes,
+        max_shown: MAX_SHOWN_BYTES,
+    }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -576,7 +605,8 @@ pub(crate) struct WriteForm {
     message: String,
 }
 
-/// `POST /files`: writes one file as a revision by the signed-in person.
+/// `POST /files`: writes one file as a revision by the signed-in person; a refused write
+/// answers the files page again with what was typed and why.
 pub(crate) async fn write_with_form(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
@@ -584,15 +614,22 @@ pub(crate) async fn write_with_form(
 ) -> Result<Response, Error> {
     let path = form.path.trim().to_owned();
     let request = WorkspaceWriteRequest {
-        message: form.message,
+        message: form.message.clone(),
         changes: vec![WorkspaceChange {
             path: path.clone(),
             action: "write".to_owned(),
-            content: Some(form.content),
+            content: Some(form.content.clone()),
             encoding: None,
         }],
     };
-    let revision = commit(&state, &authenticated, request).await?;
+    let revision = match commit(&state, &authenticated, request).await {
+        Ok(revision) => revision,
+        Err(error) => {
+            let mistake = FormMistake::of(error)?;
+            let page = files_page_with(&state, &authenticated, form, Some(mistake.message)).await?;
+            return Ok((mistake.status, page).into_response());
+        }
+    };
     let written = revision
         .changes
         .first()

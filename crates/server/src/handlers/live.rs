@@ -6,22 +6,29 @@
 //! record, which is why it is the one answer the served scrub passes through
 //! ([`RecordFreeStream`]).
 //!
+//! A look reads only what the stream has not seen: the events after the newest one it knew
+//! (the page says which it was rendered with, `?after=SEQ`), one search of the events' key in
+//! the store (`EventLog::events_after`), never the whole log.
+//!
 //! A stream checks its session again at least every [`REAUTH_EVERY`] and closes when the
 //! session was revoked or expired, the person removed, or their account changed; it ends after
-//! [`MAX_STREAM_LIFETIME`] and the server holds at most [`MAX_LIVE_STREAMS`] at once (a page
-//! past the cap is told to reload by hand).
+//! [`MAX_STREAM_LIFETIME`]; the server holds at most [`MAX_LIVE_STREAMS`] at once, and one
+//! person at most [`MAX_LIVE_STREAMS_PER_PERSON`] of them (a page past a cap is told to
+//! reload by hand).
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
+use serde::Deserialize;
 use storage::RunId;
 use tokio::time::Instant;
 
@@ -40,26 +47,60 @@ pub(crate) const REAUTH_EVERY: Duration = Duration::from_secs(15);
 pub(crate) const MAX_STREAM_LIFETIME: Duration = Duration::from_secs(30 * 60);
 /// How many streams the server holds at once.
 pub(crate) const MAX_LIVE_STREAMS: usize = 256;
+/// How many of them one person holds at once, over all their sessions (a few tabs of run
+/// pages), so no one person takes every stream of the server.
+pub(crate) const MAX_LIVE_STREAMS_PER_PERSON: usize = 8;
 
 static OPEN_STREAMS: AtomicUsize = AtomicUsize::new(0);
 
-/// One open stream's place under the cap, given back when the stream is dropped.
-struct Slot;
+/// The open streams of each person, by account and person id (one with none has no entry).
+fn open_by_person() -> &'static Mutex<HashMap<String, usize>> {
+    static OPEN: OnceLock<Mutex<HashMap<String, usize>>> = OnceLock::new();
+    OPEN.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// One open stream's place under both caps, given back when the stream is dropped.
+struct Slot {
+    person: String,
+}
+
+/// Why a stream got no place.
+enum Full {
+    Server,
+    Person,
+}
 
 impl Slot {
-    fn take() -> Option<Slot> {
+    fn take(person: String) -> Result<Slot, Full> {
+        let mut by_person = open_by_person()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mine = by_person.get(&person).copied().unwrap_or(0);
+        if mine >= MAX_LIVE_STREAMS_PER_PERSON {
+            return Err(Full::Person);
+        }
         OPEN_STREAMS
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
                 (open < MAX_LIVE_STREAMS).then_some(open + 1)
             })
-            .ok()
-            .map(|_| Slot)
+            .map_err(|_| Full::Server)?;
+        by_person.insert(person.clone(), mine + 1);
+        Ok(Slot { person })
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         OPEN_STREAMS.fetch_sub(1, Ordering::AcqRel);
+        let mut by_person = open_by_person()
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(count) = by_person.get_mut(&self.person) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                by_person.remove(&self.person);
+            }
+        }
     }
 }
 
@@ -76,7 +117,8 @@ struct Probe {
 /// What a stream knows between two looks.
 struct Watch {
     probe: Probe,
-    seen_events: usize,
+    /// The sequence number of the newest event the page has been told of.
+    seen_seq: u64,
     opened: Instant,
     checked: Instant,
     done: bool,
@@ -86,7 +128,8 @@ struct Watch {
 /// What one look found.
 enum Look {
     Same,
-    Changed(usize),
+    /// The run moved; the newest event is now this one.
+    Changed(u64),
     Ended,
     Closed(&'static str),
 }
@@ -108,30 +151,30 @@ fn still_signed_in(probe: &Probe) -> Result<bool, Error> {
     )
 }
 
-fn look(probe: &Probe, seen_events: usize, reauth: bool) -> Result<Look, Error> {
+fn look(probe: &Probe, seen_seq: u64, reauth: bool) -> Result<Look, Error> {
     if reauth && !still_signed_in(probe)? {
         return Ok(Look::Closed(
             "Your session has ended; sign in again to follow this run.",
         ));
     }
-    let events = probe
-        .shared
-        .store
-        .events(&probe.run)
-        .map_err(Error::storage("read a run's events for its live page"))?
-        .len();
-    let ended = probe
-        .shared
-        .store
+    let store = &probe.shared.store;
+    // At most one row: whether anything came after what the page was told of.
+    let moved = !store
+        .events_after(&probe.run, seen_seq, 1)
+        .map_err(Error::storage("read a run's new events for its live page"))?
+        .is_empty();
+    let ended = store
         .run(&probe.run)
         .map_err(Error::storage("read a run for its live page"))?
         .is_none_or(|run| run.status.is_terminal());
     Ok(if ended {
         Look::Ended
-    } else if events == seen_events {
-        Look::Same
+    } else if moved {
+        Look::Changed(store.last_event_seq(&probe.run).map_err(Error::storage(
+            "read a run's newest event for its live page",
+        ))?)
     } else {
-        Look::Changed(events)
+        Look::Same
     })
 }
 
@@ -152,7 +195,7 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
             }
             let reauth = watch.checked.elapsed() >= REAUTH_EVERY;
             let probe = watch.probe.clone();
-            let seen = watch.seen_events;
+            let seen = watch.seen_seq;
             let found = blocking("look at a live run", move || look(&probe, seen, reauth))
                 .await
                 .and_then(|found| found);
@@ -161,8 +204,8 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
             }
             let event = match found {
                 Ok(Look::Same) => continue,
-                Ok(Look::Changed(events)) => {
-                    watch.seen_events = events;
+                Ok(Look::Changed(newest)) => {
+                    watch.seen_seq = newest;
                     Event::default().event("changed").data("")
                 }
                 Ok(Look::Ended) => {
@@ -184,12 +227,19 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
     })
 }
 
-/// `GET /runs/{id}/stream`.
+/// `?after=SEQ`: the newest event the page was rendered with.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct StreamQuery {
+    after: Option<u64>,
+}
+
+/// `GET /runs/{id}/stream[?after=SEQ]`; without `after`, from the run's newest event.
 pub(crate) async fn run_stream(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     headers: HeaderMap,
     Path(run_id): Path<String>,
+    Query(query): Query<StreamQuery>,
 ) -> Result<Response, Error> {
     let record = run_in_scope(&state.shared, &authenticated, &run_id)?;
     let Some(session) = authenticated.session.as_ref() else {
@@ -199,14 +249,19 @@ pub(crate) async fn run_stream(
         });
     };
     let stream: std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>> =
-        match Slot::take() {
-            Some(slot) => {
-                let seen_events = state
-                    .shared
-                    .store
-                    .events(&record.id)
-                    .map_err(Error::storage("read a run's events for its live page"))?
-                    .len();
+        match Slot::take(format!(
+            "{}/{}",
+            authenticated.principal.account_id(),
+            authenticated.actor.id()
+        )) {
+            Ok(slot) => {
+                let seen_seq =
+                    match query.after {
+                        Some(after) => after,
+                        None => state.shared.store.last_event_seq(&record.id).map_err(
+                            Error::storage("read a run's newest event for its live page"),
+                        )?,
+                    };
                 Box::pin(events(Watch {
                     probe: Probe {
                         shared: state.shared.clone(),
@@ -215,16 +270,21 @@ pub(crate) async fn run_stream(
                         account: authenticated.principal.account_id().to_owned(),
                         run: record.id,
                     },
-                    seen_events,
+                    seen_seq,
                     opened: Instant::now(),
                     checked: Instant::now(),
                     done: false,
                     _slot: slot,
                 }))
             }
-            None => Box::pin(stream::once(async {
+            Err(Full::Server) => Box::pin(stream::once(async {
                 Ok(closed(
                     "Too many live pages are open on this server; reload the page to see the latest.",
+                ))
+            })),
+            Err(Full::Person) => Box::pin(stream::once(async {
+                Ok(closed(
+                    "You follow too many runs live at once; close some of their pages, or reload this one to see the latest.",
                 ))
             })),
         };

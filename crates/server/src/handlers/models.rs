@@ -13,11 +13,12 @@ use std::sync::Arc;
 use api_types::models::{
     ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
 };
+use askama::Template;
 use auth::Role;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{Html, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::{Extension, Form, Json};
 use redact::{Redactor, SecretName, SecretRequest, SecretValue};
 use serde::Deserialize;
@@ -27,10 +28,11 @@ use storage::{AccountId, NewAuditEntry};
 use zeroize::Zeroizing;
 
 use crate::authn::Authenticated;
-use crate::handlers::admin::{back_to, button, csrf_field};
+use crate::chrome::{self, Chrome};
+use crate::handlers::admin::back_to;
 use crate::handlers::vault::{json_body, vault_failure};
 use crate::handlers::{account_redactor, audit, blocking};
-use crate::html::{escape, page};
+use crate::html::{FormMistake, csrf_token, render, segment};
 use crate::state::{ServerStore, Shared};
 use crate::{AppState, Error};
 
@@ -563,75 +565,87 @@ pub(crate) async fn run_test(
 // The console.
 // ---------------------------------------------------------------------------------------------
 
+struct ProviderRow {
+    name: String,
+    name_segment: String,
+    provider: String,
+    base_url: String,
+    assistant_model: String,
+    is_default: bool,
+    key: String,
+}
+
+/// The add form as typed (never its key).
+struct TypedProvider {
+    name: String,
+    provider: String,
+    base_url: String,
+    assistant_model: String,
+}
+
+#[derive(Template)]
+#[template(path = "models.html")]
+struct ModelsPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    may_write: bool,
+    providers: Vec<ProviderRow>,
+    kinds: [&'static str; 2],
+    typed: TypedProvider,
+    error: Option<String>,
+}
+
+/// The models page, with the add form as `typed` (empty, or as sent with its refusal).
+async fn models_page_with(
+    state: &AppState,
+    authenticated: &Authenticated,
+    typed: TypedProvider,
+    error: Option<String>,
+) -> Result<Html<String>, Error> {
+    let providers = views(state, authenticated).await?;
+    Ok(render(&ModelsPage {
+        title: "Models",
+        chrome: chrome::current(),
+        live: false,
+        csrf: csrf_token(&state.shared, authenticated),
+        may_write: authenticated.principal.role() >= Role::Admin,
+        providers: providers
+            .into_iter()
+            .map(|provider| ProviderRow {
+                name_segment: segment(&provider.name),
+                key: match provider.key_version {
+                    Some(version) => format!("version {version}"),
+                    None => "missing".to_owned(),
+                },
+                name: provider.name,
+                provider: provider.provider,
+                base_url: provider.base_url,
+                assistant_model: provider
+                    .assistant_model
+                    .unwrap_or_else(|| "none".to_owned()),
+                is_default: provider.is_default,
+            })
+            .collect(),
+        kinds: ["anthropic", "openai"],
+        typed,
+        error,
+    }))
+}
+
 /// `GET /models`: the providers and, for admins, the forms.
 pub(crate) async fn models_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let providers = views(&state, &authenticated).await?;
-    let may_write = authenticated.principal.role() >= Role::Admin;
-    let mut body = String::from(
-        "<h1>Models</h1>\n<p>The providers this account's agents and assistant use. A key goes \
-         in and is never shown again; models are called by the platform, never from a step.</p>\n\
-         <table>\n<tr><th>Name</th><th>Provider</th><th>URL</th><th>Assistant model</th>\
-         <th>Key</th><th></th></tr>\n",
-    );
-    for provider in &providers {
-        let name = escape(&provider.name);
-        let key = match provider.key_version {
-            Some(version) => format!("version {version}"),
-            None => "missing".to_owned(),
-        };
-        let mut actions = String::new();
-        if may_write {
-            if !provider.is_default {
-                actions.push_str(&button(
-                    &state,
-                    &authenticated,
-                    &format!("/models/{name}/default"),
-                    "Make default",
-                ));
-            }
-            actions.push_str(&button(
-                &state,
-                &authenticated,
-                &format!("/models/{name}/test"),
-                "Test",
-            ));
-            actions.push_str(&button(
-                &state,
-                &authenticated,
-                &format!("/models/{name}/remove"),
-                "Remove",
-            ));
-        }
-        body.push_str(&format!(
-            "<tr><td>{name}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{key}</td><td>{actions}</td></tr>\n",
-            if provider.is_default { " (default)" } else { "" },
-            escape(&provider.provider),
-            escape(&provider.base_url),
-            escape(provider.assistant_model.as_deref().unwrap_or("none")),
-        ));
-    }
-    body.push_str("</table>\n");
-    if may_write {
-        let csrf = csrf_field(&state, &authenticated);
-        body.push_str(&format!(
-            "<h2>Add a provider</h2>\n<form method=\"post\" action=\"/models\">{csrf}\n\
-             <label>Name <input name=\"name\" required></label>\n\
-             <label>Provider <select name=\"provider\"><option>anthropic</option>\
-             <option>openai</option></select></label>\n\
-             <label>Base URL <input name=\"base_url\" placeholder=\"the provider's default\"></label>\n\
-             <label>Assistant model <input name=\"assistant_model\"></label>\n\
-             <label>Key <input name=\"key\" type=\"password\" autocomplete=\"off\" required></label>\n\
-             <button type=\"submit\">Add</button>\n</form>\n\
-             <p>Adding a name that exists replaces its settings and key. Only the operator can \
-             let a provider reach this host or a private network.</p>\n"
-        ));
-    } else {
-        body.push_str("<p>Only an admin of the account can add, remove or test providers.</p>\n");
-    }
-    Ok(page("Models", &body))
+    let empty = TypedProvider {
+        name: String::new(),
+        provider: "anthropic".to_owned(),
+        base_url: String::new(),
+        assistant_model: String::new(),
+    };
+    models_page_with(&state, &authenticated, empty, None).await
 }
 
 #[derive(Deserialize)]
@@ -646,20 +660,34 @@ pub(crate) struct ProviderForm {
     key: Zeroizing<String>,
 }
 
-/// `POST /models`.
+/// `POST /models`; a refused provider answers the page again with what was typed (but the
+/// key) and why.
 pub(crate) async fn add_with_form(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Form(form): Form<ProviderForm>,
 ) -> Result<Response, Error> {
+    let typed = TypedProvider {
+        name: form.name.clone(),
+        provider: form.provider.clone(),
+        base_url: form.base_url.clone(),
+        assistant_model: form.assistant_model.clone(),
+    };
     let request = SaveModelProviderRequest {
         provider: form.provider,
         base_url: Some(form.base_url),
         assistant_model: Some(form.assistant_model),
         key: form.key,
     };
-    save(&state, &authenticated, form.name.trim().to_owned(), request).await?;
-    Ok(back_to("/models"))
+    match save(&state, &authenticated, form.name.trim().to_owned(), request).await {
+        Ok(_) => Ok(back_to("/models")),
+        Err(error) => {
+            let mistake = FormMistake::of(error)?;
+            let page =
+                models_page_with(&state, &authenticated, typed, Some(mistake.message)).await?;
+            Ok((mistake.status, page).into_response())
+        }
+    }
 }
 
 /// `POST /models/{provider}/remove`.
@@ -682,6 +710,21 @@ pub(crate) async fn default_with_form(
     Ok(back_to("/models"))
 }
 
+#[derive(Template)]
+#[template(path = "model_test.html")]
+struct ModelTestPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    name: String,
+    ok: bool,
+    answer: String,
+    answered_by: String,
+    input_tokens: u64,
+    output_tokens: u64,
+    error: String,
+}
+
 /// `POST /models/{provider}/test`: the result on a page of its own.
 pub(crate) async fn test_with_form(
     State(state): State<AppState>,
@@ -689,23 +732,18 @@ pub(crate) async fn test_with_form(
     Path(name): Path<String>,
 ) -> Result<Html<String>, Error> {
     let result = test(&state, &authenticated, name.clone(), None).await?;
-    let mut body = format!("<h1>Test of {}</h1>\n", escape(&name));
-    if result.ok {
-        body.push_str(&format!(
-            "<p>Answer: {}</p>\n<p>Model: {}</p>\n<p>Tokens: {} in, {} out</p>\n",
-            escape(result.answer.as_deref().unwrap_or_default()),
-            escape(result.answered_by.as_deref().unwrap_or_default()),
-            result.input_tokens.unwrap_or_default(),
-            result.output_tokens.unwrap_or_default(),
-        ));
-    } else {
-        body.push_str(&format!(
-            "<p>The test failed: {}</p>\n",
-            escape(result.error.as_deref().unwrap_or_default())
-        ));
-    }
-    body.push_str("<p><a href=\"/models\">Back to the models</a></p>\n");
-    Ok(page("Model test", &body))
+    Ok(render(&ModelTestPage {
+        title: "Model test",
+        chrome: chrome::current(),
+        live: false,
+        name,
+        ok: result.ok,
+        answer: result.answer.unwrap_or_default(),
+        answered_by: result.answered_by.unwrap_or_default(),
+        input_tokens: result.input_tokens.unwrap_or_default(),
+        output_tokens: result.output_tokens.unwrap_or_default(),
+        error: result.error.unwrap_or_default(),
+    }))
 }
 
 #[cfg(test)]

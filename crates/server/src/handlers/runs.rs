@@ -124,20 +124,25 @@ pub(crate) async fn show(
     Ok(Json(detail(&state.shared, record)?))
 }
 
-/// The account's gates waiting for a decision, oldest first.
-pub(crate) fn waiting_gates(
+/// One page of the account's gates waiting for a decision, the newest run first, after
+/// `after`: read by keyset from the store, which reads only waiting runs (at most `limit + 1`
+/// of them), never the account's other runs; where the next page starts, when there is one.
+pub(crate) fn waiting_gates_page(
     shared: &Shared,
     account: &AccountId,
-) -> Result<Vec<ApprovalView>, Error> {
-    let runs = shared
+    after: Option<&storage::RunCursor>,
+    limit: usize,
+) -> Result<(Vec<ApprovalView>, Option<storage::RunCursor>), Error> {
+    let filter = storage::RunFilter {
+        status: Some(RunStatus::WaitingApproval),
+        ..storage::RunFilter::default()
+    };
+    let page = shared
         .store
-        .runs(account)
-        .map_err(Error::storage("list runs"))?;
-    let mut waiting = Vec::new();
-    for run in runs
-        .into_iter()
-        .filter(|run| run.status == RunStatus::WaitingApproval)
-    {
+        .runs_page(account, &filter, after, limit)
+        .map_err(Error::storage("list a page of waiting runs"))?;
+    let mut waiting = Vec::with_capacity(page.runs.len());
+    for run in page.runs {
         let Some(parked) = shared
             .store
             .parked(&run.id)
@@ -151,6 +156,28 @@ pub(crate) fn waiting_gates(
             step: parked.step_id,
             waiting_since: parked.parked_at.0,
         });
+    }
+    Ok((waiting, page.next))
+}
+
+/// How many waiting runs one read of [`waiting_gates`] takes.
+const WAITING_READ: usize = 200;
+
+/// Every gate of the account waiting for a decision, oldest first (the API's list): the
+/// waiting runs only, page by page.
+pub(crate) fn waiting_gates(
+    shared: &Shared,
+    account: &AccountId,
+) -> Result<Vec<ApprovalView>, Error> {
+    let mut waiting = Vec::new();
+    let mut after = None;
+    loop {
+        let (mut page, next) = waiting_gates_page(shared, account, after.as_ref(), WAITING_READ)?;
+        waiting.append(&mut page);
+        match next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
     }
     waiting.sort_by_key(|approval| approval.waiting_since);
     Ok(waiting)

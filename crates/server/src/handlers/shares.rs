@@ -3,7 +3,9 @@
 //! (unknown, expired, revoked, malformed, wrong length, a run that is gone) answers the same
 //! bytes: [`auth::SHARE_NOT_FOUND_BODY`] with status 404.
 
+use api_types::runs::StepSummary;
 use api_types::{ShareLinkCreated, ShareLinkView};
+use askama::Template;
 use auth::{SHARE_NOT_FOUND_BODY, SHARE_NOT_FOUND_CONTENT_TYPE, ShareToken};
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, Uri, header};
@@ -14,9 +16,10 @@ use storage::people::{NewShareLink, PeopleWrite, ShareLinkRecord, TokenHash};
 use storage::{RunId, Timestamp};
 
 use crate::authn::Authenticated;
+use crate::chrome::Chrome;
 use crate::handlers::runs::{detail, run_in_scope};
 use crate::handlers::{Audited, audited_write, random_id};
-use crate::html::{escape, page};
+use crate::html::render;
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -151,43 +154,53 @@ fn live_link(shared: &Shared, token_text: &str) -> Option<ShareLinkRecord> {
     Some(link)
 }
 
-fn render(detail: &api_types::RunDetail) -> Html<String> {
-    let mut body = format!(
-        "<h1>Run {} of {}</h1>\n<p>Status: {}</p>\n<h2>Steps</h2>\n<ul>\n",
-        escape(&detail.summary.run),
-        escape(&detail.workflow),
-        escape(&detail.summary.status)
-    );
-    for step in &detail.summary.steps {
-        body.push_str(&format!(
-            "<li>{}: attempt {}, {}{}</li>\n",
-            escape(&step.step),
-            step.attempt,
-            escape(&step.status),
-            step.reason
-                .as_deref()
-                .map(|reason| format!(" ({})", escape(reason)))
-                .unwrap_or_default()
-        ));
-    }
-    body.push_str("</ul>\n<h2>Decisions</h2>\n<ul>\n");
-    for decision in &detail.decisions {
-        let who = if decision.actor_name.is_empty() {
-            format!("{} {}", decision.actor_kind, decision.actor_id)
-        } else {
-            decision.actor_name.clone()
-        };
-        body.push_str(&format!(
-            "<li>{} {} by {} through {}: {}</li>\n",
-            escape(&decision.decision),
-            escape(decision.step.as_deref().unwrap_or("the run")),
-            escape(&who),
-            escape(&decision.door),
-            escape(&decision.note)
-        ));
-    }
-    body.push_str("</ul>");
-    page("Shared run", &body)
+struct DecisionLine {
+    decision: String,
+    step: String,
+    who: String,
+    door: String,
+    note: String,
+}
+
+#[derive(Template)]
+#[template(path = "shared_run.html")]
+struct SharedRunPage {
+    title: &'static str,
+    /// Always `None`: a share page shows no navigation, whoever opens it.
+    chrome: Option<Chrome>,
+    live: bool,
+    run: String,
+    workflow: String,
+    status: String,
+    steps: Vec<StepSummary>,
+    decisions: Vec<DecisionLine>,
+}
+
+fn shared_page(detail: api_types::RunDetail) -> Html<String> {
+    render(&SharedRunPage {
+        title: "Shared run",
+        chrome: None,
+        live: false,
+        run: detail.summary.run,
+        workflow: detail.workflow,
+        status: detail.summary.status,
+        steps: detail.summary.steps,
+        decisions: detail
+            .decisions
+            .into_iter()
+            .map(|decision| DecisionLine {
+                who: if decision.actor_name.is_empty() {
+                    format!("{} {}", decision.actor_kind, decision.actor_id)
+                } else {
+                    decision.actor_name
+                },
+                decision: decision.decision,
+                step: decision.step.unwrap_or_else(|| "the run".to_owned()),
+                door: decision.door,
+                note: decision.note,
+            })
+            .collect(),
+    })
 }
 
 /// `GET /s/{token}`: one run's scrubbed record, read-only. The token is read from the raw
@@ -210,7 +223,7 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
     let account = record.account.clone();
     match detail(shared, record) {
         Ok(detail) => {
-            let mut response = render(&detail).into_response();
+            let mut response = shared_page(detail).into_response();
             response
                 .extensions_mut()
                 .insert(crate::served::ServedFor(account));

@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use api_types::{SignInRequest, SignInResponse};
 use askama::Template;
 use auth::{
-    Attempt, CsrfToken, PasswordHash, RateDecision, Role, SessionToken, SignInLinkToken, TlsMode,
+    Attempt, CsrfToken, PasswordHash, RateDecision, SessionToken, SignInLinkToken, TlsMode,
     clear_session_cookie, hash_password_with, session_cookie, sign_in_key, verify_csrf,
     verify_password_for_unknown_person_with, verify_password_with,
 };
@@ -31,8 +31,7 @@ use storage::{AccountId, Actor};
 use crate::authn::{Authenticated, cookie_value};
 use crate::chrome::{self, Chrome};
 use crate::handlers::{Audited, audit, audited_write, random_id};
-use crate::html::{escape, page, render};
-use crate::layers::CSRF_FIELD;
+use crate::html::render;
 use crate::return_path::console_path;
 use crate::state::Shared;
 use crate::{AppState, Error};
@@ -517,6 +516,18 @@ fn link_not_found() -> Error {
     }
 }
 
+#[derive(Template)]
+#[template(path = "welcome.html")]
+struct WelcomePage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    name: String,
+    min_chars: usize,
+    action: String,
+    csrf: String,
+}
+
 /// `GET /welcome/{token}`: the set-password form of a usable one-time link, guarded like the
 /// sign-in form. Looking does not use the link.
 pub(crate) async fn welcome_form(
@@ -532,21 +543,15 @@ pub(crate) async fn welcome_form(
         .ok_or_else(link_not_found)?;
     let action = format!("/welcome/{}", token.reveal_once());
     let guard = new_form_guard(&state.shared)?;
-    let html = page(
-        "Set your password",
-        &format!(
-            "<h1>Welcome, {}</h1>\n<p>Choose a password of at least {} characters.</p>\n\
-             <form method=\"post\" action=\"{}\">\n\
-             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
-             <label>Password <input name=\"password\" type=\"password\" required></label>\n\
-             <label>Again <input name=\"password_again\" type=\"password\" required></label>\n\
-             <button type=\"submit\">Set password and sign in</button>\n</form>",
-            escape(&link.person.display_name),
-            auth::MIN_PASSWORD_CHARS,
-            escape(&action),
-            escape(guard.csrf.as_str()),
-        ),
-    );
+    let html = render(&WelcomePage {
+        title: "Set your password",
+        chrome: chrome::current(),
+        live: false,
+        name: link.person.display_name,
+        min_chars: auth::MIN_PASSWORD_CHARS,
+        action,
+        csrf: guard.csrf.as_str().to_owned(),
+    });
     with_cookie(html.into_response(), &guard.set_cookie)
 }
 
@@ -696,38 +701,46 @@ pub(crate) async fn home(
         });
     };
     let csrf = CsrfToken::for_session(&state.shared.csrf_key, &session.token_hash);
-    let role = authenticated.principal.role();
-    // The console's pages this role may open, by the same least roles as the policy table.
+    // The console's pages this person may open, found with the policy table that guards them
+    // (as the navigation is), so the home page never offers a page the route refuses.
     let pages = [
-        ("/workflows", "Workflows", Role::Viewer),
-        ("/runs", "Runs", Role::Viewer),
-        ("/approvals", "Approvals waiting for me", Role::Member),
-        ("/files", "Files", Role::Viewer),
-        ("/vault", "Vault", Role::Member),
-        ("/models", "Models", Role::Admin),
-        ("/shares", "Share links", Role::Member),
-        ("/people", "People and roles", Role::Admin),
-        ("/keys", "API keys", Role::Admin),
-        ("/audit", "Audit log", Role::Admin),
-        ("/sessions", "Your sessions", Role::Viewer),
+        ("/workflows", "Workflows"),
+        ("/runs", "Runs"),
+        ("/approvals", "Approvals waiting for me"),
+        ("/files", "Files"),
+        ("/vault", "Vault"),
+        ("/models", "Models"),
+        ("/shares", "Share links"),
+        ("/people", "People and roles"),
+        ("/keys", "API keys"),
+        ("/audit", "Audit log"),
+        ("/sessions", "Your sessions"),
     ];
-    let links: String = pages
-        .iter()
-        .filter(|(_, _, least)| role >= *least)
-        .map(|(path, label, _)| format!("<li><a href=\"{path}\">{label}</a></li>\n"))
+    let links = pages
+        .into_iter()
+        .filter(|(path, _)| chrome::may(&authenticated.principal, "GET", path))
         .collect();
-    Ok(page(
-        "Home",
-        &format!(
-            "<h1>Signed in as {} ({})</h1>\n<nav><ul>\n{links}</ul></nav>\n\
-             <form method=\"post\" action=\"/signout\">\n\
-             <input type=\"hidden\" name=\"{CSRF_FIELD}\" value=\"{}\">\n\
-             <button type=\"submit\">Sign out</button>\n</form>",
-            escape(authenticated.actor.display_name()),
-            escape(role.as_str()),
-            escape(csrf.as_str()),
-        ),
-    ))
+    Ok(render(&HomePage {
+        title: "Home",
+        chrome: chrome::current(),
+        live: false,
+        name: authenticated.actor.display_name().to_owned(),
+        role: authenticated.principal.role().as_str(),
+        links,
+        csrf: csrf.as_str().to_owned(),
+    }))
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    name: String,
+    role: &'static str,
+    links: Vec<(&'static str, &'static str)>,
+    csrf: String,
 }
 
 #[cfg(test)]

@@ -8,137 +8,135 @@
 use std::collections::BTreeMap;
 
 use api_types::limits;
+use askama::Template;
 use auth::Role;
 use axum::extract::{Path, State};
-use axum::response::{Html, Response};
+use axum::response::{Html, IntoResponse, Response};
 use axum::{Extension, Form};
 use redact::SecretValue;
 use serde::Deserialize;
 
 use crate::authn::Authenticated;
-use crate::handlers::admin::{back_to, button, csrf_field};
+use crate::chrome::{self, Chrome};
+use crate::handlers::admin::back_to;
 use crate::handlers::vault;
-use crate::html::{escape, page};
+use crate::html::{FormMistake, csrf_token, render, segment};
 use crate::text_limits;
 use crate::{AppState, Error};
 
 /// How many field rows the connection form offers; rows left empty are ignored.
 const CONNECTION_FORM_ROWS: usize = 3;
 
+struct NamedRow {
+    name: String,
+    version: u64,
+    remove_action: String,
+}
+
+struct ConnectionRow {
+    alias: String,
+    fields: String,
+    version: u64,
+    revoked: bool,
+    remove_action: String,
+    revoke_action: String,
+}
+
+/// Why a form of the page was refused (at most one at a time). What was typed is never shown
+/// again: a name box may hold a value pasted into the wrong place.
+#[derive(Default)]
+struct FormErrors {
+    secret: Option<String>,
+    connection: Option<String>,
+    model_key: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "vault.html")]
+struct VaultPage {
+    title: &'static str,
+    chrome: Option<Chrome>,
+    live: bool,
+    csrf: String,
+    may_write: bool,
+    secrets: Vec<NamedRow>,
+    connections: Vec<ConnectionRow>,
+    model_keys: Vec<NamedRow>,
+    rows: Vec<usize>,
+    errors: FormErrors,
+}
+
+/// The vault page, with the refusal of a form beside it.
+async fn vault_page_with(
+    state: &AppState,
+    authenticated: &Authenticated,
+    errors: FormErrors,
+) -> Result<Html<String>, Error> {
+    let secrets = vault::secret_views(state, authenticated).await?;
+    let connections = vault::connection_views(state, authenticated).await?;
+    let model_keys = vault::model_key_views(state, authenticated).await?;
+    Ok(render(&VaultPage {
+        title: "Vault",
+        chrome: chrome::current(),
+        live: false,
+        csrf: csrf_token(&state.shared, authenticated),
+        may_write: authenticated.principal.role() >= Role::Admin,
+        secrets: secrets
+            .into_iter()
+            .map(|secret| NamedRow {
+                remove_action: format!("/vault/secrets/{}/remove", segment(&secret.name)),
+                name: secret.name,
+                version: secret.version,
+            })
+            .collect(),
+        connections: connections
+            .into_iter()
+            .map(|connection| ConnectionRow {
+                remove_action: format!("/vault/connections/{}/remove", segment(&connection.alias)),
+                revoke_action: format!("/vault/connections/{}/revoke", segment(&connection.alias)),
+                fields: connection.fields.join(", "),
+                alias: connection.alias,
+                version: connection.version,
+                revoked: connection.revoked,
+            })
+            .collect(),
+        model_keys: model_keys
+            .into_iter()
+            .map(|key| NamedRow {
+                remove_action: format!("/vault/model-keys/{}/remove", segment(&key.provider)),
+                name: key.provider,
+                version: key.version,
+            })
+            .collect(),
+        rows: (1..=CONNECTION_FORM_ROWS).collect(),
+        errors,
+    }))
+}
+
 /// `GET /vault`: the vault's names; forms to set a value (never to see one).
 pub(crate) async fn vault_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let secrets = vault::secret_views(&state, &authenticated).await?;
-    let connections = vault::connection_views(&state, &authenticated).await?;
-    let model_keys = vault::model_key_views(&state, &authenticated).await?;
-    let may_write = authenticated.principal.role() >= Role::Admin;
-    let csrf = csrf_field(&state, &authenticated);
-    let write_button = |action: String, label: &str| {
-        if may_write {
-            button(&state, &authenticated, &action, label)
-        } else {
-            String::new()
+    vault_page_with(&state, &authenticated, FormErrors::default()).await
+}
+
+/// Back to the vault page after a form's write; a refused write answers the page again with
+/// the refusal beside that form (`place` puts it there).
+async fn after_write(
+    state: &AppState,
+    authenticated: &Authenticated,
+    written: Result<(), Error>,
+    place: fn(String) -> FormErrors,
+) -> Result<Response, Error> {
+    match written {
+        Ok(()) => Ok(back_to("/vault")),
+        Err(error) => {
+            let mistake = FormMistake::of(error)?;
+            let page = vault_page_with(state, authenticated, place(mistake.message)).await?;
+            Ok((mistake.status, page).into_response())
         }
-    };
-    let mut body = String::from(
-        "<h1>Vault</h1>\n<p>Names only: a value can be set here, never seen. Steps receive \
-         values as environment variables of the steps that name them.</p>\n",
-    );
-
-    body.push_str("<h2>Agent secrets</h2>\n<ul>\n");
-    for secret in &secrets {
-        body.push_str(&format!(
-            "<li>{} (version {}) {}</li>\n",
-            escape(&secret.name),
-            secret.version,
-            write_button(format!("/vault/secrets/{}/remove", secret.name), "Remove")
-        ));
     }
-    body.push_str("</ul>\n");
-    if may_write {
-        body.push_str(&format!(
-            "<h3>Set a secret</h3>\n<form method=\"post\" action=\"/vault/secrets\">{csrf}\n\
-             <label>Name <input name=\"name\" required></label>\n\
-             <label>Value <input name=\"value\" type=\"password\" autocomplete=\"off\" \
-             required></label>\n<button type=\"submit\">Set</button>\n</form>\n"
-        ));
-    }
-
-    body.push_str(
-        "<h2>Connections</h2>\n<table>\n<tr><th>Alias</th><th>Fields</th><th>Version</th>\
-         <th>State</th><th></th></tr>\n",
-    );
-    for connection in &connections {
-        let fields: Vec<String> = connection.fields.iter().map(|name| escape(name)).collect();
-        let state_label = if connection.revoked {
-            "revoked"
-        } else {
-            "active"
-        };
-        let revoke = if connection.revoked {
-            String::new()
-        } else {
-            write_button(
-                format!("/vault/connections/{}/revoke", connection.alias),
-                "Revoke",
-            )
-        };
-        body.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{state_label}</td><td>{}{revoke}</td>\
-             </tr>\n",
-            escape(&connection.alias),
-            fields.join(", "),
-            connection.version,
-            write_button(
-                format!("/vault/connections/{}/remove", connection.alias),
-                "Remove"
-            ),
-        ));
-    }
-    body.push_str("</table>\n");
-    if may_write {
-        body.push_str(&format!(
-            "<h3>Set a connection</h3>\n<p>Setting a connection replaces all its fields and \
-             lifts a revocation. Rows left empty are ignored.</p>\n\
-             <form method=\"post\" action=\"/vault/connections\">{csrf}\n\
-             <label>Alias <input name=\"alias\" required></label>\n"
-        ));
-        for row in 1..=CONNECTION_FORM_ROWS {
-            body.push_str(&format!(
-                "<p><label>Field <input name=\"field_name_{row}\"></label>\n\
-                 <label>Value <input name=\"field_value_{row}\" type=\"password\" \
-                 autocomplete=\"off\"></label></p>\n"
-            ));
-        }
-        body.push_str("<button type=\"submit\">Set</button>\n</form>\n");
-    }
-
-    body.push_str("<h2>Model keys</h2>\n<ul>\n");
-    for key in &model_keys {
-        body.push_str(&format!(
-            "<li>{} (version {}) {}</li>\n",
-            escape(&key.provider),
-            key.version,
-            write_button(
-                format!("/vault/model-keys/{}/remove", key.provider),
-                "Remove"
-            )
-        ));
-    }
-    body.push_str("</ul>\n");
-    if may_write {
-        body.push_str(&format!(
-            "<h3>Set a model key</h3>\n<form method=\"post\" action=\"/vault/model-keys\">\
-             {csrf}\n<label>Provider <input name=\"provider\" required></label>\n\
-             <label>Key <input name=\"value\" type=\"password\" autocomplete=\"off\" \
-             required></label>\n<button type=\"submit\">Set</button>\n</form>\n"
-        ));
-    } else {
-        body.push_str("<p>Only an admin of the account can set, remove or revoke.</p>\n");
-    }
-    Ok(page("Vault", &body))
 }
 
 #[derive(Deserialize)]
@@ -156,8 +154,15 @@ pub(crate) async fn set_secret(
     let value = SecretValue::new(form.value);
     // Names are trimmed like the alias and the provider (a pasted name often ends in a
     // space); values never are: every byte of a value is part of the credential.
-    vault::store_secret(&state, &authenticated, form.name.trim().to_owned(), value).await?;
-    Ok(back_to("/vault"))
+    let stored =
+        vault::store_secret(&state, &authenticated, form.name.trim().to_owned(), value).await;
+    after_write(&state, &authenticated, stored.map(drop), |message| {
+        FormErrors {
+            secret: Some(message),
+            ..FormErrors::default()
+        }
+    })
+    .await
 }
 
 /// `POST /vault/secrets/{name}/remove`.
@@ -241,9 +246,17 @@ pub(crate) async fn set_connection(
     Extension(authenticated): Extension<Authenticated>,
     Form(pairs): Form<Vec<(String, String)>>,
 ) -> Result<Response, Error> {
-    let (alias, fields) = connection_from_form(pairs)?;
-    vault::store_connection(&state, &authenticated, alias, fields).await?;
-    Ok(back_to("/vault"))
+    let stored = match connection_from_form(pairs) {
+        Ok((alias, fields)) => vault::store_connection(&state, &authenticated, alias, fields)
+            .await
+            .map(drop),
+        Err(error) => Err(error),
+    };
+    after_write(&state, &authenticated, stored, |message| FormErrors {
+        connection: Some(message),
+        ..FormErrors::default()
+    })
+    .await
 }
 
 /// `POST /vault/connections/{alias}/remove`.
@@ -279,14 +292,20 @@ pub(crate) async fn set_model_key(
     Form(form): Form<ModelKeyForm>,
 ) -> Result<Response, Error> {
     let value = SecretValue::new(form.value);
-    vault::store_model_key(
+    let stored = vault::store_model_key(
         &state,
         &authenticated,
         form.provider.trim().to_owned(),
         value,
     )
-    .await?;
-    Ok(back_to("/vault"))
+    .await;
+    after_write(&state, &authenticated, stored.map(drop), |message| {
+        FormErrors {
+            model_key: Some(message),
+            ..FormErrors::default()
+        }
+    })
+    .await
 }
 
 /// `POST /vault/model-keys/{provider}/remove`.

@@ -180,3 +180,143 @@ async fn g26_a_live_run_stream_closes_when_its_session_is_revoked() {
         .await;
     assert_eq!(theirs.status, 404);
 }
+
+/// Reads the live stream's body until `wanted` arrives or `within` passes; what arrived.
+async fn stream_until(
+    body: &mut axum::body::Body,
+    wanted: &str,
+    within: std::time::Duration,
+) -> String {
+    use http_body_util::BodyExt;
+
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + within;
+    while !seen.contains(wanted) {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    seen.push_str(&String::from_utf8_lossy(data));
+                }
+            }
+            Ok(_) | Err(_) => break,
+        }
+    }
+    seen
+}
+
+/// The live stream reads only the events after the newest one its page showed (issue 14): a
+/// stream opened at the run's newest event stays quiet until a new one is appended, then says
+/// `changed` once; a stream opened `?after=` an older event says `changed` at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn g25_a_live_stream_reports_only_events_after_the_one_its_page_showed() {
+    use storage::{EventLog, NewEvent, Timestamp};
+    use tower::ServiceExt;
+
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let newest = harness.store.last_event_seq(&run).unwrap();
+    assert!(newest > 1, "a parked run has events");
+    let page = harness
+        .call("GET", &format!("/runs/{}", run.0), &member, None)
+        .await;
+    assert!(
+        page.text()
+            .contains(&format!("/runs/{}/stream?after={newest}", run.0)),
+        "the page names the newest event it shows: {}",
+        page.text()
+    );
+    let open = |path: String| {
+        let app = harness.app.clone();
+        let request = crate::support::request("GET", &path, &member, None);
+        async move { app.oneshot(request).await.unwrap().into_body() }
+    };
+    let mut at_newest = open(format!("/runs/{}/stream?after={newest}", run.0)).await;
+    let mut from_older = open(format!("/runs/{}/stream?after={}", run.0, newest - 1)).await;
+    let mut without_after = open(format!("/runs/{}/stream", run.0)).await;
+
+    let older = stream_until(
+        &mut from_older,
+        "event: changed",
+        std::time::Duration::from_secs(5),
+    )
+    .await;
+    assert!(older.contains("event: changed"), "{older:?}");
+    let quiet = stream_until(
+        &mut at_newest,
+        "event: changed",
+        std::time::Duration::from_millis(2_500),
+    )
+    .await;
+    assert!(!quiet.contains("event:"), "nothing new yet: {quiet:?}");
+
+    let redactor = redact::RunSecrets::collect(
+        &run.0,
+        "acct",
+        harness.engine.scrub_sets(),
+        &redact::SecretRequest::default(),
+    )
+    .unwrap()
+    .redactor();
+    harness
+        .store
+        .append(
+            &run,
+            &NewEvent {
+                kind: "step.printed",
+                version: engine::journal::VERSION,
+                payload: redactor.scrub_json(&serde_json::json!({
+                    "step": "ship", "attempt": 1, "stream": "stdout",
+                    "text": "", "printed_bytes": 0
+                })),
+                at: Timestamp(1),
+            },
+        )
+        .unwrap();
+    for (name, body) in [
+        ("opened at the newest", &mut at_newest),
+        ("opened without after", &mut without_after),
+    ] {
+        let moved = stream_until(body, "event: changed", std::time::Duration::from_secs(5)).await;
+        assert!(moved.contains("event: changed"), "{name}: {moved:?}");
+        assert_eq!(moved.matches("event:").count(), 1, "{name}: {moved:?}");
+    }
+}
+
+/// Approvals waiting for me are read one page at a time from the store's waiting runs
+/// (issue 14), newest first, with a link to the older ones; the API lists them all.
+#[tokio::test(flavor = "multi_thread")]
+async fn g23_approvals_are_paged_and_every_waiting_gate_is_on_a_page() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let runs: Vec<String> = (0..53).map(|_| harness.parked_run("acct").0).collect();
+    let rows = |text: &str| -> Vec<String> {
+        text.split("<td><a href=\"/runs/")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next().map(str::to_owned))
+            .collect()
+    };
+    let first = harness.call("GET", "/approvals", &member, None).await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    let first_rows = rows(&first.text());
+    assert_eq!(first_rows.len(), 50, "{}", first.text());
+    let older = first
+        .text()
+        .split("<a href=\"/approvals?after=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(|after| format!("/approvals?after={}", after.replace("&#38;", "&")))
+        .expect("a link to the older waiting runs");
+    let second = harness.call("GET", &older, &member, None).await;
+    assert_eq!(second.status, 200, "{}", second.text());
+    let second_rows = rows(&second.text());
+    assert_eq!(second_rows.len(), 3, "{}", second.text());
+    assert!(second.text().contains("<a href=\"/approvals\">Newest</a>"));
+    let mut seen: Vec<String> = first_rows.into_iter().chain(second_rows).collect();
+    seen.sort();
+    let mut expected = runs;
+    expected.sort();
+    assert_eq!(seen, expected, "every waiting gate once");
+    let listed = harness.call("GET", "/api/approvals", &member, None).await;
+    assert_eq!(listed.json().as_array().map(Vec::len), Some(53));
+}

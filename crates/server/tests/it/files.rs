@@ -298,7 +298,7 @@ async fn g25_console_writes_shows_escaped_and_deletes_files() {
     assert_eq!(page.status, 200);
     assert!(
         page.text()
-            .contains("&lt;script&gt;alert(1)&lt;/script&gt;")
+            .contains("&#60;script&#62;alert(1)&#60;/script&#62;")
     );
     assert!(!page.text().contains("<script>"));
     let listing = harness.call("GET", "/files", &member, None).await;

@@ -94,7 +94,8 @@ async fn g11_a_key_records_and_shows_the_person_who_created_it() {
     let page = harness.call("GET", "/keys", &admin, None).await;
     assert_eq!(page.status, 200, "{}", page.text());
     assert!(
-        page.text().contains(&format!("created by {admin_name}")),
+        page.text()
+            .contains(&format!("<td class=\"created-by\">{admin_name}</td>")),
         "{}",
         page.text()
     );

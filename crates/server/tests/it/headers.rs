@@ -39,7 +39,8 @@ async fn security_headers_on_every_kind_of_answer() {
         SECURITY_HEADERS[0],
         (
             "content-security-policy",
-            "default-src 'self'; script-src 'self'; frame-ancestors 'none'"
+            "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; \
+             form-action 'self'; frame-ancestors 'none'"
         )
     );
 }

@@ -32,6 +32,7 @@ mod matrix;
 mod methods;
 mod models;
 mod people;
+mod review_console;
 mod sessions;
 mod shares;
 mod signin;

@@ -205,7 +205,7 @@ async fn the_models_page_lists_providers_escaped_and_never_a_key() {
     assert_eq!(page.status, 200);
     let html = page.text();
     assert!(html.contains("claude (default)"), "{html}");
-    assert!(html.contains("&lt;script&gt;"), "{html}");
+    assert!(html.contains("&#60;script&#62;"), "{html}");
     assert!(!html.contains("<script>alert"), "{html}");
     assert!(!html.contains(KEY));
     assert!(

@@ -225,7 +225,7 @@ async fn g26_one_time_link_sets_a_password_once() {
     let form = harness.call("GET", &path, &none, None).await;
     assert_eq!(form.status, 200);
     assert!(
-        form.text().contains("New &lt;Person&gt;"),
+        form.text().contains("New &#60;Person&#62;"),
         "{}",
         form.text()
     );

@@ -7,6 +7,7 @@ mod agent_hostile;
 mod agent_kill;
 mod agents;
 mod browser;
+mod browser_pages;
 mod check_agents;
 mod cli;
 mod docs;

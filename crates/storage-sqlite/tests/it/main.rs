@@ -7,6 +7,7 @@
 
 mod audit_chains;
 mod audit_pages;
+mod events_after;
 mod migrations;
 mod models;
 mod people;
