@@ -180,6 +180,15 @@ pub struct SessionView {
     pub current: bool,
 }
 
+/// The body of `POST /api/runs/{id}/shares`, which may be left out (nothing ticked).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CreateShareRequest {
+    /// Whether the share page shows agent tool calls' results, not only each call's name,
+    /// path and outcome. Recorded with the link and in the audit log.
+    #[serde(default)]
+    pub include_tool_results: bool,
+}
+
 /// A new share link (`POST /api/runs/{id}/shares`): its address is shown once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShareLinkCreated {
@@ -197,6 +206,8 @@ pub struct ShareLinkView {
     pub created_at: i64,
     pub expires_at: i64,
     pub revoked: bool,
+    /// Whether its page shows agent tool calls' results.
+    pub include_tool_results: bool,
 }
 
 /// The body of every error answer of the JSON API: a stable code (one of [`ERROR_CODES`]) for

@@ -47,6 +47,7 @@ pub const REQUESTS: &[Register] = &[
     register::<SaveModelProviderRequest>,
     register::<ModelTestRequest>,
     register::<SaveWorkflowRequest>,
+    register::<CreateShareRequest>,
 ];
 
 /// Every body a route answers (and the CLI's `--json` shares).
@@ -321,6 +322,13 @@ mod tests {
                     created_at: 1,
                     expires_at: 2,
                     revoked: false,
+                    include_tool_results: false,
+                }),
+            ),
+            (
+                "CreateShareRequest",
+                value(CreateShareRequest {
+                    include_tool_results: true,
                 }),
             ),
             (

@@ -113,7 +113,9 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         ("GET", "/api/audit") => (None, One(200, "AuditPageView")),
         ("GET", "/api/audit/verify") => (None, One(200, "AuditVerifyView")),
         ("GET", "/api/shares") => (None, List("ShareLinkView")),
-        ("POST", "/api/runs/{id}/shares") => (None, One(201, "ShareLinkCreated")),
+        ("POST", "/api/runs/{id}/shares") => {
+            (Some("CreateShareRequest"), One(201, "ShareLinkCreated"))
+        }
         ("DELETE", "/api/shares/{id}") => (None, NoContent),
         _ => return None,
     };
@@ -225,10 +227,12 @@ fn operation(method: &str, path: &str) -> Value {
     }
     let bodies = json_bodies(method, path);
     if let Some(request) = bodies.as_ref().and_then(|bodies| bodies.request) {
+        // A share link's body may be left out (nothing ticked).
+        let required = (method, path) != ("POST", "/api/runs/{id}/shares");
         operation.insert(
             "requestBody".to_owned(),
             json!({
-                "required": true,
+                "required": required,
                 "content": { "application/json": { "schema": reference(request) } },
             }),
         );

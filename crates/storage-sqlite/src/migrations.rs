@@ -80,6 +80,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "supervisor_retries",
         sql: include_str!("../migrations/0012_supervisor_retries.sql"),
     },
+    Migration {
+        version: 13,
+        name: "share_tool_results",
+        sql: include_str!("../migrations/0013_share_tool_results.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

@@ -135,13 +135,13 @@ fn api_key_from_row(
     })
 }
 
-type ShareRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>);
+type ShareRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>, bool);
 
 const SHARE_COLUMNS: &str =
-    "id, token_hash, account_id, run_id, created_at, expires_at, revoked_at";
+    "id, token_hash, account_id, run_id, created_at, expires_at, revoked_at, include_tool_results";
 
 fn share_from_row(
-    (id, hash, account, run, created_at, expires_at, revoked_at): ShareRow,
+    (id, hash, account, run, created_at, expires_at, revoked_at, include_tool_results): ShareRow,
 ) -> Result<ShareLinkRecord, Error> {
     Ok(ShareLinkRecord {
         id,
@@ -151,6 +151,7 @@ fn share_from_row(
         created_at: Timestamp(created_at),
         expires_at: Timestamp(expires_at),
         revoked_at: revoked_at.map(Timestamp),
+        include_tool_results,
     })
 }
 
@@ -445,15 +446,16 @@ pub(crate) fn create_share_link_in(
     transaction
         .execute(
             "INSERT INTO share_links (id, token_hash, account_id, run_id, created_at,
-                 expires_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                 expires_at, include_tool_results)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 link.id,
                 link.token_hash.0.as_slice(),
                 link.account.as_str(),
                 link.run.as_str(),
                 link.created_at.0,
-                link.expires_at.0
+                link.expires_at.0,
+                link.include_tool_results
             ],
         )
         .map_err(already_exists(format!("share link {}", link.id)))?;

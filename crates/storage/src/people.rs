@@ -166,6 +166,9 @@ pub struct NewShareLink {
     pub run: RunId,
     pub created_at: Timestamp,
     pub expires_at: Timestamp,
+    /// Whether its page shows agent tool calls' results, not only their names, paths and
+    /// outcomes: ticked by the person who made the link, and recorded.
+    pub include_tool_results: bool,
 }
 
 /// A stored share link.
@@ -178,6 +181,7 @@ pub struct ShareLinkRecord {
     pub created_at: Timestamp,
     pub expires_at: Timestamp,
     pub revoked_at: Option<Timestamp>,
+    pub include_tool_results: bool,
 }
 
 /// The answer to a change of people or roles. Refusals are answers, not failures: the caller

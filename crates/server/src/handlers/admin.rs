@@ -439,14 +439,24 @@ pub(crate) async fn shares_page(
     }))
 }
 
+/// The run page's share form: the checkbox "include tool results".
+#[derive(Debug, Deserialize)]
+pub(crate) struct ShareForm {
+    #[serde(default)]
+    include_tool_results: Option<String>,
+}
+
 /// `POST /runs/{id}/shares`: creates a share link and shows it, once.
 pub(crate) async fn create_share(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path(run_id): Path<String>,
+    Form(form): Form<ShareForm>,
 ) -> Result<Html<String>, Error> {
-    let (_, Json(created)) =
-        shares::create(State(state), Extension(authenticated), Path(run_id)).await?;
+    let request = api_types::CreateShareRequest {
+        include_tool_results: form.include_tool_results.is_some(),
+    };
+    let (_, Json(created)) = shares::create_share(&state, &authenticated, &run_id, &request)?;
     Ok(render(&ShownOncePage {
         title: "Share link",
         chrome: chrome::current(),

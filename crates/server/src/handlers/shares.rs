@@ -4,7 +4,7 @@
 //! bytes: [`auth::SHARE_NOT_FOUND_BODY`] with status 404.
 
 use api_types::runs::StepSummary;
-use api_types::{ShareLinkCreated, ShareLinkView};
+use api_types::{CreateShareRequest, ShareLinkCreated, ShareLinkView};
 use askama::Template;
 use auth::{SHARE_NOT_FOUND_BODY, SHARE_NOT_FOUND_CONTENT_TYPE, ShareToken};
 use axum::extract::{Path, State};
@@ -17,21 +17,34 @@ use storage::{RunId, Timestamp};
 
 use crate::authn::Authenticated;
 use crate::chrome::Chrome;
-use crate::handlers::runs::{detail, run_in_scope};
-use crate::handlers::{Audited, audited_write, random_id};
+use crate::handlers::runs::{detail, journal, run_in_scope};
+use crate::handlers::{Audited, account_redactor, audited_write, random_id};
 use crate::html::render;
 use crate::state::Shared;
 use crate::{AppState, Error};
 
 /// `POST /api/runs/{id}/shares`: a new share link for a run of the account; its address is
-/// in the answer, once.
+/// in the answer, once. The body may be left out: agent tool calls' results are then not
+/// shown on the link's page.
 pub(crate) async fn create(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path(run_id): Path<String>,
+    body: Option<Json<CreateShareRequest>>,
+) -> Result<(StatusCode, Json<ShareLinkCreated>), Error> {
+    let Json(request) = body.unwrap_or_default();
+    create_share(&state, &authenticated, &run_id, &request)
+}
+
+/// A new share link for a run of the account, as the API and the console's form make it.
+pub(crate) fn create_share(
+    state: &AppState,
+    authenticated: &Authenticated,
+    run_id: &str,
+    request: &CreateShareRequest,
 ) -> Result<(StatusCode, Json<ShareLinkCreated>), Error> {
     let shared = &state.shared;
-    let record = run_in_scope(shared, &authenticated, &run_id)?;
+    let record = run_in_scope(shared, authenticated, run_id)?;
     let (token, token_hash) = ShareToken::generate().map_err(Error::auth("create a share link"))?;
     let now = shared.now();
     let expires_at = Timestamp(
@@ -46,7 +59,12 @@ pub(crate) async fn create(
             account: &record.account,
             actor: authenticated.actor.clone(),
             action: "share.create",
-            detail: &json!({"share": link_id, "run": record.id.0, "expires_at": expires_at.0}),
+            detail: &json!({
+                "share": link_id,
+                "run": record.id.0,
+                "expires_at": expires_at.0,
+                "include_tool_results": request.include_tool_results,
+            }),
         },
         PeopleWrite::CreateShareLink(&NewShareLink {
             id: link_id.clone(),
@@ -55,6 +73,7 @@ pub(crate) async fn create(
             run: record.id.clone(),
             created_at: now,
             expires_at,
+            include_tool_results: request.include_tool_results,
         }),
     )?;
     Ok((
@@ -86,6 +105,7 @@ pub(crate) async fn list(
                 created_at: link.created_at.0,
                 expires_at: link.expires_at.0,
                 revoked: link.revoked_at.is_some(),
+                include_tool_results: link.include_tool_results,
             })
             .collect(),
     ))
@@ -174,9 +194,94 @@ struct SharedRunPage {
     status: String,
     steps: Vec<StepSummary>,
     decisions: Vec<DecisionLine>,
+    tool_calls: Vec<SharedToolCall>,
+    include_tool_results: bool,
 }
 
-fn shared_page(detail: api_types::RunDetail) -> Html<String> {
+/// One agent tool call as a share page shows it: its name, the path it named and how it
+/// ended; its result only when the link's maker ticked "include tool results".
+struct SharedToolCall {
+    step: String,
+    attempt: u32,
+    call: String,
+    tool: String,
+    path: String,
+    outcome: String,
+    result: Option<String>,
+}
+
+/// The tool calls of the run's agent steps, in order, scrubbed with `scrub`; their results
+/// (and the reasons of refusals, which can quote what a call read) only when `with_results`.
+fn shared_tool_calls(
+    entries: &[engine::journal::Entry],
+    scrub: &dyn Fn(&str) -> String,
+    with_results: bool,
+) -> Vec<SharedToolCall> {
+    use engine::journal::Event;
+    let mut calls: Vec<SharedToolCall> = Vec::new();
+    let result = |text: &str| with_results.then(|| scrub(text));
+    for entry in entries {
+        match &entry.event {
+            Event::ToolCalled(called) => calls.push(SharedToolCall {
+                step: called.step.clone(),
+                attempt: called.attempt,
+                call: called.call.clone(),
+                tool: called.tool.clone(),
+                path: called
+                    .arguments
+                    .get("path")
+                    .and_then(serde_json::Value::as_str)
+                    .map(scrub)
+                    .unwrap_or_default(),
+                outcome: "running".to_owned(),
+                result: None,
+            }),
+            Event::ToolFinished(finished) => {
+                let found = calls.iter_mut().find(|call| {
+                    call.call == finished.call
+                        && call.step == finished.step
+                        && call.attempt == finished.attempt
+                });
+                let path = finished.refused_path.as_deref().map(scrub);
+                match found {
+                    Some(call) => {
+                        call.outcome = finished.outcome.clone();
+                        call.result = result(&finished.result);
+                        if let Some(path) = path {
+                            call.path = path;
+                        }
+                    }
+                    None => calls.push(SharedToolCall {
+                        step: finished.step.clone(),
+                        attempt: finished.attempt,
+                        call: finished.call.clone(),
+                        tool: finished.tool.clone(),
+                        path: path.unwrap_or_default(),
+                        outcome: finished.outcome.clone(),
+                        result: result(&finished.result),
+                    }),
+                }
+            }
+            Event::ToolRefused(refused) => calls.push(SharedToolCall {
+                step: refused.step.clone(),
+                attempt: refused.attempt,
+                call: refused.call.clone(),
+                tool: refused.tool.clone(),
+                path: String::new(),
+                outcome: "refused".to_owned(),
+                result: result(&refused.reason),
+            }),
+            _ => {}
+        }
+    }
+    calls
+}
+
+fn shared_page(
+    detail: api_types::RunDetail,
+    tool_calls: Vec<SharedToolCall>,
+    include_tool_results: bool,
+) -> Html<String> {
     render(&SharedRunPage {
         title: "Shared run",
         chrome: None,
@@ -200,6 +305,8 @@ fn shared_page(detail: api_types::RunDetail) -> Html<String> {
                 note: decision.note,
             })
             .collect(),
+        tool_calls,
+        include_tool_results,
     })
 }
 
@@ -221,9 +328,19 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
         }
     };
     let account = record.account.clone();
-    match detail(shared, record) {
-        Ok(detail) => {
-            let mut response = shared_page(detail).into_response();
+    let calls = journal(shared, &record).and_then(|entries| {
+        let redactor = account_redactor(shared, &account)?;
+        let scrub = |text: &str| redactor.scrub(text).get().clone();
+        Ok(shared_tool_calls(
+            &entries,
+            &scrub,
+            link.include_tool_results,
+        ))
+    });
+    match calls.and_then(|calls| Ok((detail(shared, record)?, calls))) {
+        Ok((detail, calls)) => {
+            let mut response =
+                shared_page(detail, calls, link.include_tool_results).into_response();
             response
                 .extensions_mut()
                 .insert(crate::served::ServedFor(account));
@@ -233,5 +350,108 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
             tracing::error!(%error, "rendering a shared run failed");
             share_not_found()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use engine::journal::{Entry, Event, ToolCalled, ToolFinished, ToolRefused};
+    use storage::Timestamp;
+
+    use super::{SharedRunPage, SharedToolCall, shared_tool_calls};
+
+    fn entries() -> Vec<Entry> {
+        let events = vec![
+            Event::ToolCalled(ToolCalled {
+                step: "digest".into(),
+                attempt: 1,
+                turn: 1,
+                call: "c1".into(),
+                tool: "Read".into(),
+                arguments: serde_json::json!({"path": "shared/notes/week.md"}),
+            }),
+            Event::ToolFinished(ToolFinished {
+                step: "digest".into(),
+                attempt: 1,
+                call: "c1".into(),
+                tool: "Read".into(),
+                outcome: "ok".into(),
+                result: "the week's private notes".into(),
+                refused_path: None,
+                suggestion: None,
+            }),
+            Event::ToolFinished(ToolFinished {
+                step: "digest".into(),
+                attempt: 1,
+                call: "c2".into(),
+                tool: "Read".into(),
+                outcome: "refused".into(),
+                result: "outside the tree".into(),
+                refused_path: Some("/etc/passwd".into()),
+                suggestion: None,
+            }),
+            Event::ToolRefused(ToolRefused {
+                step: "digest".into(),
+                attempt: 1,
+                turn: 2,
+                call: "c3".into(),
+                tool: "Bash".into(),
+                reason: "not a tool of this agent".into(),
+            }),
+        ];
+        events
+            .into_iter()
+            .zip(1..)
+            .map(|(event, seq)| Entry {
+                seq,
+                at: Timestamp(seq.try_into().unwrap()),
+                event,
+            })
+            .collect()
+    }
+
+    fn page(calls: Vec<SharedToolCall>, include: bool) -> String {
+        askama::Template::render(&SharedRunPage {
+            title: "Shared run",
+            chrome: None,
+            live: false,
+            run: "run_1".into(),
+            workflow: "w".into(),
+            status: "succeeded".into(),
+            steps: Vec::new(),
+            decisions: Vec::new(),
+            tool_calls: calls,
+            include_tool_results: include,
+        })
+        .unwrap()
+    }
+
+    /// G24, issue 16 §5: a share page names each tool call, its path and outcome; what the
+    /// calls returned (and a refusal's reason) only when the link's maker ticked "include tool
+    /// results".
+    #[test]
+    fn g24_a_share_page_shows_tool_results_only_when_its_link_includes_them() {
+        let scrub = |text: &str| text.replace("private", "[REDACTED]");
+        let without = page(shared_tool_calls(&entries(), &scrub, false), false);
+        for shown in [
+            "Read",
+            "shared/notes/week.md",
+            "ok",
+            "/etc/passwd",
+            "refused",
+            "Bash",
+        ] {
+            assert!(without.contains(shown), "{shown}: {without}");
+        }
+        for hidden in ["the week", "outside the tree", "not a tool of this agent"] {
+            assert!(!without.contains(hidden), "{hidden}: {without}");
+        }
+        assert!(without.contains("not shared by this link"), "{without}");
+
+        let with = page(shared_tool_calls(&entries(), &scrub, true), true);
+        assert!(with.contains("the week&#39;s [REDACTED] notes"), "{with}");
+        assert!(with.contains("outside the tree"), "{with}");
+        assert!(with.contains("not a tool of this agent"), "{with}");
+        assert!(!with.contains("private"), "{with}");
     }
 }

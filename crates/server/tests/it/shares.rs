@@ -88,3 +88,62 @@ async fn g24_every_failed_share_fetch_is_the_same_404_byte_for_byte() {
     let answer = harness.call("GET", &unknown_path, &owner, None).await;
     assert_eq!(answer, reference);
 }
+
+/// G24, issue 16 §5: "include tool results" is the link maker's choice, stored with the link,
+/// listed, and recorded in the audit log; a link made without a body includes none.
+#[tokio::test(flavor = "multi_thread")]
+async fn g24_include_tool_results_is_chosen_stored_listed_and_audited() {
+    use storage::AuditLog;
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let (plain, _) = create_share(&harness, &run.0, &member).await;
+    let created = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{}/shares", run.0),
+            &member,
+            Some((
+                "application/json",
+                serde_json::json!({"include_tool_results": true}).to_string(),
+            )),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text());
+    let with = created.json()["id"].as_str().unwrap().to_owned();
+    let listed = harness
+        .call("GET", "/api/shares", &member, None)
+        .await
+        .json();
+    let included = |id: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|link| link["id"] == id)
+            .unwrap()["include_tool_results"]
+            .clone()
+    };
+    assert_eq!(included(&plain), false);
+    assert_eq!(included(&with), true);
+    let audited: Vec<serde_json::Value> = harness
+        .store
+        .audit_entries()
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == "share.create")
+        .map(|entry| entry.detail)
+        .collect();
+    assert_eq!(audited.len(), 2, "{audited:?}");
+    assert!(
+        audited.iter().any(
+            |detail| detail["share"] == with.as_str() && detail["include_tool_results"] == true
+        )
+    );
+    assert!(
+        audited
+            .iter()
+            .any(|detail| detail["share"] == plain.as_str()
+                && detail["include_tool_results"] == false)
+    );
+}

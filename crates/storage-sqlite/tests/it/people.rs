@@ -484,12 +484,18 @@ fn g24_share_links_are_found_by_hash_and_revoked_per_account() {
             run: RunId("run-1".into()),
             created_at: Timestamp(5),
             expires_at: Timestamp(500),
+            include_tool_results: true,
         })
         .unwrap();
     let link = people.share_link_by_token(&hash(11)).unwrap().unwrap();
     assert_eq!(
-        (link.run.as_str(), link.expires_at, link.revoked_at),
-        ("run-1", Timestamp(500), None)
+        (
+            link.run.as_str(),
+            link.expires_at,
+            link.revoked_at,
+            link.include_tool_results
+        ),
+        ("run-1", Timestamp(500), None, true)
     );
     assert!(people.share_link_by_token(&hash(12)).unwrap().is_none());
     assert!(
