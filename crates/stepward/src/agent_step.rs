@@ -1,9 +1,8 @@
 //! Runs an agent step (`agent: NAME`, issue 16): the agent file from the account's workspace,
 //! the model from the account's providers, the loop of the `agent` crate, and the calls it
 //! makes: file tools in the file-tool helper, `Run` and custom tools in the agent's session of
-//! the sandbox backend (`sandbox::session`: one per agent of the step, opened when it starts,
-//! destroyed when it ends, also on failure; each call its own process tree, gone when the
-//! call ends).
+//! the backend (`sandbox::session`: one per agent, destroyed when it ends, also on failure;
+//! each call its own process tree, gone when the call ends).
 //!
 //! The agent sees one tree (its view, staged into a scratch folder of its own): its folder at
 //! the root, the workspace's `shared/` and the account `library/` inside. What changed in the
@@ -375,8 +374,7 @@ impl AgentRuntime {
             spec::Network::None => NetworkMode::None,
             spec::Network::PublicEgress => NetworkMode::PublicEgress,
         };
-        // One session for this agent's whole part of the step; dropped with the host, also
-        // when the step fails or its thread unwinds.
+        // One session for this agent's part of the step; dropped with the host on any end.
         let session = self
             .backend
             .open_session(SessionSpec {
