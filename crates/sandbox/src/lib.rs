@@ -11,6 +11,7 @@
 pub mod copyback;
 pub mod net;
 mod request;
+pub mod session;
 
 pub mod cgroup;
 mod error;
@@ -220,6 +221,13 @@ pub trait Isolation: Send + Sync {
     /// when a run starts so that a run which could never finish is refused before any of its
     /// steps runs or waits at a gate. `run` refuses the same whatever this answered.
     fn availability(&self, python: PythonPin, network: NetworkMode) -> Result<(), Unavailable>;
+    /// Opens one step's session (an agent step's sandbox for its whole life, issue 16 §4):
+    /// every call in it runs as its own process tree, gone before the next call starts.
+    /// Required, so that a wrapper cannot silently stand in a weaker session for its backend's.
+    fn open_session(
+        &self,
+        spec: session::SessionSpec,
+    ) -> Result<Box<dyn session::Session + '_>, Error>;
 }
 
 /// What a backend cannot give an invocation, in terms the binary turns into the setting that

@@ -1,7 +1,8 @@
 //! Runs an agent step (`agent: NAME`, issue 16): the agent file from the account's workspace,
 //! the model from the account's providers, the loop of the `agent` crate, and the calls it
-//! makes: file tools in the file-tool helper, `Run` and custom tools in the sandbox backend,
-//! each call its own fresh sandbox (its own process tree, gone when the call ends).
+//! makes: file tools in the file-tool helper, `Run` and custom tools in the agent's session of
+//! the backend (`sandbox::session`: one per agent, destroyed when it ends, also on failure;
+//! each call its own process tree, gone when the call ends).
 //!
 //! The agent sees one tree (its view, staged into a scratch folder of its own): its folder at
 //! the root, the workspace's `shared/` and the account `library/` inside. What changed in the
@@ -22,7 +23,8 @@ use engine::{
     StepError,
 };
 use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
-use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
+use sandbox::session::{Call, Session, SessionSpec};
+use sandbox::{EnvVar, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use storage::models::ModelProviderStore;
@@ -254,7 +256,11 @@ impl AgentRuntime {
             &mut journal,
             &mut colleagues,
         ));
-        drop(host);
+        if let Err(error) = host.finish() {
+            shared.borrow_mut().notes.push(format!(
+                "the agent's sandbox session could not be removed: {error}"
+            ));
+        }
         let (script_started, networked_started, mut notes, views) = {
             let mut shared = shared.borrow_mut();
             (
@@ -364,11 +370,27 @@ impl AgentRuntime {
             .iter()
             .map(|tool| format!("agents/{}/{}", agent.name(), tool.script()))
             .collect();
+        let network = match agent.network() {
+            spec::Network::None => NetworkMode::None,
+            spec::Network::PublicEgress => NetworkMode::PublicEgress,
+        };
+        // One session for this agent's part of the step; dropped with the host on any end.
+        let session = self
+            .backend
+            .open_session(SessionSpec {
+                python,
+                network,
+                limits: self.limits.clone(),
+                tree: view.root.clone(),
+                screen: Arc::new(NoScreen),
+            })
+            .map_err(|error| format!("the agent's sandbox session cannot start: {error}"))?;
         shared
             .borrow_mut()
             .views
             .push((view.clone(), agent.clone(), writable));
         Ok(StepHost {
+            session: Some(session),
             runtime: self,
             view,
             agent: agent.clone(),
@@ -376,11 +398,7 @@ impl AgentRuntime {
             scripts,
             rules_scripts,
             env,
-            python,
-            network: match agent.network() {
-                spec::Network::None => NetworkMode::None,
-                spec::Network::PublicEgress => NetworkMode::PublicEgress,
-            },
+            network,
             shared: shared.clone(),
         })
     }
@@ -703,6 +721,8 @@ pub(crate) struct Shared {
 /// Runs the calls of one agent of the step (its own, or a colleague's in its own tree).
 pub(crate) struct StepHost<'a> {
     runtime: &'a AgentRuntime,
+    /// The agent's sandbox session; `None` once it was destroyed.
+    session: Option<Box<dyn Session + 'a>>,
     view: Rc<View>,
     agent: spec::Agent,
     writable: bool,
@@ -710,7 +730,6 @@ pub(crate) struct StepHost<'a> {
     scripts: BTreeMap<String, Vec<u8>>,
     rules_scripts: Vec<String>,
     env: Vec<(String, SecretValue)>,
-    python: PythonPin,
     network: NetworkMode,
     shared: Rc<RefCell<Shared>>,
 }
@@ -730,6 +749,14 @@ impl sandbox::copyback::SecretScreen for NoScreen {
 }
 
 impl StepHost<'_> {
+    /// Destroys the agent's session (dropping the host does the same, quietly).
+    pub(crate) fn finish(mut self) -> Result<(), sandbox::Error> {
+        match self.session.take() {
+            Some(session) => session.destroy(),
+            None => Ok(()),
+        }
+    }
+
     fn file_tool(
         &self,
         tool: &Offered,
@@ -755,17 +782,17 @@ impl StepHost<'_> {
         env: Vec<EnvVar>,
         timeout: Duration,
     ) -> Result<sandbox::Observation, HostStop> {
-        let mut limits = self.runtime.limits.clone();
-        limits.wall = timeout.max(Duration::from_secs(1));
-        let invocation = Invocation {
-            python: self.python,
+        let call = Call {
             code,
             inputs_json: inputs.to_string(),
             env,
-            network: self.network,
-            limits,
-            work_dir: self.view.root.clone(),
-            screen: Arc::new(NoScreen),
+            wall: timeout.max(Duration::from_secs(1)),
+        };
+        let Some(session) = self.session.as_mut() else {
+            return Err(HostStop::Failed {
+                reason: "the agent's sandbox session has ended; the script was not started"
+                    .to_owned(),
+            });
         };
         // G14: from here the script may have acted, unless the backend says it never started.
         let before = {
@@ -775,7 +802,7 @@ impl StepHost<'_> {
             shared.networked_started |= self.network == NetworkMode::PublicEgress;
             before
         };
-        let observation = self.runtime.backend.run(invocation).map_err(|error| {
+        let observation = session.run(call).map_err(|error| {
             if crate::executor::before_code(&error) {
                 let mut shared = self.shared.borrow_mut();
                 (shared.script_started, shared.networked_started) = before;
@@ -800,9 +827,10 @@ impl StepHost<'_> {
     }
 
     /// Puts what a script wrote into the view, through the one confinement primitive.
-    fn apply(&self, copy_back: &sandbox::copyback::CopyBack) -> Vec<String> {
+    fn apply(&mut self, copy_back: &sandbox::copyback::CopyBack) -> Vec<String> {
         let mut refused = Vec::new();
-        let Ok(tree) = Tree::open(&self.view.root) else {
+        let Some(session) = self.session.as_mut() else {
+            refused.push("the agent's sandbox session has ended; nothing was kept".to_owned());
             return refused;
         };
         let view = AgentView::new(self.agent.name());
@@ -819,7 +847,7 @@ impl StepHost<'_> {
             match allowed {
                 Some(reason) => refused.push(format!("{}: {reason}", file.path)),
                 None => {
-                    if let Err(error) = tree.write(&file.path, &file.contents) {
+                    if let Err(error) = session.write_file(&file.path, &file.contents) {
                         refused.push(format!("{}: {error}", file.path));
                     }
                 }

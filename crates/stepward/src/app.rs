@@ -453,6 +453,13 @@ impl Isolation for UnderEngineLock {
     ) -> Result<(), sandbox::Unavailable> {
         self.backend.availability(python, network)
     }
+
+    fn open_session(
+        &self,
+        spec: sandbox::session::SessionSpec,
+    ) -> Result<Box<dyn sandbox::session::Session + '_>, sandbox::Error> {
+        self.backend.open_session(spec)
+    }
 }
 
 /// The unisolated backend's executor: refuses every attempt once the store holds more than one

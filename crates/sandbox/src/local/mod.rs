@@ -316,6 +316,17 @@ impl Isolation for LocalBackend {
         }
         Ok(())
     }
+
+    /// A fresh jail per call (a new pid namespace, cgroup and `/work`, staged from the
+    /// session's tree): the strongest form of "each call its own process tree", and a warm
+    /// sandbox from the pool makes it cheap. The jail's pid namespace dies with its first
+    /// process, so nothing a call started can outlive it.
+    fn open_session(
+        &self,
+        spec: crate::session::SessionSpec,
+    ) -> Result<Box<dyn crate::session::Session + '_>, Error> {
+        Ok(Box::new(crate::session::FreshPerCall::open(self, spec)?))
+    }
 }
 
 /// What a start-up sweep removed.

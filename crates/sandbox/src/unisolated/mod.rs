@@ -172,6 +172,15 @@ impl Isolation for UnisolatedBackend {
     ) -> Result<(), crate::Unavailable> {
         crate::python_available(&self.runtimes, python)
     }
+
+    /// Each call a plain child process in a scratch copy of the session's tree, its process
+    /// group killed when it ends; every observation says "not isolated".
+    fn open_session(
+        &self,
+        spec: crate::session::SessionSpec,
+    ) -> Result<Box<dyn crate::session::Session + '_>, Error> {
+        Ok(Box::new(crate::session::FreshPerCall::open(self, spec)?))
+    }
 }
 
 /// The isolation notes of one run: what this backend did not enforce.

@@ -9,4 +9,5 @@ mod limits;
 mod net;
 mod review;
 mod runtime_cache;
+mod session;
 mod stdlib;

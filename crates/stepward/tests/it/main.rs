@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_colleagues;
+mod agent_gvisor;
 mod agent_hostile;
 mod agent_kill;
 mod agents;
