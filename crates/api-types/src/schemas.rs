@@ -16,6 +16,9 @@ use serde_json::{Map, Value, json};
 use crate::models::{
     ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
 };
+use crate::repairs::{
+    RepairAcceptedView, RepairProposalView, SupervisorSettingsRequest, SupervisorSettingsView,
+};
 use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
 use crate::workspace::{
     WorkspaceChange, WorkspaceChangedPath, WorkspaceFileItem, WorkspaceFileView,
@@ -47,6 +50,7 @@ pub const REQUESTS: &[Register] = &[
     register::<SaveModelProviderRequest>,
     register::<ModelTestRequest>,
     register::<SaveWorkflowRequest>,
+    register::<SupervisorSettingsRequest>,
 ];
 
 /// Every body a route answers (and the CLI's `--json` shares).
@@ -88,6 +92,9 @@ pub const ANSWERS: &[Register] = &[
     register::<WorkspaceRevisionView>,
     register::<ModelProviderView>,
     register::<ModelTestResult>,
+    register::<RepairProposalView>,
+    register::<RepairAcceptedView>,
+    register::<SupervisorSettingsView>,
 ];
 
 fn generated(settings: SchemaSettings, types: &[Register]) -> Map<String, Value> {
@@ -119,7 +126,7 @@ pub fn reference(name: &str) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeSet;
 
     use serde::Serialize;
@@ -163,6 +170,16 @@ mod tests {
         }
     }
 
+    pub(crate) fn run_detail() -> RunDetail {
+        RunDetail {
+            summary: summary(),
+            workflow: "w".into(),
+            created_at: 1,
+            updated_at: 2,
+            decisions: vec![decision()],
+        }
+    }
+
     fn row() -> ReachRow {
         ReachRow {
             step: "s".into(),
@@ -188,7 +205,7 @@ mod tests {
         }
     }
 
-    fn version_view() -> WorkflowVersionView {
+    pub(crate) fn version_view() -> WorkflowVersionView {
         WorkflowVersionView {
             name: "w".into(),
             number: 1,
@@ -563,6 +580,7 @@ mod tests {
         let mut samples = samples();
         samples.extend(workspace::samples());
         samples.extend(models::samples());
+        samples.extend(repairs::samples());
         for (name, sample) in &samples {
             let schema = &schemas[*name];
             assert_eq!(

@@ -631,6 +631,10 @@ pub(crate) async fn models_page(
     } else {
         body.push_str("<p>Only an admin of the account can add, remove or test providers.</p>\n");
     }
+    body.push_str(&crate::handlers::supervisor::models_page_block(
+        &state,
+        &authenticated,
+    )?);
     Ok(page("Models", &body))
 }
 

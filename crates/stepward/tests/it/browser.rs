@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::support::{Home, repo_root, stderr};
 
 const SIGNING_KEY: &str = "sk-signing-browser-4e1d7a2c9b";
-const PASSWORD: &str = "correct horse battery staple";
+pub(crate) const PASSWORD: &str = "correct horse battery staple";
 const NOTE: &str = "totals checked in the browser";
 const REACH_CAPTION: &str =
     "This is what each step is permitted to reach, not a review of what its code does.";
@@ -120,7 +120,7 @@ fn kill_pid(pid: u32) {
 }
 
 /// A child process whose stdout lines arrive on a channel, killed by its pid when dropped.
-struct Process {
+pub(crate) struct Process {
     child: Child,
     lines: Receiver<String>,
     printed: Vec<String>,
@@ -181,7 +181,7 @@ impl Drop for Process {
 /// A WebDriver session of headless Chromium through chromedriver. Dropping it ends the
 /// session, kills Chromium (its pid read from the profile's lock) and chromedriver by pid, and
 /// then removes the profile folder.
-struct Browser {
+pub(crate) struct Browser {
     driver: Option<Process>,
     driver_address: SocketAddr,
     session: Option<String>,
@@ -189,7 +189,7 @@ struct Browser {
 }
 
 impl Browser {
-    fn start() -> Browser {
+    pub(crate) fn start() -> Browser {
         let profile = tempfile::tempdir().expect("a profile folder");
         let driver_log = profile.path().join("chromedriver.log");
         let mut driver = Process::spawn(
@@ -291,7 +291,7 @@ impl Browser {
         )
     }
 
-    fn open(&self, url: &str) {
+    pub(crate) fn open(&self, url: &str) {
         self.command(
             "POST",
             &self.session_path("/url"),
@@ -299,14 +299,14 @@ impl Browser {
         );
     }
 
-    fn current_url(&self) -> String {
+    pub(crate) fn current_url(&self) -> String {
         self.command("GET", &self.session_path("/url"), None)
             .as_str()
             .unwrap_or_default()
             .to_owned()
     }
 
-    fn page_source(&self) -> String {
+    pub(crate) fn page_source(&self) -> String {
         self.command("GET", &self.session_path("/source"), None)
             .as_str()
             .unwrap_or_default()
@@ -314,7 +314,7 @@ impl Browser {
     }
 
     /// The elements `css` selects in the current page.
-    fn find_all(&self, css: &str) -> Vec<String> {
+    pub(crate) fn find_all(&self, css: &str) -> Vec<String> {
         let found = self.command(
             "POST",
             &self.session_path("/elements"),
@@ -332,7 +332,7 @@ impl Browser {
     }
 
     /// The one element `css` selects; a panic with the page when there is none.
-    fn find(&self, css: &str) -> String {
+    pub(crate) fn find(&self, css: &str) -> String {
         self.find_all(css).into_iter().next().unwrap_or_else(|| {
             panic!(
                 "nothing matches {css:?} on {}:\n{}",
@@ -342,7 +342,7 @@ impl Browser {
         })
     }
 
-    fn text(&self, element: &str) -> String {
+    pub(crate) fn text(&self, element: &str) -> String {
         self.command(
             "GET",
             &self.session_path(&format!("/element/{element}/text")),
@@ -353,7 +353,7 @@ impl Browser {
         .to_owned()
     }
 
-    fn type_into(&self, element: &str, text: &str) {
+    pub(crate) fn type_into(&self, element: &str, text: &str) {
         self.command(
             "POST",
             &self.session_path(&format!("/element/{element}/clear")),
@@ -368,7 +368,7 @@ impl Browser {
 
     /// Runs `script` in the page (WebDriver's execution is not subject to the page's CSP) and
     /// answers what it returned.
-    fn execute(&self, script: &str) -> Value {
+    pub(crate) fn execute(&self, script: &str) -> Value {
         self.command(
             "POST",
             &self.session_path("/execute/sync"),
@@ -402,7 +402,7 @@ impl Browser {
             .unwrap()
     }
 
-    fn click(&self, element: &str) {
+    pub(crate) fn click(&self, element: &str) {
         self.command(
             "POST",
             &self.session_path(&format!("/element/{element}/click")),
@@ -424,7 +424,7 @@ impl Browser {
 
     /// Waits until `ready` holds for the current page's address and source; a form post may
     /// still be navigating, and a run's sandboxes take a while on a busy machine.
-    fn wait_for(&self, what: &str, ready: impl Fn(&str, &str) -> bool) {
+    pub(crate) fn wait_for(&self, what: &str, ready: impl Fn(&str, &str) -> bool) {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let page = self.try_page();
@@ -492,6 +492,11 @@ impl Drop for Browser {
 /// Starts `stepward serve` on a free loopback port over `home`; its address and the path of
 /// the owner's one-time sign-in link.
 fn start_server(home: &Home) -> (Process, SocketAddr, String) {
+    start_server_with(home, &[])
+}
+
+/// As [`start_server`], with these flags too.
+pub(crate) fn start_server_with(home: &Home, extra: &[&str]) -> (Process, SocketAddr, String) {
     let stderr_file = home.dir.path().join("serve-stderr.txt");
     let mut server = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_stepward"))
@@ -502,6 +507,7 @@ fn start_server(home: &Home) -> (Process, SocketAddr, String) {
             .arg(home.data_dir())
             .arg("--sandbox-state-dir")
             .arg(home.dir.path().join("sandbox"))
+            .args(extra)
             .current_dir(repo_root())
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
@@ -536,7 +542,7 @@ fn screenshot_dir() -> PathBuf {
 /// Looks at the page shown as a person would at each width: a screenshot of it, no sideways
 /// scrolling on a phone, and no accessibility violation of impact `serious` or `critical`
 /// (axe-core, run in the same browser).
-fn look_at(browser: &Browser, name: &str) {
+pub(crate) fn look_at(browser: &Browser, name: &str) {
     let axe_path =
         repo_root().join("crates/stepward/tests/browser/node_modules/axe-core/axe.min.js");
     let axe = std::fs::read_to_string(&axe_path).unwrap_or_else(|error| {
