@@ -7,6 +7,7 @@
 
 pub mod limits;
 pub mod models;
+pub mod repairs;
 pub mod runs;
 pub mod schemas;
 pub mod workspace;
@@ -236,6 +237,7 @@ pub const ERROR_CODES: &[&str] = &[
     "rate_limited",
     "busy",
     "run_conflict",
+    "repair_refused",
     "workflows_unavailable",
     "workflow_invalid",
     "definition_refused",

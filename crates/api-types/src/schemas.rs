@@ -16,6 +16,9 @@ use serde_json::{Map, Value, json};
 use crate::models::{
     ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
 };
+use crate::repairs::{
+    RepairAcceptedView, RepairProposalView, SupervisorSettingsRequest, SupervisorSettingsView,
+};
 use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
 use crate::workspace::{
     WorkspaceChange, WorkspaceChangedPath, WorkspaceFileItem, WorkspaceFileView,
@@ -48,6 +51,7 @@ pub const REQUESTS: &[Register] = &[
     register::<ModelTestRequest>,
     register::<SaveWorkflowRequest>,
     register::<CreateShareRequest>,
+    register::<SupervisorSettingsRequest>,
 ];
 
 /// Every body a route answers (and the CLI's `--json` shares).
@@ -89,6 +93,9 @@ pub const ANSWERS: &[Register] = &[
     register::<WorkspaceRevisionView>,
     register::<ModelProviderView>,
     register::<ModelTestResult>,
+    register::<RepairProposalView>,
+    register::<RepairAcceptedView>,
+    register::<SupervisorSettingsView>,
 ];
 
 fn generated(settings: SchemaSettings, types: &[Register]) -> Map<String, Value> {
@@ -120,7 +127,7 @@ pub fn reference(name: &str) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeSet;
 
     use serde::Serialize;
@@ -164,6 +171,16 @@ mod tests {
         }
     }
 
+    pub(crate) fn run_detail() -> RunDetail {
+        RunDetail {
+            summary: summary(),
+            workflow: "w".into(),
+            created_at: 1,
+            updated_at: 2,
+            decisions: vec![decision()],
+        }
+    }
+
     fn row() -> ReachRow {
         ReachRow {
             step: "s".into(),
@@ -189,7 +206,7 @@ mod tests {
         }
     }
 
-    fn version_view() -> WorkflowVersionView {
+    pub(crate) fn version_view() -> WorkflowVersionView {
         WorkflowVersionView {
             name: "w".into(),
             number: 1,
@@ -571,6 +588,7 @@ mod tests {
         let mut samples = samples();
         samples.extend(workspace::samples());
         samples.extend(models::samples());
+        samples.extend(repairs::samples());
         for (name, sample) in &samples {
             let schema = &schemas[*name];
             assert_eq!(

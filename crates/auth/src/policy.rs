@@ -143,6 +143,9 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("GET", "/", Viewer),
     person("GET", "/workflows", Viewer),
     person("GET", "/workflows/{name}", Viewer),
+    person("GET", "/workflows/{name}/versions", Viewer),
+    person("GET", "/workflows/{name}/versions/{number}", Viewer),
+    person("GET", "/workflows/{name}/diff", Viewer),
     // Runs: reading them, starting them, deciding their gates. Members decide; viewers do not.
     role("GET", "/api/runs", Viewer),
     role("POST", "/api/runs", Member),
@@ -159,6 +162,14 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("GET", "/runs/{id}/stream", Viewer),
     person("POST", "/runs/{id}/steps/{step}/decide", Member),
     person("GET", "/approvals", Member),
+    // Repairs (G9): viewers look at a proposal; members ask for one; a person whose role may
+    // save workflows accepts it, recorded by name (never a key: the version is accepted by
+    // a person).
+    role("GET", "/api/runs/{id}/steps/{step}/repair", Viewer),
+    role("POST", "/api/runs/{id}/steps/{step}/repair", Member),
+    person("POST", "/api/runs/{id}/steps/{step}/repair/accept", Member),
+    person("POST", "/runs/{id}/steps/{step}/repair", Member),
+    person("POST", "/runs/{id}/steps/{step}/repair/accept", Member),
     // Approve links: opening one only shows the decision page; deciding is a POST by a
     // signed-in person whose role may decide, recorded with the door `link`.
     token(
@@ -210,6 +221,10 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("POST", "/models/{provider}/remove", Admin),
     person("POST", "/models/{provider}/default", Admin),
     person("POST", "/models/{provider}/test", Admin),
+    // Who sees failures and the supervisor's retries (G15): anyone may read, admins set it.
+    role("GET", "/api/supervisor", Viewer),
+    role("PUT", "/api/supervisor", Admin),
+    person("POST", "/models/supervisor", Admin),
     // People and roles. Ownership moves only by the owner's transfer.
     role("GET", "/api/people", Admin),
     // Inviting answers a one-time sign-in link: a person's act, never a key's (a key that

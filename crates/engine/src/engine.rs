@@ -32,6 +32,8 @@ pub struct Engine {
     /// set (G16), rebuilt when the vault's generation moves.
     pub(crate) scrub_sets: ScrubSets,
     pub(crate) supervisor: Arc<dyn Supervisor>,
+    /// Who proposes repairs and checks them (G9); nobody until the binary installs one.
+    pub(crate) repairs: Arc<dyn crate::repair::RepairAssistant>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ids: Arc<dyn IdSource>,
 }
@@ -111,9 +113,16 @@ impl Engine {
             secrets: Arc::clone(scrub_sets.source()),
             scrub_sets,
             supervisor,
+            repairs: Arc::new(crate::repair::NoRepairAssistant),
             clock,
             ids,
         }
+    }
+
+    /// This engine with `repairs` proposing and checking repairs (G9).
+    pub fn with_repairs(mut self, repairs: Arc<dyn crate::repair::RepairAssistant>) -> Engine {
+        self.repairs = repairs;
+        self
     }
 
     /// The live scrub sets every writer of this engine scrubs with.
@@ -709,6 +718,12 @@ impl Engine {
             line,
             column,
         })
+    }
+
+    /// Which provider (and model) sees the account's failures when a workflow lets the
+    /// assistant supervise; `None` when a person does.
+    pub fn assistant_sees_failures(&self, account: &AccountId) -> Option<String> {
+        self.supervisor.who_sees_failures(account.as_str())
     }
 
     /// Who sees a failed step of `workflow` in `account`, in words, for the workflow page

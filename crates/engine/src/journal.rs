@@ -23,8 +23,8 @@ use storage::{EventRecord, RunId, Timestamp};
 pub use crate::journal::payloads::{
     AgentLimit, AgentTurn, AttemptFinished, AttemptStarted, CopyBackRefused, DefinitionsPinned,
     FileWritten, GateParked, PersonDecided, PinnedAgent, PinnedFile, PrintedStream, Recovered,
-    RefusedBy, RefusedFiles, RepairAccepted, RunCreated, RunStatusChanged, SecretsResolved,
-    SecretsUnavailable, StepFailure, StepPrinted, SupervisorBy, SupervisorChoice,
+    RefusedBy, RefusedFiles, RepairAccepted, RepairProposed, RunCreated, RunStatusChanged,
+    SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted, SupervisorBy, SupervisorChoice,
     SupervisorDecided, SupervisorRetryRefused, ToolCalled, ToolFinished, ToolRefused,
     UnavailableConnection, WorkspaceRevision,
 };
@@ -127,6 +127,8 @@ vocabulary! {
     /// A person accepted the assistant's repair: the run runs a new workflow version from
     /// that step on (G9).
     RepairAccepted(RepairAccepted) => "repair.accepted",
+    /// The assistant proposed a repair that passed the checks; nothing is saved yet (G9).
+    RepairProposed(RepairProposed) => "repair.proposed",
 }
 
 impl Event {

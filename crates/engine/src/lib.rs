@@ -41,7 +41,10 @@ pub use crate::executor::{
 };
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
-pub use crate::repair::{AcceptedRepair, changes_besides_code};
+pub use crate::repair::{
+    AcceptedRepair, NoRepairAssistant, ProposedRepair, RepairAssistant, RepairError, RepairOutcome,
+    RepairRequest, changes_besides_code, code_diff,
+};
 pub use crate::supervisor::{
     DEFAULT_SUPERVISOR_RETRIES, FailureView, MAX_SUPERVISOR_RETRIES, NO_MODEL_CONFIGURED,
     PersonSupervisor, RetryPermission, Supervised, Supervisor, SupervisorDecision,

@@ -106,7 +106,8 @@ pub fn reconstruct(entries: &[Entry]) -> RunState {
             | Event::ToolFinished(_)
             | Event::ToolRefused(_)
             | Event::AgentLimit(_)
-            | Event::RepairAccepted(_) => {}
+            | Event::RepairAccepted(_)
+            | Event::RepairProposed(_) => {}
         }
     }
     state

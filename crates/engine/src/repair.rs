@@ -4,13 +4,98 @@
 //! the caller checked before: its network, connections, limits, inputs, and every other step
 //! and the workflow's own keys stay as they were. Earlier steps' outputs stand.
 
-use spec::{Step, StepBody, Workflow};
-use storage::{AttemptStatus, DecisionKind, RunId, RunStatus, Sha256Hex};
+//!
+//! Proposing and accepting go through the engine for every door (console, API, CLI):
+//! [`Engine::propose_repair`] asks the [`RepairAssistant`] the binary installed (the account's
+//! assistant; the check of a proposal before it is shown is the assistant's `check`) and
+//! records the checked proposal as `repair.proposed`; [`Engine::accept_repair`] checks that
+//! proposal again with the same `check`, saves it as the workflow's next version (authored by
+//! the assistant, accepted by the person) only while the workspace's file is still the text
+//! the run runs, and goes on with [`Engine::retry_repaired`].
 
+use spec::{Step, StepBody, Workflow};
+use storage::{AttemptRecord, AttemptStatus, DecisionKind, RunId, RunRecord, RunStatus, Sha256Hex};
+use workspace::Author;
+
+use crate::definitions::{DefinitionWriteError, WorkflowVersion, workflow_path};
 use crate::drive::Resume;
 use crate::engine::{Engine, PersonDecision, RunSummary};
-use crate::journal::{Event, RepairAccepted};
+use crate::journal::{Event, RepairAccepted, RepairProposed};
 use crate::{Error, with_causes};
+
+/// What the assistant is shown of a step that needs repair.
+#[derive(Debug, Clone, Copy)]
+pub struct RepairRequest<'a> {
+    pub account: &'a str,
+    pub run: &'a RunId,
+    /// The run's workflow (the text it runs now).
+    pub workflow: &'a Workflow,
+    /// The step (without its gate mark).
+    pub step: &'a str,
+    /// Why it needs repair, as the attempt recorded it (scrubbed).
+    pub problem: &'a str,
+}
+
+/// A proposal that passed [`RepairAssistant::check`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposedRepair {
+    pub code: String,
+    pub note: String,
+    /// Who wrote it: the assistant's provider and model.
+    pub provider: String,
+    pub model: String,
+    /// The earlier proposals refused before anything was shown, with why.
+    pub refused: Vec<String>,
+}
+
+/// The assistant that repairs steps, installed by the binary (it holds the model and the
+/// pinned interpreters). Both doors go through the same `check`: before a proposal is shown
+/// (inside `propose`) and again when a person accepts it.
+pub trait RepairAssistant: Send + Sync {
+    /// A proposal for `request`'s step that passed `check`, or why there is none (no
+    /// assistant configured, the provider failed, no proposal passed the checks).
+    fn propose(&self, request: &RepairRequest<'_>) -> Result<ProposedRepair, String>;
+    /// The run's workflow with `step`'s code replaced by `code`, parsed (G1), or why it is
+    /// refused: anything besides that code changed, an import outside the pinned Python's
+    /// standard library, `def main(...)` with other parameters.
+    fn check(&self, workflow: &Workflow, step: &str, code: &str) -> Result<Workflow, String>;
+}
+
+/// No assistant: nothing is proposed, nothing can be checked (so nothing is accepted).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRepairAssistant;
+
+impl RepairAssistant for NoRepairAssistant {
+    fn propose(&self, _request: &RepairRequest<'_>) -> Result<ProposedRepair, String> {
+        Err(
+            "this process has no assistant for repairs; fix the step's code yourself, start a \
+             new run, and stop this one"
+                .to_owned(),
+        )
+    }
+
+    fn check(&self, _workflow: &Workflow, _step: &str, _code: &str) -> Result<Workflow, String> {
+        Err("this process cannot check a proposal, so none is accepted".to_owned())
+    }
+}
+
+/// Why accepting a repair failed; nothing was saved unless the error says so.
+#[derive(Debug, thiserror::Error)]
+pub enum RepairError {
+    /// The engine refused (not needing repair, no proposal, the checks) or failed.
+    #[error(transparent)]
+    Engine(#[from] Error),
+    /// The new version could not be saved; the run did not go on.
+    #[error("the repaired workflow was not saved as a new version, so the run did not go on")]
+    Save(#[source] DefinitionWriteError),
+}
+
+/// An accepted repair: the version saved and where the run stands after going on.
+#[derive(Debug, Clone)]
+pub struct RepairOutcome {
+    pub version: WorkflowVersion,
+    pub summary: RunSummary,
+}
 
 /// A repair a person accepted.
 #[derive(Debug, Clone)]
@@ -26,6 +111,18 @@ pub struct AcceptedRepair {
     pub model: String,
     /// Who accepted it, through which door, and why.
     pub by: PersonDecision,
+}
+
+/// The unified diff of a step's code, `old` to `new` (what a person reads before accepting a
+/// repair).
+pub fn code_diff(step: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .header(
+            &format!("{step}: the code the run has"),
+            &format!("{step}: the proposed code"),
+        )
+        .to_string()
 }
 
 /// What differs between `old` and `new` besides the code of `step`, one sentence each; empty
@@ -95,6 +192,233 @@ pub fn changes_besides_code(old: &Workflow, new: &Workflow, step: &str) -> Vec<S
 }
 
 impl Engine {
+    /// The run and the latest attempt of `step`, when the run is in `needs_repair` because of
+    /// that attempt; refused otherwise.
+    fn needing_repair(&self, run: &RunId, step: &str) -> Result<(RunRecord, AttemptRecord), Error> {
+        let refused = |reason: String| Error::RepairRefused {
+            run: run.clone(),
+            step: step.to_owned(),
+            reason,
+        };
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if record.status != RunStatus::NeedsRepair {
+            return Err(refused(format!(
+                "the run is {}, not needs_repair: only a step that needs repair is repaired",
+                record.status
+            )));
+        }
+        let latest = self.store.attempts(run)?.into_iter().last();
+        match latest {
+            Some(attempt)
+                if attempt.step_id == step && attempt.status == AttemptStatus::NeedsRepair =>
+            {
+                Ok((record, attempt))
+            }
+            Some(attempt) => Err(refused(format!(
+                "it is not the step that needs repair (that is {})",
+                attempt.step_id
+            ))),
+            None => Err(refused("it is not the step that needs repair".to_owned())),
+        }
+    }
+
+    /// Asks the assistant for a repair of `step` (G9); the proposal it returns passed its
+    /// check, and is recorded as `repair.proposed` (scrubbed) for whoever accepts it. A
+    /// proposal holding a value of the account is refused, never recorded.
+    pub fn propose_repair(&self, run: &RunId, step: &str) -> Result<RepairProposed, Error> {
+        let (record, attempt) = self.needing_repair(run, step)?;
+        let context = self.load_context(run)?;
+        let problem = attempt
+            .reason
+            .clone()
+            .unwrap_or_else(|| "it needs repair".to_owned());
+        let proposal = self
+            .repairs
+            .propose(&RepairRequest {
+                account: record.account.as_str(),
+                run,
+                workflow: &context.workflow,
+                step,
+                problem: &problem,
+            })
+            .map_err(|reason| Error::RepairRefused {
+                run: run.clone(),
+                step: step.to_owned(),
+                reason,
+            })?;
+        if context.redactor.scrub(&proposal.code).get() != &proposal.code {
+            return Err(Error::RepairRefused {
+                run: run.clone(),
+                step: step.to_owned(),
+                reason: "the assistant's proposal holds a value of the account, so it is not \
+                         shown; ask again"
+                    .to_owned(),
+            });
+        }
+        let proposed = RepairProposed {
+            step: step.to_owned(),
+            attempt: attempt.attempt,
+            code: proposal.code,
+            note: proposal.note,
+            provider: proposal.provider,
+            model: proposal.model,
+            for_hash: Sha256Hex::of(context.workflow.source().as_bytes())
+                .as_str()
+                .to_owned(),
+            refused: proposal.refused,
+        };
+        self.event(&context, Event::RepairProposed(proposed.clone()))?;
+        // What is returned is what was recorded: scrubbed like every record.
+        Ok(RepairProposed {
+            note: context.redactor.scrub(&proposed.note).into_inner(),
+            refused: proposed
+                .refused
+                .iter()
+                .map(|refused| context.redactor.scrub(refused).into_inner())
+                .collect(),
+            ..proposed
+        })
+    }
+
+    /// The latest proposal recorded for `step` of the run, as recorded (scrubbed).
+    pub fn repair_proposal(
+        &self,
+        run: &RunId,
+        step: &str,
+    ) -> Result<Option<RepairProposed>, Error> {
+        Ok(self
+            .journal(run)?
+            .into_iter()
+            .rev()
+            .find_map(|entry| match entry.event {
+                Event::RepairProposed(proposed) if proposed.step == step => Some(proposed),
+                _ => None,
+            }))
+    }
+
+    /// The run's workflow with `step`'s code replaced by `code`, checked by the installed
+    /// assistant's check (the one a proposal passed before it was shown).
+    pub fn check_repair(
+        &self,
+        workflow: &Workflow,
+        step: &str,
+        code: &str,
+    ) -> Result<Workflow, String> {
+        self.repairs.check(workflow, step, code)
+    }
+
+    /// A person accepts the recorded proposal for `step` (G9): checked again, saved as the
+    /// workflow's next version (authored by the assistant, accepted by `accepted_by`, a
+    /// person's id or the CLI's user) only while `workflows/NAME.yaml` is still the text the
+    /// run runs, then the run goes on from that step ([`Engine::retry_repaired`]).
+    pub fn accept_repair(
+        &self,
+        run: &RunId,
+        step: &str,
+        accepted_by: &str,
+        by: PersonDecision,
+    ) -> Result<RepairOutcome, RepairError> {
+        let refused = |reason: String| Error::RepairRefused {
+            run: run.clone(),
+            step: step.to_owned(),
+            reason,
+        };
+        let (record, attempt) = self.needing_repair(run, step)?;
+        if by.note.trim().is_empty() {
+            return Err(Error::NoteRequired {
+                run: run.clone(),
+                what: format!("accepting the repair of step {step} of run {run}"),
+            }
+            .into());
+        }
+        let context = self.load_context(run)?;
+        let proposal = self
+            .repair_proposal(run, step)?
+            .filter(|proposal| proposal.attempt == attempt.attempt)
+            .ok_or_else(|| refused("there is no proposal to accept; ask for one first".into()))?;
+        let hash = Sha256Hex::of(context.workflow.source().as_bytes());
+        if proposal.for_hash != hash.as_str() {
+            return Err(refused(
+                "the proposal was made for another version of the run's workflow; ask again"
+                    .to_owned(),
+            )
+            .into());
+        }
+        // Checked again on confirm (G1), as before it was shown.
+        let repaired = self
+            .repairs
+            .check(&context.workflow, step, &proposal.code)
+            .map_err(|reason| refused(format!("the proposal is refused: {reason}")))?;
+        let name = context.workflow.name().to_owned();
+        self.refuse_overwriting_newer(record.account.as_str(), &name, context.workflow.source())
+            .map_err(refused)?;
+        let author = format!(
+            "the assistant ({}, model {})",
+            proposal.provider, proposal.model
+        );
+        let who = match &by.who {
+            storage::Actor::Person { name, .. } => name.clone(),
+            other => other.id().to_owned(),
+        };
+        let version = self
+            .save_workflow_version(
+                record.account.as_str(),
+                &name,
+                repaired.source(),
+                &Author::Assistant {
+                    accepted_by: accepted_by.to_owned(),
+                },
+                &format!("workflow {name}: a repair written by {author}, accepted by {who}"),
+            )
+            .map_err(RepairError::Save)?;
+        let summary = self.retry_repaired(
+            run,
+            AcceptedRepair {
+                step: step.to_owned(),
+                workflow: repaired,
+                version: version.number,
+                provider: proposal.provider,
+                model: proposal.model,
+                by,
+            },
+        )?;
+        Ok(RepairOutcome { version, summary })
+    }
+
+    /// Refuses when the workspace's `workflows/NAME.yaml` is not `runs` (a version saved since
+    /// the run started, or a run of a file from elsewhere): a repair of the run's older text
+    /// never overwrites it.
+    fn refuse_overwriting_newer(
+        &self,
+        account: &str,
+        name: &str,
+        runs: &str,
+    ) -> Result<(), String> {
+        let unreadable = |detail: String| {
+            format!("workflows/{name}.yaml could not be read ({detail}), so nothing was saved")
+        };
+        let path = workflow_path(name).ok_or_else(|| unreadable("not a workflow name".into()))?;
+        let current = self
+            .options
+            .workspaces
+            .for_account(account)
+            .map_err(|error| unreadable(error.to_string()))?
+            .read_file(&path, 1024 * 1024)
+            .map_err(|error| unreadable(error.to_string()))?;
+        if current.is_none_or(|current| current.bytes != runs.as_bytes()) {
+            return Err(format!(
+                "workflows/{name}.yaml in the workspace is not the text this run runs (it was \
+                 changed since the run started, or the run is of a file from elsewhere), so the \
+                 repair was not saved and the run did not go on; start a new run of the current \
+                 version, and repair that one"
+            ));
+        }
+        Ok(())
+    }
+
     /// A person accepts the assistant's repair of the step that sent the run to
     /// `needs_repair` (G9): the run records that it runs `repair.version` from that step,
     /// its earlier outputs stand, and the step runs again with the new code.

@@ -126,6 +126,15 @@ pub enum Error {
         #[source]
         source: Box<engine::Error>,
     },
+    /// A repair the engine refused to propose or accept (G9), in its own words: the run or
+    /// step does not need repair, no assistant, no proposal passed the checks, the workspace's
+    /// workflow changed since the run started.
+    #[error("the repair of step {step} of run {run} is refused: {reason}")]
+    RepairRefused {
+        run: String,
+        step: String,
+        reason: String,
+    },
     /// The engine failed.
     #[error("engine failed on run {run}")]
     Engine {
@@ -327,6 +336,10 @@ impl Error {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "The server is busy checking passwords. Try again in a moment.",
             ),
+            Error::RepairRefused { .. } => (
+                StatusCode::CONFLICT,
+                "The repair was refused; nothing was saved.",
+            ),
             Error::RunConflict { .. } => (
                 StatusCode::CONFLICT,
                 "The run is not waiting for this decision (it may have been decided already).",
@@ -446,6 +459,7 @@ impl Error {
             Error::RateLimited { .. } | Error::ClientRateLimited { .. } => "rate_limited",
             Error::PasswordWorkBusy { .. } => "busy",
             Error::RunConflict { .. } => "run_conflict",
+            Error::RepairRefused { .. } => "repair_refused",
             Error::WorkflowsUnavailable { .. } => "workflows_unavailable",
             Error::WorkflowInvalid { .. } => "workflow_invalid",
             Error::DefinitionRefused { .. } => "definition_refused",
@@ -541,6 +555,8 @@ impl Error {
             // The place is ours (a field name of the schema, an index, a connection's field
             // name already bounded); the text itself is never repeated.
             Error::TooLong { .. } => Some(self.to_string()),
+            // The engine's and the checks' own words (scrubbed again on the way out).
+            Error::RepairRefused { reason, .. } => Some(reason.clone()),
             // The engine's own words about the request's inputs and this server (names,
             // kinds and settings, never a value).
             Error::RunRefused { source, .. }

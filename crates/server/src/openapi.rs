@@ -77,6 +77,17 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         ("POST", "/api/runs") => (Some("StartRunRequest"), One(201, "RunDetail")),
         ("GET", "/api/runs/{id}") => (None, One(200, "RunDetail")),
         ("GET", "/api/runs/{id}/events") => (None, List("Event")),
+        ("GET" | "POST", "/api/runs/{id}/steps/{step}/repair") => {
+            (None, One(200, "RepairProposalView"))
+        }
+        ("POST", "/api/runs/{id}/steps/{step}/repair/accept") => {
+            (Some("DecisionRequest"), One(200, "RepairAcceptedView"))
+        }
+        ("GET", "/api/supervisor") => (None, One(200, "SupervisorSettingsView")),
+        ("PUT", "/api/supervisor") => (
+            Some("SupervisorSettingsRequest"),
+            One(200, "SupervisorSettingsView"),
+        ),
         ("POST", "/api/runs/{id}/steps/{step}/approve" | "/api/runs/{id}/steps/{step}/reject") => {
             (Some("DecisionRequest"), One(200, "RunDetail"))
         }

@@ -11,8 +11,8 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
     admin, approve, assets, audit, audit_page, console, files, keys, live, models, people,
-    person_actions, runs, sessions, shares, signin, vault, vault_page, workflow_versions,
-    workflows,
+    person_actions, repairs, runs, sessions, shares, signin, supervisor, vault, vault_page,
+    workflow_versions, workflow_versions_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -133,6 +133,21 @@ fn route_entries() -> Vec<RouteEntry> {
         ),
         entry(Get, "/workflows", workflows::list_page),
         entry(Get, "/workflows/{name}", workflows::workflow_page),
+        entry(
+            Get,
+            "/workflows/{name}/versions",
+            workflow_versions_page::list_page,
+        ),
+        entry(
+            Get,
+            "/workflows/{name}/versions/{number}",
+            workflow_versions_page::version_page,
+        ),
+        entry(
+            Get,
+            "/workflows/{name}/diff",
+            workflow_versions_page::diff_page,
+        ),
         // Runs and their gates.
         entry(Get, "/api/runs", runs::list),
         entry(Post, "/api/runs", workflows::start_with_json),
@@ -152,6 +167,24 @@ fn route_entries() -> Vec<RouteEntry> {
             runs::decide_with_form,
         ),
         entry(Get, "/approvals", console::approvals_page),
+        // Repairs of a step in `needs_repair` (G9): look, ask the assistant, accept.
+        entry(Get, "/api/runs/{id}/steps/{step}/repair", repairs::show),
+        entry(Post, "/api/runs/{id}/steps/{step}/repair", repairs::propose),
+        entry(
+            Post,
+            "/api/runs/{id}/steps/{step}/repair/accept",
+            repairs::accept,
+        ),
+        entry(
+            Post,
+            "/runs/{id}/steps/{step}/repair",
+            repairs::propose_with_form,
+        ),
+        entry(
+            Post,
+            "/runs/{id}/steps/{step}/repair/accept",
+            repairs::accept_with_form,
+        ),
         // Approve links: opening one only shows; a signed-in member decides with a POST.
         entry(
             Get,
@@ -229,6 +262,10 @@ fn route_entries() -> Vec<RouteEntry> {
             models::default_with_form,
         ),
         entry(Post, "/models/{provider}/test", models::test_with_form),
+        // Who sees failures and the supervisor's retries (G15).
+        entry(Get, "/api/supervisor", supervisor::show),
+        entry(Put, "/api/supervisor", supervisor::put),
+        entry(Post, "/models/supervisor", supervisor::set_with_form),
         // The account's workspace: its files, one file, writes as revisions, the history.
         entry(Get, "/api/workspace/files", files::list),
         entry(Get, "/api/workspace/file", files::show),

@@ -248,7 +248,16 @@ impl App {
             supervisor,
             Arc::new(SystemClock),
             Arc::new(RandomRunIds),
-        );
+        )
+        // G9: the account's assistant proposes repairs, each checked before it is shown and
+        // again when a person accepts it, through any door.
+        .with_repairs(Arc::new(crate::repair::ModelRepairs {
+            store: self.store.clone(),
+            secrets: self.vault.clone(),
+            scrub_sets: self.scrub_sets.clone(),
+            client: self.config.model_client()?,
+            maxima: self.config.limit_maxima,
+        }));
         let report = engine
             .recover()
             .context("cannot recover interrupted runs")?;

@@ -11,9 +11,6 @@
 //! version cannot check, and refuses); and `def main(...)` must take the same parameters as
 //! before (or, when the old code did not parse, exactly the step's inputs).
 
-use std::path::PathBuf;
-
-use anyhow::{Context, bail};
 use serde::Deserialize;
 use spec::{StepBody, Workflow};
 
@@ -194,87 +191,102 @@ pub fn check_proposal(
     Ok(repaired)
 }
 
-/// Where a run's pending proposal for a step is kept until it is accepted.
-pub fn proposal_path(data_dir: &std::path::Path, run: &str, step: &str) -> PathBuf {
-    data_dir
-        .join("repairs")
-        .join(run)
-        .join(format!("{step}.json"))
+/// The binary's [`engine::RepairAssistant`]: the account's assistant (its default provider
+/// and that provider's assistant model) proposes through `agent::repair::propose`, and every
+/// proposal passes [`check_proposal`] before it is returned; the engine calls the same check
+/// again when a person accepts, whichever door they accept through.
+pub struct ModelRepairs {
+    pub store: std::sync::Arc<storage_sqlite::SqliteStore>,
+    pub secrets: std::sync::Arc<dyn redact::SecretSource>,
+    pub scrub_sets: redact::ScrubSets,
+    pub client: llm::Client,
+    pub maxima: spec::LimitMaxima,
 }
 
-/// A proposal shown to a person, kept for `--accept`.
-#[derive(Debug, serde::Serialize, Deserialize)]
-pub struct Pending {
-    pub code: String,
-    pub note: String,
-    pub provider: String,
-    pub model: String,
-    /// The SHA-256 of the run's workflow text it was made for.
-    pub for_hash: String,
-}
-
-/// Saves `text` as the next version of the account's workflow `name`, authored by the
-/// assistant and accepted by `accepted_by`; returns its version number.
-///
-/// A version is a revision of `workflows/NAME.yaml` in the account's workspace, authored by
-/// the assistant and accepted by the person (`Author::Assistant`), parsed before it is saved
-/// (`Engine::save_workflow_version`); its number counts the writes of that file.
-///
-/// Refused, and nothing saved, unless the workspace's `workflows/NAME.yaml` is still the text
-/// the run runs (`runs`): a version saved since the run started, or a run of a file from
-/// outside the workspace, is never overwritten by a repair of the run's older text.
-pub fn save_workflow_version(
-    app: &crate::app::App,
-    name: &str,
-    runs: &str,
-    text: &str,
-    author: &str,
-    accepted_by: &str,
-) -> anyhow::Result<u32> {
-    let path = workspace::RelPath::parse(&format!("workflows/{name}.yaml")).map_err(|error| {
-        anyhow::anyhow!("`workflows/{name}.yaml` is not a workspace path: {error}")
-    })?;
-    let current = app
-        .workspaces()
-        .for_account(app.account.as_str())
-        .context("cannot open the account's workspace")?
-        .read_file(&path, 1024 * 1024)
-        .with_context(|| format!("cannot read workflows/{name}.yaml"))?;
-    if current.is_none_or(|current| current.bytes != runs.as_bytes()) {
-        anyhow::bail!(
-            "workflows/{name}.yaml in the workspace is not the text this run runs (it was              changed since the run started, or the run is of a file from elsewhere), so the              repair was not saved and the run did not go on; start a new run of the current              version, and repair that one"
-        );
-    }
-    let version = app
-        .reading_engine()
-        .save_workflow_version(
-            app.account.as_str(),
-            name,
-            text,
-            &workspace::Author::Assistant {
-                accepted_by: accepted_by.to_owned(),
-            },
-            &format!("workflow {name}: a repair written by {author}, accepted by {accepted_by}"),
+impl engine::RepairAssistant for ModelRepairs {
+    fn propose(
+        &self,
+        request: &engine::RepairRequest<'_>,
+    ) -> Result<engine::ProposedRepair, String> {
+        use crate::supervisor::{Assistant, assistant_of};
+        let (provider_name, model_id) = match assistant_of(&self.store, request.account) {
+            Assistant::On { provider, model } => (provider, model),
+            Assistant::Nobody { why } => {
+                return Err(format!(
+                    "no assistant can propose a repair ({why}); fix the step's code yourself, \
+                     start a new run, and stop this one"
+                ));
+            }
+        };
+        let (_, provider) = crate::commands::models::provider(
+            &self.store,
+            self.secrets.as_ref(),
+            &storage::AccountId(request.account.to_owned()),
+            &provider_name,
+            self.client.clone(),
         )
-        .with_context(|| format!("the new version of {name} was not saved"))?;
-    app.audit(
-        "workflow.version",
-        serde_json::json!({"workflow": name, "revision": version.revision, "version": version.number,
-                           "author": author, "accepted_by": accepted_by}),
-    )?;
-    Ok(version.number)
-}
-
-/// Refuses a pending proposal made for another text of the run's workflow.
-pub fn same_workflow(pending: &Pending, workflow: &Workflow) -> anyhow::Result<()> {
-    let hash = storage::Sha256Hex::of(workflow.source().as_bytes());
-    if pending.for_hash != hash.as_str() {
-        bail!(
-            "the proposal was made for another version of the run's workflow; ask again with \
-             `stepward repair RUN STEP`"
-        );
+        .map_err(|error| {
+            format!("the assistant's provider `{provider_name}` cannot be used: {error:#}")
+        })?;
+        let redactor = self
+            .scrub_sets
+            .for_account(request.account)
+            .map_err(|error| format!("the account's values could not be read: {error}"))?;
+        let workflow = request.workflow;
+        let step = workflow
+            .step(request.step)
+            .ok_or_else(|| format!("the run's workflow has no step `{}`", request.step))?;
+        let StepBody::Code { source } = step.body() else {
+            return Err(format!(
+                "step {} hands its task to an agent; only a code step is repaired",
+                request.step
+            ));
+        };
+        let broken = agent::repair::Broken {
+            workflow: workflow.name().to_owned(),
+            python: workflow.python().to_string(),
+            step: request.step.to_owned(),
+            code: source.clone(),
+            problem: request.problem.to_owned(),
+            declaration: serde_json::json!({
+                "id": request.step,
+                "network": step.network().as_str(),
+                "connections": step.connections(),
+                "inputs": step.inputs().iter().map(|(name, _)| name.clone()).collect::<Vec<_>>(),
+            }),
+        };
+        let maxima = self.maxima;
+        let mut check = |code: &str| {
+            if redactor.scrub(code).get() != code {
+                return Err(
+                    "the proposed code holds a value of the account; a step reads \
+                            credentials from its environment variables"
+                        .to_owned(),
+                );
+            }
+            check_proposal(workflow, request.step, code, &maxima).map(drop)
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| format!("the assistant could not start: {error}"))?;
+        let proposal = runtime
+            .block_on(agent::repair::propose(
+                &provider, &model_id, &redactor, &broken, &mut check,
+            ))
+            .map_err(|error| format!("the assistant made no acceptable proposal: {error}"))?;
+        Ok(engine::ProposedRepair {
+            code: proposal.code,
+            note: proposal.note,
+            provider: provider_name,
+            model: model_id,
+            refused: proposal.refused,
+        })
     }
-    Ok(())
+
+    fn check(&self, workflow: &Workflow, step: &str, code: &str) -> Result<Workflow, String> {
+        check_proposal(workflow, step, code, &self.maxima)
+    }
 }
 
 #[cfg(test)]

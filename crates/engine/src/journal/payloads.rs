@@ -283,6 +283,24 @@ pub struct RepairAccepted {
     pub note: String,
 }
 
+/// The assistant proposed new code for a step that needed repair (G9), after the proposal
+/// passed every check (parsed with the workflow, only that step's code changed, imports
+/// against the pinned standard library). `for_hash` is the SHA-256 of the run's workflow text
+/// it was made for; `refused` the earlier proposals refused before anything was shown, with
+/// why. Nothing is saved until a person accepts it (`repair.accepted`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepairProposed {
+    pub step: String,
+    pub attempt: u32,
+    pub code: String,
+    pub note: String,
+    pub provider: String,
+    pub model: String,
+    pub for_hash: String,
+    #[serde(default)]
+    pub refused: Vec<String>,
+}
+
 /// A supervisor's retry the engine refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SupervisorRetryRefused {

@@ -15,6 +15,8 @@ use storage::{AccountId, RunCursor, RunFilter, RunId, RunRecord, RunStatus, Time
 
 use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome, may};
+use engine::journal::Entry;
+
 use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_cards, timeline, who};
 use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates_page};
 use crate::handlers::workflows::reach_report;
@@ -292,6 +294,8 @@ struct RunPage {
     may_share: bool,
     csrf: String,
     gate: Option<GatePanel>,
+    /// A step in `needs_repair`: the assistant's proposal, and accepting it (G9).
+    repair: Option<crate::handlers::repairs::RepairPanel>,
     /// The workflow version the run runs (issue 17 §3).
     version: String,
     cards: Vec<StepCard>,
@@ -307,7 +311,12 @@ fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<Strin
              \"...\" (or stepward reject {run} {step} --note \"...\").",
             step = waiting_at.unwrap_or("STEP")
         )),
-        "needs_attention" | "needs_repair" => Some(format!(
+        "needs_repair" => Some(format!(
+            "The assistant can propose standard-library code for the step below, which a person \
+             who may save workflows accepts; or from the command line: stepward repair {run} \
+             STEP. Without a repair: stepward runs stop {run} --note \"...\" ends the run."
+        )),
+        "needs_attention" => Some(format!(
             "A person decides what happens next: stepward runs retry {run} STEP --note \"...\" \
              runs the step again; stepward runs stop {run} --note \"...\" ends the run."
         )),
@@ -447,6 +456,7 @@ pub(crate) async fn run_page(
             .transpose()?,
         _ => None,
     };
+    let repair = crate::handlers::repairs::repair_panel(shared, &authenticated, &record)?;
     let started_by = who(&record.started_by);
     let detail = detail(shared, record.clone())?;
     let decisions = detail
@@ -495,6 +505,7 @@ pub(crate) async fn run_page(
         created: when(record.created_at.0),
         updated: when(record.updated_at.0),
         gate,
+        repair,
         version: entries
             .iter()
             .find_map(|entry| match &entry.event {
@@ -507,11 +518,30 @@ pub(crate) async fn run_page(
                     (Some(number), Some(path)) => format!("version {number} of {path}"),
                     _ => "a text that is no saved version".to_owned(),
                 },
-            ),
+            )
+            + &repaired_from(&entries),
         cards: step_cards(&scrub, &order, &entries),
         decisions,
         timeline: timeline(&scrub, &entries),
     }))
+}
+
+/// What an accepted repair changed of the version a run runs (G9): from which step on it runs
+/// which version, the outputs before it standing; empty without a repair.
+fn repaired_from(entries: &[Entry]) -> String {
+    entries
+        .iter()
+        .filter_map(|entry| match &entry.event {
+            engine::journal::Event::RepairAccepted(accepted) => Some(format!(
+                "; version {} from step {} on (the assistant's repair, accepted by {}), the \
+                 outputs of the steps before it standing",
+                accepted.version,
+                accepted.step,
+                who(&accepted.accepted_by)
+            )),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One row of the approvals list.

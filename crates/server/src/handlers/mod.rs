@@ -13,14 +13,17 @@ pub(crate) mod live;
 pub(crate) mod models;
 pub(crate) mod people;
 pub(crate) mod person_actions;
+pub(crate) mod repairs;
 pub(crate) mod run_view;
 pub(crate) mod runs;
 pub(crate) mod sessions;
 pub(crate) mod shares;
 pub(crate) mod signin;
+pub(crate) mod supervisor;
 pub(crate) mod vault;
 pub(crate) mod vault_page;
 pub(crate) mod workflow_versions;
+pub(crate) mod workflow_versions_page;
 pub(crate) mod workflows;
 
 use redact::Redactor;

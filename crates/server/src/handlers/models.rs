@@ -595,6 +595,8 @@ struct ModelsPage {
     kinds: [&'static str; 2],
     typed: TypedProvider,
     error: Option<String>,
+    /// Who sees a failed step, and the supervisor's retries (`supervisor_settings.html`).
+    supervisor: crate::handlers::supervisor::SupervisorBlock,
 }
 
 /// The models page, with the add form as `typed` (empty, or as sent with its refusal).
@@ -631,6 +633,7 @@ async fn models_page_with(
         kinds: ["anthropic", "openai"],
         typed,
         error,
+        supervisor: crate::handlers::supervisor::models_page_block(state, authenticated)?,
     }))
 }
 

@@ -539,6 +539,11 @@ pub(crate) fn sentence(event: &Event) -> String {
             accepted.step,
             accepted.note
         ),
+        Event::RepairProposed(proposed) => format!(
+            "The assistant ({}, model {}) proposed new code for “{}” (standard library only, \
+             checked before it was shown; nothing saved until a person accepts it): {}",
+            proposed.provider, proposed.model, proposed.step, proposed.note
+        ),
         Event::Recovery(recovered) => format!(
             "After a restart, “{}” attempt {} was found {} and recorded as {}",
             recovered.step,

@@ -468,6 +468,9 @@ struct WorkflowPage {
     connections: Vec<ConnectionNeed>,
     /// Who sees a failed step (G15): the provider its inputs and printed text leave to.
     failures: String,
+    /// The newest versions (issue 17 §3), and how many there are.
+    versions: Vec<crate::handlers::workflow_versions_page::VersionLine>,
+    version_count: usize,
     can_start: bool,
     csrf: String,
     form_error: Option<String>,
@@ -594,11 +597,18 @@ fn workflow_page_for(
         inputs: Vec::new(),
         connections: Vec::new(),
         failures: String::new(),
+        versions: Vec::new(),
+        version_count: 0,
         can_start: authenticated.session.is_some()
             && authenticated.principal.role() >= Role::Member,
         csrf,
         form_error: typed.form_error.clone(),
     };
+    let mut versions =
+        crate::handlers::workflow_versions_page::version_lines(shared, account, name)?;
+    page.version_count = versions.len();
+    versions.truncate(5);
+    page.versions = versions;
     let workflow = match load(shared, account, name)? {
         Loaded::Valid(workflow) => *workflow,
         Loaded::Invalid {

@@ -492,6 +492,11 @@ impl Drop for Browser {
 /// Starts `stepward serve` on a free loopback port over `home`; its address and the path of
 /// the owner's one-time sign-in link.
 pub(crate) fn start_server(home: &Home) -> (Process, SocketAddr, String) {
+    start_server_with(home, &[])
+}
+
+/// As [`start_server`], with these flags too.
+pub(crate) fn start_server_with(home: &Home, extra: &[&str]) -> (Process, SocketAddr, String) {
     let stderr_file = home.dir.path().join("serve-stderr.txt");
     let mut server = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_stepward"))
@@ -502,6 +507,7 @@ pub(crate) fn start_server(home: &Home) -> (Process, SocketAddr, String) {
             .arg(home.data_dir())
             .arg("--sandbox-state-dir")
             .arg(home.dir.path().join("sandbox"))
+            .args(extra)
             .current_dir(repo_root())
             .env_clear()
             .env("PATH", "/usr/bin:/bin")

@@ -299,6 +299,19 @@ pub(crate) fn owner_session(
     account: &str,
     email: &str,
 ) -> (String, String) {
+    let (session, csrf, role) = person_session(address, path, account, email);
+    assert_eq!(role, "owner");
+    (session, csrf)
+}
+
+/// As [`owner_session`] for any person invited with the one-time link `path`: the session
+/// cookie, its CSRF token and the person's role.
+pub(crate) fn person_session(
+    address: SocketAddr,
+    path: &str,
+    account: &str,
+    email: &str,
+) -> (String, String, String) {
     let form = get(address, path);
     assert_eq!(form.status, 200, "{}", form.body);
     let form_cookie = form.cookie("stepward_form").expect("a form cookie");
@@ -335,6 +348,9 @@ pub(crate) fn owner_session(
     assert_eq!(signed_in.status, 200, "{}", signed_in.body);
     let session = signed_in.cookie("stepward_session").expect("a session");
     let answer: serde_json::Value = serde_json::from_str(&signed_in.body).unwrap();
-    assert_eq!(answer["role"], "owner");
-    (session, answer["csrf_token"].as_str().unwrap().to_owned())
+    (
+        session,
+        answer["csrf_token"].as_str().unwrap().to_owned(),
+        answer["role"].as_str().unwrap_or_default().to_owned(),
+    )
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::{Home, run_id, stderr, stdout};
 
-const WORKFLOW: &str = r#"name: quote
+pub(crate) const WORKFLOW: &str = r#"name: quote
 python: "3.11"
 inputs: { word: string }
 steps:
