@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod interview;
 pub mod limits;
 pub mod models;
 pub mod runs;
@@ -236,6 +237,8 @@ pub const ERROR_CODES: &[&str] = &[
     "workspace_full",
     "path_conflict",
     "path_refused",
+    "interview_refused",
+    "no_assistant",
     "internal",
 ];
 

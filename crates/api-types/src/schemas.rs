@@ -13,6 +13,10 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
+use crate::interview::{
+    ConfirmInterviewRequest, InterviewConfirmed, InterviewEntry, InterviewMessageRequest,
+    InterviewProposal, InterviewView, ProposedFile, StartInterviewRequest,
+};
 use crate::models::{
     ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
 };
@@ -47,6 +51,9 @@ pub const REQUESTS: &[Register] = &[
     register::<SaveModelProviderRequest>,
     register::<ModelTestRequest>,
     register::<SaveWorkflowRequest>,
+    register::<StartInterviewRequest>,
+    register::<InterviewMessageRequest>,
+    register::<ConfirmInterviewRequest>,
 ];
 
 /// Every body a route answers (and the CLI's `--json` shares).
@@ -88,6 +95,11 @@ pub const ANSWERS: &[Register] = &[
     register::<WorkspaceRevisionView>,
     register::<ModelProviderView>,
     register::<ModelTestResult>,
+    register::<InterviewView>,
+    register::<InterviewEntry>,
+    register::<InterviewProposal>,
+    register::<ProposedFile>,
+    register::<InterviewConfirmed>,
 ];
 
 fn generated(settings: SchemaSettings, types: &[Register]) -> Map<String, Value> {
@@ -126,6 +138,10 @@ mod tests {
     use serde_json::{Map, Value, json};
 
     use super::{ANSWERS, REQUESTS, component_schemas, generated};
+    use crate::interview::{
+        ConfirmInterviewRequest, InterviewConfirmed, InterviewEntry, InterviewMessageRequest,
+        InterviewProposal, InterviewView, ProposedFile, StartInterviewRequest,
+    };
     use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
     use crate::*;
 
@@ -200,6 +216,32 @@ mod tests {
         }
     }
 
+    fn interview_proposal() -> InterviewProposal {
+        InterviewProposal {
+            number: 1,
+            workflow: "w".into(),
+            note: "n".into(),
+            files: vec![ProposedFile {
+                path: "p".into(),
+                text: "t".into(),
+            }],
+            reach: ReachReport {
+                workflow: "w".into(),
+                caption: "c".into(),
+                rows: vec![row()],
+            },
+            lints: vec![Diagnostic {
+                file: "f".into(),
+                line: 1,
+                column: 1,
+                code: "c".into(),
+                message: "m".into(),
+                help: "h".into(),
+            }],
+            lints_checked: true,
+        }
+    }
+
     /// A value of every type with every optional field set, by schema name.
     fn samples() -> Vec<(&'static str, Value)> {
         fn value<T: Serialize>(sample: T) -> Value {
@@ -230,6 +272,66 @@ mod tests {
                     from: 1,
                     to: 2,
                     diff: "d".into(),
+                }),
+            ),
+            (
+                "StartInterviewRequest",
+                value(StartInterviewRequest {
+                    workflow: "w".into(),
+                    message: "m".into(),
+                }),
+            ),
+            (
+                "InterviewMessageRequest",
+                value(InterviewMessageRequest {
+                    message: "m".into(),
+                }),
+            ),
+            (
+                "ConfirmInterviewRequest",
+                value(ConfirmInterviewRequest {
+                    proposal: 1,
+                    note: "n".into(),
+                }),
+            ),
+            (
+                "InterviewEntry",
+                value(InterviewEntry {
+                    who: "platform".into(),
+                    text: "t".into(),
+                    problems: vec!["p".into()],
+                }),
+            ),
+            (
+                "ProposedFile",
+                value(ProposedFile {
+                    path: "p".into(),
+                    text: "t".into(),
+                }),
+            ),
+            ("InterviewProposal", value(interview_proposal())),
+            ("Diagnostic", value(interview_proposal().lints[0].clone())),
+            (
+                "InterviewView",
+                value(InterviewView {
+                    id: "i".into(),
+                    workflow: "w".into(),
+                    state: "open".into(),
+                    assistant: "a".into(),
+                    entries: vec![InterviewEntry {
+                        who: "person".into(),
+                        text: "t".into(),
+                        problems: vec!["p".into()],
+                    }],
+                    proposal: Some(interview_proposal()),
+                    saved_version: Some(1),
+                }),
+            ),
+            (
+                "InterviewConfirmed",
+                value(InterviewConfirmed {
+                    interview: "i".into(),
+                    version: version_view(),
                 }),
             ),
             (

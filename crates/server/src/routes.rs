@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, audit_page, console, files, keys, live, models, people,
-    person_actions, runs, sessions, shares, signin, vault, vault_page, workflow_versions,
-    workflows,
+    admin, approve, assets, audit, audit_page, console, files, interview, interview_page, keys,
+    live, models, people, person_actions, runs, sessions, shares, signin, vault, vault_page,
+    workflow_versions, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -133,6 +133,24 @@ fn route_entries() -> Vec<RouteEntry> {
         ),
         entry(Get, "/workflows", workflows::list_page),
         entry(Get, "/workflows/{name}", workflows::workflow_page),
+        // The interview with the assistant: nothing runs; a member confirms a version.
+        entry(Post, "/api/interviews", interview::start),
+        entry(Get, "/api/interviews/{id}", interview::show),
+        entry(Post, "/api/interviews/{id}/messages", interview::message),
+        entry(Post, "/api/interviews/{id}/confirm", interview::confirm),
+        entry(Get, "/interview", interview_page::start_page),
+        entry(Post, "/interview", interview_page::start_with_form),
+        entry(Get, "/interview/{id}", interview_page::page),
+        entry(
+            Post,
+            "/interview/{id}/messages",
+            interview_page::message_with_form,
+        ),
+        entry(
+            Post,
+            "/interview/{id}/confirm",
+            interview_page::confirm_with_form,
+        ),
         // Runs and their gates.
         entry(Get, "/api/runs", runs::list),
         entry(Post, "/api/runs", workflows::start_with_json),

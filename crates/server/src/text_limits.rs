@@ -65,6 +65,9 @@ fn form_schemas(method: &str, route: &str) -> &'static [&'static str] {
         ("POST", "/vault/model-keys") => &["SetModelKeyRequest"],
         ("POST", "/models") => &["SaveModelProviderRequest"],
         ("POST", "/files") => &["WorkspaceWriteRequest", "WorkspaceChange"],
+        ("POST", "/interview") => &["StartInterviewRequest"],
+        ("POST", "/interview/{id}/messages") => &["InterviewMessageRequest"],
+        ("POST", "/interview/{id}/confirm") => &["ConfirmInterviewRequest"],
         ("POST", "/runs/{id}/steps/{step}/decide" | "/approve/{run}/{step}/{attempt}/{token}") => {
             &["DecisionRequest"]
         }
