@@ -367,7 +367,7 @@ impl Error {
                 "The interview cannot do this now; nothing was saved.",
             ),
             Error::NoAssistant { .. } => (
-                StatusCode::SERVICE_UNAVAILABLE,
+                StatusCode::CONFLICT,
                 "There is no assistant for this account, so there is no interview: a person                  writes the workflow.",
             ),
             Error::ModelsUnavailable { .. } => (

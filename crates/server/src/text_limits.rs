@@ -157,7 +157,7 @@ mod tests {
             .into_iter()
             .filter(|(method, path)| !form_schemas(method, path).is_empty())
             .collect();
-        assert_eq!(forms.len(), 10, "{forms:?}");
+        assert_eq!(forms.len(), 13, "{forms:?}");
         for (method, path) in forms {
             for schema in form_schemas(method, path) {
                 assert!(SCHEMAS.contains_key(*schema), "{method} {path}: {schema}");

@@ -151,6 +151,8 @@ pub(crate) async fn message_with_form(
 
 #[derive(Deserialize)]
 pub(crate) struct ConfirmForm {
+    /// The number of the proposal shown; none (0) is never a proposal's.
+    #[serde(default)]
     proposal: u32,
     #[serde(default)]
     note: String,
