@@ -238,6 +238,9 @@ pub(crate) async fn begin(
     Ok(id)
 }
 
+/// Each path a proposal writes and its hash as the interview read it (`None`: no file).
+type Base = Vec<(RelPath, Option<String>)>;
+
 /// What the interview holds for one turn of the assistant.
 struct Turn {
     about: Option<String>,
@@ -312,7 +315,7 @@ pub(crate) async fn converse(
 enum Kept {
     Reply(Reply<Box<Shown>>),
     /// The paths a shown proposal writes that the interview had not read before, as they are.
-    WithBase(Reply<Box<Shown>>, Vec<(RelPath, Option<String>)>),
+    WithBase(Reply<Box<Shown>>, Base),
 }
 
 fn keep_reply(interview: &mut Interview, kept: Kept) {
@@ -485,7 +488,7 @@ fn shown_proposal(
     draft: engine::Draft,
     note: String,
     checked: &engine::CheckedDraft,
-) -> Result<(Shown, Vec<(RelPath, Option<String>)>), Error> {
+) -> Result<(Shown, Base), Error> {
     let mut rows = checked.reach.clone();
     crate::handlers::workflows::with_account_model_hosts(shared, account.as_str(), &mut rows)?;
     let reach = crate::handlers::workflows::report_of(&checked.workflow, rows);
