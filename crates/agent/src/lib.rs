@@ -5,7 +5,8 @@
 //! `workspace`'s one confinement primitive, in a helper process of their own. `Consult` runs
 //! a colleague's sub-loop with the colleague's own file, tools and secrets ([`consult`]).
 //! `workspace`'s one confinement primitive, in a helper process of their own. The supervisor
-//! (G15, [`supervisor`]) is the assistant deciding after a failed attempt, with three tools.
+//! (G15, [`supervisor`]) is the assistant deciding after a failed attempt, with three tools;
+//! the interview ([`interview`]) is the assistant asking a person and proposing a workflow.
 //!
 //! Invariants: knows no concrete provider (it holds a `dyn llm::Model`), no sandbox backend
 //! and no storage: scripts run through a [`ToolHost`] and events go to a [`LoopJournal`], both
@@ -17,6 +18,7 @@ pub mod catalogue;
 pub mod consult;
 pub mod files;
 pub mod helper;
+pub mod interview;
 pub mod looping;
 pub mod repair;
 pub mod supervisor;

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod interview;
 pub mod limits;
 pub mod models;
 pub mod repairs;
@@ -249,6 +250,8 @@ pub const ERROR_CODES: &[&str] = &[
     "workspace_full",
     "path_conflict",
     "path_refused",
+    "interview_refused",
+    "no_assistant",
     "internal",
 ];
 

@@ -13,6 +13,10 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
+use crate::interview::{
+    ConfirmInterviewRequest, InterviewConfirmed, InterviewEntry, InterviewMessageRequest,
+    InterviewProposal, InterviewView, ProposedFile, StartInterviewRequest,
+};
 use crate::models::{
     ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
 };
@@ -52,6 +56,9 @@ pub const REQUESTS: &[Register] = &[
     register::<SaveWorkflowRequest>,
     register::<CreateShareRequest>,
     register::<SupervisorSettingsRequest>,
+    register::<StartInterviewRequest>,
+    register::<InterviewMessageRequest>,
+    register::<ConfirmInterviewRequest>,
 ];
 
 /// Every body a route answers (and the CLI's `--json` shares).
@@ -96,6 +103,11 @@ pub const ANSWERS: &[Register] = &[
     register::<RepairProposalView>,
     register::<RepairAcceptedView>,
     register::<SupervisorSettingsView>,
+    register::<InterviewView>,
+    register::<InterviewEntry>,
+    register::<InterviewProposal>,
+    register::<ProposedFile>,
+    register::<InterviewConfirmed>,
 ];
 
 fn generated(settings: SchemaSettings, types: &[Register]) -> Map<String, Value> {
@@ -134,6 +146,10 @@ pub(crate) mod tests {
     use serde_json::{Map, Value, json};
 
     use super::{ANSWERS, REQUESTS, component_schemas, generated};
+    use crate::interview::{
+        ConfirmInterviewRequest, InterviewConfirmed, InterviewEntry, InterviewMessageRequest,
+        InterviewProposal, InterviewView, ProposedFile, StartInterviewRequest,
+    };
     use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
     use crate::*;
 
@@ -218,6 +234,32 @@ pub(crate) mod tests {
         }
     }
 
+    fn interview_proposal() -> InterviewProposal {
+        InterviewProposal {
+            number: 1,
+            workflow: "w".into(),
+            note: "n".into(),
+            files: vec![ProposedFile {
+                path: "p".into(),
+                text: "t".into(),
+            }],
+            reach: ReachReport {
+                workflow: "w".into(),
+                caption: "c".into(),
+                rows: vec![row()],
+            },
+            lints: vec![Diagnostic {
+                file: "f".into(),
+                line: 1,
+                column: 1,
+                code: "c".into(),
+                message: "m".into(),
+                help: "h".into(),
+            }],
+            lints_checked: true,
+        }
+    }
+
     /// A value of every type with every optional field set, by schema name.
     fn samples() -> Vec<(&'static str, Value)> {
         fn value<T: Serialize>(sample: T) -> Value {
@@ -248,6 +290,66 @@ pub(crate) mod tests {
                     from: 1,
                     to: 2,
                     diff: "d".into(),
+                }),
+            ),
+            (
+                "StartInterviewRequest",
+                value(StartInterviewRequest {
+                    workflow: "w".into(),
+                    message: "m".into(),
+                }),
+            ),
+            (
+                "InterviewMessageRequest",
+                value(InterviewMessageRequest {
+                    message: "m".into(),
+                }),
+            ),
+            (
+                "ConfirmInterviewRequest",
+                value(ConfirmInterviewRequest {
+                    proposal: 1,
+                    note: "n".into(),
+                }),
+            ),
+            (
+                "InterviewEntry",
+                value(InterviewEntry {
+                    who: "platform".into(),
+                    text: "t".into(),
+                    problems: vec!["p".into()],
+                }),
+            ),
+            (
+                "ProposedFile",
+                value(ProposedFile {
+                    path: "p".into(),
+                    text: "t".into(),
+                }),
+            ),
+            ("InterviewProposal", value(interview_proposal())),
+            ("Diagnostic", value(interview_proposal().lints[0].clone())),
+            (
+                "InterviewView",
+                value(InterviewView {
+                    id: "i".into(),
+                    workflow: "w".into(),
+                    state: "open".into(),
+                    assistant: "a".into(),
+                    entries: vec![InterviewEntry {
+                        who: "person".into(),
+                        text: "t".into(),
+                        problems: vec!["p".into()],
+                    }],
+                    proposal: Some(interview_proposal()),
+                    saved_version: Some(1),
+                }),
+            ),
+            (
+                "InterviewConfirmed",
+                value(InterviewConfirmed {
+                    interview: "i".into(),
+                    version: version_view(),
                 }),
             ),
             (

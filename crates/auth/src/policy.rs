@@ -140,6 +140,17 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("GET", "/api/workflows/{name}/versions/{number}", Viewer),
     role("GET", "/api/workflows/{name}/diff", Viewer),
     role("GET", "/api/workflows/{name}/export", Viewer),
+    // The interview with the assistant: a person's conversation (it spends the account's
+    // model budget and ends in a saved version, so members and above; keys never confirm).
+    person("POST", "/api/interviews", Member),
+    person("GET", "/api/interviews/{id}", Member),
+    person("POST", "/api/interviews/{id}/messages", Member),
+    person("POST", "/api/interviews/{id}/confirm", Member),
+    person("GET", "/interview", Member),
+    person("POST", "/interview", Member),
+    person("GET", "/interview/{id}", Member),
+    person("POST", "/interview/{id}/messages", Member),
+    person("POST", "/interview/{id}/confirm", Member),
     person("GET", "/", Viewer),
     person("GET", "/workflows", Viewer),
     person("GET", "/workflows/{name}", Viewer),

@@ -319,6 +319,19 @@ impl Engine {
         message: &str,
         changes: Vec<(RelPath, Change)>,
     ) -> Result<Revision, DefinitionWriteError> {
+        self.write_definitions_expecting(account, author, message, changes, &[])
+    }
+
+    /// [`Engine::write_definitions`], written only when each of `expected` is still as the
+    /// writer read it ([`workspace::Workspace::commit_expecting`]).
+    pub fn write_definitions_expecting(
+        &self,
+        account: &str,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        expected: &[(RelPath, Option<String>)],
+    ) -> Result<Revision, DefinitionWriteError> {
         if matches!(
             author,
             Author::RunStep { .. } | Author::Agent { .. } | Author::Platform { .. }
@@ -343,9 +356,13 @@ impl Engine {
             .for_account(account)
             .map_err(DefinitionWriteError::Values)?;
         workspace
-            .commit(author, message, changes, &|content: &[u8]| {
-                redactor.holds_secret(content)
-            })
+            .commit_expecting(
+                author,
+                message,
+                changes,
+                &|content: &[u8]| redactor.holds_secret(content),
+                expected,
+            )
             .map_err(DefinitionWriteError::Workspace)
     }
 

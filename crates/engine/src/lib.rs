@@ -22,6 +22,7 @@ mod drive;
 mod engine;
 mod executor;
 mod inputs;
+pub mod interview;
 pub mod journal;
 mod record;
 mod recovery;
@@ -39,6 +40,7 @@ pub use crate::executor::{
     AgentEvent, CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest,
     FileChange, NetworkQuery, StepError, StepExecutor, StepJournal, StepOutput,
 };
+pub use crate::interview::{CheckedDraft, Draft, DraftSaveError};
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
 pub use crate::repair::{

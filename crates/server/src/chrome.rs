@@ -18,6 +18,7 @@ use crate::state::Shared;
 /// The console's sections, in the order the navigation shows them.
 const SECTIONS: &[(&str, &str)] = &[
     ("Workflows", "/workflows"),
+    ("Interview", "/interview"),
     ("Runs", "/runs"),
     ("Approvals", "/approvals"),
     ("Files", "/files"),

@@ -212,6 +212,14 @@ pub enum Error {
         #[source]
         source: redact::Error,
     },
+    /// An interview's step that cannot be taken now (a proposal saved meanwhile, one that is
+    /// not the one shown, the assistant still answering); `reason` is ours, safe to show.
+    #[error("the interview refused: {reason}")]
+    InterviewRefused { reason: String },
+    /// The account has no assistant (no default provider, or no assistant model); `why` is
+    /// ours, safe to show.
+    #[error("no assistant: {why}")]
+    NoAssistant { why: String },
     /// A blocking task (password hashing, the engine) panicked or was cancelled.
     #[error("a blocking task during {operation} did not finish")]
     Blocking {
@@ -367,6 +375,14 @@ impl Error {
                 StatusCode::SERVICE_UNAVAILABLE,
                 "The vault is not available on this server.",
             ),
+            Error::InterviewRefused { .. } => (
+                StatusCode::CONFLICT,
+                "The interview cannot do this now; nothing was saved.",
+            ),
+            Error::NoAssistant { .. } => (
+                StatusCode::CONFLICT,
+                "There is no assistant for this account, so there is no interview: a person                  writes the workflow.",
+            ),
             Error::ModelsUnavailable { .. } => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Models are not available on this server.",
@@ -466,6 +482,8 @@ impl Error {
             Error::RunRefused { .. } => "run_refused",
             Error::VaultUnavailable { .. } => "vault_unavailable",
             Error::ModelsUnavailable { .. } => "models_unavailable",
+            Error::InterviewRefused { .. } => "interview_refused",
+            Error::NoAssistant { .. } => "no_assistant",
             Error::Vault {
                 source:
                     vault::Error::InvalidName { .. }
@@ -552,6 +570,9 @@ impl Error {
     fn public_detail(&self) -> Option<String> {
         match self {
             Error::InvalidInput { field, reason } => Some(format!("{field}: {reason}")),
+            // Our own words about the interview and the account's providers.
+            Error::InterviewRefused { reason } => Some(reason.clone()),
+            Error::NoAssistant { why } => Some(why.clone()),
             // The place is ours (a field name of the schema, an index, a connection's field
             // name already bounded); the text itself is never repeated.
             Error::TooLong { .. } => Some(self.to_string()),

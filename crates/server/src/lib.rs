@@ -27,6 +27,7 @@ mod chrome;
 mod error;
 mod handlers;
 mod html;
+mod interviews;
 mod layers;
 mod listener;
 mod openapi;
@@ -47,6 +48,7 @@ pub use crate::error::Error;
 pub use crate::handlers::files::revision_view as workspace_revision_view;
 pub use crate::handlers::models::remove_provider as remove_model_provider;
 pub use crate::html::when as utc_time;
+pub use crate::interviews::AuthoringLints;
 pub use crate::layers::{SECURITY_HEADERS, STRICT_TRANSPORT_SECURITY};
 pub use crate::listener::{
     HEADER_READ_TIMEOUT, ListenerLimits, MAX_CONNECTIONS_PER_ADDRESS, MAX_HANDSHAKES_PER_ADDRESS,

@@ -121,6 +121,15 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         ("POST", "/api/models/{provider}/test") => {
             (Some("ModelTestRequest"), One(200, "ModelTestResult"))
         }
+        ("POST", "/api/interviews") => (Some("StartInterviewRequest"), One(201, "InterviewView")),
+        ("GET", "/api/interviews/{id}") => (None, One(200, "InterviewView")),
+        ("POST", "/api/interviews/{id}/messages") => {
+            (Some("InterviewMessageRequest"), One(200, "InterviewView"))
+        }
+        ("POST", "/api/interviews/{id}/confirm") => (
+            Some("ConfirmInterviewRequest"),
+            One(200, "InterviewConfirmed"),
+        ),
         ("GET", "/api/audit") => (None, One(200, "AuditPageView")),
         ("GET", "/api/audit/verify") => (None, One(200, "AuditVerifyView")),
         ("GET", "/api/shares") => (None, List("ShareLinkView")),

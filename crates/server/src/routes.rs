@@ -10,9 +10,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 
 use crate::handlers::{
-    admin, approve, assets, audit, audit_page, console, files, keys, live, models, people,
-    person_actions, repairs, runs, sessions, shares, signin, supervisor, vault, vault_page,
-    workflow_versions, workflow_versions_page, workflows,
+    admin, approve, assets, audit, audit_page, console, files, interview, interview_page, keys,
+    live, models, people, person_actions, repairs, runs, sessions, shares, signin, supervisor,
+    vault, vault_page, workflow_versions, workflow_versions_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -147,6 +147,24 @@ fn route_entries() -> Vec<RouteEntry> {
             Get,
             "/workflows/{name}/diff",
             workflow_versions_page::diff_page,
+        ),
+        // The interview with the assistant: nothing runs; a member confirms a version.
+        entry(Post, "/api/interviews", interview::start),
+        entry(Get, "/api/interviews/{id}", interview::show),
+        entry(Post, "/api/interviews/{id}/messages", interview::message),
+        entry(Post, "/api/interviews/{id}/confirm", interview::confirm),
+        entry(Get, "/interview", interview_page::start_page),
+        entry(Post, "/interview", interview_page::start_with_form),
+        entry(Get, "/interview/{id}", interview_page::page),
+        entry(
+            Post,
+            "/interview/{id}/messages",
+            interview_page::message_with_form,
+        ),
+        entry(
+            Post,
+            "/interview/{id}/confirm",
+            interview_page::confirm_with_form,
         ),
         // Runs and their gates.
         entry(Get, "/api/runs", runs::list),

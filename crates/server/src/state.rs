@@ -147,6 +147,10 @@ pub(crate) struct Shared {
     pub(crate) password_work: PasswordWork,
     /// The counts of refused attempts held between writes (`tallies.rs`).
     pub(crate) refusals: crate::tallies::Refusals,
+    /// The interviews in progress (`interviews.rs`).
+    pub(crate) interviews: crate::interviews::Interviews,
+    /// The authoring lints a proposal is shown with, when the binary handed them in.
+    pub(crate) authoring_lints: std::sync::OnceLock<Arc<dyn crate::AuthoringLints>>,
 }
 
 impl AppState {
@@ -176,12 +180,21 @@ impl AppState {
                 welcome_limiter: Mutex::new(RateLimiter::new(options.welcome_limit)),
                 password_work: PasswordWork::new(options.password_hashing),
                 refusals: crate::tallies::Refusals::default(),
+                interviews: crate::interviews::Interviews::default(),
+                authoring_lints: std::sync::OnceLock::new(),
             }),
         }
     }
 }
 
 impl AppState {
+    /// The authoring lints an interview's proposals are shown with (`stepward check`'s
+    /// warnings, which read code with the machine's Python); without them a proposal says its
+    /// lints were not run. Set once; a second call changes nothing.
+    pub fn set_authoring_lints(&self, lints: Arc<dyn crate::AuthoringLints>) {
+        let _ = self.shared.authoring_lints.set(lints);
+    }
+
     /// The path of the approve link of a gate as the engine derives it
     /// ([`engine::Engine::pending_gate`]): `/approve/{run}/{step}/{attempt}/{token}`, signed
     /// with the current key. Opening it only shows the decision page; deciding is a POST by a

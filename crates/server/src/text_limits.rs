@@ -65,6 +65,9 @@ fn form_schemas(method: &str, route: &str) -> &'static [&'static str] {
         ("POST", "/vault/model-keys") => &["SetModelKeyRequest"],
         ("POST", "/models") => &["SaveModelProviderRequest"],
         ("POST", "/files") => &["WorkspaceWriteRequest", "WorkspaceChange"],
+        ("POST", "/interview") => &["StartInterviewRequest"],
+        ("POST", "/interview/{id}/messages") => &["InterviewMessageRequest"],
+        ("POST", "/interview/{id}/confirm") => &["ConfirmInterviewRequest"],
         ("POST", "/runs/{id}/steps/{step}/decide" | "/approve/{run}/{step}/{attempt}/{token}") => {
             &["DecisionRequest"]
         }
@@ -154,7 +157,7 @@ mod tests {
             .into_iter()
             .filter(|(method, path)| !form_schemas(method, path).is_empty())
             .collect();
-        assert_eq!(forms.len(), 10, "{forms:?}");
+        assert_eq!(forms.len(), 13, "{forms:?}");
         for (method, path) in forms {
             for schema in form_schemas(method, path) {
                 assert!(SCHEMAS.contains_key(*schema), "{method} {path}: {schema}");

@@ -72,6 +72,18 @@ pub enum Command {
     /// `--accept`, the shown proposal becomes the workflow's next version, authored by the
     /// assistant and accepted by you, and the run goes on from that step with it.
     Repair(RepairArgs),
+    /// Interview with the assistant about a workflow (a new one, or NAME): each line you type
+    /// on stdin is a message; the assistant asks and proposes. Every proposal is checked before
+    /// it is shown, with what each step can reach and the authoring lints; nothing runs. Type
+    /// `confirm` to save the proposal shown as the workflow's next version (authored by the
+    /// assistant, accepted by you), `quit` to end without saving.
+    Interview(InterviewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InterviewArgs {
+    /// The workflow to change; none for a new workflow.
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -14,6 +14,7 @@ mod commands;
 mod config;
 mod definitions;
 mod executor;
+mod interview;
 mod layout;
 mod lints;
 mod model_client;
@@ -123,6 +124,7 @@ fn main() -> ExitCode {
         Command::Models(command) => commands::models::run(&command, config),
         Command::Dev(command) => commands::models::dev(&command),
         Command::Repair(args) => commands::repair::run(&args, config),
+        Command::Interview(args) => commands::interview::run(&args, config),
     };
     timings.mark("the command, with its teardown");
     match result {

@@ -153,6 +153,21 @@ impl Workspace {
         changes: Vec<(RelPath, Change)>,
         screen: &dyn SecretScreen,
     ) -> Result<Revision, Error> {
+        self.commit_expecting(author, message, changes, screen, &[])
+    }
+
+    /// [`Workspace::commit`], only when each of `expected` is, under the lock, as the writer
+    /// last saw it: the SHA-256 (hex) of the file's bytes, or `None` for no file. Otherwise
+    /// nothing is written and the answer is [`Error::Changed`] naming the path: a writer that
+    /// read a file, then proposed a change of it, never overwrites a newer write it did not see.
+    pub fn commit_expecting(
+        &self,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        screen: &dyn SecretScreen,
+        expected: &[(RelPath, Option<String>)],
+    ) -> Result<Revision, Error> {
         check(message, &changes, screen)?;
         let revisions = RevisionStore::open(&self.revisions)?;
         // The working folder itself is the lock: writers hold it exclusively, and staging a
@@ -160,6 +175,16 @@ impl Workspace {
         // never starts from half of a revision.
         let lock = File::open(&self.files).map_err(io_error("open", &self.files))?;
         lock.lock().map_err(io_error("lock", &self.files))?;
+        for (path, hash) in expected {
+            let now = self
+                .read_file(path, 4 * 1024 * 1024)?
+                .map(|found| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&found.bytes)));
+            if now != *hash {
+                return Err(Error::Changed {
+                    path: path.to_string(),
+                });
+            }
+        }
         // The quota covers the history and the working folder: every written content lands in
         // both (the folder's copy is charged whole even when the history already holds it).
         let used = revisions

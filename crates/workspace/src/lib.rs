@@ -114,6 +114,13 @@ pub enum Error {
          nothing; the operator can raise the quota with --workspace-quota-mib)"
     )]
     QuotaExceeded { used: u64, adding: u64, quota: u64 },
+    /// A file changed since the writer read it ([`Workspace::commit_expecting`]). Nothing was
+    /// written.
+    #[error(
+        "{path} changed since this change was made from it, so nothing was written; start again \
+         from its current version"
+    )]
+    Changed { path: String },
     /// A deletion of a path that is not a file of the working folder. Nothing was written.
     #[error("cannot delete {path}: there is no such file in the workspace")]
     NoSuchFile { path: String },

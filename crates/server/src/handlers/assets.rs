@@ -15,6 +15,10 @@ pub(crate) const CONSOLE_CSS: &str = include_str!("../../static/console.css");
 /// scripts, none inline; every page works without it).
 pub(crate) const CONSOLE_JS: &str = include_str!("../../static/console.js");
 
+/// The interview page's script: while a message is on its way to the assistant, it says so
+/// and keeps the form from being sent twice (the page works without it).
+pub(crate) const INTERVIEW_JS: &str = include_str!("../../static/interview.js");
+
 /// `GET /static/{*path}`.
 pub(crate) async fn serve(Path(path): Path<String>) -> Result<Response, Error> {
     match path.as_str() {
@@ -26,8 +30,13 @@ pub(crate) async fn serve(Path(path): Path<String>) -> Result<Response, Error> {
             );
             Ok(response)
         }
-        "console.js" => {
-            let mut response = CONSOLE_JS.into_response();
+        "console.js" | "interview.js" => {
+            let script = if path == "console.js" {
+                CONSOLE_JS
+            } else {
+                INTERVIEW_JS
+            };
+            let mut response = script.into_response();
             response.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("text/javascript; charset=utf-8"),

@@ -8,6 +8,8 @@ pub(crate) mod audit;
 pub(crate) mod audit_page;
 pub(crate) mod console;
 pub(crate) mod files;
+pub(crate) mod interview;
+pub(crate) mod interview_page;
 pub(crate) mod keys;
 pub(crate) mod live;
 pub(crate) mod models;

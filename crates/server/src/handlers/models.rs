@@ -372,7 +372,7 @@ async fn make_default(
 }
 
 /// The provider's settings and a provider to call, its key from the vault.
-async fn callable(
+pub(crate) async fn callable(
     state: &AppState,
     account: &AccountId,
     name: &str,

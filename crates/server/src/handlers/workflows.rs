@@ -418,15 +418,34 @@ struct StepLine {
     agent: Option<(String, String)>,
 }
 
-/// A row of the reach panel, in words.
-struct ReachLine {
-    step: String,
-    internet: String,
-    connections: String,
-    secrets: String,
-    colleagues: String,
-    model: String,
-    limits: String,
+/// A row of the reach panel, in words (the workflow page's and an interview's proposal's).
+pub(crate) struct ReachLine {
+    pub(crate) step: String,
+    pub(crate) internet: String,
+    pub(crate) connections: String,
+    pub(crate) secrets: String,
+    pub(crate) colleagues: String,
+    pub(crate) model: String,
+    pub(crate) limits: String,
+}
+
+/// The panel's rows in words.
+pub(crate) fn reach_lines(rows: &[ReachRow]) -> Vec<ReachLine> {
+    rows.iter()
+        .map(|row| ReachLine {
+            step: row.step.clone(),
+            internet: internet_words(row),
+            connections: spec::list_or_none(&row.connections),
+            secrets: crate::reach::secrets_words(row),
+            colleagues: spec::list_or_none(&row.colleagues),
+            model: crate::reach::models_words(row),
+            limits: if row.limits.is_empty() {
+                "default".to_owned()
+            } else {
+                row.limits.join(", ")
+            },
+        })
+        .collect()
 }
 
 /// One field of the start form.
@@ -643,23 +662,7 @@ fn workflow_page_for(
         .collect();
     page.with_limits = report.rows.iter().any(|row| !row.limits.is_empty());
     page.with_agents = report.rows.iter().any(|row| row.agent.is_some());
-    page.rows = report
-        .rows
-        .iter()
-        .map(|row| ReachLine {
-            step: row.step.clone(),
-            internet: internet_words(row),
-            connections: spec::list_or_none(&row.connections),
-            secrets: crate::reach::secrets_words(row),
-            colleagues: spec::list_or_none(&row.colleagues),
-            model: crate::reach::models_words(row),
-            limits: if row.limits.is_empty() {
-                "default".to_owned()
-            } else {
-                row.limits.join(", ")
-            },
-        })
-        .collect();
+    page.rows = reach_lines(&report.rows);
     page.inputs = input_fields(&workflow, &typed);
     page.connections = connection_needs(shared, account, &workflow);
     page.failures = shared

@@ -27,6 +27,7 @@ mod g11_text_limits;
 mod g11_vault_and_decisions_audited;
 mod g11_workspace_intents;
 mod headers;
+mod interview;
 mod keys;
 mod listener;
 mod matrix;

@@ -6,6 +6,7 @@ pub mod check;
 pub mod check_code;
 pub mod decide;
 pub mod files;
+pub mod interview;
 pub mod models;
 pub mod reach;
 pub mod repair;

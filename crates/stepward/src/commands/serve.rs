@@ -118,6 +118,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         },
         keys,
     );
+    state.set_authoring_lints(Arc::new(crate::interview::PythonLints));
     // A workspace write the last process stopped between its commit and its outcome entry
     // gets its outcome from the revision log, before any request (issue 11, finding 4).
     let recovered = server::recover_workspace_writes(&state)

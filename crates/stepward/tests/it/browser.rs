@@ -18,6 +18,9 @@ use serde_json::{Value, json};
 
 use crate::support::{Home, repo_root, stderr};
 
+#[path = "browser_interview.rs"]
+mod interview;
+
 const SIGNING_KEY: &str = "sk-signing-browser-4e1d7a2c9b";
 pub(crate) const PASSWORD: &str = "correct horse battery staple";
 const NOTE: &str = "totals checked in the browser";

@@ -22,6 +22,7 @@ mod g16_cli_errors;
 mod g16_every_sink;
 mod g16_live_scrub;
 mod http;
+mod interview;
 mod limits;
 mod lints;
 mod models;

@@ -1,0 +1,315 @@
+//! `stepward interview [NAME]` (issue 17 §4): the interview with the assistant in the
+//! terminal, for the local account. Each line read from stdin is a message of the person;
+//! `confirm` saves the proposal shown, `quit` (or the end of input) ends without saving.
+//!
+//! The assistant is the account's default provider and its assistant model; with none, the
+//! command says so and a person writes the workflow (there is no interview). Every proposal is
+//! checked before it is shown (`engine::Engine::check_draft`), then shown with its reach rows
+//! under the caption and the authoring lints; nothing is executed. Confirming saves it as one
+//! version, authored by the assistant and accepted by this operating-system user, audited;
+//! one that conflicts with a version saved meanwhile is refused, losing nothing.
+
+use std::io::BufRead;
+
+use agent::interview::{Conversation, Proposed, Reply};
+use anyhow::{Context, bail};
+use storage::models::ModelProviderStore;
+use workspace::RelPath;
+
+use crate::Outcome;
+use crate::app::App;
+use crate::cli::InterviewArgs;
+use crate::config::Config;
+use crate::supervisor::{Assistant, assistant_of};
+
+/// A proposal shown, kept for `confirm`.
+struct Shown {
+    draft: engine::Draft,
+    name: String,
+    number: u32,
+}
+
+pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
+    let app = App::open(config)?;
+    let account = app.account.as_str().to_owned();
+    let (provider_name, model_id) = match assistant_of(&app.store, &account) {
+        Assistant::On { provider, model } => (provider, model),
+        Assistant::Nobody { why } => bail!(
+            "there is no assistant to interview you ({why}); write the workflow yourself and save \
+             it with `stepward workflows save NAME FILE`"
+        ),
+    };
+    let (_, provider) = crate::commands::models::provider(
+        &app.store,
+        app.vault.as_ref(),
+        &app.account,
+        &provider_name,
+        app.config.model_client()?,
+    )?;
+    let redactor = app
+        .redactor()
+        .context("cannot build the account's redactor")?;
+    let providers = app.store.model_providers(&app.account)?;
+    let names = spec::AccountNames {
+        default_provider: providers
+            .iter()
+            .find(|provider| provider.is_default)
+            .map(|provider| provider.name.clone()),
+        model_providers: providers
+            .into_iter()
+            .map(|provider| provider.name)
+            .collect(),
+    };
+    let engine = app.reading_engine();
+    let mut about = args.name.clone();
+    let mut base: Vec<(RelPath, Option<String>)> = Vec::new();
+    let mut current = None;
+    if let Some(name) = &about {
+        let path = engine::workflow_path(name).with_context(|| {
+            format!("`{name}` cannot name a workflow: letters, digits, `-` and `_`, at most 64")
+        })?;
+        base = engine.current_hashes(&account, &[path])?;
+        current = engine
+            .workflow_version_text(&account, name, None)?
+            .map(|(_, text)| text);
+    }
+    let mut conversation = Conversation::new(&agent::interview::context(
+        about.as_deref(),
+        current.as_deref(),
+    ));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the assistant")?;
+    println!(
+        "Interview with the assistant ({provider_name}, model {model_id}){}. Nothing runs during \
+         an interview. Each line you type is a message; `confirm` saves the proposal shown, \
+         `quit` ends without saving.",
+        about
+            .as_deref()
+            .map(|name| format!(" about {name}"))
+            .unwrap_or_default()
+    );
+    app.audit(
+        "interview.started",
+        serde_json::json!({"workflow": about, "provider": provider_name, "model": model_id,
+                           "door": "cli"}),
+    )?;
+    let mut shown: Option<Shown> = None;
+    let mut proposals = 0_u32;
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let line = line.context("cannot read your message")?;
+        let message = line.trim();
+        if message.is_empty() {
+            continue;
+        }
+        if message == "quit" {
+            break;
+        }
+        if message == "confirm" {
+            let Some(proposal) = &shown else {
+                println!("There is no proposal to confirm yet; tell the assistant about the task.");
+                continue;
+            };
+            match confirm(
+                &app,
+                &engine,
+                &names,
+                proposal,
+                &base,
+                &provider_name,
+                &model_id,
+            ) {
+                Ok(version) => {
+                    println!(
+                        "Saved as version {version} of {}, authored by the assistant and accepted \
+                         by {}.",
+                        proposal.name,
+                        crate::app::os_user()
+                    );
+                    return Ok(Outcome::Done);
+                }
+                Err(error) => {
+                    println!("Not saved: {error:#}. The proposal is still here.");
+                    continue;
+                }
+            }
+        }
+        let mut check = |proposed: &Proposed| -> Result<engine::CheckedDraft, Vec<String>> {
+            let draft = engine::Draft {
+                workflow: proposed.workflow.clone(),
+                files: proposed.files.clone(),
+            };
+            let checked = engine.check_draft(&account, &names, about.as_deref(), &draft)?;
+            if about.is_none()
+                && let Some(path) = engine::workflow_path(&checked.name)
+                && let Ok(found) = engine.current_hashes(&account, &[path])
+                && found.iter().any(|(_, hash)| hash.is_some())
+            {
+                return Err(vec![format!(
+                    "workflows/{}.yaml: a workflow named `{}` exists already, and this interview \
+                     makes a new one; choose another name",
+                    checked.name, checked.name
+                )]);
+            }
+            Ok(checked)
+        };
+        let reply = runtime.block_on(agent::interview::answer(
+            &provider,
+            &model_id,
+            &redactor,
+            &mut conversation,
+            message,
+            &mut check,
+        ));
+        let reply = match reply {
+            Ok(reply) => reply,
+            Err(error) => {
+                println!(
+                    "The assistant could not answer ({error}); send your message again, or \
+                     write the workflow yourself."
+                );
+                continue;
+            }
+        };
+        match reply {
+            Reply::Question { text } => println!("assistant: {text}"),
+            Reply::Proposal {
+                proposed,
+                checked,
+                refused,
+            } => {
+                print_refused(&refused);
+                proposals += 1;
+                for path in checked.paths() {
+                    if !base.iter().any(|(seen, _)| seen == &path) {
+                        base.extend(engine.current_hashes(&account, &[path])?);
+                    }
+                }
+                about = Some(checked.name.clone());
+                print_proposal(&app, proposals, &proposed, &checked)?;
+                shown = Some(Shown {
+                    draft: engine::Draft {
+                        workflow: proposed.workflow,
+                        files: proposed.files,
+                    },
+                    name: checked.name,
+                    number: proposals,
+                });
+            }
+            Reply::Unfixed { proposed, refused } => {
+                if let Some((last, earlier)) = refused.split_last() {
+                    print_refused(earlier);
+                    println!(
+                        "The assistant's proposal did not pass the checks in {} tries, so it \
+                         cannot be confirmed; tell it what to change, or write the workflow \
+                         yourself. What it proposed:\n\n{}\n\nIts problems:",
+                        agent::interview::MAX_PROPOSALS,
+                        proposed.workflow
+                    );
+                    for problem in last {
+                        println!("  {problem}");
+                    }
+                }
+            }
+        }
+    }
+    println!("The interview ended; nothing was saved.");
+    Ok(Outcome::Done)
+}
+
+fn print_refused(refused: &[Vec<String>]) {
+    for problems in refused {
+        println!(
+            "(a proposal of the assistant did not pass the checks and was not shown; it saw \
+             these problems and tried again:)"
+        );
+        for problem in problems {
+            println!("  {problem}");
+        }
+    }
+}
+
+fn print_proposal(
+    app: &App,
+    number: u32,
+    proposed: &Proposed,
+    checked: &engine::CheckedDraft,
+) -> anyhow::Result<()> {
+    println!(
+        "\nProposal {number}: {}{}",
+        checked.name,
+        if proposed.note.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", proposed.note)
+        }
+    );
+    for (path, text) in &checked.files {
+        println!("\n--- {path}\n{}", text.trim_end());
+    }
+    let mut rows = checked.reach.clone();
+    server::reach::with_model_hosts(&mut rows, &app.store.model_providers(&app.account)?);
+    println!("\nWhat each step can reach");
+    print!("{}", spec::render_reach_table(&rows));
+    match crate::interview::lint_workflow(&checked.workflow) {
+        None => println!("\nThe authoring lints were not run: this machine has no Python."),
+        Some(lints) if lints.is_empty() => println!("\nAuthoring warnings: none."),
+        Some(lints) => {
+            println!("\nAuthoring warnings:");
+            for lint in lints {
+                println!("  warning: {lint}");
+            }
+        }
+    }
+    println!(
+        "\nType `confirm` to save proposal {number} as the next version of {}, or tell the \
+         assistant what to change.",
+        checked.name
+    );
+    Ok(())
+}
+
+fn confirm(
+    app: &App,
+    engine: &engine::Engine,
+    names: &spec::AccountNames,
+    shown: &Shown,
+    base: &[(RelPath, Option<String>)],
+    provider: &str,
+    model: &str,
+) -> anyhow::Result<u32> {
+    let person = crate::app::os_user();
+    let version = engine
+        .save_draft(
+            app.account.as_str(),
+            names,
+            &shown.draft,
+            base,
+            &workspace::Author::Assistant {
+                accepted_by: person.clone(),
+            },
+            &format!(
+                "workflow {}: proposed by the assistant ({provider}, model {model}) in an \
+                 interview, accepted by {person}",
+                shown.name
+            ),
+        )
+        .map_err(|error| {
+            let _ = app.audit(
+                "interview.confirm_refused",
+                serde_json::json!({"workflow": shown.name, "proposal": shown.number,
+                                   "reason": error.to_string(), "door": "cli"}),
+            );
+            anyhow::anyhow!(error)
+        })?;
+    app.audit(
+        "interview.confirmed",
+        serde_json::json!({"workflow": shown.name, "version": version.number,
+                           "revision": version.revision, "door": "cli",
+                           "author": format!("the assistant ({provider}, model {model})"),
+                           "accepted_by": person}),
+    )?;
+    Ok(version.number)
+}
