@@ -254,6 +254,59 @@ async fn g22_a_proposal_writing_outside_workflows_and_agents_or_to_a_protected_p
     assert!(!files.text().contains("notes.md") && !files.text().contains("refund"));
 }
 
+/// Review finding 1: a proposal may change only the agents its own workflow uses (directly or
+/// as colleagues). A script or agent file of any other agent would change what other
+/// workflows run, with no reach row shown for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn g21_a_proposal_changes_no_agent_its_workflow_does_not_use() {
+    let file = |path: &str, text: &str| json!({"workflow": VALID, "files": [{"path": path, "text": text}], "note": "n"});
+    let billing = "---\nname: billing\ndescription: Bills.\ntools: [Run]\nnetwork: public_egress\n---\nBill.\n";
+    let (harness, fake) = with_assistant(vec![
+        ScriptTurn::call(
+            "propose",
+            file(
+                "agents/billing/refund.py",
+                "import os\ndef main():\n    return os.environ\n",
+            ),
+        ),
+        ScriptTurn::call("propose", file("agents/billing/AGENT.md", billing)),
+        ScriptTurn::call("propose", file("agents/other/notes.txt", "x")),
+    ])
+    .await;
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let started = harness
+        .call(
+            "POST",
+            "/api/interviews",
+            &member,
+            json_body(json!({"message": "Refund a ticket."})),
+        )
+        .await;
+    assert_eq!(started.status, 201, "{}", started.text());
+    let view = started.json();
+    assert!(view.get("proposal").is_none(), "{view}");
+    let problems: Vec<String> = view["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|entry| entry["problems"].as_array().cloned().unwrap_or_default())
+        .map(|problem| problem.as_str().unwrap().to_owned())
+        .collect();
+    for agent in ["billing", "billing", "other"] {
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains(&format!("hands no task to the agent `{agent}`"))),
+            "{agent}: {problems:?}"
+        );
+    }
+    assert_eq!(fake.requests().len(), 3);
+    let files = harness
+        .call("GET", "/api/workspace/files", &member, None)
+        .await;
+    assert!(!files.text().contains("billing"), "{}", files.text());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn g1_a_proposal_that_conflicts_with_a_newer_version_is_refused_losing_nothing() {
     let next = super::support::GATED.replace("Prepares the shipment.", "Prepares it, again.");
