@@ -334,6 +334,42 @@ impl Engine {
             Ok(workflow) => workflow,
             Err(diagnostics) => return Err(diagnostics.iter().map(ToString::to_string).collect()),
         };
+        // A proposal changes only the agents its own workflow hands tasks to, directly or as
+        // colleagues at any depth: a file of any other agent would change what other
+        // workflows run, and no reach row shown here would say so.
+        let mut in_reach = std::collections::BTreeSet::new();
+        for step in workflow.steps() {
+            let StepBody::Agent { agent, .. } = step.body() else {
+                continue;
+            };
+            if let Some(root) = lookup(agent) {
+                let closure = spec::colleague_closure(&root, &|name| {
+                    lookup(name).ok_or_else(|| format!("no agent {name}"))
+                });
+                in_reach.extend(closure.agents.iter().map(|agent| agent.name().to_owned()));
+            }
+        }
+        let outside: Vec<String> = files
+            .iter()
+            .filter_map(|(path, _)| {
+                let agent = path.components().nth(1)?;
+                (path.components().next() == Some("agents") && !in_reach.contains(agent)).then(
+                    || {
+                        at(
+                            path.as_str(),
+                            format!(
+                                "the workflow hands no task to the agent `{agent}`, directly or \
+                                 through a colleague; a proposal changes only the agents its \
+                                 workflow uses, so that what it shows is all it changes"
+                            ),
+                        )
+                    },
+                )
+            })
+            .collect();
+        if !outside.is_empty() {
+            return Err(outside);
+        }
         let reach = spec::reach(&workflow, &lookup);
         Ok(CheckedDraft {
             name,

@@ -206,6 +206,10 @@ pub(crate) async fn begin(
         })
         .await??
     };
+    // The current text goes to the model provider: scrubbed first, with the account's values
+    // as they are now (one may have entered the vault after the workflow was saved).
+    let redactor = account_redactor(shared, &account)?;
+    let current = current.map(|text| redactor.scrub(&text).into_inner());
     let context = agent::interview::context(about.as_deref(), current.as_deref());
     let id = random_id("iv")?;
     shared.interviews.insert(
@@ -287,7 +291,17 @@ pub(crate) async fn converse(
             })
         })
         .ok_or_else(|| not_found(id))??;
+    // A client that goes away while the assistant answers drops this future: the guard then
+    // frees the interview, which would otherwise stay busy until it expired.
+    let mut busy = BusyGuard {
+        shared: std::sync::Arc::clone(shared),
+        id,
+        account: account.as_str(),
+        person: &person,
+        armed: true,
+    };
     let answered = answer_turn(state, &account, &redactor, message, turn).await;
+    busy.armed = false;
     let now = shared.now().0;
     shared
         .interviews
@@ -296,7 +310,7 @@ pub(crate) async fn converse(
             match answered {
                 Ok((conversation, reply)) => {
                     interview.conversation = conversation;
-                    keep_reply(interview, reply);
+                    keep_reply(interview, reply, &redactor);
                 }
                 Err(why) => interview.push(
                     "platform",
@@ -318,7 +332,7 @@ enum Kept {
     WithBase(Reply<Box<Shown>>, Base),
 }
 
-fn keep_reply(interview: &mut Interview, kept: Kept) {
+fn keep_reply(interview: &mut Interview, kept: Kept, redactor: &redact::Redactor) {
     let (reply, base) = match kept {
         Kept::Reply(reply) => (reply, Vec::new()),
         Kept::WithBase(reply, base) => (reply, base),
@@ -378,12 +392,52 @@ fn keep_reply(interview: &mut Interview, kept: Kept) {
                      the assistant what to change, or write the workflow yourself. What it \
                      proposed:\n\n{}",
                     agent::interview::MAX_PROPOSALS,
-                    proposed.workflow
+                    // Refused perhaps because it held a value of the account: scrubbed and
+                    // bounded before it is kept, like every other text held here.
+                    shown_refused_text(redactor, &proposed.workflow)
                 ),
                 last,
             );
         }
     }
+}
+
+/// Frees an interview marked busy when the answer to its message never comes back (the
+/// request's future was dropped); disarmed once the answer came, which frees it itself.
+struct BusyGuard<'a> {
+    shared: std::sync::Arc<crate::state::Shared>,
+    id: &'a str,
+    account: &'a str,
+    person: &'a str,
+    armed: bool,
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let now = self.shared.now().0;
+        self.shared
+            .interviews
+            .with(self.id, self.account, self.person, now, |interview| {
+                interview.busy = false;
+            });
+    }
+}
+
+/// A refused proposal's text as the interview keeps it: scrubbed, and cut to 64 KiB.
+fn shown_refused_text(redactor: &redact::Redactor, text: &str) -> String {
+    const MAX_KEPT_BYTES: usize = 64 * 1024;
+    let mut end = text.len().min(MAX_KEPT_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut kept = redactor.scrub(text.get(..end).unwrap_or(text)).into_inner();
+    if end < text.len() {
+        kept.push_str("\n(cut: the rest of the proposal is not kept)");
+    }
+    kept
 }
 
 /// One answer of the assistant, each proposal checked (and, when it passed, its reach and
