@@ -179,13 +179,25 @@ fn g9_the_api_shows_a_checked_proposal_and_a_member_accepts_it_needs_root() {
     );
     assert_eq!(refused.status, 403, "{}", refused.body);
 
+    // Review finding 2: an acceptance naming another proposal than the newest is refused, and
+    // nothing is saved: only the proposal a person read is accepted.
+    let other = call(
+        member,
+        member_csrf,
+        "POST",
+        &format!("{repair}/accept"),
+        json!({"note": "urllib does it", "proposal": "0".repeat(64)}),
+    );
+    assert_eq!(other.status, 409, "{}", other.body);
+    assert!(other.body.contains("a newer proposal"), "{}", other.body);
+
     // The member accepts: the next version, the assistant's, accepted by the member by name.
     let accepted = call(
         member,
         member_csrf,
         "POST",
         &format!("{repair}/accept"),
-        json!({"note": "urllib does it"}),
+        json!({"note": "urllib does it", "proposal": proposal["proposal"]}),
     );
     assert_eq!(accepted.status, 200, "{}", accepted.body);
     let accepted = json_of(&accepted);
