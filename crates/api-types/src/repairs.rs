@@ -33,6 +33,22 @@ pub struct RepairProposalView {
     /// Whether the run still needs this repair (it was made for the attempt and workflow text
     /// the run has now); a stale proposal cannot be accepted.
     pub current: bool,
+    /// The SHA-256 (hex) of the proposed code as recorded: sent back when accepting, so that
+    /// only the proposal a person read is accepted, never a newer one.
+    pub proposal: String,
+}
+
+/// The body of `POST /api/runs/{id}/steps/{step}/repair/accept`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AcceptRepairRequest {
+    #[serde(default)]
+    #[schemars(length(max = crate::limits::NOTE_CHARS))]
+    pub note: String,
+    /// The `proposal` of the view that was read: the acceptance is refused when the newest
+    /// proposal is another one. Left out, the newest proposal is accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub proposal: Option<String>,
 }
 
 /// What accepting a repair made (`POST /api/runs/{id}/steps/{step}/repair/accept`): the
@@ -92,6 +108,14 @@ pub(crate) fn samples() -> Vec<(&'static str, Value)> {
                 checks: vec!["k".into()],
                 refused: vec!["x".into()],
                 current: true,
+                proposal: "0a".into(),
+            }),
+        ),
+        (
+            "AcceptRepairRequest",
+            value(&AcceptRepairRequest {
+                note: "n".into(),
+                proposal: Some("0a".into()),
             }),
         ),
         (

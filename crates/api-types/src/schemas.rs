@@ -40,6 +40,7 @@ fn register<T: JsonSchema>(generator: &mut SchemaGenerator) {
 /// Every body a route reads.
 pub const REQUESTS: &[Register] = &[
     register::<DecisionRequest>,
+    register::<crate::repairs::AcceptRepairRequest>,
     register::<SignInRequest>,
     register::<InvitePersonRequest>,
     register::<RoleChangeRequest>,

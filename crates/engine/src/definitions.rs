@@ -378,15 +378,39 @@ impl Engine {
         author: &Author,
         message: &str,
     ) -> Result<WorkflowVersion, DefinitionWriteError> {
+        self.save_workflow_version_over(account, name, text, author, message, None)
+    }
+
+    /// As [`Engine::save_workflow_version`]; with `over` (the SHA-256, hex, of the text it
+    /// replaces), only if `workflows/NAME.yaml` still holds that text, compared under the
+    /// workspace's lock: a version saved meanwhile is never overwritten.
+    pub fn save_workflow_version_over(
+        &self,
+        account: &str,
+        name: &str,
+        text: &str,
+        author: &Author,
+        message: &str,
+        over: Option<&str>,
+    ) -> Result<WorkflowVersion, DefinitionWriteError> {
         let path = workflow_path(name).ok_or_else(|| DefinitionWriteError::NotAWorkflowPath {
             path: format!("workflows/{name}.yaml"),
         })?;
-        self.write_definitions(
-            account,
-            author,
-            message,
-            vec![(path, Change::Write(text.as_bytes().to_vec()))],
-        )?;
+        let changes = vec![(path.clone(), Change::Write(text.as_bytes().to_vec()))];
+        match over {
+            Some(hash) => {
+                self.write_definitions_expecting(
+                    account,
+                    author,
+                    message,
+                    changes,
+                    &[(path, Some(hash.to_owned()))],
+                )?;
+            }
+            None => {
+                self.write_definitions(account, author, message, changes)?;
+            }
+        }
         self.workflow_versions(account, name)?.pop().ok_or_else(|| {
             DefinitionWriteError::Unreadable {
                 path: format!("workflows/{name}.yaml"),

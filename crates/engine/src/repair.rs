@@ -320,6 +320,7 @@ impl Engine {
         step: &str,
         accepted_by: &str,
         by: PersonDecision,
+        shown: Option<&str>,
     ) -> Result<RepairOutcome, RepairError> {
         let refused = |reason: String| Error::RepairRefused {
             run: run.clone(),
@@ -339,6 +340,17 @@ impl Engine {
             .repair_proposal(run, step)?
             .filter(|proposal| proposal.attempt == attempt.attempt)
             .ok_or_else(|| refused("there is no proposal to accept; ask for one first".into()))?;
+        // Only the proposal the person read (by its code's SHA-256) is accepted: a newer one,
+        // asked for meanwhile, waits to be read.
+        if let Some(shown) = shown
+            && shown != Sha256Hex::of(proposal.code.as_bytes()).as_str()
+        {
+            return Err(refused(
+                "a newer proposal was made since this one was shown; read it, then accept it"
+                    .to_owned(),
+            )
+            .into());
+        }
         let hash = Sha256Hex::of(context.workflow.source().as_bytes());
         if proposal.for_hash != hash.as_str() {
             return Err(refused(
@@ -363,8 +375,10 @@ impl Engine {
             storage::Actor::Person { name, .. } => name.clone(),
             other => other.id().to_owned(),
         };
+        // Saved only over the run's own text, compared under the workspace's lock: the check
+        // above is the friendly early refusal, this one holds against a save in between.
         let version = self
-            .save_workflow_version(
+            .save_workflow_version_over(
                 record.account.as_str(),
                 &name,
                 repaired.source(),
@@ -372,6 +386,7 @@ impl Engine {
                     accepted_by: accepted_by.to_owned(),
                 },
                 &format!("workflow {name}: a repair written by {author}, accepted by {who}"),
+                Some(hash.as_str()),
             )
             .map_err(RepairError::Save)?;
         let summary = self.retry_repaired(

@@ -81,7 +81,7 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
             (None, One(200, "RepairProposalView"))
         }
         ("POST", "/api/runs/{id}/steps/{step}/repair/accept") => {
-            (Some("DecisionRequest"), One(200, "RepairAcceptedView"))
+            (Some("AcceptRepairRequest"), One(200, "RepairAcceptedView"))
         }
         ("GET", "/api/supervisor") => (None, One(200, "SupervisorSettingsView")),
         ("PUT", "/api/supervisor") => (

@@ -5,7 +5,7 @@
 //! `Engine::accept_repair`), the same calls as `stepward repair`, so every door goes through
 //! the same check of a proposal before it is shown and again when it is accepted.
 
-use api_types::DecisionRequest;
+use api_types::repairs::AcceptRepairRequest;
 use api_types::repairs::{RepairAcceptedView, RepairProposalView};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -81,6 +81,9 @@ pub(crate) fn proposal_view(
         diff: scrub(&engine::code_diff(step, &old_code, &proposed.code)),
         old_code: scrub(&old_code),
         code: scrub(&proposed.code),
+        proposal: storage::Sha256Hex::of(proposed.code.as_bytes())
+            .as_str()
+            .to_owned(),
         note: scrub(&proposed.note),
         provider: proposed.provider.clone(),
         model: proposed.model.clone(),
@@ -216,6 +219,7 @@ async fn accept_for(
     step: &str,
     door: Door,
     note: String,
+    shown: Option<String>,
 ) -> Result<RepairAcceptedView, Error> {
     crate::text_limits::check_note(&note)?;
     let step = step_of(step)?;
@@ -241,7 +245,7 @@ async fn accept_for(
         };
         let accepted = shared
             .engine
-            .accept_repair(&record.id, &step, &person, decision)
+            .accept_repair(&record.id, &step, &person, decision, shown.as_deref())
             .map_err(|error| match error {
                 engine::RepairError::Engine(source) => engine_error(&run, &step, source),
                 engine::RepairError::Save(source) => Error::definitions(source),
@@ -272,7 +276,7 @@ pub(crate) async fn accept(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path((run_id, step)): Path<(String, String)>,
-    Json(request): Json<DecisionRequest>,
+    Json(request): Json<AcceptRepairRequest>,
 ) -> Result<Json<RepairAcceptedView>, Error> {
     Ok(Json(
         accept_for(
@@ -282,6 +286,7 @@ pub(crate) async fn accept(
             &step,
             Door::Api,
             request.note,
+            request.proposal,
         )
         .await?,
     ))
@@ -292,6 +297,9 @@ pub(crate) async fn accept(
 pub(crate) struct AcceptForm {
     #[serde(default)]
     note: String,
+    /// The proposal the page showed (its code's SHA-256): the console always sends it.
+    #[serde(default)]
+    proposal: String,
 }
 
 /// `POST /runs/{id}/steps/{step}/repair`: the console asks for a proposal; back to the run's
@@ -320,6 +328,7 @@ pub(crate) async fn accept_with_form(
         &step,
         Door::Console,
         form.note,
+        Some(form.proposal),
     )
     .await?;
     Ok(Redirect::to(&format!("/runs/{run_id}")).into_response())

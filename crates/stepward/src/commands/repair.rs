@@ -75,6 +75,8 @@ fn accept(
                     .clone()
                     .unwrap_or_else(|| "accepted the assistant's repair".to_owned()),
             },
+            // The newest recorded proposal: the one `stepward repair RUN STEP` printed.
+            None,
         )
         .with_context(|| format!("cannot go on with the repair of step {step} of run {run}"))?;
     let version = &accepted.version;
