@@ -231,7 +231,7 @@ fn shared_tool_calls(
                     .arguments
                     .get("path")
                     .and_then(serde_json::Value::as_str)
-                    .map(scrub)
+                    .map(|path| shown_path(&scrub(path)))
                     .unwrap_or_default(),
                 outcome: "running".to_owned(),
                 result: None,
@@ -242,7 +242,10 @@ fn shared_tool_calls(
                         && call.step == finished.step
                         && call.attempt == finished.attempt
                 });
-                let path = finished.refused_path.as_deref().map(scrub);
+                let path = finished
+                    .refused_path
+                    .as_deref()
+                    .map(|path| shown_path(&scrub(path)));
                 match found {
                     Some(call) => {
                         call.outcome = finished.outcome.clone();
@@ -262,11 +265,17 @@ fn shared_tool_calls(
                     }),
                 }
             }
+            // A refused call's tool may be a name the model made up, which is text it chose:
+            // shown only with the results.
             Event::ToolRefused(refused) => calls.push(SharedToolCall {
                 step: refused.step.clone(),
                 attempt: refused.attempt,
                 call: refused.call.clone(),
-                tool: refused.tool.clone(),
+                tool: if with_results {
+                    scrub(&refused.tool)
+                } else {
+                    "(refused before it ran)".to_owned()
+                },
                 path: String::new(),
                 outcome: "refused".to_owned(),
                 result: result(&refused.reason),
@@ -275,6 +284,17 @@ fn shared_tool_calls(
         }
     }
     calls
+}
+
+/// A path as a share page shows it: the model chooses it, so at most 200 characters of it.
+fn shown_path(path: &str) -> String {
+    const MAX_PATH_CHARS: usize = 200;
+    if path.chars().count() <= MAX_PATH_CHARS {
+        return path.to_owned();
+    }
+    let mut cut: String = path.chars().take(MAX_PATH_CHARS).collect();
+    cut.push('…');
+    cut
 }
 
 fn shared_page(
@@ -358,7 +378,18 @@ mod tests {
     use engine::journal::{Entry, Event, ToolCalled, ToolFinished, ToolRefused};
     use storage::Timestamp;
 
-    use super::{SharedRunPage, SharedToolCall, shared_tool_calls};
+    use super::{SharedRunPage, SharedToolCall, shared_tool_calls, shown_path};
+
+    /// A path is text the model chooses (it could carry what a call read): at most 200
+    /// characters of it reach a share page.
+    #[test]
+    fn g24_a_shared_path_is_cut_to_200_characters() {
+        assert_eq!(shown_path("shared/a.md"), "shared/a.md");
+        let long = "x".repeat(500);
+        let shown = shown_path(&long);
+        assert_eq!(shown.chars().count(), 201);
+        assert!(shown.ends_with('…'));
+    }
 
     fn entries() -> Vec<Entry> {
         let events = vec![
@@ -452,6 +483,7 @@ mod tests {
         assert!(with.contains("the week&#39;s [REDACTED] notes"), "{with}");
         assert!(with.contains("outside the tree"), "{with}");
         assert!(with.contains("not a tool of this agent"), "{with}");
+        assert!(with.contains("Bash"), "{with}");
         assert!(!with.contains("private"), "{with}");
     }
 }
