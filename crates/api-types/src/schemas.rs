@@ -21,7 +21,8 @@ use crate::models::{
     ModelProviderView, ModelTestRequest, ModelTestResult, SaveModelProviderRequest,
 };
 use crate::repairs::{
-    RepairAcceptedView, RepairProposalView, SupervisorSettingsRequest, SupervisorSettingsView,
+    AcceptRepairRequest, RepairAcceptedView, RepairProposalView, SupervisorSettingsRequest,
+    SupervisorSettingsView,
 };
 use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
 use crate::workspace::{
@@ -40,7 +41,7 @@ fn register<T: JsonSchema>(generator: &mut SchemaGenerator) {
 /// Every body a route reads.
 pub const REQUESTS: &[Register] = &[
     register::<DecisionRequest>,
-    register::<crate::repairs::AcceptRepairRequest>,
+    register::<AcceptRepairRequest>,
     register::<SignInRequest>,
     register::<InvitePersonRequest>,
     register::<RoleChangeRequest>,
