@@ -405,7 +405,7 @@ fn keep_reply(interview: &mut Interview, kept: Kept, redactor: &redact::Redactor
 /// Frees an interview marked busy when the answer to its message never comes back (the
 /// request's future was dropped); disarmed once the answer came, which frees it itself.
 struct BusyGuard<'a> {
-    shared: std::sync::Arc<crate::state::Shared>,
+    shared: std::sync::Arc<Shared>,
     id: &'a str,
     account: &'a str,
     person: &'a str,

@@ -81,9 +81,7 @@ pub(crate) fn proposal_view(
         diff: scrub(&engine::code_diff(step, &old_code, &proposed.code)),
         old_code: scrub(&old_code),
         code: scrub(&proposed.code),
-        proposal: storage::Sha256Hex::of(proposed.code.as_bytes())
-            .as_str()
-            .to_owned(),
+        proposal: Sha256Hex::of(proposed.code.as_bytes()).as_str().to_owned(),
         note: scrub(&proposed.note),
         provider: proposed.provider.clone(),
         model: proposed.model.clone(),
