@@ -470,11 +470,16 @@ mod tests {
             "ok",
             "/etc/passwd",
             "refused",
-            "Bash",
         ] {
             assert!(without.contains(shown), "{shown}: {without}");
         }
-        for hidden in ["the week", "outside the tree", "not a tool of this agent"] {
+        // A made-up tool's name is text the model chose: shown only with the results.
+        for hidden in [
+            "the week",
+            "outside the tree",
+            "not a tool of this agent",
+            "Bash",
+        ] {
             assert!(!without.contains(hidden), "{hidden}: {without}");
         }
         assert!(without.contains("not shared by this link"), "{without}");
