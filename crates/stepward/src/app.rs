@@ -35,6 +35,16 @@ pub struct App {
 }
 
 impl App {
+    /// The data directory's app when it already has a database, `None` otherwise: for
+    /// commands that read the account if there is one and never create a data directory
+    /// (`check`, `reach`).
+    pub fn open_existing(config: &Config) -> anyhow::Result<Option<App>> {
+        if !config.database_path().exists() {
+            return Ok(None);
+        }
+        Ok(Some(App::open(config.clone())?))
+    }
+
     /// Opens (creating on first use) the data directory, its database, the vault and the local
     /// account. Prints the vault's notice (where a new root key was put) to stderr.
     pub fn open(config: Config) -> anyhow::Result<App> {

@@ -21,10 +21,9 @@ struct LocalAccount {
 }
 
 fn local_account(config: &Config) -> anyhow::Result<Option<LocalAccount>> {
-    if !config.database_path().exists() {
+    let Some(app) = App::open_existing(config)? else {
         return Ok(None);
-    }
-    let app = App::open(config.clone())?;
+    };
     let names = crate::commands::models::account_names(&app.store, &app.account)?;
     Ok(Some(LocalAccount {
         names,

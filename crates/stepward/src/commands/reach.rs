@@ -15,7 +15,9 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
     else {
         return Ok(Outcome::Invalid);
     };
-    let app = local_app(config)?;
+    // The local account (its model providers and workspace), when the data directory
+    // already has a database: `reach` never creates one.
+    let app = App::open_existing(config)?;
     let workspace = app.as_ref().map(workspace_agents).transpose()?;
     let agents = AgentLookup::new(&args.file, workspace, args.agents.as_deref());
     // Each agent (and its colleagues) from where `check` reads it: the workspace `run` uses
@@ -42,13 +44,4 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
         print!("{}", spec::render_reach_table(&rows));
     }
     Ok(Outcome::Done)
-}
-
-/// The local account (its model providers and workspace), when the data directory already has
-/// a database: `reach` never creates one.
-fn local_app(config: &Config) -> anyhow::Result<Option<App>> {
-    if !config.database_path().exists() {
-        return Ok(None);
-    }
-    Ok(Some(App::open(config.clone())?))
 }
