@@ -19,7 +19,7 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
     let app = App::open(config)?;
     let (engine, _lock) = app.engine()?;
     let run = RunId(args.run.clone());
-    let already = app.store.events(&run).map_or(0, |events| events.len());
+    let already = app.store.last_event_seq(&run).unwrap_or(0);
     let decision = Decision {
         kind,
         who: App::cli_actor(),

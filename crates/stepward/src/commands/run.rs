@@ -74,17 +74,17 @@ const MAX_SHOWN_LINE_CHARS: usize = 300;
 /// What each step printed, from the run's record: scrubbed of every value the run could
 /// observe and bounded when it was written (G17), scrubbed once more on the way out, cut to
 /// [`MAX_SHOWN_LINES`] lines of [`MAX_SHOWN_LINE_CHARS`] characters, with control characters
-/// shown as `?` so a step cannot drive the terminal. The first `already` events of the record
-/// are skipped: a decision or a retry shows only what its own attempts printed.
+/// shown as `?` so a step cannot drive the terminal. Only the events after the sequence
+/// number `after` are shown: a decision or a retry shows only what its own attempts printed.
 pub(crate) fn show_printed(
     app: &App,
     run: &storage::RunId,
     shown: &Shown,
-    already: usize,
+    after: u64,
 ) -> anyhow::Result<()> {
     let entries = engine::journal::read_all(&app.store.events(run)?)
         .with_context(|| format!("cannot read the record of run {}", run.0))?;
-    for entry in entries.into_iter().skip(already) {
+    for entry in entries.into_iter().filter(|entry| entry.seq > after) {
         let engine::journal::Event::StepPrinted(printed) = entry.event else {
             continue;
         };

@@ -43,7 +43,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             let new_inputs = (!inputs.is_empty()).then_some(serde_json::Value::Object(inputs));
             let (engine, _lock) = app.engine()?;
             let id = RunId(run.clone());
-            let already = app.store.events(&id).map_or(0, |events| events.len());
+            let already = app.store.last_event_seq(&id).unwrap_or(0);
             let summary = engine
                 .retry(
                     &id,
