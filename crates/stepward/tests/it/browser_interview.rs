@@ -12,7 +12,7 @@ use fake_model::{BlockingFakeModel, Script, ScriptTurn};
 use serde_json::{Value, json};
 
 use super::{Browser, PASSWORD, Process, REACH_CAPTION, http, look_at};
-use crate::support::{Home, repo_root, stderr};
+use crate::support::{Home, repo_root};
 
 const INVALID: &str = "name: ticket_refund\npython: \"3.11\"\nsteps:\n  - id: build\n    code: |\n      def main():\n          return 1\n";
 
@@ -30,23 +30,7 @@ fn g27_an_interview_in_a_real_browser_shows_checked_proposals_and_confirms_one_n
     .unwrap();
     let exempt = fake.endpoint();
     let home = Home::new();
-    let added = home.stepward_with_stdin(
-        &[
-            "models",
-            "add",
-            "fake",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &fake.url(),
-            "--assistant-model",
-            "fake-assistant",
-            "--allow-model-endpoint",
-            &exempt,
-        ],
-        "sk-browser-interview-key-3344",
-    );
-    assert!(added.status.success(), "{}", stderr(&added));
+    crate::support::add_fake_assistant(&home, &fake, "sk-browser-interview-key-3344");
     let mut server = Process::spawn(
         Command::new(env!("CARGO_BIN_EXE_stepward"))
             .arg("serve")

@@ -25,23 +25,7 @@ fn g1_a_cli_interview_shows_checked_proposals_with_reach_and_lints_and_confirm_s
     .unwrap();
     let exempt = fake.endpoint();
     let home = Home::new();
-    let added = home.stepward_with_stdin(
-        &[
-            "models",
-            "add",
-            "fake",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &fake.url(),
-            "--assistant-model",
-            "fake-assistant",
-            "--allow-model-endpoint",
-            &exempt,
-        ],
-        "sk-interview-test-model-key-7788",
-    );
-    assert!(added.status.success(), "{}", stderr(&added));
+    crate::support::add_fake_assistant(&home, &fake, "sk-interview-test-model-key-7788");
     let talked = home.stepward_with_stdin(
         &["interview", "--allow-model-endpoint", &exempt],
         "Refund a support ticket through the payments API.\nconfirm\n",

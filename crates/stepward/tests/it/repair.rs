@@ -47,23 +47,7 @@ fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root
     .unwrap();
     let exempt = fake.endpoint();
     let home = Home::new();
-    let added = home.stepward_with_stdin(
-        &[
-            "models",
-            "add",
-            "fake",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &fake.url(),
-            "--assistant-model",
-            "fake-assistant",
-            "--allow-model-endpoint",
-            &exempt,
-        ],
-        "sk-repair-test-model-key-5566",
-    );
-    assert!(added.status.success(), "{}", stderr(&added));
+    crate::support::add_fake_assistant(&home, &fake, "sk-repair-test-model-key-5566");
     let file = home.dir.path().join("quote.yaml");
     std::fs::write(&file, WORKFLOW).unwrap();
     let saved = home.stepward(&[

@@ -32,23 +32,7 @@ pub(crate) fn assistant() -> BlockingFakeModel {
 /// A data directory whose local account has the fake assistant and `workflows/quote.yaml`.
 pub(crate) fn home_with_assistant(fake: &BlockingFakeModel) -> Home {
     let home = Home::new();
-    let added = home.stepward_with_stdin(
-        &[
-            "models",
-            "add",
-            "fake",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &fake.url(),
-            "--assistant-model",
-            "fake-assistant",
-            "--allow-model-endpoint",
-            &fake.endpoint(),
-        ],
-        "sk-repair-console-model-key-7731",
-    );
-    assert!(added.status.success(), "{}", stderr(&added));
+    crate::support::add_fake_assistant(&home, fake, "sk-repair-console-model-key-7731");
     let file = home.dir.path().join("quote.yaml");
     std::fs::write(&file, WORKFLOW).unwrap();
     let saved = home.stepward(&[

@@ -57,23 +57,7 @@ steps:
 /// A home whose account's default provider is the fake, with an assistant model.
 fn home_with(fake: &BlockingFakeModel) -> Home {
     let home = Home::new();
-    let added = home.stepward_with_stdin(
-        &[
-            "models",
-            "add",
-            "fake",
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &fake.url(),
-            "--assistant-model",
-            "fake-assistant",
-            "--allow-model-endpoint",
-            &fake.endpoint(),
-        ],
-        MODEL_KEY,
-    );
-    assert!(added.status.success(), "{}", stderr(&added));
+    crate::support::add_fake_assistant(&home, fake, MODEL_KEY);
     home
 }
 

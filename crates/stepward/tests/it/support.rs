@@ -11,6 +11,29 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Makes the fake model the local account's default provider (`fake`, Anthropic's format),
+/// with `fake-assistant` as its assistant model and `key` as its model key, its endpoint
+/// allowed: the assistant of the supervisor, repair and interview tests.
+pub fn add_fake_assistant(home: &Home, fake: &fake_model::BlockingFakeModel, key: &str) {
+    let added = home.stepward_with_stdin(
+        &[
+            "models",
+            "add",
+            "fake",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &fake.url(),
+            "--assistant-model",
+            "fake-assistant",
+            "--allow-model-endpoint",
+            &fake.endpoint(),
+        ],
+        key,
+    );
+    assert!(added.status.success(), "{}", stderr(&added));
+}
+
 /// Runs `stepward ARGS` from the repository root with an empty environment apart from PATH.
 pub fn stepward(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_stepward"))
