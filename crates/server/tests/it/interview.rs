@@ -41,6 +41,26 @@ async fn with_assistant(turns: Vec<ScriptTurn>) -> (Harness, FakeModel) {
     (harness, fake)
 }
 
+/// Starts an interview as `who` with `body`, which must be accepted (201); its view.
+async fn start(harness: &Harness, who: &crate::support::Credentials, body: Value) -> Value {
+    let started = harness
+        .call("POST", "/api/interviews", who, json_body(body))
+        .await;
+    assert_eq!(started.status, 201, "{}", started.text());
+    started.json()
+}
+
+/// Every problem the interview's entries list, in order.
+fn problems(view: &Value) -> Vec<String> {
+    view["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|entry| entry["problems"].as_array().cloned().unwrap_or_default())
+        .map(|problem| problem.as_str().unwrap().to_owned())
+        .collect()
+}
+
 fn whos(view: &Value) -> Vec<String> {
     view["entries"]
         .as_array()
@@ -68,16 +88,12 @@ async fn g1_an_interview_shows_only_a_parsed_proposal_with_its_reach_and_a_membe
     ])
     .await;
     let member = harness.credentials(Caller::Person(Role::Member));
-    let started = harness
-        .call(
-            "POST",
-            "/api/interviews",
-            &member,
-            json_body(json!({"message": "Refund a support ticket."})),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{}", started.text());
-    let view = started.json();
+    let view = start(
+        &harness,
+        &member,
+        json!({"message": "Refund a support ticket."}),
+    )
+    .await;
     assert_eq!(whos(&view), ["person", "assistant"]);
     assert_eq!(
         view["entries"][1]["text"],
@@ -205,26 +221,11 @@ async fn g22_a_proposal_writing_outside_workflows_and_agents_or_to_a_protected_p
     ])
     .await;
     let member = harness.credentials(Caller::Person(Role::Member));
-    let started = harness
-        .call(
-            "POST",
-            "/api/interviews",
-            &member,
-            json_body(json!({"message": "Refund a ticket."})),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{}", started.text());
-    let view = started.json();
+    let view = start(&harness, &member, json!({"message": "Refund a ticket."})).await;
     // Three refusals: no proposal, the last one's problems to the person.
     assert!(view.get("proposal").is_none(), "{view}");
     assert_eq!(whos(&view), ["person", "platform", "platform", "platform"]);
-    let problems: Vec<String> = view["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|entry| entry["problems"].as_array().cloned().unwrap_or_default())
-        .map(|problem| problem.as_str().unwrap().to_owned())
-        .collect();
+    let problems = problems(&view);
     assert!(problems.iter().any(|p| p.contains("..")), "{problems:?}");
     assert!(
         problems.iter().any(|p| p.contains("the secrets file")),
@@ -274,24 +275,9 @@ async fn g21_a_proposal_changes_no_agent_its_workflow_does_not_use() {
     ])
     .await;
     let member = harness.credentials(Caller::Person(Role::Member));
-    let started = harness
-        .call(
-            "POST",
-            "/api/interviews",
-            &member,
-            json_body(json!({"message": "Refund a ticket."})),
-        )
-        .await;
-    assert_eq!(started.status, 201, "{}", started.text());
-    let view = started.json();
+    let view = start(&harness, &member, json!({"message": "Refund a ticket."})).await;
     assert!(view.get("proposal").is_none(), "{view}");
-    let problems: Vec<String> = view["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|entry| entry["problems"].as_array().cloned().unwrap_or_default())
-        .map(|problem| problem.as_str().unwrap().to_owned())
-        .collect();
+    let problems = problems(&view);
     for agent in ["billing", "billing", "other"] {
         assert!(
             problems
