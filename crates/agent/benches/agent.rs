@@ -207,7 +207,7 @@ async fn loop_overhead(kind: ProviderKind) {
         ..ClientOptions::default()
     };
     let provider = Provider::new(
-        "bench",
+        &ids::AccountId::parse("bench").unwrap_or_else(|error| panic!("{error}")),
         kind,
         Some(&fake.base_url(format)),
         redact::SecretValue::new("sk-bench-key-0123456789".to_owned()),
@@ -229,7 +229,7 @@ async fn loop_overhead(kind: ProviderKind) {
     let source = redact::testing::MemorySource::new();
     source.set_secret("acct", "RELEASES", "tok-bench-secret-6b1f0e4d9a2c");
     let redactor = redact::ScrubSets::new(Arc::new(source))
-        .for_account("acct")
+        .for_account(&ids::AccountId::parse("acct").unwrap_or_else(|error| panic!("{error}")))
         .unwrap();
     let setup = Setup {
         model_id: "fake-large".into(),

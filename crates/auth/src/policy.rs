@@ -10,6 +10,7 @@
 
 use crate::Role::{Admin, Member, Owner, Viewer};
 use crate::{Principal, Role};
+use storage::AccountId;
 
 /// The least access a route needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,7 +302,7 @@ pub fn find_policy(method: &str, path_pattern: &str) -> Option<&'static RoutePol
 pub fn authorize(
     policy: &RoutePolicy,
     principal: Option<&Principal>,
-    resource_account: Option<&str>,
+    resource_account: Option<&AccountId>,
 ) -> Decision {
     let least = match policy.least_role {
         Access::Public => return Decision::Allow,

@@ -232,8 +232,9 @@ fn refill(bucket: &mut Bucket, limit: RateLimit, now_millis: u64) {
     }
 }
 
-/// The key of the per-account-and-address sign-in limit. The account id is length-prefixed so
-/// that no two pairs give the same key.
-pub fn sign_in_key(account_id: &str, remote_address: std::net::IpAddr) -> String {
-    format!("{}:{account_id}:{remote_address}", account_id.len())
+/// The key of the per-account-and-address sign-in limit. It takes the account as typed, which
+/// may be no account id at all (such a sign-in is limited like one naming an unknown account);
+/// the text is length-prefixed so that no two pairs give the same key.
+pub fn sign_in_key(typed_account: &str, remote_address: std::net::IpAddr) -> String {
+    format!("{}:{typed_account}:{remote_address}", typed_account.len())
 }

@@ -16,6 +16,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use storage::AccountId;
+
 /// The role of a person or an API key within one account, ordered by privilege:
 /// `Viewer < Member < Admin < Owner`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -79,20 +81,20 @@ pub enum Principal {
     /// A person signed in with a session.
     Person {
         person_id: String,
-        account_id: String,
+        account_id: AccountId,
         role: Role,
     },
     /// An API key. It carries its own role and never acts as the person who created it.
     ApiKey {
         key_id: String,
-        account_id: String,
+        account_id: AccountId,
         role: Role,
     },
 }
 
 impl Principal {
     /// The account the principal belongs to; it can reach nothing of any other account.
-    pub fn account_id(&self) -> &str {
+    pub fn account_id(&self) -> &AccountId {
         match self {
             Principal::Person { account_id, .. } | Principal::ApiKey { account_id, .. } => {
                 account_id
@@ -215,7 +217,7 @@ pub fn can_grant(granter: &Principal, role: Role) -> Result<(), Denied> {
 /// [`transfer_ownership`]); no one changes someone above themselves or grants above themselves.
 pub fn can_change_role(
     changer: &Principal,
-    target_account: &str,
+    target_account: &AccountId,
     current: Role,
     new: Role,
 ) -> Result<(), Denied> {
@@ -239,7 +241,7 @@ pub fn can_change_role(
 /// The owner is never removed; no one removes someone above themselves.
 pub fn can_remove(
     remover: &Principal,
-    target_account: &str,
+    target_account: &AccountId,
     target_role: Role,
 ) -> Result<(), Denied> {
     if remover.account_id() != target_account {
@@ -271,7 +273,7 @@ pub fn can_start_session(principal: &Principal) -> Result<(), Denied> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountPerson {
     pub person_id: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub role: Role,
 }
 

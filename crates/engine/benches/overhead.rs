@@ -303,7 +303,7 @@ fn measure(store: Arc<dyn Store>, label: &str, network: &str) -> Duration {
         Arc::new(SystemClock),
         Arc::new(RandomRunIds),
     );
-    let account = AccountId("acct".into());
+    let account = AccountId::parse("acct").unwrap_or_else(|error| panic!("{error}"));
     store
         .ensure_account(&Account {
             id: account.clone(),

@@ -225,7 +225,11 @@ struct CountingIds(AtomicU64);
 
 impl IdSource for CountingIds {
     fn new_run_id(&self) -> RunId {
-        RunId(format!("run-{}", self.0.fetch_add(1, Ordering::SeqCst) + 1))
+        RunId::parse(&format!(
+            "run-{}",
+            self.0.fetch_add(1, Ordering::SeqCst) + 1
+        ))
+        .unwrap()
     }
 }
 
@@ -299,7 +303,12 @@ impl Fixture {
     fn start(&self, text: &str, inputs: Value) -> RunId {
         let workflow = spec::parse_workflow("workflow.yaml", text).unwrap();
         self.engine()
-            .start_run(&AccountId(ACCOUNT.into()), &workflow, inputs, cli())
+            .start_run(
+                &AccountId::parse(ACCOUNT).unwrap_or_else(|error| panic!("{error}")),
+                &workflow,
+                inputs,
+                cli(),
+            )
             .unwrap()
             .run
     }
@@ -312,7 +321,12 @@ impl Fixture {
         let previous_hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
         let crashed = catch_unwind(AssertUnwindSafe(|| {
-            engine.start_run(&AccountId(ACCOUNT.into()), &workflow, inputs, cli())
+            engine.start_run(
+                &AccountId::parse(ACCOUNT).unwrap_or_else(|error| panic!("{error}")),
+                &workflow,
+                inputs,
+                cli(),
+            )
         }));
         std::panic::set_hook(previous_hook);
         assert!(crashed.is_err(), "the step was meant to crash the platform");
@@ -559,7 +573,7 @@ fn write(out: &Path) {
         let store = Arc::new(SqliteStore::open(&db).unwrap());
         store
             .ensure_account(&Account {
-                id: AccountId(ACCOUNT.into()),
+                id: AccountId::parse(ACCOUNT).unwrap_or_else(|error| panic!("{error}")),
                 name: "local".into(),
                 created_at: Timestamp(0),
             })
@@ -576,10 +590,13 @@ fn write(out: &Path) {
             workspaces: dir.path().join("accounts"),
         };
         scenarios(&fixture);
-        for run in storage::RunStore::runs(fixture.store.as_ref(), &AccountId(ACCOUNT.into()))
-            .unwrap()
-            .iter()
-            .rev()
+        for run in storage::RunStore::runs(
+            fixture.store.as_ref(),
+            &AccountId::parse(ACCOUNT).unwrap_or_else(|error| panic!("{error}")),
+        )
+        .unwrap()
+        .iter()
+        .rev()
         {
             let status: RunStatus = run.status;
             println!("{}  {status}", run.id);

@@ -198,8 +198,8 @@ impl Engine {
             attempt: started.attempt,
         };
         let report = self.executor.execute(ExecutionRequest {
-            account: context.run.account.as_str(),
-            run_id: context.run.id.as_str(),
+            account: &context.run.account,
+            run_id: &context.run.id,
             step,
             python: context.workflow.python(),
             // Handed over: from here on the record and the supervisor see the scrubbed ones.
@@ -249,7 +249,7 @@ impl Engine {
         let workspace = self
             .options
             .workspaces
-            .for_account(context.run.account.as_str())
+            .for_account(&context.run.account)
             .map_err(|error| {
                 format!(
                     "the account's workspace cannot be opened: {}",
@@ -261,7 +261,7 @@ impl Engine {
         let network = match &workspace {
             Err(_) => network_mode(step),
             Ok(workspace) => match self.executor.network_of(crate::executor::NetworkQuery {
-                account: context.run.account.as_str(),
+                account: &context.run.account,
                 step,
                 work_dir: workspace.files_dir(),
                 definitions: &context.pinned,
@@ -540,7 +540,7 @@ impl Engine {
         let retry = retry_permission(status, used, budget);
         let redactor = &context.redactor;
         let view = FailureView {
-            account: context.run.account.as_str().to_owned(),
+            account: context.run.account.clone(),
             run_id: context.run.id.clone(),
             workflow: context.workflow.name().to_owned(),
             step_id: step.id().to_owned(),

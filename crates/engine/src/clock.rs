@@ -44,6 +44,6 @@ impl IdSource for RandomRunIds {
                 .unwrap_or(0);
             bytes = (nanos ^ (u128::from(std::process::id()) << 96)).to_be_bytes();
         }
-        RunId(format!("run_{}", hex::encode(bytes)))
+        RunId::from_random(bytes)
     }
 }

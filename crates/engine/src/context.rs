@@ -139,14 +139,14 @@ impl Engine {
     ) -> Result<(RunSecrets, Vec<(String, String)>), Error> {
         let mut available = request.clone();
         let mut unavailable = Vec::new();
-        if self.secrets.resolve(account.as_str(), request).is_err() {
+        if self.secrets.resolve(account, request).is_err() {
             available.connections.clear();
             for alias in &request.connections {
                 let single = SecretRequest {
                     connections: vec![alias.clone()],
                     ..SecretRequest::default()
                 };
-                match self.secrets.resolve(account.as_str(), &single) {
+                match self.secrets.resolve(account, &single) {
                     Ok(_) => available.connections.push(alias.clone()),
                     Err(error) => unavailable.push((alias.clone(), error.to_string())),
                 }
@@ -157,15 +157,13 @@ impl Engine {
             source,
         };
         let secrets = match whose {
-            SecretsFor::NewRun => {
-                RunSecrets::collect(run.as_str(), account.as_str(), &self.scrub_sets, &available)
-                    .map_err(secrets_error)?
-            }
+            SecretsFor::NewRun => RunSecrets::collect(run, account, &self.scrub_sets, &available)
+                .map_err(secrets_error)?,
             SecretsFor::StoredRun { created_at } => {
                 let since = created_at.0.saturating_sub(SUPERSEDED_LOOKBACK_MILLIS);
                 let mut secrets = RunSecrets::collect_for_resume(
-                    run.as_str(),
-                    account.as_str(),
+                    run,
+                    account,
                     &self.scrub_sets,
                     &available,
                     since,

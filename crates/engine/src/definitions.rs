@@ -252,7 +252,7 @@ fn value_position(redactor: &Redactor, text: &str) -> Option<(usize, usize)> {
 }
 
 impl Engine {
-    fn account_workspace(&self, account: &str) -> Result<Workspace, DefinitionWriteError> {
+    fn account_workspace(&self, account: &AccountId) -> Result<Workspace, DefinitionWriteError> {
         self.options
             .workspaces
             .for_account(account)
@@ -264,7 +264,7 @@ impl Engine {
     /// line), and is UTF-8 text.
     pub fn check_definition_writes(
         &self,
-        account: &str,
+        account: &AccountId,
         changes: &[(RelPath, Change)],
     ) -> Result<(), DefinitionWriteError> {
         let redactor = self
@@ -314,7 +314,7 @@ impl Engine {
     /// definition parsed first (G1), then one revision, screened for the account's values.
     pub fn write_definitions(
         &self,
-        account: &str,
+        account: &AccountId,
         author: &Author,
         message: &str,
         changes: Vec<(RelPath, Change)>,
@@ -326,7 +326,7 @@ impl Engine {
     /// writer read it ([`workspace::Workspace::commit_expecting`]).
     pub fn write_definitions_expecting(
         &self,
-        account: &str,
+        account: &AccountId,
         author: &Author,
         message: &str,
         changes: Vec<(RelPath, Change)>,
@@ -372,7 +372,7 @@ impl Engine {
     /// `Author::Assistant { accepted_by: PERSON_ID }` once that person accepted it.
     pub fn save_workflow_version(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
         text: &str,
         author: &Author,
@@ -386,7 +386,7 @@ impl Engine {
     /// workspace's lock: a version saved meanwhile is never overwritten.
     pub fn save_workflow_version_over(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
         text: &str,
         author: &Author,
@@ -422,7 +422,7 @@ impl Engine {
     /// Every version of the workflow `name`, oldest first.
     pub fn workflow_versions(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
     ) -> Result<Vec<WorkflowVersion>, DefinitionWriteError> {
         let Some(path) = workflow_path(name) else {
@@ -449,7 +449,7 @@ impl Engine {
     /// references only.
     pub fn workflow_version_text(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
         number: Option<u32>,
     ) -> Result<Option<(WorkflowVersion, String)>, DefinitionWriteError> {
@@ -484,7 +484,7 @@ impl Engine {
     /// scrubbed first; `None` when either version does not exist.
     pub fn workflow_diff(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
         from: u32,
         to: u32,
@@ -518,7 +518,7 @@ impl Engine {
         let workspace = self
             .options
             .workspaces
-            .for_account(account.as_str())
+            .for_account(account)
             .map_err(|error| pin_error(crate::with_causes(&error)))?;
         let (workflow_path, workflow_version) = self.saved_version_of(&workspace, workflow);
         let mut pending: Vec<String> = workflow
@@ -637,7 +637,7 @@ impl Engine {
         let workspace = self
             .options
             .workspaces
-            .for_account(account.as_str())
+            .for_account(account)
             .map_err(|error| Error::Pin {
                 detail: crate::with_causes(&error),
             })?;

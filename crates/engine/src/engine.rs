@@ -696,13 +696,13 @@ impl Engine {
         account: &AccountId,
         workflow: &Workflow,
     ) -> Result<(), Error> {
-        let redactor = self
-            .scrub_sets
-            .for_account(account.as_str())
-            .map_err(|source| Error::AccountValues {
-                account: account.clone(),
-                source,
-            })?;
+        let redactor =
+            self.scrub_sets
+                .for_account(account)
+                .map_err(|source| Error::AccountValues {
+                    account: account.clone(),
+                    source,
+                })?;
         let source = workflow.source();
         let Some(found) = redactor.find_secret(source.as_bytes()) else {
             return Ok(());
@@ -723,7 +723,7 @@ impl Engine {
     /// Which provider (and model) sees the account's failures when a workflow lets the
     /// assistant supervise; `None` when a person does.
     pub fn assistant_sees_failures(&self, account: &AccountId) -> Option<String> {
-        self.supervisor.who_sees_failures(account.as_str())
+        self.supervisor.who_sees_failures(account)
     }
 
     /// Who sees a failed step of `workflow` in `account`, in words, for the workflow page
@@ -734,17 +734,15 @@ impl Engine {
             spec::Supervision::None => "A person: the workflow says `supervisor: none`, so no \
                 model sees a failure."
                 .to_owned(),
-            spec::Supervision::Assistant => {
-                match self.supervisor.who_sees_failures(account.as_str()) {
-                    Some(provider) => format!(
-                        "The assistant on {provider}: a failed step's inputs, error and printed text \
+            spec::Supervision::Assistant => match self.supervisor.who_sees_failures(account) {
+                Some(provider) => format!(
+                    "The assistant on {provider}: a failed step's inputs, error and printed text \
                      (scrubbed) are sent to it. Write `supervisor: none` to keep them to people."
-                    ),
-                    None => "A person: the account has no model provider with an assistant model \
+                ),
+                None => "A person: the account has no model provider with an assistant model \
                     configured, so every failure goes to a person."
-                        .to_owned(),
-                }
-            }
+                    .to_owned(),
+            },
         }
     }
 

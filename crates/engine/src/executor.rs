@@ -4,13 +4,14 @@
 use std::path::Path;
 
 use redact::{Redactor, SecretValue};
+use storage::{AccountId, RunId};
 use zeroize::Zeroizing;
 
 /// Everything one attempt of one step needs. Built by the engine for each attempt.
 pub struct ExecutionRequest<'a> {
     /// The account the run belongs to: its values screen the copy-back (G12, G19).
-    pub account: &'a str,
-    pub run_id: &'a str,
+    pub account: &'a AccountId,
+    pub run_id: &'a RunId,
     pub step: &'a spec::Step,
     /// The workflow's pinned interpreter version (G8).
     pub python: spec::PythonVersion,
@@ -56,7 +57,7 @@ pub enum AgentEvent {
 /// Where the engine asks an executor what a step may reach before it records the attempt.
 #[derive(Debug, Clone, Copy)]
 pub struct NetworkQuery<'a> {
-    pub account: &'a str,
+    pub account: &'a AccountId,
     pub step: &'a spec::Step,
     pub work_dir: &'a Path,
     /// What the run pinned: an agent step's network is its pinned agent file's.

@@ -15,6 +15,7 @@
 //!   proposal never overwrites a version saved meanwhile.
 
 use std::collections::BTreeMap;
+use storage::AccountId;
 
 use spec::{StepBody, Workflow};
 use workspace::{Author, Change, RelPath};
@@ -106,7 +107,7 @@ impl Engine {
     /// there is no such file: what an interview records when it first reads a file.
     pub fn current_hashes(
         &self,
-        account: &str,
+        account: &AccountId,
         paths: &[RelPath],
     ) -> Result<Vec<(RelPath, Option<String>)>, DefinitionWriteError> {
         let workspace = self
@@ -134,7 +135,7 @@ impl Engine {
     /// proposing it.
     fn workspace_agent(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
         names: &spec::AccountNames,
     ) -> Option<spec::Agent> {
@@ -150,7 +151,7 @@ impl Engine {
         spec::parse_agent_for_account(path.as_str(), &text, &self.options.limit_maxima, names).ok()
     }
 
-    fn workspace_has(&self, account: &str, path: &str) -> bool {
+    fn workspace_has(&self, account: &AccountId, path: &str) -> bool {
         RelPath::parse(path).ok().is_some_and(|path| {
             self.options
                 .workspaces
@@ -167,7 +168,7 @@ impl Engine {
     /// fix and, after its last try, for the person.
     pub fn check_draft(
         &self,
-        account: &str,
+        account: &AccountId,
         names: &spec::AccountNames,
         expected_name: Option<&str>,
         draft: &Draft,
@@ -385,7 +386,7 @@ impl Engine {
     /// read it, `None` for no file); every path of the proposal must be in `expected`.
     pub fn save_draft(
         &self,
-        account: &str,
+        account: &AccountId,
         names: &spec::AccountNames,
         draft: &Draft,
         expected: &[(RelPath, Option<String>)],

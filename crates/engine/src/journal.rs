@@ -252,7 +252,7 @@ mod tests {
 
     fn record(kind: &str, version: u32, payload: serde_json::Value) -> EventRecord {
         EventRecord {
-            run: RunId("run-1".into()),
+            run: RunId::parse("run-1").unwrap(),
             seq: 4,
             kind: kind.into(),
             version,

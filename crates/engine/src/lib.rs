@@ -255,9 +255,9 @@ mod tests {
     #[test]
     fn a_nested_error_states_each_context_once() {
         let error = Error::Secrets {
-            run: RunId("run-1".into()),
+            run: RunId::parse("run-1").unwrap(),
             source: redact::Error::Source {
-                account_id: "acct".into(),
+                account_id: storage::AccountId::parse("acct").unwrap(),
                 source: redact::SourceError::Unavailable {
                     detail: "the vault's database is locked".into(),
                 },

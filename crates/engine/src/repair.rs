@@ -14,7 +14,9 @@
 //! the run runs, and goes on with [`Engine::retry_repaired`].
 
 use spec::{Step, StepBody, Workflow};
-use storage::{AttemptRecord, AttemptStatus, DecisionKind, RunId, RunRecord, RunStatus, Sha256Hex};
+use storage::{
+    AccountId, AttemptRecord, AttemptStatus, DecisionKind, RunId, RunRecord, RunStatus, Sha256Hex,
+};
 use workspace::Author;
 
 use crate::definitions::{DefinitionWriteError, WorkflowVersion, workflow_path};
@@ -26,7 +28,7 @@ use crate::{Error, with_causes};
 /// What the assistant is shown of a step that needs repair.
 #[derive(Debug, Clone, Copy)]
 pub struct RepairRequest<'a> {
-    pub account: &'a str,
+    pub account: &'a AccountId,
     pub run: &'a RunId,
     /// The run's workflow (the text it runs now).
     pub workflow: &'a Workflow,
@@ -238,7 +240,7 @@ impl Engine {
         let proposal = self
             .repairs
             .propose(&RepairRequest {
-                account: record.account.as_str(),
+                account: &record.account,
                 run,
                 workflow: &context.workflow,
                 step,
@@ -365,7 +367,7 @@ impl Engine {
             .check(&context.workflow, step, &proposal.code)
             .map_err(|reason| refused(format!("the proposal is refused: {reason}")))?;
         let name = context.workflow.name().to_owned();
-        self.refuse_overwriting_newer(record.account.as_str(), &name, context.workflow.source())
+        self.refuse_overwriting_newer(&record.account, &name, context.workflow.source())
             .map_err(refused)?;
         let author = format!(
             "the assistant ({}, model {})",
@@ -379,7 +381,7 @@ impl Engine {
         // above is the friendly early refusal, this one holds against a save in between.
         let version = self
             .save_workflow_version_over(
-                record.account.as_str(),
+                &record.account,
                 &name,
                 repaired.source(),
                 &Author::Assistant {
@@ -408,7 +410,7 @@ impl Engine {
     /// never overwrites it.
     fn refuse_overwriting_newer(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
         runs: &str,
     ) -> Result<(), String> {

@@ -9,7 +9,7 @@
 
 use redact::Redacted;
 use serde_json::Value;
-use storage::{AttemptStatus, NetworkMode, RunId};
+use storage::{AccountId, AttemptStatus, NetworkMode, RunId};
 
 /// Told to every supervisor with every failure, word for word.
 pub const UNKNOWN_MEANS_STOP: &str = "An attempt whose status is `unknown` may have had effects \
@@ -35,7 +35,7 @@ pub enum RetryPermission {
 /// shows it to a model as data, never as instructions.
 #[derive(Debug, Clone)]
 pub struct FailureView {
-    pub account: String,
+    pub account: AccountId,
     pub run_id: RunId,
     pub workflow: String,
     pub step_id: String,
@@ -98,7 +98,7 @@ pub trait Supervisor: Send + Sync {
 
     /// Which provider (and model) sees this account's failures, in words, for the workflow
     /// page; `None` when a person sees them.
-    fn who_sees_failures(&self, account: &str) -> Option<String> {
+    fn who_sees_failures(&self, account: &AccountId) -> Option<String> {
         let _ = account;
         None
     }

@@ -3,6 +3,7 @@
 //! connection to the addresses [`crate::endpoint::check`] approved and nothing else.
 //! Answers are bounded in bytes and in time.
 
+use ids::AccountId;
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -139,7 +140,7 @@ struct Inner {
     /// Turns in flight through this client, every account together.
     in_flight: Arc<Semaphore>,
     /// Turns in flight per account (one entry per account that ever made a call).
-    in_flight_per_account: Mutex<HashMap<String, Arc<Semaphore>>>,
+    in_flight_per_account: Mutex<HashMap<AccountId, Arc<Semaphore>>>,
 }
 
 /// Which bound on concurrent model calls refused one.
@@ -232,7 +233,7 @@ impl Client {
     /// A place for one turn of `account` among those in flight, or [`Error::Busy`] at once
     /// when the account or the whole client has as many as it may: a caller that fires calls
     /// in parallel is told so quickly and holds no memory for the refused ones.
-    pub(crate) fn admit(&self, account: &str) -> Result<Admission, Error> {
+    pub(crate) fn admit(&self, account: &AccountId) -> Result<Admission, Error> {
         let options = &self.inner.options;
         let account_semaphore = {
             let mut accounts = self
@@ -240,7 +241,7 @@ impl Client {
                 .in_flight_per_account
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            Arc::clone(accounts.entry(account.to_owned()).or_insert_with(|| {
+            Arc::clone(accounts.entry(account.clone()).or_insert_with(|| {
                 Arc::new(Semaphore::new(options.max_concurrent_turns_per_account))
             }))
         };

@@ -1,5 +1,6 @@
 //! A configured provider: its kind, its base URL and the account's key, behind [`Model`].
 
+use ids::AccountId;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -135,7 +136,7 @@ pub fn endpoint_url(kind: ProviderKind, base_url: &str) -> Result<Url, Error> {
 /// key never reaches a `Debug` or a log line.
 pub struct Provider {
     /// The account that pays: its turns in flight are bounded together.
-    account: String,
+    account: AccountId,
     kind: ProviderKind,
     url: Url,
     key: SecretValue,
@@ -146,7 +147,7 @@ impl Provider {
     /// A provider of `account`, of `kind` at `base_url` (its kind's default when `None`),
     /// paid with `key`.
     pub fn new(
-        account: &str,
+        account: &AccountId,
         kind: ProviderKind,
         base_url: Option<&str>,
         key: SecretValue,
@@ -154,7 +155,7 @@ impl Provider {
     ) -> Result<Provider, Error> {
         let url = endpoint_url(kind, base_url.unwrap_or(kind.default_base_url()))?;
         Ok(Provider {
-            account: account.to_owned(),
+            account: account.clone(),
             kind,
             url,
             key,

@@ -160,7 +160,12 @@ fn measure(text: &str, secret_values: &[String]) {
     };
     let build_started = Instant::now();
     let sets = redact::ScrubSets::new(std::sync::Arc::new(source));
-    let run_secrets = match RunSecrets::collect("bench-run", "bench-account", &sets, &request) {
+    let run_secrets = match RunSecrets::collect(
+        &ids::RunId::parse("bench-run").unwrap_or_else(|error| panic!("{error}")),
+        &ids::AccountId::parse("bench-account").unwrap_or_else(|error| panic!("{error}")),
+        &sets,
+        &request,
+    ) {
         Ok(run_secrets) => run_secrets,
         Err(error) => {
             eprintln!("the bench source did not resolve its secrets: {error}");

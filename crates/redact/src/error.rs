@@ -2,6 +2,7 @@
 
 use crate::scope::Scope;
 use crate::secret::SourceError;
+use ids::AccountId;
 
 /// Everything that can go wrong while collecting secrets or checking a redacted value.
 #[derive(Debug, thiserror::Error)]
@@ -9,13 +10,10 @@ pub enum Error {
     /// The secret source could not hand over what the run asked for.
     #[error("the secret source could not give the values of account {account_id}")]
     Source {
-        account_id: String,
+        account_id: AccountId,
         #[source]
         source: SourceError,
     },
-    /// A run id was empty; a secret set without a run cannot be checked by writers.
-    #[error("a run id must not be empty (account {account_id})")]
-    EmptyRunId { account_id: String },
     /// A value scrubbed for one run (or account) was handed to a writer for another.
     #[error("a value scrubbed for {found} was handed to a writer for {expected}")]
     ForeignScope { expected: Scope, found: Scope },

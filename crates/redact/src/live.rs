@@ -20,18 +20,19 @@ use crate::redactor::Redactor;
 use crate::scope::Scope;
 use crate::scrub_set::ScrubSet;
 use crate::secret::SecretSource;
+use ids::AccountId;
 
 /// The live scrub sets of every account this process has scrubbed for. Cheap to clone; clones
 /// share the compiled sets.
 #[derive(Clone)]
 pub struct ScrubSets {
     source: Arc<dyn SecretSource>,
-    accounts: Arc<Mutex<BTreeMap<String, Arc<AccountSet>>>>,
+    accounts: Arc<Mutex<BTreeMap<AccountId, Arc<AccountSet>>>>,
 }
 
 /// One account's compiled set and the generation it was built at.
 pub(crate) struct AccountSet {
-    account_id: Arc<str>,
+    account_id: AccountId,
     source: Arc<dyn SecretSource>,
     built: RwLock<Arc<Built>>,
     /// Held while rebuilding, so two writers that see a new generation build it once.
@@ -108,14 +109,14 @@ impl ScrubSets {
 
     /// A redactor for the records of `account_id` that belong to no run (an audit entry of a
     /// vault write, a sign-in, an answer served to a person of the account).
-    pub fn for_account(&self, account_id: &str) -> Result<Redactor, Error> {
+    pub fn for_account(&self, account_id: &AccountId) -> Result<Redactor, Error> {
         let account = self.account(account_id)?;
         Ok(Redactor::new(Scope::account(account_id), None, account))
     }
 
     /// The account's set, compiled on first use and checked against the account's generation
     /// on every later one; fails (closed) when the source cannot give the account's values.
-    pub(crate) fn account(&self, account_id: &str) -> Result<Arc<AccountSet>, Error> {
+    pub(crate) fn account(&self, account_id: &AccountId) -> Result<Arc<AccountSet>, Error> {
         let existing = self
             .accounts
             .lock()
@@ -128,9 +129,9 @@ impl ScrubSets {
         }
         let built = build(self.source.as_ref(), account_id)?;
         let mut accounts = self.accounts.lock().unwrap_or_else(PoisonError::into_inner);
-        let set = accounts.entry(account_id.to_owned()).or_insert_with(|| {
+        let set = accounts.entry(account_id.clone()).or_insert_with(|| {
             Arc::new(AccountSet {
-                account_id: Arc::from(account_id),
+                account_id: account_id.clone(),
                 source: Arc::clone(&self.source),
                 built: RwLock::new(Arc::new(built)),
                 rebuilding: Mutex::new(()),
@@ -168,7 +169,7 @@ impl ScrubSets {
 }
 
 impl AccountSet {
-    pub(crate) fn account_id(&self) -> &str {
+    pub(crate) fn account_id(&self) -> &AccountId {
         &self.account_id
     }
 
@@ -185,7 +186,7 @@ impl AccountSet {
             self.source
                 .generation(&self.account_id)
                 .map_err(|source| Error::Source {
-                    account_id: self.account_id.to_string(),
+                    account_id: self.account_id.clone(),
                     source,
                 })?;
         {
@@ -212,9 +213,9 @@ impl AccountSet {
 
 /// Reads the generation first and the values after it, so the set holds at least every value
 /// of that generation (a write in between only makes the next check rebuild again).
-fn build(source: &dyn SecretSource, account_id: &str) -> Result<Built, Error> {
+fn build(source: &dyn SecretSource, account_id: &AccountId) -> Result<Built, Error> {
     let source_error = |source| Error::Source {
-        account_id: account_id.to_owned(),
+        account_id: account_id.clone(),
         source,
     };
     let generation = source.generation(account_id).map_err(source_error)?;

@@ -11,6 +11,7 @@ use crate::scope::Scope;
 use crate::scrub_set::{SetList, char_aligned, replace_spans};
 use crate::stream::StreamScrubber;
 use crate::{CUT_MARK, MASK, UNREADABLE_MASK};
+use ids::AccountId;
 
 /// Scrubs with every value of one account (current, revoked, and superseded values the vault
 /// keeps), checked against the vault's generation before each use, and, for a run, the run's
@@ -78,7 +79,7 @@ impl Redactor {
     }
 
     /// The account whose values it scrubs.
-    pub fn account_id(&self) -> &str {
+    pub fn account_id(&self) -> &AccountId {
         self.account.account_id()
     }
 

@@ -8,6 +8,7 @@ use crate::live::{AccountSet, OwnValues, ScrubSets};
 use crate::redactor::Redactor;
 use crate::scope::Scope;
 use crate::secret::{SecretName, SecretRequest, SecretSource, SecretValue};
+use ids::{AccountId, RunId};
 
 /// Every value one run is granted, collected from the secret source only; carries the run id
 /// and its account's live scrub set, so the run's [`Redactor`] scrubs every value of the
@@ -16,8 +17,8 @@ use crate::secret::{SecretName, SecretRequest, SecretSource, SecretValue};
 /// There is no public constructor besides [`RunSecrets::collect`], no `Default` and no `Clone`:
 /// an empty set made by hand, which would scrub nothing, cannot exist.
 pub struct RunSecrets {
-    run_id: Arc<str>,
-    account_id: String,
+    run_id: RunId,
+    account_id: AccountId,
     source: Arc<dyn SecretSource>,
     current: BTreeMap<SecretName, SecretValue>,
     /// Values replaced by a refresh: a resumed run's earlier output may still hold them.
@@ -30,22 +31,17 @@ impl RunSecrets {
     /// Asks the source (the one behind `sets`) for everything `request` names, once, when the
     /// run starts.
     pub fn collect(
-        run_id: &str,
-        account_id: &str,
+        run_id: &RunId,
+        account_id: &AccountId,
         sets: &ScrubSets,
         request: &SecretRequest,
     ) -> Result<RunSecrets, Error> {
-        if run_id.is_empty() {
-            return Err(Error::EmptyRunId {
-                account_id: account_id.to_owned(),
-            });
-        }
         let account = sets.account(account_id)?;
         let source = Arc::clone(sets.source());
         let resolved = source
             .resolve(account_id, request)
             .map_err(|source| Error::Source {
-                account_id: account_id.to_owned(),
+                account_id: account_id.clone(),
                 source,
             })?;
         let current: BTreeMap<SecretName, SecretValue> = resolved.into_iter().collect();
@@ -54,8 +50,8 @@ impl RunSecrets {
             current.values().map(|value| value.dangerously_expose()),
         )?;
         Ok(RunSecrets {
-            run_id: Arc::from(run_id),
-            account_id: account_id.to_owned(),
+            run_id: run_id.clone(),
+            account_id: account_id.clone(),
             source,
             current,
             replaced: Vec::new(),
@@ -71,8 +67,8 @@ impl RunSecrets {
     /// join the scrub set: [`RunSecrets::get`] and [`RunSecrets::names`] see current values
     /// alone, so a step's environment never holds an old value.
     pub fn collect_for_resume(
-        run_id: &str,
-        account_id: &str,
+        run_id: &RunId,
+        account_id: &AccountId,
         sets: &ScrubSets,
         request: &SecretRequest,
         run_started_millis: i64,
@@ -157,7 +153,7 @@ impl RunSecrets {
     }
 
     /// The run these values belong to.
-    pub fn run_id(&self) -> &str {
+    pub fn run_id(&self) -> &RunId {
         &self.run_id
     }
 

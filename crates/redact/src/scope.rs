@@ -4,6 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use ids::{AccountId, RunId};
+
 /// The record a scrubbed value may be written to: one run's, or an account's records that
 /// belong to no run (a vault write's audit entry, a sign-in).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -16,13 +18,13 @@ pub enum Scope {
 
 impl Scope {
     /// The scope of one run's records.
-    pub fn run(run_id: &str) -> Scope {
-        Scope::Run(Arc::from(run_id))
+    pub fn run(run_id: &RunId) -> Scope {
+        Scope::Run(Arc::from(run_id.as_str()))
     }
 
     /// The scope of an account's records that belong to no run.
-    pub fn account(account_id: &str) -> Scope {
-        Scope::Account(Arc::from(account_id))
+    pub fn account(account_id: &AccountId) -> Scope {
+        Scope::Account(Arc::from(account_id.as_str()))
     }
 }
 

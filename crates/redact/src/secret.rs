@@ -1,5 +1,6 @@
 //! Secret values and names, what a run asks for, and the source (the vault) that answers.
 
+use ids::AccountId;
 use std::fmt;
 
 use zeroize::Zeroizing;
@@ -68,19 +69,19 @@ pub trait SecretSource: Send + Sync {
     /// Every value the request names, with its name.
     fn resolve(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError>;
 
     /// Every value of the account that must never be in a record or a workspace: every current
     /// value (revoked ones included) and every superseded value still kept. Every writer scrubs
     /// with these; the copy-back screen and every workspace writer refuse them.
-    fn account_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError>;
+    fn account_values(&self, account_id: &AccountId) -> Result<Vec<SecretValue>, SourceError>;
 
     /// A number that changes with every change of the account's values (in the same
     /// transaction as the change), so a writer knows whether the set it compiled is still
     /// current, also after a change made by another process.
-    fn generation(&self, account_id: &str) -> Result<u64, SourceError>;
+    fn generation(&self, account_id: &AccountId) -> Result<u64, SourceError>;
 
     /// Values of the names `request` names that stopped being current (replaced, removed or
     /// revoked) at or after `since_millis` (milliseconds since the Unix epoch), with their
@@ -90,7 +91,7 @@ pub trait SecretSource: Send + Sync {
     /// are not an error. The default knows no history and returns nothing.
     fn superseded_values(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
         since_millis: i64,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {

@@ -8,7 +8,11 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::secret::{SecretName, SecretRequest, SecretSource, SecretValue, SourceError};
+use ids::AccountId;
 
+/// Its own setters take an account's id as text, for tests' brevity; what it answers as a
+/// [`SecretSource`] is keyed by the validated [`AccountId`].
+///
 /// Secrets of any number of accounts, held in plain memory; values can be rotated, revoked and
 /// removed while a run waits, to test resume. Like the vault, it remembers every value that
 /// stopped being current and when (the system clock, or the time a test gives).
@@ -165,14 +169,20 @@ impl MemorySource {
 impl SecretSource for MemorySource {
     fn resolve(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let empty_values = BTreeMap::new();
         let empty_revoked = BTreeSet::new();
-        let values = state.values.get(account_id).unwrap_or(&empty_values);
-        let revoked = state.revoked.get(account_id).unwrap_or(&empty_revoked);
+        let values = state
+            .values
+            .get(account_id.as_str())
+            .unwrap_or(&empty_values);
+        let revoked = state
+            .revoked
+            .get(account_id.as_str())
+            .unwrap_or(&empty_revoked);
 
         let mut wanted: Vec<SecretName> = Vec::new();
         let mut missing: Vec<String> = Vec::new();
@@ -225,14 +235,14 @@ impl SecretSource for MemorySource {
 
     fn superseded_values(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
         since_millis: i64,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(state
             .superseded
-            .get(account_id)
+            .get(account_id.as_str())
             .map(|superseded| {
                 superseded
                     .iter()
@@ -245,16 +255,16 @@ impl SecretSource for MemorySource {
             .unwrap_or_default())
     }
 
-    fn account_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+    fn account_values(&self, account_id: &AccountId) -> Result<Vec<SecretValue>, SourceError> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let current = state
             .values
-            .get(account_id)
+            .get(account_id.as_str())
             .into_iter()
             .flat_map(|values| values.values());
         let superseded = state
             .superseded
-            .get(account_id)
+            .get(account_id.as_str())
             .into_iter()
             .flat_map(|superseded| superseded.iter().map(|(_, value, _)| value));
         Ok(current
@@ -263,7 +273,7 @@ impl SecretSource for MemorySource {
             .collect())
     }
 
-    fn generation(&self, _account_id: &str) -> Result<u64, SourceError> {
+    fn generation(&self, _account_id: &AccountId) -> Result<u64, SourceError> {
         Ok(self
             .state
             .lock()

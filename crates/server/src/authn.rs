@@ -29,7 +29,7 @@ pub(crate) struct Authenticated {
 
 impl Authenticated {
     pub(crate) fn account(&self) -> AccountId {
-        AccountId(self.principal.account_id().to_owned())
+        self.principal.account_id().clone()
     }
 }
 
@@ -107,7 +107,7 @@ fn api_key_principal(shared: &Shared, text: &str) -> Result<Option<Authenticated
     Ok(Some(Authenticated {
         principal: Principal::ApiKey {
             key_id: record.key_id.clone(),
-            account_id: record.account.0,
+            account_id: record.account.clone(),
             role: auth_role(record.role),
         },
         actor: Actor::ApiKey { id: record.key_id },
@@ -217,7 +217,7 @@ fn session_principal(shared: &Shared, value: &str) -> Result<Option<Authenticate
     Ok(Some(Authenticated {
         principal: Principal::Person {
             person_id: person.id.clone(),
-            account_id: person.account.0.clone(),
+            account_id: person.account.clone(),
             role: auth_role(person.role),
         },
         actor: Actor::Person {

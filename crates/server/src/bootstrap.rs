@@ -88,9 +88,9 @@ pub fn create_account_with_owner(
         .create_sign_in_link(&link)
         .map_err(Error::storage("create a sign-in link"))?;
     let redactor = scrub_sets
-        .for_account(account.id.as_str())
+        .for_account(&account.id)
         .map_err(|source| Error::Redact {
-            account: account.id.0.clone(),
+            account: account.id.to_string(),
             source,
         })?;
     store

@@ -76,7 +76,7 @@ impl Chrome {
             })
             .collect();
         Some(Chrome {
-            account: principal.account_id().to_owned(),
+            account: principal.account_id().to_string(),
             person: name.clone(),
             role: principal.role().as_str(),
             nav,

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use storage::AccountId;
 
 use agent::interview::Conversation;
 use api_types::interview::{InterviewEntry, InterviewProposal, InterviewView};
@@ -42,7 +43,7 @@ pub(crate) struct Shown {
 /// One interview.
 pub(crate) struct Interview {
     pub(crate) id: String,
-    pub(crate) account: String,
+    pub(crate) account: AccountId,
     pub(crate) person: String,
     /// The workflow it is about: given when it started, or named by its first valid proposal.
     pub(crate) about: Option<String>,
@@ -138,14 +139,14 @@ impl Interviews {
     pub(crate) fn with<T>(
         &self,
         id: &str,
-        account: &str,
+        account: &AccountId,
         person: &str,
         now: i64,
         with: impl FnOnce(&mut Interview) -> T,
     ) -> Option<T> {
         let mut held = self.held();
         let interview = held.get_mut(id)?;
-        if interview.account != account || interview.person != person {
+        if &interview.account != account || interview.person != person {
             return None;
         }
         if now - interview.last_used >= IDLE_MILLIS {
@@ -157,11 +158,11 @@ impl Interviews {
     }
 
     /// The open interviews of this person, most recent first: (id, what it is about).
-    pub(crate) fn of_person(&self, account: &str, person: &str) -> Vec<(String, String)> {
+    pub(crate) fn of_person(&self, account: &AccountId, person: &str) -> Vec<(String, String)> {
         let held = self.held();
         let mut found: Vec<(&Interview, i64)> = held
             .values()
-            .filter(|kept| kept.account == account && kept.person == person)
+            .filter(|kept| &kept.account == account && kept.person == person)
             .map(|kept| (kept, kept.last_used))
             .collect();
         found.sort_by_key(|(_, used)| std::cmp::Reverse(*used));

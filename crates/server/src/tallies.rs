@@ -23,7 +23,7 @@ use std::time::Duration;
 use engine::Clock;
 
 use serde_json::{Map, Value, json};
-use storage::{AccountId, Actor, NewAuditEntry, SERVER_CHAIN, Timestamp};
+use storage::{AccountId, Actor, NewAuditEntry, Timestamp};
 
 use crate::Error;
 use crate::handlers::account_redactor;
@@ -128,7 +128,7 @@ pub(crate) fn refused(shared: &Shared, refusal: Refusal<'_>) -> Result<(), Error
     let chain = refusal
         .account
         .cloned()
-        .unwrap_or_else(|| AccountId(SERVER_CHAIN.to_owned()));
+        .unwrap_or_else(AccountId::server_chain);
     let at = shared.now();
     let window = window_start(at);
     let mut detail = refusal.detail;

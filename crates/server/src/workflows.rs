@@ -6,6 +6,7 @@
 //! most 64 characters): `..`, slashes and anything else are simply not found.
 
 use std::path::{Path, PathBuf};
+use storage::AccountId;
 
 /// A workflow's file name and text, as the parser will see them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +19,7 @@ pub struct WorkflowText {
 #[derive(Debug, thiserror::Error)]
 #[error("reading {what} of account {account} failed")]
 pub struct WorkflowSourceError {
-    pub account: String,
+    pub account: AccountId,
     pub what: String,
     #[source]
     pub source: std::io::Error,
@@ -27,16 +28,16 @@ pub struct WorkflowSourceError {
 /// An account's workflows and agents, by name.
 pub trait WorkflowSource: Send + Sync {
     /// The names of the account's workflows, sorted.
-    fn workflow_names(&self, account: &str) -> Result<Vec<String>, WorkflowSourceError>;
+    fn workflow_names(&self, account: &AccountId) -> Result<Vec<String>, WorkflowSourceError>;
     /// One workflow's file name and text; `None` if there is no such workflow.
     fn workflow(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
     ) -> Result<Option<WorkflowText>, WorkflowSourceError>;
     /// An agent by name for the reach of agent steps; `None` when missing or invalid (the
     /// reach then says "unknown", never "no").
-    fn agent(&self, account: &str, name: &str) -> Option<spec::Agent>;
+    fn agent(&self, account: &AccountId, name: &str) -> Option<spec::Agent>;
 }
 
 /// Whether `name` is a plain name that may be joined to a path.
@@ -60,8 +61,8 @@ impl WorkflowDirectories {
         WorkflowDirectories { root }
     }
 
-    fn account_dir(&self, account: &str) -> Option<PathBuf> {
-        is_plain_name(account).then(|| self.root.join(account))
+    fn account_dir(&self, account: &AccountId) -> Option<PathBuf> {
+        (!account.is_server_chain()).then(|| self.root.join(account.as_str()))
     }
 }
 
@@ -74,12 +75,12 @@ fn read_optional(path: &Path) -> std::io::Result<Option<String>> {
 }
 
 impl WorkflowSource for WorkflowDirectories {
-    fn workflow_names(&self, account: &str) -> Result<Vec<String>, WorkflowSourceError> {
+    fn workflow_names(&self, account: &AccountId) -> Result<Vec<String>, WorkflowSourceError> {
         let Some(dir) = self.account_dir(account) else {
             return Ok(Vec::new());
         };
         let failed = |source| WorkflowSourceError {
-            account: account.to_owned(),
+            account: account.clone(),
             what: "the workflows folder".to_owned(),
             source,
         };
@@ -108,7 +109,7 @@ impl WorkflowSource for WorkflowDirectories {
 
     fn workflow(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
     ) -> Result<Option<WorkflowText>, WorkflowSourceError> {
         let Some(dir) = self.account_dir(account) else {
@@ -120,7 +121,7 @@ impl WorkflowSource for WorkflowDirectories {
         let file_name = format!("{name}.yaml");
         let text = read_optional(&dir.join("workflows").join(&file_name)).map_err(|source| {
             WorkflowSourceError {
-                account: account.to_owned(),
+                account: account.clone(),
                 what: format!("workflow {name}"),
                 source,
             }
@@ -128,7 +129,7 @@ impl WorkflowSource for WorkflowDirectories {
         Ok(text.map(|text| WorkflowText { file_name, text }))
     }
 
-    fn agent(&self, account: &str, name: &str) -> Option<spec::Agent> {
+    fn agent(&self, account: &AccountId, name: &str) -> Option<spec::Agent> {
         let dir = self.account_dir(account)?;
         if !is_plain_name(name) {
             return None;
@@ -155,9 +156,9 @@ impl WorkspaceWorkflows {
         WorkspaceWorkflows { workspaces }
     }
 
-    fn read(&self, account: &str, path: &str) -> Result<Option<String>, WorkflowSourceError> {
+    fn read(&self, account: &AccountId, path: &str) -> Result<Option<String>, WorkflowSourceError> {
         let failed = |source| WorkflowSourceError {
-            account: account.to_owned(),
+            account: account.clone(),
             what: path.to_owned(),
             source,
         };
@@ -185,12 +186,12 @@ impl WorkspaceWorkflows {
 }
 
 impl WorkflowSource for WorkspaceWorkflows {
-    fn workflow_names(&self, account: &str) -> Result<Vec<String>, WorkflowSourceError> {
+    fn workflow_names(&self, account: &AccountId) -> Result<Vec<String>, WorkflowSourceError> {
         let Ok(workspace) = self.workspaces.for_account(account) else {
             return Ok(Vec::new());
         };
         let failed = |detail: String| WorkflowSourceError {
-            account: account.to_owned(),
+            account: account.clone(),
             what: "the workflows folder".to_owned(),
             source: std::io::Error::other(detail),
         };
@@ -223,7 +224,7 @@ impl WorkflowSource for WorkspaceWorkflows {
 
     fn workflow(
         &self,
-        account: &str,
+        account: &AccountId,
         name: &str,
     ) -> Result<Option<WorkflowText>, WorkflowSourceError> {
         if !is_plain_name(name) {
@@ -235,7 +236,7 @@ impl WorkflowSource for WorkspaceWorkflows {
             .map(|text| WorkflowText { file_name, text }))
     }
 
-    fn agent(&self, account: &str, name: &str) -> Option<spec::Agent> {
+    fn agent(&self, account: &AccountId, name: &str) -> Option<spec::Agent> {
         if !is_plain_name(name) {
             return None;
         }

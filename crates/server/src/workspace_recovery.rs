@@ -124,7 +124,7 @@ pub fn recover_workspace_writes(state: &AppState) -> Result<usize, Error> {
         let workspace = shared
             .engine
             .workspaces()
-            .for_account(account.as_str())
+            .for_account(&account)
             .map_err(|source| Error::Workspace {
                 operation: "open a workspace to recover its writes",
                 source,

@@ -11,13 +11,14 @@ use std::rc::Rc;
 use agent::{Colleague, Colleagues};
 use engine::PinnedDefinitions;
 use sandbox::PythonPin;
+use storage::AccountId;
 
 use crate::agent_step::{AgentRuntime, MAX_TOKENS_PER_TURN, Shared, load_agent};
 
 /// Opens the colleagues of one step.
 pub struct StepColleagues<'a> {
     pub runtime: &'a AgentRuntime,
-    pub account: String,
+    pub account: AccountId,
     pub work_dir: PathBuf,
     /// What the run pinned when it started: each colleague is read as it was then.
     pub definitions: &'a PinnedDefinitions,

@@ -27,6 +27,7 @@ use sandbox::session::{Call, Session, SessionSpec};
 use sandbox::{EnvVar, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use storage::AccountId;
 use storage::models::ModelProviderStore;
 use storage_sqlite::SqliteStore;
 use workspace::{AgentView, RelPath, StepWriterRules, Tree};
@@ -56,7 +57,7 @@ pub struct AgentRuntime {
 /// the account; a run from before runs pinned reads the working folder `work_dir`.
 pub fn load_agent(
     store: &SqliteStore,
-    account: &str,
+    account: &AccountId,
     work_dir: &Path,
     definitions: &PinnedDefinitions,
     name: &str,
@@ -82,7 +83,7 @@ pub fn load_agent(
     let text = String::from_utf8(bytes.clone())
         .map_err(|_| format!("agents/{name}/AGENT.md is not UTF-8 text"))?;
     let providers = store
-        .model_providers(&storage::AccountId(account.to_owned()))
+        .model_providers(account)
         .map_err(|error| format!("the account's model providers cannot be read: {error}"))?;
     let names = spec::AccountNames {
         model_providers: providers.iter().map(|p| p.name.clone()).collect(),
@@ -110,7 +111,7 @@ impl AgentRuntime {
     /// The network of the agent step's scripts: its agent file's.
     pub fn network_of(
         &self,
-        account: &str,
+        account: &AccountId,
         work_dir: &Path,
         definitions: &PinnedDefinitions,
         agent: &str,
@@ -133,7 +134,7 @@ impl AgentRuntime {
     /// the step.
     pub fn closure(
         &self,
-        account: &str,
+        account: &AccountId,
         work_dir: &Path,
         definitions: &PinnedDefinitions,
         agent: &spec::Agent,
@@ -242,7 +243,7 @@ impl AgentRuntime {
         };
         let mut colleagues = crate::agent_colleagues::StepColleagues {
             runtime: self,
-            account: request.account.to_owned(),
+            account: request.account.clone(),
             work_dir: request.work_dir.to_path_buf(),
             definitions: request.definitions,
             python,
@@ -345,7 +346,7 @@ impl AgentRuntime {
     /// now, its own secrets and network. Registered with the step's `shared` for the end.
     pub(crate) fn host_for(
         &self,
-        account: &str,
+        account: &AccountId,
         work_dir: &Path,
         definitions: &PinnedDefinitions,
         agent: &spec::Agent,
@@ -406,7 +407,7 @@ impl AgentRuntime {
     /// The model id and the account's provider an agent file names.
     pub(crate) fn provider(
         &self,
-        account: &str,
+        account: &AccountId,
         agent: &spec::Agent,
     ) -> Result<(String, llm::Provider), String> {
         let Some(model) = agent.model() else {
@@ -418,7 +419,7 @@ impl AgentRuntime {
         let reference = spec::ModelRef::parse(model);
         let providers = self
             .store
-            .model_providers(&storage::AccountId(account.to_owned()))
+            .model_providers(account)
             .map_err(|error| format!("the account's model providers cannot be read: {error}"))?;
         let name = match reference.provider {
             Some(name) => name.to_owned(),
@@ -434,7 +435,7 @@ impl AgentRuntime {
         let (_, provider) = crate::commands::models::provider(
             &self.store,
             self.secrets.as_ref(),
-            &storage::AccountId(account.to_owned()),
+            account,
             &name,
             self.client.get().map_err(|error| format!("{error:#}"))?,
         )
@@ -445,7 +446,7 @@ impl AgentRuntime {
     /// The agent's `secrets:`, for its custom tools' environment only (G19).
     fn agent_secrets(
         &self,
-        account: &str,
+        account: &AccountId,
         agent: &spec::Agent,
     ) -> Result<Vec<(String, SecretValue)>, String> {
         if agent.secrets().is_empty() {

@@ -65,7 +65,7 @@ impl App {
             eprintln!("{notice}");
         }
         move_single_account_workspace(&config)?;
-        let account = AccountId(LOCAL_ACCOUNT_ID.to_owned());
+        let account = AccountId::parse(LOCAL_ACCOUNT_ID).context("the local account id")?;
         store
             .ensure_account(&Account {
                 id: account.clone(),
@@ -78,7 +78,7 @@ impl App {
         // The account's values are a superset of any of its runs' values; building its set
         // now puts it in the panic and error scrubber at once.
         scrub_sets
-            .for_account(&account.0)
+            .for_account(&account)
             .context("cannot build the account's redactor")?;
         // Kept until the process ends, not while the app lives: `main` prints a command's
         // error after the app is dropped, and it must be scrubbed too (review N3).
@@ -165,7 +165,7 @@ impl App {
     /// The local account's live redactor: what a command writes or shows of the account's
     /// records passes through it.
     pub fn redactor(&self) -> Result<Redactor, redact::Error> {
-        self.scrub_sets.for_account(&self.account.0)
+        self.scrub_sets.for_account(&self.account)
     }
 
     /// An engine for reading runs only: it never recovers, takes no lock and runs nothing
@@ -746,7 +746,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
         let account = |id: &str| Account {
-            id: AccountId(id.to_owned()),
+            id: AccountId::parse(id).unwrap(),
             name: id.to_owned(),
             created_at: Timestamp(0),
         };
@@ -762,7 +762,7 @@ mod tests {
         )
         .unwrap();
         let redactor = ScrubSets::new(Arc::new(redact::testing::MemorySource::new()))
-            .for_account("local")
+            .for_account(&AccountId::parse("local").unwrap())
             .unwrap();
         struct NoJournal;
         impl engine::StepJournal for NoJournal {
@@ -771,9 +771,11 @@ mod tests {
             }
         }
         let unpinned = engine::PinnedDefinitions::unpinned();
+        let local = AccountId::parse("local").unwrap();
+        let run = storage::RunId::parse("run_1").unwrap();
         let request = || engine::ExecutionRequest {
-            account: "local",
-            run_id: "run_1",
+            account: &local,
+            run_id: &run,
             step: &workflow.steps()[0],
             python: workflow.python(),
             inputs: serde_json::json!({}),

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use storage::{AccountId, RunId};
 
 use crate::config::GlobalArgs;
 
@@ -88,7 +89,7 @@ pub struct InterviewArgs {
 
 #[derive(Debug, Args)]
 pub struct RepairArgs {
-    pub run: String,
+    pub run: RunId,
     /// The step that needs repair.
     pub step: String,
     /// Accept the proposal shown by the last `stepward repair RUN STEP`.
@@ -228,7 +229,7 @@ pub enum AccountsCommand {
     /// in the audit log.
     InviteOwner {
         /// The account's id (`local` for the one `stepward serve` invites on first start).
-        account: String,
+        account: AccountId,
         /// The server's address as people reach it, to print the link with; by default the
         /// address `stepward serve` last served this data directory on.
         #[arg(long, env = "STEPWARD_PUBLIC_URL", value_name = "URL")]
@@ -261,20 +262,20 @@ pub enum RunsCommand {
     },
     /// One run: its status and each step's latest attempt.
     Show {
-        run: String,
+        run: RunId,
         #[arg(long)]
         json: bool,
     },
     /// A run's event log, in order.
     Events {
-        run: String,
+        run: RunId,
         #[arg(long)]
         json: bool,
     },
     /// A person's decision to run again the step that stopped a run (the only way an `unknown`
     /// step ever runs again).
     Retry {
-        run: String,
+        run: RunId,
         step: String,
         /// New inputs for the step, `NAME=VALUE` with VALUE as JSON (or a plain string).
         #[arg(long = "input", value_name = "NAME=VALUE")]
@@ -285,7 +286,7 @@ pub enum RunsCommand {
     },
     /// A person's decision to stop a run that needs attention.
     Stop {
-        run: String,
+        run: RunId,
         #[arg(long)]
         note: String,
     },
@@ -293,7 +294,7 @@ pub enum RunsCommand {
 
 #[derive(Debug, Args)]
 pub struct DecideArgs {
-    pub run: String,
+    pub run: RunId,
     /// The gate step (with or without its `!`).
     pub step: String,
     /// What the decision rests on; recorded with who decided and through which door.
@@ -414,7 +415,7 @@ pub enum KeysCommand {
     /// afterwards.
     RotateAccount {
         /// The account (`local` for the command line's own).
-        account: String,
+        account: AccountId,
     },
     /// Replace the server's approve-link signing key: every approve link sent so far stops
     /// working. Refused while `stepward serve` runs on this data directory.

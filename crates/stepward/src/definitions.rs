@@ -179,7 +179,7 @@ impl AgentLookup {
 
 /// The local account's workspace `agents/` folder, which `stepward run` takes agents from.
 pub fn workspace_agents(app: &crate::app::App) -> anyhow::Result<PathBuf> {
-    let workspace = app.workspaces().for_account(&app.account.0)?;
+    let workspace = app.workspaces().for_account(&app.account)?;
     Ok(workspace.files_dir().join("agents"))
 }
 

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use redact::ScrubSets;
+use storage::AccountId;
 use workspace::{Author, Change, RelPath, Tree, Workspaces};
 
 /// Where files that could not move in are kept, inside the account's folder.
@@ -44,7 +45,10 @@ pub fn move_definitions_into_workspaces(
         if !OLD_FOLDERS.iter().any(|old| folder.join(old).is_dir()) {
             continue;
         }
-        // Not an account's folder (`for_account` refuses a name that cannot be one).
+        // Not an account's folder: its name cannot be an account id.
+        let Ok(account) = AccountId::parse(&account) else {
+            continue;
+        };
         let Ok(workspace) = workspaces.for_account(&account) else {
             continue;
         };
@@ -54,7 +58,7 @@ pub fn move_definitions_into_workspaces(
 }
 
 fn move_account(
-    account: &str,
+    account: &AccountId,
     folder: &Path,
     workspace: &workspace::Workspace,
     scrub_sets: &ScrubSets,
@@ -198,7 +202,9 @@ mod tests {
         older_layout(&accounts);
         let workspaces = Workspaces::new(&accounts);
         // A file the workspace already holds with other bytes is the workspace's.
-        let workspace = workspaces.for_account("local").unwrap();
+        let workspace = workspaces
+            .for_account(&AccountId::parse("local").unwrap())
+            .unwrap();
         workspace
             .commit(
                 &Author::Person { id: "p".into() },
@@ -248,7 +254,9 @@ mod tests {
         std::fs::create_dir_all(local.join("workflows")).unwrap();
         std::fs::write(local.join("workflows/refund.yaml"), "name: refund\n").unwrap();
         let workspaces = Workspaces::new(&accounts);
-        let workspace = workspaces.for_account("local").unwrap();
+        let workspace = workspaces
+            .for_account(&AccountId::parse("local").unwrap())
+            .unwrap();
         // The revision was written, the old folder not yet removed.
         workspace
             .commit(

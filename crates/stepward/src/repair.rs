@@ -221,7 +221,7 @@ impl engine::RepairAssistant for ModelRepairs {
         let (_, provider) = crate::commands::models::provider(
             &self.store,
             self.secrets.as_ref(),
-            &storage::AccountId(request.account.to_owned()),
+            request.account,
             &provider_name,
             self.client.clone(),
         )

@@ -32,8 +32,8 @@ pub enum Assistant {
 }
 
 /// The account's assistant: its default provider and that provider's assistant model.
-pub fn assistant_of(store: &SqliteStore, account: &str) -> Assistant {
-    let providers = match store.model_providers(&AccountId(account.to_owned())) {
+pub fn assistant_of(store: &SqliteStore, account: &AccountId) -> Assistant {
+    let providers = match store.model_providers(account) {
         Ok(providers) => providers,
         Err(error) => {
             return Assistant::Nobody {
@@ -87,7 +87,7 @@ impl Supervisor for ModelSupervisor {
             Assistant::On { provider, model } => (provider, model),
             Assistant::Nobody { why } => return to_person(why),
         };
-        let account = AccountId(view.account.clone());
+        let account = view.account.clone();
         let client = match self.client.get() {
             Ok(client) => client,
             Err(error) => return to_person(format!("{error:#}")),
@@ -175,7 +175,7 @@ impl Supervisor for ModelSupervisor {
         }
     }
 
-    fn who_sees_failures(&self, account: &str) -> Option<String> {
+    fn who_sees_failures(&self, account: &AccountId) -> Option<String> {
         match assistant_of(&self.store, account) {
             Assistant::On { provider, model } => Some(format!("{provider} (model {model})")),
             Assistant::Nobody { .. } => None,

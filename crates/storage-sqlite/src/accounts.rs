@@ -3,17 +3,17 @@
 use rusqlite::{OptionalExtension, params};
 use storage::{Account, AccountId, AccountStore, Error, Timestamp};
 
-use crate::rows::row_tuple;
+use crate::rows::{row_tuple, stored_account};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 type AccountRow = (String, String, i64);
 
-fn account_from_row((id, name, created_at): AccountRow) -> Account {
-    Account {
-        id: AccountId(id),
+fn account_from_row((id, name, created_at): AccountRow) -> Result<Account, Error> {
+    Ok(Account {
+        id: stored_account(&id)?,
         name,
         created_at: Timestamp(created_at),
-    }
+    })
 }
 
 impl AccountStore for SqliteStore {
@@ -43,8 +43,9 @@ impl AccountStore for SqliteStore {
                 )
                 .optional()
         })
-        .map(|row| row.map(account_from_row))
-        .map_err(backend("read account"))
+        .map_err(backend("read account"))?
+        .map(account_from_row)
+        .transpose()
     }
 
     fn accounts(&self) -> Result<Vec<Account>, Error> {
@@ -54,8 +55,10 @@ impl AccountStore for SqliteStore {
             let rows = statement.query_map([], row_tuple)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })
-        .map(|rows| rows.into_iter().map(account_from_row).collect())
-        .map_err(backend("list accounts"))
+        .map_err(backend("list accounts"))?
+        .into_iter()
+        .map(account_from_row)
+        .collect()
     }
 
     fn ensure_account(&self, account: &Account) -> Result<Account, Error> {
@@ -70,7 +73,7 @@ impl AccountStore for SqliteStore {
                 params![account.id.as_str()],
                 row_tuple,
             )?;
-            Ok(account_from_row(row))
+            Ok(account_from_row(row)?)
         })
     }
 

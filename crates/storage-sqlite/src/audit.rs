@@ -7,7 +7,7 @@ use storage::{
     GENESIS_HASH, NewAuditEntry, RunId, Tallied, Timestamp, audit_entry_hash, check_scope,
 };
 
-use crate::rows::{parse_json, to_u64};
+use crate::rows::{parse_json, stored_chain, stored_run, to_u64};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 /// The most entries one page reads, whatever the caller asks for.
@@ -57,8 +57,8 @@ pub(crate) fn read_audit_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AuditR
 pub(crate) fn audit_from_row(row: AuditRow) -> Result<AuditEntry, Error> {
     Ok(AuditEntry {
         seq: to_u64("audit seq", row.seq)?,
-        account: AccountId(row.account),
-        run: row.run.map(RunId),
+        account: stored_chain(&row.account)?,
+        run: row.run.as_deref().map(stored_run).transpose()?,
         actor: Actor::from_parts(&row.actor_kind, &row.actor_id, &row.actor_name).map_err(
             |unknown| Error::Corrupt {
                 what: "audit actor",
@@ -89,8 +89,8 @@ pub(crate) struct PreparedEntry<'a> {
 
 pub(crate) fn prepare_entry(entry: &NewAuditEntry) -> Result<PreparedEntry<'_>, Error> {
     let scope = match &entry.run {
-        Some(run) => run.redaction_scope(),
-        None => entry.account.redaction_scope(),
+        Some(run) => redact::Scope::run(run),
+        None => redact::Scope::account(&entry.account),
     };
     check_scope(&scope, &entry.detail)?;
     let detail_text = entry.detail.get().to_string();
@@ -295,7 +295,7 @@ impl PageQuery {
         sql.push_str(&format!(" ORDER BY at {order}, seq {order} LIMIT ?9"));
         PageQuery {
             sql,
-            account: account.0.clone(),
+            account: account.as_str().to_owned(),
             actor_kind: filter.actor.as_ref().map(|(kind, _)| kind.clone()),
             actor_id: filter.actor.as_ref().map(|(_, id)| id.clone()),
             action: filter.action.clone(),

@@ -7,7 +7,7 @@ use storage::{
 };
 
 use crate::audit::{AUDIT_COLUMNS, audit_from_row, read_audit_row};
-use crate::rows::to_u64;
+use crate::rows::{stored_chain, to_u64};
 use crate::{SqliteStore, backend};
 
 /// A failure of the check itself (not a broken chain).
@@ -71,7 +71,8 @@ fn check_legacy(connection: &rusqlite::Connection) -> Result<Result<u64, AuditBr
     let mut rows = statement.query([])?;
     let mut check = LegacyChainCheck::default();
     while let Some(row) = rows.next()? {
-        let account = AccountId(row.get(0)?);
+        let account: String = row.get(0)?;
+        let account = stored_chain(&account).map_err(Failed::Parse)?;
         let legacy_seq = to_u64("audit legacy seq", row.get(1)?).map_err(Failed::Parse)?;
         let prev_hash: String = row.get(2)?;
         let hash: String = row.get(3)?;
@@ -101,7 +102,7 @@ impl SqliteStore {
             };
             let mut chains = Vec::new();
             for account in accounts {
-                let account = AccountId(account);
+                let account = stored_chain(&account).map_err(Failed::Parse)?;
                 let result = check_chain(connection, &account)?;
                 chains.push((account, result));
             }

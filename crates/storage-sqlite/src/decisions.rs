@@ -21,8 +21,8 @@ impl DecisionStore for SqliteStore {
         event: &NewEvent,
         audit: &NewAuditEntry,
     ) -> Result<DecisionRecord, Error> {
-        check_scope(&decision.run.redaction_scope(), &decision.note)?;
-        check_scope(&decision.run.redaction_scope(), &event.payload)?;
+        check_scope(&redact::Scope::run(&decision.run), &decision.note)?;
+        check_scope(&redact::Scope::run(&decision.run), &event.payload)?;
         let prepared = prepare_entry(audit)?;
         let is_gate_decision =
             matches!(decision.kind, DecisionKind::Approve | DecisionKind::Reject);

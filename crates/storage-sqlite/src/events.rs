@@ -14,7 +14,7 @@ pub(crate) fn append_event_in(
     run: &RunId,
     event: &NewEvent,
 ) -> Result<u64, TxError> {
-    check_scope(&run.redaction_scope(), &event.payload)?;
+    check_scope(&redact::Scope::run(run), &event.payload)?;
     let exists: i64 = transaction.query_row(
         "SELECT COUNT(*) FROM runs WHERE id = ?1",
         params![run.as_str()],
@@ -116,7 +116,7 @@ impl SqliteStore {
 
 impl EventLog for SqliteStore {
     fn append(&self, run: &RunId, event: &NewEvent) -> Result<u64, Error> {
-        check_scope(&run.redaction_scope(), &event.payload)?;
+        check_scope(&redact::Scope::run(run), &event.payload)?;
         self.transaction(Durability::ProcessCrashSafe, |transaction| {
             append_event_in(transaction, run, event)
         })

@@ -4,6 +4,7 @@ use rusqlite::{OptionalExtension, params};
 use storage::models::{ModelProvider, ModelProviderStore, NewModelProvider, SavedModelProvider};
 use storage::{AccountId, Error, Timestamp};
 
+use crate::rows::account_column;
 use crate::{Durability, SqliteStore, backend};
 
 const SELECT: &str = "SELECT account_id, name, kind, base_url, assistant_model, is_default,
@@ -12,7 +13,7 @@ const SELECT: &str = "SELECT account_id, name, kind, base_url, assistant_model, 
 
 fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<ModelProvider> {
     Ok(ModelProvider {
-        account: AccountId(row.get(0)?),
+        account: account_column(row, 0)?,
         name: row.get(1)?,
         kind: row.get(2)?,
         base_url: row.get(3)?,

@@ -11,10 +11,10 @@ use storage::people::{
     NewSignInLink, PeopleChange, PeopleStore, PersonRecord, RoleName, SessionRecord,
     ShareLinkRecord, SignInLinkRecord, TokenHash,
 };
-use storage::{AccountId, Error, RunId, Timestamp};
+use storage::{AccountId, Error, Timestamp};
 
 use crate::key_owners::{dispose_keys_of_removed_in, revoke_keys_above_in};
-use crate::rows::{parse_name, row_tuple};
+use crate::rows::{parse_name, row_tuple, stored_account, stored_run};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 const PERSON_COLUMNS: &str = "id, account_id, display_name, email, role, password_hash, created_at";
@@ -26,7 +26,7 @@ fn person_from_row(
 ) -> Result<PersonRecord, Error> {
     Ok(NewPerson {
         id,
-        account: AccountId(account),
+        account: stored_account(&account)?,
         display_name,
         email,
         role: parse_name::<RoleName>(&role)?,
@@ -97,7 +97,7 @@ fn session_from_row(
         id,
         token_hash: token_hash("session token hash", hash)?,
         person_id,
-        account: AccountId(account),
+        account: stored_account(&account)?,
         created_at: Timestamp(created_at),
         last_used_at: Timestamp(last_used_at),
         revoked_at: revoked_at.map(Timestamp),
@@ -125,7 +125,7 @@ fn api_key_from_row(
     Ok(ApiKeyRecord {
         key_id,
         token_hash: token_hash("API key hash", hash)?,
-        account: AccountId(account),
+        account: stored_account(&account)?,
         role: parse_name::<RoleName>(&role)?,
         name,
         created_by,
@@ -146,8 +146,8 @@ fn share_from_row(
     Ok(ShareLinkRecord {
         id,
         token_hash: token_hash("share token hash", hash)?,
-        account: AccountId(account),
-        run: RunId(run),
+        account: stored_account(&account)?,
+        run: stored_run(&run)?,
         created_at: Timestamp(created_at),
         expires_at: Timestamp(expires_at),
         revoked_at: revoked_at.map(Timestamp),

@@ -2,13 +2,47 @@
 
 use std::str::FromStr;
 
-use storage::{Error, UnknownName};
+use storage::{AccountId, Error, InvalidId, RunId, UnknownName};
 
 /// Parses a stored vocabulary name (a status, a door, ...).
 pub(crate) fn parse_name<T: FromStr<Err = UnknownName>>(text: &str) -> Result<T, Error> {
     text.parse::<T>().map_err(|unknown| Error::Corrupt {
         what: unknown.vocabulary,
         detail: unknown.to_string(),
+    })
+}
+
+fn corrupt_id(invalid: InvalidId) -> Error {
+    Error::Corrupt {
+        what: invalid.kind(),
+        detail: invalid.to_string(),
+    }
+}
+
+/// A stored account id.
+pub(crate) fn stored_account(text: &str) -> Result<AccountId, Error> {
+    AccountId::parse(text).map_err(corrupt_id)
+}
+
+/// A stored account id of the audit log, which also holds the server's own chain.
+pub(crate) fn stored_chain(text: &str) -> Result<AccountId, Error> {
+    AccountId::parse_stored(text).map_err(corrupt_id)
+}
+
+/// A stored run id.
+pub(crate) fn stored_run(text: &str) -> Result<RunId, Error> {
+    RunId::parse(text).map_err(corrupt_id)
+}
+
+/// An account id column, read inside a rusqlite row mapping.
+pub(crate) fn account_column(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<AccountId> {
+    let text: String = row.get(index)?;
+    AccountId::parse(&text).map_err(|invalid| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Text,
+            Box::new(invalid),
+        )
     })
 }
 

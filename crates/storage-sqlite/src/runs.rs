@@ -12,7 +12,9 @@ use storage::{
 pub const MAX_PAGE: usize = 500;
 
 use crate::events::append_event_in;
-use crate::rows::{parse_json, parse_name, parse_optional_json, to_u32};
+use crate::rows::{
+    parse_json, parse_name, parse_optional_json, stored_account, stored_run, to_u32,
+};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 const RUN_COLUMNS: &str = "id, account_id, status, workflow_name, workflow_file_name, \
@@ -68,8 +70,8 @@ fn run_from_row(row: RunRow) -> Result<RunRecord, Error> {
         detail: format!("run {}: {source}", row.id),
     })?;
     Ok(RunRecord {
-        id: RunId(row.id),
-        account: AccountId(row.account),
+        id: stored_run(&row.id)?,
+        account: stored_account(&row.account)?,
         status: parse_name(&row.status)?,
         workflow_name: row.workflow_name,
         workflow_file_name: row.workflow_file_name,
@@ -119,7 +121,7 @@ fn read_attempt_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
 
 fn attempt_from_row(row: AttemptRow) -> Result<AttemptRecord, Error> {
     Ok(AttemptRecord {
-        run: RunId(row.run),
+        run: stored_run(&row.run)?,
         step_id: row.step_id,
         attempt: to_u32("attempt number", row.attempt)?,
         network: parse_name(&row.network)?,
@@ -200,7 +202,7 @@ fn optional_scoped_text(
 ) -> Result<Option<String>, Error> {
     value
         .map(|value| {
-            check_scope(&run.redaction_scope(), value)?;
+            check_scope(&redact::Scope::run(run), value)?;
             Ok(value.get().clone())
         })
         .transpose()
@@ -208,12 +210,12 @@ fn optional_scoped_text(
 
 impl RunStore for SqliteStore {
     fn create_run(&self, run: &NewRun, event: &NewEvent) -> Result<(), Error> {
-        check_scope(&run.id.redaction_scope(), &run.workflow_source)?;
-        check_scope(&run.id.redaction_scope(), &run.workflow_name)?;
-        check_scope(&run.id.redaction_scope(), &run.workflow_file_name)?;
-        check_scope(&run.id.redaction_scope(), &event.payload)?;
-        check_scope(&run.id.redaction_scope(), &run.inputs)?;
-        check_scope(&run.id.redaction_scope(), &run.started_by)?;
+        check_scope(&redact::Scope::run(&run.id), &run.workflow_source)?;
+        check_scope(&redact::Scope::run(&run.id), &run.workflow_name)?;
+        check_scope(&redact::Scope::run(&run.id), &run.workflow_file_name)?;
+        check_scope(&redact::Scope::run(&run.id), &event.payload)?;
+        check_scope(&redact::Scope::run(&run.id), &run.inputs)?;
+        check_scope(&redact::Scope::run(&run.id), &run.started_by)?;
         let inputs = run.inputs.get().to_string();
         self.transaction(Durability::Synced, |transaction| {
             let inserted = transaction.execute(
@@ -341,7 +343,7 @@ impl RunStore for SqliteStore {
         at: Timestamp,
         event: &NewEvent,
     ) -> Result<(), Error> {
-        check_scope(&id.redaction_scope(), &event.payload)?;
+        check_scope(&redact::Scope::run(id), &event.payload)?;
         self.transaction(Durability::Synced, |transaction| {
             let current: Option<String> = transaction
                 .query_row(
@@ -377,8 +379,8 @@ impl RunStore for SqliteStore {
         hash: &storage::Sha256Hex,
         event: &NewEvent,
     ) -> Result<(), Error> {
-        check_scope(&id.redaction_scope(), source)?;
-        check_scope(&id.redaction_scope(), &event.payload)?;
+        check_scope(&redact::Scope::run(id), source)?;
+        check_scope(&redact::Scope::run(id), &event.payload)?;
         self.transaction(Durability::Synced, |transaction| {
             let changed = transaction.execute(
                 "UPDATE runs SET workflow_source = ?2, workflow_hash = ?3, updated_at = ?4
@@ -394,8 +396,8 @@ impl RunStore for SqliteStore {
     }
 
     fn begin_attempt(&self, attempt: &NewAttempt, event: &NewEvent) -> Result<(), Error> {
-        check_scope(&attempt.run.redaction_scope(), &attempt.inputs)?;
-        check_scope(&attempt.run.redaction_scope(), &event.payload)?;
+        check_scope(&redact::Scope::run(&attempt.run), &attempt.inputs)?;
+        check_scope(&redact::Scope::run(&attempt.run), &event.payload)?;
         let inputs = attempt.inputs.get().to_string();
         // For a networked attempt this row is the promise "the sandbox may be running with
         // network", which must survive a power loss so that recovery never starts that step a
@@ -440,7 +442,7 @@ impl RunStore for SqliteStore {
         finish: &AttemptFinish,
         event: &NewEvent,
     ) -> Result<(), Error> {
-        check_scope(&run.redaction_scope(), &event.payload)?;
+        check_scope(&redact::Scope::run(run), &event.payload)?;
         let isolation_notes = optional_scoped_text(run, finish.isolation_notes.as_ref())?;
         let reason = optional_scoped_text(run, finish.reason.as_ref())?;
         let interpreter_version = optional_scoped_text(run, finish.interpreter_version.as_ref())?;
@@ -449,7 +451,7 @@ impl RunStore for SqliteStore {
             .output
             .as_ref()
             .map(|output| {
-                check_scope(&run.redaction_scope(), output)?;
+                check_scope(&redact::Scope::run(run), output)?;
                 Ok::<_, Error>(output.get().to_string())
             })
             .transpose()?;
@@ -514,8 +516,8 @@ impl RunStore for SqliteStore {
         at: Timestamp,
         event: &NewEvent,
     ) -> Result<(), Error> {
-        check_scope(&run.redaction_scope(), state)?;
-        check_scope(&run.redaction_scope(), &event.payload)?;
+        check_scope(&redact::Scope::run(run), state)?;
+        check_scope(&redact::Scope::run(run), &event.payload)?;
         let state_text = state.get().to_string();
         self.transaction(Durability::Synced, |transaction| {
             transaction.execute(

@@ -12,7 +12,7 @@ use storage::vault::{
 use storage::{AccountId, Error, NewAuditEntry, Timestamp};
 
 use crate::audit::{PreparedEntry, append_audit_in, prepare_entry};
-use crate::rows::{row_tuple, to_u32, to_u64};
+use crate::rows::{row_tuple, stored_account, to_u32, to_u64};
 use crate::{Durability, SqliteStore, TxError, backend};
 
 const INSTALL_ID_KEY: &str = "install_id";
@@ -71,7 +71,7 @@ fn group_items(rows: Vec<JoinedRow>) -> Result<Vec<SealedItem>, Error> {
             .is_some_and(|last| last.kind == kind && last.name == row.name);
         if !same_item {
             items.push(SealedItem {
-                account_id: AccountId(row.account_id),
+                account_id: stored_account(&row.account_id)?,
                 kind,
                 name: row.name,
                 version: to_u64("vault item version", row.version)?,
@@ -228,7 +228,7 @@ fn read_history_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryRow> {
 fn superseded_from_row(row: HistoryRow) -> Result<SupersededValue, Error> {
     Ok(SupersededValue {
         history_id: row.history_id,
-        account_id: AccountId(row.account_id),
+        account_id: stored_account(&row.account_id)?,
         kind: parse_kind(&row.kind)?,
         name: row.name,
         version: to_u64("vault item version", row.version)?,
@@ -340,7 +340,7 @@ fn key_from_row(
     (account_id, key_version, root_key_id, nonce, wrapped_key, created_at): KeyRow,
 ) -> Result<WrappedAccountKey, Error> {
     Ok(WrappedAccountKey {
-        account_id: AccountId(account_id),
+        account_id: stored_account(&account_id)?,
         key_version: to_u32("vault key version", key_version)?,
         root_key_id,
         nonce,
@@ -505,7 +505,7 @@ impl VaultStore for SqliteStore {
                 .is_some_and(|last| last.kind == kind && last.name == row.name);
             if !same_item {
                 summaries.push(ItemSummary {
-                    account_id: AccountId(row.account_id),
+                    account_id: stored_account(&row.account_id)?,
                     kind,
                     name: row.name,
                     version: to_u64("vault item version", row.version)?,
@@ -680,7 +680,7 @@ impl VaultStore for SqliteStore {
                 rows.collect::<rusqlite::Result<Vec<String>>>()
             })
             .map_err(backend("read the pending account key rotations"))?;
-        Ok(rows.into_iter().map(AccountId).collect())
+        rows.iter().map(|account| stored_account(account)).collect()
     }
 
     fn generation(&self, account_id: &AccountId) -> Result<u64, Error> {

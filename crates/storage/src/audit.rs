@@ -10,8 +10,8 @@ use crate::types::{AccountId, Actor, RunId, Timestamp};
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// The chain of audit entries that attempts at accounts that do not exist go to (refused
-/// sign-ins, refused keys): no account name starts with `_`, so it is no account's chain.
-pub const SERVER_CHAIN: &str = "_server";
+/// sign-ins, refused keys): no account id starts with `_`, so it is no account's chain.
+pub use ids::SERVER_CHAIN;
 
 /// Where and why a chain is broken: the first broken link of one account's chain (or of the
 /// one chain the log had before each account got its own, [`AuditBreak::legacy`]).
@@ -31,7 +31,7 @@ pub struct AuditBreak {
 impl AuditBreak {
     /// The break in plain words, naming the account and the entry.
     pub fn words(&self) -> String {
-        let chain = if self.account.as_str() == SERVER_CHAIN {
+        let chain = if self.account.is_server_chain() {
             "the server's own chain (attempts at accounts that do not exist)".to_owned()
         } else {
             format!("account {}", self.account)

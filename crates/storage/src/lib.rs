@@ -30,6 +30,6 @@ pub use crate::records::{
 };
 pub use crate::traits::{AccountStore, AuditLog, DecisionStore, EventLog, RunStore, Store};
 pub use crate::types::{
-    AccountId, Actor, AttemptStatus, DecisionKind, Door, GateRef, NetworkMode, RunId, RunStatus,
-    Sha256Hex, StepId, Timestamp, UnknownName,
+    AccountId, Actor, AttemptStatus, DecisionKind, Door, GateRef, InvalidId, NetworkMode, RunId,
+    RunStatus, Sha256Hex, StepId, Timestamp, UnknownName,
 };

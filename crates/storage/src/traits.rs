@@ -59,11 +59,11 @@ pub trait RunStore: Send + Sync {
             .filter(|run| filter.keeps(run))
             .filter(|run| {
                 after.is_none_or(|cursor| {
-                    (run.created_at, &run.id.0) < (cursor.created_at, &cursor.id.0)
+                    (run.created_at, &run.id) < (cursor.created_at, &cursor.id)
                 })
             })
             .collect();
-        kept.sort_by(|a, b| (b.created_at, &b.id.0).cmp(&(a.created_at, &a.id.0)));
+        kept.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
         Ok(RunsPage::from_read(kept, limit))
     }
     /// Every run in one of these statuses (recovery looks for `running` and

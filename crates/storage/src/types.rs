@@ -3,48 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// An account (tenant) id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AccountId(pub String);
-
-/// A run id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RunId(pub String);
-
-impl AccountId {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The scope a `Redacted` value must carry to be written to a record of this account that
-    /// belongs to no run (`redact::ScrubSets::for_account`).
-    pub fn redaction_scope(&self) -> redact::Scope {
-        redact::Scope::account(&self.0)
-    }
-}
-
-impl RunId {
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The scope a `Redacted` value must carry to be written to this run's records.
-    pub fn redaction_scope(&self) -> redact::Scope {
-        redact::Scope::run(&self.0)
-    }
-}
-
-impl fmt::Display for AccountId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Display for RunId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// An account's id and a run's id, validated where they are made (the `ids` crate, below
+/// every crate that names one).
+pub use ids::{AccountId, InvalidId, RunId};
 
 /// A step's id as the workflow parser validated it: lower case letters, digits and `_`,
 /// starting with a letter (never the `!` of a gate). An identifier, not free text; a

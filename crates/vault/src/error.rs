@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use storage::AccountId;
+
 /// What a vault call can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -84,7 +86,7 @@ pub enum Error {
          key: the stored key was altered or moved"
     )]
     AccountKeyTampered {
-        account_id: String,
+        account_id: AccountId,
         key_version: u32,
     },
     /// A stored value does not open: its ciphertext, nonce or associated data was altered, or
@@ -94,7 +96,7 @@ pub enum Error {
          not open: it was altered or moved"
     )]
     ValueTampered {
-        account_id: String,
+        account_id: AccountId,
         kind: &'static str,
         name: String,
         field: String,
@@ -142,24 +144,24 @@ pub enum Error {
     /// may be anything someone typed or pasted (even a value), and this message is logged.
     #[error("account {account_id} has no {kind} of the name given")]
     NotFound {
-        account_id: String,
+        account_id: AccountId,
         kind: &'static str,
         name: String,
     },
     /// Rotating the key of an account that has never stored anything.
     #[error("account {account_id} has no key yet: it has never stored a secret")]
-    NoAccountKey { account_id: String },
+    NoAccountKey { account_id: AccountId },
     /// Other writers kept changing the same item; the write was not applied.
     #[error("gave up writing {kind} `{name}` of account {account_id} after repeated conflicts")]
     Contention {
-        account_id: String,
+        account_id: AccountId,
         kind: &'static str,
         name: String,
     },
     /// A stored value is not UTF-8 (the contract's values are strings).
     #[error("the stored value of {kind} `{name}` of account {account_id} is not UTF-8")]
     NotUtf8 {
-        account_id: String,
+        account_id: AccountId,
         kind: &'static str,
         name: String,
     },
@@ -174,10 +176,10 @@ pub enum Error {
         "the root key was rotated and every value opens with the new key, but the data keys of \
          {} account(s) are still to rotate ({}): run `stepward keys rotate-root` again to finish",
         left.len(),
-        left.join(", ")
+        left.iter().map(AccountId::as_str).collect::<Vec<_>>().join(", ")
     )]
     RotationUnfinished {
-        left: Vec<String>,
+        left: Vec<AccountId>,
         #[source]
         source: Box<Error>,
     },

@@ -77,7 +77,7 @@ impl Secrets<'_> {
     /// Creates the secret, or replaces its value and bumps its version.
     pub fn set(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         name: &str,
         value: SecretValue,
     ) -> Result<SecretInfo, Error> {
@@ -88,7 +88,7 @@ impl Secrets<'_> {
     /// in the write's own transaction: when the entry cannot be written nothing is set.
     pub fn set_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         name: &str,
         value: SecretValue,
         audit: &ItemAudit<'_>,
@@ -98,14 +98,14 @@ impl Secrets<'_> {
 
     fn set_with(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         name: &str,
         value: SecretValue,
         audit: Option<&ItemAudit<'_>>,
     ) -> Result<SecretInfo, Error> {
         check_secret_name(name)?;
         let summary = self.vault.put_item(
-            &AccountId(account_id.to_owned()),
+            account_id,
             ItemKind::Secret,
             name,
             &[(String::new(), value)],
@@ -115,7 +115,7 @@ impl Secrets<'_> {
     }
 
     /// Every secret of the account: names, versions and dates.
-    pub fn list(&self, account_id: &str) -> Result<Vec<SecretInfo>, Error> {
+    pub fn list(&self, account_id: &AccountId) -> Result<Vec<SecretInfo>, Error> {
         self.vault
             .list_kind(account_id, ItemKind::Secret)
             .map(|summaries| summaries.into_iter().map(secret_info).collect())
@@ -124,7 +124,7 @@ impl Secrets<'_> {
     /// Deletes the secret; [`Error::NotFound`] if there is none.
     /// A malformed name is [`Error::InvalidName`]; a reserved one is accepted, so that a secret
     /// stored before its name became reserved can still be removed.
-    pub fn remove(&self, account_id: &str, name: &str) -> Result<(), Error> {
+    pub fn remove(&self, account_id: &AccountId, name: &str) -> Result<(), Error> {
         check_secret_name_format(name)?;
         self.vault
             .remove_item(account_id, ItemKind::Secret, name, None)
@@ -134,7 +134,7 @@ impl Secrets<'_> {
     /// entry cannot be written nothing is removed.
     pub fn remove_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         name: &str,
         audit: &NewAuditEntry,
     ) -> Result<(), Error> {
@@ -145,7 +145,11 @@ impl Secrets<'_> {
 
     /// The secret's current value. Only for a person who asked to see it; runs get values
     /// through [`redact::SecretSource`].
-    pub fn dangerously_reveal(&self, account_id: &str, name: &str) -> Result<SecretValue, Error> {
+    pub fn dangerously_reveal(
+        &self,
+        account_id: &AccountId,
+        name: &str,
+    ) -> Result<SecretValue, Error> {
         check_secret_name_format(name)?;
         self.vault.reveal_single(account_id, ItemKind::Secret, name)
     }
@@ -156,7 +160,7 @@ impl Connections<'_> {
     /// lifts a revocation).
     pub fn add(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         alias: &str,
         fields: Vec<(String, SecretValue)>,
     ) -> Result<ConnectionInfo, Error> {
@@ -168,7 +172,7 @@ impl Connections<'_> {
     /// set.
     pub fn add_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         alias: &str,
         fields: Vec<(String, SecretValue)>,
         audit: &ItemAudit<'_>,
@@ -178,7 +182,7 @@ impl Connections<'_> {
 
     fn add_with(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         alias: &str,
         fields: Vec<(String, SecretValue)>,
         audit: Option<&ItemAudit<'_>>,
@@ -203,18 +207,14 @@ impl Connections<'_> {
             }
             seen.push((variable_part, field));
         }
-        let summary = self.vault.put_item(
-            &AccountId(account_id.to_owned()),
-            ItemKind::Connection,
-            alias,
-            &fields,
-            audit,
-        )?;
+        let summary =
+            self.vault
+                .put_item(account_id, ItemKind::Connection, alias, &fields, audit)?;
         Ok(connection_info(summary))
     }
 
     /// Every connection of the account: aliases, field names, versions, dates, revocation.
-    pub fn list(&self, account_id: &str) -> Result<Vec<ConnectionInfo>, Error> {
+    pub fn list(&self, account_id: &AccountId) -> Result<Vec<ConnectionInfo>, Error> {
         self.vault
             .list_kind(account_id, ItemKind::Connection)
             .map(|summaries| summaries.into_iter().map(connection_info).collect())
@@ -222,7 +222,7 @@ impl Connections<'_> {
 
     /// Deletes the connection and its values; [`Error::NotFound`] if there is none.
     /// A malformed alias is [`Error::InvalidName`].
-    pub fn remove(&self, account_id: &str, alias: &str) -> Result<(), Error> {
+    pub fn remove(&self, account_id: &AccountId, alias: &str) -> Result<(), Error> {
         check_alias(alias)?;
         self.vault
             .remove_item(account_id, ItemKind::Connection, alias, None)
@@ -231,7 +231,7 @@ impl Connections<'_> {
     /// [`Connections::remove`] with its audit entry appended in the same transaction.
     pub fn remove_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         alias: &str,
         audit: &NewAuditEntry,
     ) -> Result<(), Error> {
@@ -243,7 +243,7 @@ impl Connections<'_> {
     /// Marks the connection revoked: runs that ask for it are refused, naming it, until it is
     /// added again. Its values stay stored (and stay in every scrub set).
     /// A malformed alias is [`Error::InvalidName`].
-    pub fn revoke(&self, account_id: &str, alias: &str) -> Result<(), Error> {
+    pub fn revoke(&self, account_id: &AccountId, alias: &str) -> Result<(), Error> {
         self.revoke_with(account_id, alias, None)
     }
 
@@ -251,7 +251,7 @@ impl Connections<'_> {
     /// entry cannot be written nothing is revoked.
     pub fn revoke_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         alias: &str,
         audit: &NewAuditEntry,
     ) -> Result<(), Error> {
@@ -260,12 +260,12 @@ impl Connections<'_> {
 
     fn revoke_with(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         alias: &str,
         audit: Option<&NewAuditEntry>,
     ) -> Result<(), Error> {
         check_alias(alias)?;
-        let account = AccountId(account_id.to_owned());
+        let account = account_id.clone();
         if self
             .vault
             .store
@@ -280,7 +280,7 @@ impl Connections<'_> {
     /// The connection's fields and current values. Only for a person who asked to see them.
     pub fn dangerously_reveal(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         alias: &str,
     ) -> Result<Vec<(String, SecretValue)>, Error> {
         check_alias(alias)?;
@@ -293,7 +293,7 @@ impl ModelKeys<'_> {
     /// Creates or replaces the account's key for a model provider.
     pub fn set(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         provider: &str,
         value: SecretValue,
     ) -> Result<SecretInfo, Error> {
@@ -303,7 +303,7 @@ impl ModelKeys<'_> {
     /// [`ModelKeys::set`] with its audit entry appended in the write's own transaction.
     pub fn set_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         provider: &str,
         value: SecretValue,
         audit: &ItemAudit<'_>,
@@ -313,14 +313,14 @@ impl ModelKeys<'_> {
 
     fn set_with(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         provider: &str,
         value: SecretValue,
         audit: Option<&ItemAudit<'_>>,
     ) -> Result<SecretInfo, Error> {
         check_provider(provider)?;
         let summary = self.vault.put_item(
-            &AccountId(account_id.to_owned()),
+            account_id,
             ItemKind::ModelKey,
             provider,
             &[(String::new(), value)],
@@ -330,7 +330,7 @@ impl ModelKeys<'_> {
     }
 
     /// Every provider the account has a key for: names, versions and dates.
-    pub fn list(&self, account_id: &str) -> Result<Vec<SecretInfo>, Error> {
+    pub fn list(&self, account_id: &AccountId) -> Result<Vec<SecretInfo>, Error> {
         self.vault
             .list_kind(account_id, ItemKind::ModelKey)
             .map(|summaries| summaries.into_iter().map(secret_info).collect())
@@ -338,7 +338,7 @@ impl ModelKeys<'_> {
 
     /// Deletes the provider's key; [`Error::NotFound`] if there is none.
     /// A malformed provider is [`Error::InvalidName`].
-    pub fn remove(&self, account_id: &str, provider: &str) -> Result<(), Error> {
+    pub fn remove(&self, account_id: &AccountId, provider: &str) -> Result<(), Error> {
         check_provider(provider)?;
         self.vault
             .remove_item(account_id, ItemKind::ModelKey, provider, None)
@@ -347,7 +347,7 @@ impl ModelKeys<'_> {
     /// [`ModelKeys::remove`] with its audit entry appended in the same transaction.
     pub fn remove_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         provider: &str,
         audit: &NewAuditEntry,
     ) -> Result<(), Error> {
@@ -377,9 +377,9 @@ fn connection_info(summary: ItemSummary) -> ConnectionInfo {
     }
 }
 
-pub(crate) fn not_found(account_id: &str, kind: ItemKind, name: &str) -> Error {
+pub(crate) fn not_found(account_id: &AccountId, kind: ItemKind, name: &str) -> Error {
     Error::NotFound {
-        account_id: account_id.to_owned(),
+        account_id: account_id.clone(),
         kind: kind_label(kind),
         name: name.to_owned(),
     }
@@ -480,14 +480,14 @@ impl Vault {
             }
         }
         Err(Error::Contention {
-            account_id: account_id.to_string(),
+            account_id: account_id.clone(),
             kind: kind_label(kind),
             name: name.to_owned(),
         })
     }
 
-    fn list_kind(&self, account_id: &str, kind: ItemKind) -> Result<Vec<ItemSummary>, Error> {
-        let summaries = self.store.list_items(&AccountId(account_id.to_owned()))?;
+    fn list_kind(&self, account_id: &AccountId, kind: ItemKind) -> Result<Vec<ItemSummary>, Error> {
+        let summaries = self.store.list_items(account_id)?;
         Ok(summaries
             .into_iter()
             .filter(|summary| summary.kind == kind)
@@ -496,19 +496,16 @@ impl Vault {
 
     fn remove_item(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         kind: ItemKind,
         name: &str,
         audit: Option<&NewAuditEntry>,
     ) -> Result<(), Error> {
         let history = self.history_write(now());
-        if self.store.remove_item(
-            &AccountId(account_id.to_owned()),
-            kind,
-            name,
-            &history,
-            audit,
-        )? {
+        if self
+            .store
+            .remove_item(account_id, kind, name, &history, audit)?
+        {
             Ok(())
         } else {
             Err(not_found(account_id, kind, name))
@@ -517,11 +514,11 @@ impl Vault {
 
     fn reveal_item(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         kind: ItemKind,
         name: &str,
     ) -> Result<Vec<(String, SecretValue)>, Error> {
-        let account = AccountId(account_id.to_owned());
+        let account = account_id.clone();
         let root = self.read_root();
         let (items, key) = self.read_consistently(&root, &account, || {
             Ok(self.store.item(&account, kind, name)?.into_iter().collect())
@@ -530,7 +527,7 @@ impl Vault {
             return Err(not_found(account_id, kind, name));
         };
         let key = key.ok_or_else(|| Error::NoAccountKey {
-            account_id: account_id.to_owned(),
+            account_id: account_id.clone(),
         })?;
         item.values
             .iter()
@@ -540,7 +537,7 @@ impl Vault {
 
     fn reveal_single(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         kind: ItemKind,
         name: &str,
     ) -> Result<SecretValue, Error> {

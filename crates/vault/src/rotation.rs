@@ -21,7 +21,7 @@ impl Vault {
     /// Re-encrypts every value of the account, and every superseded value it still keeps,
     /// under a new account key, in one transaction (superseded values past their retention are
     /// deleted instead). Returns the new key version.
-    pub fn rotate_account_key(&self, account_id: &str) -> Result<u32, Error> {
+    pub fn rotate_account_key(&self, account_id: &AccountId) -> Result<u32, Error> {
         self.rotate_account_key_with(account_id, None)
     }
 
@@ -30,7 +30,7 @@ impl Vault {
     /// rotation is rolled back and the error returned.
     pub fn rotate_account_key_audited(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         audit: &dyn Fn(u32) -> NewAuditEntry,
     ) -> Result<u32, Error> {
         self.rotate_account_key_with(account_id, Some(audit))
@@ -38,15 +38,15 @@ impl Vault {
 
     fn rotate_account_key_with(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         audit: Option<&dyn Fn(u32) -> NewAuditEntry>,
     ) -> Result<u32, Error> {
-        let account = AccountId(account_id.to_owned());
+        let account = account_id.clone();
         let root = self.read_root();
         for _ in 0..MAX_ATTEMPTS {
             let Some(stored) = self.store.account_key(&account)? else {
                 return Err(Error::NoAccountKey {
-                    account_id: account_id.to_owned(),
+                    account_id: account_id.clone(),
                 });
             };
             let old = unwrap_account_key(&root, &stored)?;
@@ -78,9 +78,9 @@ impl Vault {
             }
         }
         Err(Error::Contention {
-            account_id: account_id.to_owned(),
+            account_id: account_id.clone(),
             kind: "account key",
-            name: account_id.to_owned(),
+            name: account_id.to_string(),
         })
     }
 
@@ -105,17 +105,12 @@ impl Vault {
     }
 
     /// The accounts whose data key a root-key rotation left to rotate.
-    pub fn pending_account_rotations(&self) -> Result<Vec<String>, Error> {
-        Ok(self
-            .store
-            .pending_account_rotations()?
-            .into_iter()
-            .map(|account| account.0)
-            .collect())
+    pub fn pending_account_rotations(&self) -> Result<Vec<AccountId>, Error> {
+        Ok(self.store.pending_account_rotations()?)
     }
 
     /// Rotates the data key of every account a root-key rotation left pending; returns them.
-    pub fn finish_account_rotations(&self) -> Result<Vec<String>, Error> {
+    pub fn finish_account_rotations(&self) -> Result<Vec<AccountId>, Error> {
         let mut rotated = Vec::new();
         for account in self.pending_account_rotations()? {
             self.rotate_account_key(&account)?;

@@ -17,7 +17,7 @@ impl SecretSource for Vault {
     /// [`SourceError::Revoked`].
     fn resolve(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
         self.resolve_request(account_id, request)
@@ -27,15 +27,15 @@ impl SecretSource for Vault {
     /// Every stored value of the account, revoked connections included (a revoked credential
     /// in a file is still a leak), and every superseded value still kept (an old key may still
     /// work at the provider).
-    fn account_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+    fn account_values(&self, account_id: &AccountId) -> Result<Vec<SecretValue>, SourceError> {
         self.all_values(account_id).map_err(unavailable)
     }
 
     /// The account's vault generation, moved by every write of its items in the same
     /// transaction.
-    fn generation(&self, account_id: &str) -> Result<u64, SourceError> {
+    fn generation(&self, account_id: &AccountId) -> Result<u64, SourceError> {
         self.store
-            .generation(&AccountId(account_id.to_owned()))
+            .generation(account_id)
             .map_err(|error| unavailable(Error::from(error)))
     }
 
@@ -45,7 +45,7 @@ impl SecretSource for Vault {
     /// gone; a name that no longer exists is not an error.
     fn superseded_values(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
         since_millis: i64,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
@@ -144,7 +144,7 @@ fn display_name(kind: ItemKind, name: &str) -> String {
 impl Vault {
     fn resolve_request(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
     ) -> Result<Vec<(SecretName, SecretValue)>, ResolveFailure> {
         // Each name once, in the order first asked for.
@@ -159,7 +159,7 @@ impl Vault {
             return Ok(Vec::new());
         }
 
-        let account = AccountId(account_id.to_owned());
+        let account = account_id.clone();
         let root = self.read_root();
         let (items, key) =
             self.read_consistently(&root, &account, || Ok(self.store.items(&account)?))?;
@@ -190,7 +190,7 @@ impl Vault {
         }
 
         let key = key.ok_or_else(|| Error::NoAccountKey {
-            account_id: account_id.to_owned(),
+            account_id: account_id.clone(),
         })?;
         let mut resolved = Vec::new();
         for identity in &wanted {
@@ -209,7 +209,7 @@ impl Vault {
 
     fn superseded_for(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         request: &SecretRequest,
         since: Timestamp,
     ) -> Result<Vec<(SecretName, SecretValue)>, Error> {
@@ -217,7 +217,7 @@ impl Vault {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let account = AccountId(account_id.to_owned());
+        let account = account_id.clone();
         let root = self.read_root();
         let is_wanted = |kind: ItemKind, name: &str| wanted.contains(&(kind, name));
         // As in `read_consistently`: a key rotation committing between the reads is detected
@@ -261,7 +261,7 @@ impl Vault {
             return Ok(Vec::new());
         }
         let key = key.ok_or_else(|| Error::NoAccountKey {
-            account_id: account_id.to_owned(),
+            account_id: account_id.clone(),
         })?;
         let mut values = Vec::new();
         for value in &kept {
@@ -295,8 +295,8 @@ impl Vault {
 
     /// Every value of the account, current (revoked ones included) and superseded (still
     /// kept), read consistently with one key version.
-    fn all_values(&self, account_id: &str) -> Result<Vec<SecretValue>, Error> {
-        let account = AccountId(account_id.to_owned());
+    fn all_values(&self, account_id: &AccountId) -> Result<Vec<SecretValue>, Error> {
+        let account = account_id.clone();
         let root = self.read_root();
         let mut attempt = 0;
         let (items, kept, key) = loop {

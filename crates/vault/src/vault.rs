@@ -334,7 +334,7 @@ pub(crate) fn unwrap_account_key_with(
     wrapped: &WrappedAccountKey,
 ) -> Result<AccountKey, Error> {
     let tampered = || Error::AccountKeyTampered {
-        account_id: wrapped.account_id.to_string(),
+        account_id: wrapped.account_id.clone(),
         key_version: wrapped.key_version,
     };
     let plaintext = root_key
@@ -429,7 +429,7 @@ pub(crate) fn open_identified_bytes(
     value: &SealedValue,
 ) -> Result<Zeroizing<Vec<u8>>, Error> {
     let tampered = || Error::ValueTampered {
-        account_id: identity.account_id.to_string(),
+        account_id: identity.account_id.clone(),
         kind: kind_label(identity.kind),
         name: identity.name.to_owned(),
         field: value.field.clone(),
@@ -469,7 +469,7 @@ pub(crate) fn open_identified(
             // Hand the bytes back to a zeroizing buffer so they are wiped.
             *bytes = error.into_bytes();
             Err(Error::NotUtf8 {
-                account_id: identity.account_id.to_string(),
+                account_id: identity.account_id.clone(),
                 kind: kind_label(identity.kind),
                 name: identity.name.to_owned(),
             })

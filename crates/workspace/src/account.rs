@@ -12,6 +12,8 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use ids::AccountId;
+
 use crate::Error;
 use crate::folder::stage;
 use crate::path::RelPath;
@@ -84,16 +86,14 @@ impl Workspaces {
         &self.root
     }
 
-    /// The workspace of `account`, its folders created on first use. The account id must be a
-    /// plain name (lowercase letters, digits, `-`, `_`; at most 64 bytes): it becomes a folder
-    /// name, so `..`, `/` or an empty id could otherwise reach another account's files.
-    pub fn for_account(&self, account: &str) -> Result<Workspace, Error> {
-        if !is_plain_account_id(account) {
-            return Err(Error::AccountId {
-                account: account.to_owned(),
-            });
+    /// The workspace of `account`, its folders created on first use. The id becomes a folder
+    /// name: its grammar (`ids::AccountId`) has no `.`, `/` or empty id, so it cannot reach
+    /// another account's files; the server's own chain has none.
+    pub fn for_account(&self, account: &AccountId) -> Result<Workspace, Error> {
+        if account.is_server_chain() {
+            return Err(Error::ServerChain);
         }
-        let folder = self.root.join(account);
+        let folder = self.root.join(account.as_str());
         let files = folder.join("workspace");
         // Private whatever the umask: an account's files are its own (G20).
         private_dirs(&files).map_err(io_error("create", &files))?;
@@ -113,17 +113,6 @@ pub(crate) fn private_dirs(folder: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(folder)
-}
-
-fn is_plain_account_id(account: &str) -> bool {
-    account.len() <= 64
-        && account
-            .bytes()
-            .next()
-            .is_some_and(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit())
-        && account.bytes().all(|byte| {
-            byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_'
-        })
 }
 
 /// One account's working folder and revision store.
@@ -372,8 +361,12 @@ mod tests {
     fn g25_accounts_have_separate_folders_and_histories() {
         let root = tempfile::tempdir().unwrap();
         let workspaces = Workspaces::new(root.path());
-        let alpha = workspaces.for_account("alpha").unwrap();
-        let beta = workspaces.for_account("beta").unwrap();
+        let alpha = workspaces
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
+        let beta = workspaces
+            .for_account(&AccountId::parse("beta").unwrap())
+            .unwrap();
         alpha
             .commit(&person(), "add", write("a.txt", b"alpha's"), &NoSecrets)
             .unwrap();
@@ -407,20 +400,30 @@ mod tests {
             &"a".repeat(65),
         ] {
             assert!(
-                matches!(
-                    workspaces.for_account(account),
-                    Err(Error::AccountId { .. })
-                ),
+                AccountId::parse(account).is_err(),
                 "{account:?} was accepted"
             );
         }
+        assert!(matches!(
+            workspaces.for_account(&AccountId::server_chain()),
+            Err(Error::ServerChain)
+        ));
         assert!(!root.path().join("beta").exists());
+        assert!(
+            !root
+                .path()
+                .join("accounts")
+                .join(ids::SERVER_CHAIN)
+                .exists()
+        );
     }
 
     #[test]
     fn g19_a_commit_holding_a_secret_writes_neither_history_nor_folder() {
         let root = tempfile::tempdir().unwrap();
-        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
         let refused = workspace.commit(
             &person(),
             "add",
@@ -437,7 +440,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         fs::write(outside.path().join("host.txt"), b"host file").unwrap();
-        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
         std::os::unix::fs::symlink(outside.path(), workspace.files_dir().join("linked")).unwrap();
         std::os::unix::fs::symlink(
             outside.path().join("host.txt"),
@@ -473,7 +478,9 @@ mod tests {
     #[test]
     fn reads_stop_at_the_limit_and_say_the_whole_size() {
         let root = tempfile::tempdir().unwrap();
-        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
         workspace
             .commit(&person(), "add", write("big.txt", &[b'x'; 100]), &NoSecrets)
             .unwrap();
@@ -497,7 +504,9 @@ mod tests {
     #[test]
     fn g25_a_commit_that_does_not_fit_the_folder_writes_neither_history_nor_folder() {
         let root = tempfile::tempdir().unwrap();
-        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
         workspace
             .commit(&person(), "a file", write("data", b"file"), &NoSecrets)
             .unwrap();
@@ -545,7 +554,9 @@ mod tests {
     #[test]
     fn g25_the_longest_file_name_is_written_and_no_temporary_file_is_left() {
         let root = tempfile::tempdir().unwrap();
-        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
         let long = "n".repeat(250);
         // A file named like an earlier temporary one changes nothing.
         fs::write(
@@ -573,7 +584,9 @@ mod tests {
     #[test]
     fn g25_the_latest_revisions_are_read_from_the_end_of_a_long_history() {
         let root = tempfile::tempdir().unwrap();
-        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
         // About 300 KiB of log: several of the chunks the tail is read in.
         let padding = "p".repeat(1000);
         for index in 0..300 {
@@ -604,7 +617,7 @@ mod tests {
         let content = |byte: u8| vec![byte; 40 * 1024];
         let workspace = Workspaces::new(root.path())
             .with_quota(240 * 1024)
-            .for_account("alpha")
+            .for_account(&AccountId::parse("alpha").unwrap())
             .unwrap();
         workspace
             .commit(&person(), "a", write("a.bin", &content(b'a')), &NoSecrets)
@@ -637,7 +650,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let workspace = Workspaces::new(root.path())
             .with_quota(64 * 1024)
-            .for_account("alpha")
+            .for_account(&AccountId::parse("alpha").unwrap())
             .unwrap();
         let changes: Vec<(RelPath, Change)> = (0..20)
             .map(|index| {
@@ -657,7 +670,9 @@ mod tests {
     #[test]
     fn g25_a_commit_waits_while_a_step_is_being_staged() {
         let root = tempfile::tempdir().unwrap();
-        let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
         // What staging holds while it copies the folder.
         let staging = File::open(workspace.files_dir()).unwrap();
         staging.lock_shared().unwrap();

@@ -124,12 +124,9 @@ pub enum Error {
     /// A deletion of a path that is not a file of the working folder. Nothing was written.
     #[error("cannot delete {path}: there is no such file in the workspace")]
     NoSuchFile { path: String },
-    /// An account id that cannot name a folder of its own.
-    #[error(
-        "the account id {account:?} cannot name a workspace: use lowercase letters, digits, `-` \
-         and `_`, at most 64 characters"
-    )]
-    AccountId { account: String },
+    /// The server's own audit chain, which is no account and has no workspace.
+    #[error("the server's own audit chain has no workspace: name an account")]
+    ServerChain,
     /// Serialising a revision line failed.
     #[error("cannot encode revision")]
     Encode {

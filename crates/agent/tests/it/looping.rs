@@ -30,7 +30,7 @@ pub(crate) fn redactor() -> Redactor {
     let source = redact::testing::MemorySource::new();
     source.set_secret("acct", "RELEASES", SECRET);
     ScrubSets::new(Arc::new(source))
-        .for_account("acct")
+        .for_account(&ids::AccountId::parse("acct").unwrap())
         .unwrap()
 }
 
@@ -49,7 +49,7 @@ pub(crate) fn provider(kind: ProviderKind, fake: &FakeModel) -> Provider {
         ProviderKind::OpenAi => Format::OpenAi,
     };
     Provider::new(
-        "acct",
+        &ids::AccountId::parse("acct").unwrap(),
         kind,
         Some(&fake.base_url(format)),
         SecretValue::new("sk-loop-test-key-000111222".to_owned()),

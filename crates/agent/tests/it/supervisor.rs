@@ -19,7 +19,7 @@ fn redactor() -> Redactor {
     let source = redact::testing::MemorySource::new();
     source.set_secret("acct", "PAYMENTS", SECRET);
     ScrubSets::new(Arc::new(source))
-        .for_account("acct")
+        .for_account(&ids::AccountId::parse("acct").unwrap())
         .unwrap()
 }
 

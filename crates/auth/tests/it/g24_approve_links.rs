@@ -17,8 +17,8 @@ const ATTEMPT: u32 = 1;
 
 fn gate(account: &str, run: &str, step: &str, attempt: u32) -> GateRef {
     GateRef {
-        account: AccountId(account.to_owned()),
-        run: RunId(run.to_owned()),
+        account: AccountId::parse(account).unwrap(),
+        run: RunId::parse(run).unwrap(),
         step: StepId::parse(step).unwrap(),
         attempt,
     }
@@ -138,7 +138,7 @@ fn g24_approve_link_for_another_gate_fails() {
         (ACCOUNT, RUN, "deploy", ATTEMPT),
         (ACCOUNT, RUN, STEP, 2),
         (ACCOUNT, RUN, STEP, 0),
-        ("", RUN, STEP, ATTEMPT),
+        // An empty account or run id cannot be made at all (`ids`), so no link names one.
     ] {
         assert_eq!(
             verify_approve_token(&ring, &token, &gate(account, run, step, attempt)),
@@ -156,7 +156,7 @@ fn g24_approve_link_fields_are_length_prefixed_against_ambiguity() {
     let splits = [
         (("ab", "c", STEP), ("a", "bc", STEP)),
         ((ACCOUNT, "ab", "c"), (ACCOUNT, "a", "bc")),
-        (("", "abc", STEP), ("abc", "", STEP)),
+        (("abc", "d", STEP), ("ab", "cd", STEP)),
     ];
     for ((account_1, run_1, step_1), (account_2, run_2, step_2)) in splits {
         let first = approve_token(key, &gate(account_1, run_1, step_1, ATTEMPT)).unwrap();

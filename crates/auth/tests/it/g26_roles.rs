@@ -101,13 +101,13 @@ fn g26_a_key_cannot_start_a_session() {
 fn g26_what_a_key_does_is_recorded_as_the_key() {
     let api_key = Principal::ApiKey {
         key_id: "key-7".to_owned(),
-        account_id: ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
         role: Role::Admin,
     };
     assert_eq!(api_key.actor(), Actor::ApiKey { key_id: "key-7" });
     let someone = Principal::Person {
         person_id: "person-3".to_owned(),
-        account_id: ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
         role: Role::Member,
     };
     assert_eq!(
@@ -137,12 +137,12 @@ fn g26_ownership_transfer_keeps_exactly_one_owner() {
     check_single_owner(roles.values().copied()).unwrap();
     let alice = Principal::Person {
         person_id: "alice".to_owned(),
-        account_id: ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
         role: Role::Owner,
     };
     let bob = AccountPerson {
         person_id: "bob".to_owned(),
-        account_id: ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
         role: Role::Member,
     };
     let transfer = transfer_ownership(&alice, &bob).unwrap();
@@ -173,7 +173,7 @@ fn g26_ownership_transfer_keeps_exactly_one_owner() {
 fn g26_only_the_owner_as_a_person_transfers_ownership_to_someone_else_of_the_account() {
     let target = AccountPerson {
         person_id: "bob".to_owned(),
-        account_id: ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
         role: Role::Admin,
     };
     for not_owner in [
@@ -196,17 +196,17 @@ fn g26_only_the_owner_as_a_person_transfers_ownership_to_someone_else_of_the_acc
     for bad_target in [
         AccountPerson {
             person_id: "bob".to_owned(),
-            account_id: OTHER_ACCOUNT.to_owned(),
+            account_id: ids::AccountId::parse(OTHER_ACCOUNT).unwrap(),
             role: Role::Admin,
         },
         AccountPerson {
             person_id: person_id.to_owned(),
-            account_id: ACCOUNT.to_owned(),
+            account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
             role: Role::Owner,
         },
         AccountPerson {
             person_id: "second-owner".to_owned(),
-            account_id: ACCOUNT.to_owned(),
+            account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
             role: Role::Owner,
         },
     ] {
@@ -222,12 +222,21 @@ fn g26_only_the_owner_as_a_person_transfers_ownership_to_someone_else_of_the_acc
 fn g26_the_owner_is_never_removed_nor_demoted() {
     for actor in [person(Role::Owner), person(Role::Admin), key(Role::Admin)] {
         assert_eq!(
-            can_remove(&actor, ACCOUNT, Role::Owner),
+            can_remove(
+                &actor,
+                &ids::AccountId::parse(ACCOUNT).unwrap(),
+                Role::Owner
+            ),
             Err(Denied::OwnerIsPermanent)
         );
         for new in Role::ALL {
             assert_eq!(
-                can_change_role(&actor, ACCOUNT, Role::Owner, new),
+                can_change_role(
+                    &actor,
+                    &ids::AccountId::parse(ACCOUNT).unwrap(),
+                    Role::Owner,
+                    new
+                ),
                 Err(Denied::OwnerIsPermanent),
                 "{actor:?} changing the owner to {new}"
             );
@@ -239,38 +248,81 @@ fn g26_the_owner_is_never_removed_nor_demoted() {
 fn g26_role_changes_follow_the_grant_rules() {
     use Role::{Admin, Member, Owner, Viewer};
     assert_eq!(
-        can_change_role(&person(Admin), ACCOUNT, Viewer, Admin),
+        can_change_role(
+            &person(Admin),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Viewer,
+            Admin
+        ),
         Ok(())
     );
     assert_eq!(
-        can_change_role(&person(Admin), ACCOUNT, Admin, Viewer),
+        can_change_role(
+            &person(Admin),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Admin,
+            Viewer
+        ),
         Ok(())
     );
-    assert_eq!(can_change_role(&key(Admin), ACCOUNT, Member, Admin), Ok(()));
     assert_eq!(
-        can_change_role(&person(Owner), ACCOUNT, Member, Admin),
+        can_change_role(
+            &key(Admin),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Member,
+            Admin
+        ),
         Ok(())
     );
     assert_eq!(
-        can_change_role(&person(Admin), ACCOUNT, Member, Owner),
+        can_change_role(
+            &person(Owner),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Member,
+            Admin
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        can_change_role(
+            &person(Admin),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Member,
+            Owner
+        ),
         Err(Denied::OwnershipOnlyByTransfer)
     );
     assert_eq!(
-        can_change_role(&person(Member), ACCOUNT, Viewer, Member),
+        can_change_role(
+            &person(Member),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Viewer,
+            Member
+        ),
         Err(Denied::NeedsAdmin {
             actor_kind: ActorKind::Person,
             role: Member
         })
     );
     assert_eq!(
-        can_change_role(&key(Member), ACCOUNT, Viewer, Viewer),
+        can_change_role(
+            &key(Member),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Viewer,
+            Viewer
+        ),
         Err(Denied::NeedsAdmin {
             actor_kind: ActorKind::ApiKey,
             role: Member
         })
     );
     assert_eq!(
-        can_change_role(&stranger(Owner), ACCOUNT, Viewer, Member),
+        can_change_role(
+            &stranger(Owner),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Viewer,
+            Member
+        ),
         Err(Denied::AnotherAccount)
     );
 }
@@ -278,18 +330,47 @@ fn g26_role_changes_follow_the_grant_rules() {
 #[test]
 fn g26_removal_needs_an_admin_of_the_account() {
     use Role::{Admin, Member, Owner, Viewer};
-    assert_eq!(can_remove(&person(Admin), ACCOUNT, Admin), Ok(()));
-    assert_eq!(can_remove(&person(Owner), ACCOUNT, Admin), Ok(()));
-    assert_eq!(can_remove(&key(Admin), ACCOUNT, Member), Ok(()));
     assert_eq!(
-        can_remove(&person(Member), ACCOUNT, Viewer),
+        can_remove(
+            &person(Admin),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Admin
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        can_remove(
+            &person(Owner),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Admin
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        can_remove(
+            &key(Admin),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Member
+        ),
+        Ok(())
+    );
+    assert_eq!(
+        can_remove(
+            &person(Member),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Viewer
+        ),
         Err(Denied::NeedsAdmin {
             actor_kind: ActorKind::Person,
             role: Member
         })
     );
     assert_eq!(
-        can_remove(&stranger(Owner), ACCOUNT, Viewer),
+        can_remove(
+            &stranger(Owner),
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            Viewer
+        ),
         Err(Denied::AnotherAccount)
     );
 }

@@ -136,13 +136,21 @@ fn g26_members_decide_and_viewers_do_not() {
     ] {
         let route = policy(method, path);
         assert_eq!(
-            authorize(route, Some(&person(Role::Viewer)), Some(ACCOUNT)),
+            authorize(
+                route,
+                Some(&person(Role::Viewer)),
+                Some(&ids::AccountId::parse(ACCOUNT).unwrap())
+            ),
             Decision::Forbidden,
             "{method} {path}"
         );
         for role in [Role::Member, Role::Admin, Role::Owner] {
             assert_eq!(
-                authorize(route, Some(&person(role)), Some(ACCOUNT)),
+                authorize(
+                    route,
+                    Some(&person(role)),
+                    Some(&ids::AccountId::parse(ACCOUNT).unwrap())
+                ),
                 Decision::Allow,
                 "{method} {path} as {role}"
             );
@@ -159,7 +167,11 @@ fn g26_opening_an_approve_link_only_verifies_its_token() {
         Some(stranger(Role::Owner)),
     ] {
         assert_eq!(
-            authorize(open, principal.as_ref(), Some(ACCOUNT)),
+            authorize(
+                open,
+                principal.as_ref(),
+                Some(&ids::AccountId::parse(ACCOUNT).unwrap())
+            ),
             Decision::VerifyToken(TokenRoute::ApproveLink)
         );
     }
@@ -167,11 +179,15 @@ fn g26_opening_an_approve_link_only_verifies_its_token() {
     let decide = policy("POST", "/approve/{run}/{step}/{attempt}/{token}");
     assert_eq!(decide.caller, Caller::PersonOnly);
     assert_eq!(
-        authorize(decide, None, Some(ACCOUNT)),
+        authorize(decide, None, Some(&ids::AccountId::parse(ACCOUNT).unwrap())),
         Decision::Unauthenticated
     );
     assert_eq!(
-        authorize(decide, Some(&key(Role::Admin)), Some(ACCOUNT)),
+        authorize(
+            decide,
+            Some(&key(Role::Admin)),
+            Some(&ids::AccountId::parse(ACCOUNT).unwrap())
+        ),
         Decision::Forbidden
     );
 }
@@ -200,7 +216,7 @@ fn g26_no_credentials_is_unauthenticated_on_every_guarded_route() {
             Access::Link => Decision::VerifyToken(TokenRoute::ApproveLink),
             Access::Role(_) => Decision::Unauthenticated,
         };
-        for resource_account in [None, Some(ACCOUNT)] {
+        for resource_account in [None, Some(&ids::AccountId::parse(ACCOUNT).unwrap())] {
             assert_eq!(
                 authorize(entry, None, resource_account),
                 expected,
@@ -221,7 +237,11 @@ fn g26_another_account_is_always_not_found() {
         for role in Role::ALL {
             for principal in [stranger(role), stranger_key(role)] {
                 assert_eq!(
-                    authorize(entry, Some(&principal), Some(ACCOUNT)),
+                    authorize(
+                        entry,
+                        Some(&principal),
+                        Some(&ids::AccountId::parse(ACCOUNT).unwrap())
+                    ),
                     Decision::NotFound,
                     "{} {} as {principal:?}",
                     entry.method,
@@ -231,7 +251,11 @@ fn g26_another_account_is_always_not_found() {
             // And the other way round: our people reach nothing of the other account.
             for principal in [person(role), key(role)] {
                 assert_eq!(
-                    authorize(entry, Some(&principal), Some(OTHER_ACCOUNT)),
+                    authorize(
+                        entry,
+                        Some(&principal),
+                        Some(&ids::AccountId::parse(OTHER_ACCOUNT).unwrap())
+                    ),
                     Decision::NotFound,
                     "{} {} as {principal:?}",
                     entry.method,
@@ -264,7 +288,7 @@ fn g26_every_role_gets_the_expected_answer_on_every_route() {
     for entry in policy_table() {
         for role in Role::ALL {
             for principal in [person(role), key(role)] {
-                for resource_account in [None, Some(ACCOUNT)] {
+                for resource_account in [None, Some(&ids::AccountId::parse(ACCOUNT).unwrap())] {
                     assert_eq!(
                         authorize(entry, Some(&principal), resource_account),
                         expected_answer(entry, &principal),
@@ -313,7 +337,11 @@ fn g26_route_role_matrix_snapshot() {
     for entry in policy_table() {
         write!(table, "{:<52}", format!("{} {}", entry.method, entry.path)).unwrap();
         for (_, principal) in &columns {
-            let decision = authorize(entry, principal.as_ref(), Some(ACCOUNT));
+            let decision = authorize(
+                entry,
+                principal.as_ref(),
+                Some(&ids::AccountId::parse(ACCOUNT).unwrap()),
+            );
             write!(table, " {:>11}", short(decision)).unwrap();
         }
         table.push('\n');

@@ -11,7 +11,7 @@ pub const OTHER_ACCOUNT: &str = "acct-other";
 pub fn person(role: Role) -> Principal {
     Principal::Person {
         person_id: format!("person-{role}"),
-        account_id: ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
         role,
     }
 }
@@ -20,7 +20,7 @@ pub fn person(role: Role) -> Principal {
 pub fn key(role: Role) -> Principal {
     Principal::ApiKey {
         key_id: format!("key-{role}"),
-        account_id: ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(ACCOUNT).unwrap(),
         role,
     }
 }
@@ -29,7 +29,7 @@ pub fn key(role: Role) -> Principal {
 pub fn stranger(role: Role) -> Principal {
     Principal::Person {
         person_id: format!("stranger-{role}"),
-        account_id: OTHER_ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(OTHER_ACCOUNT).unwrap(),
         role,
     }
 }
@@ -38,7 +38,7 @@ pub fn stranger(role: Role) -> Principal {
 pub fn stranger_key(role: Role) -> Principal {
     Principal::ApiKey {
         key_id: format!("stranger-key-{role}"),
-        account_id: OTHER_ACCOUNT.to_owned(),
+        account_id: ids::AccountId::parse(OTHER_ACCOUNT).unwrap(),
         role,
     }
 }

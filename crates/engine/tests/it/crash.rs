@@ -240,7 +240,7 @@ fn journey_with_crash(at: usize, point: CrashPoint) -> (Harness, usize) {
         point,
     });
     let first = harness.engine_on(crashing.clone(), Arc::new(PersonSupervisor));
-    let run = RunId("run-1".into());
+    let run = RunId::parse("run-1").unwrap();
     if let Ok(summary) = first.start_run(&account(), &workflow(JOURNEY), json!({}), cli("alice"))
         && summary.status == RunStatus::WaitingApproval
     {
@@ -261,7 +261,7 @@ fn journey_with_crash(at: usize, point: CrashPoint) -> (Harness, usize) {
 }
 
 fn check_invariants(harness: &Harness, label: &str) {
-    let run = RunId("run-1".into());
+    let run = RunId::parse("run-1").unwrap();
     assert!(
         harness.executor.calls_of("send").len() <= 1,
         "{label}: the networked step ran twice"
@@ -323,7 +323,7 @@ fn g14_fault_at_every_journal_boundary_loses_no_event_and_never_reruns_a_network
     assert_eq!(
         clean
             .store
-            .run(&RunId("run-1".into()))
+            .run(&RunId::parse("run-1").unwrap())
             .unwrap()
             .unwrap()
             .status,
@@ -338,7 +338,7 @@ fn g14_fault_at_every_journal_boundary_loses_no_event_and_never_reruns_a_network
             check_invariants(&harness, &label);
             let status = harness
                 .store
-                .run(&RunId("run-1".into()))
+                .run(&RunId::parse("run-1").unwrap())
                 .unwrap()
                 .map_or("none".to_owned(), |run| run.status.to_string());
             *outcomes.entry(status).or_insert(0) += 1;

@@ -34,7 +34,11 @@ fn colleague_file() -> String {
 }
 
 fn write(harness: &Harness, author: &Author, files: &[(&str, &str)]) {
-    let workspace = harness.options.workspaces.for_account(ACCOUNT).unwrap();
+    let workspace = harness
+        .options
+        .workspaces
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     let changes = files
         .iter()
         .map(|(path, text)| {
@@ -62,7 +66,9 @@ fn record_pinned(harness: &Harness, step: &str, seen: &Seen, edit_first: bool) {
     harness.executor.then(step, move |request| {
         if edit_first {
             // An edit while the step is about to run changes nothing it reads.
-            let workspace = work.for_account(ACCOUNT).unwrap();
+            let workspace = work
+                .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+                .unwrap();
             workspace
                 .commit(
                     &Author::Person { id: "p-2".into() },
@@ -100,7 +106,13 @@ fn g1_workflow_agent_file_and_script_edited_after_run_start_keep_the_pinned_byte
     let harness = Harness::new();
     let engine = harness.engine();
     let version = engine
-        .save_workflow_version(ACCOUNT, "pipeline", PIPELINE, &person(), "first")
+        .save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            PIPELINE,
+            &person(),
+            "first",
+        )
         .unwrap();
     assert_eq!(version.number, 1);
     write(
@@ -142,7 +154,7 @@ fn g1_workflow_agent_file_and_script_edited_after_run_start_keep_the_pinned_byte
     );
     engine
         .save_workflow_version(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             "pipeline",
             &PIPELINE.replace("Read them again.", "Edited."),
             &person(),
@@ -212,7 +224,13 @@ fn g1_a_run_of_a_text_that_is_no_saved_version_records_none() {
     assert!(pin.agents[0].files.is_empty());
     // The same text saved later is that version for the next run.
     engine
-        .save_workflow_version(ACCOUNT, "pipeline", PIPELINE, &person(), "saved")
+        .save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            PIPELINE,
+            &person(),
+            "saved",
+        )
         .unwrap();
     let next = engine
         .start_run(&account(), &workflow, json!({}), cli("alice"))
@@ -226,11 +244,23 @@ fn g1_an_invalid_workflow_or_agent_file_is_refused_with_its_diagnostics_and_lose
     let harness = Harness::new();
     let engine = harness.engine();
     engine
-        .save_workflow_version(ACCOUNT, "pipeline", PIPELINE, &person(), "first")
+        .save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            PIPELINE,
+            &person(),
+            "first",
+        )
         .unwrap();
     let invalid = PIPELINE.replace("python: \"3.11\"\n", "python: \"3.11\"\nbogus: 1\n");
     let refused = engine
-        .save_workflow_version(ACCOUNT, "pipeline", &invalid, &person(), "broken")
+        .save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            &invalid,
+            &person(),
+            "broken",
+        )
         .unwrap_err();
     let DefinitionWriteError::Invalid { path, diagnostics } = &refused else {
         panic!("{refused}");
@@ -243,7 +273,7 @@ fn g1_an_invalid_workflow_or_agent_file_is_refused_with_its_diagnostics_and_lose
     );
     let refused = engine
         .write_definitions(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             &person(),
             "agent",
             vec![(
@@ -257,10 +287,12 @@ fn g1_an_invalid_workflow_or_agent_file_is_refused_with_its_diagnostics_and_lose
         "{refused}"
     );
     // Nothing was lost: one version, the first text, and no agent file.
-    let versions = engine.workflow_versions(ACCOUNT, "pipeline").unwrap();
+    let versions = engine
+        .workflow_versions(&ids::AccountId::parse(ACCOUNT).unwrap(), "pipeline")
+        .unwrap();
     assert_eq!(versions.len(), 1);
     let (_, text) = engine
-        .workflow_version_text(ACCOUNT, "pipeline", None)
+        .workflow_version_text(&ids::AccountId::parse(ACCOUNT).unwrap(), "pipeline", None)
         .unwrap()
         .unwrap();
     assert_eq!(text, PIPELINE);
@@ -268,7 +300,7 @@ fn g1_an_invalid_workflow_or_agent_file_is_refused_with_its_diagnostics_and_lose
     // `workflows/` holds workflow files only.
     let refused = engine
         .write_definitions(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             &person(),
             "other",
             vec![(
@@ -292,7 +324,7 @@ fn g1_an_invalid_workflow_or_agent_file_is_refused_with_its_diagnostics_and_lose
     ] {
         let refused = engine
             .write_definitions(
-                ACCOUNT,
+                &ids::AccountId::parse(ACCOUNT).unwrap(),
                 &person(),
                 "case",
                 vec![(RelPath::parse(path).unwrap(), Change::Write(content))],
@@ -315,7 +347,13 @@ fn g19_a_version_holding_a_value_of_the_account_is_refused_naming_the_line() {
     let engine = harness.engine();
     let holding = PIPELINE.replace("Read the notes.", &format!("Read with {SECRET}."));
     let refused = engine
-        .save_workflow_version(ACCOUNT, "pipeline", &holding, &person(), "leak")
+        .save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            &holding,
+            &person(),
+            "leak",
+        )
         .unwrap_err();
     let DefinitionWriteError::HoldsValue { path, line, .. } = &refused else {
         panic!("{refused}");
@@ -324,7 +362,7 @@ fn g19_a_version_holding_a_value_of_the_account_is_refused_naming_the_line() {
     assert!(!refused.to_string().contains(SECRET));
     assert!(
         engine
-            .workflow_versions(ACCOUNT, "pipeline")
+            .workflow_versions(&ids::AccountId::parse(ACCOUNT).unwrap(), "pipeline")
             .unwrap()
             .is_empty()
     );
@@ -338,11 +376,17 @@ fn g19_export_and_diff_hold_connection_references_only() {
     let later = "sk_live_LaterAddedValue77";
     let first = PIPELINE.replace("Read the notes.", &format!("Read {later}."));
     engine
-        .save_workflow_version(ACCOUNT, "pipeline", &first, &person(), "first")
+        .save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            &first,
+            &person(),
+            "first",
+        )
         .unwrap();
     engine
         .save_workflow_version(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             "pipeline",
             &first.replace("Read them again.", "Again."),
             &person(),
@@ -353,13 +397,13 @@ fn g19_export_and_diff_hold_connection_references_only() {
         .source
         .set_connection_field(ACCOUNT, "tracker", "token", later);
     let (version, exported) = engine
-        .workflow_version_text(ACCOUNT, "pipeline", None)
+        .workflow_version_text(&ids::AccountId::parse(ACCOUNT).unwrap(), "pipeline", None)
         .unwrap()
         .unwrap();
     assert_eq!(version.number, 2);
     assert!(!exported.contains(later), "{exported}");
     let diff = engine
-        .workflow_diff(ACCOUNT, "pipeline", 1, 2)
+        .workflow_diff(&ids::AccountId::parse(ACCOUNT).unwrap(), "pipeline", 1, 2)
         .unwrap()
         .unwrap();
     assert!(diff.contains("-    task: Read them again."), "{diff}");
@@ -367,7 +411,7 @@ fn g19_export_and_diff_hold_connection_references_only() {
     assert!(!diff.contains(later), "{diff}");
     assert!(
         engine
-            .workflow_diff(ACCOUNT, "pipeline", 1, 9)
+            .workflow_diff(&ids::AccountId::parse(ACCOUNT).unwrap(), "pipeline", 1, 9)
             .unwrap()
             .is_none()
     );
@@ -381,7 +425,13 @@ fn g26_the_assistant_saves_only_with_a_persons_acceptance_and_steps_never_save()
         accepted_by: "p-7".into(),
     };
     let version = engine
-        .save_workflow_version(ACCOUNT, "pipeline", PIPELINE, &assistant, "repair")
+        .save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            PIPELINE,
+            &assistant,
+            "repair",
+        )
         .unwrap();
     assert_eq!(version.author, assistant);
     for author in [
@@ -395,14 +445,23 @@ fn g26_the_assistant_saves_only_with_a_persons_acceptance_and_steps_never_save()
         },
         Author::Agent { name: "a".into() },
     ] {
-        let refused = engine.save_workflow_version(ACCOUNT, "pipeline", PIPELINE, &author, "x");
+        let refused = engine.save_workflow_version(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "pipeline",
+            PIPELINE,
+            &author,
+            "x",
+        );
         assert!(
             matches!(refused, Err(DefinitionWriteError::Author(_))),
             "{author:?}"
         );
     }
     assert_eq!(
-        engine.workflow_versions(ACCOUNT, "pipeline").unwrap().len(),
+        engine
+            .workflow_versions(&ids::AccountId::parse(ACCOUNT).unwrap(), "pipeline")
+            .unwrap()
+            .len(),
         1
     );
 }

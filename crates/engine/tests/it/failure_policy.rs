@@ -139,7 +139,7 @@ fn g14_attempt_is_durably_running_with_network_before_execute() {
         let (status, network): (String, String) = connection
             .query_row(
                 "SELECT status, network FROM attempts WHERE run_id = ?1 AND step_id = 'fetch'",
-                [request.run_id],
+                [request.run_id.as_str()],
                 |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .unwrap();
@@ -173,7 +173,7 @@ fn g14_networked_step_interrupted_is_unknown_after_restart() {
     }));
     assert!(crashed.is_err());
     drop(engine);
-    let run = storage::RunId("run-1".into());
+    let run = storage::RunId::parse("run-1").unwrap();
     assert_eq!(
         harness.store.running_attempts().unwrap()[0].network,
         NetworkMode::PublicEgress
@@ -215,7 +215,7 @@ fn g14_offline_step_rerun_after_crash() {
     }));
     assert!(crashed.is_err());
     drop(engine);
-    let run = storage::RunId("run-1".into());
+    let run = storage::RunId::parse("run-1").unwrap();
     let report = harness.engine().recover().unwrap();
     assert_eq!(
         report.interrupted_offline,

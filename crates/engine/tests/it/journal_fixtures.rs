@@ -82,7 +82,7 @@ fn open(name: &str) -> Opened {
 fn runs(opened: &Opened) -> Vec<RunId> {
     let mut runs: Vec<RunId> = opened
         .store
-        .runs(&AccountId(FIXTURE_ACCOUNT.into()))
+        .runs(&AccountId::parse(FIXTURE_ACCOUNT).unwrap())
         .unwrap()
         .into_iter()
         .map(|run| run.id)
@@ -138,7 +138,7 @@ fn g25_the_fixture_reads_with_its_meaning() {
     // The gate of run-1 was approved in the console by a person, with a note.
     let decision = opened
         .engine
-        .journal(&RunId("run-1".into()))
+        .journal(&RunId::parse("run-1").unwrap())
         .unwrap()
         .into_iter()
         .find_map(|entry| match entry.event {
@@ -163,7 +163,7 @@ fn g25_the_fixture_reads_with_its_meaning() {
     // Recovery of run-16 found the networked attempt running and made it unknown.
     let recovered = opened
         .engine
-        .journal(&RunId("run-16".into()))
+        .journal(&RunId::parse("run-16").unwrap())
         .unwrap()
         .into_iter()
         .find_map(|entry| match entry.event {
@@ -184,7 +184,7 @@ fn g25_the_fixture_reads_with_its_meaning() {
 fn g25_runs_of_an_older_journal_go_on_under_todays_engine() {
     let opened = open("v1.db");
     // run-3 waits at its gate: approved now, its last steps run and it succeeds.
-    let parked = RunId("run-3".into());
+    let parked = RunId::parse("run-3").unwrap();
     let done = opened
         .engine
         .decide(
@@ -203,7 +203,7 @@ fn g25_runs_of_an_older_journal_go_on_under_todays_engine() {
     assert_eq!(done.status, RunStatus::Succeeded);
     assert_eq!(opened.executor.calls_of("send_refund").len(), 1);
     // run-9 used up its supervisor retries: a person retries it now.
-    let attention = RunId("run-9".into());
+    let attention = RunId::parse("run-9").unwrap();
     let done = opened
         .engine
         .retry(

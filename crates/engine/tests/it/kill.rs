@@ -81,7 +81,7 @@ fn g14_networked_step_killed_with_sigkill_is_unknown_after_restart() {
     process.kill().unwrap();
     process.wait().unwrap();
 
-    let run = RunId("run-1".into());
+    let run = RunId::parse("run-1").unwrap();
     let report = harness.engine().recover().unwrap();
     assert_eq!(
         report.marked_unknown,

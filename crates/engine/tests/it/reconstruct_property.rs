@@ -254,7 +254,7 @@ fn drive(scenario: &Scenario) {
     let engine = harness.engine_with(supervisor.clone());
     let workflow = spec::parse_workflow("generated.yaml", &workflow_text(&scenario.steps))
         .unwrap_or_else(|diagnostics| panic!("{diagnostics:?}"));
-    let run = RunId("run-1".into());
+    let run = RunId::parse("run-1").unwrap();
     let mut crashed =
         survive(|| engine.start_run(&account(), &workflow, json!({}), cli("p"))).is_none();
     assert_rebuilt(&engine, &run, "the start");

@@ -279,7 +279,7 @@ fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
 fn g25_copy_back_reaches_only_the_run_accounts_workspace() {
     use storage::{Account, AccountId, AccountStore, Timestamp};
     let harness = Harness::new();
-    let other = AccountId("other".into());
+    let other = AccountId::parse("other").unwrap();
     harness
         .store
         .ensure_account(&Account {
@@ -321,8 +321,8 @@ fn g25_copy_back_reaches_only_the_run_accounts_workspace() {
     assert_eq!(
         seen,
         vec![
-            (crate::support::ACCOUNT.to_owned(), harness.work_dir()),
-            ("other".to_owned(), accounts.join("other/workspace")),
+            (account(), harness.work_dir()),
+            (other.clone(), accounts.join("other/workspace")),
         ]
     );
     assert_eq!(
@@ -353,7 +353,7 @@ fn g19_copy_back_is_screened_with_the_run_accounts_values() {
     use storage::{Account, AccountId, AccountStore, Timestamp};
     const SPARE: &str = "sk_other_spare_value_never_given_77";
     let harness = Harness::new();
-    let other = AccountId("other".into());
+    let other = AccountId::parse("other").unwrap();
     harness
         .store
         .ensure_account(&Account {

@@ -91,7 +91,7 @@ pub fn workflow(text: &str) -> spec::Workflow {
 }
 
 pub fn account() -> AccountId {
-    AccountId(ACCOUNT.into())
+    AccountId::parse(ACCOUNT).unwrap()
 }
 
 pub type Script = Box<dyn Fn(&ExecutionRequest<'_>) -> ExecutionReport + Send + Sync>;
@@ -203,7 +203,11 @@ pub struct CountingIds(AtomicU64);
 
 impl IdSource for CountingIds {
     fn new_run_id(&self) -> RunId {
-        RunId(format!("run-{}", self.0.fetch_add(1, Ordering::SeqCst) + 1))
+        RunId::parse(&format!(
+            "run-{}",
+            self.0.fetch_add(1, Ordering::SeqCst) + 1
+        ))
+        .unwrap()
     }
 }
 

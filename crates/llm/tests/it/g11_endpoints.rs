@@ -21,7 +21,7 @@ fn key() -> SecretValue {
 
 async fn turn_at(base_url: &str, client: Client) -> Result<llm::Turn, Error> {
     let provider = Provider::new(
-        "acct",
+        &ids::AccountId::parse("acct").unwrap(),
         ProviderKind::Anthropic,
         Some(base_url),
         key(),
@@ -291,7 +291,7 @@ async fn g16_the_key_reaches_no_request_but_the_providers() {
     .await;
     let client = Client::new(options(&[&provider_fake.endpoint(), &target.endpoint()])).unwrap();
     let provider = Provider::new(
-        "acct",
+        &ids::AccountId::parse("acct").unwrap(),
         ProviderKind::Anthropic,
         Some(&provider_fake.url()),
         key(),
@@ -334,7 +334,13 @@ async fn a_host_with_a_trailing_dot_is_refused_with_a_clear_error() {
         (ProviderKind::OpenAi, "http://llm.internal.:8081/v1"),
     ] {
         let client = Client::new(options(&["llm.internal:8081"])).unwrap();
-        let error = match Provider::new("acct", kind, Some(base_url), key(), client) {
+        let error = match Provider::new(
+            &ids::AccountId::parse("acct").unwrap(),
+            kind,
+            Some(base_url),
+            key(),
+            client,
+        ) {
             Err(error) => error,
             Ok(_) => panic!("{base_url} accepted"),
         };

@@ -200,7 +200,7 @@ async fn turns_in_flight_are_bounded_per_account_and_for_the_client() {
     let of = |account: &str| {
         Arc::new(
             llm::Provider::new(
-                account,
+                &ids::AccountId::parse(account).unwrap(),
                 ProviderKind::Anthropic,
                 Some(&fake.url()),
                 redact::SecretValue::new(crate::support::KEY.to_owned()),

@@ -62,7 +62,7 @@ pub fn provider(kind: ProviderKind, fake: &FakeModel) -> Provider {
 
 pub fn provider_with(kind: ProviderKind, fake: &FakeModel, options: ClientOptions) -> Provider {
     Provider::new(
-        ACCOUNT,
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
         kind,
         Some(&fake.base_url(format_of(kind))),
         SecretValue::new(KEY.to_owned()),

@@ -94,7 +94,7 @@ fn client(front: &TlsFront, roots: Vec<CertificateDer<'static>>) -> Client {
 
 async fn turn(front: &TlsFront, client: Client) -> Result<llm::Turn, llm::Error> {
     let provider = Provider::new(
-        "acct",
+        &ids::AccountId::parse("acct").unwrap(),
         ProviderKind::Anthropic,
         Some(&format!("https://{NAME}:{}", front.address.port())),
         SecretValue::new(KEY.to_owned()),

@@ -20,7 +20,13 @@ pub fn run_secrets_for(run_id: &str, values: &[&str]) -> RunSecrets {
         source.set_secret(ACCOUNT, &format!("secret-{index}"), value);
     }
     let sets = ScrubSets::new(Arc::new(source));
-    RunSecrets::collect(run_id, ACCOUNT, &sets, &request_for(values.len())).unwrap()
+    RunSecrets::collect(
+        &ids::RunId::parse(run_id).unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
+        &sets,
+        &request_for(values.len()),
+    )
+    .unwrap()
 }
 
 pub fn request_for(count: usize) -> SecretRequest {

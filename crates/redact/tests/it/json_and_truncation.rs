@@ -27,7 +27,10 @@ fn g17_json_keys_and_strings_are_scrubbed_recursively() {
             "base64": "[REDACTED]",
         })
     );
-    assert_eq!(scrubbed.scope(), &redact::Scope::run("run-json"));
+    assert_eq!(
+        scrubbed.scope(),
+        &redact::Scope::run(&ids::RunId::parse("run-json").unwrap())
+    );
     assert!(
         !serde_json::to_string(scrubbed.get())
             .unwrap()
@@ -133,7 +136,10 @@ fn g17_bytes_that_are_not_utf8_are_scrubbed_too() {
         scrubbed.get(),
         &[&[0xFF, 0x00, 0xC3][..], b"[REDACTED]", &[0xFE]].concat()
     );
-    assert_eq!(scrubbed.scope(), &redact::Scope::run("run-bytes"));
+    assert_eq!(
+        scrubbed.scope(),
+        &redact::Scope::run(&ids::RunId::parse("run-bytes").unwrap())
+    );
 }
 
 #[test]

@@ -34,12 +34,19 @@ fn g16_redactor_of_another_run_is_rejected() {
     let first = redactor_for("run-a", &["secret-of-run-a"]);
     let second = redactor_for("run-b", &["secret-of-run-b"]);
     let scrubbed = first.scrub("hello");
-    assert_eq!(scrubbed.scope(), &Scope::run("run-a"));
-    assert!(scrubbed.check_scope(&Scope::run("run-a")).is_ok());
+    assert_eq!(
+        scrubbed.scope(),
+        &Scope::run(&ids::RunId::parse("run-a").unwrap())
+    );
+    assert!(
+        scrubbed
+            .check_scope(&Scope::run(&ids::RunId::parse("run-a").unwrap()))
+            .is_ok()
+    );
     match scrubbed.check_scope(second.scope()) {
         Err(Error::ForeignScope { expected, found }) => {
-            assert_eq!(expected, Scope::run("run-b"));
-            assert_eq!(found, Scope::run("run-a"));
+            assert_eq!(expected, Scope::run(&ids::RunId::parse("run-b").unwrap()));
+            assert_eq!(found, Scope::run(&ids::RunId::parse("run-a").unwrap()));
         }
         other => panic!("expected ForeignScope, got {other:?}"),
     }
@@ -48,7 +55,7 @@ fn g16_redactor_of_another_run_is_rejected() {
 #[test]
 fn g16_every_scrub_output_carries_its_run_id() {
     let redactor = redactor_for("run-ids", &["some-secret-value"]);
-    let scope = Scope::run("run-ids");
+    let scope = Scope::run(&ids::RunId::parse("run-ids").unwrap());
     assert_eq!(redactor.scope(), &scope);
     assert_eq!(redactor.scrub("x").scope(), &scope);
     assert_eq!(redactor.scrub_truncated("x", 1).scope(), &scope);
@@ -62,13 +69,13 @@ fn g16_every_scrub_output_carries_its_run_id() {
 fn g16_collect_resolves_every_field_of_each_connection() {
     let source = source_with_connection();
     let run_secrets = RunSecrets::collect(
-        "run-collect",
-        ACCOUNT,
+        &ids::RunId::parse("run-collect").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
         &sets_over(&source),
         &connection_request(),
     )
     .unwrap();
-    assert_eq!(run_secrets.run_id(), "run-collect");
+    assert_eq!(run_secrets.run_id().as_str(), "run-collect");
     assert_eq!(run_secrets.names().len(), 4);
     let password = SecretName::ConnectionField {
         alias: "warehouse".to_owned(),
@@ -94,12 +101,17 @@ fn g16_missing_names_are_an_error_that_names_them() {
         secrets: vec!["absent".to_owned()],
         ..connection_request()
     };
-    match RunSecrets::collect("run-missing", ACCOUNT, &sets_over(&source), &request) {
+    match RunSecrets::collect(
+        &ids::RunId::parse("run-missing").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
+        &sets_over(&source),
+        &request,
+    ) {
         Err(Error::Source {
             account_id,
             source: SourceError::Missing { names },
         }) => {
-            assert_eq!(account_id, ACCOUNT);
+            assert_eq!(account_id, ids::AccountId::parse(ACCOUNT).unwrap());
             assert!(
                 names.contains(&"connection:warehouse".to_owned()),
                 "{names:?}"
@@ -119,8 +131,13 @@ fn g16_missing_names_are_an_error_that_names_them() {
 fn g16_revoked_connection_is_refused_on_resume() {
     let source = source_with_connection();
     let request = connection_request();
-    let mut run_secrets =
-        RunSecrets::collect("run-revoke", ACCOUNT, &sets_over(&source), &request).unwrap();
+    let mut run_secrets = RunSecrets::collect(
+        &ids::RunId::parse("run-revoke").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
+        &sets_over(&source),
+        &request,
+    )
+    .unwrap();
     source.revoke(
         ACCOUNT,
         SecretName::ConnectionField {
@@ -139,8 +156,13 @@ fn g16_revoked_connection_is_refused_on_resume() {
 fn g16_refresh_adds_rotated_values_and_keeps_old_ones() {
     let source = source_with_connection();
     let request = connection_request();
-    let mut run_secrets =
-        RunSecrets::collect("run-resume", ACCOUNT, &sets_over(&source), &request).unwrap();
+    let mut run_secrets = RunSecrets::collect(
+        &ids::RunId::parse("run-resume").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
+        &sets_over(&source),
+        &request,
+    )
+    .unwrap();
     let redactor_before_refresh = run_secrets.redactor();
     source.set_secret(ACCOUNT, "deploy-token", "deploy-token-value-2");
     run_secrets.refresh(&request).unwrap();
@@ -164,23 +186,28 @@ fn g16_refresh_adds_rotated_values_and_keeps_old_ones() {
 }
 
 #[test]
-fn g16_empty_run_ids_are_refused() {
-    let source = source_with_connection();
-    let request = SecretRequest::default();
-    assert!(matches!(
-        RunSecrets::collect("", ACCOUNT, &sets_over(&source), &request),
-        Err(Error::EmptyRunId { .. })
-    ));
+fn g16_an_empty_run_id_cannot_be_made() {
+    // A secret set without a run cannot be checked by writers: the id's type has no empty value.
+    assert!(ids::RunId::parse("").is_err());
 }
 
 #[test]
 fn g16_account_redactor_scrubs_every_current_value() {
     let source = source_with_connection();
-    let redactor = sets_over(&source).for_account(ACCOUNT).unwrap();
-    assert_eq!(redactor.scope(), &Scope::account(ACCOUNT));
+    let redactor = sets_over(&source)
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
+    assert_eq!(
+        redactor.scope(),
+        &Scope::account(&ids::AccountId::parse(ACCOUNT).unwrap())
+    );
     let scrubbed = redactor.scrub("warehouse-password-1 model-key-value-0001 deploy-token-value-1");
     assert_eq!(scrubbed.as_str(), "[REDACTED] [REDACTED] [REDACTED]");
-    assert!(scrubbed.check_scope(&Scope::run("run-x")).is_err());
+    assert!(
+        scrubbed
+            .check_scope(&Scope::run(&ids::RunId::parse("run-x").unwrap()))
+            .is_err()
+    );
 }
 
 #[test]
@@ -191,8 +218,13 @@ fn g16_a_run_redactor_scrubs_every_value_of_its_account_not_only_its_own() {
         connections: vec!["warehouse".to_owned()],
         ..SecretRequest::default()
     };
-    let run_secrets =
-        RunSecrets::collect("run-narrow", ACCOUNT, &sets_over(&source), &request).unwrap();
+    let run_secrets = RunSecrets::collect(
+        &ids::RunId::parse("run-narrow").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
+        &sets_over(&source),
+        &request,
+    )
+    .unwrap();
     // The run is handed its connection only...
     assert_eq!(run_secrets.names().len(), 2);
     // ...and scrubs every value of the account.
@@ -206,10 +238,17 @@ fn g16_a_run_redactor_scrubs_every_value_of_its_account_not_only_its_own() {
 fn g16_a_value_set_after_the_redactor_was_made_is_scrubbed_from_its_next_use() {
     let source = source_with_connection();
     let sets = sets_over(&source);
-    let redactor = RunSecrets::collect("run-late", ACCOUNT, &sets, &SecretRequest::default())
-        .unwrap()
-        .redactor();
-    let account = sets.for_account(ACCOUNT).unwrap();
+    let redactor = RunSecrets::collect(
+        &ids::RunId::parse("run-late").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
+        &sets,
+        &SecretRequest::default(),
+    )
+    .unwrap()
+    .redactor();
+    let account = sets
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     let text = "later: a-value-set-while-the-run-lived";
     assert_eq!(redactor.scrub(text).as_str(), text);
     source.set_secret(ACCOUNT, "late", "a-value-set-while-the-run-lived");
@@ -222,14 +261,23 @@ fn g16_a_run_scrubs_its_own_values_after_the_account_forgot_them() {
     let source = source_with_connection();
     let request = connection_request();
     let sets = sets_over(&source);
-    let mut run_secrets = RunSecrets::collect("run-kept", ACCOUNT, &sets, &request).unwrap();
+    let mut run_secrets = RunSecrets::collect(
+        &ids::RunId::parse("run-kept").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
+        &sets,
+        &request,
+    )
+    .unwrap();
     source.forget_superseded_values();
     source.set_secret(ACCOUNT, "deploy-token", "deploy-token-value-2");
     run_secrets.refresh(&request).unwrap();
     // The account no longer has the old token (its retention passed); the run still does.
     let text = "old deploy-token-value-1 new deploy-token-value-2";
     assert_eq!(
-        sets.for_account(ACCOUNT).unwrap().scrub(text).as_str(),
+        sets.for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap()
+            .scrub(text)
+            .as_str(),
         "old deploy-token-value-1 new [REDACTED]"
     );
     assert_eq!(
@@ -296,8 +344,8 @@ fn g16_resume_in_a_new_process_scrubs_values_superseded_since_the_run_started() 
     );
 
     let resumed = RunSecrets::collect_for_resume(
-        "run-resumed",
-        ACCOUNT,
+        &ids::RunId::parse("run-resumed").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
         &sets_over(&source),
         &connection_request(),
         run_started_millis,
@@ -331,8 +379,8 @@ fn g16_resume_in_a_new_process_scrubs_values_superseded_since_the_run_started() 
 
     // A new run scrubs the values the account keeps too, though it was never handed them.
     let fresh = RunSecrets::collect(
-        "run-new",
-        ACCOUNT,
+        &ids::RunId::parse("run-new").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
         &sets_over(&source),
         &connection_request(),
     )
@@ -352,8 +400,8 @@ fn g16_values_removed_or_revoked_while_waiting_are_kept_for_scrubbing() {
         field: "password".to_owned(),
     };
     let mut resumed = RunSecrets::collect_for_resume(
-        "run-gone",
-        ACCOUNT,
+        &ids::RunId::parse("run-gone").unwrap(),
+        &ids::AccountId::parse(ACCOUNT).unwrap(),
         &sets_over(&source),
         &SecretRequest::default(),
         0,

@@ -2,5 +2,5 @@
 fn main() {
     let _by_default = redact::RunSecrets::default();
     let _by_new = redact::RunSecrets::new("run-1");
-    let _by_literal = redact::RunSecrets { run_id: "run-1".into() };
+    let _by_literal = redact::RunSecrets { run_id: ids::RunId::from_random([0; 16]) };
 }

@@ -17,7 +17,7 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use serde::Deserialize;
-use storage::{Door, GateRef, RunId, RunRecord, StepId};
+use storage::{AccountId, Door, GateRef, RunId, RunRecord, StepId};
 
 use crate::authn::{Authenticated, authenticate};
 use crate::chrome::{self, Chrome};
@@ -43,9 +43,10 @@ fn pending_gate(
         what: "approve link",
         id: format!("run {run_id} step {step} attempt {attempt}: {why}"),
     };
+    let run = RunId::parse(run_id).map_err(|_| not_found("not a run id".to_owned()))?;
     let record = shared
         .store
-        .run(&RunId(run_id.to_owned()))
+        .run(&run)
         .map_err(Error::storage("read run of an approve link"))?
         .ok_or_else(|| not_found("no such run".to_owned()))?;
     let step_id = StepId::parse(step).map_err(|_| not_found("not a step id".to_owned()))?;
@@ -79,7 +80,7 @@ fn pending_gate(
 }
 
 /// Whether this principal, of this account, may decide the gate.
-fn may_decide(principal: &Principal, account: &str) -> bool {
+fn may_decide(principal: &Principal, account: &AccountId) -> bool {
     matches!(principal, Principal::Person { .. })
         && principal.account_id() == account
         && principal.role() >= Role::Member
@@ -135,7 +136,7 @@ pub(crate) async fn show(
     let viewer = authenticate(shared, &headers)?;
     let door = match viewer.as_ref() {
         Some(viewer) => match viewer.session.as_ref() {
-            Some(session) if may_decide(&viewer.principal, record.account.as_str()) => {
+            Some(session) if may_decide(&viewer.principal, &record.account) => {
                 ApproveDoor::Decide {
                     csrf: CsrfToken::for_session(&shared.csrf_key, &session.token_hash)
                         .as_str()
@@ -192,7 +193,7 @@ pub(crate) fn waiting_gate(shared: &Shared, run: &RunId) -> Result<Option<GateRe
 
 /// Whether `authenticated` is a signed-in person who may decide gates of `account` (the people
 /// who get approve links).
-pub(crate) fn gets_links(authenticated: &Authenticated, account: &str) -> bool {
+pub(crate) fn gets_links(authenticated: &Authenticated, account: &AccountId) -> bool {
     authenticated.session.is_some() && may_decide(&authenticated.principal, account)
 }
 

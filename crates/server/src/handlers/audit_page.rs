@@ -160,7 +160,7 @@ fn row(entry: AuditEntry) -> Row {
         last,
         who: who(&entry.actor),
         count: entry.count,
-        run: entry.run.map(|run| run.0),
+        run: entry.run.map(|run| run.to_string()),
         details: fields(&entry.detail),
         action: entry.action,
     }

@@ -132,7 +132,9 @@ fn run_cursor(after: &str) -> Result<Option<RunCursor>, Error> {
     }
     let (created_at, id) = after
         .split_once('.')
-        .and_then(|(created_at, id)| Some((created_at.parse::<i64>().ok()?, id)))
+        .and_then(|(created_at, id)| {
+            Some((created_at.parse::<i64>().ok()?, RunId::parse(id).ok()?))
+        })
         .ok_or_else(|| {
             invalid(
                 "after",
@@ -141,7 +143,7 @@ fn run_cursor(after: &str) -> Result<Option<RunCursor>, Error> {
         })?;
     Ok(Some(RunCursor {
         created_at: Timestamp(created_at),
-        id: RunId(id.to_owned()),
+        id,
     }))
 }
 
@@ -160,7 +162,7 @@ fn runs_href(query: &RunsQuery, after: Option<&RunCursor>) -> String {
     if let Some(cursor) = after {
         pairs.push(format!(
             "after={}",
-            percent_encode(&format!("{}.{}", cursor.created_at.0, cursor.id.0))
+            percent_encode(&format!("{}.{}", cursor.created_at.0, cursor.id.as_str()))
         ));
     }
     if pairs.is_empty() {
@@ -205,7 +207,7 @@ fn starters(shared: &Shared, account: &AccountId) -> Result<Vec<Starter>, Error>
 
 fn workflow_names(shared: &Shared, account: &AccountId) -> Result<Vec<String>, Error> {
     match &shared.workflows {
-        Some(source) => Ok(source.workflow_names(account.as_str())?),
+        Some(source) => Ok(source.workflow_names(account)?),
         None => Ok(Vec::new()),
     }
 }
@@ -216,7 +218,7 @@ fn run_row(run: RunRecord) -> RunRow {
         started_by: who(&run.started_by),
         created: when(run.created_at.0),
         updated: when(run.updated_at.0),
-        id: run.id.0,
+        id: run.id.to_string(),
         workflow: run.workflow_name,
     }
 }
@@ -348,7 +350,7 @@ fn gate_panel(
         link: None,
         pinned: None,
     };
-    if approve::gets_links(authenticated, record.account.as_str()) {
+    if approve::gets_links(authenticated, &record.account) {
         panel.link = approve::waiting_gate(shared, &record.id)?
             .map(|gate| approve::link_path(shared, &gate))
             .transpose()?;
@@ -371,12 +373,12 @@ fn gate_panel(
             panel.pinned = Some(crate::handlers::run_view::pinned_sentence(&pin));
             crate::handlers::workflows::with_account_model_hosts(
                 shared,
-                record.account.as_str(),
+                &record.account,
                 &mut rows,
             )?;
             crate::handlers::workflows::report_of(workflow, rows)
         }
-        None => reach_report(shared, record.account.as_str(), workflow)?,
+        None => reach_report(shared, &record.account, workflow)?,
     };
     if let Some(row) = report.rows.iter().find(|row| row.step == step) {
         panel.internet = match row.internet {
@@ -483,7 +485,7 @@ pub(crate) async fn run_page(
         .collect();
     let chrome = chrome::current();
     Ok(render(&RunPage {
-        title: format!("Run {}", record.id.0),
+        title: format!("Run {}", record.id.as_str()),
         live: !record.status.is_terminal(),
         live_after: entries.last().map_or(0, |entry| entry.seq),
         csrf: chrome
@@ -493,13 +495,13 @@ pub(crate) async fn run_page(
         chrome,
         may_share: may(&authenticated.principal, "POST", "/runs/{id}/shares"),
         next_steps: next_steps(
-            &record.id.0,
+            record.id.as_str(),
             record.status.as_str(),
             detail.summary.waiting_at.as_deref(),
         ),
         status: Status::of_run(record.status.as_str()),
         reason: detail.summary.reason.clone(),
-        run_id: record.id.0.clone(),
+        run_id: record.id.to_string(),
         workflow: record.workflow_name.clone(),
         started_by,
         created: when(record.created_at.0),
@@ -584,13 +586,19 @@ pub(crate) async fn approvals_page(
     let account = authenticated.account();
     let after = run_cursor(&query.after)?;
     let (waiting, next) = waiting_gates_page(shared, &account, after.as_ref(), RUNS_PER_PAGE)?;
-    let with_links = approve::gets_links(&authenticated, account.as_str());
+    let with_links = approve::gets_links(&authenticated, &account);
     let mut rows = Vec::with_capacity(waiting.len());
     for approval in waiting {
         let link = if with_links {
-            approve::waiting_gate(shared, &RunId(approval.run.clone()))?
-                .map(|gate| approve::link_path(shared, &gate))
-                .transpose()?
+            approve::waiting_gate(
+                shared,
+                &RunId::parse(&approval.run).map_err(|_| Error::NotFound {
+                    what: "run",
+                    id: approval.run.clone(),
+                })?,
+            )?
+            .map(|gate| approve::link_path(shared, &gate))
+            .transpose()?
         } else {
             None
         };
@@ -611,7 +619,7 @@ pub(crate) async fn approvals_page(
         next_href: next.map(|next| {
             format!(
                 "/approvals?after={}",
-                percent_encode(&format!("{}.{}", next.created_at.0, next.id.0))
+                percent_encode(&format!("{}.{}", next.created_at.0, next.id.as_str()))
             )
         }),
     }))
@@ -637,7 +645,7 @@ mod tests {
         );
         let cursor = RunCursor {
             created_at: Timestamp(5),
-            id: RunId("run_1".into()),
+            id: RunId::parse("run_1").unwrap(),
         };
         assert_eq!(
             runs_href(&query, Some(&cursor)),

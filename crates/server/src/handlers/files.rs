@@ -47,7 +47,7 @@ fn open(shared: &Shared, account: &AccountId) -> Result<Workspace, Error> {
     shared
         .engine
         .workspaces()
-        .for_account(account.as_str())
+        .for_account(account)
         .map_err(|source| Error::Workspace {
             operation: "open the account's workspace",
             source,
@@ -388,10 +388,9 @@ async fn commit(
             &paths,
         )?;
         // Every workflow and agent file is parsed first (G1); one revision or nothing.
-        let committed =
-            shared
-                .engine
-                .write_definitions(account.as_str(), &author, &message, changes);
+        let committed = shared
+            .engine
+            .write_definitions(&account, &author, &message, changes);
         let revision = match committed {
             Ok(revision) => revision,
             // Deleting what is not there is an answer about the folder, not a refusal.

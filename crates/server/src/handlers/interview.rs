@@ -196,10 +196,10 @@ pub(crate) async fn begin(
                 return Ok((None, Vec::new()));
             };
             let base = engine
-                .current_hashes(account.as_str(), std::slice::from_ref(&path))
+                .current_hashes(&account, std::slice::from_ref(&path))
                 .map_err(Error::definitions)?;
             let current = engine
-                .workflow_version_text(account.as_str(), about.as_deref().unwrap_or(""), None)
+                .workflow_version_text(&account, about.as_deref().unwrap_or(""), None)
                 .map_err(Error::definitions)?
                 .map(|(_, text)| text);
             Ok::<_, Error>((current, base))
@@ -215,7 +215,7 @@ pub(crate) async fn begin(
     shared.interviews.insert(
         Interview {
             id: id.clone(),
-            account: account.0.clone(),
+            account: account.clone(),
             person,
             about: about.clone(),
             base,
@@ -269,7 +269,7 @@ pub(crate) async fn converse(
     let shown_message = redactor.scrub(message).into_inner();
     let turn = shared
         .interviews
-        .with(id, account.as_str(), &person, shared.now().0, |interview| {
+        .with(id, &account, &person, shared.now().0, |interview| {
             if interview.saved_version.is_some() {
                 return Err(Error::InterviewRefused {
                     reason: "this interview was confirmed; start a new one to change the workflow"
@@ -296,7 +296,7 @@ pub(crate) async fn converse(
     let mut busy = BusyGuard {
         shared: std::sync::Arc::clone(shared),
         id,
-        account: account.as_str(),
+        account: &account,
         person: &person,
         armed: true,
     };
@@ -305,7 +305,7 @@ pub(crate) async fn converse(
     let now = shared.now().0;
     shared
         .interviews
-        .with(id, account.as_str(), &person, now, |interview| {
+        .with(id, &account, &person, now, |interview| {
             interview.busy = false;
             match answered {
                 Ok((conversation, reply)) => {
@@ -407,7 +407,7 @@ fn keep_reply(interview: &mut Interview, kept: Kept, redactor: &redact::Redactor
 struct BusyGuard<'a> {
     shared: std::sync::Arc<Shared>,
     id: &'a str,
-    account: &'a str,
+    account: &'a AccountId,
     person: &'a str,
     armed: bool,
 }
@@ -459,16 +459,15 @@ async fn answer_turn(
                 error.status_and_public_message().1
             )
         })?;
-    let names =
-        crate::handlers::models::account_names(shared, account.as_str()).map_err(|error| {
-            format!(
-                "the account's providers cannot be read: {}",
-                error.status_and_public_message().1
-            )
-        })?;
+    let names = crate::handlers::models::account_names(shared, account).map_err(|error| {
+        format!(
+            "the account's providers cannot be read: {}",
+            error.status_and_public_message().1
+        )
+    })?;
     let engine = shared.engine.clone();
     let about = turn.about.clone();
-    let account_name = account.0.clone();
+    let account_name = account.clone();
     let mut check = move |proposed: &Proposed| -> Result<engine::CheckedDraft, Vec<String>> {
         let draft = engine::Draft {
             workflow: proposed.workflow.clone(),
@@ -544,7 +543,7 @@ fn shown_proposal(
     checked: &engine::CheckedDraft,
 ) -> Result<(Shown, Base), Error> {
     let mut rows = checked.reach.clone();
-    crate::handlers::workflows::with_account_model_hosts(shared, account.as_str(), &mut rows)?;
+    crate::handlers::workflows::with_account_model_hosts(shared, account, &mut rows)?;
     let reach = crate::handlers::workflows::report_of(&checked.workflow, rows);
     let lints = shared
         .authoring_lints
@@ -552,7 +551,7 @@ fn shown_proposal(
         .and_then(|lints| lints.lint(&checked.workflow));
     let base = shared
         .engine
-        .current_hashes(account.as_str(), &checked.paths())
+        .current_hashes(account, &checked.paths())
         .map_err(Error::definitions)?;
     let view = InterviewProposal {
         number: 0,
@@ -605,7 +604,7 @@ pub(crate) async fn accept(
     let account = authenticated.account();
     let (shown, base, provider, model) = shared
         .interviews
-        .with(id, account.as_str(), &person, shared.now().0, |interview| {
+        .with(id, &account, &person, shared.now().0, |interview| {
             if interview.saved_version.is_some() {
                 return Err(Error::InterviewRefused {
                     reason: "this interview's proposal was saved already".to_owned(),
@@ -638,7 +637,7 @@ pub(crate) async fn accept(
         })
         .ok_or_else(|| not_found(id))??;
     let name = shown.view.workflow.clone();
-    let names = crate::handlers::models::account_names(&shared, account.as_str())?;
+    let names = crate::handlers::models::account_names(&shared, &account)?;
     let note = note.trim().to_owned();
     let message = format!(
         "workflow {name}: proposed by the assistant ({provider}, model {model}) in an \
@@ -656,7 +655,7 @@ pub(crate) async fn accept(
         let person = person.clone();
         blocking("save an interview's proposal", move || {
             shared.engine.save_draft(
-                account.as_str(),
+                &account,
                 &names,
                 &draft,
                 &base,
@@ -688,7 +687,7 @@ pub(crate) async fn accept(
             )?;
             shared
                 .interviews
-                .with(id, account.as_str(), &person, shared.now().0, |interview| {
+                .with(id, &account, &person, shared.now().0, |interview| {
                     interview.saved_version = Some(version.number);
                     interview.push(
                         "platform",
@@ -725,7 +724,7 @@ pub(crate) async fn accept(
             )?;
             shared
                 .interviews
-                .with(id, account.as_str(), &person, shared.now().0, |interview| {
+                .with(id, &account, &person, shared.now().0, |interview| {
                     interview.push(
                         "platform",
                         format!("Not saved: {reason}. The proposal is still here."),

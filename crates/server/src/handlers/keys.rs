@@ -148,12 +148,8 @@ pub(crate) async fn revoke(
             id: key_id.clone(),
         })?;
     ensure_same_account(&authenticated, &key.account, "API key", &key_id)?;
-    can_remove(
-        &authenticated.principal,
-        key.account.as_str(),
-        auth_role(key.role),
-    )
-    .map_err(Error::denied("revoke an API key"))?;
+    can_remove(&authenticated.principal, &key.account, auth_role(key.role))
+        .map_err(Error::denied("revoke an API key"))?;
     let written = audited_write(
         shared,
         "revoke an API key",

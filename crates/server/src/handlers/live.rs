@@ -29,7 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{self, Stream};
 use serde::Deserialize;
-use storage::RunId;
+use storage::{AccountId, RunId};
 use tokio::time::Instant;
 
 use crate::authn::{Authenticated, authenticate};
@@ -110,7 +110,7 @@ struct Probe {
     shared: Arc<Shared>,
     headers: HeaderMap,
     session: String,
-    account: String,
+    account: AccountId,
     run: RunId,
 }
 
@@ -146,7 +146,7 @@ fn still_signed_in(probe: &Probe) -> Result<bool, Error> {
                 .session
                 .as_ref()
                 .is_some_and(|session| session.id == probe.session)
-                && authenticated.principal.account_id() == probe.account
+                && authenticated.principal.account_id() == &probe.account
         }),
     )
 }
@@ -267,7 +267,7 @@ pub(crate) async fn run_stream(
                         shared: state.shared.clone(),
                         headers,
                         session: session.id.clone(),
-                        account: authenticated.principal.account_id().to_owned(),
+                        account: authenticated.principal.account_id().clone(),
                         run: record.id,
                     },
                     seen_seq,

@@ -43,7 +43,7 @@ pub(crate) fn ensure_same_account(
     what: &'static str,
     id: &str,
 ) -> Result<(), Error> {
-    if resource_account.as_str() == authenticated.principal.account_id() {
+    if resource_account == authenticated.principal.account_id() {
         Ok(())
     } else {
         Err(Error::NotFound {
@@ -59,9 +59,9 @@ pub(crate) fn account_redactor(shared: &Shared, account: &AccountId) -> Result<R
     shared
         .engine
         .scrub_sets()
-        .for_account(account.as_str())
+        .for_account(account)
         .map_err(|source| Error::Redact {
-            account: account.0.clone(),
+            account: account.to_string(),
             source,
         })
 }

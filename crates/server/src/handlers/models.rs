@@ -44,10 +44,13 @@ fn client_of(shared: &Shared, operation: &'static str) -> Result<llm::Client, Er
 }
 
 /// The account's names its definitions are checked against: its providers and its default.
-pub(crate) fn account_names(shared: &Shared, account: &str) -> Result<spec::AccountNames, Error> {
+pub(crate) fn account_names(
+    shared: &Shared,
+    account: &AccountId,
+) -> Result<spec::AccountNames, Error> {
     let providers = shared
         .store
-        .model_providers(&AccountId(account.to_owned()))
+        .model_providers(account)
         .map_err(Error::storage("read the account's model providers"))?;
     Ok(spec::AccountNames {
         default_provider: providers
@@ -169,7 +172,7 @@ async fn views(
         let keys = match &shared.vault {
             Some(vault) => vault
                 .model_keys()
-                .list(account.as_str())
+                .list(&account)
                 .map_err(vault_failure("list model keys"))?,
             None => Vec::new(),
         };
@@ -227,7 +230,7 @@ async fn save(
     blocking("add a model provider", move || {
         let key_info = vault
             .model_keys()
-            .set(account.as_str(), &name, key)
+            .set(&account, &name, key)
             .map_err(vault_failure("store a model key"))?;
         let saved = shared
             .store
@@ -311,10 +314,7 @@ pub fn remove_provider(
 ) -> Result<bool, Error> {
     let account = &entry.account;
     let removed_key = match vault {
-        Some(vault) => match vault
-            .model_keys()
-            .remove_audited(account.as_str(), name, entry)
-        {
+        Some(vault) => match vault.model_keys().remove_audited(account, name, entry) {
             Ok(()) => true,
             Err(vault::Error::NotFound { .. }) => false,
             Err(error) => return Err(vault_failure("remove a model key")(error)),
@@ -401,7 +401,7 @@ pub(crate) async fn callable(
             .engine
             .scrub_sets()
             .source()
-            .resolve(account.as_str(), &request)
+            .resolve(&account, &request)
             .ok()
             .and_then(|values| {
                 values
@@ -415,7 +415,7 @@ pub(crate) async fn callable(
                     "its key is missing from the vault; add the provider again with its key",
                 )
             })?;
-        let provider = llm::Provider::new(account.as_str(), kind, settings.base_url.as_deref(), key, client)
+        let provider = llm::Provider::new(&account, kind, settings.base_url.as_deref(), key, client)
             .map_err(|error| invalid("base_url", error.kind()))?;
         Ok((settings, provider))
     })
@@ -774,7 +774,7 @@ mod tests {
             VALUE,
         );
         let redactor = ScrubSets::new(Arc::new(source))
-            .for_account("acct")
+            .for_account(&ids::AccountId::parse("acct").unwrap())
             .unwrap();
         let result = ModelTestResult {
             ok: true,

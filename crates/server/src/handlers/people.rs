@@ -187,13 +187,8 @@ pub(crate) async fn change_role(
     let person = person_in_scope(shared, &authenticated, &person_id)?;
     let new_role = parse_role(&request.role)?;
     let current = auth_role(person.role);
-    can_change_role(
-        &authenticated.principal,
-        person.account.as_str(),
-        current,
-        new_role,
-    )
-    .map_err(Error::denied("change a role"))?;
+    can_change_role(&authenticated.principal, &person.account, current, new_role)
+        .map_err(Error::denied("change a role"))?;
     // The person's keys above the new role are revoked with the change (a demoted person keeps
     // no key they could no longer create); storage refuses if they differ from these.
     let revoke_keys: Vec<String> = live_keys_of(shared, &person)?
@@ -282,7 +277,7 @@ pub(crate) fn remove_keeping(
     let person = person_in_scope(shared, authenticated, person_id)?;
     can_remove(
         &authenticated.principal,
-        person.account.as_str(),
+        &person.account,
         auth_role(person.role),
     )
     .map_err(Error::denied("remove a person"))?;
@@ -360,7 +355,7 @@ pub(crate) async fn reissue_link(
     let person = person_in_scope(shared, &authenticated, &person_id)?;
     can_remove(
         &authenticated.principal,
-        person.account.as_str(),
+        &person.account,
         auth_role(person.role),
     )
     .map_err(Error::denied("re-issue a sign-in link"))?;
@@ -410,7 +405,7 @@ pub(crate) async fn transfer(
         &authenticated.principal,
         &AccountPerson {
             person_id: new_owner.id.clone(),
-            account_id: new_owner.account.0.clone(),
+            account_id: new_owner.account.clone(),
             role: auth_role(new_owner.role),
         },
     )

@@ -13,7 +13,7 @@ use axum::{Extension, Form, Json};
 use engine::journal::RepairProposed;
 use serde::Deserialize;
 use serde_json::json;
-use storage::{Actor, AttemptStatus, Door, RunId, RunRecord, RunStatus, Sha256Hex};
+use storage::{Actor, AttemptStatus, Door, RunRecord, RunStatus, Sha256Hex};
 
 use crate::authn::Authenticated;
 use crate::handlers::runs::{detail, run_in_scope};
@@ -75,7 +75,7 @@ pub(crate) fn proposal_view(
         })
         && proposed.for_hash == Sha256Hex::of(record.workflow_source.as_bytes()).as_str();
     Ok(RepairProposalView {
-        run: record.id.0.clone(),
+        run: record.id.to_string(),
         step: step.to_owned(),
         attempt: proposed.attempt,
         diff: scrub(&engine::code_diff(step, &old_code, &proposed.code)),
@@ -363,8 +363,8 @@ pub(crate) fn repair_panel(
     let step = latest.step_id;
     let proposal = shared
         .engine
-        .repair_proposal(&RunId(record.id.0.clone()), &step)
-        .map_err(|source| engine_error(&record.id.0, &step, source))?
+        .repair_proposal(&record.id, &step)
+        .map_err(|source| engine_error(record.id.as_str(), &step, source))?
         .map(|proposed| proposal_view(shared, record, &step, &proposed))
         .transpose()?
         .filter(|view| view.current);

@@ -27,9 +27,11 @@ pub(crate) fn run_in_scope(
         what: "run",
         id: run_id.to_owned(),
     };
+    // Text that is no run id names no run: the same answer as an unknown one.
+    let run = RunId::parse(run_id).map_err(|_| not_found())?;
     let record = shared
         .store
-        .run(&RunId(run_id.to_owned()))
+        .run(&run)
         .map_err(Error::storage("read run"))?
         .ok_or_else(not_found)?;
     ensure_same_account(authenticated, &record.account, "run", run_id)?;
@@ -49,7 +51,7 @@ pub(crate) async fn list(
     Ok(Json(
         runs.into_iter()
             .map(|run| RunListItem {
-                run: run.id.0,
+                run: run.id.to_string(),
                 workflow: run.workflow_name,
                 status: run.status.as_str().to_owned(),
                 created_at: run.created_at.0,
@@ -61,7 +63,7 @@ pub(crate) async fn list(
 
 fn summary_json(summary: engine::RunSummary) -> RunSummary {
     RunSummary {
-        run: summary.run.0,
+        run: summary.run.to_string(),
         status: summary.status.as_str().to_owned(),
         waiting_at: summary.waiting_at,
         reason: summary.reason,
@@ -85,7 +87,7 @@ pub(crate) fn detail(shared: &Shared, record: RunRecord) -> Result<RunDetail, Er
         .engine
         .summary(&record.id)
         .map_err(|source| Error::Engine {
-            run: record.id.0.clone(),
+            run: record.id.to_string(),
             source: Box::new(source),
         })?;
     let decisions = shared
@@ -151,7 +153,7 @@ pub(crate) fn waiting_gates_page(
             continue;
         };
         waiting.push(ApprovalView {
-            run: run.id.0,
+            run: run.id.to_string(),
             workflow: run.workflow_name,
             step: parked.step_id,
             waiting_since: parked.parked_at.0,
@@ -193,7 +195,7 @@ pub(crate) async fn approve_link(
 ) -> Result<Json<ApproveLinkView>, Error> {
     let shared = &state.shared;
     let record = run_in_scope(shared, &authenticated, &run_id)?;
-    if !approve::gets_links(&authenticated, record.account.as_str()) {
+    if !approve::gets_links(&authenticated, &record.account) {
         return Err(Error::Forbidden {
             principal: authenticated.principal.role().as_str().to_owned(),
             method: "GET".to_owned(),
@@ -206,7 +208,7 @@ pub(crate) async fn approve_link(
     })?;
     Ok(Json(ApproveLinkView {
         path: approve::link_path(shared, &gate)?,
-        run: gate.run.0.clone(),
+        run: gate.run.to_string(),
         step: gate.step.to_string(),
         attempt: gate.attempt,
     }))

@@ -12,8 +12,8 @@ use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::{Extension, Json};
 use serde_json::json;
+use storage::Timestamp;
 use storage::people::{NewShareLink, PeopleWrite, ShareLinkRecord, TokenHash};
-use storage::{RunId, Timestamp};
 
 use crate::authn::Authenticated;
 use crate::chrome::Chrome;
@@ -61,7 +61,7 @@ pub(crate) fn create_share(
             action: "share.create",
             detail: &json!({
                 "share": link_id,
-                "run": record.id.0,
+                "run": record.id.as_str(),
                 "expires_at": expires_at.0,
                 "include_tool_results": request.include_tool_results,
             }),
@@ -101,7 +101,7 @@ pub(crate) async fn list(
             .into_iter()
             .map(|link| ShareLinkView {
                 id: link.id,
-                run: link.run.0,
+                run: link.run.to_string(),
                 created_at: link.created_at.0,
                 expires_at: link.expires_at.0,
                 revoked: link.revoked_at.is_some(),
@@ -339,7 +339,7 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
     let Some(link) = live_link(shared, token) else {
         return share_not_found();
     };
-    let record = match shared.store.run(&RunId(link.run.0.clone())) {
+    let record = match shared.store.run(&link.run) {
         Ok(Some(record)) if record.account == link.account => record,
         Ok(_) => return share_not_found(),
         Err(error) => {

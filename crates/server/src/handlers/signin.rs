@@ -127,6 +127,22 @@ fn bounded(text: &str) -> String {
     text.trim().chars().take(MAX_IDENTIFIER_CHARS).collect()
 }
 
+/// The account a sign-in names, as typed (cut to [`MAX_IDENTIFIER_CHARS`]), and its id when the
+/// text is one. Text that is no account id is treated as an unknown account's: the same limits,
+/// the same password work and the same answer, so the answer does not tell the two apart.
+struct TypedAccount {
+    text: String,
+    id: Option<AccountId>,
+}
+
+impl TypedAccount {
+    fn new(text: &str) -> TypedAccount {
+        let text = bounded(text);
+        let id = AccountId::parse(&text).ok();
+        TypedAccount { text, id }
+    }
+}
+
 /// The actor recorded for a sign-in attempt: the person when one matched, otherwise a person
 /// with no id (nobody is known to have tried).
 fn attempt_actor(person: Option<&PersonRecord>) -> Actor {
@@ -166,24 +182,28 @@ pub(crate) fn start_session(shared: &Shared, person: PersonRecord) -> Result<Sig
 /// (cut); the typed email is cut too.
 fn audit_failure(
     shared: &Shared,
-    account: &AccountId,
+    account: &TypedAccount,
     person: Option<&PersonRecord>,
     email: &str,
     remote: IpAddr,
     reason: &'static str,
 ) -> Result<(), Error> {
-    let exists = shared
-        .store
-        .account(account)
-        .map_err(Error::storage("find the account of a sign-in"))?
-        .is_some();
+    let existing = match &account.id {
+        Some(id) => shared
+            .store
+            .account(id)
+            .map_err(Error::storage("find the account of a sign-in"))?
+            .map(|_| id),
+        None => None,
+    };
+    let exists = existing.is_some();
     let mut detail = serde_json::Map::new();
     detail.insert("method".to_owned(), json!("password"));
-    let typed_account = [("email", email), ("account", account.as_str())];
+    let typed_account = [("email", email), ("account", account.text.as_str())];
     crate::tallies::refused(
         shared,
         crate::tallies::Refusal {
-            account: exists.then_some(account),
+            account: existing,
             action: "session.sign_in_failed",
             reason,
             actor: attempt_actor(person),
@@ -231,7 +251,7 @@ async fn sign_in(
     password: String,
 ) -> Result<SignedIn, Error> {
     let shared = &state.shared;
-    let account = AccountId(bounded(account_text));
+    let account = TypedAccount::new(account_text);
     // The audit records the address as typed: scrubbing recognises a vault value only in the
     // form it was stored in, and lower-casing could hide one from it.
     let typed_email = bounded(email_text);
@@ -242,7 +262,7 @@ async fn sign_in(
     // only the address that sent it (finding 3 of the server review): first the address
     // alone, then the account from this address; the account's own allowance is spent by
     // failures only, after the password check.
-    let pair_key = sign_in_key(account.as_str(), counted);
+    let pair_key = sign_in_key(&account.text, counted);
     let refused = |attempt: Attempt| -> Result<(), Error> {
         if let Attempt::Refused {
             retry_after_millis, ..
@@ -252,7 +272,7 @@ async fn sign_in(
             // count, written at most once a second (`tallies.rs`).
             audit_failure(shared, &account, None, &typed_email, remote, "rate_limited")?;
             return Err(Error::RateLimited {
-                account: account.0.clone(),
+                account: account.text.clone(),
                 retry_after_millis,
             });
         }
@@ -270,7 +290,7 @@ async fn sign_in(
     // must not be locked out by others' guesses); it is not clean after a failure.
     let account_allows = shared
         .account_sign_in_limiter()
-        .would_allow(account.as_str(), now_millis);
+        .would_allow(&account.text, now_millis);
     if !account_allows && !clean_address {
         audit_failure(
             shared,
@@ -281,14 +301,17 @@ async fn sign_in(
             "account_rate_limited",
         )?;
         return Err(Error::RateLimited {
-            account: account.0,
+            account: account.text,
             retry_after_millis: options_refill(shared),
         });
     }
-    let person = shared
-        .store
-        .person_by_email(&account, &email)
-        .map_err(Error::storage("find person by email"))?;
+    let person = match &account.id {
+        Some(id) => shared
+            .store
+            .person_by_email(id, &email)
+            .map_err(Error::storage("find person by email"))?,
+        None => None,
+    };
     let stored_hash = person
         .as_ref()
         .and_then(|person| person.password_hash.clone());
@@ -304,14 +327,14 @@ async fn sign_in(
     if verdict.is_err() {
         shared
             .account_sign_in_limiter()
-            .attempt(account.as_str(), now_millis);
+            .attempt(&account.text, now_millis);
     }
     match (verdict, person) {
         (Ok(()), Some(person)) => {
             let signed_in = start_session(shared, person)?;
             audit(
                 shared,
-                &account,
+                &signed_in.person.account,
                 attempt_actor(Some(&signed_in.person)),
                 "session.sign_in",
                 &json!({"method": "password", "email": typed_email, "remote": remote.to_string()}),
@@ -328,7 +351,7 @@ async fn sign_in(
                 "unknown_person",
             )?;
             Err(Error::SignInFailed {
-                account: account.0,
+                account: account.text,
                 reason: "no such person",
             })
         }
@@ -347,7 +370,7 @@ async fn sign_in(
                 reason,
             )?;
             Err(Error::SignInFailed {
-                account: account.0,
+                account: account.text,
                 reason,
             })
         }

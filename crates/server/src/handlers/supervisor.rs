@@ -76,7 +76,7 @@ async fn set(
         if !found {
             return Err(Error::NotFound {
                 what: "account",
-                id: account.0.clone(),
+                id: account.to_string(),
             });
         }
         audit(

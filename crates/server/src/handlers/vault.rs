@@ -200,7 +200,7 @@ enum NamedValue {
 }
 
 impl NamedValue {
-    fn list(self, vault: &Vault, account: &str) -> Result<Vec<SecretInfo>, vault::Error> {
+    fn list(self, vault: &Vault, account: &AccountId) -> Result<Vec<SecretInfo>, vault::Error> {
         match self {
             NamedValue::Secret => vault.secrets().list(account),
             NamedValue::ModelKey => vault.model_keys().list(account),
@@ -210,7 +210,7 @@ impl NamedValue {
     fn set(
         self,
         vault: &Vault,
-        account: &str,
+        account: &AccountId,
         name: &str,
         value: SecretValue,
         audit: &vault::ItemAudit<'_>,
@@ -224,7 +224,7 @@ impl NamedValue {
     fn remove(
         self,
         vault: &Vault,
-        account: &str,
+        account: &AccountId,
         name: &str,
         audit: &NewAuditEntry,
     ) -> Result<(), vault::Error> {
@@ -267,7 +267,7 @@ async fn named_value_infos(
     let account = authenticated.account();
     let [operation, _, _] = kind.operations();
     with_vault(&state.shared, operation, move |vault| {
-        kind.list(vault, account.as_str())
+        kind.list(vault, &account)
     })
     .await
 }
@@ -287,7 +287,7 @@ async fn store_named_value(
         let audit = |item: &ItemSummary| {
             auditor.entry(action, &json!({key: item.name, "version": item.version}))
         };
-        kind.set(vault, account.as_str(), &name, value, &audit)
+        kind.set(vault, &account, &name, value, &audit)
     })
     .await
 }
@@ -304,7 +304,7 @@ async fn delete_named_value(
     let (_, action, key) = kind.audit_words();
     write_audited(state, authenticated, operation, move |vault, auditor| {
         let audit = auditor.entry(action, &json!({key: name}));
-        kind.remove(vault, account.as_str(), &name, &audit)
+        kind.remove(vault, &account, &name, &audit)
     })
     .await
 }
@@ -387,7 +387,7 @@ pub(crate) async fn connection_views(
 ) -> Result<Vec<VaultConnectionView>, Error> {
     let account = authenticated.account();
     let connections = with_vault(&state.shared, "list vault connections", move |vault| {
-        vault.connections().list(account.as_str())
+        vault.connections().list(&account)
     })
     .await?;
     Ok(connections.into_iter().map(connection_view).collect())
@@ -415,7 +415,7 @@ pub(crate) async fn store_connection(
             };
             vault
                 .connections()
-                .add_audited(account.as_str(), &alias, fields, &audit)
+                .add_audited(&account, &alias, fields, &audit)
         },
     )
     .await?;
@@ -435,9 +435,7 @@ pub(crate) async fn delete_connection(
         "remove a vault connection",
         move |vault, auditor| {
             let audit = auditor.entry("vault.connection_remove", &json!({"alias": alias}));
-            vault
-                .connections()
-                .remove_audited(account.as_str(), &alias, &audit)
+            vault.connections().remove_audited(&account, &alias, &audit)
         },
     )
     .await
@@ -457,9 +455,7 @@ pub(crate) async fn revoke_connection_by_alias(
         "revoke a vault connection",
         move |vault, auditor| {
             let audit = auditor.entry("vault.connection_revoke", &json!({"alias": alias}));
-            vault
-                .connections()
-                .revoke_audited(account.as_str(), &alias, &audit)
+            vault.connections().revoke_audited(&account, &alias, &audit)
         },
     )
     .await

@@ -50,7 +50,7 @@ pub(crate) async fn list(
     blocking("list a workflow's versions", move || {
         let versions = shared
             .engine
-            .workflow_versions(account.as_str(), &name)
+            .workflow_versions(&account, &name)
             .map_err(Error::definitions)?;
         if versions.is_empty() {
             return Err(not_found(&name));
@@ -71,7 +71,7 @@ async fn text_of(
     blocking("read a workflow version", move || {
         let (version, text) = shared
             .engine
-            .workflow_version_text(account.as_str(), &name, number)
+            .workflow_version_text(&account, &name, number)
             .map_err(Error::definitions)?
             .ok_or_else(|| not_found(&name))?;
         Ok(Json(WorkflowVersionText {
@@ -119,7 +119,7 @@ pub(crate) async fn diff(
     blocking("diff two workflow versions", move || {
         let newest = shared
             .engine
-            .workflow_versions(account.as_str(), &name)
+            .workflow_versions(&account, &name)
             .map_err(Error::definitions)?
             .last()
             .map(|version| version.number)
@@ -128,7 +128,7 @@ pub(crate) async fn diff(
         let from = query.from.unwrap_or(to.saturating_sub(1).max(1));
         let diff = shared
             .engine
-            .workflow_diff(account.as_str(), &name, from, to)
+            .workflow_diff(&account, &name, from, to)
             .map_err(Error::definitions)?
             .ok_or_else(|| not_found(&name))?;
         Ok(Json(WorkflowDiff {
@@ -172,7 +172,7 @@ pub(crate) async fn save(
             request.message
         };
         let saved = shared.engine.save_workflow_version(
-            account.as_str(),
+            &account,
             &name,
             &request.text,
             &author,

@@ -9,6 +9,7 @@ use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use serde::Deserialize;
+use storage::AccountId;
 use workspace::Author;
 
 use crate::authn::Authenticated;
@@ -27,19 +28,19 @@ pub(crate) struct VersionLine {
 }
 
 /// A person of the account by id, by name and email; `None` for anyone else.
-fn person_name(shared: &Shared, account: &str, id: &str) -> Option<String> {
+fn person_name(shared: &Shared, account: &AccountId, id: &str) -> Option<String> {
     shared
         .store
         .person(id)
         .ok()
         .flatten()
-        .filter(|person| person.account.as_str() == account)
+        .filter(|person| &person.account == account)
         .map(|person| format!("{} ({})", person.display_name, person.email))
 }
 
 /// Who wrote a version, in words; the assistant's with the person who accepted it, by name
 /// (the command line's acceptance names its operating-system user).
-fn author_words(shared: &Shared, account: &str, author: &Author) -> String {
+fn author_words(shared: &Shared, account: &AccountId, author: &Author) -> String {
     match author {
         Author::Person { id } => {
             person_name(shared, account, id).unwrap_or_else(|| format!("person {id}"))
@@ -55,10 +56,10 @@ fn author_words(shared: &Shared, account: &str, author: &Author) -> String {
 /// Every version of `name`, newest first, as lines (empty when it has none).
 pub(crate) fn version_lines(
     shared: &Shared,
-    account: &str,
+    account: &AccountId,
     name: &str,
 ) -> Result<Vec<VersionLine>, Error> {
-    let redactor = crate::handlers::account_redactor(shared, &storage::AccountId(account.into()))?;
+    let redactor = crate::handlers::account_redactor(shared, account)?;
     let versions = shared
         .engine
         .workflow_versions(account, name)

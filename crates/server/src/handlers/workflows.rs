@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use storage::AccountId;
 
 use api_types::{
     Internet, ReachReport, ReachRow, RunDetail, StartRunRequest, WorkflowListItem,
@@ -42,7 +43,7 @@ enum Loaded {
     },
 }
 
-fn load(shared: &Shared, account: &str, name: &str) -> Result<Loaded, Error> {
+fn load(shared: &Shared, account: &AccountId, name: &str) -> Result<Loaded, Error> {
     let source = source_of(shared, "read a workflow")?;
     let text = source
         .workflow(account, name)?
@@ -68,7 +69,7 @@ fn load(shared: &Shared, account: &str, name: &str) -> Result<Loaded, Error> {
     )
 }
 
-fn load_valid(shared: &Shared, account: &str, name: &str) -> Result<Workflow, Error> {
+fn load_valid(shared: &Shared, account: &AccountId, name: &str) -> Result<Workflow, Error> {
     match load(shared, account, name)? {
         Loaded::Valid(workflow) => Ok(*workflow),
         Loaded::Invalid { problems, .. } => Err(Error::WorkflowInvalid {
@@ -111,7 +112,7 @@ fn view(name: &str, loaded: Loaded) -> WorkflowView {
 /// The reach panel of a valid workflow, as the wire type.
 pub(crate) fn reach_report(
     shared: &Shared,
-    account: &str,
+    account: &AccountId,
     workflow: &Workflow,
 ) -> Result<ReachReport, Error> {
     let source = source_of(shared, "read agents for the reach")?;
@@ -123,12 +124,12 @@ pub(crate) fn reach_report(
 /// Names each model row's provider host from the account's providers.
 pub(crate) fn with_account_model_hosts(
     shared: &Shared,
-    account: &str,
+    account: &AccountId,
     rows: &mut [spec::ReachRow],
 ) -> Result<(), Error> {
     let providers = shared
         .store
-        .model_providers(&storage::AccountId(account.to_owned()))
+        .model_providers(account)
         .map_err(Error::storage("read the account's model providers"))?;
     crate::reach::with_model_hosts(rows, &providers);
     Ok(())
@@ -143,7 +144,7 @@ pub(crate) fn report_of(workflow: &Workflow, rows: Vec<spec::ReachRow>) -> Reach
     }
 }
 
-fn list_items(shared: &Shared, account: &str) -> Result<Vec<WorkflowListItem>, Error> {
+fn list_items(shared: &Shared, account: &AccountId) -> Result<Vec<WorkflowListItem>, Error> {
     let source = source_of(shared, "list workflows")?;
     let mut items = Vec::new();
     for name in source.workflow_names(account)? {
@@ -208,7 +209,7 @@ async fn start(
     inputs: serde_json::Value,
 ) -> Result<RunDetail, Error> {
     let account = authenticated.account();
-    let workflow = load_valid(&state.shared, account.as_str(), name)?;
+    let workflow = load_valid(&state.shared, &account, name)?;
     let engine = state.shared.engine.clone();
     let who = authenticated.actor.clone();
     let run_account = account.clone();
@@ -237,7 +238,7 @@ async fn start(
             });
         }
     };
-    let record = run_in_scope(&state.shared, authenticated, &summary.run.0)?;
+    let record = run_in_scope(&state.shared, authenticated, summary.run.as_str())?;
     detail(&state.shared, record)
 }
 
@@ -548,7 +549,11 @@ fn input_fields(workflow: &Workflow, typed: &Typed) -> Vec<InputField> {
 
 /// Each connection a run of `workflow` names, with whether the account's vault has it (names
 /// and states only).
-fn connection_needs(shared: &Shared, account: &str, workflow: &Workflow) -> Vec<ConnectionNeed> {
+fn connection_needs(
+    shared: &Shared,
+    account: &AccountId,
+    workflow: &Workflow,
+) -> Vec<ConnectionNeed> {
     let mut aliases: Vec<&str> = workflow
         .steps()
         .iter()
@@ -665,9 +670,7 @@ fn workflow_page_for(
     page.rows = reach_lines(&report.rows);
     page.inputs = input_fields(&workflow, &typed);
     page.connections = connection_needs(shared, account, &workflow);
-    page.failures = shared
-        .engine
-        .who_sees_failures(&storage::AccountId(account.to_owned()), &workflow);
+    page.failures = shared.engine.who_sees_failures(account, &workflow);
     Ok(render(&page))
 }
 

@@ -115,7 +115,7 @@ async fn console_share_link_is_shown_once_and_revocable() {
     let created = harness
         .call(
             "POST",
-            &format!("/runs/{}/shares", run.0),
+            &format!("/runs/{}/shares", run.as_str()),
             &member,
             form(""),
         )

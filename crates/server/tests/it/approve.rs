@@ -84,7 +84,7 @@ async fn g24_tampered_other_run_and_rotated_links_are_not_found() {
     let last = tampered.pop().unwrap();
     tampered.push(if last == 'A' { 'B' } else { 'A' });
     let token = path.rsplit('/').next().unwrap();
-    let for_other_run = format!("/approve/{}/ship/1/{token}", other_run.0);
+    let for_other_run = format!("/approve/{}/ship/1/{token}", other_run.as_str());
     let other_attempt = path.replace("/ship/1/", "/ship/2/");
     // Signed with the right key for the right step, but for an attempt the engine does not
     // wait for: the link's gate is not the pending gate.

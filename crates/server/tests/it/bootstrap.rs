@@ -8,7 +8,7 @@ use crate::support::{Credentials, Harness, START_MILLIS};
 
 fn third_account() -> Account {
     Account {
-        id: AccountId("third".into()),
+        id: AccountId::parse("third").unwrap(),
         name: "Third".into(),
         created_at: Timestamp(START_MILLIS),
     }
@@ -33,7 +33,10 @@ async fn g26_new_account_has_one_owner_with_a_one_time_link() {
         60_000,
     )
     .unwrap();
-    let people = harness.store.people(&AccountId("third".into())).unwrap();
+    let people = harness
+        .store
+        .people(&AccountId::parse("third").unwrap())
+        .unwrap();
     assert_eq!(people.len(), 1);
     assert_eq!(people[0].role, RoleName::Owner);
     let page = harness
@@ -53,7 +56,7 @@ async fn g26_new_account_has_one_owner_with_a_one_time_link() {
     assert_eq!(
         harness
             .store
-            .people(&AccountId("third".into()))
+            .people(&AccountId::parse("third").unwrap())
             .unwrap()
             .len(),
         1

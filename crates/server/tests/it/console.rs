@@ -10,7 +10,7 @@ use crate::support::{Caller, Credentials, Harness};
 async fn g23_run_page_shows_the_timeline_and_a_members_decision_form() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
-    let path = format!("/runs/{}", run.0);
+    let path = format!("/runs/{}", run.as_str());
     let member = harness.credentials(Caller::Person(Role::Member));
     let page = harness.call("GET", &path, &member, None).await;
     assert_eq!(page.status, 200, "{}", page.text());
@@ -21,7 +21,10 @@ async fn g23_run_page_shows_the_timeline_and_a_members_decision_form() {
         "the timeline is in words: {text}"
     );
     assert!(text.contains("/api/runs/") && text.contains("/events\">Raw events"));
-    assert!(text.contains(&format!("action=\"/runs/{}/steps/ship/decide\"", run.0)));
+    assert!(text.contains(&format!(
+        "action=\"/runs/{}/steps/ship/decide\"",
+        run.as_str()
+    )));
     assert!(text.contains("name=\"csrf\""));
     for script in text.split("<script").skip(1) {
         assert!(
@@ -43,7 +46,7 @@ async fn g23_run_page_shows_the_timeline_and_a_members_decision_form() {
         .send(
             axum::http::Request::builder()
                 .method("POST")
-                .uri(format!("/runs/{}/steps/ship/decide", run.0))
+                .uri(format!("/runs/{}/steps/ship/decide", run.as_str()))
                 .header("cookie", cookie)
                 .header("content-type", "application/x-www-form-urlencoded")
                 .body(axum::body::Body::from(format!(
@@ -66,10 +69,10 @@ async fn g23_approvals_list_the_accounts_waiting_gates_only() {
     let member = harness.credentials(Caller::Person(Role::Member));
     let listed = harness.call("GET", "/api/approvals", &member, None).await;
     assert_eq!(listed.status, 200);
-    assert_eq!(listed.json()[0]["run"], run.0.as_str());
+    assert_eq!(listed.json()[0]["run"], run.as_str());
     assert_eq!(listed.json()[0]["step"], "ship");
     let page = harness.call("GET", "/approvals", &member, None).await;
-    assert!(page.text().contains(&run.0));
+    assert!(page.text().contains(run.as_str()));
     let stranger = harness.credentials(Caller::StrangerPerson);
     let theirs = harness.call("GET", "/api/approvals", &stranger, None).await;
     assert_eq!(theirs.json(), serde_json::json!([]));
@@ -92,7 +95,7 @@ async fn g25_audit_log_shows_the_accounts_entries_only() {
     let stranger = harness.credentials(Caller::StrangerPerson);
     let theirs = harness.call("GET", "/api/audit", &stranger, None).await;
     assert_eq!(theirs.status, 200);
-    assert!(!theirs.text().contains(&run.0));
+    assert!(!theirs.text().contains(run.as_str()));
 }
 
 /// G26: the home page links to the pages the role may open, and every link opens.
@@ -132,7 +135,7 @@ async fn g26_a_live_run_stream_closes_when_its_session_is_revoked() {
         .clone()
         .oneshot(crate::support::request(
             "GET",
-            &format!("/runs/{}/stream", run.0),
+            &format!("/runs/{}/stream", run.as_str()),
             &member,
             None,
         ))
@@ -171,12 +174,17 @@ async fn g26_a_live_run_stream_closes_when_its_session_is_revoked() {
     // A key never opens a live page (people only), and another account's run is not found.
     let key = harness.credentials(Caller::Key(Role::Admin));
     let by_key = harness
-        .call("GET", &format!("/runs/{}/stream", run.0), &key, None)
+        .call("GET", &format!("/runs/{}/stream", run.as_str()), &key, None)
         .await;
     assert_eq!(by_key.status, 403);
     let stranger = harness.credentials(Caller::StrangerPerson);
     let theirs = harness
-        .call("GET", &format!("/runs/{}/stream", run.0), &stranger, None)
+        .call(
+            "GET",
+            &format!("/runs/{}/stream", run.as_str()),
+            &stranger,
+            None,
+        )
         .await;
     assert_eq!(theirs.status, 404);
 }
@@ -218,11 +226,11 @@ async fn g25_a_live_stream_reports_only_events_after_the_one_its_page_showed() {
     let newest = harness.store.last_event_seq(&run).unwrap();
     assert!(newest > 1, "a parked run has events");
     let page = harness
-        .call("GET", &format!("/runs/{}", run.0), &member, None)
+        .call("GET", &format!("/runs/{}", run.as_str()), &member, None)
         .await;
     assert!(
         page.text()
-            .contains(&format!("/runs/{}/stream?after={newest}", run.0)),
+            .contains(&format!("/runs/{}/stream?after={newest}", run.as_str())),
         "the page names the newest event it shows: {}",
         page.text()
     );
@@ -231,9 +239,14 @@ async fn g25_a_live_stream_reports_only_events_after_the_one_its_page_showed() {
         let request = crate::support::request("GET", &path, &member, None);
         async move { app.oneshot(request).await.unwrap().into_body() }
     };
-    let mut at_newest = open(format!("/runs/{}/stream?after={newest}", run.0)).await;
-    let mut from_older = open(format!("/runs/{}/stream?after={}", run.0, newest - 1)).await;
-    let mut without_after = open(format!("/runs/{}/stream", run.0)).await;
+    let mut at_newest = open(format!("/runs/{}/stream?after={newest}", run.as_str())).await;
+    let mut from_older = open(format!(
+        "/runs/{}/stream?after={}",
+        run.as_str(),
+        newest - 1
+    ))
+    .await;
+    let mut without_after = open(format!("/runs/{}/stream", run.as_str())).await;
 
     let older = stream_until(
         &mut from_older,
@@ -251,8 +264,8 @@ async fn g25_a_live_stream_reports_only_events_after_the_one_its_page_showed() {
     assert!(!quiet.contains("event:"), "nothing new yet: {quiet:?}");
 
     let redactor = redact::RunSecrets::collect(
-        &run.0,
-        "acct",
+        &run,
+        &ids::AccountId::parse("acct").unwrap(),
         harness.engine.scrub_sets(),
         &redact::SecretRequest::default(),
     )
@@ -289,7 +302,9 @@ async fn g25_a_live_stream_reports_only_events_after_the_one_its_page_showed() {
 async fn g23_approvals_are_paged_and_every_waiting_gate_is_on_a_page() {
     let harness = Harness::new();
     let member = harness.credentials(Caller::Person(Role::Member));
-    let runs: Vec<String> = (0..53).map(|_| harness.parked_run("acct").0).collect();
+    let runs: Vec<String> = (0..53)
+        .map(|_| harness.parked_run("acct").to_string())
+        .collect();
     let rows = |text: &str| -> Vec<String> {
         text.split("<td><a href=\"/runs/")
             .skip(1)

@@ -42,7 +42,7 @@ async fn g19_the_versions_pages_list_show_and_diff_with_connection_references_on
     harness
         .engine
         .save_workflow_version(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             "fetch",
             &with_later.replace("return orders", "return list(orders)"),
             &workspace::Author::Assistant {
@@ -55,7 +55,11 @@ async fn g19_the_versions_pages_list_show_and_diff_with_connection_references_on
     harness
         .vault
         .secrets()
-        .set(ACCOUNT, "LATER_TOKEN", SecretValue::new(later.into()))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "LATER_TOKEN",
+            SecretValue::new(later.into()),
+        )
         .unwrap();
     let viewer = harness.credentials(Caller::Person(Role::Viewer));
     let page = |path: &'static str| {

@@ -25,7 +25,7 @@ async fn g26_api_key_decision_is_recorded_as_the_key() {
     let answer = harness
         .call(
             "POST",
-            &format!("/api/runs/{}/steps/ship/approve", run.0),
+            &format!("/api/runs/{}/steps/ship/approve", run.as_str()),
             &key,
             Some(("application/json", r#"{"note":"checked by CI"}"#.into())),
         )
@@ -55,7 +55,7 @@ async fn g23_person_rejects_through_the_api_and_a_gate_is_decided_once() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let path = format!("/api/runs/{}/steps/ship/reject", run.0);
+    let path = format!("/api/runs/{}/steps/ship/reject", run.as_str());
     let body = Some(("application/json", r#"{"note":"wrong address"}"#.to_owned()));
     let answer = harness.call("POST", &path, &member, body.clone()).await;
     assert_eq!(answer.status, 200, "{}", answer.text());
@@ -82,7 +82,7 @@ async fn g23_console_form_decision_is_recorded_with_the_console_door() {
     let answer = harness
         .call(
             "POST",
-            &format!("/runs/{}/steps/ship/decide", run.0),
+            &format!("/runs/{}/steps/ship/decide", run.as_str()),
             &member,
             Some((
                 "application/x-www-form-urlencoded",
@@ -104,7 +104,7 @@ async fn g23_console_form_decision_is_recorded_with_the_console_door() {
 async fn g26_a_viewer_or_stranger_cannot_decide() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
-    let path = format!("/api/runs/{}/steps/ship/approve", run.0);
+    let path = format!("/api/runs/{}/steps/ship/approve", run.as_str());
     let body = Some(("application/json", r#"{"note":"no"}"#.to_owned()));
     for (caller, status) in [
         (Caller::Person(Role::Viewer), 403),
@@ -134,7 +134,7 @@ async fn g23_a_blank_note_is_refused_on_every_door() {
     let run = harness.parked_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
     let key = harness.credentials(Caller::Key(Role::Member));
-    let approve = format!("/api/runs/{}/steps/ship/approve", run.0);
+    let approve = format!("/api/runs/{}/steps/ship/approve", run.as_str());
     for credentials in [&member, &key] {
         for note in [r#"{"note":""}"#, r#"{"note":"   "}"#] {
             let answer = harness
@@ -152,7 +152,7 @@ async fn g23_a_blank_note_is_refused_on_every_door() {
     let console = harness
         .call(
             "POST",
-            &format!("/runs/{}/steps/ship/decide", run.0),
+            &format!("/runs/{}/steps/ship/decide", run.as_str()),
             &member,
             Some((
                 "application/x-www-form-urlencoded",
@@ -197,7 +197,7 @@ async fn g16_an_actor_name_holding_a_value_is_stored_masked() {
         .vault
         .secrets()
         .set(
-            crate::support::ACCOUNT,
+            &ids::AccountId::parse(crate::support::ACCOUNT).unwrap(),
             "NAME_AS_SECRET",
             redact::SecretValue::new("The member".into()),
         )
@@ -206,7 +206,7 @@ async fn g16_an_actor_name_holding_a_value_is_stored_masked() {
     let answer = harness
         .call(
             "POST",
-            &format!("/api/runs/{}/steps/ship/reject", run.0),
+            &format!("/api/runs/{}/steps/ship/reject", run.as_str()),
             &member,
             Some(("application/json", r#"{"note":"no"}"#.to_owned())),
         )

@@ -83,7 +83,11 @@ async fn g25_a_write_through_the_api_is_a_revision_authored_by_the_person() {
     assert_eq!(history[0]["id"], revision["id"]);
 
     // What steps see: the engine's folder of this account holds the file.
-    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    let folder = harness
+        .engine
+        .workspaces()
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     assert_eq!(
         std::fs::read(folder.files_dir().join("inputs/list.csv")).unwrap(),
         b"a,b\n1,2\n"
@@ -267,7 +271,7 @@ async fn g26_another_accounts_workspace_is_never_reached() {
     let theirs = harness
         .engine
         .workspaces()
-        .for_account(OTHER_ACCOUNT)
+        .for_account(&ids::AccountId::parse(OTHER_ACCOUNT).unwrap())
         .unwrap();
     assert_eq!(
         std::fs::read(theirs.files_dir().join("plan.txt")).unwrap(),
@@ -334,7 +338,11 @@ async fn g25_console_writes_shows_escaped_and_deletes_files() {
 #[tokio::test(flavor = "multi_thread")]
 async fn g19_a_file_put_in_the_folder_by_hand_is_answered_scrubbed() {
     let harness = Harness::new();
-    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    let folder = harness
+        .engine
+        .workspaces()
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     std::fs::write(
         folder.files_dir().join("by-hand.txt"),
         format!("token={VAULT_VALUE}\n"),
@@ -355,7 +363,11 @@ async fn g19_a_file_put_in_the_folder_by_hand_is_answered_scrubbed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn g17_a_value_across_the_cut_of_a_long_file_is_never_half_shown() {
     let harness = Harness::new();
-    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    let folder = harness
+        .engine
+        .workspaces()
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     // The value starts 10 bytes before the 1 MiB the server shows and ends after it.
     let mut contents = vec![b'x'; 1024 * 1024 - 10];
     contents.extend_from_slice(VAULT_VALUE.as_bytes());
@@ -379,7 +391,11 @@ async fn g17_a_value_across_the_cut_of_a_long_file_is_never_half_shown() {
 #[tokio::test(flavor = "multi_thread")]
 async fn g16_listing_and_history_are_scrubbed_of_values_written_before_they_were_secret() {
     let harness = Harness::new();
-    let folder = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    let folder = harness
+        .engine
+        .workspaces()
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     const LATER: &str = "sk_live_entered_the_vault_later_5Qx";
     // Written while the value was nothing secret: by hand, and as a revision.
     std::fs::write(folder.files_dir().join(format!("{LATER}.txt")), b"x").unwrap();
@@ -399,7 +415,11 @@ async fn g16_listing_and_history_are_scrubbed_of_values_written_before_they_were
     harness
         .vault
         .secrets()
-        .set(ACCOUNT, "LATER", redact::SecretValue::new(LATER.into()))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "LATER",
+            redact::SecretValue::new(LATER.into()),
+        )
         .unwrap();
     let member = harness.credentials(Caller::Person(Role::Member));
     for path in ["/api/workspace/files", "/api/workspace/revisions", "/files"] {

@@ -84,7 +84,7 @@ async fn g11_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_
     let path = link(&harness, &run);
     let member = harness.credentials(Caller::Person(Role::Member));
     let gate_page = harness
-        .call("GET", &format!("/runs/{}", run.0), &member, None)
+        .call("GET", &format!("/runs/{}", run.as_str()), &member, None)
         .await;
     assert_eq!(gate_page.status, 200, "{}", gate_page.text());
     assert!(gate_page.text().contains(&path), "{}", gate_page.text());
@@ -93,7 +93,7 @@ async fn g11_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_
     let api = harness
         .call(
             "GET",
-            &format!("/api/runs/{}/approve-link", run.0),
+            &format!("/api/runs/{}/approve-link", run.as_str()),
             &member,
             None,
         )
@@ -108,7 +108,7 @@ async fn g11_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_
         let refused = harness
             .call(
                 "GET",
-                &format!("/api/runs/{}/approve-link", run.0),
+                &format!("/api/runs/{}/approve-link", run.as_str()),
                 &harness.credentials(caller),
                 None,
             )
@@ -118,7 +118,7 @@ async fn g11_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_
     let viewer_page = harness
         .call(
             "GET",
-            &format!("/runs/{}", run.0),
+            &format!("/runs/{}", run.as_str()),
             &harness.credentials(Caller::Person(Role::Viewer)),
             None,
         )
@@ -128,7 +128,7 @@ async fn g11_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_
     let foreign = harness
         .call(
             "GET",
-            &format!("/api/runs/{}/approve-link", other.0),
+            &format!("/api/runs/{}/approve-link", other.as_str()),
             &member,
             None,
         )

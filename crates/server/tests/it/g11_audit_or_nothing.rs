@@ -27,7 +27,7 @@ async fn g11_a_change_whose_audit_entry_cannot_be_written_does_not_happen() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let viewer = person_id(Role::Viewer);
-    let account = AccountId("acct".into());
+    let account = AccountId::parse("acct").unwrap();
     // Things to revoke, made while the audit still works.
     let key = harness
         .call(
@@ -41,7 +41,12 @@ async fn g11_a_change_whose_audit_entry_cannot_be_written_does_not_happen() {
     let key_id = key.json()["key_id"].as_str().unwrap().to_owned();
     let run = harness.parked_run("acct");
     let share = harness
-        .call("POST", &format!("/api/runs/{}/shares", run.0), &owner, None)
+        .call(
+            "POST",
+            &format!("/api/runs/{}/shares", run.as_str()),
+            &owner,
+            None,
+        )
         .await;
     assert_eq!(share.status, 201, "{}", share.text());
     let share_id = share.json()["id"].as_str().unwrap().to_owned();
@@ -76,7 +81,7 @@ async fn g11_a_change_whose_audit_entry_cannot_be_written_does_not_happen() {
             json(serde_json::json!({"name": "k2", "role": "viewer"})),
         ),
         ("DELETE", format!("/api/keys/{key_id}"), None),
-        ("POST", format!("/api/runs/{}/shares", run.0), None),
+        ("POST", format!("/api/runs/{}/shares", run.as_str()), None),
         ("DELETE", format!("/api/shares/{share_id}"), None),
         ("DELETE", format!("/api/people/{viewer}/sessions"), None),
         ("DELETE", format!("/api/people/{viewer}"), None),

@@ -10,12 +10,16 @@ use storage::AuditLog;
 use crate::support::{ACCOUNT, Caller, Harness};
 
 fn add_entries(harness: &Harness, count: usize) {
-    let redactor = harness.engine.scrub_sets().for_account(ACCOUNT).unwrap();
+    let redactor = harness
+        .engine
+        .scrub_sets()
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     for index in 0..count {
         harness
             .store
             .append_audit(&storage::NewAuditEntry {
-                account: storage::AccountId(ACCOUNT.into()),
+                account: storage::AccountId::parse(ACCOUNT).unwrap(),
                 run: None,
                 actor: redactor.scrub_fields(storage::Actor::Person {
                     id: format!("p-{}", index % 2),
@@ -142,7 +146,9 @@ async fn g11_an_admin_verifies_the_accounts_chain_and_a_changed_entry_is_named()
     assert!(
         harness
             .store
-            .verify_account_audit(&storage::AccountId(crate::support::OTHER_ACCOUNT.into()))
+            .verify_account_audit(
+                &storage::AccountId::parse(crate::support::OTHER_ACCOUNT).unwrap()
+            )
             .unwrap()
             .is_ok()
     );

@@ -85,7 +85,7 @@ fn invite(harness: &Harness) -> String {
         .store
         .create_person(&NewPerson {
             id: "p-new".into(),
-            account: AccountId("acct".into()),
+            account: AccountId::parse("acct").unwrap(),
             display_name: "New Person".into(),
             email: "new@example.test".into(),
             role: RoleName::Viewer,

@@ -57,7 +57,7 @@ async fn g23_a_note_over_its_limit_is_refused_on_every_door() {
     let key = harness.credentials(Caller::Key(Role::Member));
     let limit = api_types::limits::NOTE_CHARS;
     let long = "n".repeat(limit + 1);
-    let approve = format!("/api/runs/{}/steps/ship/approve", run.0);
+    let approve = format!("/api/runs/{}/steps/ship/approve", run.as_str());
     for credentials in [&member, &key] {
         let answer = harness
             .call(
@@ -72,7 +72,7 @@ async fn g23_a_note_over_its_limit_is_refused_on_every_door() {
     let console = harness
         .call(
             "POST",
-            &format!("/runs/{}/steps/ship/decide", run.0),
+            &format!("/runs/{}/steps/ship/decide", run.as_str()),
             &member,
             Some((
                 "application/x-www-form-urlencoded",

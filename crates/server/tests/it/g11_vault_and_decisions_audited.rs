@@ -32,10 +32,20 @@ fn form(body: &str) -> Option<(&'static str, String)> {
 /// Names and versions of everything in the account's vault.
 fn vault_state(harness: &Harness) -> Vec<String> {
     let mut state = Vec::new();
-    for info in harness.vault.secrets().list("acct").unwrap() {
+    for info in harness
+        .vault
+        .secrets()
+        .list(&AccountId::parse("acct").unwrap())
+        .unwrap()
+    {
         state.push(format!("secret {} v{}", info.name, info.version));
     }
-    for info in harness.vault.connections().list("acct").unwrap() {
+    for info in harness
+        .vault
+        .connections()
+        .list(&AccountId::parse("acct").unwrap())
+        .unwrap()
+    {
         state.push(format!(
             "connection {} v{} revoked={}",
             info.alias,
@@ -43,7 +53,12 @@ fn vault_state(harness: &Harness) -> Vec<String> {
             info.revoked_at.is_some()
         ));
     }
-    for info in harness.vault.model_keys().list("acct").unwrap() {
+    for info in harness
+        .vault
+        .model_keys()
+        .list(&AccountId::parse("acct").unwrap())
+        .unwrap()
+    {
         state.push(format!("model key {} v{}", info.name, info.version));
     }
     state
@@ -76,7 +91,7 @@ async fn g11_a_vault_write_whose_audit_entry_cannot_be_written_does_not_happen()
         assert_eq!(answer.status, 200, "{path}: {}", answer.text());
     }
     let before = vault_state(&harness);
-    let account = AccountId("acct".into());
+    let account = AccountId::parse("acct").unwrap();
     let generation_before = VaultStore::generation(&*harness.store, &account).unwrap();
     let entries_before = harness.store.audit_entries().unwrap().len();
 
@@ -152,7 +167,7 @@ async fn g11_a_decision_whose_audit_entry_cannot_be_written_is_not_taken() {
         let answer = harness
             .call(
                 "POST",
-                &format!("/api/runs/{}/steps/ship/{decision}", run.0),
+                &format!("/api/runs/{}/steps/ship/{decision}", run.as_str()),
                 credentials,
                 json(serde_json::json!({"note": "unaudited"})),
             )
@@ -183,7 +198,7 @@ async fn g11_a_model_provider_whose_audit_entry_cannot_be_written_is_not_removed
         .await;
     assert_eq!(added.status, 200, "{}", added.text());
     let before = vault_state(&harness);
-    let account = AccountId("acct".into());
+    let account = AccountId::parse("acct").unwrap();
     let providers_before = harness.store.model_providers(&account).unwrap().len();
 
     fail_every_audit_append(&harness);

@@ -134,7 +134,7 @@ async fn g11_recovery_records_the_outcome_of_a_write_stopped_after_its_commit() 
     let history = harness
         .engine
         .workspaces()
-        .for_account("acct")
+        .for_account(&ids::AccountId::parse("acct").unwrap())
         .unwrap()
         .history()
         .unwrap();

@@ -229,7 +229,12 @@ async fn g26_route_role_matrix_over_the_real_router() {
     let run = harness.parked_run("acct");
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let created = harness
-        .call("POST", &format!("/api/runs/{}/shares", run.0), &owner, None)
+        .call(
+            "POST",
+            &format!("/api/runs/{}/shares", run.as_str()),
+            &owner,
+            None,
+        )
         .await;
     assert_eq!(created.status, 201, "{}", created.text());
     let share_id = created.json()["id"].as_str().unwrap().to_owned();
@@ -237,14 +242,14 @@ async fn g26_route_role_matrix_over_the_real_router() {
     let key_text = harness.create_key("acct", Role::Viewer);
     let key_id = key_text.split('_').nth(1).unwrap().to_owned();
     let targets = Targets {
-        run: run.0.clone(),
+        run: run.to_string(),
         share_id,
         key_id,
     };
     harness
         .engine
         .workspaces()
-        .for_account("acct")
+        .for_account(&ids::AccountId::parse("acct").unwrap())
         .unwrap()
         .commit(
             &workspace::Author::Cli {
@@ -291,7 +296,12 @@ async fn g26_another_accounts_run_is_the_same_404_as_a_missing_one() {
     let run = harness.parked_run("acct");
     let stranger = harness.credentials(Caller::StrangerPerson);
     let theirs = harness
-        .call("GET", &format!("/api/runs/{}", run.0), &stranger, None)
+        .call(
+            "GET",
+            &format!("/api/runs/{}", run.as_str()),
+            &stranger,
+            None,
+        )
         .await;
     let missing = harness
         .call("GET", "/api/runs/run-does-not-exist", &stranger, None)

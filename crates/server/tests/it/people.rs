@@ -114,7 +114,7 @@ async fn g26_no_one_grants_above_their_role_nor_the_owner_role() {
     assert_eq!(remove_owner.status, 403);
     let roles: Vec<RoleName> = harness
         .store
-        .people(&storage::AccountId("acct".into()))
+        .people(&storage::AccountId::parse("acct").unwrap())
         .unwrap()
         .into_iter()
         .map(|person| person.role)

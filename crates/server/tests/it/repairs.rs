@@ -19,7 +19,7 @@ fn note(text: &str) -> Option<(&'static str, String)> {
 async fn g9_viewers_look_members_ask_and_accept_keys_never_accept() {
     let harness = Harness::new();
     let run = harness.parked_run(ACCOUNT);
-    let base = format!("/api/runs/{}/steps/ship/repair", run.0);
+    let base = format!("/api/runs/{}/steps/ship/repair", run.as_str());
     let viewer = harness.credentials(Caller::Person(Role::Viewer));
     let member = harness.credentials(Caller::Person(Role::Member));
     // Looking is a viewer's: there is no proposal for this run (it is not in repair).
@@ -33,8 +33,8 @@ async fn g9_viewers_look_members_ask_and_accept_keys_never_accept() {
         assert_eq!(refused.status, 403, "{path}: {}", refused.text());
     }
     for path in [
-        format!("/runs/{}/steps/ship/repair", run.0),
-        format!("/runs/{}/steps/ship/repair/accept", run.0),
+        format!("/runs/{}/steps/ship/repair", run.as_str()),
+        format!("/runs/{}/steps/ship/repair/accept", run.as_str()),
     ] {
         let refused = harness
             .call(
@@ -71,7 +71,7 @@ async fn g9_viewers_look_members_ask_and_accept_keys_never_accept() {
     assert_eq!(accepted.status, 409, "{}", accepted.text());
     // Nothing was saved and the run still waits at its gate.
     let shown = harness
-        .call("GET", &format!("/api/runs/{}", run.0), &member, None)
+        .call("GET", &format!("/api/runs/{}", run.as_str()), &member, None)
         .await;
     assert_eq!(shown.json()["status"], "waiting_approval");
 }

@@ -299,7 +299,7 @@ async fn g11_one_session_cannot_take_every_live_stream() {
     let run = harness.parked_run("acct");
     let greedy = harness.credentials(Caller::Person(Role::Member));
     let other = harness.credentials(Caller::Person(Role::Admin));
-    let path = format!("/runs/{}/stream", run.0);
+    let path = format!("/runs/{}/stream", run.as_str());
     let open = |credentials: &crate::support::Credentials| {
         let app = harness.app.clone();
         let request = crate::support::request("GET", &path, credentials, None);

@@ -31,10 +31,10 @@ async fn g24_share_link_shows_one_run_read_only() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let (_, path) = create_share(&harness, &run.0, &member).await;
+    let (_, path) = create_share(&harness, run.as_str(), &member).await;
     let shown = fetch(&harness, &path).await;
     assert_eq!(shown.status, 200, "{}", shown.text());
-    assert!(shown.text().contains(&run.0));
+    assert!(shown.text().contains(run.as_str()));
     assert!(shown.text().contains("waiting_approval"));
     assert!(!shown.text().contains("<form"), "a shared run is read-only");
     let listed = harness.call("GET", "/api/shares", &member, None).await;
@@ -50,7 +50,7 @@ async fn g24_every_failed_share_fetch_is_the_same_404_byte_for_byte() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let (revoked_id, revoked_path) = create_share(&harness, &run.0, &member).await;
+    let (revoked_id, revoked_path) = create_share(&harness, run.as_str(), &member).await;
     assert_eq!(fetch(&harness, &revoked_path).await.status, 200);
     let revoke = harness
         .call(
@@ -61,7 +61,7 @@ async fn g24_every_failed_share_fetch_is_the_same_404_byte_for_byte() {
         )
         .await;
     assert_eq!(revoke.status, 204, "{}", revoke.text());
-    let (_, expired_path) = create_share(&harness, &run.0, &member).await;
+    let (_, expired_path) = create_share(&harness, run.as_str(), &member).await;
     harness.clock.advance(7 * 24 * 60 * 60 * 1000);
     let (unknown_token, _) = ShareToken::generate().unwrap();
     let unknown_path = format!("/s/{}", unknown_token.reveal_once());
@@ -97,11 +97,11 @@ async fn g24_include_tool_results_is_chosen_stored_listed_and_audited() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let (plain, _) = create_share(&harness, &run.0, &member).await;
+    let (plain, _) = create_share(&harness, run.as_str(), &member).await;
     let created = harness
         .call(
             "POST",
-            &format!("/api/runs/{}/shares", run.0),
+            &format!("/api/runs/{}/shares", run.as_str()),
             &member,
             Some((
                 "application/json",

@@ -5,7 +5,7 @@
 use auth::{RateLimit, SignInLinkToken, TlsMode};
 use server::AppOptions;
 use storage::people::{NewPerson, NewSignInLink, PeopleStore, RoleName, TokenHash};
-use storage::{AccountId, AuditLog, Timestamp};
+use storage::{AccountId, AccountStore, AuditLog, Timestamp};
 
 use crate::support::{Answer, Credentials, Harness, PASSWORD, START_MILLIS, VAULT_VALUE};
 
@@ -84,7 +84,7 @@ async fn g25_sign_in_successes_and_failures_are_audited_scrubbed() {
         .unwrap()
         .into_iter()
         .filter(|entry| entry.action == "session.sign_in_failed")
-        .map(|entry| entry.account.0)
+        .map(|entry| entry.account.to_string())
         .collect();
     assert_eq!(chains, vec!["acct", "acct", storage::SERVER_CHAIN]);
     let all = serde_json::to_string(
@@ -202,7 +202,7 @@ async fn g26_one_time_link_sets_a_password_once() {
         .store
         .create_person(&NewPerson {
             id: "p-new".into(),
-            account: AccountId("acct".into()),
+            account: AccountId::parse("acct").unwrap(),
             display_name: "New <Person>".into(),
             email: "new@example.test".into(),
             role: RoleName::Viewer,
@@ -418,4 +418,53 @@ async fn g26_behind_a_trusted_proxy_limits_count_each_forwarded_client() {
         direct_limited.status, 429,
         "the header of a non-proxy is ignored"
     );
+}
+
+/// Text that is no account id (`../acct`, upper case, a path) is answered exactly as an
+/// account that does not exist: the same status and body, the same password work, and its
+/// refusal goes to the server's own chain with the text as typed.
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_a_sign_in_naming_no_account_id_is_answered_as_an_unknown_account() {
+    let harness = Harness::new();
+    let none = Credentials::None;
+    let unknown = harness
+        .call(
+            "POST",
+            "/api/signin",
+            &none,
+            sign_in_body("no-such-account", "member@example.test", PASSWORD),
+        )
+        .await;
+    for typed in ["../acct", "ACCT", "acct/x", "_server"] {
+        let answer = harness
+            .call(
+                "POST",
+                "/api/signin",
+                &none,
+                sign_in_body(typed, "member@example.test", PASSWORD),
+            )
+            .await;
+        assert_eq!(answer.status, unknown.status, "{typed}: {}", answer.text());
+        let without_request_id = |answer: &Answer| {
+            let mut json = answer.json();
+            json.as_object_mut().unwrap().remove("request_id");
+            json
+        };
+        assert_eq!(without_request_id(&answer), without_request_id(&unknown), "{typed}");
+    }
+    let server_chain: Vec<String> = harness
+        .store
+        .audit_entries()
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.action == "session.sign_in_failed")
+        .map(|entry| entry.account.to_string())
+        .collect();
+    assert!(!server_chain.is_empty());
+    assert!(
+        server_chain.iter().all(|chain| chain == storage::SERVER_CHAIN),
+        "{server_chain:?}"
+    );
+    // Nothing was made for the text: no account, no folder.
+    assert_eq!(harness.store.accounts().unwrap().len(), 2);
 }

@@ -91,7 +91,11 @@ pub struct CountingIds(AtomicU64);
 
 impl IdSource for CountingIds {
     fn new_run_id(&self) -> RunId {
-        RunId(format!("run-{}", self.0.fetch_add(1, Ordering::SeqCst) + 1))
+        RunId::parse(&format!(
+            "run-{}",
+            self.0.fetch_add(1, Ordering::SeqCst) + 1
+        ))
+        .unwrap()
     }
 }
 
@@ -257,7 +261,7 @@ impl Harness {
         for id in [ACCOUNT, OTHER_ACCOUNT] {
             store
                 .create_account(&Account {
-                    id: AccountId(id.into()),
+                    id: AccountId::parse(id).unwrap(),
                     name: id.into(),
                     created_at: Timestamp(0),
                 })
@@ -268,7 +272,7 @@ impl Harness {
             let change = store
                 .create_person(&NewPerson {
                     id: person_id(role),
-                    account: AccountId(ACCOUNT.into()),
+                    account: AccountId::parse(ACCOUNT).unwrap(),
                     display_name: format!("The {role}"),
                     email: format!("{role}@example.test"),
                     role: role_name(role),
@@ -281,7 +285,7 @@ impl Harness {
         store
             .create_person(&NewPerson {
                 id: STRANGER.into(),
-                account: AccountId(OTHER_ACCOUNT.into()),
+                account: AccountId::parse(OTHER_ACCOUNT).unwrap(),
                 display_name: "A stranger".into(),
                 email: "stranger@example.test".into(),
                 role: RoleName::Owner,
@@ -302,7 +306,7 @@ impl Harness {
         vault
             .secrets()
             .set(
-                ACCOUNT,
+                &AccountId::parse(ACCOUNT).unwrap(),
                 "DEPLOY_TOKEN",
                 SecretValue::new(VAULT_VALUE.into()),
             )
@@ -324,7 +328,7 @@ impl Harness {
         // older layout could have left it (a person's save is parsed first).
         engine_options
             .workspaces
-            .for_account(ACCOUNT)
+            .for_account(&AccountId::parse(ACCOUNT).unwrap())
             .unwrap()
             .commit(
                 &workspace::Author::Platform {
@@ -397,7 +401,7 @@ impl Harness {
             .store
             .create_person(&NewPerson {
                 id: id.into(),
-                account: AccountId(account.into()),
+                account: AccountId::parse(account).unwrap(),
                 display_name: format!("Person {id}"),
                 email: format!("{id}@example.test"),
                 role,
@@ -412,7 +416,7 @@ impl Harness {
     pub fn create_key(&self, account: &str, role: Role) -> String {
         let creator = Principal::Person {
             person_id: "creator".into(),
-            account_id: account.into(),
+            account_id: AccountId::parse(account).unwrap(),
             role: Role::Owner,
         };
         let (secret, stored) = ApiKeySecret::generate(&creator, role).unwrap();
@@ -420,7 +424,7 @@ impl Harness {
             .create_api_key(&NewApiKey {
                 key_id: stored.key_id.clone(),
                 token_hash: TokenHash(*stored.hash.as_bytes()),
-                account: AccountId(account.into()),
+                account: AccountId::parse(account).unwrap(),
                 role: role_name(role),
                 name: format!("{role} key"),
                 created_by: person_id(Role::Owner),
@@ -474,7 +478,7 @@ impl Harness {
         let summary = self
             .engine
             .start_run(
-                &AccountId(account.into()),
+                &AccountId::parse(account).unwrap(),
                 &workflow,
                 json!({}),
                 Actor::Cli {

@@ -46,7 +46,11 @@ async fn g25_vault_values_go_in_and_never_come_out() {
     names.sort();
     assert_eq!(names, vec!["DEPLOY_TOKEN", "GITHUB_TOKEN"]);
     assert!(!listed.text().contains(NEW_VALUE) && !listed.text().contains(VAULT_VALUE));
-    let stored = harness.vault.secrets().list("acct").unwrap();
+    let stored = harness
+        .vault
+        .secrets()
+        .list(&ids::AccountId::parse("acct").unwrap())
+        .unwrap();
     assert_eq!(stored.len(), 2);
     let removed = harness
         .call("DELETE", "/api/vault/secrets/GITHUB_TOKEN", &admin, None)
@@ -88,7 +92,15 @@ async fn g26_only_admins_write_the_vault_and_bad_names_are_refused() {
         .call("PUT", "/api/vault/secrets/9-not-a-name", &admin, body)
         .await;
     assert_eq!(bad_name.status, 400, "{}", bad_name.text());
-    assert_eq!(harness.vault.secrets().list("acct").unwrap().len(), 1);
+    assert_eq!(
+        harness
+            .vault
+            .secrets()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,7 +216,7 @@ async fn g19_connection_value_never_in_any_response() {
     let stored = harness
         .vault
         .connections()
-        .dangerously_reveal(ACCOUNT, "payments")
+        .dangerously_reveal(&ids::AccountId::parse(ACCOUNT).unwrap(), "payments")
         .unwrap();
     let stored: Vec<(String, String)> = stored
         .iter()
@@ -260,7 +272,7 @@ async fn g19_connection_value_never_in_any_response() {
         harness
             .vault
             .connections()
-            .list(ACCOUNT)
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
             .unwrap()
             .is_empty()
     );
@@ -352,11 +364,18 @@ async fn g19_refused_connection_bodies_never_repeat_a_value() {
         harness
             .vault
             .connections()
-            .list(ACCOUNT)
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
             .unwrap()
             .is_empty()
     );
-    assert!(harness.vault.model_keys().list(ACCOUNT).unwrap().is_empty());
+    assert!(
+        harness
+            .vault
+            .model_keys()
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap()
+            .is_empty()
+    );
     assert_audit_holds_no_value(&harness);
 }
 
@@ -396,7 +415,14 @@ async fn g19_model_key_value_never_in_any_response() {
         .call("DELETE", "/api/vault/model-keys/anthropic", &admin, None)
         .await;
     assert_eq!(again.status, 404);
-    assert!(harness.vault.model_keys().list(ACCOUNT).unwrap().is_empty());
+    assert!(
+        harness
+            .vault
+            .model_keys()
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -468,7 +494,7 @@ async fn g25_vault_connection_writes_audited_by_name() {
     assert_eq!(
         harness
             .store
-            .verify_account_audit(&storage::AccountId(ACCOUNT.into()))
+            .verify_account_audit(&storage::AccountId::parse(ACCOUNT).unwrap())
             .unwrap(),
         Ok(entries.len() as u64)
     );
@@ -482,7 +508,7 @@ async fn g26_members_list_connection_and_model_key_names_but_only_admins_write()
         .vault
         .connections()
         .add(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             "crm",
             vec![("token".to_owned(), SecretValue::new(CONNECTION_KEY.into()))],
         )
@@ -490,7 +516,11 @@ async fn g26_members_list_connection_and_model_key_names_but_only_admins_write()
     harness
         .vault
         .model_keys()
-        .set(ACCOUNT, "openai", SecretValue::new(MODEL_KEY.into()))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "openai",
+            SecretValue::new(MODEL_KEY.into()),
+        )
         .unwrap();
     let writes = [
         ("PUT", "/api/vault/connections/crm", connection_body()),
@@ -544,13 +574,25 @@ async fn g26_members_list_connection_and_model_key_names_but_only_admins_write()
         }
     }
     // Nothing changed: the connection is there, not revoked, at its first version.
-    let connections = harness.vault.connections().list(ACCOUNT).unwrap();
+    let connections = harness
+        .vault
+        .connections()
+        .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     assert_eq!(connections.len(), 1);
     assert_eq!(
         (connections[0].version, connections[0].revoked_at),
         (1, None)
     );
-    assert_eq!(harness.vault.model_keys().list(ACCOUNT).unwrap().len(), 1);
+    assert_eq!(
+        harness
+            .vault
+            .model_keys()
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap()
+            .len(),
+        1
+    );
     let listed = harness
         .call("GET", "/api/vault/connections", &admin, None)
         .await;
@@ -604,15 +646,32 @@ async fn g26_another_account_sees_none_of_the_connections_or_model_keys() {
         )
         .await;
     assert_eq!(theirs.status, 200);
-    let ours = harness.vault.connections().list(ACCOUNT).unwrap();
+    let ours = harness
+        .vault
+        .connections()
+        .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     assert_eq!(ours.len(), 1);
     assert_eq!(
         (ours[0].fields.clone(), ours[0].version, ours[0].revoked_at),
         (vec!["api_key".to_owned(), "base-url".to_owned()], 1, None)
     );
-    assert_eq!(harness.vault.model_keys().list(ACCOUNT).unwrap().len(), 1);
     assert_eq!(
-        harness.vault.connections().list(OTHER_ACCOUNT).unwrap()[0].fields,
+        harness
+            .vault
+            .model_keys()
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        harness
+            .vault
+            .connections()
+            .list(&ids::AccountId::parse(OTHER_ACCOUNT).unwrap())
+            .unwrap()[0]
+            .fields,
         vec!["other"]
     );
 }

@@ -157,7 +157,11 @@ async fn g19_a_save_holding_a_value_is_refused_naming_the_line_and_export_holds_
     harness
         .vault
         .secrets()
-        .set(ACCOUNT, "LATER_TOKEN", SecretValue::new(later.into()))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "LATER_TOKEN",
+            SecretValue::new(later.into()),
+        )
         .unwrap();
     for path in [
         "/api/workflows/shipping/export",
@@ -176,7 +180,11 @@ async fn g27_a_gate_shows_the_pinned_reach_and_the_run_page_the_version_it_runs(
     let harness = Harness::new();
     let agent = "---\nname: poster\ndescription: Posts.\nmodel: fake/m\ntools: [Read]\nnetwork: \
                  public_egress\n---\nPosts.\n";
-    let workspace = harness.engine.workspaces().for_account(ACCOUNT).unwrap();
+    let workspace = harness
+        .engine
+        .workspaces()
+        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     let write_agent = |text: &str| {
         workspace
             .commit(
@@ -196,7 +204,7 @@ async fn g27_a_gate_shows_the_pinned_reach_and_the_run_page_the_version_it_runs(
     harness
         .engine
         .save_workflow_version(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             "posting",
             text,
             &workspace::Author::Person { id: "p".into() },
@@ -207,7 +215,7 @@ async fn g27_a_gate_shows_the_pinned_reach_and_the_run_page_the_version_it_runs(
     let parked = harness
         .engine
         .start_run(
-            &storage::AccountId(ACCOUNT.into()),
+            &storage::AccountId::parse(ACCOUNT).unwrap(),
             &workflow,
             json!({}),
             storage::Actor::Cli {
@@ -219,7 +227,12 @@ async fn g27_a_gate_shows_the_pinned_reach_and_the_run_page_the_version_it_runs(
     write_agent(&agent.replace("network: public_egress\n", ""));
     let member = harness.credentials(Caller::Person(Role::Member));
     let page = harness
-        .call("GET", &format!("/runs/{}", parked.run.0), &member, None)
+        .call(
+            "GET",
+            &format!("/runs/{}", parked.run.as_str()),
+            &member,
+            None,
+        )
         .await;
     assert_eq!(page.status, 200, "{}", page.text());
     let html = page.text();

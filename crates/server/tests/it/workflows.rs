@@ -120,8 +120,11 @@ async fn g23_member_starts_a_run_that_parks_at_its_gate() {
     let body = started.json();
     assert_eq!(body["status"], "waiting_approval");
     assert_eq!(body["waiting_at"], "ship");
-    let run = storage::RunId(body["run"].as_str().unwrap().to_owned());
-    assert_eq!(harness.store.run(&run).unwrap().unwrap().account.0, "acct");
+    let run = storage::RunId::parse(body["run"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().account.as_str(),
+        "acct"
+    );
     let started_by = harness
         .store
         .audit_entries()
@@ -208,7 +211,7 @@ async fn g23_workflow_screen_names_the_connections_a_run_needs_and_their_state()
         .vault
         .connections()
         .add(
-            crate::support::ACCOUNT,
+            &ids::AccountId::parse(crate::support::ACCOUNT).unwrap(),
             "payments",
             vec![(
                 "api_key".to_owned(),

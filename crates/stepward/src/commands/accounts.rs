@@ -55,7 +55,7 @@ pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome>
         AccountsCommand::InviteOwner { account, base_url } => {
             let base = LinkBase::choose(base_url.as_deref(), &config)?;
             let app = App::open(config)?;
-            let (owner, invitation, ended) = invite_owner(&app, &AccountId(account.clone()))?;
+            let (owner, invitation, ended) = invite_owner(&app, account)?;
             println!(
                 "a new one-time link for {} ({}), the owner of account {account}; {}",
                 owner.display_name,
@@ -141,14 +141,14 @@ pub fn invite_owner(
         bail!(
             "there is no account {} in {}: `stepward accounts create NAME --owner-email E` \
              creates one",
-            account.0,
+            account.as_str(),
             app.config.data_dir.display()
         );
     }
     let people = app
         .store
         .people(account)
-        .with_context(|| format!("cannot list the people of account {}", account.0))?;
+        .with_context(|| format!("cannot list the people of account {}", account.as_str()))?;
     let Some(owner) = people
         .into_iter()
         .find(|person| person.role == RoleName::Owner)
@@ -156,7 +156,7 @@ pub fn invite_owner(
         bail!(
             "account {} has no owner yet: `stepward serve` invites the local account's owner on \
              its first start",
-            account.0
+            account.as_str()
         );
     };
     let created_at = now();
@@ -173,7 +173,7 @@ pub fn invite_owner(
         .context("cannot store the owner's sign-in link")?;
     let redactor = app
         .scrub_sets
-        .for_account(&account.0)
+        .for_account(account)
         .context("cannot build the account's redactor for the audit log")?;
     app.store
         .append_audit(&NewAuditEntry {
@@ -182,7 +182,7 @@ pub fn invite_owner(
             actor: redactor.scrub_fields(App::cli_actor()),
             action: "account.invite_owner",
             detail: redactor.scrub_json(&json!({
-                "account": account.0,
+                "account": account.as_str(),
                 "owner": owner.id,
                 "email": owner.email,
                 "earlier_links_ended": ended,
@@ -201,7 +201,7 @@ pub fn invite_owner(
 /// Creates the account `name` and its owner. Refused with the unisolated backend, which serves
 /// one account only (steps there have no isolation from each other's data).
 pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result<OwnerInvitation> {
-    check_account_name(name)?;
+    let id = check_account_name(name)?;
     check_email(&owner.email)?;
     if app.config.backend == Backend::Unisolated {
         let accounts = app.store.accounts().context("cannot list the accounts")?;
@@ -209,7 +209,7 @@ pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result
             .context("a second account is refused")?;
     }
     let account = Account {
-        id: AccountId(name.to_owned()),
+        id: id.clone(),
         name: name.to_owned(),
         created_at: now(),
     };
@@ -223,7 +223,7 @@ pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result
     )
     .with_context(|| format!("cannot create the account {name}"))?;
     app.workspaces()
-        .for_account(name)
+        .for_account(&id)
         .with_context(|| format!("cannot create the workspace of account {name}"))?;
     Ok(invitation)
 }
@@ -231,10 +231,9 @@ pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result
 /// Whether any account has a person yet.
 pub fn anybody_exists(app: &App) -> anyhow::Result<bool> {
     for account in app.store.accounts().context("cannot list the accounts")? {
-        let people = app
-            .store
-            .people(&account.id)
-            .with_context(|| format!("cannot list the people of account {}", account.id.0))?;
+        let people = app.store.people(&account.id).with_context(|| {
+            format!("cannot list the people of account {}", account.id.as_str())
+        })?;
         if !people.is_empty() {
             return Ok(true);
         }
@@ -287,7 +286,7 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
             actor: redactor.scrub_fields(App::cli_actor()),
             action: "account.invite_owner",
             detail: redactor.scrub_json(&json!({
-                "account": app.account.0,
+                "account": app.account.as_str(),
                 "owner": person_id,
                 "email": owner.email,
             })),
@@ -339,7 +338,7 @@ const EXAMPLE_AGENT: &[(&str, &str)] = &[
 fn seed_examples(app: &App) -> anyhow::Result<()> {
     let workspace = app
         .workspaces()
-        .for_account(&app.account.0)
+        .for_account(&app.account)
         .context("cannot open the local account's workspace")?;
     let has_workflows = workspace
         .list_files()
@@ -393,22 +392,20 @@ pub fn display_name_from_email(email: &str) -> String {
 
 /// An account id reaches folder names and URLs, so it is a plain name: lowercase letters,
 /// digits, `-` and `_`, starting with a letter, at most 64 characters.
-fn check_account_name(name: &str) -> anyhow::Result<()> {
-    let plain = name.len() <= 64
-        && name
-            .bytes()
-            .next()
-            .is_some_and(|byte| byte.is_ascii_lowercase())
-        && name.bytes().all(|byte| {
-            byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_'
-        });
-    if !plain {
-        bail!(
+/// The id of a new account named `name`: an account id (`ids::AccountId`) that also starts
+/// with a letter, so a new account's id never looks like a number.
+fn check_account_name(name: &str) -> anyhow::Result<AccountId> {
+    let starts_with_letter = name
+        .bytes()
+        .next()
+        .is_some_and(|byte| byte.is_ascii_lowercase());
+    match AccountId::parse(name) {
+        Ok(id) if starts_with_letter => Ok(id),
+        _ => bail!(
             "the account name {name:?} is not a plain name: use lowercase letters, digits, `-` and \
              `_`, starting with a letter, at most 64 characters"
-        );
+        ),
     }
-    Ok(())
 }
 
 fn check_email(email: &str) -> anyhow::Result<()> {
@@ -429,28 +426,28 @@ fn people_change_said(change: &PeopleChange) -> String {
     match change {
         PeopleChange::Done => "it was done".to_owned(),
         PeopleChange::NoSuchPerson { account, person_id } => {
-            format!("account {} has no person {person_id}", account.0)
+            format!("account {} has no person {person_id}", account.as_str())
         }
         PeopleChange::WouldBreakSingleOwner { account, owners } => format!(
             "account {} would have {owners} owners; an account has exactly one",
-            account.0
+            account.as_str()
         ),
         PeopleChange::OwnerOnlyByTransfer { account } => format!(
             "the owner of account {} changes only by a transfer of ownership",
-            account.0
+            account.as_str()
         ),
         PeopleChange::KeysChanged { account, person_id } => format!(
             "the API keys of {person_id} in account {} are not the ones listed; look again",
-            account.0
+            account.as_str()
         ),
         PeopleChange::NewOwnerNeverSignedIn { account, person_id } => format!(
             "{person_id} of account {} has never signed in, and ownership goes only to a \
              person who has",
-            account.0
+            account.as_str()
         ),
         PeopleChange::AlreadySignedIn { account, person_id } => format!(
             "{person_id} of account {} has signed in already and signs in with a password",
-            account.0
+            account.as_str()
         ),
     }
 }

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use engine::{Decision, GateDecision};
-use storage::{Door, EventLog, RunId};
+use storage::{Door, EventLog};
 
 use crate::Outcome;
 use crate::app::App;
@@ -18,7 +18,7 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
     }
     let app = App::open(config)?;
     let (engine, _lock) = app.engine()?;
-    let run = RunId(args.run.clone());
+    let run = args.run.clone();
     let already = app.store.last_event_seq(&run).unwrap_or(0);
     let decision = Decision {
         kind,

@@ -22,7 +22,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
     let workspace = app
         .workspaces()
-        .for_account(&app.account.0)
+        .for_account(&app.account)
         .context("cannot open the local account's workspace")?;
     let shown = crate::commands::Shown::new(&app)?;
     match command {
@@ -178,7 +178,7 @@ fn write(
     .with_context(|| format!("nothing was written to {path}"))?;
     // A workflow or agent file is parsed first (G1) and refused whole when invalid.
     let written = app.reading_engine().write_definitions(
-        app.account.as_str(),
+        &app.account,
         &author,
         message,
         vec![(relative.clone(), change)],

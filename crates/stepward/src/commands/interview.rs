@@ -31,7 +31,7 @@ struct Shown {
 
 pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
-    let account = app.account.as_str().to_owned();
+    let account = app.account.clone();
     let (provider_name, model_id) = match assistant_of(&app.store, &account) {
         Assistant::On { provider, model } => (provider, model),
         Assistant::Nobody { why } => bail!(
@@ -283,7 +283,7 @@ fn confirm(
     let person = crate::app::os_user();
     let version = engine
         .save_draft(
-            app.account.as_str(),
+            &app.account,
             names,
             &shown.draft,
             base,

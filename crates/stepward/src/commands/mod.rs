@@ -192,7 +192,7 @@ pub fn print_summary(
     shown: &Shown,
 ) -> anyhow::Result<()> {
     let wire = api_types::runs::RunSummary {
-        run: summary.run.0.clone(),
+        run: summary.run.to_string(),
         status: summary.status.as_str().to_owned(),
         waiting_at: summary.waiting_at.clone(),
         reason: summary.reason.clone(),

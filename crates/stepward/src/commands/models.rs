@@ -139,7 +139,7 @@ fn add(
     let key_info = app
         .vault
         .model_keys()
-        .set(account.as_str(), name, key)
+        .set(account, name, key)
         .context("cannot store the model key")?;
     let saved = app
         .store
@@ -269,7 +269,7 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
         .store
         .model_providers(&app.account)
         .context("cannot read the model providers")?;
-    let keys = app.vault.model_keys().list(app.account.as_str())?;
+    let keys = app.vault.model_keys().list(&app.account)?;
     let views: Vec<_> = providers
         .iter()
         .map(|provider| {
@@ -375,7 +375,7 @@ fn supervisor(app: &App, retries: Option<&str>) -> anyhow::Result<Outcome> {
         .store
         .supervisor_retries(&app.account)
         .context("cannot read the supervisor's retries")?;
-    let who = match crate::supervisor::assistant_of(&app.store, app.account.as_str()) {
+    let who = match crate::supervisor::assistant_of(&app.store, &app.account) {
         crate::supervisor::Assistant::On { provider, model } => format!(
             "failures go to the assistant on {provider} (model {model}): a failed step's \
              inputs, error and printed text (scrubbed) are sent to it"
@@ -414,7 +414,7 @@ pub fn provider(
         ..SecretRequest::default()
     };
     let key = secrets
-        .resolve(account.as_str(), &request)
+        .resolve(account, &request)
         .with_context(|| {
             format!(
                 "the key of {name} cannot be read; add it again with `stepward models add {name}`"
@@ -424,13 +424,7 @@ pub fn provider(
         .find(|(found, _)| matches!(found, SecretName::ModelKey { provider } if provider == name))
         .map(|(_, value)| value)
         .with_context(|| format!("the vault has no key for {name}"))?;
-    let provider = llm::Provider::new(
-        account.as_str(),
-        kind,
-        settings.base_url.as_deref(),
-        key,
-        client,
-    )?;
+    let provider = llm::Provider::new(account, kind, settings.base_url.as_deref(), key, client)?;
     Ok((settings, provider))
 }
 

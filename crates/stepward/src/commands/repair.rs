@@ -18,7 +18,7 @@ use crate::config::Config;
 
 pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
-    let run = RunId(args.run.clone());
+    let run = args.run.clone();
     let step = args.step.trim_end_matches('!');
     app.store
         .run(&run)

@@ -83,7 +83,7 @@ pub(crate) fn show_printed(
     after: u64,
 ) -> anyhow::Result<()> {
     let entries = engine::journal::read_all(&app.store.events(run)?)
-        .with_context(|| format!("cannot read the record of run {}", run.0))?;
+        .with_context(|| format!("cannot read the record of run {}", run.as_str()))?;
     for entry in entries.into_iter().filter(|entry| entry.seq > after) {
         let engine::journal::Event::StepPrinted(printed) = entry.event else {
             continue;
@@ -116,7 +116,7 @@ pub(crate) fn show_printed(
             shown.line(&format!(
                 "  ({}: `stepward runs events {}` shows what the record kept)",
                 notes.join("; "),
-                run.0
+                run.as_str()
             ));
         }
     }

@@ -18,7 +18,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
         RunsCommand::Show { run, json } => {
             let engine = app.reading_engine();
             let summary = engine
-                .summary(&RunId(run.clone()))
+                .summary(run)
                 .with_context(|| format!("cannot show run {run}"))?;
             print_summary(&summary, *json, &shown)?;
             Ok(Outcome::Done)
@@ -42,7 +42,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             };
             let new_inputs = (!inputs.is_empty()).then_some(serde_json::Value::Object(inputs));
             let (engine, _lock) = app.engine()?;
-            let id = RunId(run.clone());
+            let id = run.clone();
             let already = app.store.last_event_seq(&id).unwrap_or(0);
             let summary = engine
                 .retry(
@@ -62,7 +62,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             }
             let (engine, _lock) = app.engine()?;
             let summary = engine
-                .stop(&RunId(run.clone()), app.decision(note))
+                .stop(run, app.decision(note))
                 .with_context(|| format!("cannot stop run {run}"))?;
             print_summary(&summary, false, &shown)?;
             Ok(Outcome::Done)
@@ -75,7 +75,7 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     let items: Vec<api_types::runs::RunListItem> = runs
         .iter()
         .map(|run| api_types::runs::RunListItem {
-            run: run.id.0.clone(),
+            run: run.id.to_string(),
             workflow: run.workflow_name.clone(),
             status: run.status.as_str().to_owned(),
             created_at: run.created_at.0,
@@ -97,14 +97,14 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-fn events(app: &App, run: &str, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
-    let run_id = RunId(run.to_owned());
-    let record = app.store.run(&run_id)?;
+fn events(app: &App, run_id: &RunId, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
+    let run = run_id;
+    let record = app.store.run(run_id)?;
     if record.is_none_or(|record| record.account != app.account) {
         anyhow::bail!("there is no run {run}; `stepward runs list` shows the runs there are");
     }
     // Every event read into its type (G25), then shown in the journal's shape.
-    let events = engine::journal::read_all(&app.store.events(&run_id)?)?
+    let events = engine::journal::read_all(&app.store.events(run_id)?)?
         .into_iter()
         .map(|entry| {
             Ok(api_types::runs::Event {

@@ -133,7 +133,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     // first line on (the app's registration holds every set the process builds).
     for account in app.store.accounts().context("cannot list the accounts")? {
         app.scrub_sets
-            .for_account(&account.id.0)
+            .for_account(&account.id)
             .with_context(|| format!("cannot read the values of account {}", account.id))?;
     }
     // The server logs an error's details (never sent to clients) through `tracing`; they go
@@ -191,7 +191,8 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
                 println!(
                     "first start: the owner of account {} ({}) sets a password once, within 72 \
                      hours, at:",
-                    app.account.0, args.owner_email
+                    app.account.as_str(),
+                    args.owner_email
                 );
                 println!("{link_base}{}", invitation.sign_in_path);
             }
@@ -199,7 +200,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
                 println!(
                     "the owner of account {} ({email}) has not set a password yet: a fresh \
                      one-time link, within 72 hours (every earlier link stopped working):",
-                    app.account.0
+                    app.account.as_str()
                 );
                 println!("{link_base}{}", invitation.sign_in_path);
             }
@@ -270,7 +271,7 @@ pub fn rotate_links(app: &App) -> anyhow::Result<Outcome> {
     for account in app.store.accounts().context("cannot list the accounts")? {
         let redactor = app
             .scrub_sets
-            .for_account(&account.id.0)
+            .for_account(&account.id)
             .context("cannot build the account's redactor for the audit log")?;
         app.store
             .append_audit(&NewAuditEntry {

@@ -17,7 +17,7 @@ use crate::config::Config;
 
 pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
-    let account = app.account.0.clone();
+    let account = app.account.clone();
     match command {
         SecretsCommand::Set { name } => {
             let mut values = crate::secret_input::read_values(&[format!("secret {name}")])?;
@@ -72,7 +72,7 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
 
 pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
-    let account = app.account.0.clone();
+    let account = app.account.clone();
     match command {
         ConnectionsCommand::Add { alias, fields } => {
             let labels: Vec<String> = fields
@@ -212,7 +212,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                 app.audit_entry(
                     &redactor,
                     "key.rotate_account",
-                    &json!({ "account": account, "key_version": version }),
+                    &json!({ "account": account.as_str(), "key_version": version }),
                 )
             };
             let version = app

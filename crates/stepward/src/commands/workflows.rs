@@ -32,7 +32,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
     let app = App::open(config)?;
     let shown = Shown::new(&app)?;
     let engine = app.reading_engine();
-    let account = app.account.0.clone();
+    let account = app.account.clone();
     let versions_of = |name: &str| {
         engine
             .workflow_versions(&account, name)

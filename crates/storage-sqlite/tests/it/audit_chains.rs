@@ -57,11 +57,15 @@ fn g11_each_accounts_sequence_numbers_have_no_gaps_caused_by_other_accounts() {
         assert_eq!(pair[1].prev_hash, pair[0].hash);
     }
     assert_eq!(
-        store.verify_account_audit(&AccountId("a".into())).unwrap(),
+        store
+            .verify_account_audit(&AccountId::parse("a").unwrap())
+            .unwrap(),
         Ok(30)
     );
     assert_eq!(
-        store.verify_account_audit(&AccountId("b".into())).unwrap(),
+        store
+            .verify_account_audit(&AccountId::parse("b").unwrap())
+            .unwrap(),
         Ok(150)
     );
     let all = store.verify_audit().unwrap();
@@ -81,7 +85,7 @@ fn g11_a_changed_entry_is_found_and_named_by_account_and_sequence() {
         "UPDATE audit_log SET detail = '{\"index\":99}' WHERE account_id = 'a' AND seq = 4",
     );
     let broken = store
-        .verify_account_audit(&AccountId("a".into()))
+        .verify_account_audit(&AccountId::parse("a").unwrap())
         .unwrap()
         .unwrap_err();
     assert_eq!((broken.account.as_str(), broken.seq), ("a", 4));
@@ -94,7 +98,9 @@ fn g11_a_changed_entry_is_found_and_named_by_account_and_sequence() {
     );
     // The other account's chain is untouched, and the operator's check names the same link.
     assert_eq!(
-        store.verify_account_audit(&AccountId("b".into())).unwrap(),
+        store
+            .verify_account_audit(&AccountId::parse("b").unwrap())
+            .unwrap(),
         Ok(6)
     );
     let all = store.verify_audit().unwrap();
@@ -113,7 +119,7 @@ fn g11_a_removed_entry_breaks_its_accounts_chain() {
         "DELETE FROM audit_log WHERE account_id = 'a' AND seq = 2",
     );
     let broken = store
-        .verify_account_audit(&AccountId("a".into()))
+        .verify_account_audit(&AccountId::parse("a").unwrap())
         .unwrap()
         .unwrap_err();
     assert_eq!(broken.seq, 3);
@@ -133,7 +139,7 @@ fn write_shared_chain(path: &std::path::Path, entries: &[(&str, i64)]) -> Vec<St
         let hash = audit_entry_hash(
             &previous,
             seq,
-            &AccountId((*account).into()),
+            &AccountId::parse(account).unwrap(),
             None,
             &actor,
             "role.change",
@@ -176,11 +182,15 @@ fn g11_entries_written_before_the_chains_were_split_stay_verifiable() {
     assert_eq!(all.first_break(), None, "{all:?}");
     assert_eq!(all.legacy, Ok(12));
     assert_eq!(
-        store.verify_account_audit(&AccountId("a".into())).unwrap(),
+        store
+            .verify_account_audit(&AccountId::parse("a").unwrap())
+            .unwrap(),
         Ok(4)
     );
     assert_eq!(
-        store.verify_account_audit(&AccountId("b".into())).unwrap(),
+        store
+            .verify_account_audit(&AccountId::parse("b").unwrap())
+            .unwrap(),
         Ok(8)
     );
     // Each old entry got its number in its account's chain, in the old order.
@@ -202,7 +212,9 @@ fn g11_entries_written_before_the_chains_were_split_stay_verifiable() {
     assert_eq!(next.seq, 5);
     assert_eq!(next.prev_hash, a[3].hash);
     assert_eq!(
-        store.verify_account_audit(&AccountId("a".into())).unwrap(),
+        store
+            .verify_account_audit(&AccountId::parse("a").unwrap())
+            .unwrap(),
         Ok(5)
     );
 
@@ -212,7 +224,7 @@ fn g11_entries_written_before_the_chains_were_split_stay_verifiable() {
         "UPDATE audit_log SET detail = '{\"index\":55}' WHERE account_id = 'b' AND seq = 3",
     );
     let broken = store
-        .verify_account_audit(&AccountId("b".into()))
+        .verify_account_audit(&AccountId::parse("b").unwrap())
         .unwrap()
         .unwrap_err();
     assert_eq!((broken.account.as_str(), broken.seq), ("b", 3));
@@ -241,7 +253,7 @@ fn g11_an_old_entry_removed_from_the_shared_chain_is_found_by_the_operators_chec
             .contains("before each account had its own chain")
     );
     let a = store
-        .verify_account_audit(&AccountId("a".into()))
+        .verify_account_audit(&AccountId::parse("a").unwrap())
         .unwrap()
         .unwrap_err();
     assert_eq!(
@@ -291,7 +303,9 @@ fn g11_uses_in_one_window_make_one_entry_whose_count_says_how_many() {
     assert_eq!(entries[0].last_at.0, 60_040);
     assert_eq!(entries[0].at.0, 60_001);
     assert_eq!(
-        store.verify_account_audit(&AccountId("a".into())).unwrap(),
+        store
+            .verify_account_audit(&AccountId::parse("a").unwrap())
+            .unwrap(),
         Ok(2)
     );
     // The count only goes up, nothing else of a tallied entry moves, and an entry that is not

@@ -81,7 +81,7 @@ fn filled_store() -> (tempfile::TempDir, SqliteStore) {
 }
 
 fn account() -> AccountId {
-    AccountId("acct".into())
+    AccountId::parse("acct").unwrap()
 }
 
 fn filters() -> Vec<(&'static str, AuditFilter)> {

@@ -16,12 +16,12 @@ fn g25_events_after_a_sequence_number_are_one_search_of_the_primary_key() {
     let (_dir, store) = temp_store();
     store
         .create_account(&Account {
-            id: AccountId("acct".into()),
+            id: AccountId::parse("acct").unwrap(),
             name: "acct".into(),
             created_at: Timestamp(1),
         })
         .unwrap();
-    let run = RunId("run-live".into());
+    let run = RunId::parse("run-live").unwrap();
     let redactor = run_secrets(run.as_str(), "sk_live_events_after_0123456789").redactor();
     let event = |index: u64| NewEvent {
         kind: "step.printed",
@@ -33,7 +33,7 @@ fn g25_events_after_a_sequence_number_are_one_search_of_the_primary_key() {
         .create_run(
             &NewRun {
                 id: run.clone(),
-                account: AccountId("acct".into()),
+                account: AccountId::parse("acct").unwrap(),
                 status: RunStatus::Running,
                 workflow_name: redactor.scrub("live"),
                 workflow_file_name: redactor.scrub("live.yaml"),
@@ -68,7 +68,7 @@ fn g25_events_after_a_sequence_number_are_one_search_of_the_primary_key() {
     );
     assert_eq!(
         store
-            .events_after(&RunId("run-other".into()), 0, 10)
+            .events_after(&RunId::parse("run-other").unwrap(), 0, 10)
             .unwrap(),
         []
     );
@@ -82,7 +82,12 @@ fn g25_events_after_a_sequence_number_are_one_search_of_the_primary_key() {
         "{plan}"
     );
     assert_eq!(store.last_event_seq(&run).unwrap(), EVENTS);
-    assert_eq!(store.last_event_seq(&RunId("run-other".into())).unwrap(), 0);
+    assert_eq!(
+        store
+            .last_event_seq(&RunId::parse("run-other").unwrap())
+            .unwrap(),
+        0
+    );
     let plan = store.last_event_seq_plan(&run).unwrap();
     assert!(
         plan.starts_with("SEARCH events USING PRIMARY KEY (run_id=?)") && !plan.contains(';'),

@@ -14,4 +14,5 @@ mod people;
 mod readers;
 mod runs_list;
 mod story;
+mod stored_ids;
 mod support;

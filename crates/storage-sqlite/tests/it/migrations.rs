@@ -18,14 +18,14 @@ fn migrations_are_numbered_without_gaps() {
 fn database_at_migration_1_with_data_migrates_forward() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("old.db");
-    let run = RunId("run-old".into());
+    let run = RunId::parse("run-old").unwrap();
     {
         let old = SqliteStore::open_at_version(&path, 1).unwrap();
         assert_eq!(old.schema_version().unwrap(), 1);
         storage::AccountStore::create_account(
             &old,
             &Account {
-                id: AccountId("acct".into()),
+                id: AccountId::parse("acct").unwrap(),
                 name: "local".into(),
                 created_at: Timestamp(1),
             },

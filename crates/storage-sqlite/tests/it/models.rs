@@ -10,7 +10,7 @@ fn store_with_accounts(dir: &tempfile::TempDir, accounts: &[&str]) -> SqliteStor
     for id in accounts {
         store
             .create_account(&Account {
-                id: AccountId((*id).to_owned()),
+                id: AccountId::parse(id).unwrap(),
                 name: (*id).to_owned(),
                 created_at: Timestamp(1),
             })
@@ -21,7 +21,7 @@ fn store_with_accounts(dir: &tempfile::TempDir, accounts: &[&str]) -> SqliteStor
 
 fn new(account: &str, name: &str, kind: &str, at: i64) -> NewModelProvider {
     NewModelProvider {
-        account: AccountId(account.to_owned()),
+        account: AccountId::parse(account).unwrap(),
         name: name.to_owned(),
         kind: kind.to_owned(),
         base_url: None,
@@ -32,7 +32,7 @@ fn new(account: &str, name: &str, kind: &str, at: i64) -> NewModelProvider {
 
 fn defaults(store: &SqliteStore, account: &str) -> Vec<String> {
     store
-        .model_providers(&AccountId(account.to_owned()))
+        .model_providers(&AccountId::parse(account).unwrap())
         .unwrap()
         .into_iter()
         .filter(|provider| provider.is_default)
@@ -58,7 +58,7 @@ fn the_first_provider_added_is_the_default_and_there_is_only_one() {
         .save_model_provider(&new("other", "local", "openai", 12))
         .unwrap();
     assert_eq!(defaults(&store, "other"), ["local"]);
-    let acct = AccountId("acct".to_owned());
+    let acct = AccountId::parse("acct").unwrap();
     assert!(
         store
             .set_default_model_provider(&acct, "local", Timestamp(13))
@@ -77,7 +77,7 @@ fn the_first_provider_added_is_the_default_and_there_is_only_one() {
 fn replacing_keeps_the_default_and_removing_the_default_picks_no_other() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_accounts(&dir, &["acct"]);
-    let acct = AccountId("acct".to_owned());
+    let acct = AccountId::parse("acct").unwrap();
     store
         .save_model_provider(&new("acct", "claude", "anthropic", 10))
         .unwrap();

@@ -10,7 +10,7 @@ use storage::{Account, AccountId, AccountStore, Error, RunId, Timestamp};
 use crate::support::temp_store;
 
 fn account(id: &str) -> AccountId {
-    AccountId(id.to_owned())
+    AccountId::parse(id).unwrap()
 }
 
 fn person(id: &str, account_id: &str, role: RoleName) -> NewPerson {
@@ -481,7 +481,7 @@ fn g24_share_links_are_found_by_hash_and_revoked_per_account() {
             id: "share-1".into(),
             token_hash: hash(11),
             account: account("acct"),
-            run: RunId("run-1".into()),
+            run: RunId::parse("run-1").unwrap(),
             created_at: Timestamp(5),
             expires_at: Timestamp(500),
             include_tool_results: true,

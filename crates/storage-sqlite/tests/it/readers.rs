@@ -75,7 +75,7 @@ fn g11_a_reader_holding_a_read_transaction_blocks_neither_a_write_nor_another_re
         let store = Arc::clone(&store);
         std::thread::spawn(move || {
             let page = store.audit_page(
-                &AccountId("a".into()),
+                &AccountId::parse("a").unwrap(),
                 &AuditFilter::default(),
                 AuditPosition::Newest,
                 10,

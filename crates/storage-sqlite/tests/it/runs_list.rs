@@ -45,7 +45,7 @@ fn filled_store() -> (tempfile::TempDir, storage_sqlite::SqliteStore) {
     for (id, name) in [("acct", "local"), ("other", "other")] {
         store
             .create_account(&Account {
-                id: AccountId(id.into()),
+                id: AccountId::parse(id).unwrap(),
                 name: name.into(),
                 created_at: Timestamp(1),
             })
@@ -92,7 +92,7 @@ fn walk(
     filter: &RunFilter,
     max_pages: usize,
 ) -> (Vec<String>, Vec<Duration>) {
-    let account = AccountId("acct".into());
+    let account = AccountId::parse("acct").unwrap();
     let mut seen = Vec::new();
     let mut times = Vec::new();
     let mut after: Option<RunCursor> = None;
@@ -105,7 +105,7 @@ fn walk(
         assert!(page.runs.len() <= PAGE);
         assert!(page.runs.iter().all(|run| run.account == account));
         assert!(page.runs.iter().all(|run| filter.keeps(run)));
-        seen.extend(page.runs.iter().map(|run| run.id.0.clone()));
+        seen.extend(page.runs.iter().map(|run| run.id.to_string()));
         match page.next {
             Some(next) => after = Some(next),
             None => break,
@@ -172,7 +172,7 @@ fn runs_list_pages_are_newest_first_complete_and_fast_with_100000_runs() {
         assert!(!seen.is_empty(), "{filter:?} found nothing");
     }
     // Deep pages: start a page near the oldest run.
-    let account = AccountId("acct".into());
+    let account = AccountId::parse("acct").unwrap();
     for _ in 0..20 {
         let started = Instant::now();
         let page = store
@@ -181,13 +181,13 @@ fn runs_list_pages_are_newest_first_complete_and_fast_with_100000_runs() {
                 &RunFilter::default(),
                 Some(&RunCursor {
                     created_at: Timestamp(500),
-                    id: RunId("run_005000".into()),
+                    id: RunId::parse("run_005000").unwrap(),
                 }),
                 PAGE,
             )
             .unwrap();
         all_times.push(started.elapsed());
-        assert_eq!(page.runs[0].id.0, "run_004999");
+        assert_eq!(page.runs[0].id.as_str(), "run_004999");
     }
     let p99 = p99(&mut all_times);
     println!("runs list: {} pages, p99 {p99:?}", all_times.len());

@@ -16,7 +16,7 @@ const SECRET: &str = "sk_live_story_0123456789abcdef";
 fn new_run(id: &RunId, redactor: &Redactor) -> NewRun {
     NewRun {
         id: id.clone(),
-        account: AccountId("acct".into()),
+        account: AccountId::parse("acct").unwrap(),
         status: RunStatus::Running,
         workflow_name: redactor.scrub("refund"),
         workflow_file_name: redactor.scrub("refund.yaml"),
@@ -33,7 +33,7 @@ fn new_run(id: &RunId, redactor: &Redactor) -> NewRun {
 /// The audit entry a decision on `run` is recorded with.
 fn decided(redactor: &Redactor, run: &RunId, action: &'static str) -> NewAuditEntry {
     NewAuditEntry {
-        account: AccountId("acct".into()),
+        account: AccountId::parse("acct").unwrap(),
         run: Some(run.clone()),
         actor: redactor.scrub_fields(Actor::Cli {
             os_user: "alice".into(),
@@ -76,7 +76,7 @@ fn story(store: &dyn Store) {
 
     // Accounts: created on first use, the same account on every later use.
     let local = Account {
-        id: AccountId("acct".into()),
+        id: AccountId::parse("acct").unwrap(),
         name: "local".into(),
         created_at: Timestamp(1),
     };
@@ -91,17 +91,22 @@ fn story(store: &dyn Store) {
         Err(Error::AlreadyExists { .. })
     ));
     let other = Account {
-        id: AccountId("other".into()),
+        id: AccountId::parse("other").unwrap(),
         name: "other".into(),
         created_at: Timestamp(2),
     };
     accounts.create_account(&other).unwrap();
     assert_eq!(accounts.account(&other.id).unwrap(), Some(other.clone()));
-    assert_eq!(accounts.account(&AccountId("nobody".into())).unwrap(), None);
+    assert_eq!(
+        accounts
+            .account(&AccountId::parse("nobody").unwrap())
+            .unwrap(),
+        None
+    );
     assert_eq!(accounts.accounts().unwrap(), vec![local.clone(), other]);
 
     // Runs.
-    let run = RunId("run-1".into());
+    let run = RunId::parse("run-1").unwrap();
     let secrets = run_secrets(run.as_str(), SECRET);
     let redactor = secrets.redactor();
     runs.create_run(&new_run(&run, &redactor), &event(&redactor, "run.created"))
@@ -161,7 +166,7 @@ fn story(store: &dyn Store) {
     assert!(!log[1].payload.to_string().contains(SECRET));
     assert!(matches!(
         events.append(
-            &RunId("missing".into()),
+            &RunId::parse("missing").unwrap(),
             &event_at(
                 "x",
                 1,
@@ -352,7 +357,7 @@ fn story(store: &dyn Store) {
         .unwrap();
     let source = FixedSource::with_connection_field("payments", "api_key", SECRET);
     let account_redactor = redact::ScrubSets::new(std::sync::Arc::new(source))
-        .for_account("acct")
+        .for_account(&AccountId::parse("acct").unwrap())
         .unwrap();
     let second = audit
         .append_audit(&NewAuditEntry {
@@ -449,7 +454,7 @@ fn events_cannot_be_edited_or_removed() {
 fn concurrent_appends_stay_gapless() {
     let (_dir, store) = temp_store();
     story(&store);
-    let run = RunId("run-1".into());
+    let run = RunId::parse("run-1").unwrap();
     let redactor = run_secrets(run.as_str(), SECRET).redactor();
     std::thread::scope(|scope| {
         for _ in 0..4 {
@@ -479,7 +484,7 @@ fn concurrent_appends_stay_gapless() {
 fn a_state_change_and_its_event_are_written_together() {
     let (_dir, store) = temp_store();
     story(&store);
-    let run = RunId("run-1".into());
+    let run = RunId::parse("run-1").unwrap();
     let redactor = run_secrets(run.as_str(), SECRET).redactor();
     let before = store.events(&run).unwrap().len();
     // A refused change (the run is terminal) leaves no event behind.

@@ -23,7 +23,7 @@ impl FixedSource {
 impl SecretSource for FixedSource {
     fn resolve(
         &self,
-        _account_id: &str,
+        _account_id: &ids::AccountId,
         request: &SecretRequest,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
         let fields = self.fields.lock().unwrap();
@@ -52,7 +52,10 @@ impl SecretSource for FixedSource {
         Ok(found)
     }
 
-    fn account_values(&self, _account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+    fn account_values(
+        &self,
+        _account_id: &ids::AccountId,
+    ) -> Result<Vec<SecretValue>, SourceError> {
         Ok(self
             .fields
             .lock()
@@ -62,7 +65,7 @@ impl SecretSource for FixedSource {
             .collect())
     }
 
-    fn generation(&self, _account_id: &str) -> Result<u64, SourceError> {
+    fn generation(&self, _account_id: &ids::AccountId) -> Result<u64, SourceError> {
         Ok(0)
     }
 }
@@ -73,8 +76,8 @@ pub fn run_secrets(run_id: &str, value: &str) -> RunSecrets {
         "payments", "api_key", value,
     )));
     RunSecrets::collect(
-        run_id,
-        "acct",
+        &ids::RunId::parse(run_id).unwrap(),
+        &ids::AccountId::parse("acct").unwrap(),
         &sets,
         &SecretRequest {
             connections: vec!["payments".into()],
@@ -104,10 +107,10 @@ pub fn account_entry(
         "api_key",
         "sk_live_support_value",
     )))
-    .for_account(account)
+    .for_account(&ids::AccountId::parse(account).unwrap())
     .unwrap();
     storage::NewAuditEntry {
-        account: storage::AccountId(account.to_owned()),
+        account: storage::AccountId::parse(account).unwrap(),
         run: None,
         actor: redactor.scrub_fields(actor),
         action,

@@ -38,7 +38,11 @@ fn g20_database_file_never_contains_a_plaintext_value() {
             let value = distinctive_value(&format!("secret{index}"));
             vault
                 .secrets()
-                .set("acct-1", &format!("TOKEN_{index}"), secret(&value))
+                .set(
+                    &ids::AccountId::parse("acct-1").unwrap(),
+                    &format!("TOKEN_{index}"),
+                    secret(&value),
+                )
                 .unwrap();
             values.push(value);
         }
@@ -47,7 +51,7 @@ fn g20_database_file_never_contains_a_plaintext_value() {
         vault
             .connections()
             .add(
-                "acct-1",
+                &ids::AccountId::parse("acct-1").unwrap(),
                 "payments",
                 vec![
                     ("api_key".to_owned(), secret(&api_key)),
@@ -59,23 +63,37 @@ fn g20_database_file_never_contains_a_plaintext_value() {
         let model_key = distinctive_value("model");
         vault
             .model_keys()
-            .set("acct-2", "anthropic", secret(&model_key))
+            .set(
+                &ids::AccountId::parse("acct-2").unwrap(),
+                "anthropic",
+                secret(&model_key),
+            )
             .unwrap();
         values.push(model_key);
         // A changed value: the old one must not linger either.
         let replaced = distinctive_value("replaced");
         vault
             .secrets()
-            .set("acct-1", "ROTATING", secret(&replaced))
+            .set(
+                &ids::AccountId::parse("acct-1").unwrap(),
+                "ROTATING",
+                secret(&replaced),
+            )
             .unwrap();
         values.push(replaced);
         let current = distinctive_value("current");
         vault
             .secrets()
-            .set("acct-1", "ROTATING", secret(&current))
+            .set(
+                &ids::AccountId::parse("acct-1").unwrap(),
+                "ROTATING",
+                secret(&current),
+            )
             .unwrap();
         values.push(current.clone());
-        vault.rotate_account_key("acct-1").unwrap();
+        vault
+            .rotate_account_key(&ids::AccountId::parse("acct-1").unwrap())
+            .unwrap();
         // The values really are stored and open (the positive side of the scan).
         assert_eq!(resolve_secret(&vault, "acct-1", "ROTATING"), current);
     }
@@ -107,7 +125,11 @@ fn g20_data_directory_copied_without_root_key_opens_nothing_with_a_clear_error()
         let vault = original.open(&original.default_options());
         vault
             .secrets()
-            .set("acct", "GITHUB_TOKEN", secret("ghp_copied_value"))
+            .set(
+                &ids::AccountId::parse("acct").unwrap(),
+                "GITHUB_TOKEN",
+                secret("ghp_copied_value"),
+            )
             .unwrap();
     }
     // Another machine: the same data directory, a user configuration without the key.
@@ -145,7 +167,11 @@ fn g20_wrong_root_key_gives_a_clear_error_never_garbage() {
         let vault = dirs.open(&dirs.options(RootKeySource::File(right.clone())));
         vault
             .secrets()
-            .set("acct", "TOKEN", secret("value-one"))
+            .set(
+                &ids::AccountId::parse("acct").unwrap(),
+                "TOKEN",
+                secret("value-one"),
+            )
             .unwrap();
     }
     let error = Vault::open(
@@ -223,7 +249,11 @@ fn g20_default_root_key_is_generated_once_mode_0600_outside_the_data_directory()
     assert_eq!(key_text.trim().len(), 64);
     vault
         .secrets()
-        .set("acct", "TOKEN", secret("kept-value"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "TOKEN",
+            secret("kept-value"),
+        )
         .unwrap();
     drop(vault);
 
@@ -240,11 +270,19 @@ fn g20_each_account_has_its_own_key() {
     let vault = dirs.open(&dirs.default_options());
     vault
         .secrets()
-        .set("a", "TOKEN", secret("same-value"))
+        .set(
+            &ids::AccountId::parse("a").unwrap(),
+            "TOKEN",
+            secret("same-value"),
+        )
         .unwrap();
     vault
         .secrets()
-        .set("b", "TOKEN", secret("same-value"))
+        .set(
+            &ids::AccountId::parse("b").unwrap(),
+            "TOKEN",
+            secret("same-value"),
+        )
         .unwrap();
     let connection = rusqlite::Connection::open(dirs.db_path()).unwrap();
     let keys: Vec<Vec<u8>> = connection
@@ -261,12 +299,19 @@ fn g20_each_account_has_its_own_key() {
         secrets: vec!["TOKEN".to_owned()],
         ..SecretRequest::default()
     };
-    let resolved = vault.resolve("a", &request).unwrap();
+    let resolved = vault
+        .resolve(&ids::AccountId::parse("a").unwrap(), &request)
+        .unwrap();
     assert_eq!(
         resolved[0].0,
         SecretName::AgentSecret {
             name: "TOKEN".to_owned()
         }
     );
-    assert!(vault.account_values("nobody").unwrap().is_empty());
+    assert!(
+        vault
+            .account_values(&ids::AccountId::parse("nobody").unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }

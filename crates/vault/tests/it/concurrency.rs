@@ -24,7 +24,7 @@ fn set_in_parallel(vaults: Vec<Arc<Vault>>) {
                     vault
                         .secrets()
                         .set(
-                            "shared-account",
+                            &ids::AccountId::parse("shared-account").unwrap(),
                             &format!("SECRET_{thread_index}_{index}"),
                             secret(&format!("value-{thread_index}-{index}")),
                         )
@@ -33,7 +33,7 @@ fn set_in_parallel(vaults: Vec<Arc<Vault>>) {
                     vault
                         .secrets()
                         .set(
-                            "shared-account",
+                            &ids::AccountId::parse("shared-account").unwrap(),
                             "COMMON",
                             secret(&format!("common-{thread_index}-{index}")),
                         )
@@ -48,7 +48,10 @@ fn set_in_parallel(vaults: Vec<Arc<Vault>>) {
 }
 
 fn assert_nothing_lost(vault: &Vault) {
-    let listed = vault.secrets().list("shared-account").unwrap();
+    let listed = vault
+        .secrets()
+        .list(&ids::AccountId::parse("shared-account").unwrap())
+        .unwrap();
     assert_eq!(listed.len(), THREADS * PER_THREAD + 1);
     for thread_index in 0..THREADS {
         for index in 0..PER_THREAD {
@@ -106,7 +109,7 @@ fn g20_processes_starting_at_once_share_one_generated_root_key() {
                 vault
                     .secrets()
                     .set(
-                        "acct",
+                        &ids::AccountId::parse("acct").unwrap(),
                         &format!("FROM_{index}"),
                         secret(&format!("value-of-{index}")),
                     )
@@ -136,21 +139,30 @@ fn g20_writes_during_account_key_rotations_lose_nothing() {
     let vault = Arc::new(dirs.open(&options));
     vault
         .secrets()
-        .set("shared-account", "SEED", secret("seed-value"))
+        .set(
+            &ids::AccountId::parse("shared-account").unwrap(),
+            "SEED",
+            secret("seed-value"),
+        )
         .unwrap();
     let rotator = {
         let vault = Arc::new(dirs.open(&options));
         thread::spawn(move || {
             let mut last = 0;
             for _ in 0..10 {
-                last = vault.rotate_account_key("shared-account").unwrap();
+                last = vault
+                    .rotate_account_key(&ids::AccountId::parse("shared-account").unwrap())
+                    .unwrap();
             }
             last
         })
     };
     set_in_parallel(vec![Arc::clone(&vault); 3]);
     assert_eq!(rotator.join().unwrap(), 11);
-    let listed = vault.secrets().list("shared-account").unwrap();
+    let listed = vault
+        .secrets()
+        .list(&ids::AccountId::parse("shared-account").unwrap())
+        .unwrap();
     assert_eq!(listed.len(), 3 * PER_THREAD + 2);
     for thread_index in 0..3 {
         for index in 0..PER_THREAD {

@@ -10,12 +10,16 @@ fn vault_with_data(dirs: &Dirs) -> Vault {
     let vault = dirs.open(&dirs.default_options());
     vault
         .secrets()
-        .set("acct", "GITHUB_TOKEN", secret("ghp_listing_value_1"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "GITHUB_TOKEN",
+            secret("ghp_listing_value_1"),
+        )
         .unwrap();
     vault
         .connections()
         .add(
-            "acct",
+            &ids::AccountId::parse("acct").unwrap(),
             "payments",
             vec![
                 ("api_key".to_owned(), secret("pay_api_value_2")),
@@ -26,14 +30,18 @@ fn vault_with_data(dirs: &Dirs) -> Vault {
     vault
         .connections()
         .add(
-            "acct",
+            &ids::AccountId::parse("acct").unwrap(),
             "crm",
             vec![("token".to_owned(), secret("crm_value_4"))],
         )
         .unwrap();
     vault
         .model_keys()
-        .set("acct", "anthropic", secret("model_value_5"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "anthropic",
+            secret("model_value_5"),
+        )
         .unwrap();
     vault
 }
@@ -50,12 +58,18 @@ const VALUES: [&str; 5] = [
 fn g19_list_returns_names_versions_and_dates_only() {
     let dirs = Dirs::new();
     let vault = vault_with_data(&dirs);
-    let secrets = vault.secrets().list("acct").unwrap();
+    let secrets = vault
+        .secrets()
+        .list(&ids::AccountId::parse("acct").unwrap())
+        .unwrap();
     assert_eq!(secrets.len(), 1);
     assert_eq!(secrets[0].name, "GITHUB_TOKEN");
     assert_eq!(secrets[0].version, 1);
     assert!(secrets[0].created_at.0 > 0);
-    let connections = vault.connections().list("acct").unwrap();
+    let connections = vault
+        .connections()
+        .list(&ids::AccountId::parse("acct").unwrap())
+        .unwrap();
     let aliases: Vec<(&str, Vec<&str>)> = connections
         .iter()
         .map(|info| {
@@ -72,24 +86,41 @@ fn g19_list_returns_names_versions_and_dates_only() {
             ("payments", vec!["account-id", "api_key"])
         ]
     );
-    let model_keys = vault.model_keys().list("acct").unwrap();
+    let model_keys = vault
+        .model_keys()
+        .list(&ids::AccountId::parse("acct").unwrap())
+        .unwrap();
     assert_eq!(model_keys[0].name, "anthropic");
     // Everything a listing returns, printed, holds no value.
     let printed = format!("{secrets:?}{connections:?}{model_keys:?}");
     for value in VALUES {
         assert!(!printed.contains(value), "listing shows {value}");
     }
-    assert!(vault.secrets().list("another-account").unwrap().is_empty());
+    assert!(
+        vault
+            .secrets()
+            .list(&ids::AccountId::parse("another-account").unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
 fn g19_changing_a_value_keeps_the_name_and_bumps_the_version() {
     let dirs = Dirs::new();
     let vault = vault_with_data(&dirs);
-    let first = vault.secrets().list("acct").unwrap().remove(0);
+    let first = vault
+        .secrets()
+        .list(&ids::AccountId::parse("acct").unwrap())
+        .unwrap()
+        .remove(0);
     let changed = vault
         .secrets()
-        .set("acct", "GITHUB_TOKEN", secret("ghp_new_value"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "GITHUB_TOKEN",
+            secret("ghp_new_value"),
+        )
         .unwrap();
     assert_eq!(changed.name, "GITHUB_TOKEN");
     assert_eq!(changed.version, 2);
@@ -102,13 +133,20 @@ fn g19_changing_a_value_keeps_the_name_and_bumps_the_version() {
     let connection = vault
         .connections()
         .add(
-            "acct",
+            &ids::AccountId::parse("acct").unwrap(),
             "crm",
             vec![("token".to_owned(), secret("crm_new_value"))],
         )
         .unwrap();
     assert_eq!(connection.version, 2);
-    assert_eq!(vault.secrets().list("acct").unwrap().len(), 1);
+    assert_eq!(
+        vault
+            .secrets()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -120,7 +158,9 @@ fn g19_resolve_returns_every_field_of_each_requested_connection_and_nothing_else
         secrets: vec!["GITHUB_TOKEN".to_owned()],
         model_keys: vec!["anthropic".to_owned()],
     };
-    let resolved = vault.resolve("acct", &request).unwrap();
+    let resolved = vault
+        .resolve(&ids::AccountId::parse("acct").unwrap(), &request)
+        .unwrap();
     let pairs: Vec<(SecretName, String)> = resolved
         .iter()
         .map(|(name, value)| (name.clone(), value.dangerously_expose().to_owned()))
@@ -152,7 +192,10 @@ fn g19_resolve_returns_every_field_of_each_requested_connection_and_nothing_else
     assert!(!pairs.iter().any(|(_, value)| value == "crm_value_4"));
     assert!(
         vault
-            .resolve("acct", &SecretRequest::default())
+            .resolve(
+                &ids::AccountId::parse("acct").unwrap(),
+                &SecretRequest::default()
+            )
             .unwrap()
             .is_empty()
     );
@@ -167,7 +210,10 @@ fn g19_missing_connection_and_secret_are_named_in_the_error() {
         secrets: vec!["GITHUB_TOKEN".to_owned(), "SLACK_TOKEN".to_owned()],
         model_keys: vec!["openai".to_owned()],
     };
-    let error = vault.resolve("acct", &request).err().unwrap();
+    let error = vault
+        .resolve(&ids::AccountId::parse("acct").unwrap(), &request)
+        .err()
+        .unwrap();
     assert_eq!(
         error,
         SourceError::Missing {
@@ -181,7 +227,7 @@ fn g19_missing_connection_and_secret_are_named_in_the_error() {
     // Another account's connection of the same name does not count.
     let error = vault
         .resolve(
-            "other",
+            &ids::AccountId::parse("other").unwrap(),
             &SecretRequest {
                 connections: vec!["payments".to_owned()],
                 ..SecretRequest::default()
@@ -205,16 +251,31 @@ fn g20_revoked_or_removed_connection_is_refused_by_name() {
         connections: vec!["payments".to_owned(), "crm".to_owned()],
         ..SecretRequest::default()
     };
-    assert_eq!(vault.resolve("acct", &request).unwrap().len(), 3);
-
-    vault.connections().revoke("acct", "payments").unwrap();
     assert_eq!(
-        vault.resolve("acct", &request).err().unwrap(),
+        vault
+            .resolve(&ids::AccountId::parse("acct").unwrap(), &request)
+            .unwrap()
+            .len(),
+        3
+    );
+
+    vault
+        .connections()
+        .revoke(&ids::AccountId::parse("acct").unwrap(), "payments")
+        .unwrap();
+    assert_eq!(
+        vault
+            .resolve(&ids::AccountId::parse("acct").unwrap(), &request)
+            .err()
+            .unwrap(),
         SourceError::Revoked {
             names: vec!["connection payments".to_owned()]
         }
     );
-    let listed = vault.connections().list("acct").unwrap();
+    let listed = vault
+        .connections()
+        .list(&ids::AccountId::parse("acct").unwrap())
+        .unwrap();
     assert!(
         listed
             .iter()
@@ -222,26 +283,40 @@ fn g20_revoked_or_removed_connection_is_refused_by_name() {
     );
     // A revoked credential is still a credential: it stays in the scrub set.
     let current: Vec<String> = vault
-        .account_values("acct")
+        .account_values(&ids::AccountId::parse("acct").unwrap())
         .unwrap()
         .iter()
         .map(|value| value.dangerously_expose().to_owned())
         .collect();
     assert!(current.contains(&"pay_api_value_2".to_owned()));
 
-    vault.connections().remove("acct", "crm").unwrap();
+    vault
+        .connections()
+        .remove(&ids::AccountId::parse("acct").unwrap(), "crm")
+        .unwrap();
     assert_eq!(
-        vault.resolve("acct", &request).err().unwrap(),
+        vault
+            .resolve(&ids::AccountId::parse("acct").unwrap(), &request)
+            .err()
+            .unwrap(),
         SourceError::Missing {
             names: vec!["connection crm".to_owned()]
         }
     );
     assert!(matches!(
-        vault.connections().remove("acct", "crm").err().unwrap(),
+        vault
+            .connections()
+            .remove(&ids::AccountId::parse("acct").unwrap(), "crm")
+            .err()
+            .unwrap(),
         Error::NotFound { .. }
     ));
     assert!(matches!(
-        vault.connections().revoke("acct", "crm").err().unwrap(),
+        vault
+            .connections()
+            .revoke(&ids::AccountId::parse("acct").unwrap(), "crm")
+            .err()
+            .unwrap(),
         Error::NotFound { .. }
     ));
 
@@ -249,7 +324,7 @@ fn g20_revoked_or_removed_connection_is_refused_by_name() {
     let readded = vault
         .connections()
         .add(
-            "acct",
+            &ids::AccountId::parse("acct").unwrap(),
             "payments",
             vec![("api_key".to_owned(), secret("pay_value_v2"))],
         )
@@ -264,10 +339,14 @@ fn g19_account_values_are_every_value_of_that_account_only() {
     let vault = vault_with_data(&dirs);
     vault
         .secrets()
-        .set("someone-else", "TOKEN", secret("not_this_account"))
+        .set(
+            &ids::AccountId::parse("someone-else").unwrap(),
+            "TOKEN",
+            secret("not_this_account"),
+        )
         .unwrap();
     let mut current: Vec<String> = vault
-        .account_values("acct")
+        .account_values(&ids::AccountId::parse("acct").unwrap())
         .unwrap()
         .iter()
         .map(|value| value.dangerously_expose().to_owned())
@@ -278,8 +357,17 @@ fn g19_account_values_are_every_value_of_that_account_only() {
     assert_eq!(current, expected);
     // A removed value is no longer current, but the vault keeps it for its retention, and
     // every writer keeps refusing and scrubbing it.
-    vault.secrets().remove("acct", "GITHUB_TOKEN").unwrap();
-    assert_eq!(vault.account_values("acct").unwrap().len(), VALUES.len());
+    vault
+        .secrets()
+        .remove(&ids::AccountId::parse("acct").unwrap(), "GITHUB_TOKEN")
+        .unwrap();
+    assert_eq!(
+        vault
+            .account_values(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .len(),
+        VALUES.len()
+    );
 }
 
 #[test]
@@ -292,7 +380,13 @@ fn g19_a_run_collects_its_values_from_the_vault_and_scrubs_them() {
     };
     let vault = std::sync::Arc::new(vault);
     let sets = redact::ScrubSets::new(vault.clone());
-    let run = RunSecrets::collect("run-1", "acct", &sets, &request).unwrap();
+    let run = RunSecrets::collect(
+        &ids::RunId::parse("run-1").unwrap(),
+        &ids::AccountId::parse("acct").unwrap(),
+        &sets,
+        &request,
+    )
+    .unwrap();
     let scrubbed = run
         .redactor()
         .scrub("the key is pay_api_value_2, the id pay_account_value_3");
@@ -308,7 +402,11 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
     assert!(matches!(
         vault
             .secrets()
-            .set("acct", "NOT-A-VARIABLE", secret("valid-length-value"))
+            .set(
+                &ids::AccountId::parse("acct").unwrap(),
+                "NOT-A-VARIABLE",
+                secret("valid-length-value")
+            )
             .err()
             .unwrap(),
         Error::InvalidName { .. }
@@ -317,7 +415,7 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
         vault
             .connections()
             .add(
-                "acct",
+                &ids::AccountId::parse("acct").unwrap(),
                 "Payments",
                 vec![("api_key".to_owned(), secret("valid-length-value"))]
             )
@@ -328,7 +426,7 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
     let collision = vault
         .connections()
         .add(
-            "acct",
+            &ids::AccountId::parse("acct").unwrap(),
             "payments",
             vec![
                 ("api-key".to_owned(), secret("value-one")),
@@ -344,7 +442,7 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
     assert!(matches!(
         vault
             .connections()
-            .add("acct", "empty", vec![])
+            .add(&ids::AccountId::parse("acct").unwrap(), "empty", vec![])
             .err()
             .unwrap(),
         Error::NoFields { .. }
@@ -352,14 +450,26 @@ fn g19_names_that_would_not_make_clean_variables_are_refused() {
     assert!(matches!(
         vault
             .secrets()
-            .set("acct", "EMPTY", secret(""))
+            .set(&ids::AccountId::parse("acct").unwrap(), "EMPTY", secret(""))
             .err()
             .unwrap(),
         Error::EmptyValue { .. }
     ));
     // Nothing of the refused writes was stored.
-    assert!(vault.secrets().list("acct").unwrap().is_empty());
-    assert!(vault.connections().list("acct").unwrap().is_empty());
+    assert!(
+        vault
+            .secrets()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        vault
+            .connections()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -373,11 +483,21 @@ fn g20_a_resumed_run_gets_the_new_value_and_is_refused_a_revoked_connection() {
     };
     let vault = std::sync::Arc::new(vault);
     let sets = redact::ScrubSets::new(vault.clone());
-    let mut run = RunSecrets::collect("run-parked", "acct", &sets, &request).unwrap();
+    let mut run = RunSecrets::collect(
+        &ids::RunId::parse("run-parked").unwrap(),
+        &ids::AccountId::parse("acct").unwrap(),
+        &sets,
+        &request,
+    )
+    .unwrap();
     // While the run waits at a gate, the person changes a value.
     vault
         .secrets()
-        .set("acct", "GITHUB_TOKEN", secret("ghp_rotated_while_parked"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "GITHUB_TOKEN",
+            secret("ghp_rotated_while_parked"),
+        )
         .unwrap();
     run.refresh(&request).unwrap();
     let token = SecretName::AgentSecret {
@@ -394,10 +514,16 @@ fn g20_a_resumed_run_gets_the_new_value_and_is_refused_a_revoked_connection() {
     assert!(!scrubbed.as_str().contains("ghp_rotated_while_parked"));
 
     // Then revokes the connection: resuming is refused.
-    vault.connections().revoke("acct", "crm").unwrap();
+    vault
+        .connections()
+        .revoke(&ids::AccountId::parse("acct").unwrap(), "crm")
+        .unwrap();
     assert!(run.refresh(&request).is_err());
     assert_eq!(
-        vault.resolve("acct", &request).err().unwrap(),
+        vault
+            .resolve(&ids::AccountId::parse("acct").unwrap(), &request)
+            .err()
+            .unwrap(),
         SourceError::Revoked {
             names: vec!["connection crm".to_owned()]
         }

@@ -17,13 +17,17 @@ fn g16_values_shorter_than_eight_bytes_are_refused_everywhere_without_repeating_
         let refusals = [
             vault
                 .secrets()
-                .set("acct", "SHORT_TOKEN", secret(short))
+                .set(
+                    &ids::AccountId::parse("acct").unwrap(),
+                    "SHORT_TOKEN",
+                    secret(short),
+                )
                 .err()
                 .unwrap(),
             vault
                 .connections()
                 .add(
-                    "acct",
+                    &ids::AccountId::parse("acct").unwrap(),
                     "payments",
                     vec![
                         ("api_key".to_owned(), secret("sk_live_long_enough_1")),
@@ -34,7 +38,11 @@ fn g16_values_shorter_than_eight_bytes_are_refused_everywhere_without_repeating_
                 .unwrap(),
             vault
                 .model_keys()
-                .set("acct", "anthropic", secret(short))
+                .set(
+                    &ids::AccountId::parse("acct").unwrap(),
+                    "anthropic",
+                    secret(short),
+                )
                 .err()
                 .unwrap(),
         ];
@@ -57,18 +65,50 @@ fn g16_values_shorter_than_eight_bytes_are_refused_everywhere_without_repeating_
             }
         }
     }
-    assert!(vault.secrets().list("acct").unwrap().is_empty());
-    assert!(vault.connections().list("acct").unwrap().is_empty());
-    assert!(vault.model_keys().list("acct").unwrap().is_empty());
+    assert!(
+        vault
+            .secrets()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        vault
+            .connections()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        vault
+            .model_keys()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .is_empty()
+    );
     // Eight bytes are enough, as given (a region written out is nine).
     for (name, enough) in [
         ("EIGHT", "12345678"),
         ("REGION", "eu-west-1"),
         ("SPACED", " 123456 "),
     ] {
-        vault.secrets().set("acct", name, secret(enough)).unwrap();
+        vault
+            .secrets()
+            .set(
+                &ids::AccountId::parse("acct").unwrap(),
+                name,
+                secret(enough),
+            )
+            .unwrap();
     }
-    assert_eq!(vault.secrets().list("acct").unwrap().len(), 3);
+    assert_eq!(
+        vault
+            .secrets()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .len(),
+        3
+    );
 }
 
 #[test]
@@ -85,7 +125,11 @@ fn g19_reserved_secret_names_are_refused_saying_why_and_stored_nothing() {
     ] {
         let refused = vault
             .secrets()
-            .set("acct", reserved, secret("a-long-enough-value"))
+            .set(
+                &ids::AccountId::parse("acct").unwrap(),
+                reserved,
+                secret("a-long-enough-value"),
+            )
             .err()
             .unwrap();
         let Error::InvalidName { rule, .. } = &refused else {
@@ -96,13 +140,23 @@ fn g19_reserved_secret_names_are_refused_saying_why_and_stored_nothing() {
         // rule can still be removed.
         assert!(
             matches!(
-                vault.secrets().remove("acct", reserved).err().unwrap(),
+                vault
+                    .secrets()
+                    .remove(&ids::AccountId::parse("acct").unwrap(), reserved)
+                    .err()
+                    .unwrap(),
                 Error::NotFound { .. }
             ),
             "{reserved}"
         );
     }
-    assert!(vault.secrets().list("acct").unwrap().is_empty());
+    assert!(
+        vault
+            .secrets()
+            .list(&ids::AccountId::parse("acct").unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -111,18 +165,34 @@ fn g19_remove_and_revoke_check_the_name_first_and_not_found_leaves_it_out() {
     let vault = dirs.open(&dirs.default_options());
     let pasted = "sk_live pasted/into the name";
     let refusals = [
-        vault.secrets().remove("acct", pasted).err().unwrap(),
-        vault.connections().remove("acct", pasted).err().unwrap(),
-        vault.connections().revoke("acct", pasted).err().unwrap(),
-        vault.model_keys().remove("acct", pasted).err().unwrap(),
         vault
             .secrets()
-            .dangerously_reveal("acct", pasted)
+            .remove(&ids::AccountId::parse("acct").unwrap(), pasted)
             .err()
             .unwrap(),
         vault
             .connections()
-            .dangerously_reveal("acct", pasted)
+            .remove(&ids::AccountId::parse("acct").unwrap(), pasted)
+            .err()
+            .unwrap(),
+        vault
+            .connections()
+            .revoke(&ids::AccountId::parse("acct").unwrap(), pasted)
+            .err()
+            .unwrap(),
+        vault
+            .model_keys()
+            .remove(&ids::AccountId::parse("acct").unwrap(), pasted)
+            .err()
+            .unwrap(),
+        vault
+            .secrets()
+            .dangerously_reveal(&ids::AccountId::parse("acct").unwrap(), pasted)
+            .err()
+            .unwrap(),
+        vault
+            .connections()
+            .dangerously_reveal(&ids::AccountId::parse("acct").unwrap(), pasted)
             .err()
             .unwrap(),
     ];
@@ -132,19 +202,28 @@ fn g19_remove_and_revoke_check_the_name_first_and_not_found_leaves_it_out() {
     let missing = [
         (
             "GONE_TOKEN_4711",
-            vault.secrets().remove("acct", "GONE_TOKEN_4711"),
+            vault
+                .secrets()
+                .remove(&ids::AccountId::parse("acct").unwrap(), "GONE_TOKEN_4711"),
         ),
         (
             "gone_alias_4711",
-            vault.connections().remove("acct", "gone_alias_4711"),
+            vault
+                .connections()
+                .remove(&ids::AccountId::parse("acct").unwrap(), "gone_alias_4711"),
         ),
         (
             "gone_alias_4711",
-            vault.connections().revoke("acct", "gone_alias_4711"),
+            vault
+                .connections()
+                .revoke(&ids::AccountId::parse("acct").unwrap(), "gone_alias_4711"),
         ),
         (
             "gone-provider-4711",
-            vault.model_keys().remove("acct", "gone-provider-4711"),
+            vault.model_keys().remove(
+                &ids::AccountId::parse("acct").unwrap(),
+                "gone-provider-4711",
+            ),
         ),
     ];
     for (name, answer) in missing {

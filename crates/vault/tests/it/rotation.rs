@@ -19,13 +19,17 @@ fn fill(vault: &Vault) {
         for name in ["ALPHA", "BETA"] {
             vault
                 .secrets()
-                .set(account, name, secret(&format!("{account}-{name}")))
+                .set(
+                    &ids::AccountId::parse(account).unwrap(),
+                    name,
+                    secret(&format!("{account}-{name}")),
+                )
                 .unwrap();
         }
         vault
             .connections()
             .add(
-                account,
+                &ids::AccountId::parse(account).unwrap(),
                 "payments",
                 vec![
                     ("api_key".to_owned(), secret(&format!("{account}-api"))),
@@ -47,7 +51,7 @@ fn assert_filled(vault: &Vault) {
         }
         let fields = vault
             .connections()
-            .dangerously_reveal(account, "payments")
+            .dangerously_reveal(&ids::AccountId::parse(account).unwrap(), "payments")
             .unwrap();
         let fields: Vec<(String, String)> = fields
             .iter()
@@ -166,7 +170,12 @@ fn g20_account_key_rotation_reencrypts_every_value_and_keeps_it() {
     let vault = dirs.open(&dirs.default_options());
     fill(&vault);
     let before = snapshot(&dirs);
-    assert_eq!(vault.rotate_account_key("acct-b").unwrap(), 2);
+    assert_eq!(
+        vault
+            .rotate_account_key(&ids::AccountId::parse("acct-b").unwrap())
+            .unwrap(),
+        2
+    );
     let after = snapshot(&dirs);
     let changed = |before: &[String], after: &[String]| -> Vec<String> {
         after
@@ -186,10 +195,16 @@ fn g20_account_key_rotation_reencrypts_every_value_and_keeps_it() {
     assert_eq!(after.key_check, before.key_check);
     assert_filled(&vault);
     // Versions of the items are unchanged: rotation is not a change of value.
-    let listed = vault.secrets().list("acct-b").unwrap();
+    let listed = vault
+        .secrets()
+        .list(&ids::AccountId::parse("acct-b").unwrap())
+        .unwrap();
     assert!(listed.iter().all(|info| info.version == 1));
     assert!(matches!(
-        vault.rotate_account_key("nobody").err().unwrap(),
+        vault
+            .rotate_account_key(&ids::AccountId::parse("nobody").unwrap())
+            .err()
+            .unwrap(),
         Error::NoAccountKey { .. }
     ));
 }
@@ -244,7 +259,9 @@ fn g20_account_key_rotation_killed_between_rows_loses_nothing() {
         let before = snapshot(&dirs);
 
         let vault = faulty_vault(&dirs, &options, fault);
-        let outcome = catch_unwind(AssertUnwindSafe(|| vault.rotate_account_key("acct-a")));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            vault.rotate_account_key(&ids::AccountId::parse("acct-a").unwrap())
+        }));
         assert!(
             !matches!(outcome, Ok(Ok(_))),
             "{fault:?}: the injected fault did not stop the rotation"
@@ -254,7 +271,12 @@ fn g20_account_key_rotation_killed_between_rows_loses_nothing() {
         assert_eq!(snapshot(&dirs), before, "{fault:?}: rows changed");
         let reopened = dirs.open(&options);
         assert_filled(&reopened);
-        assert_eq!(reopened.rotate_account_key("acct-a").unwrap(), 2);
+        assert_eq!(
+            reopened
+                .rotate_account_key(&ids::AccountId::parse("acct-a").unwrap())
+                .unwrap(),
+            2
+        );
         assert_filled(&reopened);
     }
 }
@@ -315,7 +337,10 @@ fn g20_a_root_rotation_killed_among_the_account_keys_loses_nothing_and_finishes_
         .unwrap();
     match &failed {
         Error::RotationUnfinished { left, .. } => {
-            assert_eq!(left, &["acct-b".to_owned(), "acct-c".to_owned()]);
+            assert_eq!(
+                left.iter().map(|id| id.as_str()).collect::<Vec<_>>(),
+                ["acct-b", "acct-c"]
+            );
         }
         other => panic!("expected an unfinished rotation, got {other}"),
     }
@@ -325,7 +350,12 @@ fn g20_a_root_rotation_killed_among_the_account_keys_loses_nothing_and_finishes_
     let vault = dirs.open(&dirs.options(RootKeySource::File(managed)));
     assert_filled(&vault);
     assert_eq!(
-        vault.finish_account_rotations().unwrap(),
+        vault
+            .finish_account_rotations()
+            .unwrap()
+            .iter()
+            .map(|id| id.to_string())
+            .collect::<Vec<_>>(),
         ["acct-b".to_owned(), "acct-c".to_owned()]
     );
     assert!(vault.pending_account_rotations().unwrap().is_empty());

@@ -52,7 +52,11 @@ fn g20_an_old_root_key_and_a_pre_rotation_backup_open_nothing_stored_after_rotat
     let vault = dirs.open(&old_options);
     vault
         .secrets()
-        .set("acct", "BEFORE", secret("value-set-before-rotation-1"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "BEFORE",
+            secret("value-set-before-rotation-1"),
+        )
         .unwrap();
     // The backup: the whole database as it was before the rotation.
     let backup = dirs.data.join("backup.db");
@@ -72,7 +76,11 @@ fn g20_an_old_root_key_and_a_pre_rotation_backup_open_nothing_stored_after_rotat
         .unwrap();
     vault
         .secrets()
-        .set("acct", "AFTER", secret("value-set-after-rotation-2"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "AFTER",
+            secret("value-set-after-rotation-2"),
+        )
         .unwrap();
     drop(vault);
     let new_vault = dirs.open(&dirs.options(RootKeySource::File(new_key_file)));
@@ -113,7 +121,9 @@ fn g20_an_old_root_key_and_a_pre_rotation_backup_open_nothing_stored_after_rotat
     let store = std::sync::Arc::new(storage_sqlite::SqliteStore::open(&stolen).unwrap());
     let (old_vault, _) = vault::Vault::open(&old_options, store).unwrap();
     for name in ["BEFORE", "AFTER"] {
-        let opened = old_vault.secrets().dangerously_reveal("acct", name);
+        let opened = old_vault
+            .secrets()
+            .dangerously_reveal(&ids::AccountId::parse("acct").unwrap(), name);
         assert!(
             opened.is_err(),
             "the old root key and the old key table opened {name}"

@@ -47,7 +47,7 @@ fn request_all() -> SecretRequest {
 /// The superseded values as sorted (name, plaintext) pairs.
 fn superseded(vault: &Vault, request: &SecretRequest, since: i64) -> Vec<(String, String)> {
     let mut found: Vec<(String, String)> = vault
-        .superseded_values(ACCOUNT, request, since)
+        .superseded_values(&ids::AccountId::parse(ACCOUNT).unwrap(), request, since)
         .unwrap()
         .into_iter()
         .map(|(name, value)| (name.to_string(), value.dangerously_expose().to_owned()))
@@ -74,7 +74,11 @@ fn history_rows(dirs: &Dirs) -> Vec<(String, i64, i64)> {
 fn set_token(vault: &Vault, value: &str) {
     vault
         .secrets()
-        .set(ACCOUNT, "TOKEN", secret(value))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "TOKEN",
+            secret(value),
+        )
         .unwrap();
 }
 
@@ -82,7 +86,7 @@ fn add_payments(vault: &Vault, api_key: &str) {
     vault
         .connections()
         .add(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             "payments",
             vec![("api_key".to_owned(), secret(api_key))],
         )
@@ -105,21 +109,36 @@ fn g16_superseded_values_are_returned_for_requested_names_since_a_time_only() {
     add_payments(&vault, &key_1);
     vault
         .model_keys()
-        .set(ACCOUNT, "anthropic", secret(&model))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "anthropic",
+            secret(&model),
+        )
         .unwrap();
     vault
         .secrets()
-        .set(ACCOUNT, "OTHER", secret(&unrelated))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "OTHER",
+            secret(&unrelated),
+        )
         .unwrap();
     set_token(&vault, &token_2);
     let since = tick();
     // Everything below happens after `since`: a run started then may have seen these values.
     set_token(&vault, &token_3);
     add_payments(&vault, &key_2);
-    vault.model_keys().remove(ACCOUNT, "anthropic").unwrap();
+    vault
+        .model_keys()
+        .remove(&ids::AccountId::parse(ACCOUNT).unwrap(), "anthropic")
+        .unwrap();
     vault
         .secrets()
-        .set(ACCOUNT, "OTHER", secret(&distinctive_value("other")))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "OTHER",
+            secret(&distinctive_value("other")),
+        )
         .unwrap();
 
     let mut expected = vec![
@@ -152,7 +171,7 @@ fn g16_superseded_values_are_returned_for_requested_names_since_a_time_only() {
     // Another account sees none of it.
     assert!(
         vault
-            .superseded_values("acct-2", &request_all(), 0)
+            .superseded_values(&ids::AccountId::parse("acct-2").unwrap(), &request_all(), 0)
             .unwrap()
             .is_empty()
     );
@@ -165,7 +184,10 @@ fn g16_a_connection_revoked_after_a_time_counts_as_superseded_then() {
     let key = distinctive_value("key");
     add_payments(&vault, &key);
     let before_revocation = tick();
-    vault.connections().revoke(ACCOUNT, "payments").unwrap();
+    vault
+        .connections()
+        .revoke(&ids::AccountId::parse(ACCOUNT).unwrap(), "payments")
+        .unwrap();
     let after_revocation = tick();
     assert_eq!(
         superseded(&vault, &request_all(), before_revocation),
@@ -186,11 +208,18 @@ fn g16_superseded_values_survive_account_key_and_root_rotation() {
     add_payments(&vault, &old_key);
     vault
         .model_keys()
-        .set(ACCOUNT, "anthropic", secret(&removed))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "anthropic",
+            secret(&removed),
+        )
         .unwrap();
     set_token(&vault, &distinctive_value("new"));
     add_payments(&vault, &distinctive_value("newkey"));
-    vault.model_keys().remove(ACCOUNT, "anthropic").unwrap();
+    vault
+        .model_keys()
+        .remove(&ids::AccountId::parse(ACCOUNT).unwrap(), "anthropic")
+        .unwrap();
     let mut expected = vec![
         ("connection:payments.api_key".to_owned(), old_key.clone()),
         ("model_key:anthropic".to_owned(), removed.clone()),
@@ -205,7 +234,12 @@ fn g16_superseded_values_survive_account_key_and_root_rotation() {
             .all(|(_, _, key_version)| *key_version == 1)
     );
 
-    assert_eq!(vault.rotate_account_key(ACCOUNT).unwrap(), 2);
+    assert_eq!(
+        vault
+            .rotate_account_key(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap(),
+        2
+    );
     let sealed_after = history_rows(&dirs);
     assert_eq!(sealed_after.len(), sealed_before.len());
     assert!(
@@ -237,7 +271,12 @@ fn g16_superseded_values_survive_account_key_and_root_rotation() {
             .iter()
             .all(|(_, _, key_version)| *key_version == 3)
     );
-    assert_eq!(reopened.rotate_account_key(ACCOUNT).unwrap(), 4);
+    assert_eq!(
+        reopened
+            .rotate_account_key(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap(),
+        4
+    );
     assert_eq!(superseded(&reopened, &request_all(), 0), expected);
 }
 
@@ -258,7 +297,9 @@ fn g16_account_key_rotation_killed_while_resealing_superseded_values_loses_nothi
         let vault = Vault::open(&options, Arc::new(FaultyStore::new(inner, fault)))
             .unwrap()
             .0;
-        let outcome = catch_unwind(AssertUnwindSafe(|| vault.rotate_account_key(ACCOUNT)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            vault.rotate_account_key(&ids::AccountId::parse(ACCOUNT).unwrap())
+        }));
         assert!(!matches!(outcome, Ok(Ok(_))), "{fault:?}");
         drop(vault);
         assert_eq!(history_rows(&dirs), before, "{fault:?}");
@@ -303,11 +344,16 @@ fn g16_superseded_values_are_pruned_after_their_retention() {
 
     // An account key rotation prunes too; a removal keeps what it removed.
     std::thread::sleep(retention + Duration::from_millis(50));
-    vault.rotate_account_key(ACCOUNT).unwrap();
+    vault
+        .rotate_account_key(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     assert!(history_rows(&dirs).is_empty());
     assert!(superseded(&vault, &request_all(), 0).is_empty());
     std::thread::sleep(retention + Duration::from_millis(50));
-    vault.secrets().remove(ACCOUNT, "TOKEN").unwrap();
+    vault
+        .secrets()
+        .remove(&ids::AccountId::parse(ACCOUNT).unwrap(), "TOKEN")
+        .unwrap();
     assert_eq!(history_rows(&dirs).len(), 1, "the removed value is kept");
 }
 
@@ -321,22 +367,35 @@ fn g16_superseded_values_are_never_listed() {
     vault
         .connections()
         .add(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             "payments",
             vec![("secret".to_owned(), secret(&distinctive_value("key2")))],
         )
         .unwrap();
     vault
         .secrets()
-        .set(ACCOUNT, "GONE", secret(&distinctive_value("gone")))
+        .set(
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
+            "GONE",
+            secret(&distinctive_value("gone")),
+        )
         .unwrap();
-    vault.secrets().remove(ACCOUNT, "GONE").unwrap();
+    vault
+        .secrets()
+        .remove(&ids::AccountId::parse(ACCOUNT).unwrap(), "GONE")
+        .unwrap();
 
-    let secrets = vault.secrets().list(ACCOUNT).unwrap();
+    let secrets = vault
+        .secrets()
+        .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     assert_eq!(secrets.len(), 1);
     assert_eq!(secrets[0].name, "TOKEN");
     assert_eq!(secrets[0].version, 2);
-    let connections = vault.connections().list(ACCOUNT).unwrap();
+    let connections = vault
+        .connections()
+        .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+        .unwrap();
     assert_eq!(connections.len(), 1);
     // Only the current field: the superseded `api_key` field is not listed.
     assert_eq!(connections[0].fields, vec!["secret".to_owned()]);
@@ -345,7 +404,7 @@ fn g16_superseded_values_are_never_listed() {
     // The current values a run resolves are the new ones only.
     let resolved = vault
         .resolve(
-            ACCOUNT,
+            &ids::AccountId::parse(ACCOUNT).unwrap(),
             &SecretRequest {
                 connections: vec!["payments".to_owned()],
                 ..SecretRequest::default()
@@ -377,8 +436,13 @@ fn g16_database_never_holds_a_superseded_plaintext() {
         let key = distinctive_value("key");
         add_payments(&vault, &key);
         old_values.push(key);
-        vault.connections().remove(ACCOUNT, "payments").unwrap();
-        vault.rotate_account_key(ACCOUNT).unwrap();
+        vault
+            .connections()
+            .remove(&ids::AccountId::parse(ACCOUNT).unwrap(), "payments")
+            .unwrap();
+        vault
+            .rotate_account_key(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap();
         assert_eq!(superseded(&vault, &request_all(), 0).len(), 3);
     }
     let files = all_bytes_under(&dirs.data);
@@ -416,7 +480,7 @@ fn g16_a_superseded_value_moved_to_another_version_fails_to_open() {
     connection
         .execute("UPDATE vault_value_history SET version = version + 1", [])
         .unwrap();
-    match vault.superseded_values(ACCOUNT, &request_all(), 0) {
+    match vault.superseded_values(&ids::AccountId::parse(ACCOUNT).unwrap(), &request_all(), 0) {
         Err(SourceError::Unavailable { detail }) => {
             assert!(detail.contains("altered or moved"), "{detail}")
         }

@@ -96,7 +96,9 @@ pub fn resolve_secret(vault: &Vault, account: &str, name: &str) -> String {
         secrets: vec![name.to_owned()],
         ..SecretRequest::default()
     };
-    let mut resolved = vault.resolve(account, &request).unwrap();
+    let mut resolved = vault
+        .resolve(&AccountId::parse(account).unwrap(), &request)
+        .unwrap();
     assert_eq!(resolved.len(), 1);
     resolved.remove(0).1.dangerously_expose().to_owned()
 }

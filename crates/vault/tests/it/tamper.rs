@@ -12,11 +12,19 @@ fn setup() -> (Dirs, Vault) {
     let vault = dirs.open(&dirs.default_options());
     vault
         .secrets()
-        .set("acct", "FIRST", secret("first-value"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "FIRST",
+            secret("first-value"),
+        )
         .unwrap();
     vault
         .secrets()
-        .set("acct", "SECOND", secret("second-value"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "SECOND",
+            secret("second-value"),
+        )
         .unwrap();
     (dirs, vault)
 }
@@ -29,7 +37,7 @@ fn tamper(dirs: &Dirs) -> Connection {
 fn assert_tampered(vault: &Vault, account: &str, name: &str) {
     let error = vault
         .secrets()
-        .dangerously_reveal(account, name)
+        .dangerously_reveal(&ids::AccountId::parse(account).unwrap(), name)
         .err()
         .unwrap();
     assert!(matches!(error, Error::ValueTampered { .. }), "{error}");
@@ -38,7 +46,7 @@ fn assert_tampered(vault: &Vault, account: &str, name: &str) {
         secrets: vec![name.to_owned()],
         ..SecretRequest::default()
     };
-    match vault.resolve(account, &request) {
+    match vault.resolve(&ids::AccountId::parse(account).unwrap(), &request) {
         Err(SourceError::Unavailable { detail }) => {
             assert!(detail.contains("altered or moved"), "{detail}")
         }
@@ -127,7 +135,11 @@ fn g20_ciphertext_moved_to_another_account_or_version_does_not_open() {
     let (dirs, vault) = setup();
     vault
         .secrets()
-        .set("other", "FIRST", secret("other-value"))
+        .set(
+            &ids::AccountId::parse("other").unwrap(),
+            "FIRST",
+            secret("other-value"),
+        )
         .unwrap();
     let connection = tamper(&dirs);
     // Another account's ciphertext under this account's row.
@@ -152,7 +164,11 @@ fn g20_ciphertext_moved_to_another_account_or_version_does_not_open() {
         .unwrap();
     vault
         .secrets()
-        .set("acct", "SECOND", secret("second-value-v2"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "SECOND",
+            secret("second-value-v2"),
+        )
         .unwrap();
     connection
         .execute(
@@ -171,14 +187,18 @@ fn g20_ciphertext_moved_between_kinds_does_not_open() {
     vault
         .connections()
         .add(
-            "acct",
+            &ids::AccountId::parse("acct").unwrap(),
             "crm",
             vec![("token".to_owned(), secret("conn-value"))],
         )
         .unwrap();
     vault
         .model_keys()
-        .set("acct", "crm", secret("model-value"))
+        .set(
+            &ids::AccountId::parse("acct").unwrap(),
+            "crm",
+            secret("model-value"),
+        )
         .unwrap();
     tamper(&dirs)
         .execute(
@@ -194,7 +214,7 @@ fn g20_ciphertext_moved_between_kinds_does_not_open() {
         ..SecretRequest::default()
     };
     assert!(matches!(
-        vault.resolve("acct", &request),
+        vault.resolve(&ids::AccountId::parse("acct").unwrap(), &request),
         Err(SourceError::Unavailable { .. })
     ));
 }
@@ -220,7 +240,7 @@ fn g20_tampered_account_key_is_detected() {
         .unwrap();
     let error = vault
         .secrets()
-        .dangerously_reveal("acct", "FIRST")
+        .dangerously_reveal(&ids::AccountId::parse("acct").unwrap(), "FIRST")
         .err()
         .unwrap();
     assert!(matches!(error, Error::AccountKeyTampered { .. }), "{error}");
@@ -228,7 +248,11 @@ fn g20_tampered_account_key_is_detected() {
     assert!(
         vault
             .secrets()
-            .set("acct", "THIRD", secret("third-value-long-enough"))
+            .set(
+                &ids::AccountId::parse("acct").unwrap(),
+                "THIRD",
+                secret("third-value-long-enough")
+            )
             .is_err()
     );
 }

@@ -24,7 +24,9 @@ const NO_SECRETS: NoSecrets = NoSecrets;
 #[test]
 fn g25_every_write_of_a_file_is_its_next_version_with_author_and_time() {
     let root = tempfile::tempdir().unwrap();
-    let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+    let workspace = Workspaces::new(root.path())
+        .for_account(&ids::AccountId::parse("alpha").unwrap())
+        .unwrap();
     let person = Author::Person { id: "p-1".into() };
     let assistant = Author::Assistant {
         accepted_by: "p-2".into(),
@@ -70,7 +72,9 @@ fn g25_every_write_of_a_file_is_its_next_version_with_author_and_time() {
 #[test]
 fn g25_a_pinned_folder_reads_back_its_bytes_after_the_folder_changed() {
     let root = tempfile::tempdir().unwrap();
-    let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+    let workspace = Workspaces::new(root.path())
+        .for_account(&ids::AccountId::parse("alpha").unwrap())
+        .unwrap();
     let person = Author::Person { id: "p-1".into() };
     workspace
         .commit(
@@ -134,7 +138,9 @@ fn g25_a_pinned_folder_reads_back_its_bytes_after_the_folder_changed() {
 #[test]
 fn g25_pins_beside_each_other_store_the_same_content_whole() {
     let root = tempfile::tempdir().unwrap();
-    let workspace = Workspaces::new(root.path()).for_account("alpha").unwrap();
+    let workspace = Workspaces::new(root.path())
+        .for_account(&ids::AccountId::parse("alpha").unwrap())
+        .unwrap();
     let big = vec![b'x'; 256 * 1024];
     workspace
         .commit(

@@ -72,18 +72,25 @@ async fn g16_values_shorter_than_eight_bytes_are_refused_with_a_reason_and_never
         harness
             .vault
             .connections()
-            .list(ACCOUNT)
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
             .unwrap()
             .is_empty()
     );
-    assert!(harness.vault.model_keys().list(ACCOUNT).unwrap().is_empty());
+    assert!(
+        harness
+            .vault
+            .model_keys()
+            .list(&ids::AccountId::parse(ACCOUNT).unwrap())
+            .unwrap()
+            .is_empty()
+    );
 }
 
 fn names_of_secrets(harness: &Harness) -> Vec<String> {
     let mut names: Vec<String> = harness
         .vault
         .secrets()
-        .list(ACCOUNT)
+        .list(&ids::AccountId::parse(ACCOUNT).unwrap())
         .unwrap()
         .into_iter()
         .map(|info| info.name)
@@ -189,13 +196,13 @@ struct WatchedSecrets {
 impl SecretSource for WatchedSecrets {
     fn resolve(
         &self,
-        account_id: &str,
+        account_id: &ids::AccountId,
         request: &SecretRequest,
     ) -> Result<Vec<(SecretName, SecretValue)>, SourceError> {
         self.vault.resolve(account_id, request)
     }
 
-    fn account_values(&self, account_id: &str) -> Result<Vec<SecretValue>, SourceError> {
+    fn account_values(&self, account_id: &ids::AccountId) -> Result<Vec<SecretValue>, SourceError> {
         self.threads
             .lock()
             .unwrap()
@@ -208,7 +215,7 @@ impl SecretSource for WatchedSecrets {
         self.vault.account_values(account_id)
     }
 
-    fn generation(&self, account_id: &str) -> Result<u64, SourceError> {
+    fn generation(&self, account_id: &ids::AccountId) -> Result<u64, SourceError> {
         if self.fail.load(Ordering::SeqCst) {
             return Err(SourceError::Unavailable {
                 detail: "the test's source is told to fail".to_owned(),
