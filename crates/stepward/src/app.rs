@@ -213,6 +213,7 @@ impl App {
         });
         // One client for the agent steps and the supervisor, made only if a model is called.
         let models = self.config.lazy_model_client();
+        let models_for_repairs = models.clone();
         let views_dir = self.config.sandbox_state_dir().join("agent-views");
         crate::agent_step::sweep_views(&views_dir);
         let runtime = crate::agent_step::AgentRuntime {
@@ -265,7 +266,7 @@ impl App {
             store: self.store.clone(),
             secrets: self.vault.clone(),
             scrub_sets: self.scrub_sets.clone(),
-            client: self.config.model_client()?,
+            client: models_for_repairs,
             maxima: self.config.limit_maxima,
         }));
         let report = engine
