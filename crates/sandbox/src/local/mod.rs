@@ -186,7 +186,13 @@ impl LocalBackend {
         }
         let pool = pool::Pool::new(options.pool_size);
         let spare = Arc::new(spare::SpareHelper::new(options.helper.clone()));
-        spare.fill();
+        // The first spare is spawned on the reaper's thread, off the caller's start-up path (a
+        // request that comes before it is there spawns its own helper).
+        let reaper = reaper::Reaper::start();
+        let first_spare = Arc::clone(&spare);
+        if let Some(job) = reaper.later(Box::new(move || first_spare.fill())) {
+            job();
+        }
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
@@ -194,7 +200,7 @@ impl LocalBackend {
                 cgroups,
                 slots,
                 pool,
-                reaper: reaper::Reaper::start(),
+                reaper,
                 spare,
                 runtime_views,
             }),
@@ -259,6 +265,12 @@ impl LocalBackend {
             invocation,
             run::SeccompMode::DisabledForControlProbe,
         )
+    }
+
+    /// The spare jail helper's pid, when one waits (tests check it holds nothing).
+    #[cfg(feature = "test-controls")]
+    pub fn spare_helper_pid(&self) -> Option<u32> {
+        self.shared.spare.pid()
     }
 
     /// The runtimes this backend offers.

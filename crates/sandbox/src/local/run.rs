@@ -141,6 +141,10 @@ pub(crate) fn prepare_at(
             )
         }
     };
+    // A request's sandbox takes the spare helper first: for `none`, the wake line makes it
+    // create the sandbox's network namespace now, beside the slot, folder and cgroups below.
+    // Dropped on any error below (it exits, its namespace with it).
+    let spare = take_spare(shared, class.network, priority);
     // The slot gives the host uid/gid and the network's addresses.
     let slot = shared.slots.acquire()?;
     let host_id = shared
@@ -220,7 +224,7 @@ pub(crate) fn prepare_at(
             plan.test_seccomp = crate::jail::plan::SeccompSwitch::DisabledForControlProbe;
         }
     }
-    parts.hold_helper(start_helper(shared, &plan, priority)?);
+    parts.hold_helper(start_helper(shared, &plan, spare)?);
     Ok(Prepared {
         parts,
         host_id,
@@ -231,28 +235,40 @@ pub(crate) fn prepare_at(
     })
 }
 
-/// A request's sandbox gets the spare helper with this plan, or a freshly spawned one when
-/// there is no spare (or it is gone); a new spare is spawned on the reaper's thread, off this
-/// path. A warm pool refill never takes the spare: it spawns a helper of its own, at its own
-/// background priority, so that under sustained load the spare is there for the next cold
-/// request instead of that request paying the helper's fork and exec (issue 13, part 4).
+/// A request's sandbox takes the spare helper, if one waits, and a new spare is spawned on the
+/// reaper's thread, off this path. A warm pool refill never takes the spare: it spawns a
+/// helper of its own, at its own background priority, so that under sustained load the spare
+/// is there for the next cold request instead of that request paying the helper's fork and
+/// exec (issue 13, part 4). For `none`, the taken spare is woken at once: it makes the
+/// sandbox's network namespace while the platform makes the rest.
+fn take_spare(shared: &Shared, network: NetworkMode, priority: Priority) -> Option<Helper> {
+    if priority != Priority::Request {
+        return None;
+    }
+    let spare = shared.spare.take();
+    let refill = Arc::clone(&shared.spare);
+    // A closed reaper hands the job back: the backend is going away and needs no spare.
+    drop(shared.reaper.later(Box::new(move || refill.fill())));
+    let mut spare = spare?;
+    if network == NetworkMode::None && spare.wake().is_err() {
+        return None;
+    }
+    Some(spare)
+}
+
+/// The sandbox's helper: the spare taken for it with this plan, or a freshly spawned one when
+/// there is none (or it is gone). A helper spawned here inherits this thread's priority (a
+/// refill's is lowered).
 fn start_helper(
     shared: &Shared,
     plan: &crate::jail::plan::Plan,
-    priority: Priority,
+    spare: Option<Helper>,
 ) -> Result<Helper, Error> {
-    if priority == Priority::Request {
-        let spare = shared.spare.take();
-        let refill = Arc::clone(&shared.spare);
-        // A closed reaper hands the job back: the backend is going away and needs no spare.
-        drop(shared.reaper.later(Box::new(move || refill.fill())));
-        if let Some(mut helper) = spare
-            && helper.send_plan(plan).is_ok()
-        {
-            return Ok(helper);
-        }
+    if let Some(mut helper) = spare
+        && helper.send_plan(plan).is_ok()
+    {
+        return Ok(helper);
     }
-    // A helper spawned here inherits this thread's priority (a refill's is lowered).
     Helper::spawn(&shared.options.helper, plan)
 }
 
