@@ -267,6 +267,18 @@ impl LocalBackend {
         )
     }
 
+    /// Starts building, now and off the caller's thread, the sandbox for a request the caller
+    /// knows is coming (the CLI's first code step: the engine writes the run's record in the
+    /// meantime). That request claims it like a warm one, waiting for it if it is not ready
+    /// yet; nothing is built ahead again afterwards. Built after the start-up sweep, like every
+    /// sandbox, and holding nothing of any tenant until it is claimed. A class this backend
+    /// cannot build (an interpreter it lacks, `public_egress` without an egress network) builds
+    /// nothing: the request then runs cold and reports why.
+    pub fn prepare_ahead(&self, python: crate::PythonPin, network: crate::NetworkMode) {
+        let class = pool::Class::of(python, network, &crate::Limits::default());
+        self.shared.pool.prepare_ahead(&self.shared, &class);
+    }
+
     /// The spare jail helper's pid, when one waits (tests check it holds nothing).
     #[cfg(feature = "test-controls")]
     pub fn spare_helper_pid(&self) -> Option<u32> {

@@ -1,6 +1,6 @@
 //! What a cold sandbox may have ready before its request (issue 13): the spare jail helper
-//! holds no namespace of any kind until a request takes it. Real sandboxes, so root (CI is
-//! root).
+//! holds no namespace of any kind until a request takes it, and a sandbox built ahead of an
+//! announced request serves exactly that request. Real sandboxes, so root (CI is root).
 
 // Test helpers outside #[test] functions unwrap too: a failure there is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -105,4 +105,43 @@ fn g6_a_spare_helper_holds_no_namespace_before_its_request_needs_root() {
     }
     let observation = backend.run(invocation(&backend, work.path())).unwrap();
     assert_eq!(succeeded(&observation)["loopback"], true);
+}
+
+/// A sandbox built ahead of an announced request (the CLI's first code step) is the one that
+/// request gets: a request arriving while it is still being built waits for it rather than
+/// building a second one beside it, and nothing is built again afterwards.
+#[test]
+fn g6_a_sandbox_built_ahead_serves_its_request_alone_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let backend = backend(state.path());
+    backend.prepare_ahead(pin(&backend), NetworkMode::None);
+    // At once: the sandbox built ahead is not ready yet.
+    let observation = backend.run(invocation(&backend, work.path())).unwrap();
+    assert_eq!(succeeded(&observation)["loopback"], true);
+    // Had the request built its own, the one built ahead would turn up idle now.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        backend.idle_sandboxes(),
+        0,
+        "a sandbox built ahead was left unused"
+    );
+    // Announced and left to finish: it waits, ready, and the request claims it.
+    backend.prepare_ahead(pin(&backend), NetworkMode::None);
+    let started = Instant::now();
+    while backend.idle_sandboxes() != 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the sandbox built ahead never got ready"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let observation = backend.run(invocation(&backend, work.path())).unwrap();
+    assert_eq!(succeeded(&observation)["loopback"], true);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        backend.idle_sandboxes(),
+        0,
+        "a sandbox was built again after the claim"
+    );
 }
