@@ -322,12 +322,12 @@ impl App {
                         .context("cannot install the egress policy (nftables)")?;
                 }
                 self.config.timings.mark("egress policy");
-                sandbox::local::sweep(&options)
+                let swept = sandbox::local::sweep_at_start(&options)
                     .context("cannot sweep sandboxes left by an earlier crash")?;
                 self.config.timings.mark("sweep");
                 // This process holds the engine lock: nobody else uses this data directory's
                 // cgroup parent, so it goes with the backend.
-                let backend = sandbox::local::LocalBackend::new(options)
+                let backend = sandbox::local::LocalBackend::new_after_sweep(options, swept)
                     .context("cannot set up the local sandbox backend")?
                     .removing_cgroup_parents_on_drop();
                 if let Some(first) = first {

@@ -155,7 +155,7 @@ impl Pool {
                     &class,
                     &class.prepared_limits(),
                     SeccompMode::Enforced,
-                    Priority::Request,
+                    Priority::Ahead,
                 )
                 .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
                 .ok();

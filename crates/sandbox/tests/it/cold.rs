@@ -72,6 +72,9 @@ fn g6_a_spare_helper_holds_no_namespace_before_its_request_needs_root() {
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let backend = backend(state.path());
+    // The first request spawns its own helper and, off its path, the first spare.
+    let observation = backend.run(invocation(&backend, work.path())).unwrap();
+    assert_eq!(succeeded(&observation)["loopback"], true);
     let started = Instant::now();
     let spare = loop {
         if let Some(pid) = backend.spare_helper_pid() {
