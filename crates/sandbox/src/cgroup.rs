@@ -3,9 +3,14 @@
 //!
 //! Hosts differ: pure cgroup v2, pure v1, or mixed (v1 controllers at `/sys/fs/cgroup/<ctl>`
 //! and a v2 hierarchy at `/sys/fs/cgroup/unified` with few or no controllers). Each controller
-//! is placed where the host has it, v2 first. A v2 group is created whenever a v2 hierarchy
-//! exists, even without controllers, because it gives `CLONE_INTO_CGROUP` (the sandbox is a
-//! member before it runs anything) and `cgroup.kill`. Groups live under a configurable parent
+//! is placed where the host has it, v2 first. A v2 group is created when the v2 hierarchy holds
+//! at least one of the controllers, or when every controller is there (pure v2, where it
+//! gives `CLONE_INTO_CGROUP` and `cgroup.kill`). On a mixed host whose v2 hierarchy holds none
+//! of them, the v1 groups do all the work (issue 13: one cgroup fewer to make and remove per
+//! sandbox): every limit stays in its v1 controller, the helper joins the v1 groups before its
+//! clone so the sandbox is a member from its first instruction, and killing lists and kills
+//! the v1 groups' members until they are empty (the pids limit bounds a fork bomb, and the
+//! sandbox's pid namespace dies with its first process). Groups live under a configurable parent
 //! placed beneath the platform's own cgroup in each hierarchy, so the platform's own limits
 //! cover its sandboxes.
 
@@ -77,8 +82,11 @@ enum Placement {
 /// The host's cgroup layout, detected once per backend.
 #[derive(Debug, Clone)]
 pub struct CgroupLayout {
-    /// The sandbox parent in the v2 hierarchy, when the host has one.
+    /// The sandbox parent in the v2 hierarchy, when sandboxes get a v2 group.
     v2_parent: Option<PathBuf>,
+    /// The v2 parent of a host whose v2 hierarchy holds none of the controllers: no sandbox
+    /// gets a group there, but the sweep still looks in it (an earlier version made them).
+    unused_v2_parent: Option<PathBuf>,
     placements: Vec<(Controller, Placement)>,
 }
 
@@ -132,8 +140,17 @@ impl CgroupLayout {
             let parent = home.join(&options.parent);
             placements.push((controller, Placement::V1 { parent, home }));
         }
+        // A v2 group without a controller only helps where v1 cannot do its part: never here,
+        // since every controller has a v1 group that the helper joins before the clone.
+        let v2_used = !v2_needed.is_empty();
+        let (v2_parent, unused_v2_parent) = if v2_used {
+            (v2_parent, None)
+        } else {
+            (None, v2_parent)
+        };
         let layout = Self {
             v2_parent,
+            unused_v2_parent,
             placements,
         };
         layout.create_parents(&v2_needed)?;
@@ -221,7 +238,11 @@ impl CgroupLayout {
     /// Kills and removes every sandbox group left under the parents (a crashed platform's).
     pub fn sweep(&self) -> Result<usize, Error> {
         let mut removed = 0;
-        for parent in self.parent_dirs() {
+        for parent in self
+            .parent_dirs()
+            .into_iter()
+            .chain(self.unused_v2_parent.clone())
+        {
             let entries = match fs::read_dir(&parent) {
                 Ok(entries) => entries,
                 Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
@@ -241,7 +262,11 @@ impl CgroupLayout {
 
     /// Removes the (empty) parent groups; used by tests that made a unique parent.
     pub fn remove_parents(&self) {
-        for parent in self.parent_dirs() {
+        for parent in self
+            .parent_dirs()
+            .into_iter()
+            .chain(self.unused_v2_parent.clone())
+        {
             let _ = fs::remove_dir(parent);
         }
     }

@@ -196,12 +196,23 @@ impl App {
     /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted
     /// runs, and returns an engine whose steps run in the configured backend.
     pub fn engine(&self) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+        self.engine_ahead(None)
+    }
+
+    /// [`App::engine`] for a command that is about to start a run whose first step is the
+    /// code step `first`: the local backend starts building that step's sandbox right after
+    /// its start-up sweep, so the sandbox's build overlaps recovery and the engine's writing
+    /// of the run's record (`stepward run`; issue 13, part 2).
+    pub fn engine_ahead(
+        &self,
+        first: Option<FirstStep>,
+    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
         let lock = Arc::new(self.take_engine_lock()?);
         self.config.timings.mark("engine lock");
         // The backend removes this data directory's cgroup parent when it goes: it must go
         // while the lock is still held, whichever of the engine and the lock is dropped first.
         let backend: Arc<dyn Isolation> = Arc::new(UnderEngineLock {
-            backend: self.backend()?,
+            backend: self.backend(first)?,
             // The default folder is this process's to remove; one the operator named is not.
             _state_dir: RemoveStateDir(
                 self.config
@@ -213,6 +224,7 @@ impl App {
         });
         // One client for the agent steps and the supervisor, made only if a model is called.
         let models = self.config.lazy_model_client();
+        let models_for_repairs = models.clone();
         let views_dir = self.config.sandbox_state_dir().join("agent-views");
         crate::agent_step::sweep_views(&views_dir);
         let runtime = crate::agent_step::AgentRuntime {
@@ -265,7 +277,7 @@ impl App {
             store: self.store.clone(),
             secrets: self.vault.clone(),
             scrub_sets: self.scrub_sets.clone(),
-            client: self.config.model_client()?,
+            client: models_for_repairs,
             maxima: self.config.limit_maxima,
         }));
         let report = engine
@@ -284,7 +296,7 @@ impl App {
         EngineLock::take(self.config.data_dir.join("engine.lock"))
     }
 
-    fn backend(&self) -> anyhow::Result<Arc<dyn Isolation>> {
+    fn backend(&self, first: Option<FirstStep>) -> anyhow::Result<Arc<dyn Isolation>> {
         let state_dir = self.config.sandbox_state_dir();
         if let Some(parent) = state_dir.parent() {
             // Searchable by the sandboxes' host ids (never listable by them).
@@ -310,14 +322,17 @@ impl App {
                         .context("cannot install the egress policy (nftables)")?;
                 }
                 self.config.timings.mark("egress policy");
-                sandbox::local::sweep(&options)
+                let swept = sandbox::local::sweep_at_start(&options)
                     .context("cannot sweep sandboxes left by an earlier crash")?;
                 self.config.timings.mark("sweep");
                 // This process holds the engine lock: nobody else uses this data directory's
                 // cgroup parent, so it goes with the backend.
-                let backend = sandbox::local::LocalBackend::new(options)
+                let backend = sandbox::local::LocalBackend::new_after_sweep(options, swept)
                     .context("cannot set up the local sandbox backend")?
                     .removing_cgroup_parents_on_drop();
+                if let Some(first) = first {
+                    backend.prepare_ahead(first.python, first.network);
+                }
                 self.config
                     .timings
                     .mark(match backend.runtimes().cache_use() {
@@ -375,6 +390,36 @@ impl App {
             .validate()
             .context("the egress settings are invalid")?;
         Ok(Some(options))
+    }
+}
+
+/// The first step of a run about to start, when it is a code step: what its sandbox is built
+/// from (see [`App::engine_ahead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstStep {
+    pub python: sandbox::PythonPin,
+    pub network: sandbox::NetworkMode,
+}
+
+impl FirstStep {
+    /// The workflow's first step, when it is a code step (an agent step's sandboxes are its
+    /// tools' business, and a gate runs nothing).
+    pub fn of(workflow: &spec::Workflow) -> Option<FirstStep> {
+        let step = workflow.steps().first()?;
+        let spec::StepBody::Code { .. } = step.body() else {
+            return None;
+        };
+        let python = workflow.python();
+        Some(FirstStep {
+            python: sandbox::PythonPin {
+                major: python.major,
+                minor: python.minor,
+            },
+            network: match step.network() {
+                spec::Network::None => sandbox::NetworkMode::None,
+                spec::Network::PublicEgress => sandbox::NetworkMode::PublicEgress,
+            },
+        })
     }
 }
 

@@ -199,7 +199,9 @@ pub struct ModelRepairs {
     pub store: std::sync::Arc<storage_sqlite::SqliteStore>,
     pub secrets: std::sync::Arc<dyn redact::SecretSource>,
     pub scrub_sets: redact::ScrubSets,
-    pub client: llm::Client,
+    /// Built when a repair is first proposed: a run that never asks for one never loads the
+    /// host's root certificates.
+    pub client: crate::model_client::LazyModelClient,
     pub maxima: spec::LimitMaxima,
 }
 
@@ -223,7 +225,7 @@ impl engine::RepairAssistant for ModelRepairs {
             self.secrets.as_ref(),
             request.account,
             &provider_name,
-            self.client.clone(),
+            self.client.get().map_err(|error| format!("{error:#}"))?,
         )
         .map_err(|error| {
             format!("the assistant's provider `{provider_name}` cannot be used: {error:#}")

@@ -5,8 +5,10 @@
 //! status channel and the sandbox is not started (fail closed).
 //!
 //! The order, numbered as in the code:
-//! - helper: (0) close inherited descriptors, unshare a fresh network namespace and bring up
-//!   its loopback (made while the helper waits for its plan; a `none` sandbox inherits it),
+//! - helper: (0) close inherited descriptors, wait for the request: an empty line on the
+//!   control pipe (the platform sends it when a `none` request arrives, before it makes the
+//!   sandbox's slot, folder and cgroups) makes the helper unshare a fresh network namespace
+//!   and bring up its loopback while the platform works (a `none` sandbox inherits it), then
 //!   read the plan; (1) drop
 //!   supplementary groups;
 //!   (2) join the egress network namespace if any; (3) move its own thread into the v1
@@ -114,24 +116,35 @@ pub(crate) enum Started {
 
 fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
     // 0. Nothing but the descriptors the platform arranged survives, and the plan comes
-    //    first on the control pipe.
+    //    first on the control pipe (after the wake line, when there is one).
     close_unexpected_fds();
-    // A fresh, empty network namespace, made before the plan arrives (a spare helper waits
-    // for its plan ahead of time), so that the half millisecond the kernel spends creating
-    // one is off the sandbox's path. A `none` sandbox inherits it at the clone; for
-    // public_egress the helper joins the platform's namespace instead (step 2). It belongs
-    // to the host's user namespace, so the sandbox never holds a capability over it. Where
-    // it cannot be made, the clone makes one as before.
-    // Its loopback is brought up here too (the helper is root in the namespace's owning user
-    // namespace): local sockets are ordinary Python (G11: "no interfaces but a loopback").
-    let private_network = match sys
-        .unshare_network_namespace()
-        .and_then(|()| sys.bring_up_loopback())
-    {
-        Ok(()) => PrivateNetwork::MadeByHelper,
-        Err(_) => PrivateNetwork::AtClone,
+    let mut control = ControlLines::default();
+    let first = control.next_line()?;
+    // A spare helper holds nothing until a request arrives: not even a network namespace
+    // (issue 13: a cold sandbox's namespaces are made after its request). The empty line is
+    // that request, for a `none` sandbox: the helper makes the sandbox's fresh, empty network
+    // namespace now, while the platform makes its slot, folder and cgroups, so the half
+    // millisecond the kernel spends on it is off the sandbox's path but inside its request.
+    // A `none` sandbox inherits it at the clone; it belongs to the host's user namespace, so
+    // the sandbox never holds a capability over it. Its loopback is brought up here too (the
+    // helper is root in the namespace's owning user namespace): local sockets are ordinary
+    // Python (G11: "no interfaces but a loopback"). Where it cannot be made, the clone makes
+    // one as before. A plan that comes without the wake line gets its namespace the same way,
+    // right after the plan; public_egress joins the platform's namespace instead (step 2).
+    let (private_network, plan_line) = if first.is_empty() {
+        (Some(make_private_network(sys)), control.next_line()?)
+    } else {
+        (None, first)
     };
-    let plan = read_plan()?;
+    let plan: Plan = serde_json::from_slice(&plan_line).map_err(|error| Failure {
+        layer: Layer::Helper,
+        detail: format!("unreadable plan: {error}"),
+    })?;
+    let private_network = match private_network {
+        Some(made) => made,
+        None if plan.netns.is_none() => make_private_network(sys),
+        None => PrivateNetwork::AtClone,
+    };
     match start(sys, &plan, private_network)? {
         Started::Helper { child, pidfd } => supervise(sys.setup_channel(), child, pidfd),
         Started::ChildFailed(failure) => {
@@ -142,6 +155,17 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
             // SAFETY: _exit ends the child without running the helper's exit handlers.
             unsafe { libc::_exit(127) }
         }
+    }
+}
+
+/// A fresh network namespace with its loopback up, for the helper itself (see step 0).
+fn make_private_network(sys: &mut RealSys) -> PrivateNetwork {
+    match sys
+        .unshare_network_namespace()
+        .and_then(|()| sys.bring_up_loopback())
+    {
+        Ok(()) => PrivateNetwork::MadeByHelper,
+        Err(_) => PrivateNetwork::AtClone,
     }
 }
 
@@ -580,32 +604,45 @@ fn close_unexpected_fds() {
     }
 }
 
-fn read_plan() -> Result<Plan, Failure> {
-    // The platform writes exactly one line on the control pipe and nothing after it, so
-    // reading in blocks never takes anything that is not the plan.
-    let mut line = Vec::with_capacity(16 * 1024);
-    let mut buffer = [0u8; 16 * 1024];
-    loop {
-        // SAFETY: reads into a live buffer from the control pipe.
-        let read = unsafe { libc::read(fds::CONTROL, buffer.as_mut_ptr().cast(), buffer.len()) };
-        if read > 0 {
-            line.extend_from_slice(&buffer[..read as usize]);
-            if line.last() == Some(&b'\n') {
+/// The control pipe, line by line: at most a wake line (empty) and the plan. The platform
+/// writes nothing after the plan, so reading in blocks never takes anything that is not one of
+/// these lines.
+#[derive(Default)]
+struct ControlLines {
+    pending: Vec<u8>,
+}
+
+impl ControlLines {
+    /// The next line without its newline; at end of file, what was read (an error when
+    /// nothing was: the platform went away without a plan).
+    fn next_line(&mut self) -> Result<Vec<u8>, Failure> {
+        let mut buffer = [0u8; 16 * 1024];
+        loop {
+            if let Some(end) = self.pending.iter().position(|byte| *byte == b'\n') {
+                let mut line: Vec<u8> = self.pending.drain(..=end).collect();
                 line.pop();
-                break;
+                return Ok(line);
             }
-        } else if read == 0 {
-            break;
-        } else if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Err(failed(Layer::Helper, "read the plan")(
-                io::Error::last_os_error(),
-            ));
+            // SAFETY: reads into a live buffer from the control pipe.
+            let read =
+                unsafe { libc::read(fds::CONTROL, buffer.as_mut_ptr().cast(), buffer.len()) };
+            if read > 0 {
+                self.pending.extend_from_slice(&buffer[..read as usize]);
+            } else if read == 0 {
+                if self.pending.is_empty() {
+                    return Err(Failure {
+                        layer: Layer::Helper,
+                        detail: String::from("the control pipe closed before a plan arrived"),
+                    });
+                }
+                return Ok(std::mem::take(&mut self.pending));
+            } else if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return Err(failed(Layer::Helper, "read the plan")(
+                    io::Error::last_os_error(),
+                ));
+            }
         }
     }
-    serde_json::from_slice(&line).map_err(|error| Failure {
-        layer: Layer::Helper,
-        detail: format!("unreadable plan: {error}"),
-    })
 }
 
 /// Writes all of `bytes` to `fd`, ignoring errors (the reader may be gone).

@@ -171,13 +171,28 @@ impl Helper {
         Ok(helper)
     }
 
-    /// Hands the helper its plan: one JSON line on the control pipe, which then stays open
-    /// as the lifeline.
     /// The helper's host pid.
     pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
+    /// Tells a waiting helper that its request arrived: it makes the sandbox's fresh network
+    /// namespace (for a `none` sandbox) while the platform makes the slot, folder and cgroups;
+    /// the plan follows. An empty line on the control pipe.
+    pub(crate) fn wake(&mut self) -> Result<(), Error> {
+        let Some(lifeline) = &self.lifeline else {
+            return Err(Error::HelperProtocol {
+                detail: String::from("the helper's control pipe is closed"),
+            });
+        };
+        write_fully(lifeline.as_raw_fd(), b"\n").map_err(|source| Error::HelperSpawn {
+            helper: self.program.clone(),
+            source,
+        })
+    }
+
+    /// Hands the helper its plan: one JSON line on the control pipe, which then stays open
+    /// as the lifeline.
     pub(crate) fn send_plan(&mut self, plan: &Plan) -> Result<(), Error> {
         let mut line = serde_json::to_vec(plan).map_err(|source| Error::Plan {
             action: "encoded",
@@ -454,6 +469,14 @@ impl Helper {
                 read_bounded(&mut self.status, &mut self.early_status, 64 * 1024);
             }
         }
+    }
+
+    /// Ends a helper that was never given a plan (a spare nobody took): it holds no sandbox,
+    /// so it is killed outright instead of waited for while it may still be starting.
+    pub(crate) fn discard_idle(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.reaped = true;
     }
 
     /// Waits for the helper to exit (it does right after the sandbox ends).

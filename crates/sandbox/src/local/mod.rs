@@ -127,6 +127,18 @@ pub(crate) struct Shared {
 impl LocalBackend {
     /// Prepares the state directory, discovers the runtimes and the cgroup layout.
     pub fn new(options: LocalOptions) -> Result<Self, Error> {
+        let cgroups = CgroupLayout::detect(&options.cgroups)?;
+        Self::with_layout(options, cgroups)
+    }
+
+    /// [`LocalBackend::new`] right after [`sweep_at_start`], with the cgroup layout the sweep
+    /// detected (detecting it again costs a process start half a millisecond of cgroupfs
+    /// reads and parent checks).
+    pub fn new_after_sweep(options: LocalOptions, swept: Swept) -> Result<Self, Error> {
+        Self::with_layout(options, swept.cgroups)
+    }
+
+    fn with_layout(options: LocalOptions, cgroups: CgroupLayout) -> Result<Self, Error> {
         if options.uid_base == 0 {
             return Err(Error::LayerFailed {
                 layer: String::from("uid/gid maps"),
@@ -179,14 +191,16 @@ impl LocalBackend {
                 .unwrap_or_else(|| runtime.mounts.clone());
             runtime_views.insert(runtime.pin, view);
         }
-        let cgroups = CgroupLayout::detect(&options.cgroups)?;
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
         if let Some(egress) = &options.egress {
             crate::net::install_policy(egress)?;
         }
         let pool = pool::Pool::new(options.pool_size);
+        // The first request spawns its own helper (at the start of its sandbox's build) and
+        // the first spare on the reaper's thread: a process that runs one step (`stepward run`)
+        // never spawns a spare it cannot use.
         let spare = Arc::new(spare::SpareHelper::new(options.helper.clone()));
-        spare.fill();
+        let reaper = reaper::Reaper::start();
         Ok(Self {
             shared: Arc::new(Shared {
                 options,
@@ -194,7 +208,7 @@ impl LocalBackend {
                 cgroups,
                 slots,
                 pool,
-                reaper: reaper::Reaper::start(),
+                reaper,
                 spare,
                 runtime_views,
             }),
@@ -259,6 +273,24 @@ impl LocalBackend {
             invocation,
             run::SeccompMode::DisabledForControlProbe,
         )
+    }
+
+    /// Starts building, now and off the caller's thread, the sandbox for a request the caller
+    /// knows is coming (the CLI's first code step: the engine writes the run's record in the
+    /// meantime). That request claims it like a warm one, waiting for it if it is not ready
+    /// yet; nothing is built ahead again afterwards. Built after the start-up sweep, like every
+    /// sandbox, and holding nothing of any tenant until it is claimed. A class this backend
+    /// cannot build (an interpreter it lacks, `public_egress` without an egress network) builds
+    /// nothing: the request then runs cold and reports why.
+    pub fn prepare_ahead(&self, python: crate::PythonPin, network: crate::NetworkMode) {
+        let class = pool::Class::of(python, network, &crate::Limits::default());
+        self.shared.pool.prepare_ahead(&self.shared, &class);
+    }
+
+    /// The spare jail helper's pid, when one waits (tests check it holds nothing).
+    #[cfg(feature = "test-controls")]
+    pub fn spare_helper_pid(&self) -> Option<u32> {
+        self.shared.spare.pid()
     }
 
     /// The runtimes this backend offers.
@@ -337,10 +369,23 @@ pub struct SweepReport {
     pub networks: usize,
 }
 
+/// What [`sweep_at_start`] removed, and the cgroup layout it detected on the way, for
+/// [`LocalBackend::new_after_sweep`].
+#[derive(Debug)]
+pub struct Swept {
+    pub report: SweepReport,
+    cgroups: CgroupLayout,
+}
+
 /// Kills and removes what a crashed platform left: sandbox cgroups (and every process in
 /// them), scratch folders, unheld slot locks, and egress networks. Must run at start-up before
 /// any sandbox of this platform exists, and before the engine's recovery.
 pub fn sweep(options: &LocalOptions) -> Result<SweepReport, Error> {
+    sweep_at_start(options).map(|swept| swept.report)
+}
+
+/// [`sweep`], keeping the cgroup layout for the backend built next.
+pub fn sweep_at_start(options: &LocalOptions) -> Result<Swept, Error> {
     let mut report = SweepReport::default();
     let layout = CgroupLayout::detect(&options.cgroups)?;
     report.cgroups = layout.sweep()?;
@@ -360,7 +405,10 @@ pub fn sweep(options: &LocalOptions) -> Result<SweepReport, Error> {
         let networks = crate::net::sweep(egress)?;
         report.networks = networks.host_links.len() + networks.namespaces.len();
     }
-    Ok(report)
+    Ok(Swept {
+        report,
+        cgroups: layout,
+    })
 }
 
 pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), Error> {

@@ -4,14 +4,16 @@
 //! share memory layout or random state). Code, inputs, environment and the folder's copy go in
 //! only after a sandbox is claimed; it serves exactly one invocation and is destroyed; a used
 //! sandbox is never returned. Refills run on their own threads, off the request's path. Size 0
-//! means always cold.
+//! means always cold, unless the caller announces a request ahead of it
+//! ([`Pool::prepare_ahead`]: one sandbox built for that request alone, nothing refilled).
 //!
 //! A class is first seen on a request, which runs cold and starts the refill; the next request
 //! of the same class finds a warm sandbox.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::local::Shared;
 use crate::local::run::{Prepared, Priority, SeccompMode, prepare_at};
@@ -69,6 +71,10 @@ struct State {
     idle: HashMap<Class, Vec<Prepared>>,
     /// Refills under way per class, so concurrent claims do not overfill.
     pending: HashMap<Class, usize>,
+    /// Sandboxes built ahead of a request announced by the caller ([`Pool::prepare_ahead`]),
+    /// still being built, per class: a claim of that class waits for them instead of
+    /// building a second sandbox beside them.
+    ahead: HashMap<Class, usize>,
     refills: Vec<JoinHandle<()>>,
     closed: bool,
 }
@@ -77,13 +83,20 @@ struct State {
 pub(crate) struct Pool {
     size: usize,
     state: Mutex<State>,
+    /// Signalled whenever a sandbox built ahead is pooled or given up.
+    ahead_done: Condvar,
 }
+
+/// How long a claim waits for a sandbox being built ahead of it before it builds its own:
+/// far longer than a build takes, so only a build that hangs makes the request cold.
+const AHEAD_WAIT: Duration = Duration::from_secs(30);
 
 impl Pool {
     pub(crate) fn new(size: usize) -> Self {
         Self {
             size,
             state: Mutex::new(State::default()),
+            ahead_done: Condvar::new(),
         }
     }
 
@@ -95,12 +108,78 @@ impl Pool {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Takes a warm sandbox of this class, if one is ready.
+    /// Takes a warm sandbox of this class, if one is ready, or, when one is being built
+    /// ahead for this request ([`Pool::prepare_ahead`]), once it is.
     pub(crate) fn claim(&self, class: &Class) -> Option<Prepared> {
-        if self.size == 0 {
-            return None;
+        let mut state = self.lock();
+        let deadline = Instant::now() + AHEAD_WAIT;
+        loop {
+            if let Some(prepared) = state.idle.get_mut(class).and_then(Vec::pop) {
+                return Some(prepared);
+            }
+            let building = state.ahead.get(class).copied().unwrap_or(0);
+            let now = Instant::now();
+            if building == 0 || state.closed || now >= deadline {
+                return None;
+            }
+            state = self
+                .ahead_done
+                .wait_timeout(state, deadline - now)
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
         }
-        self.lock().idle.get_mut(class).and_then(Vec::pop)
+    }
+
+    /// Builds one sandbox of `class` now, on a thread of its own at a request's priority, for
+    /// a request the caller knows is coming (the CLI's first code step, while the engine
+    /// writes the run's record): the request claims it as a warm one (or waits for it), and
+    /// nothing is refilled after it unless the pool has a size. Like every pooled sandbox it
+    /// holds nothing of any tenant until it is claimed, and serves one invocation.
+    pub(crate) fn prepare_ahead(&self, shared: &Arc<Shared>, class: &Class) {
+        let mut state = self.lock();
+        if state.closed {
+            return;
+        }
+        *state.ahead.entry(class.clone()).or_default() += 1;
+        let thread_shared = Arc::clone(shared);
+        let thread_class = class.clone();
+        let spawned = std::thread::Builder::new()
+            .name(String::from("stepward-ahead"))
+            .spawn(move || {
+                let shared = thread_shared;
+                let class = thread_class;
+                // A failed build leaves nothing behind: the request runs cold and reports its
+                // own error if it fails again.
+                let prepared = prepare_at(
+                    &shared,
+                    &class,
+                    &class.prepared_limits(),
+                    SeccompMode::Enforced,
+                    Priority::Ahead,
+                )
+                .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
+                .ok();
+                let pool = &shared.pool;
+                let mut state = pool.lock();
+                if let Some(count) = state.ahead.get_mut(&class) {
+                    *count = count.saturating_sub(1);
+                }
+                if let Some(prepared) = prepared
+                    && !state.closed
+                {
+                    state.idle.entry(class).or_default().push(prepared);
+                }
+                drop(state);
+                pool.ahead_done.notify_all();
+            });
+        match spawned {
+            Ok(handle) => state.refills.push(handle),
+            Err(_) => {
+                if let Some(count) = state.ahead.get_mut(class) {
+                    *count = count.saturating_sub(1);
+                }
+            }
+        }
     }
 
     /// Starts building sandboxes of this class on background threads until the class has
@@ -161,6 +240,7 @@ impl Pool {
             state.closed = true;
             std::mem::take(&mut state.refills)
         };
+        self.ahead_done.notify_all();
         for handle in refills {
             let _ = handle.join();
         }

@@ -55,6 +55,10 @@ pub(crate) enum Priority {
     Request,
     /// A warm pool refill, on a thread already lowered.
     Background,
+    /// A sandbox built ahead of a request the caller announced ([`crate::local::LocalBackend::
+    /// prepare_ahead`]): a request's priority, but it leaves the spare helper to later
+    /// requests (a one-step `stepward run` then never spawns a spare it cannot use).
+    Ahead,
 }
 
 impl Prepared {
@@ -141,6 +145,10 @@ pub(crate) fn prepare_at(
             )
         }
     };
+    // The helper first (the spare, or one spawned now), so that its start and, for `none`,
+    // the sandbox's network namespace (the wake line) happen beside the slot, folder and
+    // cgroups below. Dropped on any error below (it exits, its namespace with it).
+    let helper = first_helper(shared, class.network, priority)?;
     // The slot gives the host uid/gid and the network's addresses.
     let slot = shared.slots.acquire()?;
     let host_id = shared
@@ -220,7 +228,7 @@ pub(crate) fn prepare_at(
             plan.test_seccomp = crate::jail::plan::SeccompSwitch::DisabledForControlProbe;
         }
     }
-    parts.hold_helper(start_helper(shared, &plan, priority)?);
+    parts.hold_helper(start_helper(shared, &plan, helper)?);
     Ok(Prepared {
         parts,
         host_id,
@@ -231,29 +239,62 @@ pub(crate) fn prepare_at(
     })
 }
 
-/// A request's sandbox gets the spare helper with this plan, or a freshly spawned one when
-/// there is no spare (or it is gone); a new spare is spawned on the reaper's thread, off this
-/// path. A warm pool refill never takes the spare: it spawns a helper of its own, at its own
-/// background priority, so that under sustained load the spare is there for the next cold
-/// request instead of that request paying the helper's fork and exec (issue 13, part 4).
-fn start_helper(
+/// The sandbox's helper, before anything else of the sandbox exists: a request's sandbox takes
+/// the spare helper if one waits, and a new spare is spawned on the reaper's thread, off this
+/// path; without a spare (and for a warm pool refill or a sandbox built ahead, which leave the
+/// spare to requests) a helper is spawned right here, and it starts while the platform makes
+/// the rest. A helper spawned here inherits this thread's priority (a refill's is lowered). A
+/// refill never takes the spare so that under sustained load it is there for the next cold
+/// request instead of that request paying the helper's fork and exec (issue 13, part 4). For
+/// `none` the helper is woken at once: it makes the sandbox's network namespace now.
+fn first_helper(
     shared: &Shared,
-    plan: &crate::jail::plan::Plan,
+    network: NetworkMode,
     priority: Priority,
-) -> Result<Helper, Error> {
+) -> Result<FirstHelper, Error> {
     if priority == Priority::Request {
         let spare = shared.spare.take();
         let refill = Arc::clone(&shared.spare);
         // A closed reaper hands the job back: the backend is going away and needs no spare.
         drop(shared.reaper.later(Box::new(move || refill.fill())));
-        if let Some(mut helper) = spare
-            && helper.send_plan(plan).is_ok()
+        if let Some(mut spare) = spare
+            && (network != NetworkMode::None || spare.wake().is_ok())
         {
-            return Ok(helper);
+            return Ok(FirstHelper::Spare(spare));
         }
     }
-    // A helper spawned here inherits this thread's priority (a refill's is lowered).
-    Helper::spawn(&shared.options.helper, plan)
+    let mut helper = Helper::spawn_idle(&shared.options.helper)?;
+    if network == NetworkMode::None {
+        helper.wake()?;
+    }
+    Ok(FirstHelper::Spawned(helper))
+}
+
+/// Where a sandbox's helper came from: a spare that may have gone away meanwhile is replaced
+/// by a fresh one; a helper spawned for this sandbox that fails is an error.
+enum FirstHelper {
+    Spare(Helper),
+    Spawned(Helper),
+}
+
+/// Hands the helper its plan.
+fn start_helper(
+    shared: &Shared,
+    plan: &crate::jail::plan::Plan,
+    helper: FirstHelper,
+) -> Result<Helper, Error> {
+    match helper {
+        FirstHelper::Spare(mut spare) => {
+            if spare.send_plan(plan).is_ok() {
+                return Ok(spare);
+            }
+            Helper::spawn(&shared.options.helper, plan)
+        }
+        FirstHelper::Spawned(mut helper) => {
+            helper.send_plan(plan)?;
+            Ok(helper)
+        }
+    }
 }
 
 /// Puts the invocation into a prepared sandbox, watches it, and tears it down.

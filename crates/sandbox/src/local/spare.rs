@@ -2,7 +2,8 @@
 //! not wait for the platform's fork and exec nor for the helper's own start (dynamic loading,
 //! runtime set-up): about two milliseconds of a cold step. The spare holds nothing of any
 //! tenant (no plan, no namespace, no cgroup, an empty environment); it becomes one sandbox's
-//! helper only when a plan is written to it, and is replaced on the reaper's thread. When its
+//! helper only when a request takes it (and, for `none`, wakes it to make the sandbox's network
+//! namespace) and its plan is written to it, and is replaced on the reaper's thread. When its
 //! lifeline closes (the backend drops it, or the platform dies) it exits without a sandbox.
 
 use std::ffi::OsString;
@@ -38,6 +39,12 @@ impl SpareHelper {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The waiting spare's pid, if one waits.
+    #[cfg(feature = "test-controls")]
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.lock().helper.as_ref().map(Helper::pid)
+    }
+
     /// Takes the spare, if one is waiting.
     pub(crate) fn take(&self) -> Option<Helper> {
         self.lock().helper.take()
@@ -55,21 +62,30 @@ impl SpareHelper {
         let Ok(helper) = Helper::spawn_idle(&self.program) else {
             return;
         };
-        let mut state = self.lock();
-        if !state.closed && state.helper.is_none() {
-            state.helper = Some(helper);
+        let unused = {
+            let mut state = self.lock();
+            if !state.closed && state.helper.is_none() {
+                state.helper = Some(helper);
+                None
+            } else {
+                Some(helper)
+            }
+        };
+        // Otherwise the new helper ends here, after the lock.
+        if let Some(helper) = unused {
+            helper.discard_idle();
         }
-        // Otherwise the new helper drops here, after the lock: its lifeline closes and it
-        // exits.
     }
 
-    /// No more spares; the waiting one exits.
+    /// No more spares; the waiting one is ended (it holds nothing: no plan, no namespace).
     pub(crate) fn close(&self) {
         let helper = {
             let mut state = self.lock();
             state.closed = true;
             state.helper.take()
         };
-        drop(helper);
+        if let Some(helper) = helper {
+            helper.discard_idle();
+        }
     }
 }

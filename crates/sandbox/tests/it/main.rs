@@ -1,5 +1,6 @@
 //! The sandbox crate's one integration-test binary.
 
+mod cold;
 mod conformance;
 mod copyback;
 mod gvisor;

@@ -37,7 +37,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Invalid);
         }
     };
-    let (engine, _lock) = app.engine()?;
+    let (engine, _lock) = app.engine_ahead(crate::app::FirstStep::of(&workflow))?;
     let started = engine.start_run(
         &app.account,
         &workflow,

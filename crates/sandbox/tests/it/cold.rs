@@ -1,0 +1,150 @@
+//! What a cold sandbox may have ready before its request (issue 13): the spare jail helper
+//! holds no namespace of any kind until a request takes it, and a sandbox built ahead of an
+//! announced request serves exactly that request. Real sandboxes, so root (CI is root).
+
+// Test helpers outside #[test] functions unwrap too: a failure there is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sandbox::local::LocalBackend;
+use sandbox::{Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
+
+struct NoSecrets;
+
+impl sandbox::copyback::SecretScreen for NoSecrets {
+    fn holds_secret(&self, _content: &[u8]) -> bool {
+        false
+    }
+}
+
+fn backend(state: &Path) -> LocalBackend {
+    LocalBackend::for_tests(state, Path::new(env!("CARGO_BIN_EXE_stepward-jail"))).unwrap()
+}
+
+fn pin(backend: &LocalBackend) -> PythonPin {
+    backend.runtimes().list().first().unwrap().pin
+}
+
+fn invocation(backend: &LocalBackend, work: &Path) -> Invocation {
+    Invocation {
+        python: pin(backend),
+        code: String::from(
+            "import socket\n\
+             def main():\n    \
+                 with socket.socket() as server:\n        \
+                     server.bind(('127.0.0.1', 0))\n        \
+                     server.listen()\n        \
+                     with socket.create_connection(server.getsockname()):\n            \
+                         return {'loopback': True}\n",
+        ),
+        inputs_json: String::from("{}"),
+        env: Vec::new(),
+        network: NetworkMode::None,
+        limits: Limits::default(),
+        work_dir: work.to_path_buf(),
+        screen: Arc::new(NoSecrets),
+    }
+}
+
+fn succeeded(observation: &sandbox::Observation) -> serde_json::Value {
+    match &observation.outcome {
+        Outcome::Succeeded { result_json } => serde_json::from_str(result_json).unwrap(),
+        other => panic!(
+            "expected success, got {other:?}\nstderr: {}",
+            String::from_utf8_lossy(&observation.stderr)
+        ),
+    }
+}
+
+fn namespace(pid: &str, kind: &str) -> std::path::PathBuf {
+    std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).unwrap()
+}
+
+/// A spare helper waiting for its request is in every namespace of the platform: it made
+/// none ahead of time (the network namespace of a `none` sandbox is made once the request has
+/// taken the spare), and a request it then serves gets a fresh network namespace with a
+/// working loopback.
+#[test]
+fn g6_a_spare_helper_holds_no_namespace_before_its_request_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let backend = backend(state.path());
+    // The first request spawns its own helper and, off its path, the first spare.
+    let observation = backend.run(invocation(&backend, work.path())).unwrap();
+    assert_eq!(succeeded(&observation)["loopback"], true);
+    let started = Instant::now();
+    let spare = loop {
+        if let Some(pid) = backend.spare_helper_pid() {
+            break pid.to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no spare helper appeared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Blocked reading the control pipe (fd 4): it has done everything it does before a
+    // request.
+    let started = Instant::now();
+    while !std::fs::read_to_string(format!("/proc/{spare}/syscall"))
+        .unwrap()
+        .starts_with("0 0x4 ")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the spare helper never waited on its control pipe"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for kind in ["net", "mnt", "pid", "user", "ipc", "uts", "cgroup"] {
+        assert_eq!(
+            namespace(&spare, kind),
+            namespace("self", kind),
+            "the waiting spare helper already has a {kind} namespace of its own"
+        );
+    }
+    let observation = backend.run(invocation(&backend, work.path())).unwrap();
+    assert_eq!(succeeded(&observation)["loopback"], true);
+}
+
+/// A sandbox built ahead of an announced request (the CLI's first code step) is the one that
+/// request gets: a request arriving while it is still being built waits for it rather than
+/// building a second one beside it, and nothing is built again afterwards.
+#[test]
+fn g6_a_sandbox_built_ahead_serves_its_request_alone_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let backend = backend(state.path());
+    backend.prepare_ahead(pin(&backend), NetworkMode::None);
+    // At once: the sandbox built ahead is not ready yet.
+    let observation = backend.run(invocation(&backend, work.path())).unwrap();
+    assert_eq!(succeeded(&observation)["loopback"], true);
+    // Had the request built its own, the one built ahead would turn up idle now.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        backend.idle_sandboxes(),
+        0,
+        "a sandbox built ahead was left unused"
+    );
+    // Announced and left to finish: it waits, ready, and the request claims it.
+    backend.prepare_ahead(pin(&backend), NetworkMode::None);
+    let started = Instant::now();
+    while backend.idle_sandboxes() != 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the sandbox built ahead never got ready"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let observation = backend.run(invocation(&backend, work.path())).unwrap();
+    assert_eq!(succeeded(&observation)["loopback"], true);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        backend.idle_sandboxes(),
+        0,
+        "a sandbox was built again after the claim"
+    );
+}
