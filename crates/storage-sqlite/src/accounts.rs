@@ -16,8 +16,20 @@ fn account_from_row((id, name, created_at): AccountRow) -> Result<Account, Error
     })
 }
 
+/// The server's own audit chain has an id (`AccountId::server_chain`) but is no account: a row
+/// for it would make it one.
+fn refuse_server_chain(id: &AccountId) -> Result<(), Error> {
+    if id.is_server_chain() {
+        return Err(Error::Invalid {
+            what: "the server's own audit chain cannot be made an account".to_owned(),
+        });
+    }
+    Ok(())
+}
+
 impl AccountStore for SqliteStore {
     fn create_account(&self, account: &Account) -> Result<(), Error> {
+        refuse_server_chain(&account.id)?;
         self.transaction(Durability::Synced, |transaction| {
             let inserted = transaction.execute(
                 "INSERT INTO accounts (id, name, created_at) VALUES (?1, ?2, ?3)
@@ -62,6 +74,7 @@ impl AccountStore for SqliteStore {
     }
 
     fn ensure_account(&self, account: &Account) -> Result<Account, Error> {
+        refuse_server_chain(&account.id)?;
         self.transaction(Durability::Synced, |transaction| {
             transaction.execute(
                 "INSERT INTO accounts (id, name, created_at) VALUES (?1, ?2, ?3)

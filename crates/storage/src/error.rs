@@ -15,9 +15,6 @@ pub enum Error {
     /// The run does not exist.
     #[error("no run with id {run}")]
     UnknownRun { run: RunId },
-    /// The account does not exist.
-    #[error("no account with id {account}")]
-    UnknownAccount { account: String },
     /// A row with this key already exists (a run id, an account id, an attempt).
     #[error("{what} already exists")]
     AlreadyExists { what: String },

@@ -408,7 +408,6 @@ mod tests {
             workspaces.for_account(&AccountId::server_chain()),
             Err(Error::ServerChain)
         ));
-        assert!(!root.path().join("beta").exists());
         assert!(
             !root
                 .path()

@@ -7,6 +7,25 @@ use storage::{Account, AccountId, AccountStore, Error, Timestamp};
 use crate::support::temp_store;
 
 #[test]
+fn g20_the_servers_own_chain_cannot_be_made_an_account() {
+    let (_dir, store) = temp_store();
+    let chain = Account {
+        id: AccountId::server_chain(),
+        name: "server".to_owned(),
+        created_at: Timestamp(1),
+    };
+    assert!(matches!(
+        store.create_account(&chain),
+        Err(Error::Invalid { .. })
+    ));
+    assert!(matches!(
+        store.ensure_account(&chain),
+        Err(Error::Invalid { .. })
+    ));
+    assert!(store.accounts().unwrap().is_empty());
+}
+
+#[test]
 fn g20_a_stored_account_id_that_is_no_id_is_reported_unreadable() {
     let (dir, store) = temp_store();
     store
