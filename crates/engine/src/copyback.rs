@@ -155,7 +155,7 @@ impl Engine {
             return Ok(());
         }
         let author = Author::RunStep {
-            run_id: context.run.id.to_string(),
+            run_id: context.run.id.clone(),
             step: step.to_owned(),
             attempt,
         };

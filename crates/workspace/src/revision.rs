@@ -57,7 +57,7 @@ pub enum Author {
     Agent { name: String },
     /// A step of a run whose files were copied back.
     RunStep {
-        run_id: String,
+        run_id: ids::RunId,
         step: String,
         attempt: u32,
     },

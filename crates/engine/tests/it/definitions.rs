@@ -439,7 +439,7 @@ fn g26_the_assistant_saves_only_with_a_persons_acceptance_and_steps_never_save()
             accepted_by: " ".into(),
         },
         Author::RunStep {
-            run_id: "r".into(),
+            run_id: ids::RunId::parse("r").unwrap(),
             step: "s".into(),
             attempt: 1,
         },

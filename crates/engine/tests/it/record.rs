@@ -256,7 +256,7 @@ fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
     assert_eq!(
         history[0].author,
         workspace::Author::RunStep {
-            run_id: run.to_string(),
+            run_id: run.clone(),
             step: "compute".into(),
             attempt: 1
         }

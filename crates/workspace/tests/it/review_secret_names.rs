@@ -42,7 +42,7 @@ fn folder_holds_value(folder: &Path) -> bool {
 fn g19_a_path_or_message_holding_a_secret_is_refused_and_nothing_is_written() {
     let value = std::str::from_utf8(VALUE).unwrap();
     let author = Author::RunStep {
-        run_id: "r-1".into(),
+        run_id: ids::RunId::parse("r-1").unwrap(),
         step: "cache".into(),
         attempt: 1,
     };

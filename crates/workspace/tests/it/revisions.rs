@@ -24,7 +24,7 @@ fn g25_every_write_is_a_revision_with_an_author() {
     let store = RevisionStore::open(folder.path()).unwrap();
     let person = Author::Person { id: "p-1".into() };
     let step = Author::RunStep {
-        run_id: "r-1".into(),
+        run_id: ids::RunId::parse("r-1").unwrap(),
         step: "build".into(),
         attempt: 2,
     };
