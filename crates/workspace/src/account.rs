@@ -667,6 +667,44 @@ mod tests {
         );
     }
 
+    /// Review finding (minor): the hash a writer expects is the SHA-256 of the whole file, so a
+    /// change anywhere in it, also beyond the first 4 MiB, is a change.
+    #[test]
+    fn g25_an_expected_file_is_compared_whole_also_beyond_four_mib() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
+        let hash = |bytes: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        let big = vec![b'a'; 4 * 1024 * 1024 + 100];
+        workspace
+            .commit(&person(), "big", write("big.bin", &big), &NoSecrets)
+            .unwrap();
+        let path = RelPath::parse("big.bin").unwrap();
+        let seen = [(path.clone(), Some(hash(&big)))];
+        // Unchanged since the writer read it: the commit goes through.
+        workspace
+            .commit_expecting(&person(), "n1", write("note.txt", b"1"), &NoSecrets, &seen)
+            .unwrap();
+        // Someone changes its last byte, past the first 4 MiB.
+        let mut changed = big.clone();
+        *changed.last_mut().unwrap() = b'b';
+        workspace
+            .commit(&person(), "tail", write("big.bin", &changed), &NoSecrets)
+            .unwrap();
+        let refused =
+            workspace.commit_expecting(&person(), "n2", write("note.txt", b"2"), &NoSecrets, &seen);
+        assert!(
+            matches!(&refused, Err(Error::Changed { path }) if path == "big.bin"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            fs::read(workspace.files_dir().join("note.txt")).unwrap(),
+            b"1"
+        );
+        assert_eq!(workspace.history().unwrap().len(), 3);
+    }
+
     #[test]
     fn g25_a_commit_waits_while_a_step_is_being_staged() {
         let root = tempfile::tempdir().unwrap();
