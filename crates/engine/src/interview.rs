@@ -118,15 +118,10 @@ impl Engine {
         paths
             .iter()
             .map(|path| {
-                let found = workspace
-                    .read_file(path, 4 * 1024 * 1024)
+                let hash = workspace
+                    .file_hash(path)
                     .map_err(DefinitionWriteError::Workspace)?;
-                Ok((
-                    path.clone(),
-                    found.map(|found| {
-                        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&found.bytes))
-                    }),
-                ))
+                Ok((path.clone(), hash))
             })
             .collect()
     }
