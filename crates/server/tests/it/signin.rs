@@ -450,7 +450,11 @@ async fn g26_a_sign_in_naming_no_account_id_is_answered_as_an_unknown_account() 
             json.as_object_mut().unwrap().remove("request_id");
             json
         };
-        assert_eq!(without_request_id(&answer), without_request_id(&unknown), "{typed}");
+        assert_eq!(
+            without_request_id(&answer),
+            without_request_id(&unknown),
+            "{typed}"
+        );
     }
     let server_chain: Vec<String> = harness
         .store
@@ -462,7 +466,9 @@ async fn g26_a_sign_in_naming_no_account_id_is_answered_as_an_unknown_account() 
         .collect();
     assert!(!server_chain.is_empty());
     assert!(
-        server_chain.iter().all(|chain| chain == storage::SERVER_CHAIN),
+        server_chain
+            .iter()
+            .all(|chain| chain == storage::SERVER_CHAIN),
         "{server_chain:?}"
     );
     // Nothing was made for the text: no account, no folder.

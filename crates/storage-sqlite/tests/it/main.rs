@@ -13,6 +13,6 @@ mod models;
 mod people;
 mod readers;
 mod runs_list;
-mod story;
 mod stored_ids;
+mod story;
 mod support;
