@@ -79,6 +79,16 @@ impl CheckedDraft {
     }
 }
 
+/// What the interview read before a confirmation: the hashes a save compares again.
+#[derive(Debug, Clone, Copy)]
+pub struct AsRead<'a> {
+    /// Each path a proposal writes, with its hash when the interview first read it (`None`
+    /// for no file); every path of the proposal must be here.
+    pub written: &'a [(RelPath, Option<String>)],
+    /// The [`CheckedDraft::read`] of the check the person was shown.
+    pub shown: &'a [(RelPath, Option<String>)],
+}
+
 /// Why a confirmed proposal was not saved; nothing of it was written.
 #[derive(Debug, thiserror::Error)]
 pub enum DraftSaveError {
@@ -455,21 +465,23 @@ impl Engine {
 
     /// Saves a confirmed proposal as one version: the workflow and its agent files in one
     /// revision by `author` (the assistant, accepted by a person), checked again (G1) and
-    /// written only when each path is still as `expected` (its hash when the interview first
-    /// read it, `None` for no file; every path of the proposal must be in `expected`) and every
-    /// workspace file the check made now reads is as `shown` (the [`CheckedDraft::read`] of
-    /// the check the person was shown): otherwise [`DraftSaveError::ReachChanged`], nothing
-    /// written. Both are compared again under the workspace's lock as the revision is written.
+    /// written only when each path is still as `as_read.written` says and every workspace file
+    /// the check made now reads is as `as_read.shown` says: otherwise
+    /// [`DraftSaveError::ReachChanged`], nothing written. Both are compared again under the
+    /// workspace's lock as the revision is written.
     pub fn save_draft(
         &self,
         account: &AccountId,
         names: &spec::AccountNames,
         draft: &Draft,
-        expected: &[(RelPath, Option<String>)],
-        shown: &[(RelPath, Option<String>)],
+        as_read: AsRead<'_>,
         author: &Author,
         message: &str,
     ) -> Result<WorkflowVersion, DraftSaveError> {
+        let AsRead {
+            written: expected,
+            shown,
+        } = as_read;
         let checked = self
             .check_draft(account, names, None, draft)
             .map_err(DraftSaveError::Invalid)?;

@@ -77,8 +77,10 @@ fn show_then_confirm(
         &account(),
         &names,
         &draft(),
-        &base,
-        &checked.read,
+        engine::AsRead {
+            written: &base,
+            shown: &checked.read,
+        },
         &Author::Assistant {
             accepted_by: "p-1".into(),
         },

@@ -669,8 +669,10 @@ pub(crate) async fn accept(
                 &account,
                 &names,
                 &draft,
-                &base,
-                &shown.read,
+                engine::AsRead {
+                    written: &base,
+                    shown: &shown.read,
+                },
                 &Author::Assistant {
                     accepted_by: person,
                 },

@@ -290,8 +290,10 @@ fn confirm(
             &app.account,
             names,
             &shown.draft,
-            base,
-            &shown.read,
+            engine::AsRead {
+                written: base,
+                shown: &shown.read,
+            },
             &workspace::Author::Assistant {
                 accepted_by: person.clone(),
             },
