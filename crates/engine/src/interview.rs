@@ -7,12 +7,18 @@
 //!   workflow itself) or a file under `agents/NAME/`, never a protected entry; no file holds a
 //!   current value of the account (named by its line); every agent a step names and every
 //!   script a custom tool names exists (proposed, or in the workspace). What passes carries its
-//!   reach rows (G27), from the proposed agents and, for the others, the workspace's.
+//!   reach rows (G27), from the proposed agents and, for the others, the workspace's, and the
+//!   hash of every workspace file the check read to make them ([`CheckedDraft::read`]).
 //! - **Nothing is executed**: this module reads text and the workspace, nothing else.
 //! - **Saved as one version** ([`Engine::save_draft`]): the workflow and its agent files in one
 //!   revision, parsed again (G1), written only when every file is still as the interview first
 //!   saw it ([`workspace::Workspace::commit_expecting`], under the workspace's lock), so a
-//!   proposal never overwrites a version saved meanwhile.
+//!   proposal never overwrites a version saved meanwhile; and only when every workspace file
+//!   the check shown to the person read (an agent the workflow uses without proposing it, at
+//!   any depth, and the scripts its tools name) is still as it was then, so the reach rows the
+//!   person approved are the reach saved.
+
+use std::cell::RefCell;
 
 use std::collections::BTreeMap;
 use storage::AccountId;
@@ -24,6 +30,16 @@ use crate::definitions::{
     DefinitionWriteError, WorkflowVersion, is_definition_name, workflow_path,
 };
 use crate::engine::Engine;
+
+/// The most bytes of a workspace agent file the check reads; a longer one is not an agent.
+const MAX_AGENT_FILE_BYTES: u64 = 1024 * 1024;
+
+/// What one check read of the workspace: each agent parsed once, and every file's hash.
+#[derive(Default)]
+struct Reads {
+    agents: BTreeMap<String, Option<spec::Agent>>,
+    files: BTreeMap<RelPath, Option<String>>,
+}
 
 /// The most files one proposal may hold besides its workflow.
 pub const MAX_DRAFT_FILES: usize = 16;
@@ -48,6 +64,12 @@ pub struct CheckedDraft {
     pub files: Vec<(RelPath, String)>,
     /// One row for every step (G27).
     pub reach: Vec<spec::ReachRow>,
+    /// Every workspace file the check read besides the ones the proposal writes, with its
+    /// SHA-256 (hex) as read, `None` where there was no such file: the `AGENT.md` of each agent
+    /// it uses without proposing it (directly or as a colleague, at any depth) and each script
+    /// a custom tool of those agents names. The reach rows were made from these files; a
+    /// confirmation saves only while each is still so ([`Engine::save_draft`]).
+    pub read: Vec<(RelPath, Option<String>)>,
 }
 
 impl CheckedDraft {
@@ -57,12 +79,30 @@ impl CheckedDraft {
     }
 }
 
+/// What the interview read before a confirmation: the hashes a save compares again.
+#[derive(Debug, Clone, Copy)]
+pub struct AsRead<'a> {
+    /// Each path a proposal writes, with its hash when the interview first read it (`None`
+    /// for no file); every path of the proposal must be here.
+    pub written: &'a [(RelPath, Option<String>)],
+    /// The [`CheckedDraft::read`] of the check the person was shown.
+    pub shown: &'a [(RelPath, Option<String>)],
+}
+
 /// Why a confirmed proposal was not saved; nothing of it was written.
 #[derive(Debug, thiserror::Error)]
 pub enum DraftSaveError {
     /// It no longer passes the checks it passed when it was shown.
     #[error("the proposal no longer passes its checks: {}", .0.join("; "))]
     Invalid(Vec<String>),
+    /// A workspace file the check shown to the person read (an agent the workflow uses, a
+    /// script of one) changed since, so the reach rows shown may no longer be true.
+    #[error(
+        "{path} changed since you were shown the check: look again. The reach rows you saw were \
+         made from it, so the proposal was not saved; send a message and the assistant shows \
+         it again, checked against the workspace as it is now"
+    )]
+    ReachChanged { path: String },
     /// A file it writes changed since the interview first read it.
     #[error(
         "{path} was changed by someone else since the interview read it, so the proposal was \
@@ -118,49 +158,72 @@ impl Engine {
         paths
             .iter()
             .map(|path| {
-                let found = workspace
-                    .read_file(path, 4 * 1024 * 1024)
+                let hash = workspace
+                    .file_hash(path)
                     .map_err(DefinitionWriteError::Workspace)?;
-                Ok((
-                    path.clone(),
-                    found.map(|found| {
-                        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&found.bytes))
-                    }),
-                ))
+                Ok((path.clone(), hash))
             })
             .collect()
     }
 
     /// An agent of the account's workspace, parsed, for a proposal that names it without
-    /// proposing it.
+    /// proposing it; read once per check (`reads` keeps it), and its hash recorded from the
+    /// very bytes parsed.
     fn workspace_agent(
         &self,
         account: &AccountId,
         name: &str,
         names: &spec::AccountNames,
+        reads: &RefCell<Reads>,
     ) -> Option<spec::Agent> {
+        if let Some(agent) = reads.borrow().agents.get(name) {
+            return agent.clone();
+        }
         let path = RelPath::parse(&format!("agents/{name}/AGENT.md")).ok()?;
-        let found = self
-            .options
-            .workspaces
-            .for_account(account)
-            .ok()?
-            .read_file(&path, 1024 * 1024)
-            .ok()??;
-        let text = String::from_utf8(found.bytes).ok()?;
-        spec::parse_agent_for_account(path.as_str(), &text, &self.options.limit_maxima, names).ok()
+        let workspace = self.options.workspaces.for_account(account).ok()?;
+        let (hash, agent) = match workspace.read_file(&path, MAX_AGENT_FILE_BYTES) {
+            Ok(Some(found)) if found.total_bytes > found.bytes.len() as u64 => {
+                // Too long to be an agent file: not one, and its hash is the whole file's.
+                (workspace.file_hash(&path).ok().flatten(), None)
+            }
+            Ok(Some(found)) => {
+                let hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&found.bytes));
+                let agent = String::from_utf8(found.bytes).ok().and_then(|text| {
+                    spec::parse_agent_for_account(
+                        path.as_str(),
+                        &text,
+                        &self.options.limit_maxima,
+                        names,
+                    )
+                    .ok()
+                });
+                (Some(hash), agent)
+            }
+            Ok(None) => (None, None),
+            // Unreadable: no agent, and no hash that a confirmation could ever match.
+            Err(_) => (Some(String::new()), None),
+        };
+        let mut reads = reads.borrow_mut();
+        reads.files.insert(path, hash);
+        reads.agents.insert(name.to_owned(), agent.clone());
+        agent
     }
 
-    fn workspace_has(&self, account: &AccountId, path: &str) -> bool {
-        RelPath::parse(path).ok().is_some_and(|path| {
-            self.options
-                .workspaces
-                .for_account(account)
-                .ok()
-                .and_then(|workspace| workspace.read_file(&path, 1).ok())
-                .flatten()
-                .is_some()
-        })
+    /// Whether the workspace has the script at `path`, its hash recorded in `reads`.
+    fn workspace_script(&self, account: &AccountId, path: &str, reads: &RefCell<Reads>) -> bool {
+        let Ok(path) = RelPath::parse(path) else {
+            return false;
+        };
+        if let Some(hash) = reads.borrow().files.get(&path) {
+            return hash.is_some();
+        }
+        let hash = match self.options.workspaces.for_account(account) {
+            Ok(workspace) => workspace.file_hash(&path).unwrap_or(Some(String::new())),
+            Err(_) => Some(String::new()),
+        };
+        let found = hash.is_some();
+        reads.borrow_mut().files.insert(path, hash);
+        found
     }
 
     /// Checks a proposal (see the module documentation); `Err` holds every problem found, each
@@ -285,11 +348,12 @@ impl Engine {
             return Err(problems);
         };
         let proposed = |path: &str| files.iter().any(|(seen, _)| seen.as_str() == path);
+        let reads = RefCell::new(Reads::default());
         let lookup = |name: &str| -> Option<spec::Agent> {
             agents
                 .get(name)
                 .cloned()
-                .or_else(|| self.workspace_agent(account, name, names))
+                .or_else(|| self.workspace_agent(account, name, names, &reads))
         };
         for step in workflow.steps() {
             let StepBody::Agent { agent, .. } = step.body() else {
@@ -309,7 +373,7 @@ impl Engine {
         for (name, agent) in &agents {
             for tool in agent.custom_tools() {
                 let script = format!("agents/{name}/{}", tool.script());
-                if !proposed(&script) && !self.workspace_has(account, &script) {
+                if !proposed(&script) && !self.workspace_script(account, &script, &reads) {
                     problems.push(at(
                         &format!("agents/{name}/AGENT.md"),
                         format!(
@@ -372,30 +436,66 @@ impl Engine {
             return Err(outside);
         }
         let reach = spec::reach(&workflow, &lookup);
+        // The scripts of the agents in reach that the proposal does not write: what those
+        // steps run, read here so that a confirmation sees a change of them too.
+        for name in &in_reach {
+            if let Some(agent) = lookup(name) {
+                for tool in agent.custom_tools() {
+                    let script = format!("agents/{name}/{}", tool.script());
+                    if !proposed(&script) {
+                        self.workspace_script(account, &script, &reads);
+                    }
+                }
+            }
+        }
+        let read = reads
+            .into_inner()
+            .files
+            .into_iter()
+            .filter(|(path, _)| !files.iter().any(|(seen, _)| seen == path))
+            .collect();
         Ok(CheckedDraft {
             name,
             workflow,
             files,
             reach,
+            read,
         })
     }
 
     /// Saves a confirmed proposal as one version: the workflow and its agent files in one
     /// revision by `author` (the assistant, accepted by a person), checked again (G1) and
-    /// written only when each path is still as `expected` (its hash when the interview first
-    /// read it, `None` for no file); every path of the proposal must be in `expected`.
+    /// written only when each path is still as `as_read.written` says and every workspace file
+    /// the check made now reads is as `as_read.shown` says: otherwise
+    /// [`DraftSaveError::ReachChanged`], nothing written. Both are compared again under the
+    /// workspace's lock as the revision is written.
     pub fn save_draft(
         &self,
         account: &AccountId,
         names: &spec::AccountNames,
         draft: &Draft,
-        expected: &[(RelPath, Option<String>)],
+        as_read: AsRead<'_>,
         author: &Author,
         message: &str,
     ) -> Result<WorkflowVersion, DraftSaveError> {
+        let AsRead {
+            written: expected,
+            shown,
+        } = as_read;
         let checked = self
             .check_draft(account, names, None, draft)
             .map_err(DraftSaveError::Invalid)?;
+        // A file this check read that the shown one did not, or read otherwise: the reach
+        // rows are not the ones the person saw.
+        if let Some((path, _)) = checked
+            .read
+            .iter()
+            .find(|read| !shown.iter().any(|seen| seen == *read))
+        {
+            return Err(DraftSaveError::ReachChanged {
+                path: path.to_string(),
+            });
+        }
         if let Some((path, _)) = checked
             .files
             .iter()
@@ -413,10 +513,16 @@ impl Engine {
         let expected: Vec<(RelPath, Option<String>)> = expected
             .iter()
             .filter(|(path, _)| checked.files.iter().any(|(seen, _)| seen == path))
+            .chain(checked.read.iter())
             .cloned()
             .collect();
         match self.write_definitions_expecting(account, author, message, changes, &expected) {
             Ok(_) => {}
+            Err(DefinitionWriteError::Workspace(workspace::Error::Changed { path }))
+                if checked.read.iter().any(|(read, _)| read.as_str() == path) =>
+            {
+                return Err(DraftSaveError::ReachChanged { path });
+            }
             Err(DefinitionWriteError::Workspace(workspace::Error::Changed { path })) => {
                 return Err(DraftSaveError::Conflict { path });
             }

@@ -40,7 +40,7 @@ pub use crate::executor::{
     AgentEvent, CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest,
     FileChange, NetworkQuery, StepError, StepExecutor, StepJournal, StepOutput,
 };
-pub use crate::interview::{CheckedDraft, Draft, DraftSaveError};
+pub use crate::interview::{AsRead, CheckedDraft, Draft, DraftSaveError};
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
 pub use crate::repair::{

@@ -38,6 +38,9 @@ pub trait AuthoringLints: Send + Sync {
 pub(crate) struct Shown {
     pub(crate) draft: engine::Draft,
     pub(crate) view: InterviewProposal,
+    /// Every workspace file its check read to make the reach rows shown, with its hash then
+    /// (`engine::CheckedDraft::read`): a confirmation saves only while each is still so.
+    pub(crate) read: Vec<(RelPath, Option<String>)>,
 }
 
 /// One interview.

@@ -165,10 +165,7 @@ impl Workspace {
         let lock = File::open(&self.files).map_err(io_error("open", &self.files))?;
         lock.lock().map_err(io_error("lock", &self.files))?;
         for (path, hash) in expected {
-            let now = self
-                .read_file(path, 4 * 1024 * 1024)?
-                .map(|found| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&found.bytes)));
-            if now != *hash {
+            if self.file_hash(path)? != *hash {
                 return Err(Error::Changed {
                     path: path.to_string(),
                 });
@@ -282,6 +279,46 @@ impl Workspace {
     /// Reads `path` of the working folder, at most `max_bytes` of it; `None` when it is not
     /// there, is not a regular file, or is protected. No component of the way may be a link.
     pub fn read_file(&self, path: &RelPath, max_bytes: u64) -> Result<Option<FileContents>, Error> {
+        let Some((file, meta, at)) = self.open_regular(path)? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        file.take(max_bytes)
+            .read_to_end(&mut bytes)
+            .map_err(io_error("read", &at))?;
+        Ok(Some(FileContents {
+            bytes,
+            total_bytes: meta.len(),
+        }))
+    }
+
+    /// The SHA-256 (hex) of the whole of the regular file at `path`, or `None` where
+    /// [`Workspace::read_file`] finds none: what a writer records when it reads a file, and
+    /// what [`Workspace::commit_expecting`] compares. The file is read in pieces of 64 KiB,
+    /// never whole into memory (the account's quota bounds it, 1 GiB unless the operator says
+    /// otherwise).
+    pub fn file_hash(&self, path: &RelPath) -> Result<Option<String>, Error> {
+        use sha2::Digest;
+        let Some((mut file, _, at)) = self.open_regular(path)? else {
+            return Ok(None);
+        };
+        let mut hasher = sha2::Sha256::new();
+        let mut buffer = vec![0_u8; 64 * 1024];
+        loop {
+            match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => hasher.update(buffer.get(..read).unwrap_or_default()),
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => return Err(io_error("read", &at)(source)),
+            }
+        }
+        Ok(Some(hex::encode(hasher.finalize())))
+    }
+
+    /// The regular file at `path`, opened for reading without following a link at any
+    /// component, with its metadata and its place on disk; `None` for a protected path, a
+    /// missing file, a link or anything but a regular file.
+    fn open_regular(&self, path: &RelPath) -> Result<Option<(File, fs::Metadata, PathBuf)>, Error> {
         if is_protected(path).is_some() {
             return Ok(None);
         }
@@ -312,14 +349,7 @@ impl Workspace {
         if !meta.is_file() {
             return Ok(None);
         }
-        let mut bytes = Vec::new();
-        file.take(max_bytes)
-            .read_to_end(&mut bytes)
-            .map_err(io_error("read", &current))?;
-        Ok(Some(FileContents {
-            bytes,
-            total_bytes: meta.len(),
-        }))
+        Ok(Some((file, meta, current)))
     }
 }
 
@@ -664,6 +694,44 @@ mod tests {
             matches!(refused, Err(Error::QuotaExceeded { .. })),
             "20 one-byte files take 40 blocks: {refused:?}"
         );
+    }
+
+    /// Review finding (minor): the hash a writer expects is the SHA-256 of the whole file, so a
+    /// change anywhere in it, also beyond the first 4 MiB, is a change.
+    #[test]
+    fn g25_an_expected_file_is_compared_whole_also_beyond_four_mib() {
+        let root = tempfile::tempdir().unwrap();
+        let workspace = Workspaces::new(root.path())
+            .for_account(&AccountId::parse("alpha").unwrap())
+            .unwrap();
+        let hash = |bytes: &[u8]| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        let big = vec![b'a'; 4 * 1024 * 1024 + 100];
+        workspace
+            .commit(&person(), "big", write("big.bin", &big), &NoSecrets)
+            .unwrap();
+        let path = RelPath::parse("big.bin").unwrap();
+        let seen = [(path.clone(), Some(hash(&big)))];
+        // Unchanged since the writer read it: the commit goes through.
+        workspace
+            .commit_expecting(&person(), "n1", write("note.txt", b"1"), &NoSecrets, &seen)
+            .unwrap();
+        // Someone changes its last byte, past the first 4 MiB.
+        let mut changed = big.clone();
+        *changed.last_mut().unwrap() = b'b';
+        workspace
+            .commit(&person(), "tail", write("big.bin", &changed), &NoSecrets)
+            .unwrap();
+        let refused =
+            workspace.commit_expecting(&person(), "n2", write("note.txt", b"2"), &NoSecrets, &seen);
+        assert!(
+            matches!(&refused, Err(Error::Changed { path }) if path == "big.bin"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            fs::read(workspace.files_dir().join("note.txt")).unwrap(),
+            b"1"
+        );
+        assert_eq!(workspace.history().unwrap().len(), 3);
     }
 
     #[test]

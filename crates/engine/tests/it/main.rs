@@ -13,6 +13,7 @@ mod g16_account_values;
 mod g17_cuts_and_outputs;
 mod gates;
 mod inputs;
+mod interview;
 mod journal_fixtures;
 mod kill;
 mod reconstruct_property;

@@ -10,7 +10,10 @@
 //! - Only the person who started an interview sees it; only a person whose role may save
 //!   workflows (member or above, the route's policy and checked again here) confirms, and
 //!   the proposal becomes one version, authored by the assistant and accepted by that person,
-//!   audited; one that conflicts with a version saved meanwhile is refused, losing nothing.
+//!   audited; one that conflicts with a version saved meanwhile is refused, losing nothing,
+//!   and so is one whose reach rows were made from a workspace file (an agent it uses without
+//!   proposing it, a script of one) that changed since the person was shown them: they look
+//!   again.
 //! - Everything kept or answered was scrubbed with the account's values first.
 
 use agent::interview::{Conversation, Proposed, Reply};
@@ -580,7 +583,14 @@ fn shown_proposal(
             })
             .collect(),
     };
-    Ok((Shown { draft, view }, base))
+    Ok((
+        Shown {
+            draft,
+            view,
+            read: checked.read.clone(),
+        },
+        base,
+    ))
 }
 
 /// Saves the shown proposal `number` as one version, authored by the assistant and accepted by
@@ -652,13 +662,17 @@ pub(crate) async fn accept(
         let shared = shared.clone();
         let account = account.clone();
         let draft = shown.draft.clone();
+        let shown = shown.clone();
         let person = person.clone();
         blocking("save an interview's proposal", move || {
             shared.engine.save_draft(
                 &account,
                 &names,
                 &draft,
-                &base,
+                engine::AsRead {
+                    written: &base,
+                    shown: &shown.read,
+                },
                 &Author::Assistant {
                     accepted_by: person,
                 },

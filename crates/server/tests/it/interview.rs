@@ -348,6 +348,110 @@ async fn g1_a_proposal_that_conflicts_with_a_newer_version_is_refused_losing_not
     assert_eq!(view.json()["proposal"]["number"], 1, "the proposal is kept");
 }
 
+/// Writes `text` as `path` in the test account's workspace, as a person would.
+fn write_workspace_file(harness: &Harness, path: &str, text: &str) {
+    harness
+        .engine
+        .workspaces()
+        .for_account(&ids::AccountId::parse(crate::support::ACCOUNT).unwrap())
+        .unwrap()
+        .commit(
+            &workspace::Author::Person { id: "p".into() },
+            "edit",
+            vec![(
+                workspace::RelPath::parse(path).unwrap(),
+                workspace::Change::Write(text.as_bytes().to_vec()),
+            )],
+            &|_: &[u8]| false,
+        )
+        .unwrap();
+}
+
+fn workspace_has(harness: &Harness, path: &str) -> bool {
+    harness
+        .engine
+        .workspaces()
+        .for_account(&ids::AccountId::parse(crate::support::ACCOUNT).unwrap())
+        .unwrap()
+        .read_file(&workspace::RelPath::parse(path).unwrap(), 1)
+        .unwrap()
+        .is_some()
+}
+
+/// Review finding 4: the reach rows of a proposal also come from workspace agents it does not
+/// change. When one of them changes between the check shown and the confirmation, the rows
+/// the person approved are no longer true: the confirmation is refused, nothing is saved, and
+/// the person is told to look again; a check shown after the change can be confirmed.
+#[tokio::test(flavor = "multi_thread")]
+async fn g27_a_confirmation_is_refused_when_an_agent_the_shown_reach_read_changed_since() {
+    let posting = "name: posting\npython: \"3.11\"\nsteps:\n  - id: post!\n    agent: poster\n    task: Post it.\n";
+    let (harness, _fake) = with_assistant(vec![
+        ScriptTurn::call("propose", json!({"workflow": posting, "note": "Posts it."})),
+        ScriptTurn::call("propose", json!({"workflow": posting, "note": "The same."})),
+    ])
+    .await;
+    let offline =
+        "---\nname: poster\ndescription: Posts.\ntools: [Read]\nnetwork: none\n---\nPosts.\n";
+    write_workspace_file(&harness, "agents/poster/AGENT.md", offline);
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let view = start(&harness, &member, json!({"message": "Post the notes."})).await;
+    let id = view["id"].as_str().unwrap().to_owned();
+    assert_eq!(view["proposal"]["number"], 1, "{view}");
+    assert_eq!(
+        view["proposal"]["reach"]["rows"][0]["internet"], "no",
+        "{view}"
+    );
+    // Between show and confirm, someone gives the agent the internet.
+    write_workspace_file(
+        &harness,
+        "agents/poster/AGENT.md",
+        &offline.replace("network: none", "network: public_egress"),
+    );
+    let confirm = |number: u32| {
+        let (harness, member, id) = (&harness, &member, &id);
+        async move {
+            harness
+                .call(
+                    "POST",
+                    &format!("/api/interviews/{id}/confirm"),
+                    member,
+                    json_body(json!({"proposal": number})),
+                )
+                .await
+        }
+    };
+    let refused = confirm(1).await;
+    assert_eq!(refused.status, 409, "{}", refused.text());
+    assert!(
+        refused.text().contains("agents/poster/AGENT.md")
+            && refused
+                .text()
+                .contains("changed since you were shown the check: look again"),
+        "{}",
+        refused.text()
+    );
+    assert!(!workspace_has(&harness, "workflows/posting.yaml"));
+    // Shown again, with the agent as it is now: that check is confirmed.
+    let again = harness
+        .call(
+            "POST",
+            &format!("/api/interviews/{id}/messages"),
+            &member,
+            json_body(json!({"message": "Show it again."})),
+        )
+        .await;
+    assert_eq!(again.status, 200, "{}", again.text());
+    let view = again.json();
+    assert_eq!(view["proposal"]["number"], 2, "{view}");
+    assert_ne!(
+        view["proposal"]["reach"]["rows"][0]["internet"], "no",
+        "{view}"
+    );
+    let saved = confirm(2).await;
+    assert_eq!(saved.status, 200, "{}", saved.text());
+    assert!(workspace_has(&harness, "workflows/posting.yaml"));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn g15_without_a_provider_there_is_no_interview_and_it_says_so() {
     let harness = Harness::new();

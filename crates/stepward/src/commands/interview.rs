@@ -27,6 +27,9 @@ struct Shown {
     draft: engine::Draft,
     name: String,
     number: u32,
+    /// The workspace files its check read, with their hashes then: `confirm` saves only while
+    /// each is still so (the reach rows shown were made from them).
+    read: Vec<(RelPath, Option<String>)>,
 }
 
 pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
@@ -196,6 +199,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
                     },
                     name: checked.name,
                     number: proposals,
+                    read: checked.read,
                 });
             }
             Reply::Unfixed { proposed, refused } => {
@@ -286,7 +290,10 @@ fn confirm(
             &app.account,
             names,
             &shown.draft,
-            base,
+            engine::AsRead {
+                written: base,
+                shown: &shown.read,
+            },
             &workspace::Author::Assistant {
                 accepted_by: person.clone(),
             },
