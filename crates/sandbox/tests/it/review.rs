@@ -259,3 +259,63 @@ fn review_g10_sandbox_ids_never_land_on_host_users_or_the_top_of_the_id_space_ne
     });
     assert!(accepted.is_ok(), "a high, unused range must be accepted");
 }
+
+/// Finding (fixed in `local/mod.rs` and `cgroup.rs`): a `LocalBackend::new` that failed after
+/// the cgroup layout was detected (here: a refused `uid_base`) left the parent groups it had
+/// just created in every hierarchy. A failed start removes what it created.
+#[test]
+fn g10_a_backend_that_fails_to_start_leaves_no_cgroup_parent_behind_needs_root() {
+    let helper = Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+    let state = tempfile::tempdir().unwrap();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let parent = format!("stepward-test-failed-{}-{nanos}", std::process::id());
+    let mut options = sandbox::local::LocalOptions::new(
+        state.path().to_path_buf(),
+        (helper.to_path_buf(), Vec::new()),
+    );
+    options.cgroups.parent = parent.clone();
+    options.uid_base = 1;
+    assert!(
+        LocalBackend::new(options).is_err(),
+        "uid_base 1 must be refused"
+    );
+    // The parent sits beneath this process's own group in each hierarchy.
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    let mut candidates = Vec::new();
+    for line in std::fs::read_to_string("/proc/self/cgroup")
+        .unwrap()
+        .lines()
+    {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, own) = (
+            fields.next(),
+            fields.next().unwrap(),
+            fields.next().unwrap(),
+        );
+        let own = own.trim_start_matches('/');
+        let mounts: Vec<std::path::PathBuf> = if controllers.is_empty() {
+            vec![root.to_path_buf(), root.join("unified")]
+        } else {
+            std::iter::once(controllers)
+                .chain(controllers.split(','))
+                .map(|name| root.join(name))
+                .collect()
+        };
+        candidates.extend(
+            mounts
+                .into_iter()
+                .map(|mount| mount.join(own).join(&parent)),
+        );
+    }
+    let left: Vec<_> = candidates.into_iter().filter(|dir| dir.is_dir()).collect();
+    for dir in &left {
+        let _ = std::fs::remove_dir(dir);
+    }
+    assert!(
+        left.is_empty(),
+        "cgroup parents left by a failed start: {left:?}"
+    );
+}
