@@ -88,6 +88,9 @@ pub struct CgroupLayout {
     /// gets a group there, but the sweep still looks in it (an earlier version made them).
     unused_v2_parent: Option<PathBuf>,
     placements: Vec<(Controller, Placement)>,
+    /// The parents this detection created (none of them existed before): what a backend that
+    /// fails to start removes again.
+    created: Vec<PathBuf>,
 }
 
 impl CgroupLayout {
@@ -148,13 +151,23 @@ impl CgroupLayout {
         } else {
             (None, v2_parent)
         };
-        let layout = Self {
+        let mut layout = Self {
             v2_parent,
             unused_v2_parent,
             placements,
+            created: Vec::new(),
         };
-        layout.create_parents(&v2_needed)?;
-        Ok(layout)
+        let mut created = Vec::new();
+        match layout.create_parents(&v2_needed, &mut created) {
+            Ok(()) => {
+                layout.created = created;
+                Ok(layout)
+            }
+            Err(error) => {
+                remove_dirs(&created);
+                Err(error)
+            }
+        }
     }
 
     /// True when every controller is in v2, so a cgroup namespace created at clone time is
@@ -174,9 +187,16 @@ impl CgroupLayout {
             })
     }
 
-    fn create_parents(&self, v2_controllers: &[&str]) -> Result<(), Error> {
+    /// Creates the parents, noting in `created` each one that did not exist before.
+    fn create_parents(
+        &self,
+        v2_controllers: &[&str],
+        created: &mut Vec<PathBuf>,
+    ) -> Result<(), Error> {
         if let Some(v2_parent) = &self.v2_parent {
-            create_dir(v2_parent)?;
+            if create_dir(v2_parent)? {
+                created.push(v2_parent.clone());
+            }
             if !v2_controllers.is_empty() {
                 // The parent's children get the controllers only if every ancestor from the
                 // platform's own group down enables them; the host's own groups above are the
@@ -188,7 +208,9 @@ impl CgroupLayout {
             }
         }
         for (_, parent) in self.v1_parents() {
-            create_dir(parent)?;
+            if create_dir(parent)? {
+                created.push(parent.clone());
+            }
         }
         Ok(())
     }
@@ -258,6 +280,13 @@ impl CgroupLayout {
             }
         }
         Ok(removed)
+    }
+
+    /// Removes the parents this detection created, when they are still empty: for a backend
+    /// that failed to start after the detection (the groups it made are its to take back; one
+    /// that existed before belongs to whoever made it).
+    pub fn remove_created_parents(&self) {
+        remove_dirs(&self.created);
     }
 
     /// Removes the (empty) parent groups; used by tests that made a unique parent.
@@ -599,10 +628,18 @@ fn join_relative(base: &Path, absolute: &str) -> PathBuf {
     }
 }
 
-fn create_dir(dir: &Path) -> Result<(), Error> {
+/// Removes each (empty) group, the last made first.
+fn remove_dirs(dirs: &[PathBuf]) {
+    for dir in dirs.iter().rev() {
+        let _ = fs::remove_dir(dir);
+    }
+}
+
+/// Creates the group; true when it did not exist before.
+fn create_dir(dir: &Path) -> Result<bool, Error> {
     match fs::create_dir(dir) {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Ok(()) => Ok(true),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(source) => Err(Error::io("cannot create the cgroup", dir, source)),
     }
 }

@@ -138,7 +138,18 @@ impl LocalBackend {
         Self::with_layout(options, swept.cgroups)
     }
 
+    /// Builds the backend over a detected layout; a failure removes the cgroup parents that
+    /// detection created, so a backend that never started leaves none behind.
     fn with_layout(options: LocalOptions, cgroups: CgroupLayout) -> Result<Self, Error> {
+        let created = cgroups.clone();
+        let built = Self::build(options, cgroups);
+        if built.is_err() {
+            created.remove_created_parents();
+        }
+        built
+    }
+
+    fn build(options: LocalOptions, cgroups: CgroupLayout) -> Result<Self, Error> {
         if options.uid_base == 0 {
             return Err(Error::LayerFailed {
                 layer: String::from("uid/gid maps"),
