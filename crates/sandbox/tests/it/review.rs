@@ -283,7 +283,7 @@ fn g10_a_backend_that_fails_to_start_leaves_no_cgroup_parent_behind_needs_root()
         "uid_base 1 must be refused"
     );
     // The parent sits beneath this process's own group in each hierarchy.
-    let root = std::path::Path::new("/sys/fs/cgroup");
+    let root = Path::new("/sys/fs/cgroup");
     let mut candidates = Vec::new();
     for line in std::fs::read_to_string("/proc/self/cgroup")
         .unwrap()
