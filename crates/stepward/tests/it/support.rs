@@ -159,18 +159,26 @@ impl Home {
             format!("stepward-{instance}"),
             format!("stepward-gvisor-{instance}"),
         ];
-        std::fs::read_dir("/sys/fs/cgroup")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .flat_map(|hierarchy| {
-                names
-                    .iter()
-                    .map(|name| hierarchy.path().join(name))
-                    .collect::<Vec<_>>()
-            })
-            .filter(|parent| parent.is_dir())
-            .collect()
+        // The platform makes its parents where it may: at the top of a hierarchy, or under the
+        // process's own group where only that is delegated (this host's memory hierarchy puts
+        // them under `process_api/<id>/`). So look a few levels down, never following a link.
+        let mut found = Vec::new();
+        let mut folders = vec![(PathBuf::from("/sys/fs/cgroup"), 0)];
+        while let Some((folder, depth)) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+                if !is_dir {
+                    continue;
+                }
+                let name = entry.file_name();
+                if names.iter().any(|wanted| name.to_str() == Some(wanted)) {
+                    found.push(entry.path());
+                } else if depth < 4 {
+                    folders.push((entry.path(), depth + 1));
+                }
+            }
+        }
+        found
     }
 }
 
