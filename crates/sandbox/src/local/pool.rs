@@ -91,6 +91,25 @@ pub(crate) struct Pool {
 /// far longer than a build takes, so only a build that hangs makes the request cold.
 const AHEAD_WAIT: Duration = Duration::from_secs(30);
 
+/// A sandbox announced as built ahead for `class`: given back when its building thread ends,
+/// however it ends.
+struct AheadDone {
+    shared: Arc<Shared>,
+    class: Class,
+}
+
+impl Drop for AheadDone {
+    fn drop(&mut self) {
+        let pool = &self.shared.pool;
+        let mut state = pool.lock();
+        if let Some(count) = state.ahead.get_mut(&self.class) {
+            *count = count.saturating_sub(1);
+        }
+        drop(state);
+        pool.ahead_done.notify_all();
+    }
+}
+
 impl Pool {
     pub(crate) fn new(size: usize) -> Self {
         Self {
@@ -148,6 +167,13 @@ impl Pool {
             .spawn(move || {
                 let shared = thread_shared;
                 let class = thread_class;
+                // Gives the count back and wakes the waiting claims however the thread ends,
+                // also by a panic, so that no claim waits the full `AHEAD_WAIT` for a build
+                // that will never come.
+                let _announced = AheadDone {
+                    shared: Arc::clone(&shared),
+                    class: class.clone(),
+                };
                 // A failed build leaves nothing behind: the request runs cold and reports its
                 // own error if it fails again.
                 let prepared = prepare_at(
@@ -159,18 +185,12 @@ impl Pool {
                 )
                 .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
                 .ok();
-                let pool = &shared.pool;
-                let mut state = pool.lock();
-                if let Some(count) = state.ahead.get_mut(&class) {
-                    *count = count.saturating_sub(1);
-                }
+                let mut state = shared.pool.lock();
                 if let Some(prepared) = prepared
                     && !state.closed
                 {
                     state.idle.entry(class).or_default().push(prepared);
                 }
-                drop(state);
-                pool.ahead_done.notify_all();
             });
         match spawned {
             Ok(handle) => state.refills.push(handle),

@@ -145,12 +145,14 @@ pub(crate) fn prepare_at(
             )
         }
     };
-    // The helper first (the spare, or one spawned now), so that its start and, for `none`,
-    // the sandbox's network namespace (the wake line) happen beside the slot, folder and
-    // cgroups below. Dropped on any error below (it exits, its namespace with it).
-    let helper = first_helper(shared, class.network, priority)?;
-    // The slot gives the host uid/gid and the network's addresses.
+    // The slot gives the host uid/gid and the network's addresses. Taken before the helper, so
+    // that a request refused for want of a slot spends no spare (a woken spare has made its
+    // network namespace and cannot go back to the pool).
     let slot = shared.slots.acquire()?;
+    // The helper next (the spare, or one spawned now), so that its start and, for `none`, the
+    // sandbox's network namespace (the wake line) happen beside the folder and cgroups below.
+    // Dropped on any error below (it exits, its namespace with it).
+    let helper = first_helper(shared, class.network, priority)?;
     let host_id = shared
         .options
         .uid_base
