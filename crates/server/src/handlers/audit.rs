@@ -171,7 +171,7 @@ pub(crate) async fn read_page(
 pub(crate) fn entry_view(entry: AuditEntry) -> AuditEntryView {
     AuditEntryView {
         seq: entry.seq,
-        run: entry.run.map(|run| run.to_string()),
+        run: entry.run.map(String::from),
         actor_kind: entry.actor.kind().to_owned(),
         actor_id: entry.actor.id().to_owned(),
         actor_name: entry.actor.display_name().to_owned(),

@@ -160,7 +160,7 @@ fn row(entry: AuditEntry) -> Row {
         last,
         who: who(&entry.actor),
         count: entry.count,
-        run: entry.run.map(|run| run.to_string()),
+        run: entry.run.map(String::from),
         details: fields(&entry.detail),
         action: entry.action,
     }

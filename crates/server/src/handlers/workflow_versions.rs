@@ -32,7 +32,9 @@ pub(crate) fn version_view(version: &engine::WorkflowVersion) -> WorkflowVersion
     }
 }
 
-fn not_found(name: &str) -> Error {
+/// The answer for a workflow that has no version (or not the one asked for), to the API and
+/// the console alike.
+pub(crate) fn not_found(name: &str) -> Error {
     Error::NotFound {
         what: "workflow",
         id: name.to_owned(),

@@ -15,6 +15,7 @@ use workspace::Author;
 use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome};
 use crate::handlers::blocking;
+use crate::handlers::workflow_versions::not_found;
 use crate::html::{render, when};
 use crate::state::Shared;
 use crate::{AppState, Error};
@@ -88,13 +89,6 @@ struct VersionsPage {
     versions: Vec<VersionLine>,
 }
 
-fn not_found(name: &str) -> Error {
-    Error::NotFound {
-        what: "workflow",
-        id: name.to_owned(),
-    }
-}
-
 /// `GET /workflows/{name}/versions`: newest first, each with a link to its text and to its
 /// diff against the one before.
 pub(crate) async fn list_page(
@@ -103,7 +97,7 @@ pub(crate) async fn list_page(
     Path(name): Path<String>,
 ) -> Result<Html<String>, Error> {
     let shared = state.shared.clone();
-    let account = authenticated.principal.account_id().to_owned();
+    let account = authenticated.account();
     let chrome = chrome::current();
     blocking("list a workflow's versions", move || {
         let versions = version_lines(&shared, &account, &name)?;
@@ -140,7 +134,7 @@ pub(crate) async fn version_page(
     Path((name, number)): Path<(String, u32)>,
 ) -> Result<Html<String>, Error> {
     let shared = state.shared.clone();
-    let account = authenticated.principal.account_id().to_owned();
+    let account = authenticated.account();
     let chrome = chrome::current();
     blocking("read a workflow version", move || {
         let (_, text) = shared
@@ -201,7 +195,7 @@ pub(crate) async fn diff_page(
     Query(query): Query<DiffQuery>,
 ) -> Result<Html<String>, Error> {
     let shared = state.shared.clone();
-    let account = authenticated.principal.account_id().to_owned();
+    let account = authenticated.account();
     let chrome = chrome::current();
     blocking("diff two workflow versions", move || {
         let numbers: Vec<u32> = shared

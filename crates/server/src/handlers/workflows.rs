@@ -276,7 +276,7 @@ pub(crate) async fn start_with_form(
                 .map(|input| (input.to_owned(), value.clone()))
         })
         .collect();
-    let account = authenticated.principal.account_id().to_owned();
+    let account = authenticated.account();
     let inputs = match field("inputs") {
         Some(json) if !json.trim().is_empty() => {
             serde_json::from_str(json).map_err(|error| Error::InvalidInput {
