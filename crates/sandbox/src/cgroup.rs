@@ -270,13 +270,18 @@ impl CgroupLayout {
                 Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(Error::io("cannot list", parent, source)),
             };
+            // The name first, then the type the listing itself gives: a parent holds dozens of
+            // controller files, and a `stat` of each cost most of the start-up sweep.
             for entry in entries.flatten() {
-                let path = entry.path();
-                if path.is_dir() && entry.file_name().to_string_lossy().starts_with("sb-") {
-                    kill_members(&path)?;
-                    remove_group(&path)?;
-                    removed += 1;
+                if !entry.file_name().as_encoded_bytes().starts_with(b"sb-")
+                    || !entry.file_type().is_ok_and(|kind| kind.is_dir())
+                {
+                    continue;
                 }
+                let path = entry.path();
+                kill_members(&path)?;
+                remove_group(&path)?;
+                removed += 1;
             }
         }
         Ok(removed)
