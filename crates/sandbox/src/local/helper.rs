@@ -5,15 +5,14 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::Error;
 use crate::jail::Status;
 use crate::jail::plan::{Plan, fds};
 use crate::local::outcome::Termination;
+use crate::local::spawn::Process;
 
 /// How long teardown waits for the helper to report after the sandbox was killed.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -39,7 +38,7 @@ pub(crate) struct Watched {
 /// The running helper and the platform's ends of its pipes. Dropping it kills the helper
 /// (and with it, through the parent-death signal, the sandbox).
 pub(crate) struct Helper {
-    child: Child,
+    child: Process,
     program: PathBuf,
     request: Option<OwnedFd>,
     stdout: Option<OwnedFd>,
@@ -114,35 +113,30 @@ impl Helper {
         let (report_read, report_write) = pipe().map_err(spawn_error)?;
         let (control_read, control_write) = pipe().map_err(spawn_error)?;
         let (status_read, status_write) = pipe().map_err(spawn_error)?;
+        // Every source above every target (see `spawn::Process::spawn`).
+        let request_read = above_layout(request_read).map_err(spawn_error)?;
+        let stdout_write = above_layout(stdout_write).map_err(spawn_error)?;
+        let stderr_write = above_layout(stderr_write).map_err(spawn_error)?;
         let report_write = above_layout(report_write).map_err(spawn_error)?;
         let control_read = above_layout(control_read).map_err(spawn_error)?;
         let status_write = above_layout(status_write).map_err(spawn_error)?;
         let layout = [
+            (request_read.as_raw_fd(), fds::REQUEST),
+            (stdout_write.as_raw_fd(), fds::STDOUT),
+            (stderr_write.as_raw_fd(), fds::STDERR),
             (report_write.as_raw_fd(), fds::REPORT),
             (control_read.as_raw_fd(), fds::CONTROL),
             (status_write.as_raw_fd(), fds::STATUS),
         ];
-        let mut command = Command::new(&helper.0);
-        command
-            .args(&helper.1)
-            .env_clear()
-            .stdin(Stdio::from(request_read))
-            .stdout(Stdio::from(stdout_write))
-            .stderr(Stdio::from(stderr_write));
-        // SAFETY: runs in the forked child before exec and only calls dup2, which is
-        // async-signal-safe; the sources are above the targets, so no source is overwritten.
-        unsafe {
-            command.pre_exec(move || {
-                for (source, target) in layout {
-                    if libc::dup2(source, target) == -1 {
-                        return Err(io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn().map_err(spawn_error)?;
-        drop((report_write, control_read, status_write));
+        let child = Process::spawn(&helper.0, &helper.1, &layout).map_err(spawn_error)?;
+        drop((
+            request_read,
+            stdout_write,
+            stderr_write,
+            report_write,
+            control_read,
+            status_write,
+        ));
         let helper = Self {
             child,
             program: program.clone(),

@@ -17,6 +17,7 @@ mod priority;
 mod reaper;
 pub(crate) mod run;
 mod spare;
+mod spawn;
 mod teardown;
 
 use std::ffi::OsString;
