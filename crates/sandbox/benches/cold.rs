@@ -60,12 +60,12 @@ fn main() {
     let state = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let backend =
-        LocalBackend::for_tests(state.path(), Path::new(env!("CARGO_BIN_EXE_stepward-jail")))
+        LocalBackend::for_tests(state.path(), Path::new(env!("CARGO_BIN_EXE_sandbox-jail")))
             .unwrap();
     let warm_state = tempfile::tempdir().unwrap();
     let warm_backend = LocalBackend::for_tests_with(
         warm_state.path(),
-        Path::new(env!("CARGO_BIN_EXE_stepward-jail")),
+        Path::new(env!("CARGO_BIN_EXE_sandbox-jail")),
         |options| {
             options.pool_size = 1;
         },

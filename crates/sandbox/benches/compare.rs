@@ -479,7 +479,7 @@ impl BenchBackend {
         egress: Option<EgressOptions>,
     ) -> Result<BenchBackend, BenchError> {
         let state = make_dir(scratch, &format!("state-{label}"), 0o711)?;
-        let helper = PathBuf::from(env!("CARGO_BIN_EXE_stepward-jail"));
+        let helper = PathBuf::from(env!("CARGO_BIN_EXE_sandbox-jail"));
         let mut options = LocalOptions::new(state, (helper, Vec::new()));
         options.cgroups.parent = settings.name(label);
         options.uid_base = uid_base;

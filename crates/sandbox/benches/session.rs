@@ -181,7 +181,7 @@ fn main() {
     std::fs::create_dir_all(state.path().join("gvisor")).unwrap();
     let local = LocalBackend::for_tests(
         &state.path().join("local"),
-        Path::new(env!("CARGO_BIN_EXE_stepward-jail")),
+        Path::new(env!("CARGO_BIN_EXE_sandbox-jail")),
     )
     .unwrap();
     measure("local", &local, rounds);

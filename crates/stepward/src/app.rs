@@ -207,12 +207,29 @@ impl App {
         &self,
         first: Option<FirstStep>,
     ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
-        let lock = Arc::new(self.take_engine_lock()?);
+        let lock = self.take_engine_lock()?;
         self.config.timings.mark("engine lock");
+        let backend = self.backend(first)?;
+        self.engine_on(lock, backend)
+    }
+
+    /// [`App::engine`] on the backend [`EarlyBackend::start`] set up before the app was opened
+    /// (`stepward run`).
+    pub fn engine_early(&self, early: EarlyBackend) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+        let Started { backend, lock } = early.into_started();
+        self.engine_on(lock, backend)
+    }
+
+    fn engine_on(
+        &self,
+        lock: EngineLock,
+        backend: Arc<dyn Isolation>,
+    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+        let lock = Arc::new(lock);
         // The backend removes this data directory's cgroup parent when it goes: it must go
         // while the lock is still held, whichever of the engine and the lock is dropped first.
         let backend: Arc<dyn Isolation> = Arc::new(UnderEngineLock {
-            backend: self.backend(first)?,
+            backend,
             // The default folder is this process's to remove; one the operator named is not.
             _state_dir: RemoveStateDir(
                 self.config
@@ -297,53 +314,13 @@ impl App {
     }
 
     fn backend(&self, first: Option<FirstStep>) -> anyhow::Result<Arc<dyn Isolation>> {
-        let state_dir = self.config.sandbox_state_dir();
-        if let Some(parent) = state_dir.parent() {
-            // Searchable by the sandboxes' host ids (never listable by them).
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-            std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o711))
-                .with_context(|| format!("cannot set the mode of {}", parent.display()))?;
-        }
         match self.config.backend {
             Backend::Local => {
-                let helper = std::env::current_exe().context("cannot find this program's path")?;
-                let mut options = sandbox::local::LocalOptions::new(
-                    state_dir,
-                    (helper, vec![crate::JAIL_HELPER_ARG.into()]),
-                );
-                options.egress = self.egress_options()?;
-                options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
-                // Per data directory: its own cgroup parent and its own band of host ids.
-                options.cgroups.parent = format!("stepward-{}", self.config.instance_id());
-                options.uid_base = 1_800_000_000 + self.config.uid_band() * options.slots;
-                if let Some(egress) = &options.egress {
-                    sandbox::net::install_policy(egress)
-                        .context("cannot install the egress policy (nftables)")?;
-                }
-                self.config.timings.mark("egress policy");
-                let swept = sandbox::local::sweep_at_start(&options)
-                    .context("cannot sweep sandboxes left by an earlier crash")?;
-                self.config.timings.mark("sweep");
-                // This process holds the engine lock: nobody else uses this data directory's
-                // cgroup parent, so it goes with the backend.
-                let backend = sandbox::local::LocalBackend::new_after_sweep(options, swept)
-                    .context("cannot set up the local sandbox backend")?
-                    .removing_cgroup_parents_on_drop();
-                if let Some(first) = first {
-                    backend.prepare_ahead(first.python, first.network);
-                }
-                self.config
-                    .timings
-                    .mark(match backend.runtimes().cache_use() {
-                        sandbox::runtime::CacheUse::Hit => {
-                            "local backend (runtimes from the cache, harness, views, cgroups)"
-                        }
-                        _ => "local backend (runtime discovery, harness, views, cgroups)",
-                    });
-                Ok(Arc::new(backend))
+                let timings = self.config.timings.clone();
+                local_backend(&self.config, first, &mut |phase| timings.mark(phase))
             }
             Backend::Gvisor => {
+                let state_dir = sandbox_state_parent(&self.config)?;
                 let mut options = sandbox::gvisor::GvisorOptions::new(state_dir);
                 options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
                 options.cgroups.parent = format!("stepward-gvisor-{}", self.config.instance_id());
@@ -353,7 +330,7 @@ impl App {
                 options.uid_base = 2_000_000_000 + self.config.uid_band() * options.slots * 1024;
                 // public_egress through the same platform-made namespaces and policy as the
                 // local backend's (the backend loads the policy when it starts).
-                options.egress = self.egress_options()?;
+                options.egress = egress_options(&self.config)?;
                 sandbox::gvisor::sweep(&options)
                     .context("cannot sweep gvisor sandboxes left by an earlier crash")?;
                 Ok(Arc::new(
@@ -366,6 +343,7 @@ impl App {
                 let accounts = self.store.accounts()?.len();
                 sandbox::unisolated::unisolated_allowed(accounts)
                     .context("the unisolated backend is refused")?;
+                let state_dir = sandbox_state_parent(&self.config)?;
                 let mut options = sandbox::unisolated::UnisolatedOptions::new(state_dir);
                 options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
                 Ok(Arc::new(
@@ -375,21 +353,167 @@ impl App {
             }
         }
     }
+}
 
-    /// The egress network, when a resolver is configured; otherwise `public_egress` steps are
-    /// refused by the backend (never run with a broader network).
-    fn egress_options(&self) -> anyhow::Result<Option<sandbox::net::EgressOptions>> {
-        let Some(resolver) = self.config.egress_resolver else {
-            return Ok(None);
-        };
-        let mut options = sandbox::net::EgressOptions::with_resolver(resolver);
-        if let Some(uplink) = &self.config.egress_uplink {
-            options.uplink = sandbox::net::Uplink::Interface(uplink.clone());
+/// The egress network, when a resolver is configured; otherwise `public_egress` steps are
+/// refused by the backend (never run with a broader network).
+fn egress_options(config: &Config) -> anyhow::Result<Option<sandbox::net::EgressOptions>> {
+    let Some(resolver) = config.egress_resolver else {
+        return Ok(None);
+    };
+    let mut options = sandbox::net::EgressOptions::with_resolver(resolver);
+    if let Some(uplink) = &config.egress_uplink {
+        options.uplink = sandbox::net::Uplink::Interface(uplink.clone());
+    }
+    options
+        .validate()
+        .context("the egress settings are invalid")?;
+    Ok(Some(options))
+}
+
+/// The sandbox state folder, its parent made searchable by the sandboxes' host ids (never
+/// listable by them).
+fn sandbox_state_parent(config: &Config) -> anyhow::Result<PathBuf> {
+    let state_dir = config.sandbox_state_dir();
+    if let Some(parent) = state_dir.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o711))
+            .with_context(|| format!("cannot set the mode of {}", parent.display()))?;
+    }
+    Ok(state_dir)
+}
+
+/// The local backend: the egress policy, the start-up sweep, then the backend, which starts
+/// building `first`'s sandbox at once. The caller holds the engine lock. `mark` is told where
+/// each phase ends.
+fn local_backend(
+    config: &Config,
+    first: Option<FirstStep>,
+    mark: &mut dyn FnMut(&str),
+) -> anyhow::Result<Arc<dyn Isolation>> {
+    local_backend_with(local_options(config)?, first, None, mark)
+}
+
+/// The local backend's options for this data directory.
+fn local_options(config: &Config) -> anyhow::Result<sandbox::local::LocalOptions> {
+    let state_dir = sandbox_state_parent(config)?;
+    let mut options = sandbox::local::LocalOptions::new(state_dir, crate::jail_helper::command()?);
+    options.egress = egress_options(config)?;
+    options.runtimes.cache_dir = Some(config.runtime_cache_dir.clone());
+    // Per data directory: its own cgroup parent and its own band of host ids.
+    options.cgroups.parent = format!("stepward-{}", config.instance_id());
+    options.uid_base = 1_800_000_000 + config.uid_band() * options.slots;
+    Ok(options)
+}
+
+/// [`local_backend`] from its options, the first sandbox built with `early` when there is
+/// one (see [`EarlyBackend`]).
+fn local_backend_with(
+    options: sandbox::local::LocalOptions,
+    first: Option<FirstStep>,
+    early: Option<sandbox::local::EarlyHelper>,
+    mark: &mut dyn FnMut(&str),
+) -> anyhow::Result<Arc<dyn Isolation>> {
+    if let Some(egress) = &options.egress {
+        sandbox::net::install_policy(egress)
+            .context("cannot install the egress policy (nftables)")?;
+    }
+    mark("egress policy");
+    let swept = sandbox::local::sweep_at_start(&options)
+        .context("cannot sweep sandboxes left by an earlier crash")?;
+    mark("sweep");
+    // This process holds the engine lock: nobody else uses this data directory's cgroup
+    // parent, so it goes with the backend.
+    let backend = sandbox::local::LocalBackend::new_after_sweep(options, swept)
+        .context("cannot set up the local sandbox backend")?
+        .removing_cgroup_parents_on_drop();
+    match (first, early) {
+        (Some(first), Some(early)) => {
+            backend.prepare_ahead_with(first.python, first.network, early)
         }
-        options
-            .validate()
-            .context("the egress settings are invalid")?;
-        Ok(Some(options))
+        (Some(first), None) => backend.prepare_ahead(first.python, first.network),
+        (None, _) => {}
+    }
+    mark(match backend.runtimes().cache_use() {
+        sandbox::runtime::CacheUse::Hit => {
+            "local backend (runtimes from the cache, harness, views, cgroups)"
+        }
+        _ => "local backend (runtime discovery, harness, views, cgroups)",
+    });
+    Ok(Arc::new(backend))
+}
+
+/// The local backend of a `stepward run`, set up before the command opens the store and the
+/// vault: the first code step's helper (spawned first, so that its exec and, for `none`, its
+/// network namespace overlap the rest), the engine lock, the start-up sweep, the backend, and
+/// that step's sandbox up to its plan. Its interpreter then loads the harness while the
+/// command opens the store and the vault, recovers and writes the run's record, none of
+/// which the sandbox needs (issue 13, part 2: the sandbox is the process's critical path, and
+/// on two cores the store's opening beside it only slowed it down). Only for the local
+/// backend; the others start where [`App::engine`] starts them.
+pub struct EarlyBackend {
+    first: Option<FirstStep>,
+    started: Started,
+}
+
+/// How the jail helper is run, for `--startup-timings`: `stepward-jail` or `stepward __jail`.
+fn helper_named(helper: &(PathBuf, Vec<std::ffi::OsString>)) -> String {
+    let program = helper
+        .0
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match helper.1.first() {
+        Some(arg) => format!("{program} {}", arg.to_string_lossy()),
+        None => program,
+    }
+}
+
+/// What the early start set up. The fields drop in this order: the backend (whose drop
+/// removes this data directory's cgroup parent) while the lock is still held.
+pub struct Started {
+    backend: Arc<dyn Isolation>,
+    lock: EngineLock,
+}
+
+impl EarlyBackend {
+    /// Sets it up, when `config` runs the local backend.
+    pub fn start(
+        config: &Config,
+        first: Option<FirstStep>,
+    ) -> anyhow::Result<Option<EarlyBackend>> {
+        if config.backend != Backend::Local {
+            return Ok(None);
+        }
+        private_data_dir(&config.data_dir)?;
+        let options = local_options(config)?;
+        // It holds nothing until its plan (see `sandbox::local::EarlyHelper`); a helper that
+        // cannot start leaves the sandbox to start as it would without it.
+        let early = first
+            .and_then(|first| sandbox::local::EarlyHelper::start(&options, first.network).ok());
+        config.timings.mark(&format!(
+            "the first sandbox's helper ({})",
+            helper_named(&options.helper)
+        ));
+        let lock = EngineLock::take(config.data_dir.join("engine.lock"))?;
+        config.timings.mark("engine lock");
+        let timings = config.timings.clone();
+        let backend = local_backend_with(options, first, early, &mut |phase| timings.mark(phase))?;
+        Ok(Some(EarlyBackend {
+            first,
+            started: Started { backend, lock },
+        }))
+    }
+
+    /// The first step its sandbox was built for.
+    pub fn first(&self) -> Option<FirstStep> {
+        self.first
+    }
+
+    /// The lock and the backend.
+    pub fn into_started(self) -> Started {
+        self.started
     }
 }
 

@@ -15,6 +15,7 @@ mod config;
 mod definitions;
 mod executor;
 mod interview;
+mod jail_helper;
 mod layout;
 mod lints;
 mod model_client;

@@ -88,8 +88,8 @@ fn failed(layer: Layer, what: impl std::fmt::Display) -> impl FnOnce(io::Error) 
     }
 }
 
-/// The helper's entry point (`stepward __jail`, or the `stepward-jail` binary). Never
-/// returns.
+/// The helper's entry point (the `stepward-jail` program, `stepward __jail`, or this crate's
+/// `sandbox-jail`). Never returns.
 pub fn jail_main() -> ! {
     let mut sys = RealSys::new();
     let code = match helper(&mut sys) {

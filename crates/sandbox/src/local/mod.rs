@@ -13,6 +13,7 @@ mod helper;
 pub(crate) mod outcome;
 pub(crate) mod plan;
 mod pool;
+use pool::PlanAt;
 mod priority;
 mod reaper;
 pub(crate) mod run;
@@ -238,7 +239,7 @@ impl LocalBackend {
 
     /// A backend for tests: state under `state_dir`, a cgroup parent unique to this process
     /// and backend (removed on drop), the given helper binary (in this crate's tests:
-    /// `env!("CARGO_BIN_EXE_stepward-jail")`), a uid range unlikely to collide with another
+    /// `env!("CARGO_BIN_EXE_sandbox-jail")`), a uid range unlikely to collide with another
     /// test process.
     #[cfg(feature = "test-controls")]
     pub fn for_tests(state_dir: &Path, helper: &Path) -> Result<Self, Error> {
@@ -296,7 +297,28 @@ impl LocalBackend {
     /// nothing: the request then runs cold and reports why.
     pub fn prepare_ahead(&self, python: crate::PythonPin, network: crate::NetworkMode) {
         let class = pool::Class::of(python, network, &crate::Limits::default());
-        self.shared.pool.prepare_ahead(&self.shared, &class);
+        self.shared
+            .pool
+            .prepare_ahead(&self.shared, &class, None, PlanAt::Thread);
+    }
+
+    /// [`LocalBackend::prepare_ahead`] with a helper started before this backend existed
+    /// ([`EarlyHelper::start`]): its exec (and for `none` its network namespace) overlapped
+    /// the start-up sweep and the backend's set-up. The sandbox is built on the caller's
+    /// thread up to its plan (slot, folder, groups: about a millisecond), so that when this
+    /// returns its interpreter is loading; only the wait for it is left to a thread. A helper
+    /// started for another network mode is ended unused.
+    pub fn prepare_ahead_with(
+        &self,
+        python: crate::PythonPin,
+        network: crate::NetworkMode,
+        early: EarlyHelper,
+    ) {
+        let class = pool::Class::of(python, network, &crate::Limits::default());
+        let helper = (early.network == network).then_some(early.helper);
+        self.shared
+            .pool
+            .prepare_ahead(&self.shared, &class, helper, PlanAt::Here);
     }
 
     /// The spare jail helper's pid, when one waits (tests check it holds nothing).
@@ -323,6 +345,39 @@ impl LocalBackend {
     /// The options this backend was built with.
     pub fn options(&self) -> &LocalOptions {
         &self.shared.options
+    }
+}
+
+/// A jail helper started for the first sandbox of a backend that does not exist yet (a
+/// one-step `stepward run`: issue 13, part 2). Like a spare, it holds nothing of any tenant
+/// and no sandbox until its plan comes: it is exec'd with an empty environment and its
+/// descriptors, and for `none` woken at once, so it makes the sandbox's own, empty network
+/// namespace (the sandbox's request is the run that is starting). It can be started before
+/// the start-up sweep: the sweep removes sandboxes, slots, folders and groups, and this helper
+/// has none of them. Handed to [`LocalBackend::prepare_ahead_with`]; dropped, it exits.
+pub struct EarlyHelper {
+    helper: helper::Helper,
+    network: crate::NetworkMode,
+}
+
+impl EarlyHelper {
+    /// Spawns the helper `options` name, for a sandbox of `network`.
+    pub fn start(options: &LocalOptions, network: crate::NetworkMode) -> Result<Self, Error> {
+        let mut helper = helper::Helper::spawn_idle(&options.helper)?;
+        if network == crate::NetworkMode::None {
+            helper.wake()?;
+        }
+        Ok(Self { helper, network })
+    }
+}
+
+impl std::fmt::Debug for EarlyHelper {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("EarlyHelper")
+            .field("pid", &self.helper.pid())
+            .field("network", &self.network)
+            .finish()
     }
 }
 

@@ -16,7 +16,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::local::Shared;
-use crate::local::run::{Prepared, Priority, SeccompMode, prepare_at};
+use crate::local::helper::Helper;
+use crate::local::run::{Prepared, Priority, SeccompMode, prepare_at, prepare_with};
 use crate::{Limits, NetworkMode, PythonPin};
 
 /// What makes two sandboxes interchangeable before they are claimed. Declared limits (memory,
@@ -110,6 +111,15 @@ impl Drop for AheadDone {
     }
 }
 
+/// Where [`Pool::prepare_ahead`] builds its sandbox up to the helper's plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PlanAt {
+    /// On the caller's thread: when the call returns, the interpreter is loading.
+    Here,
+    /// On the thread that then waits for the interpreter.
+    Thread,
+}
+
 impl Pool {
     pub(crate) fn new(size: usize) -> Self {
         Self {
@@ -149,55 +159,86 @@ impl Pool {
         }
     }
 
-    /// Builds one sandbox of `class` now, on a thread of its own at a request's priority, for
-    /// a request the caller knows is coming (the CLI's first code step, while the engine
-    /// writes the run's record): the request claims it as a warm one (or waits for it), and
-    /// nothing is refilled after it unless the pool has a size. Like every pooled sandbox it
-    /// holds nothing of any tenant until it is claimed, and serves one invocation.
-    pub(crate) fn prepare_ahead(&self, shared: &Arc<Shared>, class: &Class) {
-        let mut state = self.lock();
-        if state.closed {
-            return;
+    /// Builds one sandbox of `class` now, at a request's priority, for a request the caller
+    /// knows is coming (the CLI's first code step, while the engine writes the run's record):
+    /// the request claims it as a warm one (or waits for it), and nothing is refilled after it
+    /// unless the pool has a size. Like every pooled sandbox it holds nothing of any tenant
+    /// until it is claimed, and serves one invocation. `plan_at` says where the build runs up
+    /// to the helper's plan: on the caller's thread or on the thread that then waits for the
+    /// interpreter.
+    pub(crate) fn prepare_ahead(
+        &self,
+        shared: &Arc<Shared>,
+        class: &Class,
+        early: Option<Helper>,
+        plan_at: PlanAt,
+    ) {
+        {
+            let mut state = self.lock();
+            if state.closed {
+                return;
+            }
+            *state.ahead.entry(class.clone()).or_default() += 1;
         }
-        *state.ahead.entry(class.clone()).or_default() += 1;
-        let thread_shared = Arc::clone(shared);
-        let thread_class = class.clone();
-        let spawned = std::thread::Builder::new()
-            .name(String::from("stepward-ahead"))
-            .spawn(move || {
-                let shared = thread_shared;
-                let class = thread_class;
-                // Gives the count back and wakes the waiting claims however the thread ends,
-                // also by a panic, so that no claim waits the full `AHEAD_WAIT` for a build
-                // that will never come.
-                let _announced = AheadDone {
-                    shared: Arc::clone(&shared),
-                    class: class.clone(),
-                };
-                // A failed build leaves nothing behind: the request runs cold and reports its
-                // own error if it fails again.
-                let prepared = prepare_at(
+        // Gives the count back and wakes the waiting claims however the build ends, also by
+        // a panic or a thread that cannot start, so that no claim waits the full
+        // `AHEAD_WAIT` for a build that will never come.
+        let announced = AheadDone {
+            shared: Arc::clone(shared),
+            class: class.clone(),
+        };
+        let build = {
+            let shared = Arc::clone(shared);
+            let class = class.clone();
+            move || {
+                prepare_with(
                     &shared,
                     &class,
                     &class.prepared_limits(),
                     SeccompMode::Enforced,
                     Priority::Ahead,
+                    early,
                 )
+            }
+        };
+        let (planned, build) = match plan_at {
+            PlanAt::Here => (Some(build()), None),
+            PlanAt::Thread => (None, Some(build)),
+        };
+        let thread_shared = Arc::clone(shared);
+        let thread_class = class.clone();
+        let spawned = std::thread::Builder::new()
+            .name(String::from("stepward-ahead"))
+            .spawn(move || {
+                let _announced = announced;
+                let shared = thread_shared;
+                // A failed build leaves nothing behind: the request runs cold and reports its
+                // own error if it fails again.
+                let prepared = match (planned, build) {
+                    (Some(planned), _) => planned,
+                    (None, Some(build)) => build(),
+                    (None, None) => return,
+                }
                 .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
                 .ok();
                 let mut state = shared.pool.lock();
                 if let Some(prepared) = prepared
                     && !state.closed
                 {
-                    state.idle.entry(class).or_default().push(prepared);
+                    state.idle.entry(thread_class).or_default().push(prepared);
                 }
             });
-        match spawned {
-            Ok(handle) => state.refills.push(handle),
-            Err(_) => {
-                if let Some(count) = state.ahead.get_mut(class) {
-                    *count = count.saturating_sub(1);
-                }
+        // A thread that cannot start drops its closure: the sandbox built here is torn down
+        // and the count given back.
+        if let Ok(handle) = spawned {
+            let mut state = self.lock();
+            if state.closed {
+                // The pool closed while this was being built: it no longer joins its
+                // threads, so this one is waited for here.
+                drop(state);
+                let _ = handle.join();
+            } else {
+                state.refills.push(handle);
             }
         }
     }

@@ -128,6 +128,20 @@ pub(crate) fn prepare_at(
     seccomp: SeccompMode,
     priority: Priority,
 ) -> Result<Prepared, Error> {
+    prepare_with(shared, class, limits, seccomp, priority, None)
+}
+
+/// [`prepare_at`] with a helper the caller started earlier for this sandbox (see
+/// [`crate::local::EarlyHelper`]): it is the sandbox's helper, and for `none` it was woken
+/// when it was started, so its network namespace exists already.
+pub(crate) fn prepare_with(
+    shared: &Shared,
+    class: &Class,
+    limits: &crate::Limits,
+    seccomp: SeccompMode,
+    priority: Priority,
+    early: Option<Helper>,
+) -> Result<Prepared, Error> {
     let runtime = shared.runtimes.get(class.python)?;
     let limits = limits.clone();
     let egress_options = match class.network {
@@ -152,7 +166,10 @@ pub(crate) fn prepare_at(
     // The helper next (the spare, or one spawned now), so that its start and, for `none`, the
     // sandbox's network namespace (the wake line) happen beside the folder and cgroups below.
     // Dropped on any error below (it exits, its namespace with it).
-    let helper = first_helper(shared, class.network, priority)?;
+    let helper = match early {
+        Some(helper) => FirstHelper::Spawned(helper),
+        None => first_helper(shared, class.network, priority)?,
+    };
     let host_id = shared
         .options
         .uid_base

@@ -21,7 +21,7 @@ impl sandbox::copyback::SecretScreen for NoSecrets {
 }
 
 fn backend(state: &Path) -> LocalBackend {
-    LocalBackend::for_tests(state, Path::new(env!("CARGO_BIN_EXE_stepward-jail"))).unwrap()
+    LocalBackend::for_tests(state, Path::new(env!("CARGO_BIN_EXE_sandbox-jail"))).unwrap()
 }
 
 fn pin(backend: &LocalBackend) -> PythonPin {
@@ -147,4 +147,32 @@ fn g6_a_sandbox_built_ahead_serves_its_request_alone_needs_root() {
         0,
         "a sandbox was built again after the claim"
     );
+}
+
+/// `stepward run` starts its first sandbox's helper before the backend exists
+/// ([`sandbox::local::EarlyHelper`]) and builds that sandbox up to its plan on its own thread:
+/// the sandbox serves the request, with its own working loopback, and nothing is left idle.
+/// A helper started for another network mode is ended unused, and the sandbox is built all
+/// the same.
+#[test]
+fn g6_a_sandbox_built_ahead_with_an_early_helper_serves_its_request_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let backend = backend(state.path());
+    for early_network in [NetworkMode::None, NetworkMode::PublicEgress] {
+        let early = sandbox::local::EarlyHelper::start(backend.options(), early_network).unwrap();
+        backend.prepare_ahead_with(pin(&backend), NetworkMode::None, early);
+        let started = Instant::now();
+        while backend.idle_sandboxes() != 1 {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the sandbox built ahead never got ready ({early_network:?} helper)"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let observation = backend.run(invocation(&backend, work.path())).unwrap();
+        assert_eq!(succeeded(&observation)["loopback"], true);
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(backend.idle_sandboxes(), 0, "{early_network:?} helper");
+    }
 }

@@ -27,8 +27,7 @@ fn backends(state: &Path) -> Vec<Box<dyn Isolation>> {
     std::fs::create_dir_all(&gvisor).unwrap();
     vec![
         Box::new(
-            LocalBackend::for_tests(&local, Path::new(env!("CARGO_BIN_EXE_stepward-jail")))
-                .unwrap(),
+            LocalBackend::for_tests(&local, Path::new(env!("CARGO_BIN_EXE_sandbox-jail"))).unwrap(),
         ),
         Box::new(GvisorBackend::for_tests(&gvisor).unwrap()),
     ]
@@ -285,7 +284,7 @@ fn g11_conformance_public_egress_reaches_the_test_internet_and_nothing_else_need
         Box::new(
             LocalBackend::for_tests_with(
                 &local,
-                Path::new(env!("CARGO_BIN_EXE_stepward-jail")),
+                Path::new(env!("CARGO_BIN_EXE_sandbox-jail")),
                 |options| options.egress = Some(topology.options.clone()),
             )
             .unwrap(),

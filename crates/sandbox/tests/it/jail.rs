@@ -33,7 +33,7 @@ struct Fixture {
 fn fixture() -> Fixture {
     let state = tempfile::tempdir().unwrap();
     let backend =
-        LocalBackend::for_tests(state.path(), Path::new(env!("CARGO_BIN_EXE_stepward-jail")))
+        LocalBackend::for_tests(state.path(), Path::new(env!("CARGO_BIN_EXE_sandbox-jail")))
             .unwrap();
     Fixture {
         backend,
@@ -550,7 +550,7 @@ fn g6_warm_pool_sandboxes_serve_one_invocation_each_and_get_the_folder_after_the
     let state = tempfile::tempdir().unwrap();
     let backend = LocalBackend::for_tests_with(
         state.path(),
-        Path::new(env!("CARGO_BIN_EXE_stepward-jail")),
+        Path::new(env!("CARGO_BIN_EXE_sandbox-jail")),
         |options| {
             options.pool_size = 1;
         },

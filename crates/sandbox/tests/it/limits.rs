@@ -54,7 +54,7 @@ impl Warm {
         let state = tempfile::tempdir().unwrap();
         let backend = LocalBackend::for_tests_with(
             state.path(),
-            Path::new(env!("CARGO_BIN_EXE_stepward-jail")),
+            Path::new(env!("CARGO_BIN_EXE_sandbox-jail")),
             |options| options.pool_size = 1,
         )
         .unwrap();

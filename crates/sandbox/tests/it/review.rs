@@ -83,7 +83,7 @@ fn review_g10_tioclinux_is_denied_needs_root() {
 
 /// Runs one probe in a backend whose state folder the test knows.
 fn run_with_state(state: &Path, probe: &str, limits: Limits) -> Observation {
-    let helper = Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+    let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
     let backend = LocalBackend::for_tests(state, helper).unwrap();
     let work = tempfile::tempdir().unwrap();
     let mut probe = Probe::new(probe, json!({}))
@@ -202,7 +202,7 @@ fn g10_work_has_a_size_cap_of_its_own_needs_root() {
 #[test]
 fn review_g6_an_error_after_the_sandbox_was_built_leaves_nothing_behind_needs_root() {
     let state = tempfile::tempdir().unwrap();
-    let helper = Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+    let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
     let backend = LocalBackend::for_tests(state.path(), helper).unwrap();
     let missing = state.path().join("no-such-folder");
     let mut probe = Probe::new("def main():\n    return 1\n", json!({})).work_dir(missing);
@@ -240,7 +240,7 @@ fn review_g6_an_error_after_the_sandbox_was_built_leaves_nothing_behind_needs_ro
 /// 65534 `nobody`), or run the slot range into (uid_t)-1. Both are refused now.
 #[test]
 fn review_g10_sandbox_ids_never_land_on_host_users_or_the_top_of_the_id_space_needs_root() {
-    let helper = Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+    let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
     for (uid_base, slots) in [(1, 64), (65_534 - 10, 64), (u32::MAX - 63, 64)] {
         let state = tempfile::tempdir().unwrap();
         let built = LocalBackend::for_tests_with(state.path(), helper, |options| {
@@ -265,7 +265,7 @@ fn review_g10_sandbox_ids_never_land_on_host_users_or_the_top_of_the_id_space_ne
 /// just created in every hierarchy. A failed start removes what it created.
 #[test]
 fn g10_a_backend_that_fails_to_start_leaves_no_cgroup_parent_behind_needs_root() {
-    let helper = Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+    let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
     let state = tempfile::tempdir().unwrap();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

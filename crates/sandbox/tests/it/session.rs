@@ -86,7 +86,7 @@ fn backends(state: &Path) -> Vec<(Box<dyn Isolation>, bool)> {
     vec![
         (
             Box::new(
-                LocalBackend::for_tests(&local, Path::new(env!("CARGO_BIN_EXE_stepward-jail")))
+                LocalBackend::for_tests(&local, Path::new(env!("CARGO_BIN_EXE_sandbox-jail")))
                     .unwrap(),
             ),
             true,

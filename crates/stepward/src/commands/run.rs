@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use storage::EventLog;
 
 use crate::Outcome;
-use crate::app::App;
+use crate::app::{App, EarlyBackend, FirstStep};
 use crate::cli::RunArgs;
 use crate::commands::models::account_names;
 use crate::commands::{Shown, parse_workflow_file_for, print_summary, printable, summary_outcome};
@@ -14,6 +14,10 @@ use crate::config::Config;
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     let timings = config.timings.clone();
     let maxima = config.limit_maxima;
+    // The sandbox backend and the first code step's sandbox first, from a first reading of
+    // the file; its interpreter loads while the store and the vault open (the parse below,
+    // against the account, is the one that decides; a file it refuses drops the sandbox unused).
+    let early = EarlyBackend::start(&config, first_step_of_file(&args.file, &maxima))?;
     let app = App::open(config)?;
     // A refusal or a diagnostic quotes what was typed or written, which may be a value of the
     // account (review N3, N4): everything printed from here on is scrubbed.
@@ -37,7 +41,17 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             return Ok(Outcome::Invalid);
         }
     };
-    let (engine, _lock) = app.engine_ahead(crate::app::FirstStep::of(&workflow))?;
+    let first = FirstStep::of(&workflow);
+    let (engine, _lock) = match early {
+        // Built for what the file said at the first reading; a file changed since then gets
+        // a backend of its own choice of first sandbox (the early one is dropped unused).
+        Some(early) if early.first() == first => app.engine_early(early)?,
+        Some(early) => {
+            drop(early);
+            app.engine_ahead(first)?
+        }
+        None => app.engine_ahead(first)?,
+    };
     let started = engine.start_run(
         &app.account,
         &workflow,
@@ -64,6 +78,16 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
         }
         Err(error) => Err(error).context("the run could not start"),
     }
+}
+
+/// The first step of the workflow in `path` as a first, account-free reading sees it: only
+/// what the early sandbox is built for. Anything it cannot read gives no early sandbox; the
+/// real parse reports the problem.
+fn first_step_of_file(path: &std::path::Path, maxima: &spec::LimitMaxima) -> Option<FirstStep> {
+    let text = crate::definitions::read_text(path).ok()?;
+    let name = crate::definitions::display_name(path);
+    let workflow = spec::parse_workflow_within(&name, &text, maxima).ok()?;
+    FirstStep::of(&workflow)
 }
 
 /// The most lines of one printed stream of one attempt that `run` shows.

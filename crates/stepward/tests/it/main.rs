@@ -23,6 +23,7 @@ mod g16_every_sink;
 mod g16_live_scrub;
 mod http;
 mod interview;
+mod jail_helper;
 mod limits;
 mod lints;
 mod models;

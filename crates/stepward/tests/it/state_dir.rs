@@ -3,11 +3,11 @@
 //! operator named (`--sandbox-state-dir`) is theirs and stays.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use sha2::{Digest, Sha256};
 
-use crate::support::{Home, repo_root, stderr, stdout};
+use crate::support::{Home, stderr, stdout};
 
 const WORKFLOW: &str = r#"name: tiny
 python: "3.11"
@@ -37,14 +37,10 @@ impl Drop for RemoveOnDrop {
 
 /// `stepward ARGS --data-dir DATA` with no `--sandbox-state-dir`: the default folder.
 fn stepward_default_state(home: &Home, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stepward"))
+    home.command(Path::new(env!("CARGO_BIN_EXE_stepward")))
         .args(args)
         .arg("--data-dir")
         .arg(home.data_dir())
-        .current_dir(repo_root())
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("XDG_CONFIG_HOME", home.dir.path().join("config"))
         .output()
         .unwrap()
 }

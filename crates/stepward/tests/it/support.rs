@@ -128,6 +128,19 @@ impl Home {
         self.stepward_with_stdin(args, "")
     }
 
+    /// `program` (a `stepward` binary) set up as this home runs it: the repository as its
+    /// folder, an empty environment but `PATH`, and this home's configuration folder. No data
+    /// directory argument: the caller adds what it tests.
+    pub fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(repo_root())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"));
+        command
+    }
+
     /// Every byte of the data directory's files, to search for what must never be stored.
     pub fn data_bytes(&self) -> Vec<u8> {
         let mut bytes = Vec::new();

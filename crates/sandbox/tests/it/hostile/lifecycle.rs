@@ -96,7 +96,7 @@ fn g6_the_sandbox_dies_with_the_platform_killed_mid_step_needs_root() {
     if let Ok(token) = std::env::var(PLATFORM_ROLE_TOKEN) {
         // The platform's role: run a step that sleeps until this process is killed.
         let state = std::path::PathBuf::from(std::env::var(PLATFORM_ROLE_STATE).unwrap());
-        let helper = std::path::Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+        let helper = std::path::Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
         let backend = sandbox::local::LocalBackend::for_tests(&state, helper).unwrap();
         // Tells the test which cgroup parent to sweep once this process is killed.
         let parent = &backend.options().cgroups.parent;
@@ -144,7 +144,7 @@ fn g6_the_sandbox_dies_with_the_platform_killed_mid_step_needs_root() {
     let mut options = sandbox::local::LocalOptions::new(
         state.path().to_path_buf(),
         (
-            std::path::PathBuf::from(env!("CARGO_BIN_EXE_stepward-jail")),
+            std::path::PathBuf::from(env!("CARGO_BIN_EXE_sandbox-jail")),
             Vec::new(),
         ),
     );

@@ -140,7 +140,7 @@ pub fn report(observation: &Observation) -> serde_json::Value {
 fn run_in_local_backend(invocation: Invocation, filter: Filter) -> Observation {
     use sandbox::Isolation;
     let state = tempfile::tempdir().unwrap();
-    let helper = std::path::Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+    let helper = std::path::Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
     let backend = sandbox::local::LocalBackend::for_tests(state.path(), helper)
         .unwrap_or_else(|error| panic!("the local backend cannot be built: {error}"));
     let observation = match filter {

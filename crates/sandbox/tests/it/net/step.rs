@@ -35,7 +35,7 @@ struct Backend {
 impl Backend {
     fn new(topology: &Topology) -> Backend {
         let state = tempfile::tempdir().unwrap();
-        let helper = Path::new(env!("CARGO_BIN_EXE_stepward-jail"));
+        let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
         let mut options = LocalOptions::new(
             state.path().to_path_buf(),
             (helper.to_path_buf(), Vec::new()),
