@@ -16,6 +16,7 @@ const FILTERS: [&str; 3] = ["allowlist", "deny", "socket_family"];
 fn main() {
     println!("cargo:rerun-if-changed=seccomp/x86_64.json");
     println!("cargo:rerun-if-changed=build.rs");
+    build_identity();
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
     let policy_path = manifest_dir.join("seccomp").join("x86_64.json");
@@ -61,6 +62,53 @@ fn main() {
             compiled.len(),
             FILTERS.len()
         );
+    }
+}
+
+/// `STEPWARD_JAIL_BUILD`: a hash of everything in this crate that decides what the jail
+/// helper does (its sources, the harness, the seccomp policy, this script and the manifest).
+/// The platform puts it in every plan and the helper refuses a plan of another build, so a
+/// `stepward-jail` left from an older install beside a newer `stepward` fails closed instead
+/// of building sandboxes with an older jail.
+fn build_identity() {
+    use std::hash::{Hash, Hasher};
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let mut files = Vec::new();
+    for root in ["src", "harness", "seccomp"] {
+        println!("cargo:rerun-if-changed={root}");
+        collect_files(&manifest_dir.join(root), &mut files);
+    }
+    files.push(manifest_dir.join("build.rs"));
+    files.push(manifest_dir.join("Cargo.toml"));
+    files.sort();
+    let mut hasher = std::hash::DefaultHasher::new();
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    for file in &files {
+        let relative = file.strip_prefix(&manifest_dir).unwrap_or(file);
+        relative.hash(&mut hasher);
+        match fs::read(file) {
+            Ok(bytes) => bytes.hash(&mut hasher),
+            Err(error) => panic!("cannot read {}: {error}", file.display()),
+        }
+    }
+    println!(
+        "cargo:rustc-env=STEPWARD_JAIL_BUILD={:016x}",
+        hasher.finish()
+    );
+}
+
+fn collect_files(dir: &std::path::Path, files: &mut Vec<PathBuf>) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(error) => panic!("cannot list {}: {error}", dir.display()),
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            collect_files(&path, files);
+        } else {
+            files.push(path);
+        }
     }
 }
 

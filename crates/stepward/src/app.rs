@@ -210,19 +210,42 @@ impl App {
         let lock = self.take_engine_lock()?;
         self.config.timings.mark("engine lock");
         let backend = self.backend(first)?;
-        self.engine_on(lock, backend)
+        self.engine_on(lock, RemoveStateDir::of(&self.config), backend)
     }
 
     /// [`App::engine`] on the backend [`EarlyBackend::start`] set up before the app was opened
     /// (`stepward run`).
     pub fn engine_early(&self, early: EarlyBackend) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
-        let Started { backend, lock } = early.into_started();
-        self.engine_on(lock, backend)
+        let Started {
+            backend,
+            state_dir,
+            lock,
+        } = early.started;
+        self.engine_on(lock, state_dir, backend)
+    }
+
+    /// [`App::engine_early`] for a file whose first step changed between the two readings:
+    /// the early sandbox goes unused, the lock is kept, and the backend is built again for the
+    /// first step the deciding parse saw.
+    pub fn engine_rebuilt(
+        &self,
+        early: EarlyBackend,
+        first: Option<FirstStep>,
+    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+        let Started {
+            backend,
+            state_dir,
+            lock,
+        } = early.started;
+        drop(backend);
+        let backend = self.backend(first)?;
+        self.engine_on(lock, state_dir, backend)
     }
 
     fn engine_on(
         &self,
         lock: EngineLock,
+        state_dir: RemoveStateDir,
         backend: Arc<dyn Isolation>,
     ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
         let lock = Arc::new(lock);
@@ -230,13 +253,7 @@ impl App {
         // while the lock is still held, whichever of the engine and the lock is dropped first.
         let backend: Arc<dyn Isolation> = Arc::new(UnderEngineLock {
             backend,
-            // The default folder is this process's to remove; one the operator named is not.
-            _state_dir: RemoveStateDir(
-                self.config
-                    .sandbox_state_dir
-                    .is_none()
-                    .then(|| self.config.sandbox_state_dir()),
-            ),
+            _state_dir: state_dir,
             _lock: lock.clone(),
         });
         // One client for the agent steps and the supervisor, made only if a model is called.
@@ -471,18 +488,26 @@ fn helper_named(helper: &(PathBuf, Vec<std::ffi::OsString>)) -> String {
 }
 
 /// What the early start set up. The fields drop in this order: the backend (whose drop
-/// removes this data directory's cgroup parent) while the lock is still held.
-pub struct Started {
+/// removes this data directory's cgroup parent) while the lock is still held, then the
+/// default state folder, then the lock.
+struct Started {
     backend: Arc<dyn Isolation>,
+    state_dir: RemoveStateDir,
     lock: EngineLock,
 }
 
 impl EarlyBackend {
-    /// Sets it up, when `config` runs the local backend.
+    /// Sets it up, when `config` runs the local backend and the workflow starts with a code
+    /// step; `None` (the usual order) otherwise, and also when another process holds the
+    /// engine lock: the command then reports the file's problems, if it has any, before the
+    /// lock's refusal, as it always did.
     pub fn start(
         config: &Config,
         first: Option<FirstStep>,
     ) -> anyhow::Result<Option<EarlyBackend>> {
+        let Some(first_step) = first else {
+            return Ok(None);
+        };
         if config.backend != Backend::Local {
             return Ok(None);
         }
@@ -490,30 +515,31 @@ impl EarlyBackend {
         let options = local_options(config)?;
         // It holds nothing until its plan (see `sandbox::local::EarlyHelper`); a helper that
         // cannot start leaves the sandbox to start as it would without it.
-        let early = first
-            .and_then(|first| sandbox::local::EarlyHelper::start(&options, first.network).ok());
+        let early = sandbox::local::EarlyHelper::start(&options, first_step.network).ok();
         config.timings.mark(&format!(
             "the first sandbox's helper ({})",
             helper_named(&options.helper)
         ));
-        let lock = EngineLock::take(config.data_dir.join("engine.lock"))?;
+        let Ok(lock) = EngineLock::take(config.data_dir.join("engine.lock")) else {
+            return Ok(None);
+        };
         config.timings.mark("engine lock");
+        let state_dir = RemoveStateDir::of(config);
         let timings = config.timings.clone();
         let backend = local_backend_with(options, first, early, &mut |phase| timings.mark(phase))?;
         Ok(Some(EarlyBackend {
             first,
-            started: Started { backend, lock },
+            started: Started {
+                backend,
+                state_dir,
+                lock,
+            },
         }))
     }
 
     /// The first step its sandbox was built for.
     pub fn first(&self) -> Option<FirstStep> {
         self.first
-    }
-
-    /// The lock and the backend.
-    pub fn into_started(self) -> Started {
-        self.started
     }
 }
 
@@ -561,6 +587,18 @@ struct UnderEngineLock {
 /// (every sandbox torn down) the folder has no other user: it goes. `/run/stepward` itself
 /// stays (mode 0711): another data directory's process may be creating its folder there.
 struct RemoveStateDir(Option<PathBuf>);
+
+impl RemoveStateDir {
+    /// The default folder is this process's to remove; one the operator named is not.
+    fn of(config: &Config) -> RemoveStateDir {
+        RemoveStateDir(
+            config
+                .sandbox_state_dir
+                .is_none()
+                .then(|| config.sandbox_state_dir()),
+        )
+    }
+}
 
 impl Drop for RemoveStateDir {
     fn drop(&mut self) {

@@ -30,41 +30,54 @@ pub fn command() -> anyhow::Result<(PathBuf, Vec<OsString>)> {
 
 /// `stepward-jail` in the folder of `program`, if it is there and safe to run as `euid`;
 /// `None` when there is none; an error when there is one that others could replace.
+///
+/// Trusted owners are root, `euid` and the owner of `program` itself (whoever can replace
+/// `stepward` can already change what runs as `stepward __jail`). The helper must be a
+/// regular file itself, never a symbolic link (a link's target and the folders on its way are
+/// not what this checks), and its folder, which is `program`'s, must be writable by no one
+/// else: a folder others may write lets them swap the file (a sticky bit stops only a swap of
+/// another user's file, and the file is the owner's).
 pub fn beside(program: &Path, euid: u32) -> anyhow::Result<Option<PathBuf>> {
     let Some(folder) = program.parent() else {
         return Ok(None);
     };
     let candidate = folder.join(PROGRAM);
-    let metadata = match std::fs::metadata(&candidate) {
+    let metadata = match std::fs::symlink_metadata(&candidate) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => {
             return Err(error).with_context(|| format!("cannot inspect {}", candidate.display()));
         }
     };
-    // What a symlink points to is what runs: check the file itself and its folder.
-    let resolved = candidate
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", candidate.display()))?;
-    let resolved_folder = resolved.parent().unwrap_or(Path::new("/"));
-    let folder_metadata = std::fs::metadata(resolved_folder)
-        .with_context(|| format!("cannot inspect {}", resolved_folder.display()))?;
+    let program_owner = std::fs::metadata(program)
+        .with_context(|| format!("cannot inspect {}", program.display()))?
+        .uid();
+    let folder_metadata = std::fs::metadata(folder)
+        .with_context(|| format!("cannot inspect {}", folder.display()))?;
     let refuse = |what: String| {
         anyhow::anyhow!(
-            "refusing the jail helper {}: {what}; it builds every sandbox as root, so only its owner \
-             (root or the user running stepward) may be able to change it: fix its owner and mode \
-             (for example `chown root {} && chmod 755 {}`), or remove it, and stepward will run its \
-             sandboxes through `stepward {}`",
-            resolved.display(),
-            resolved.display(),
-            resolved.display(),
+            "refusing the jail helper {}: {what}; it builds every sandbox as root, so only root, \
+             you or the owner of {} may be able to change it: make it a regular file of one of \
+             them, not writable by others, in a folder only they can write (for example \
+             `chown root {} && chmod 755 {}`), or remove it, and stepward will run its sandboxes \
+             through `{} {}`",
+            candidate.display(),
+            program.display(),
+            candidate.display(),
+            candidate.display(),
+            program.display(),
             crate::JAIL_HELPER_ARG
         )
     };
+    if metadata.file_type().is_symlink() {
+        return Err(refuse(String::from(
+            "it is a symbolic link (install the program itself there)",
+        )));
+    }
     if !metadata.is_file() {
         return Err(refuse(String::from("it is not a regular file")));
     }
-    let trusted_owner = |uid: u32| uid == 0 || uid == euid;
+    let trusted_owner = |uid: u32| uid == 0 || uid == euid || uid == program_owner;
     if !trusted_owner(metadata.uid()) {
         return Err(refuse(format!("it belongs to uid {}", metadata.uid())));
     }
@@ -77,17 +90,15 @@ pub fn beside(program: &Path, euid: u32) -> anyhow::Result<Option<PathBuf>> {
     if metadata.mode() & 0o100 == 0 {
         return Err(refuse(String::from("its owner may not execute it")));
     }
-    // A folder others may write lets them swap the file (the sticky bit stops only a swap of
-    // another user's file, and the file is the owner's).
     if !trusted_owner(folder_metadata.uid()) || folder_metadata.mode() & 0o022 != 0 {
         return Err(refuse(format!(
             "its folder {} (uid {}, mode {:04o}) lets others replace it",
-            resolved_folder.display(),
+            folder.display(),
             folder_metadata.uid(),
             folder_metadata.mode() & 0o7777
         )));
     }
-    Ok(Some(resolved))
+    Ok(Some(candidate))
 }
 
 #[cfg(test)]
@@ -116,10 +127,7 @@ mod tests {
     fn g10_a_safe_helper_beside_the_program_is_used() {
         let folder = folder_with(Some(0o755), 0o755);
         let found = beside(&folder.path().join("stepward"), euid()).unwrap();
-        assert_eq!(
-            found,
-            Some(folder.path().join(PROGRAM).canonicalize().unwrap())
-        );
+        assert_eq!(found, Some(folder.path().join(PROGRAM)));
     }
 
     #[test]
@@ -156,21 +164,29 @@ mod tests {
     }
 
     #[test]
-    fn g10_a_helper_of_another_user_is_refused() {
+    fn g10_a_helper_of_another_user_is_refused_needs_root() {
+        assert_eq!(euid(), 0, "giving the file to another user needs root");
         let folder = folder_with(Some(0o755), 0o755);
-        let helper = folder.path().join(PROGRAM);
-        // As root, the file goes to another user; as anyone else, the check runs as another
-        // user (neither root nor the file's owner).
-        let checker = if euid() == 0 {
-            std::os::unix::fs::chown(&helper, Some(54_321), None).unwrap();
-            0
-        } else {
-            euid() + 1
-        };
-        let error = beside(&folder.path().join("stepward"), checker)
+        // Neither root, nor the checking user, nor the owner of `stepward` (root).
+        std::os::unix::fs::chown(folder.path().join(PROGRAM), Some(54_321), None).unwrap();
+        let error = beside(&folder.path().join("stepward"), 0)
             .unwrap_err()
             .to_string();
-        assert!(error.contains("belongs to uid"), "{error}");
+        assert!(error.contains("belongs to uid 54321"), "{error}");
+    }
+
+    #[test]
+    fn g10_a_helper_that_is_a_symbolic_link_is_refused_even_to_a_safe_file() {
+        // A link to a root-owned program in a root-owned folder passes every check of its
+        // target; the name beside stepward is what must be safe, and a link is not checked.
+        for target in ["/bin/sh", "/nonexistent/stepward-jail"] {
+            let folder = folder_with(None, 0o755);
+            std::os::unix::fs::symlink(target, folder.path().join(PROGRAM)).unwrap();
+            let error = beside(&folder.path().join("stepward"), euid())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("symbolic link"), "{target}: {error}");
+        }
     }
 
     #[test]

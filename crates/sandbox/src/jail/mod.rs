@@ -138,8 +138,12 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
     };
     let plan: Plan = serde_json::from_slice(&plan_line).map_err(|error| Failure {
         layer: Layer::Helper,
-        detail: format!("unreadable plan: {error}"),
+        detail: format!(
+            "unreadable plan: {error} (a jail helper of another build of stepward? install \
+             stepward and stepward-jail together)"
+        ),
     })?;
+    same_build(&plan)?;
     let private_network = match private_network {
         Some(made) => made,
         None if plan.netns.is_none() => make_private_network(sys),
@@ -156,6 +160,23 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
             unsafe { libc::_exit(127) }
         }
     }
+}
+
+/// A plan from a platform of another build is refused: a `stepward-jail` left from an older
+/// install beside a newer `stepward` must not build sandboxes with its older layers.
+pub(crate) fn same_build(plan: &Plan) -> Result<(), Failure> {
+    if plan.build == plan::BUILD {
+        return Ok(());
+    }
+    Err(Failure {
+        layer: Layer::Helper,
+        detail: format!(
+            "this jail helper is build {} and the platform is build {}: install stepward and \
+             stepward-jail together",
+            plan::BUILD,
+            plan.build
+        ),
+    })
 }
 
 /// A fresh network namespace with its loopback up, for the helper itself (see step 0).

@@ -176,6 +176,7 @@ impl Sys for Recorder {
 
 fn plan() -> Plan {
     Plan {
+        build: crate::jail::plan::BUILD.to_owned(),
         host_uid: 1_800_000_007,
         host_gid: 1_800_000_007,
         sandbox_uid: 1000,
@@ -575,4 +576,20 @@ fn g10_every_numbered_step_fails_under_its_own_layer() {
             child.calls
         );
     }
+}
+
+#[test]
+fn g10_a_plan_from_another_build_is_refused_before_anything_is_built() {
+    assert!(crate::jail::same_build(&plan()).is_ok());
+    let mut other = plan();
+    other.build = String::from("0123456789abcdef");
+    let failure = crate::jail::same_build(&other).unwrap_err();
+    assert_eq!(failure.layer, Layer::Helper);
+    assert!(
+        failure
+            .detail
+            .contains("install stepward and stepward-jail together"),
+        "{}",
+        failure.detail
+    );
 }

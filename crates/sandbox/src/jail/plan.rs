@@ -6,6 +6,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// This build of the jail (a hash of the sandbox crate's sources, see `build.rs`).
+pub const BUILD: &str = env!("STEPWARD_JAIL_BUILD");
+
 /// The file descriptors of the helper, as the platform arranges them before exec.
 pub mod fds {
     /// The request pipe; becomes Python's stdin (the harness reads the request from it).
@@ -41,6 +44,9 @@ pub struct NetnsPlan {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
+    /// The build of the platform that made the plan ([`BUILD`]): a helper of another build
+    /// refuses it.
+    pub build: String,
     /// The unprivileged host uid/gid the sandbox user maps to (never 0).
     pub host_uid: u32,
     pub host_gid: u32,

@@ -270,6 +270,7 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
 
     let executable = inputs.runtime.executable.clone();
     Plan {
+        build: crate::jail::plan::BUILD.to_owned(),
         host_uid: inputs.host_id,
         host_gid: inputs.host_id,
         sandbox_uid: SANDBOX_UID,

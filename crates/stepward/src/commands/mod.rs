@@ -82,15 +82,28 @@ pub fn parse_workflow_file_for(
     shown: Option<&Shown>,
 ) -> anyhow::Result<Option<spec::Workflow>> {
     let text = crate::definitions::read_text(path)?;
+    parse_workflow_text_for(path, &text, maxima, consequence, account, shown)
+}
+
+/// [`parse_workflow_file_for`] of text already read from `path` (`run` reads its file once:
+/// a stream such as `/dev/stdin` cannot be read twice).
+pub fn parse_workflow_text_for(
+    path: &std::path::Path,
+    text: &str,
+    maxima: &spec::LimitMaxima,
+    consequence: &str,
+    account: Option<&spec::AccountNames>,
+    shown: Option<&Shown>,
+) -> anyhow::Result<Option<spec::Workflow>> {
     let name = crate::definitions::display_name(path);
     let parsed = match account {
-        Some(account) => spec::parse_workflow_for_account(&name, &text, maxima, account),
-        None => spec::parse_workflow_within(&name, &text, maxima),
+        Some(account) => spec::parse_workflow_for_account(&name, text, maxima, account),
+        None => spec::parse_workflow_within(&name, text, maxima),
     };
     match parsed {
         Ok(workflow) => Ok(Some(workflow)),
         Err(diagnostics) => {
-            print_diagnostics(&diagnostics, &text, shown);
+            print_diagnostics(&diagnostics, text, shown);
             let line = format!("{name}: invalid, so {consequence}; fix the problems above");
             match shown {
                 Some(shown) => shown.error(&line),

@@ -8,7 +8,7 @@ use crate::Outcome;
 use crate::app::{App, EarlyBackend, FirstStep};
 use crate::cli::RunArgs;
 use crate::commands::models::account_names;
-use crate::commands::{Shown, parse_workflow_file_for, print_summary, printable, summary_outcome};
+use crate::commands::{Shown, parse_workflow_text_for, print_summary, printable, summary_outcome};
 use crate::config::Config;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
@@ -17,15 +17,17 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     // The sandbox backend and the first code step's sandbox first, from a first reading of
     // the file; its interpreter loads while the store and the vault open (the parse below,
     // against the account, is the one that decides; a file it refuses drops the sandbox unused).
-    let early = EarlyBackend::start(&config, first_step_of_file(&args.file, &maxima))?;
+    let text = crate::definitions::read_text(&args.file)?;
+    let early = EarlyBackend::start(&config, first_step_of(&args.file, &text, &maxima))?;
     let app = App::open(config)?;
     // A refusal or a diagnostic quotes what was typed or written, which may be a value of the
     // account (review N3, N4): everything printed from here on is scrubbed.
     let shown = Shown::new(&app)?;
     // Checked against the account: a step must not be granted a model key (G19).
     let names = account_names(&app.store, &app.account)?;
-    let Some(workflow) = parse_workflow_file_for(
+    let Some(workflow) = parse_workflow_text_for(
         &args.file,
+        &text,
         &maxima,
         "nothing ran",
         Some(&names),
@@ -46,10 +48,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
         // Built for what the file said at the first reading; a file changed since then gets
         // a backend of its own choice of first sandbox (the early one is dropped unused).
         Some(early) if early.first() == first => app.engine_early(early)?,
-        Some(early) => {
-            drop(early);
-            app.engine_ahead(first)?
-        }
+        Some(early) => app.engine_rebuilt(early, first)?,
         None => app.engine_ahead(first)?,
     };
     let started = engine.start_run(
@@ -80,13 +79,16 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     }
 }
 
-/// The first step of the workflow in `path` as a first, account-free reading sees it: only
-/// what the early sandbox is built for. Anything it cannot read gives no early sandbox; the
-/// real parse reports the problem.
-fn first_step_of_file(path: &std::path::Path, maxima: &spec::LimitMaxima) -> Option<FirstStep> {
-    let text = crate::definitions::read_text(path).ok()?;
+/// The first step of the workflow `text` (read from `path`) as a first, account-free parse
+/// sees it: only what the early sandbox is built for. A text it cannot parse gives no early
+/// sandbox; the real parse reports the problem.
+fn first_step_of(
+    path: &std::path::Path,
+    text: &str,
+    maxima: &spec::LimitMaxima,
+) -> Option<FirstStep> {
     let name = crate::definitions::display_name(path);
-    let workflow = spec::parse_workflow_within(&name, &text, maxima).ok()?;
+    let workflow = spec::parse_workflow_within(&name, text, maxima).ok()?;
     FirstStep::of(&workflow)
 }
 
