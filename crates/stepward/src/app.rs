@@ -341,6 +341,7 @@ impl App {
                 let mut options = sandbox::gvisor::GvisorOptions::new(state_dir);
                 options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
                 options.cgroups.parent = format!("stepward-gvisor-{}", self.config.instance_id());
+                options.pool_size = self.config.warm_pool;
                 // Each gvisor slot maps a range of 1024 ids: 64 slots per data directory, in a
                 // band of its own, clear of the local backend's ids.
                 options.slots = 64;
@@ -418,6 +419,7 @@ fn local_options(config: &Config) -> anyhow::Result<sandbox::local::LocalOptions
     let mut options = sandbox::local::LocalOptions::new(state_dir, crate::jail_helper::command()?);
     options.egress = egress_options(config)?;
     options.runtimes.cache_dir = Some(config.runtime_cache_dir.clone());
+    options.pool_size = config.warm_pool;
     // Per data directory: its own cgroup parent and its own band of host ids.
     options.cgroups.parent = format!("stepward-{}", config.instance_id());
     options.uid_base = 1_800_000_000 + config.uid_band() * options.slots;

@@ -85,6 +85,13 @@ pub struct GlobalArgs {
         default_value = "/var/cache/stepward/runtimes"
     )]
     pub runtime_cache_dir: PathBuf,
+    /// Sandboxes kept started and waiting, per kind of step (Python version, network, limits),
+    /// for the local and the gvisor backend: a step then gets one already started (a gVisor
+    /// step in tens of milliseconds instead of about 250). Each still serves one step and is
+    /// destroyed after it, and holds nothing of any account until a step claims it. For
+    /// `serve`; 0, the default, starts every step's sandbox when the step starts.
+    #[arg(long, env = "STEPWARD_WARM_POOL", global = true, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=16))]
+    pub warm_pool: u8,
     /// Print how long each start-up phase took to stderr (for `scripts/bench`).
     #[arg(long, env = "STEPWARD_STARTUP_TIMINGS", global = true, hide = true)]
     pub startup_timings: bool,
@@ -141,6 +148,8 @@ pub struct Config {
     pub limit_maxima: spec::LimitMaxima,
     /// Where runtime discovery's cache lives.
     pub runtime_cache_dir: PathBuf,
+    /// Sandboxes kept started per kind of step (`--warm-pool`).
+    pub warm_pool: usize,
     /// The start-up phases' clock (prints only with `--startup-timings`).
     pub timings: std::sync::Arc<crate::timings::Timings>,
     /// Scrubs panic messages and the final error of every value this process holds (G16).
@@ -176,6 +185,7 @@ impl Config {
                 work_mib: args.max_step_work_mib,
             },
             runtime_cache_dir: args.runtime_cache_dir.clone(),
+            warm_pool: usize::from(args.warm_pool),
             timings,
             scrub_registry,
             model_endpoints: llm::EndpointPolicy {

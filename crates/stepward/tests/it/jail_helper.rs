@@ -1,6 +1,6 @@
-//! Issue 13, part 2: `stepward` builds its sandboxes through the small `stepward-jail` program
+//! Issue 13: `stepward` builds its sandboxes through the small `stepward-jail` program
 //! installed beside it, refuses one that others could replace, and runs its own `__jail` where
-//! none is installed.
+//! none is installed (part 2); `--warm-pool` keeps sandboxes started (part 5).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -92,4 +92,28 @@ fn g10_stepward_run_builds_through_a_safe_helper_beside_it_needs_root() {
         "{}",
         stderr(&ran)
     );
+}
+
+/// `--warm-pool` (issue 13, part 5: the binary keeps sandboxes started when asked): a run
+/// with a pool succeeds, and the command leaves neither a waiting sandbox's groups nor the
+/// data directory's cgroup parent behind; a pool above the maximum is a usage error that says
+/// the range.
+#[test]
+fn g6_a_warm_pool_serves_steps_and_leaves_nothing_behind_needs_root() {
+    let home = Home::new();
+    let workflow = home.dir.path().join("tiny.yaml");
+    std::fs::write(&workflow, WORKFLOW).unwrap();
+    for _ in 0..2 {
+        let ran = home.stepward(&["--warm-pool", "2", "run", workflow.to_str().unwrap()]);
+        assert!(ran.status.success(), "{}", stderr(&ran));
+        assert!(stdout(&ran).contains("succeeded"), "{}", stdout(&ran));
+        assert!(
+            home.cgroup_parents().is_empty(),
+            "a finished command leaves no cgroup parent behind: {:?}",
+            home.cgroup_parents()
+        );
+    }
+    let refused = home.stepward(&["--warm-pool", "17", "run", workflow.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("0..=16"), "{}", stderr(&refused));
 }
