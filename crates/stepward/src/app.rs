@@ -18,6 +18,9 @@ use storage_sqlite::SqliteStore;
 use vault::{Vault, VaultOptions};
 use workspace::Workspaces;
 
+use crate::backend_setup::{
+    EarlyBackend, Started, egress_options, local_backend, sandbox_state_parent,
+};
 use crate::config::{Backend, Config};
 use crate::executor::SandboxExecutor;
 
@@ -373,178 +376,6 @@ impl App {
     }
 }
 
-/// The egress network, when a resolver is configured; otherwise `public_egress` steps are
-/// refused by the backend (never run with a broader network).
-fn egress_options(config: &Config) -> anyhow::Result<Option<sandbox::net::EgressOptions>> {
-    let Some(resolver) = config.egress_resolver else {
-        return Ok(None);
-    };
-    let mut options = sandbox::net::EgressOptions::with_resolver(resolver);
-    if let Some(uplink) = &config.egress_uplink {
-        options.uplink = sandbox::net::Uplink::Interface(uplink.clone());
-    }
-    options
-        .validate()
-        .context("the egress settings are invalid")?;
-    Ok(Some(options))
-}
-
-/// The sandbox state folder, its parent made searchable by the sandboxes' host ids (never
-/// listable by them).
-fn sandbox_state_parent(config: &Config) -> anyhow::Result<PathBuf> {
-    let state_dir = config.sandbox_state_dir();
-    if let Some(parent) = state_dir.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o711))
-            .with_context(|| format!("cannot set the mode of {}", parent.display()))?;
-    }
-    Ok(state_dir)
-}
-
-/// The local backend: the egress policy, the start-up sweep, then the backend, which starts
-/// building `first`'s sandbox at once. The caller holds the engine lock. `mark` is told where
-/// each phase ends.
-fn local_backend(
-    config: &Config,
-    first: Option<FirstStep>,
-    mark: &mut dyn FnMut(&str),
-) -> anyhow::Result<Arc<dyn Isolation>> {
-    local_backend_with(local_options(config)?, first, None, mark)
-}
-
-/// The local backend's options for this data directory.
-fn local_options(config: &Config) -> anyhow::Result<sandbox::local::LocalOptions> {
-    let state_dir = sandbox_state_parent(config)?;
-    let mut options = sandbox::local::LocalOptions::new(state_dir, crate::jail_helper::command()?);
-    options.egress = egress_options(config)?;
-    options.runtimes.cache_dir = Some(config.runtime_cache_dir.clone());
-    options.pool_size = config.warm_pool;
-    // Per data directory: its own cgroup parent and its own band of host ids.
-    options.cgroups.parent = format!("stepward-{}", config.instance_id());
-    options.uid_base = 1_800_000_000 + config.uid_band() * options.slots;
-    Ok(options)
-}
-
-/// [`local_backend`] from its options, the first sandbox built with `early` when there is
-/// one (see [`EarlyBackend`]).
-fn local_backend_with(
-    options: sandbox::local::LocalOptions,
-    first: Option<FirstStep>,
-    early: Option<sandbox::local::EarlyHelper>,
-    mark: &mut dyn FnMut(&str),
-) -> anyhow::Result<Arc<dyn Isolation>> {
-    if let Some(egress) = &options.egress {
-        sandbox::net::install_policy(egress)
-            .context("cannot install the egress policy (nftables)")?;
-    }
-    mark("egress policy");
-    let swept = sandbox::local::sweep_at_start(&options)
-        .context("cannot sweep sandboxes left by an earlier crash")?;
-    mark("sweep");
-    // This process holds the engine lock: nobody else uses this data directory's cgroup
-    // parent, so it goes with the backend.
-    let backend = sandbox::local::LocalBackend::new_after_sweep(options, swept)
-        .context("cannot set up the local sandbox backend")?
-        .removing_cgroup_parents_on_drop();
-    match (first, early) {
-        (Some(first), Some(early)) => {
-            backend.prepare_ahead_with(first.python, first.network, early)
-        }
-        (Some(first), None) => backend.prepare_ahead(first.python, first.network),
-        (None, _) => {}
-    }
-    mark(match backend.runtimes().cache_use() {
-        sandbox::runtime::CacheUse::Hit => {
-            "local backend (runtimes from the cache, harness, views, cgroups)"
-        }
-        _ => "local backend (runtime discovery, harness, views, cgroups)",
-    });
-    Ok(Arc::new(backend))
-}
-
-/// The local backend of a `stepward run`, set up before the command opens the store and the
-/// vault: the first code step's helper (spawned first, so that its exec and, for `none`, its
-/// network namespace overlap the rest), the engine lock, the start-up sweep, the backend, and
-/// that step's sandbox up to its plan. Its interpreter then loads the harness while the
-/// command opens the store and the vault, recovers and writes the run's record, none of
-/// which the sandbox needs (issue 13, part 2: the sandbox is the process's critical path, and
-/// on two cores the store's opening beside it only slowed it down). Only for the local
-/// backend; the others start where [`App::engine`] starts them.
-pub struct EarlyBackend {
-    first: Option<FirstStep>,
-    started: Started,
-}
-
-/// How the jail helper is run, for `--startup-timings`: `stepward-jail` or `stepward __jail`.
-fn helper_named(helper: &(PathBuf, Vec<std::ffi::OsString>)) -> String {
-    let program = helper
-        .0
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match helper.1.first() {
-        Some(arg) => format!("{program} {}", arg.to_string_lossy()),
-        None => program,
-    }
-}
-
-/// What the early start set up. The fields drop in this order: the backend (whose drop
-/// removes this data directory's cgroup parent) while the lock is still held, then the
-/// default state folder, then the lock.
-struct Started {
-    backend: Arc<dyn Isolation>,
-    state_dir: RemoveStateDir,
-    lock: EngineLock,
-}
-
-impl EarlyBackend {
-    /// Sets it up, when `config` runs the local backend and the workflow starts with a code
-    /// step; `None` (the usual order) otherwise, and also when another process holds the
-    /// engine lock: the command then reports the file's problems, if it has any, before the
-    /// lock's refusal, as it always did.
-    pub fn start(
-        config: &Config,
-        first: Option<FirstStep>,
-    ) -> anyhow::Result<Option<EarlyBackend>> {
-        let Some(first_step) = first else {
-            return Ok(None);
-        };
-        if config.backend != Backend::Local {
-            return Ok(None);
-        }
-        private_data_dir(&config.data_dir)?;
-        let options = local_options(config)?;
-        // It holds nothing until its plan (see `sandbox::local::EarlyHelper`); a helper that
-        // cannot start leaves the sandbox to start as it would without it.
-        let early = sandbox::local::EarlyHelper::start(&options, first_step.network).ok();
-        config.timings.mark(&format!(
-            "the first sandbox's helper ({})",
-            helper_named(&options.helper)
-        ));
-        let Ok(lock) = EngineLock::take(config.data_dir.join("engine.lock")) else {
-            return Ok(None);
-        };
-        config.timings.mark("engine lock");
-        let state_dir = RemoveStateDir::of(config);
-        let timings = config.timings.clone();
-        let backend = local_backend_with(options, first, early, &mut |phase| timings.mark(phase))?;
-        Ok(Some(EarlyBackend {
-            first,
-            started: Started {
-                backend,
-                state_dir,
-                lock,
-            },
-        }))
-    }
-
-    /// The first step its sandbox was built for.
-    pub fn first(&self) -> Option<FirstStep> {
-        self.first
-    }
-}
-
 /// The first step of a run about to start, when it is a code step: what its sandbox is built
 /// from (see [`App::engine_ahead`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -588,11 +419,11 @@ struct UnderEngineLock {
 /// process holding the engine lock uses it, so when that process lets go of its backend
 /// (every sandbox torn down) the folder has no other user: it goes. `/run/stepward` itself
 /// stays (mode 0711): another data directory's process may be creating its folder there.
-struct RemoveStateDir(Option<PathBuf>);
+pub(crate) struct RemoveStateDir(Option<PathBuf>);
 
 impl RemoveStateDir {
     /// The default folder is this process's to remove; one the operator named is not.
-    fn of(config: &Config) -> RemoveStateDir {
+    pub(crate) fn of(config: &Config) -> RemoveStateDir {
         RemoveStateDir(
             config
                 .sandbox_state_dir
@@ -812,7 +643,7 @@ fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
 /// owned by this user and writable by nobody else (a folder someone else can write could hold
 /// what they planted: a database, a workspace file, a link); then makes it 0700, so nothing
 /// inside (the database, every workspace and history) is readable by other users (G20).
-fn private_data_dir(data_dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn private_data_dir(data_dir: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     if !data_dir.exists() {
         if let Some(parent) = data_dir
@@ -864,7 +695,7 @@ pub struct EngineLock {
 }
 
 impl EngineLock {
-    fn take(path: PathBuf) -> anyhow::Result<EngineLock> {
+    pub(crate) fn take(path: PathBuf) -> anyhow::Result<EngineLock> {
         let file = File::options()
             .create(true)
             .truncate(false)

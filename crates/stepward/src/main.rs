@@ -9,6 +9,7 @@ mod agent_colleagues;
 mod agent_record;
 mod agent_step;
 mod app;
+mod backend_setup;
 mod cli;
 mod commands;
 mod config;

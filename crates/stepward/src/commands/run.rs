@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 use storage::EventLog;
 
 use crate::Outcome;
-use crate::app::{App, EarlyBackend, FirstStep};
+use crate::app::{App, FirstStep};
+use crate::backend_setup::EarlyBackend;
 use crate::cli::RunArgs;
 use crate::commands::models::account_names;
 use crate::commands::{Shown, parse_workflow_text_for, print_summary, printable, summary_outcome};
