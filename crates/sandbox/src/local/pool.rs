@@ -187,24 +187,19 @@ impl Pool {
             shared: Arc::clone(shared),
             class: class.clone(),
         };
-        let build = {
-            let shared = Arc::clone(shared);
-            let class = class.clone();
-            move || {
-                prepare_with(
-                    &shared,
-                    &class,
-                    &class.prepared_limits(),
-                    SeccompMode::Enforced,
-                    Priority::Ahead,
-                    early,
-                )
-            }
+        // Up to its plan here when asked (the caller's thread), else all on the thread below.
+        let build = |shared: &Shared, class: &Class, early: Option<Helper>| {
+            prepare_with(
+                shared,
+                class,
+                &class.prepared_limits(),
+                SeccompMode::Enforced,
+                Priority::Ahead,
+                early,
+            )
         };
-        let (planned, build) = match plan_at {
-            PlanAt::Here => (Some(build()), None),
-            PlanAt::Thread => (None, Some(build)),
-        };
+        let mut early = early;
+        let planned = (plan_at == PlanAt::Here).then(|| build(shared, class, early.take()));
         let thread_shared = Arc::clone(shared);
         let thread_class = class.clone();
         let spawned = std::thread::Builder::new()
@@ -214,13 +209,10 @@ impl Pool {
                 let shared = thread_shared;
                 // A failed build leaves nothing behind: the request runs cold and reports its
                 // own error if it fails again.
-                let prepared = match (planned, build) {
-                    (Some(planned), _) => planned,
-                    (None, Some(build)) => build(),
-                    (None, None) => return,
-                }
-                .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
-                .ok();
+                let prepared = planned
+                    .unwrap_or_else(|| build(&shared, &thread_class, early))
+                    .and_then(|mut prepared| prepared.wait_ready().map(|()| prepared))
+                    .ok();
                 let mut state = shared.pool.lock();
                 if let Some(prepared) = prepared
                     && !state.closed
