@@ -330,7 +330,7 @@ impl App {
     /// Takes the data directory's engine lock alone: for commands that must not run beside a
     /// process driving runs (`stepward keys rotate-links` beside a live server).
     pub fn take_engine_lock(&self) -> anyhow::Result<EngineLock> {
-        EngineLock::take(self.config.data_dir.join("engine.lock"))
+        EngineLock::of_data_dir(&self.config.data_dir)
     }
 
     fn backend(&self, first: Option<FirstStep>) -> anyhow::Result<Arc<dyn Isolation>> {
@@ -695,7 +695,12 @@ pub struct EngineLock {
 }
 
 impl EngineLock {
-    pub(crate) fn take(path: PathBuf) -> anyhow::Result<EngineLock> {
+    /// The lock of the data directory `data_dir` (its `engine.lock`).
+    pub(crate) fn of_data_dir(data_dir: &Path) -> anyhow::Result<EngineLock> {
+        EngineLock::take(data_dir.join("engine.lock"))
+    }
+
+    fn take(path: PathBuf) -> anyhow::Result<EngineLock> {
         let file = File::options()
             .create(true)
             .truncate(false)

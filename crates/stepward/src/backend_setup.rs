@@ -163,7 +163,7 @@ impl EarlyBackend {
             "the first sandbox's helper ({})",
             helper_named(&options.helper)
         ));
-        let Ok(lock) = EngineLock::take(config.data_dir.join("engine.lock")) else {
+        let Ok(lock) = EngineLock::of_data_dir(&config.data_dir) else {
             return Ok(None);
         };
         config.timings.mark("engine lock");

@@ -6,17 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{Home, stderr, stdout};
-
-const WORKFLOW: &str = r#"name: tiny
-python: "3.11"
-steps:
-  - id: one
-    explain: Returns one.
-    code: |
-      def main():
-          return 1
-"#;
+use crate::support::{Home, TINY_WORKFLOW, stderr, stdout};
 
 /// A folder holding `stepward` (a hard link to the built binary, or a copy) and, when asked,
 /// a copy of `stepward-jail` with `helper_mode`.
@@ -39,7 +29,7 @@ fn installed(home: &Home, helper_mode: Option<u32>) -> PathBuf {
 
 fn run_with(program: &Path, home: &Home) -> Output {
     let workflow = home.dir.path().join("tiny.yaml");
-    std::fs::write(&workflow, WORKFLOW).unwrap();
+    std::fs::write(&workflow, TINY_WORKFLOW).unwrap();
     home.command(program)
         .arg("--startup-timings")
         .arg("--data-dir")
@@ -102,7 +92,7 @@ fn g10_stepward_run_builds_through_a_safe_helper_beside_it_needs_root() {
 fn g6_a_warm_pool_serves_steps_and_leaves_nothing_behind_needs_root() {
     let home = Home::new();
     let workflow = home.dir.path().join("tiny.yaml");
-    std::fs::write(&workflow, WORKFLOW).unwrap();
+    std::fs::write(&workflow, TINY_WORKFLOW).unwrap();
     for _ in 0..2 {
         let ran = home.stepward(&["--warm-pool", "2", "run", workflow.to_str().unwrap()]);
         assert!(ran.status.success(), "{}", stderr(&ran));

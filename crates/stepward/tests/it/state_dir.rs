@@ -7,17 +7,7 @@ use std::process::Output;
 
 use sha2::{Digest, Sha256};
 
-use crate::support::{Home, stderr, stdout};
-
-const WORKFLOW: &str = r#"name: tiny
-python: "3.11"
-steps:
-  - id: one
-    explain: Returns one.
-    code: |
-      def main():
-          return 1
-"#;
+use crate::support::{Home, TINY_WORKFLOW, stderr, stdout};
 
 /// `/run/stepward/<id of the data directory>`, as the binary computes it.
 fn default_state_dir(data_dir: &Path) -> PathBuf {
@@ -52,7 +42,7 @@ fn the_default_state_folder_goes_when_its_last_process_exits_needs_root() {
     let state = default_state_dir(&home.data_dir());
     let _cleanup = RemoveOnDrop(state.clone());
     let workflow = home.dir.path().join("tiny.yaml");
-    std::fs::write(&workflow, WORKFLOW).unwrap();
+    std::fs::write(&workflow, TINY_WORKFLOW).unwrap();
     let ran = stepward_default_state(&home, &["run", workflow.to_str().unwrap()]);
     assert_eq!(
         ran.status.code(),
@@ -73,7 +63,7 @@ fn the_default_state_folder_goes_when_its_last_process_exits_needs_root() {
 fn a_state_folder_the_operator_named_stays_needs_root() {
     let home = Home::new();
     let workflow = home.dir.path().join("tiny.yaml");
-    std::fs::write(&workflow, WORKFLOW).unwrap();
+    std::fs::write(&workflow, TINY_WORKFLOW).unwrap();
     let ran = home.stepward(&["run", workflow.to_str().unwrap()]);
     assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
     assert!(

@@ -35,6 +35,17 @@ pub fn add_fake_assistant(home: &Home, fake: &fake_model::BlockingFakeModel, key
 }
 
 /// Runs `stepward ARGS` from the repository root with an empty environment apart from PATH.
+/// A one-step workflow whose code step returns 1.
+pub const TINY_WORKFLOW: &str = r#"name: tiny
+python: "3.11"
+steps:
+  - id: one
+    explain: Returns one.
+    code: |
+      def main():
+          return 1
+"#;
+
 pub fn stepward(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_stepward"))
         .args(args)
