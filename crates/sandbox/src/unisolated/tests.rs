@@ -350,3 +350,45 @@ fn processes_with_argument(argument: &str) -> Vec<u32> {
     }
     found
 }
+
+#[test]
+fn g9_unisolated_errors_only_the_compiler_finds_are_syntax_errors_before_anything_runs() {
+    let fixture = fixture();
+    // `ast.parse` accepts each of these; the compiler refuses them. The side effect on the
+    // first line shows that nothing of the step ran.
+    for (code, line) in [
+        (
+            "open('ran.txt', 'w').write('x')\nreturn 1\ndef main(name):\n    return 1\n",
+            2,
+        ),
+        (
+            "open('ran.txt', 'w').write('x')\ndef main(name):\n    nonlocal total\n",
+            3,
+        ),
+        (
+            "open('ran.txt', 'w').write('x')\nbreak\ndef main(name):\n    return 1\n",
+            2,
+        ),
+        (
+            "open('ran.txt', 'w').write('x')\nimport requests\nawait main\n",
+            3,
+        ),
+    ] {
+        let observation = run(&fixture, code);
+        match &observation.outcome {
+            Outcome::Failed {
+                error,
+                code_started: false,
+            } if error.kind == "SyntaxError" => assert!(
+                error.message.contains(&format!("step.py:{line}")),
+                "{code}: {}",
+                error.message
+            ),
+            other => panic!("{code}: expected a syntax error, got {other:?}"),
+        }
+        assert!(
+            observation.copy_back.files.is_empty(),
+            "{code}: the step ran"
+        );
+    }
+}

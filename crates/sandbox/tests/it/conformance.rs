@@ -303,3 +303,25 @@ fn g11_conformance_public_egress_reaches_the_test_internet_and_nothing_else_need
         );
     }
 }
+
+#[test]
+fn g9_conformance_an_error_only_the_compiler_finds_is_a_syntax_error_in_both_backends_needs_root() {
+    // `ast.parse` accepts a `return` outside a function; compiling refuses it. Nothing of the
+    // step may run (the marker stays absent) and the answer names the line.
+    let code = "open('/work/marker', 'w').write('ran')\nreturn 1\ndef main():\n    return 1\n";
+    for (name, observation) in run_everywhere(&Case::new(code, json!({}))) {
+        match &observation.outcome {
+            Outcome::Failed {
+                error,
+                code_started: false,
+            } if error.kind == "SyntaxError" => {
+                assert!(error.message.contains("step.py:2"), "{name}: {error:?}");
+            }
+            other => panic!("{name}: expected a syntax error, got {other:?}"),
+        }
+        assert!(
+            observation.copy_back.files.is_empty(),
+            "{name}: the step ran"
+        );
+    }
+}
