@@ -198,6 +198,10 @@ def main():
 
     try:
         tree = compile(code, STEP_FILE, "exec", _ast.PyCF_ONLY_AST)
+        # Some errors only the compiler finds (`return` or `await` outside a function, a
+        # `nonlocal` with no binding): they are the step's syntax errors too, found before
+        # anything of it runs, whatever it imports.
+        compiled = compile(tree, STEP_FILE, "exec")
     except (SyntaxError, ValueError) as error:
         report({
             "event": "error",
@@ -216,7 +220,6 @@ def main():
             })
             return
 
-    compiled = compile(tree, STEP_FILE, "exec")
     namespace = {"__name__": "step", "__file__": STEP_FILE, "__builtins__": __builtins__}
     report({"event": "started"})
     # From here on the step's code runs in this interpreter.
