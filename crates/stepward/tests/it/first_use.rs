@@ -114,6 +114,26 @@ fn g5_check_reports_a_python_syntax_error_at_the_yaml_line_and_column() {
     );
 }
 
+/// An error only the compiler finds (`ast.parse` accepts a `return` outside a function) is a
+/// check error too, at its own line and column, not a surprise at run time.
+#[test]
+fn g5_check_reports_an_error_only_the_compiler_finds_at_the_yaml_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report) = check_json(
+        dir.path(),
+        "stray.yaml",
+        "name: stray\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: Returns one.\n    code: |\n      def main():\n          return 1\n      return 2\n",
+    );
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(
+        places(&report, "diagnostics"),
+        vec![("python-syntax-error".to_owned(), 9, 7)],
+        "{report}"
+    );
+    let message = report["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(message.contains("outside function"), "{message}");
+}
+
 /// `def main(...)` must accept exactly the declared inputs: no input it rejects, no required
 /// parameter that is not an input; `**kwargs` takes any, a default makes a parameter optional.
 #[test]
