@@ -1,7 +1,8 @@
 //! What `stepward check` learns from the Python of a definition without running any of it:
 //! syntax errors and the parameters of `def main(...)`, read by the machine's own CPython with
-//! its `ast` module (`python3 -I -S`, an empty environment, a deadline). Parsing is not
-//! executing: `ast.parse` compiles nothing and imports nothing.
+//! its `ast` module (`python3 -I -S`, an empty environment, a deadline), then compiled (the
+//! compiler finds errors the parser accepts, such as `return` outside a function). Neither
+//! is executing: nothing of the code runs and nothing is imported.
 //!
 //! CPython's own parser was chosen over a Rust one (rustpython-parser, ruff's parser): it is
 //! exactly the grammar of the version that will run the step, where a Rust parser is one
@@ -26,6 +27,9 @@ answers = []
 for code in codes:
     try:
         tree = ast.parse(code, filename="<step>")
+        # What only the compiler refuses (`return` outside a function, a `nonlocal` with no
+        # binding) is a syntax error too; compiling runs nothing.
+        compile(tree, "<step>", "exec", dont_inherit=True)
     except SyntaxError as error:
         answers.append({"syntax_error": {
             "line": error.lineno or 1, "column": error.offset or 1, "message": error.msg}})
@@ -153,7 +157,9 @@ impl Interpreter {
         codes: &[&str],
     ) -> anyhow::Result<T> {
         let mut child = Command::new(&self.path)
-            .args(["-I", "-S", "-c", script])
+            // Warnings the compiler prints (`is` with a literal, say) are not read: ignored, so
+            // that many of them cannot fill the unread stderr pipe and stall the checker.
+            .args(["-I", "-S", "-W", "ignore", "-c", script])
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

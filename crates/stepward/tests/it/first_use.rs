@@ -134,6 +134,28 @@ fn g5_check_reports_an_error_only_the_compiler_finds_at_the_yaml_line_and_column
     assert!(message.contains("outside function"), "{message}");
 }
 
+/// The compiler's warnings (here about 200 KB of "`is` with a literal") are not the check's
+/// business: it answers at once, without waiting on a pipe nobody reads.
+#[test]
+fn g5_check_is_not_stalled_by_the_compilers_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "name: noisy\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: Returns one.\n    code: |\n      def main():\n          n = 1\n",
+    );
+    for _ in 0..3000 {
+        text.push_str("          if n is 1: n = 1\n");
+    }
+    text.push_str("          return n\n");
+    let started = std::time::Instant::now();
+    let (code, report) = check_json(dir.path(), "noisy.yaml", &text);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the check took {:?}",
+        started.elapsed()
+    );
+}
+
 /// `def main(...)` must accept exactly the declared inputs: no input it rejects, no required
 /// parameter that is not an input; `**kwargs` takes any, a default makes a parameter optional.
 #[test]
