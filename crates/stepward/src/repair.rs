@@ -344,6 +344,19 @@ mod tests {
         }
     }
 
+    /// G9: a proposal with an error only the compiler finds (`ast.parse` accepts a `return`
+    /// outside a function) is not valid Python either: refused, never offered to a person.
+    #[test]
+    fn g9_a_proposal_with_an_error_only_the_compiler_finds_is_refused() {
+        for code in [
+            "def main(word):\n    return word\nreturn None\n",
+            "def main(word):\n    nonlocal word\n    return word\n",
+        ] {
+            let refused = check(code).unwrap_err();
+            assert!(refused.contains("is not valid Python"), "{code}: {refused}");
+        }
+    }
+
     /// G9: code that leaves its block to add `network:` (or anything else) is refused: only
     /// the step's code may change.
     #[test]
