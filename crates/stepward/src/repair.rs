@@ -24,6 +24,8 @@ answers = []
 for code in json.load(sys.stdin):
     try:
         tree = ast.parse(code, filename="<step>")
+        # What only the compiler refuses (`return` outside a function) is invalid too.
+        compile(tree, "<step>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
         answers.append({"syntax_error": "%s (line %s)" % (getattr(error, "msg", str(error)),
                                                           getattr(error, "lineno", 1))})
