@@ -146,6 +146,27 @@ def imported_modules(tree):
                 yield name.split(".")[0], node.lineno
 
 
+# What parsing or compiling raises for code that cannot become a program: a syntax error, a
+# null byte (ValueError), or code nested too deeply or too large to compile.
+UNCOMPILABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
+def syntax_error(error):
+    """The report of code that cannot be compiled, naming the line where Python knows it."""
+    line = getattr(error, "lineno", None) or 0
+    if isinstance(error, SyntaxError):
+        message = error.msg
+    else:
+        message = "the code cannot be compiled: %s: %s" % (type(error).__name__, error)
+    text = (getattr(error, "text", None) or "").strip()
+    return {
+        "event": "error",
+        "kind": "SyntaxError",
+        "message": "%s (%s:%s)" % (message, STEP_FILE, line),
+        "traceback": ["%s:%s: %s" % (STEP_FILE, line, text)],
+    }
+
+
 def step_traceback(error):
     """Traceback lines that point into the step's code, as step.py:LINE."""
     import traceback
@@ -198,17 +219,8 @@ def main():
 
     try:
         tree = compile(code, STEP_FILE, "exec", _ast.PyCF_ONLY_AST)
-        # Some errors only the compiler finds (`return` or `await` outside a function, a
-        # `nonlocal` with no binding): they are the step's syntax errors too, found before
-        # anything of it runs, whatever it imports.
-        compiled = compile(tree, STEP_FILE, "exec")
-    except (SyntaxError, ValueError) as error:
-        report({
-            "event": "error",
-            "kind": "SyntaxError",
-            "message": "%s (%s:%s)" % (getattr(error, "msg", str(error)), STEP_FILE, getattr(error, "lineno", 0)),
-            "traceback": ["%s:%s: %s" % (STEP_FILE, getattr(error, "lineno", 0), (getattr(error, "text", "") or "").strip())],
-        })
+    except UNCOMPILABLE as error:
+        report(syntax_error(error))
         return
     for module, line in imported_modules(tree):
         if module not in stdlib:
@@ -219,6 +231,14 @@ def main():
                 % (STEP_FILE, line, module, sys.version_info[0], sys.version_info[1]),
             })
             return
+    try:
+        # Some errors only the compiler finds (`return` or `await` outside a function, a
+        # `nonlocal` with no binding, an expression too deep to compile): the step's syntax
+        # errors too, found before anything of it runs.
+        compiled = compile(tree, STEP_FILE, "exec")
+    except UNCOMPILABLE as error:
+        report(syntax_error(error))
+        return
 
     namespace = {"__name__": "step", "__file__": STEP_FILE, "__builtins__": __builtins__}
     report({"event": "started"})

@@ -369,12 +369,27 @@ fn g9_unisolated_errors_only_the_compiler_finds_are_syntax_errors_before_anythin
             "open('ran.txt', 'w').write('x')\nbreak\ndef main(name):\n    return 1\n",
             2,
         ),
+        ("open('ran.txt', 'w').write('x')\nawait main\n", 2),
+        // Parsed, but too deep for the compiler (and, ten times deeper, for the parser).
         (
-            "open('ran.txt', 'w').write('x')\nimport requests\nawait main\n",
-            3,
+            format!(
+                "open('ran.txt', 'w').write('x')\nx = 1{}\n",
+                "+1".repeat(1000)
+            )
+            .as_str(),
+            0,
+        ),
+        (
+            format!(
+                "open('ran.txt', 'w').write('x')\nx = 1{}\n",
+                "+1".repeat(10000)
+            )
+            .as_str(),
+            0,
         ),
     ] {
         let observation = run(&fixture, code);
+        let code = &code[..code.len().min(60)];
         match &observation.outcome {
             Outcome::Failed {
                 error,
@@ -391,4 +406,14 @@ fn g9_unisolated_errors_only_the_compiler_finds_are_syntax_errors_before_anythin
             "{code}: the step ran"
         );
     }
+    // A third-party import is still found first (G9): such code goes to repair, naming it.
+    let observation = run(
+        &fixture,
+        &format!("import requests\nreturn 1\nx = 1{}\n", "+1".repeat(1000)),
+    );
+    assert!(
+        matches!(&observation.outcome, Outcome::NeedsRepair { module, .. } if module == "requests"),
+        "{:?}",
+        observation.outcome
+    );
 }
