@@ -156,6 +156,31 @@ fn g5_check_is_not_stalled_by_the_compilers_warnings() {
     );
 }
 
+/// Reading code never runs it, but the compiler's constant folding can be made to take
+/// gigabytes (each `+` of this chain keeps a longer string): the checker's limits make it code
+/// that cannot be compiled, answered in seconds, with the host's memory untouched.
+#[test]
+fn g5_check_of_a_constant_folding_bomb_stays_within_the_checkers_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let chain = vec!["'\u{10000}' * 4096"; 900].join(" + ");
+    let text = format!(
+        "name: bomb\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: Returns one.\n    code: |\n      x = {chain}\n      def main():\n          return 1\n"
+    );
+    let started = std::time::Instant::now();
+    let (code, report) = check_json(dir.path(), "bomb.yaml", &text);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(18),
+        "the check took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(code, Some(1), "{report}");
+    let message = report["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("cannot be compiled (MemoryError"),
+        "{message}"
+    );
+}
+
 /// `def main(...)` must accept exactly the declared inputs: no input it rejects, no required
 /// parameter that is not an input; `**kwargs` takes any, a default makes a parameter optional.
 #[test]
