@@ -35,7 +35,9 @@ for code in codes:
             "line": error.lineno or 1, "column": error.offset or 1, "message": error.msg}})
         continue
     except (ValueError, RecursionError, MemoryError) as error:
-        answers.append({"syntax_error": {"line": 1, "column": 1, "message": str(error)}})
+        answers.append({"syntax_error": {"line": 1, "column": 1, "message":
+            "the code cannot be compiled (%s%s)" % (type(error).__name__,
+                                                    ": %s" % error if str(error) else "")}})
         continue
     main = None
     for node in tree.body:
@@ -66,6 +68,15 @@ print(json.dumps(answers))
 
 /// How long the checker may take for one file's code.
 const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Run before every script: the code is only read, never run, but reading it can be made
+/// costly (the compiler folds constants, and a chain of `'x' * 4096 + ...` keeps every
+/// intermediate string: 1.3 GB for 4 KB of code). The checker's address space and CPU time
+/// are capped, so such code is a MemoryError (reported as code that cannot be compiled) or a
+/// killed checker, never a host short of memory. The CPU cap is below [`DEADLINE`].
+const LIMITS: &str = "import resource\n\
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n\
+resource.setrlimit(resource.RLIMIT_CPU, (15, 15))\n";
 
 /// What the parser said about one piece of code.
 #[derive(Debug, Deserialize)]
@@ -157,13 +168,20 @@ impl Interpreter {
         codes: &[&str],
     ) -> anyhow::Result<T> {
         let mut child = Command::new(&self.path)
-            // Warnings the compiler prints (`is` with a literal, say) are not read: ignored, so
-            // that many of them cannot fill the unread stderr pipe and stall the checker.
-            .args(["-I", "-S", "-W", "ignore", "-c", script])
+            // Warnings the compiler prints (`is` with a literal, say) are not read: ignored.
+            .args([
+                "-I",
+                "-S",
+                "-W",
+                "ignore",
+                "-c",
+                &format!("{LIMITS}{script}"),
+            ])
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            // Nothing reads it: a pipe would stall a checker that printed more than it holds.
+            .stderr(Stdio::null())
             .spawn()
             .with_context(|| format!("cannot start {}", self.path.display()))?;
         let request = serde_json::to_vec(codes)?;

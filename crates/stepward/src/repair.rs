@@ -27,8 +27,9 @@ for code in json.load(sys.stdin):
         # What only the compiler refuses (`return` outside a function) is invalid too.
         compile(tree, "<step>", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
-        answers.append({"syntax_error": "%s (line %s)" % (getattr(error, "msg", str(error)),
-                                                          getattr(error, "lineno", 1))})
+        answers.append({"syntax_error": "%s (line %s)" % (
+            getattr(error, "msg", None) or "cannot be compiled: %s %s" % (type(error).__name__, error),
+            getattr(error, "lineno", None) or 1)})
         continue
     outside, main = [], None
     for node in ast.walk(tree):
