@@ -297,6 +297,20 @@ fn g11_conformance_public_egress_reaches_the_test_internet_and_nothing_else_need
         ),
     ];
     for backend in &backends {
+        // What a server asks before it starts a run (`stepward run`, `serve`): both offer the
+        // egress they were built with.
+        assert_eq!(
+            backend.availability(
+                PythonPin {
+                    major: 3,
+                    minor: 11
+                },
+                NetworkMode::PublicEgress
+            ),
+            Ok(()),
+            "{}",
+            backend.name()
+        );
         crate::net::step::assert_step_reaches_the_test_internet_and_nothing_else(
             &topology,
             backend.as_ref(),

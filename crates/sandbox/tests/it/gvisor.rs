@@ -274,6 +274,17 @@ fn g11_gvisor_public_egress_without_an_egress_configuration_is_refused_needs_roo
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
+    // And a server asks first, before it starts a run: the answer names what to configure.
+    assert_eq!(
+        fixture.backend.availability(
+            PythonPin {
+                major: 3,
+                minor: 11
+            },
+            NetworkMode::PublicEgress
+        ),
+        Err(sandbox::Unavailable::EgressNotConfigured)
+    );
 }
 
 #[test]
