@@ -242,8 +242,6 @@ pub enum Unavailable {
     },
     /// `public_egress` with no egress network configured.
     EgressNotConfigured,
-    /// `public_egress` on a backend that does not build an egress network.
-    EgressNotBuilt { backend: &'static str },
 }
 
 /// The runtime part of [`Isolation::availability`], shared by every backend.

@@ -180,10 +180,6 @@ pub fn unavailable_message(step: &str, missing: &sandbox::Unavailable) -> String
              network: start it with --egress-resolver IP (the one DNS server such steps may use; \
              env STEPWARD_EGRESS_RESOLVER), and the host forwarding IPv4"
         ),
-        sandbox::Unavailable::EgressNotBuilt { backend } => format!(
-            "step {step} declares `network: public_egress`, which the {backend} backend does not \
-             provide yet: serve this workflow with --backend local and --egress-resolver IP"
-        ),
     }
 }
 

@@ -318,8 +318,8 @@ impl Isolation for GvisorBackend {
         network: crate::NetworkMode,
     ) -> Result<(), crate::Unavailable> {
         crate::python_available(&self.shared.runtimes, python)?;
-        if network == crate::NetworkMode::PublicEgress {
-            return Err(crate::Unavailable::EgressNotBuilt { backend: "gvisor" });
+        if network == crate::NetworkMode::PublicEgress && self.shared.options.egress.is_none() {
+            return Err(crate::Unavailable::EgressNotConfigured);
         }
         Ok(())
     }
