@@ -18,12 +18,25 @@ pub(crate) fn egress_options(
     config: &Config,
 ) -> anyhow::Result<Option<sandbox::net::EgressOptions>> {
     let Some(resolver) = config.egress_resolver else {
+        if let Some(uplink) = &config.egress_uplink {
+            anyhow::bail!(
+                "--egress-uplink {uplink} was given without --egress-resolver: the resolver turns \
+                 the egress network on (the one DNS server public_egress steps may use); give \
+                 both, or neither"
+            );
+        }
         return Ok(None);
     };
     let mut options = sandbox::net::EgressOptions::with_resolver(resolver);
     if let Some(uplink) = &config.egress_uplink {
         options.uplink = sandbox::net::Uplink::Interface(uplink.clone());
     }
+    // The platform's own API, even at a public address, is no step's destination (G11).
+    options.platform_endpoints = config
+        .platform_addresses
+        .iter()
+        .map(|address| sandbox::net::Cidr::from(*address))
+        .collect();
     options
         .validate()
         .context("the egress settings are invalid")?;

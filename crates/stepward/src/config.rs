@@ -32,13 +32,14 @@ pub struct GlobalArgs {
     #[arg(long, env = "STEPWARD_ROOT_KEY_ENV", global = true)]
     pub root_key_env: Option<String>,
     /// Where each step runs: `local` (a hardened sandbox on this machine, the default),
-    /// `gvisor` (the same through runsc, a user-space kernel between the step and the host;
-    /// no `public_egress` yet) or `unisolated` (a plain child process: your laptop, your call;
-    /// one account only).
+    /// `gvisor` (the same through runsc, a user-space kernel between the step and the host)
+    /// or `unisolated` (a plain child process on this machine's own network: your laptop, your
+    /// call; one account only).
     #[arg(long, env = "STEPWARD_BACKEND", value_enum, default_value_t = Backend::Local, global = true)]
     pub backend: Backend,
-    /// The DNS resolver `public_egress` steps may use (port 53 only). Without it, and without
-    /// `--egress-uplink`, `public_egress` steps are refused: the network is never left open.
+    /// The DNS resolver `public_egress` steps may use (port 53 only); it turns the egress
+    /// network on. Without it `public_egress` steps are refused (`--egress-uplink` alone is
+    /// refused at start): the network is never left open.
     #[arg(long, env = "STEPWARD_EGRESS_RESOLVER", global = true)]
     pub egress_resolver: Option<IpAddr>,
     /// The host interface `public_egress` traffic leaves through (masqueraded).
@@ -156,6 +157,9 @@ pub struct Config {
     pub scrub_registry: redact::ScrubRegistry,
     /// Which model endpoints providers may reach: the operator's exemptions (G11).
     pub model_endpoints: llm::EndpointPolicy,
+    /// The platform's own addresses (`serve`'s listen address and public URL), denied to
+    /// model endpoints and to `public_egress` steps even when public (G11).
+    pub platform_addresses: Vec<IpAddr>,
 }
 
 impl Config {
@@ -188,6 +192,7 @@ impl Config {
             warm_pool: usize::from(args.warm_pool),
             timings,
             scrub_registry,
+            platform_addresses: Vec::new(),
             model_endpoints: llm::EndpointPolicy {
                 exempt: args.allow_model_endpoint.clone(),
                 public: if args.only_exempt_model_endpoints {
@@ -207,9 +212,9 @@ impl Config {
         }
     }
 
-    /// For `stepward serve`: the platform's own addresses are denied to model endpoints,
-    /// even when public (G11), so that no provider's base URL points the platform at its own
-    /// API: the listen address (unless it is unspecified, `0.0.0.0` or `[::]`: this host's
+    /// For `stepward serve`: the platform's own addresses are denied to model endpoints and
+    /// to `public_egress` steps, even when public (G11), so that neither a provider's base URL
+    /// nor a step reaches the platform's own API: the listen address (unless it is unspecified, `0.0.0.0` or `[::]`: this host's
     /// addresses are denied at every check anyway) and every address the public URL's host
     /// resolves to now, at start. A public URL whose host does not resolve is an error: its
     /// addresses could not be denied.
@@ -221,6 +226,7 @@ impl Config {
     ) -> anyhow::Result<()> {
         let denied = &mut self.model_endpoints.denied;
         if !listen.ip().is_unspecified() {
+            self.platform_addresses.push(listen.ip());
             denied.push(llm::ExtraRange {
                 range: listen.ip().into(),
                 why: format!("the address this server listens on ({listen})"),
@@ -244,6 +250,7 @@ impl Config {
             })?,
         };
         for address in addresses {
+            self.platform_addresses.push(address);
             denied.push(llm::ExtraRange {
                 range: address.into(),
                 why: format!("an address of the platform's public URL ({host})"),
@@ -390,6 +397,52 @@ mod tests {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    /// The same addresses reach the egress policy as its platform endpoints: a step with
+    /// `public_egress` cannot reach the platform's API at its public address either.
+    #[test]
+    fn g11_serve_denies_its_own_addresses_to_public_egress_steps_too() {
+        let mut serve = config(&["--egress-resolver", "192.0.2.53"]);
+        let public: llm::Url = "https://stepward.example.com".parse().unwrap();
+        serve
+            .deny_platform_addresses("198.100.1.9:8080".parse().unwrap(), Some(&public), &resolve)
+            .unwrap();
+        let options = crate::backend_setup::egress_options(&serve)
+            .unwrap()
+            .unwrap();
+        for address in ["198.100.1.7", "2606:4700::6810:1", "198.100.1.9"] {
+            let address: IpAddr = address.parse().unwrap();
+            assert!(
+                options
+                    .platform_endpoints
+                    .iter()
+                    .any(|range| range.contains(address)),
+                "{address} is not a platform endpoint: {:?}",
+                options.platform_endpoints
+            );
+        }
+        // Without serve's addresses (`stepward run`), there are none to deny.
+        let run = config(&["--egress-resolver", "192.0.2.53"]);
+        let options = crate::backend_setup::egress_options(&run).unwrap().unwrap();
+        assert!(options.platform_endpoints.is_empty());
+    }
+
+    #[test]
+    fn g11_an_egress_uplink_without_a_resolver_is_refused_not_ignored() {
+        let config = config(&["--egress-uplink", "eth0"]);
+        let error = crate::backend_setup::egress_options(&config).unwrap_err();
+        let said = format!("{error:#}");
+        assert!(said.contains("--egress-resolver"), "{said}");
+        assert!(
+            crate::backend_setup::egress_options(&config_default())
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    fn config_default() -> Config {
+        config(&[])
     }
 
     #[test]

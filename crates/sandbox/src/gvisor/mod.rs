@@ -326,8 +326,9 @@ impl Isolation for GvisorBackend {
 
     /// Each call in a fresh runsc sandbox of its own (the cold path's hardening, or a warm
     /// one from the pool), staged from the session's tree and destroyed when the call ends.
-    /// A runsc sandbox kept for the step's life with a container per call is not built yet
-    /// (docs/sandbox.md, "Sessions"); until it is, a session costs what a step costs per call.
+    /// A runsc sandbox kept for the step's life with a container per call was measured and
+    /// not chosen (docs/sandbox.md, "Sessions"): it is slower per call than a fresh pooled
+    /// sandbox, and one call could meet the next.
     fn open_session(
         &self,
         spec: crate::session::SessionSpec,
