@@ -173,7 +173,7 @@ pub fn unavailable_message(step: &str, missing: &sandbox::Unavailable) -> String
         } => format!(
             "step {step} needs Python {requested} (the workflow's `python:`), and this server has \
              {available}: install python{requested} where runtime discovery looks \
-             (/usr/bin/python3*), or pin a version this server has"
+             (/usr/bin/python3* and /usr/local/bin/python3*), or pin a version this server has"
         ),
         sandbox::Unavailable::EgressNotConfigured => format!(
             "step {step} declares `network: public_egress`, and this server has no egress \

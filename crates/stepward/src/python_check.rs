@@ -118,22 +118,34 @@ pub struct Interpreter {
     pub is_pinned: bool,
 }
 
+/// Where the runtime discovery of `run` looks for interpreters (`python3*`), in its order.
+const DISCOVERY_DIRS: [&str; 2] = ["/usr/bin", "/usr/local/bin"];
+
 impl Interpreter {
-    /// `/usr/bin/pythonMAJOR.MINOR` when this machine has the pinned version (where the
-    /// runtime discovery of `run` looks), else `/usr/bin/python3`; `None` without either.
+    /// `pythonMAJOR.MINOR` in the first folder of runtime discovery that has the pinned
+    /// version, else the first `python3` there; `None` without either.
     pub fn for_version(version: spec::PythonVersion) -> Option<Interpreter> {
-        let pinned = PathBuf::from(format!("/usr/bin/python{version}"));
-        if pinned.is_file() {
+        Self::for_version_in(&DISCOVERY_DIRS.map(Path::new), version)
+    }
+
+    fn for_version_in(dirs: &[&Path], version: spec::PythonVersion) -> Option<Interpreter> {
+        if let Some(pinned) = dirs
+            .iter()
+            .map(|dir| dir.join(format!("python{version}")))
+            .find(|path| path.is_file())
+        {
             return Some(Interpreter {
                 path: pinned,
                 is_pinned: true,
             });
         }
-        let fallback = Path::new("/usr/bin/python3");
-        fallback.is_file().then(|| Interpreter {
-            path: fallback.to_path_buf(),
-            is_pinned: false,
-        })
+        dirs.iter()
+            .map(|dir| dir.join("python3"))
+            .find(|path| path.is_file())
+            .map(|path| Interpreter {
+                path,
+                is_pinned: false,
+            })
     }
 
     /// `/usr/bin/python3`, for code that pins no version (an agent's scripts).
@@ -297,4 +309,31 @@ pub fn signature_problems(
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::python_check::Interpreter;
+
+    /// `check` looks where `run`'s discovery looks: a pinned version found only in the second
+    /// folder (`/usr/local/bin`) is the pinned one, not a missing one.
+    #[test]
+    fn g8_check_finds_the_pinned_python_in_every_folder_discovery_reads() {
+        let usr_bin = tempfile::tempdir().unwrap();
+        let local_bin = tempfile::tempdir().unwrap();
+        std::fs::write(usr_bin.path().join("python3"), "").unwrap();
+        std::fs::write(local_bin.path().join("python3.13"), "").unwrap();
+        let dirs: [&Path; 2] = [usr_bin.path(), local_bin.path()];
+        let version = |minor| spec::PythonVersion { major: 3, minor };
+        let found = Interpreter::for_version_in(&dirs, version(13)).unwrap();
+        assert!(found.is_pinned);
+        assert_eq!(found.path, local_bin.path().join("python3.13"));
+        // A version no folder has: the first python3, not pinned.
+        let other = Interpreter::for_version_in(&dirs, version(12)).unwrap();
+        assert!(!other.is_pinned);
+        assert_eq!(other.path, usr_bin.path().join("python3"));
+        assert!(Interpreter::for_version_in(&[local_bin.path()], version(12)).is_none());
+    }
 }

@@ -60,12 +60,12 @@ pub fn check_workflow(
             python_key_position(text),
             "python-version-missing",
             format!(
-                "this machine has no Python {version} (/usr/bin/python{version}): `stepward run` \
-                 here refuses the workflow{}",
+                "this machine has no Python {version} (python{version} in /usr/bin or \
+                 /usr/local/bin): `stepward run` here refuses the workflow{}",
                 match found {
                     Some(other) =>
                         format!("; its code was read with {} instead", other.path.display()),
-                    None => "; its code was not read (no /usr/bin/python3 either)".to_owned(),
+                    None => "; its code was not read (no python3 there either)".to_owned(),
                 }
             ),
             format!(
