@@ -316,14 +316,14 @@ fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<Strin
         "needs_repair" => Some(format!(
             "The assistant can propose standard-library code for the step below, which a person \
              who may save workflows accepts; or from the command line: stepward repair {run} \
-             STEP. Without a repair: stepward runs stop {run} --note \"...\" ends the run (with \
-             this server stopped: the command opens the data directory itself)."
+             STEP. Without a repair, POST /api/runs/{run}/stop with a note ends the run (or \
+             stepward runs stop {run} --note \"...\" with this server stopped)."
         )),
         "needs_attention" => Some(format!(
-            "A person decides what happens next: stepward runs retry {run} STEP --note \"...\" \
-             runs the step again; stepward runs stop {run} --note \"...\" ends the run. Both \
-             open the data directory themselves: stop this server first (the console has no \
-             retry or stop yet)."
+            "A person decides what happens next, through the API while this server runs: POST \
+             /api/runs/{run}/steps/STEP/retry with a note runs the step again, POST \
+             /api/runs/{run}/stop with a note ends the run (the console has no buttons for them \
+             yet; stepward runs retry and runs stop do the same with this server stopped)."
         )),
         _ => None,
     }

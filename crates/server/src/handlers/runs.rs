@@ -371,6 +371,108 @@ pub(crate) async fn reject(
     Ok(Json(detail))
 }
 
+/// What a person does with a run that needs attention.
+enum Attention {
+    /// Runs the step that stopped it again (the only way an `unknown` attempt is repeated).
+    Retry(String),
+    /// Ends the run.
+    Stop,
+}
+
+/// Retries or stops a run in `needs_attention` (stop: or `needs_repair`), recorded with the
+/// principal's actor, the door `api` and the note (G14, G15). A run in any other state is a
+/// conflict; a blank note is refused.
+async fn attend(
+    state: &AppState,
+    authenticated: &Authenticated,
+    run_id: &str,
+    what: Attention,
+    note: String,
+) -> Result<RunDetail, Error> {
+    crate::text_limits::check_note(&note)?;
+    let record = run_in_scope(&state.shared, authenticated, run_id)?;
+    let engine = state.shared.engine.clone();
+    let by = engine::PersonDecision {
+        who: authenticated.actor.clone(),
+        door: Door::Api,
+        note,
+    };
+    let run = record.id.clone();
+    let outcome = blocking("retry or stop a run", move || match what {
+        Attention::Retry(step) => engine.retry(&run, &step, None, by),
+        Attention::Stop => engine.stop(&run, by),
+    })
+    .await?;
+    match outcome {
+        Ok(_) => {}
+        Err(
+            source @ (engine::Error::NotNeedingAttention { .. }
+            | engine::Error::NotTheStoppedStep { .. }
+            | engine::Error::NeedsRepairNotRetry { .. }),
+        ) => {
+            return Err(Error::RunConflict {
+                run: run_id.to_owned(),
+                source: Box::new(source),
+            });
+        }
+        Err(engine::Error::UnknownRun { .. }) => {
+            return Err(Error::NotFound {
+                what: "run",
+                id: run_id.to_owned(),
+            });
+        }
+        Err(engine::Error::NoteRequired { .. }) => {
+            return Err(Error::InvalidInput {
+                field: "note",
+                reason: "a retry or a stop needs a note saying why; it is kept in the record \
+                         with who decided"
+                    .to_owned(),
+            });
+        }
+        Err(source) => {
+            return Err(Error::Engine {
+                run: run_id.to_owned(),
+                source: Box::new(source),
+            });
+        }
+    }
+    let record = run_in_scope(&state.shared, authenticated, run_id)?;
+    detail(&state.shared, record)
+}
+
+/// `POST /api/runs/{id}/steps/{step}/retry`: runs the step that brought the run to
+/// `needs_attention` again, with the inputs it had.
+pub(crate) async fn retry(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path((run_id, step)): Path<(String, String)>,
+    Json(request): Json<DecisionRequest>,
+) -> Result<Json<RunDetail>, Error> {
+    let what = Attention::Retry(step);
+    Ok(Json(
+        attend(&state, &authenticated, &run_id, what, request.note).await?,
+    ))
+}
+
+/// `POST /api/runs/{id}/stop`: ends a run that needs attention or waits for a repair.
+pub(crate) async fn stop(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(run_id): Path<String>,
+    Json(request): Json<DecisionRequest>,
+) -> Result<Json<RunDetail>, Error> {
+    Ok(Json(
+        attend(
+            &state,
+            &authenticated,
+            &run_id,
+            Attention::Stop,
+            request.note,
+        )
+        .await?,
+    ))
+}
+
 #[derive(Deserialize)]
 pub(crate) struct DecideForm {
     /// `approve` or `reject`.

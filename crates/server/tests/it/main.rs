@@ -9,6 +9,7 @@ mod admin;
 mod api_errors;
 mod approve;
 mod assets;
+mod attention;
 mod bootstrap;
 mod console;
 mod console_versions;

@@ -23,7 +23,7 @@ use server::{AppOptions, AppState, Backends, ServerKeys, WorkspaceWorkflows};
 use storage::people::{
     NewApiKey, NewPerson, NewSession, PeopleChange, PeopleStore, RoleName, TokenHash,
 };
-use storage::{Account, AccountId, AccountStore, Actor, RunId, Timestamp};
+use storage::{Account, AccountId, AccountStore, Actor, RunId, RunStatus, Timestamp};
 use storage_sqlite::SqliteStore;
 use tower::ServiceExt;
 use vault::{RootKeySource, Vault, VaultOptions};
@@ -99,11 +99,32 @@ impl IdSource for CountingIds {
     }
 }
 
-/// Every step succeeds at once.
+/// A networked step whose first attempt ends `unknown` (it may have acted), so its run needs
+/// a person; later attempts succeed.
+pub const ATTENTION: &str = r#"name: attention
+python: "3.11"
+steps:
+  - id: send
+    explain: Sends the notice.
+    network: public_egress
+    code: |
+      def main():
+          return {"sent": True}
+"#;
+
+/// Every step succeeds at once, except the first attempt of [`ATTENTION`]'s `send`.
 pub struct SucceedingExecutor;
 
 impl StepExecutor for SucceedingExecutor {
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
+        if request.step.id() == "send" && request.attempt == 1 {
+            return ExecutionReport::outcome_only(
+                ExecutionOutcome::Unknown {
+                    reason: "the connection dropped after the request was sent".to_owned(),
+                },
+                "fake",
+            );
+        }
         ExecutionReport::outcome_only(
             ExecutionOutcome::Succeeded {
                 output: engine::StepOutput::from_value(&json!({"step": request.step.id()})),
@@ -487,6 +508,24 @@ impl Harness {
             )
             .unwrap();
         assert_eq!(summary.waiting_at.as_deref(), Some("ship"));
+        summary.run
+    }
+
+    /// A run of [`ATTENTION`] in `needs_attention` at `send`.
+    pub fn attention_run(&self, account: &str) -> RunId {
+        let workflow = spec::parse_workflow("attention.yaml", ATTENTION).unwrap();
+        let summary = self
+            .engine
+            .start_run(
+                &AccountId::parse(account).unwrap(),
+                &workflow,
+                json!({}),
+                Actor::Cli {
+                    os_user: "tester".into(),
+                },
+            )
+            .unwrap();
+        assert_eq!(summary.status, RunStatus::NeedsAttention, "{summary:?}");
         summary.run
     }
 

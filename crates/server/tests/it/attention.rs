@@ -1,0 +1,137 @@
+//! G14, G15: a run that needs attention is retried or stopped by a person (or a key) through
+//! the API while the server runs, each recorded with who decided, the door and the note, and
+//! audited; a blank note, a run in another state, another step, a viewer and another account
+//! are refused, and nothing is decided.
+
+use auth::Role;
+use storage::{Actor, AuditLog, DecisionKind, DecisionStore, Door, RunStatus, RunStore};
+
+use crate::support::{Caller, Harness, person_id};
+
+fn note(text: &str) -> Option<(&'static str, String)> {
+    Some(("application/json", format!(r#"{{"note":"{text}"}}"#)))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g15_a_member_retries_the_step_of_a_run_that_needs_attention() {
+    let harness = Harness::new();
+    let run = harness.attention_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let path = format!("/api/runs/{}/steps/send/retry", run.as_str());
+    let answer = harness
+        .call("POST", &path, &member, note("the notice never arrived"))
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.json()["status"], "succeeded", "{}", answer.text());
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].kind, DecisionKind::Retry);
+    assert_eq!(decisions[0].door, Door::Api);
+    assert_eq!(decisions[0].note, "the notice never arrived");
+    assert_eq!(
+        decisions[0].who,
+        Actor::Person {
+            id: person_id(Role::Member),
+            name: "The member".into()
+        }
+    );
+    assert!(
+        harness
+            .store
+            .audit_entries()
+            .unwrap()
+            .iter()
+            .any(|entry| entry.action == "run.retry")
+    );
+    // Decided once: the run no longer needs attention.
+    let again = harness.call("POST", &path, &member, note("again")).await;
+    assert_eq!(again.status, 409, "{}", again.text());
+    assert_eq!(harness.store.decisions(&run).unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g15_a_key_stops_a_run_that_needs_attention_and_is_recorded_as_the_key() {
+    let harness = Harness::new();
+    let run = harness.attention_run("acct");
+    let key = harness.credentials(Caller::Key(Role::Member));
+    let answer = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{}/stop", run.as_str()),
+            &key,
+            note("sent by hand instead"),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.json()["status"], "stopped", "{}", answer.text());
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].kind, DecisionKind::Stop);
+    assert!(matches!(decisions[0].who, Actor::ApiKey { .. }));
+    assert!(
+        harness
+            .store
+            .audit_entries()
+            .unwrap()
+            .iter()
+            .any(|entry| entry.action == "run.stop")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_other_callers() {
+    let harness = Harness::new();
+    let run = harness.attention_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let retry = format!("/api/runs/{}/steps/send/retry", run.as_str());
+    let stop = format!("/api/runs/{}/stop", run.as_str());
+    for path in [&retry, &stop] {
+        let blank = harness.call("POST", path, &member, note("  ")).await;
+        assert_eq!(blank.status, 400, "{path}: {}", blank.text());
+        assert!(blank.json()["error"].as_str().unwrap().contains("note"));
+        for (caller, status) in [
+            (Caller::Person(Role::Viewer), 403),
+            (Caller::Key(Role::Viewer), 403),
+            (Caller::StrangerPerson, 404),
+            (Caller::StrangerKey, 404),
+            (Caller::Nobody, 401),
+        ] {
+            let credentials = harness.credentials(caller);
+            let answer = harness.call("POST", path, &credentials, note("no")).await;
+            assert_eq!(
+                answer.status,
+                status,
+                "{path} {caller:?}: {}",
+                answer.text()
+            );
+        }
+    }
+    // Only the step that stopped the run is retried.
+    let other = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{}/steps/elsewhere/retry", run.as_str()),
+            &member,
+            note("wrong step"),
+        )
+        .await;
+    assert_eq!(other.status, 409, "{}", other.text());
+    assert!(harness.store.decisions(&run).unwrap().is_empty());
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().status,
+        RunStatus::NeedsAttention
+    );
+    // A run waiting at a gate is decided at its gate, not retried or stopped here.
+    let parked = harness.parked_run("acct");
+    for path in [
+        format!("/api/runs/{}/steps/ship/retry", parked.as_str()),
+        format!("/api/runs/{}/stop", parked.as_str()),
+    ] {
+        let answer = harness.call("POST", &path, &member, note("no")).await;
+        assert_eq!(answer.status, 409, "{path}: {}", answer.text());
+    }
+    assert_eq!(
+        harness.store.run(&parked).unwrap().unwrap().status,
+        RunStatus::WaitingApproval
+    );
+}
