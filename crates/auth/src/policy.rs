@@ -165,8 +165,9 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("GET", "/api/runs/{id}/events", Viewer),
     role("POST", "/api/runs/{id}/steps/{step}/approve", Member),
     role("POST", "/api/runs/{id}/steps/{step}/reject", Member),
-    // A person's (or a key's) retry or stop of a run that needs attention (G14, G15).
-    role("POST", "/api/runs/{id}/steps/{step}/retry", Member),
+    // A run that needs attention (G14, G15): only a person re-runs a step that may have
+    // acted; a key may stop the run.
+    person("POST", "/api/runs/{id}/steps/{step}/retry", Member),
     role("POST", "/api/runs/{id}/stop", Member),
     role("GET", "/api/approvals", Member),
     // An approve link is handed to a person who may decide, never to a key.

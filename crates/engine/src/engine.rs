@@ -36,6 +36,26 @@ pub struct Engine {
     pub(crate) repairs: Arc<dyn crate::repair::RepairAssistant>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) ids: Arc<dyn IdSource>,
+    /// Runs a person's retry, stop or repair is being carried out on. These decisions check
+    /// the run's status and then drive it, so two at once on one run (a double submit, two
+    /// people) could both pass the check and run a networked step twice (G14); a second one
+    /// waits for nothing and is refused while the first holds the run.
+    pub(crate) attended: Arc<std::sync::Mutex<std::collections::BTreeSet<RunId>>>,
+}
+
+/// Holds a run for one person's decision; dropping it lets the run go.
+pub(crate) struct Attending {
+    attended: Arc<std::sync::Mutex<std::collections::BTreeSet<RunId>>>,
+    run: RunId,
+}
+
+impl Drop for Attending {
+    fn drop(&mut self) {
+        self.attended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.run);
+    }
 }
 
 /// A gate's decision.
@@ -116,7 +136,24 @@ impl Engine {
             repairs: Arc::new(crate::repair::NoRepairAssistant),
             clock,
             ids,
+            attended: Arc::default(),
         }
+    }
+
+    /// Holds `run` for a person's retry, stop or repair, or refuses when another one holds it.
+    pub(crate) fn attend(&self, run: &RunId) -> Result<Attending, Error> {
+        let newly = self
+            .attended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(run.clone());
+        if !newly {
+            return Err(Error::DecisionInProgress { run: run.clone() });
+        }
+        Ok(Attending {
+            attended: Arc::clone(&self.attended),
+            run: run.clone(),
+        })
     }
 
     /// This engine with `repairs` proposing and checking repairs (G9).
@@ -359,6 +396,7 @@ impl Engine {
         new_inputs: Option<Value>,
         by: PersonDecision,
     ) -> Result<RunSummary, Error> {
+        let _attending = self.attend(run)?;
         let record = self
             .store
             .run(run)?
@@ -434,6 +472,7 @@ impl Engine {
 
     /// A person stops a run that needs attention (or waits for repair).
     pub fn stop(&self, run: &RunId, by: PersonDecision) -> Result<RunSummary, Error> {
+        let _attending = self.attend(run)?;
         let record = self
             .store
             .run(run)?

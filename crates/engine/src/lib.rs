@@ -151,6 +151,12 @@ pub enum Error {
          person (needs_attention; a needs_repair run can be stopped)"
     )]
     NotNeedingAttention { run: RunId, status: RunStatus },
+    /// Another person's retry, stop or repair of the run is being carried out right now.
+    #[error(
+        "another decision on run {run} (a retry, a stop or a repair) is being carried out right \
+         now; look at the run again when it is done"
+    )]
+    DecisionInProgress { run: RunId },
     /// A retry of a run whose step needs repair: nothing of the step ran, and the same code
     /// would stop the same way before any of it runs.
     #[error(

@@ -440,6 +440,7 @@ impl Engine {
     /// `needs_repair` (G9): the run records that it runs `repair.version` from that step,
     /// its earlier outputs stand, and the step runs again with the new code.
     pub fn retry_repaired(&self, run: &RunId, repair: AcceptedRepair) -> Result<RunSummary, Error> {
+        let _attending = self.attend(run)?;
         let step = repair.step.as_str();
         let record = self
             .store

@@ -111,6 +111,10 @@ fn engine_error(run: &str, step: &str, source: engine::Error) -> Error {
             id: run.to_owned(),
         },
         engine::Error::RepairRefused { reason, .. } => refused(run, step, reason),
+        source @ engine::Error::DecisionInProgress { .. } => Error::RunConflict {
+            run: run.to_owned(),
+            source: Box::new(source),
+        },
         engine::Error::NoteRequired { .. } => Error::InvalidInput {
             field: "note",
             reason: "accepting a repair needs a note saying why; it is kept in the record with \

@@ -408,7 +408,8 @@ async fn attend(
         Err(
             source @ (engine::Error::NotNeedingAttention { .. }
             | engine::Error::NotTheStoppedStep { .. }
-            | engine::Error::NeedsRepairNotRetry { .. }),
+            | engine::Error::NeedsRepairNotRetry { .. }
+            | engine::Error::DecisionInProgress { .. }),
         ) => {
             return Err(Error::RunConflict {
                 run: run_id.to_owned(),

@@ -6,7 +6,7 @@
 use auth::Role;
 use storage::{Actor, AuditLog, DecisionKind, DecisionStore, Door, RunStatus, RunStore};
 
-use crate::support::{Caller, Harness, person_id};
+use crate::support::{Caller, Harness, RETRY_TAKES, person_id};
 
 fn note(text: &str) -> Option<(&'static str, String)> {
     Some(("application/json", format!(r#"{{"note":"{text}"}}"#)))
@@ -47,6 +47,60 @@ async fn g15_a_member_retries_the_step_of_a_run_that_needs_attention() {
     let again = harness.call("POST", &path, &member, note("again")).await;
     assert_eq!(again.status, 409, "{}", again.text());
     assert_eq!(harness.store.decisions(&run).unwrap().len(), 1);
+}
+
+/// G14 (review): two decisions at once on one run (a double submit, two people) cannot both
+/// pass the status check: while a retry drives the step, a second retry and a stop are
+/// refused, and the networked step runs once.
+#[tokio::test(flavor = "multi_thread")]
+async fn g14_a_retry_in_progress_refuses_a_second_retry_and_a_stop() {
+    let harness = Harness::new();
+    let run = harness.attention_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let owner = harness.credentials(Caller::Person(Role::Owner));
+    let retry = format!("/api/runs/{}/steps/send/retry", run.as_str());
+    let stop = format!("/api/runs/{}/stop", run.as_str());
+    let later = |path: String, credentials| {
+        let harness = &harness;
+        async move {
+            tokio::time::sleep(RETRY_TAKES / 4).await;
+            harness
+                .call("POST", &path, credentials, note("me too"))
+                .await
+        }
+    };
+    let (first, second, stopped) = tokio::join!(
+        harness.call("POST", &retry, &member, note("retry it")),
+        later(retry.clone(), &owner),
+        later(stop.clone(), &owner),
+    );
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(first.json()["status"], "succeeded");
+    for answer in [&second, &stopped] {
+        assert_eq!(answer.status, 409, "{}", answer.text());
+    }
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    let attempts = harness.store.attempts(&run).unwrap();
+    assert_eq!(attempts.len(), 2, "the step ran {} times", attempts.len());
+}
+
+/// G14: only a person re-runs a step that may have acted; a key is refused (it may stop).
+#[tokio::test(flavor = "multi_thread")]
+async fn g14_an_api_key_cannot_retry() {
+    let harness = Harness::new();
+    let run = harness.attention_run("acct");
+    let key = harness.credentials(Caller::Key(Role::Member));
+    let answer = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{}/steps/send/retry", run.as_str()),
+            &key,
+            note("retry it"),
+        )
+        .await;
+    assert_eq!(answer.status, 403, "{}", answer.text());
+    assert!(harness.store.decisions(&run).unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -93,7 +147,8 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
             (Caller::Person(Role::Viewer), 403),
             (Caller::Key(Role::Viewer), 403),
             (Caller::StrangerPerson, 404),
-            (Caller::StrangerKey, 404),
+            // A key is refused retrying before its account is looked at.
+            (Caller::StrangerKey, if path == &retry { 403 } else { 404 }),
             (Caller::Nobody, 401),
         ] {
             let credentials = harness.credentials(caller);

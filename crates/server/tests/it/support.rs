@@ -112,7 +112,12 @@ steps:
           return {"sent": True}
 "#;
 
-/// Every step succeeds at once, except the first attempt of [`ATTENTION`]'s `send`.
+/// How long a retried attempt of [`ATTENTION`]'s `send` takes: long enough that a second
+/// decision on the run arrives while it runs.
+pub const RETRY_TAKES: std::time::Duration = std::time::Duration::from_millis(600);
+
+/// Every step succeeds at once, except [`ATTENTION`]'s `send`: its first attempt ends
+/// `unknown`, a later one succeeds after [`RETRY_TAKES`].
 pub struct SucceedingExecutor;
 
 impl StepExecutor for SucceedingExecutor {
@@ -124,6 +129,9 @@ impl StepExecutor for SucceedingExecutor {
                 },
                 "fake",
             );
+        }
+        if request.step.id() == "send" {
+            std::thread::sleep(RETRY_TAKES);
         }
         ExecutionReport::outcome_only(
             ExecutionOutcome::Succeeded {
