@@ -177,6 +177,7 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("GET", "/runs/{id}", Viewer),
     person("GET", "/runs/{id}/stream", Viewer),
     person("POST", "/runs/{id}/steps/{step}/decide", Member),
+    person("POST", "/runs/{id}/attend", Member),
     person("GET", "/approvals", Member),
     // Repairs (G9): viewers look at a proposal; members ask for one; a person whose role may
     // save workflows accepts it, recorded by name (never a key: the version is accepted by

@@ -186,6 +186,7 @@ fn route_entries() -> Vec<RouteEntry> {
             "/runs/{id}/steps/{step}/decide",
             runs::decide_with_form,
         ),
+        entry(Post, "/runs/{id}/attend", runs::attend_with_form),
         entry(Get, "/approvals", console::approvals_page),
         // Repairs of a step in `needs_repair` (G9): look, ask the assistant, accept.
         entry(Get, "/api/runs/{id}/steps/{step}/repair", repairs::show),

@@ -277,6 +277,12 @@ pub(crate) struct GatePanel {
     pinned: Option<String>,
 }
 
+/// The retry-or-stop form of a run that waits for a person.
+struct AttentionPanel {
+    /// The step a retry runs again; `None` when only stopping is offered (`needs_repair`).
+    retry_step: Option<String>,
+}
+
 #[derive(Template)]
 #[template(path = "run.html")]
 struct RunPage {
@@ -298,6 +304,9 @@ struct RunPage {
     gate: Option<GatePanel>,
     /// A step in `needs_repair`: the assistant's proposal, and accepting it (G9).
     repair: Option<crate::handlers::repairs::RepairPanel>,
+    /// A run in `needs_attention` (retry or stop) or `needs_repair` (stop), for a person who
+    /// may decide it (G15).
+    attention: Option<AttentionPanel>,
     /// The workflow version the run runs (issue 17 §3).
     version: String,
     cards: Vec<StepCard>,
@@ -316,14 +325,14 @@ fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<Strin
         "needs_repair" => Some(format!(
             "The assistant can propose standard-library code for the step below, which a person \
              who may save workflows accepts; or from the command line: stepward repair {run} \
-             STEP. Without a repair, POST /api/runs/{run}/stop with a note ends the run (or \
-             stepward runs stop {run} --note \"...\" with this server stopped)."
+             STEP. Without a repair, the form below stops the run (or POST \
+             /api/runs/{run}/stop with a note)."
         )),
         "needs_attention" => Some(format!(
-            "A person decides what happens next, through the API while this server runs: POST \
-             /api/runs/{run}/steps/STEP/retry with a note runs the step again, POST \
-             /api/runs/{run}/stop with a note ends the run (the console has no buttons for them \
-             yet; stepward runs retry and runs stop do the same with this server stopped)."
+            "A person decides what happens next, with the form below: retrying runs the step \
+             again (it may already have acted: look at its record first), stopping ends the run. \
+             Also POST /api/runs/{run}/steps/STEP/retry (a person) or /api/runs/{run}/stop, \
+             with a note."
         )),
         _ => None,
     }
@@ -462,6 +471,21 @@ pub(crate) async fn run_page(
         _ => None,
     };
     let repair = crate::handlers::repairs::repair_panel(shared, &authenticated, &record)?;
+    let may_attend = authenticated.session.is_some()
+        && may(&authenticated.principal, "POST", "/runs/{id}/attend");
+    let attention = match record.status {
+        RunStatus::NeedsAttention if may_attend => Some(AttentionPanel {
+            retry_step: shared
+                .store
+                .attempts(&record.id)
+                .map_err(Error::storage("read the run's attempts"))?
+                .into_iter()
+                .last()
+                .map(|attempt| attempt.step_id.to_string()),
+        }),
+        RunStatus::NeedsRepair if may_attend => Some(AttentionPanel { retry_step: None }),
+        _ => None,
+    };
     let started_by = who(&record.started_by);
     let detail = detail(shared, record.clone())?;
     let decisions = detail
@@ -511,6 +535,7 @@ pub(crate) async fn run_page(
         updated: when(record.updated_at.0),
         gate,
         repair,
+        attention,
         version: entries
             .iter()
             .find_map(|entry| match &entry.event {

@@ -387,6 +387,7 @@ async fn attend(
     authenticated: &Authenticated,
     run_id: &str,
     what: Attention,
+    door: Door,
     note: String,
 ) -> Result<RunDetail, Error> {
     crate::text_limits::check_note(&note)?;
@@ -394,7 +395,7 @@ async fn attend(
     let engine = state.shared.engine.clone();
     let by = engine::PersonDecision {
         who: authenticated.actor.clone(),
-        door: Door::Api,
+        door,
         note,
     };
     let run = record.id.clone();
@@ -451,7 +452,15 @@ pub(crate) async fn retry(
 ) -> Result<Json<RunDetail>, Error> {
     let what = Attention::Retry(step);
     Ok(Json(
-        attend(&state, &authenticated, &run_id, what, request.note).await?,
+        attend(
+            &state,
+            &authenticated,
+            &run_id,
+            what,
+            Door::Api,
+            request.note,
+        )
+        .await?,
     ))
 }
 
@@ -468,10 +477,55 @@ pub(crate) async fn stop(
             &authenticated,
             &run_id,
             Attention::Stop,
+            Door::Api,
             request.note,
         )
         .await?,
     ))
+}
+
+#[derive(Deserialize)]
+pub(crate) struct AttendForm {
+    /// `retry` or `stop`.
+    pub(crate) decision: String,
+    /// The step a retry runs again (the one that stopped the run).
+    #[serde(default)]
+    pub(crate) step: String,
+    #[serde(default)]
+    pub(crate) note: String,
+}
+
+/// `POST /runs/{id}/attend`: the console's retry-or-stop form for a run that needs attention
+/// (CSRF-checked by the policy middleware), recorded with the door `console`; back to the
+/// run's page.
+pub(crate) async fn attend_with_form(
+    State(state): State<AppState>,
+    Extension(authenticated): Extension<Authenticated>,
+    Path(run_id): Path<String>,
+    Form(form): Form<AttendForm>,
+) -> Result<Response, Error> {
+    // Another account's run is the same 404 as a missing one, whatever the form says.
+    run_in_scope(&state.shared, &authenticated, &run_id)?;
+    let what = match form.decision.as_str() {
+        "retry" => Attention::Retry(form.step),
+        "stop" => Attention::Stop,
+        _ => {
+            return Err(Error::InvalidInput {
+                field: "decision",
+                reason: "it is either retry or stop".to_owned(),
+            });
+        }
+    };
+    attend(
+        &state,
+        &authenticated,
+        &run_id,
+        what,
+        Door::Console,
+        form.note,
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/runs/{run_id}")).into_response())
 }
 
 #[derive(Deserialize)]

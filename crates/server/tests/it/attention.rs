@@ -190,3 +190,64 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
         RunStatus::WaitingApproval
     );
 }
+
+/// The console's form (G15): the run page of a run that needs attention offers a member the
+/// retry of the stopped step and the stop; a viewer sees neither. Retrying through it is
+/// recorded with the door `console`.
+#[tokio::test(flavor = "multi_thread")]
+async fn g15_the_run_page_retries_and_stops_a_run_that_needs_attention() {
+    let harness = Harness::new();
+    let run = harness.attention_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let viewer = harness.credentials(Caller::Person(Role::Viewer));
+    let page = format!("/runs/{}", run.as_str());
+    let shown = harness.call("GET", &page, &member, None).await;
+    assert_eq!(shown.status, 200, "{}", shown.text());
+    let text = shown.text();
+    assert!(
+        text.contains(&format!("action=\"/runs/{}/attend\"", run.as_str())),
+        "{text}"
+    );
+    assert!(text.contains("Retry send"), "{text}");
+    assert!(text.contains("Stop the run"), "{text}");
+    let seen = harness.call("GET", &page, &viewer, None).await.text();
+    assert!(!seen.contains("/attend\""), "a viewer is offered the form");
+    let form = |body: &str| Some(("application/x-www-form-urlencoded", body.to_owned()));
+    let retried = harness
+        .call(
+            "POST",
+            &format!("/runs/{}/attend", run.as_str()),
+            &member,
+            form("decision=retry&step=send&note=checked+the+record"),
+        )
+        .await;
+    assert_eq!(retried.status, 303, "{}", retried.text());
+    let decisions = harness.store.decisions(&run).unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].kind, DecisionKind::Retry);
+    assert_eq!(decisions[0].door, Door::Console);
+    assert_eq!(
+        harness.store.run(&run).unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+    // Stopping through the form, and a decision the form does not know.
+    let other = harness.attention_run("acct");
+    let attend = format!("/runs/{}/attend", other.as_str());
+    let unknown = harness
+        .call("POST", &attend, &member, form("decision=approve&note=x"))
+        .await;
+    assert_eq!(unknown.status, 400, "{}", unknown.text());
+    let stopped = harness
+        .call(
+            "POST",
+            &attend,
+            &member,
+            form("decision=stop&note=done+by+hand"),
+        )
+        .await;
+    assert_eq!(stopped.status, 303, "{}", stopped.text());
+    assert_eq!(
+        harness.store.run(&other).unwrap().unwrap().status,
+        RunStatus::Stopped
+    );
+}
