@@ -167,7 +167,11 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     role("POST", "/api/runs/{id}/steps/{step}/reject", Member),
     // A run that needs attention (G14, G15): only a person re-runs a step that may have
     // acted; a key may stop the run.
-    person("POST", "/api/runs/{id}/steps/{step}/retry", Member),
+    person(
+        "POST",
+        "/api/runs/{id}/steps/{step}/attempts/{attempt}/retry",
+        Member,
+    ),
     role("POST", "/api/runs/{id}/stop", Member),
     role("GET", "/api/approvals", Member),
     // An approve link is handed to a person who may decide, never to a key.

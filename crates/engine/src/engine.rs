@@ -396,6 +396,31 @@ impl Engine {
         new_inputs: Option<Value>,
         by: PersonDecision,
     ) -> Result<RunSummary, Error> {
+        self.retry_checked(run, step, None, new_inputs, by)
+    }
+
+    /// [`Engine::retry`] of the attempt the person looked at: refused unless `attempt` is
+    /// still the step's latest, so a second submit of the same decision (a double click, an
+    /// impatient client) never re-runs a networked step whose newer attempt nobody has seen
+    /// (G14). The doors of the server use this one.
+    pub fn retry_attempt(
+        &self,
+        run: &RunId,
+        step: &str,
+        attempt: u32,
+        by: PersonDecision,
+    ) -> Result<RunSummary, Error> {
+        self.retry_checked(run, step, Some(attempt), None, by)
+    }
+
+    fn retry_checked(
+        &self,
+        run: &RunId,
+        step: &str,
+        attempt: Option<u32>,
+        new_inputs: Option<Value>,
+        by: PersonDecision,
+    ) -> Result<RunSummary, Error> {
         let _attending = self.attend(run)?;
         let record = self
             .store
@@ -427,6 +452,14 @@ impl Engine {
                 stopped_at,
             });
         };
+        if let Some(asked) = attempt.filter(|asked| *asked != latest.attempt) {
+            return Err(Error::NotTheLatestAttempt {
+                run: run.clone(),
+                step: step.to_owned(),
+                asked,
+                latest: latest.attempt,
+            });
+        }
         if by.note.trim().is_empty() {
             return Err(Error::NoteRequired {
                 run: run.clone(),

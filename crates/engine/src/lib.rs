@@ -179,6 +179,18 @@ pub enum Error {
         step: String,
         stopped_at: Option<String>,
     },
+    /// A retry of an attempt that is no longer the step's latest: the person decided on what
+    /// they saw, and a newer attempt has run since.
+    #[error(
+        "attempt {asked} of step {step} of run {run} is not its latest any more (attempt {latest} \
+         is): look at attempt {latest}'s record, then retry that one"
+    )]
+    NotTheLatestAttempt {
+        run: RunId,
+        step: String,
+        asked: u32,
+        latest: u32,
+    },
     /// Every decision of a person needs a note saying why (approve, reject, retry, stop): it
     /// is kept in the record with who decided and through which door (G23). `what` is the
     /// decision in words ("approving step send of run R").

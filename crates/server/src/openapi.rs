@@ -92,7 +92,7 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
             "POST",
             "/api/runs/{id}/steps/{step}/approve"
             | "/api/runs/{id}/steps/{step}/reject"
-            | "/api/runs/{id}/steps/{step}/retry"
+            | "/api/runs/{id}/steps/{step}/attempts/{attempt}/retry"
             | "/api/runs/{id}/stop",
         ) => (Some("DecisionRequest"), One(200, "RunDetail")),
         ("GET", "/api/approvals") => (None, List("ApprovalView")),

@@ -174,7 +174,11 @@ fn route_entries() -> Vec<RouteEntry> {
         entry(Get, "/api/runs/{id}/events", runs::events),
         entry(Post, "/api/runs/{id}/steps/{step}/approve", runs::approve),
         entry(Post, "/api/runs/{id}/steps/{step}/reject", runs::reject),
-        entry(Post, "/api/runs/{id}/steps/{step}/retry", runs::retry),
+        entry(
+            Post,
+            "/api/runs/{id}/steps/{step}/attempts/{attempt}/retry",
+            runs::retry,
+        ),
         entry(Post, "/api/runs/{id}/stop", runs::stop),
         entry(Get, "/api/approvals", runs::approvals),
         entry(Get, "/api/runs/{id}/approve-link", runs::approve_link),

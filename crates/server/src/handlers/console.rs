@@ -279,8 +279,10 @@ pub(crate) struct GatePanel {
 
 /// The retry-or-stop form of a run that waits for a person.
 struct AttentionPanel {
-    /// The step a retry runs again; `None` when only stopping is offered (`needs_repair`).
+    /// The step a retry runs again and its attempt this page shows; `None` when only
+    /// stopping is offered (`needs_repair`).
     retry_step: Option<String>,
+    retry_attempt: u32,
 }
 
 #[derive(Template)]
@@ -331,8 +333,8 @@ fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<Strin
         "needs_attention" => Some(format!(
             "A person decides what happens next, with the form below: retrying runs the step \
              again (it may already have acted: look at its record first), stopping ends the run. \
-             Also POST /api/runs/{run}/steps/STEP/retry (a person) or /api/runs/{run}/stop, \
-             with a note."
+             Also POST /api/runs/{run}/steps/STEP/attempts/N/retry (a person; N the attempt you \
+             looked at) or /api/runs/{run}/stop, with a note."
         )),
         _ => None,
     }
@@ -474,16 +476,22 @@ pub(crate) async fn run_page(
     let may_attend = authenticated.session.is_some()
         && may(&authenticated.principal, "POST", "/runs/{id}/attend");
     let attention = match record.status {
-        RunStatus::NeedsAttention if may_attend => Some(AttentionPanel {
-            retry_step: shared
+        RunStatus::NeedsAttention if may_attend => {
+            let latest = shared
                 .store
                 .attempts(&record.id)
                 .map_err(Error::storage("read the run's attempts"))?
                 .into_iter()
-                .last()
-                .map(|attempt| attempt.step_id.to_string()),
+                .last();
+            Some(AttentionPanel {
+                retry_attempt: latest.as_ref().map_or(0, |attempt| attempt.attempt),
+                retry_step: latest.map(|attempt| attempt.step_id.to_string()),
+            })
+        }
+        RunStatus::NeedsRepair if may_attend => Some(AttentionPanel {
+            retry_step: None,
+            retry_attempt: 0,
         }),
-        RunStatus::NeedsRepair if may_attend => Some(AttentionPanel { retry_step: None }),
         _ => None,
     };
     let started_by = who(&record.started_by);

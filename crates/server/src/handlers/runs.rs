@@ -373,8 +373,9 @@ pub(crate) async fn reject(
 
 /// What a person does with a run that needs attention.
 enum Attention {
-    /// Runs the step that stopped it again (the only way an `unknown` attempt is repeated).
-    Retry(String),
+    /// Runs the step that stopped it again (the only way an `unknown` attempt is repeated),
+    /// when the attempt the person looked at is still its latest.
+    Retry { step: String, attempt: u32 },
     /// Ends the run.
     Stop,
 }
@@ -400,7 +401,7 @@ async fn attend(
     };
     let run = record.id.clone();
     let outcome = blocking("retry or stop a run", move || match what {
-        Attention::Retry(step) => engine.retry(&run, &step, None, by),
+        Attention::Retry { step, attempt } => engine.retry_attempt(&run, &step, attempt, by),
         Attention::Stop => engine.stop(&run, by),
     })
     .await?;
@@ -410,7 +411,8 @@ async fn attend(
             source @ (engine::Error::NotNeedingAttention { .. }
             | engine::Error::NotTheStoppedStep { .. }
             | engine::Error::NeedsRepairNotRetry { .. }
-            | engine::Error::DecisionInProgress { .. }),
+            | engine::Error::DecisionInProgress { .. }
+            | engine::Error::NotTheLatestAttempt { .. }),
         ) => {
             return Err(Error::RunConflict {
                 run: run_id.to_owned(),
@@ -442,15 +444,16 @@ async fn attend(
     detail(&state.shared, record)
 }
 
-/// `POST /api/runs/{id}/steps/{step}/retry`: runs the step that brought the run to
-/// `needs_attention` again, with the inputs it had.
+/// `POST /api/runs/{id}/steps/{step}/attempts/{attempt}/retry`: runs the step that brought the
+/// run to `needs_attention` again, with the inputs it had, if `attempt` (the one the caller
+/// looked at) is still its latest.
 pub(crate) async fn retry(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
-    Path((run_id, step)): Path<(String, String)>,
+    Path((run_id, step, attempt)): Path<(String, String, u32)>,
     Json(request): Json<DecisionRequest>,
 ) -> Result<Json<RunDetail>, Error> {
-    let what = Attention::Retry(step);
+    let what = Attention::Retry { step, attempt };
     Ok(Json(
         attend(
             &state,
@@ -488,9 +491,12 @@ pub(crate) async fn stop(
 pub(crate) struct AttendForm {
     /// `retry` or `stop`.
     pub(crate) decision: String,
-    /// The step a retry runs again (the one that stopped the run).
+    /// The step a retry runs again (the one that stopped the run), and its attempt the page
+    /// showed.
     #[serde(default)]
     pub(crate) step: String,
+    #[serde(default)]
+    pub(crate) attempt: u32,
     #[serde(default)]
     pub(crate) note: String,
 }
@@ -507,7 +513,10 @@ pub(crate) async fn attend_with_form(
     // Another account's run is the same 404 as a missing one, whatever the form says.
     run_in_scope(&state.shared, &authenticated, &run_id)?;
     let what = match form.decision.as_str() {
-        "retry" => Attention::Retry(form.step),
+        "retry" => Attention::Retry {
+            step: form.step,
+            attempt: form.attempt,
+        },
         "stop" => Attention::Stop,
         _ => {
             return Err(Error::InvalidInput {

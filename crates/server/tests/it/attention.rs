@@ -6,7 +6,7 @@
 use auth::Role;
 use storage::{Actor, AuditLog, DecisionKind, DecisionStore, Door, RunStatus, RunStore};
 
-use crate::support::{Caller, Harness, RETRY_TAKES, person_id};
+use crate::support::{Caller, FLAKY, Harness, RETRY_TAKES, person_id};
 
 fn note(text: &str) -> Option<(&'static str, String)> {
     Some(("application/json", format!(r#"{{"note":"{text}"}}"#)))
@@ -17,7 +17,7 @@ async fn g15_a_member_retries_the_step_of_a_run_that_needs_attention() {
     let harness = Harness::new();
     let run = harness.attention_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let path = format!("/api/runs/{}/steps/send/retry", run.as_str());
+    let path = format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str());
     let answer = harness
         .call("POST", &path, &member, note("the notice never arrived"))
         .await;
@@ -58,7 +58,7 @@ async fn g14_a_retry_in_progress_refuses_a_second_retry_and_a_stop() {
     let run = harness.attention_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
     let owner = harness.credentials(Caller::Person(Role::Owner));
-    let retry = format!("/api/runs/{}/steps/send/retry", run.as_str());
+    let retry = format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str());
     let stop = format!("/api/runs/{}/stop", run.as_str());
     let later = |path: String, credentials| {
         let harness = &harness;
@@ -94,7 +94,7 @@ async fn g14_an_api_key_cannot_retry() {
     let answer = harness
         .call(
             "POST",
-            &format!("/api/runs/{}/steps/send/retry", run.as_str()),
+            &format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str()),
             &key,
             note("retry it"),
         )
@@ -137,7 +137,7 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
     let harness = Harness::new();
     let run = harness.attention_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let retry = format!("/api/runs/{}/steps/send/retry", run.as_str());
+    let retry = format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str());
     let stop = format!("/api/runs/{}/stop", run.as_str());
     for path in [&retry, &stop] {
         let blank = harness.call("POST", path, &member, note("  ")).await;
@@ -165,7 +165,10 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
     let other = harness
         .call(
             "POST",
-            &format!("/api/runs/{}/steps/elsewhere/retry", run.as_str()),
+            &format!(
+                "/api/runs/{}/steps/elsewhere/attempts/1/retry",
+                run.as_str()
+            ),
             &member,
             note("wrong step"),
         )
@@ -179,7 +182,7 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
     // A run waiting at a gate is decided at its gate, not retried or stopped here.
     let parked = harness.parked_run("acct");
     for path in [
-        format!("/api/runs/{}/steps/ship/retry", parked.as_str()),
+        format!("/api/runs/{}/steps/ship/attempts/1/retry", parked.as_str()),
         format!("/api/runs/{}/stop", parked.as_str()),
     ] {
         let answer = harness.call("POST", &path, &member, note("no")).await;
@@ -209,6 +212,7 @@ async fn g15_the_run_page_retries_and_stops_a_run_that_needs_attention() {
         "{text}"
     );
     assert!(text.contains("Retry send"), "{text}");
+    assert!(text.contains("name=\"attempt\" value=\"1\""), "{text}");
     assert!(text.contains("Stop the run"), "{text}");
     let seen = harness.call("GET", &page, &viewer, None).await.text();
     assert!(!seen.contains("/attend\""), "a viewer is offered the form");
@@ -218,7 +222,7 @@ async fn g15_the_run_page_retries_and_stops_a_run_that_needs_attention() {
             "POST",
             &format!("/runs/{}/attend", run.as_str()),
             &member,
-            form("decision=retry&step=send&note=checked+the+record"),
+            form("decision=retry&step=send&attempt=1&note=checked+the+record"),
         )
         .await;
     assert_eq!(retried.status, 303, "{}", retried.text());
@@ -250,4 +254,41 @@ async fn g15_the_run_page_retries_and_stops_a_run_that_needs_attention() {
         harness.store.run(&other).unwrap().unwrap().status,
         RunStatus::Stopped
     );
+}
+
+/// G14 (review): a retry names the attempt the person looked at. A second submit of the same
+/// decision, arriving after the first retry ended `unknown` again, is refused: nobody has seen
+/// the newer attempt's record. Retrying that one works.
+#[tokio::test(flavor = "multi_thread")]
+async fn g14_a_late_second_submit_never_retries_an_attempt_nobody_looked_at() {
+    let harness = Harness::new();
+    let run = harness.attention_run_of("acct", FLAKY);
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let retry = |attempt: u32| {
+        format!(
+            "/api/runs/{}/steps/flaky/attempts/{attempt}/retry",
+            run.as_str()
+        )
+    };
+    let first = harness
+        .call("POST", &retry(1), &member, note("try again"))
+        .await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(
+        first.json()["status"],
+        "needs_attention",
+        "{}",
+        first.text()
+    );
+    let late = harness
+        .call("POST", &retry(1), &member, note("try again"))
+        .await;
+    assert_eq!(late.status, 409, "{}", late.text());
+    assert_eq!(harness.store.attempts(&run).unwrap().len(), 2);
+    let seen = harness
+        .call("POST", &retry(2), &member, note("looked at 2"))
+        .await;
+    assert_eq!(seen.status, 200, "{}", seen.text());
+    assert_eq!(seen.json()["status"], "succeeded", "{}", seen.text());
+    assert_eq!(harness.store.attempts(&run).unwrap().len(), 3);
 }

@@ -112,6 +112,18 @@ steps:
           return {"sent": True}
 "#;
 
+/// Like [`ATTENTION`], but its step `flaky` ends `unknown` on its first two attempts.
+pub const FLAKY: &str = r#"name: flaky
+python: "3.11"
+steps:
+  - id: flaky
+    explain: Sends the notice over a bad line.
+    network: public_egress
+    code: |
+      def main():
+          return {"sent": True}
+"#;
+
 /// How long a retried attempt of [`ATTENTION`]'s `send` takes: long enough that a second
 /// decision on the run arrives while it runs.
 pub const RETRY_TAKES: std::time::Duration = std::time::Duration::from_millis(600);
@@ -132,6 +144,14 @@ impl StepExecutor for SucceedingExecutor {
         }
         if request.step.id() == "send" {
             std::thread::sleep(RETRY_TAKES);
+        }
+        if request.step.id() == "flaky" && request.attempt <= 2 {
+            return ExecutionReport::outcome_only(
+                ExecutionOutcome::Unknown {
+                    reason: "the line dropped again".to_owned(),
+                },
+                "fake",
+            );
         }
         ExecutionReport::outcome_only(
             ExecutionOutcome::Succeeded {
@@ -521,7 +541,12 @@ impl Harness {
 
     /// A run of [`ATTENTION`] in `needs_attention` at `send`.
     pub fn attention_run(&self, account: &str) -> RunId {
-        let workflow = spec::parse_workflow("attention.yaml", ATTENTION).unwrap();
+        self.attention_run_of(account, ATTENTION)
+    }
+
+    /// A run of `text` in `needs_attention` at its first step.
+    pub fn attention_run_of(&self, account: &str, text: &str) -> RunId {
+        let workflow = spec::parse_workflow("attention.yaml", text).unwrap();
         let summary = self
             .engine
             .start_run(
