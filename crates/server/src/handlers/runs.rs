@@ -294,41 +294,43 @@ pub(crate) async fn decide(
         engine.decide(&run, &gate, decision)
     })
     .await?;
-    match outcome {
-        Ok(_) => {}
-        Err(
-            source @ (engine::Error::NotWaitingApproval { .. }
-            | engine::Error::NotParkedAt { .. }
-            | engine::Error::Storage(storage::Error::AlreadyDecided { .. })),
-        ) => {
-            return Err(Error::RunConflict {
-                run: run_id.to_owned(),
-                source: Box::new(source),
-            });
-        }
-        Err(engine::Error::UnknownRun { .. }) => {
-            return Err(Error::NotFound {
-                what: "run",
-                id: run_id.to_owned(),
-            });
-        }
-        Err(engine::Error::NoteRequired { .. }) => {
-            return Err(Error::InvalidInput {
-                field: "note",
-                reason: "a decision needs a note saying why; it is kept in the record with who \
-                         decided"
-                    .to_owned(),
-            });
-        }
-        Err(source) => {
-            return Err(Error::Engine {
-                run: run_id.to_owned(),
-                source: Box::new(source),
-            });
-        }
-    }
+    outcome.map_err(|source| {
+        let conflict = matches!(
+            source,
+            engine::Error::NotWaitingApproval { .. }
+                | engine::Error::NotParkedAt { .. }
+                | engine::Error::Storage(storage::Error::AlreadyDecided { .. })
+        );
+        decision_error(run_id, source, conflict, "a decision")
+    })?;
     let record = run_in_scope(&state.shared, authenticated, run_id)?;
     detail(&state.shared, record)
+}
+
+/// The answer to an engine error of a person's decision (`what`, in words) on `run_id`: a
+/// `conflict` (the run is not where the decision needs it) is a 409, a missing run a 404, a
+/// blank note a 400 naming the note, anything else the engine's error.
+fn decision_error(run_id: &str, source: engine::Error, conflict: bool, what: &str) -> Error {
+    match source {
+        source if conflict => Error::RunConflict {
+            run: run_id.to_owned(),
+            source: Box::new(source),
+        },
+        engine::Error::UnknownRun { .. } => Error::NotFound {
+            what: "run",
+            id: run_id.to_owned(),
+        },
+        engine::Error::NoteRequired { .. } => Error::InvalidInput {
+            field: "note",
+            reason: format!(
+                "{what} needs a note saying why; it is kept in the record with who decided"
+            ),
+        },
+        source => Error::Engine {
+            run: run_id.to_owned(),
+            source: Box::new(source),
+        },
+    }
 }
 
 /// `POST /api/runs/{id}/steps/{step}/approve`.
@@ -405,41 +407,17 @@ async fn attend(
         Attention::Stop => engine.stop(&run, by),
     })
     .await?;
-    match outcome {
-        Ok(_) => {}
-        Err(
-            source @ (engine::Error::NotNeedingAttention { .. }
-            | engine::Error::NotTheStoppedStep { .. }
-            | engine::Error::NeedsRepairNotRetry { .. }
-            | engine::Error::DecisionInProgress { .. }
-            | engine::Error::NotTheLatestAttempt { .. }),
-        ) => {
-            return Err(Error::RunConflict {
-                run: run_id.to_owned(),
-                source: Box::new(source),
-            });
-        }
-        Err(engine::Error::UnknownRun { .. }) => {
-            return Err(Error::NotFound {
-                what: "run",
-                id: run_id.to_owned(),
-            });
-        }
-        Err(engine::Error::NoteRequired { .. }) => {
-            return Err(Error::InvalidInput {
-                field: "note",
-                reason: "a retry or a stop needs a note saying why; it is kept in the record \
-                         with who decided"
-                    .to_owned(),
-            });
-        }
-        Err(source) => {
-            return Err(Error::Engine {
-                run: run_id.to_owned(),
-                source: Box::new(source),
-            });
-        }
-    }
+    outcome.map_err(|source| {
+        let conflict = matches!(
+            source,
+            engine::Error::NotNeedingAttention { .. }
+                | engine::Error::NotTheStoppedStep { .. }
+                | engine::Error::NeedsRepairNotRetry { .. }
+                | engine::Error::DecisionInProgress { .. }
+                | engine::Error::NotTheLatestAttempt { .. }
+        );
+        decision_error(run_id, source, conflict, "a retry or a stop")
+    })?;
     let record = run_in_scope(&state.shared, authenticated, run_id)?;
     detail(&state.shared, record)
 }

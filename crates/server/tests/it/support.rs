@@ -523,9 +523,15 @@ impl Harness {
 
     /// Starts a run of `GATED` in `account`; it parks at `ship`.
     pub fn parked_run(&self, account: &str) -> RunId {
-        let workflow = spec::parse_workflow("gated.yaml", GATED).unwrap();
-        let summary = self
-            .engine
+        let summary = self.start(account, "gated.yaml", GATED);
+        assert_eq!(summary.waiting_at.as_deref(), Some("ship"));
+        summary.run
+    }
+
+    /// Starts the workflow `text` in `account` through the engine, as the CLI would.
+    fn start(&self, account: &str, file: &str, text: &str) -> engine::RunSummary {
+        let workflow = spec::parse_workflow(file, text).unwrap();
+        self.engine
             .start_run(
                 &AccountId::parse(account).unwrap(),
                 &workflow,
@@ -534,9 +540,7 @@ impl Harness {
                     os_user: "tester".into(),
                 },
             )
-            .unwrap();
-        assert_eq!(summary.waiting_at.as_deref(), Some("ship"));
-        summary.run
+            .unwrap()
     }
 
     /// A run of [`ATTENTION`] in `needs_attention` at `send`.
@@ -546,18 +550,7 @@ impl Harness {
 
     /// A run of `text` in `needs_attention` at its first step.
     pub fn attention_run_of(&self, account: &str, text: &str) -> RunId {
-        let workflow = spec::parse_workflow("attention.yaml", text).unwrap();
-        let summary = self
-            .engine
-            .start_run(
-                &AccountId::parse(account).unwrap(),
-                &workflow,
-                json!({}),
-                Actor::Cli {
-                    os_user: "tester".into(),
-                },
-            )
-            .unwrap();
+        let summary = self.start(account, "attention.yaml", text);
         assert_eq!(summary.status, RunStatus::NeedsAttention, "{summary:?}");
         summary.run
     }
