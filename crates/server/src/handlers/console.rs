@@ -279,10 +279,14 @@ pub(crate) struct GatePanel {
 
 /// The retry-or-stop form of a run that waits for a person.
 struct AttentionPanel {
-    /// The step a retry runs again and its attempt this page shows; `None` when only
-    /// stopping is offered (`needs_repair`).
-    retry_step: Option<String>,
-    retry_attempt: u32,
+    /// What a retry runs again; `None` when only stopping is offered (`needs_repair`).
+    retry: Option<RetryOf>,
+}
+
+/// The step that stopped the run, and its attempt this page shows.
+struct RetryOf {
+    step: String,
+    attempt: u32,
 }
 
 #[derive(Template)]
@@ -484,14 +488,13 @@ pub(crate) async fn run_page(
                 .into_iter()
                 .last();
             Some(AttentionPanel {
-                retry_attempt: latest.as_ref().map_or(0, |attempt| attempt.attempt),
-                retry_step: latest.map(|attempt| attempt.step_id.to_string()),
+                retry: latest.map(|attempt| RetryOf {
+                    step: attempt.step_id.to_string(),
+                    attempt: attempt.attempt,
+                }),
             })
         }
-        RunStatus::NeedsRepair if may_attend => Some(AttentionPanel {
-            retry_step: None,
-            retry_attempt: 0,
-        }),
+        RunStatus::NeedsRepair if may_attend => Some(AttentionPanel { retry: None }),
         _ => None,
     };
     let started_by = who(&record.started_by);

@@ -279,40 +279,59 @@ pub(crate) async fn decide(
     door: Door,
     note: String,
 ) -> Result<RunDetail, Error> {
-    crate::text_limits::check_note(&note)?;
-    let record = run_in_scope(&state.shared, authenticated, run_id)?;
-    let engine = state.shared.engine.clone();
-    let decision = Decision {
-        kind,
-        who: authenticated.actor.clone(),
-        door,
-        note,
-    };
-    let run = record.id.clone();
+    let who = authenticated.actor.clone();
     let gate = step.to_owned();
-    let outcome = blocking("decide a gate", move || {
-        engine.decide(&run, &gate, decision)
-    })
-    .await?;
-    outcome.map_err(|source| {
-        let conflict = matches!(
+    let conflict = |source: &engine::Error| {
+        matches!(
             source,
             engine::Error::NotWaitingApproval { .. }
                 | engine::Error::NotParkedAt { .. }
                 | engine::Error::Storage(storage::Error::AlreadyDecided { .. })
-        );
-        decision_error(run_id, source, conflict, "a decision")
-    })?;
-    let record = run_in_scope(&state.shared, authenticated, run_id)?;
-    detail(&state.shared, record)
+        )
+    };
+    let act = move |engine: &engine::Engine, run: &RunId, note| {
+        let decision = Decision {
+            kind,
+            who,
+            door,
+            note,
+        };
+        engine.decide(run, &gate, decision)
+    };
+    carry_out(
+        state,
+        authenticated,
+        run_id,
+        "a decision",
+        conflict,
+        note,
+        act,
+    )
+    .await
 }
 
-/// The answer to an engine error of a person's decision (`what`, in words) on `run_id`: a
-/// `conflict` (the run is not where the decision needs it) is a 409, a missing run a 404, a
-/// blank note a 400 naming the note, anything else the engine's error.
-fn decision_error(run_id: &str, source: engine::Error, conflict: bool, what: &str) -> Error {
-    match source {
-        source if conflict => Error::RunConflict {
+/// Carries out a person's decision (`what`, in words) on the run `run_id`: its note held to
+/// the limit, the run to the caller's account, then `act` (given the note) on a blocking
+/// thread. An engine
+/// error becomes the answer: one `conflict` names (the run is not where the decision needs
+/// it) a 409, a missing run a 404, a blank note a 400 naming the note, anything else the
+/// engine's error. Answers the run as it stands after.
+async fn carry_out<T: Send + 'static>(
+    state: &AppState,
+    authenticated: &Authenticated,
+    run_id: &str,
+    what: &'static str,
+    conflict: fn(&engine::Error) -> bool,
+    note: String,
+    act: impl FnOnce(&engine::Engine, &RunId, String) -> Result<T, engine::Error> + Send + 'static,
+) -> Result<RunDetail, Error> {
+    crate::text_limits::check_note(&note)?;
+    let record = run_in_scope(&state.shared, authenticated, run_id)?;
+    let engine = state.shared.engine.clone();
+    let run = record.id.clone();
+    let outcome = blocking(what, move || act(&engine, &run, note)).await?;
+    outcome.map_err(|source| match source {
+        source if conflict(&source) => Error::RunConflict {
             run: run_id.to_owned(),
             source: Box::new(source),
         },
@@ -330,7 +349,9 @@ fn decision_error(run_id: &str, source: engine::Error, conflict: bool, what: &st
             run: run_id.to_owned(),
             source: Box::new(source),
         },
-    }
+    })?;
+    let record = run_in_scope(&state.shared, authenticated, run_id)?;
+    detail(&state.shared, record)
 }
 
 /// `POST /api/runs/{id}/steps/{step}/approve`.
@@ -382,9 +403,9 @@ enum Attention {
     Stop,
 }
 
-/// Retries or stops a run in `needs_attention` (stop: or `needs_repair`), recorded with the
-/// principal's actor, the door `api` and the note (G14, G15). A run in any other state is a
-/// conflict; a blank note is refused.
+/// Retries or stops a run in `needs_attention` (stop: or `needs_repair`) through `door`,
+/// recorded with the principal's actor and the note (G14, G15). A run in any other state, at
+/// another step or attempt, or held by another person's decision is a conflict.
 async fn attend(
     state: &AppState,
     authenticated: &Authenticated,
@@ -393,33 +414,34 @@ async fn attend(
     door: Door,
     note: String,
 ) -> Result<RunDetail, Error> {
-    crate::text_limits::check_note(&note)?;
-    let record = run_in_scope(&state.shared, authenticated, run_id)?;
-    let engine = state.shared.engine.clone();
-    let by = engine::PersonDecision {
-        who: authenticated.actor.clone(),
-        door,
-        note,
-    };
-    let run = record.id.clone();
-    let outcome = blocking("retry or stop a run", move || match what {
-        Attention::Retry { step, attempt } => engine.retry_attempt(&run, &step, attempt, by),
-        Attention::Stop => engine.stop(&run, by),
-    })
-    .await?;
-    outcome.map_err(|source| {
-        let conflict = matches!(
+    let who = authenticated.actor.clone();
+    let conflict = |source: &engine::Error| {
+        matches!(
             source,
             engine::Error::NotNeedingAttention { .. }
                 | engine::Error::NotTheStoppedStep { .. }
                 | engine::Error::NeedsRepairNotRetry { .. }
                 | engine::Error::DecisionInProgress { .. }
                 | engine::Error::NotTheLatestAttempt { .. }
-        );
-        decision_error(run_id, source, conflict, "a retry or a stop")
-    })?;
-    let record = run_in_scope(&state.shared, authenticated, run_id)?;
-    detail(&state.shared, record)
+        )
+    };
+    let act = move |engine: &engine::Engine, run: &RunId, note| {
+        let by = engine::PersonDecision { who, door, note };
+        match what {
+            Attention::Retry { step, attempt } => engine.retry_attempt(run, &step, attempt, by),
+            Attention::Stop => engine.stop(run, by),
+        }
+    };
+    carry_out(
+        state,
+        authenticated,
+        run_id,
+        "a retry or a stop",
+        conflict,
+        note,
+        act,
+    )
+    .await
 }
 
 /// `POST /api/runs/{id}/steps/{step}/attempts/{attempt}/retry`: runs the step that brought the
