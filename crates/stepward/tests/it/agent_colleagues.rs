@@ -164,6 +164,40 @@ fn g21_an_agent_whose_colleague_applies_is_refused_outside_a_gate_needs_root() {
     assert!(!ran.status.success());
 }
 
+/// A gate step whose agent consults a `public_egress` colleague needs the egress network (G21:
+/// it holds what the colleague holds). On a server without one it is refused when the run
+/// starts, before it waits at its gate for a person whose approval could only end in a
+/// refusal, and no run is created.
+#[test]
+fn g21_an_agent_step_whose_colleague_needs_egress_is_refused_at_start_without_one_needs_root() {
+    let (home, fake, exempt) = home_with(Format::Anthropic, vec![ScriptTurn::text("never")]);
+    put(&home, "agents/checker/AGENT.md", FILER);
+    let gated = WORKFLOW.replace("id: write_digest\n", "id: write_digest!\n");
+    let ran = run_workflow(&home, &exempt, &gated);
+    let said = stderr(&ran);
+    assert_eq!(ran.status.code(), Some(1), "{}{said}", stdout(&ran));
+    assert!(
+        said.contains("no run was started")
+            && said.contains("write_digest")
+            && said.contains("checker")
+            && said.contains("public_egress")
+            && said.contains("--egress-resolver IP"),
+        "{said}"
+    );
+    assert!(
+        !stdout(&ran).contains("waiting_approval"),
+        "{}",
+        stdout(&ran)
+    );
+    let listed = stdout(&home.stepward(&["runs", "list", "--json"]));
+    assert_eq!(
+        serde_json::from_str::<Value>(&listed).unwrap(),
+        json!([]),
+        "a refused run is never created"
+    );
+    assert!(fake.requests().is_empty(), "the model was asked");
+}
+
 #[test]
 fn g21_a_cycle_of_colleagues_is_refused_before_the_model_is_asked_needs_root() {
     let (home, fake, exempt) = home_with(Format::Anthropic, vec![ScriptTurn::text("never")]);
