@@ -201,7 +201,10 @@ impl Browser {
                 .arg(format!("--log-path={}", driver_log.display()))
                 .env_clear()
                 .env("PATH", "/usr/bin:/bin")
-                .env("HOME", profile.path()),
+                .env("HOME", profile.path())
+                // Chromium and chromedriver make their scoped folders under TMPDIR: inside
+                // the profile, they go with it.
+                .env("TMPDIR", profile.path()),
         );
         let line = driver.line_containing("started successfully on port");
         let port: u16 = line
