@@ -59,6 +59,12 @@ impl PinnedDefinitions {
         }
     }
 
+    /// The working folder of the account whose definitions these are (a step's `work_dir`),
+    /// when the workspace was opened.
+    pub fn files_dir(&self) -> Option<&std::path::Path> {
+        self.workspace.as_ref().map(Workspace::files_dir)
+    }
+
     /// Whether the run pinned its definitions.
     pub fn is_pinned(&self) -> bool {
         self.pin.is_some()

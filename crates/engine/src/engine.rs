@@ -15,7 +15,7 @@ use crate::context::{
     RunContext, SecretsFor, secret_request, step_env, stored_event, unavailable_event,
 };
 use crate::drive::Resume;
-use crate::executor::StepExecutor;
+use crate::executor::{NetworkQuery, StepExecutor};
 use crate::inputs::check_run_inputs;
 use crate::journal::{self, Entry, Event, EventKind, PersonDecided, RunCreated, SecretsResolved};
 use crate::record::{AttemptState, RunState};
@@ -202,10 +202,25 @@ impl Engine {
         if !problems.is_empty() {
             return Err(Error::InputMismatch { problems });
         }
+        // Pinned before the run exists: what it can reach is fixed at this moment (issue 16 §1).
+        let (pinned, pin) = self.pin_definitions(account, workflow)?;
+        // Asked of the pinned definitions: an agent step needs what its pinned agent files
+        // (and their colleagues') say.
+        let work_dir = pinned.files_dir().ok_or_else(|| Error::Pin {
+            detail: String::from("the account's workspace was not opened"),
+        })?;
         let unavailable: Vec<String> = workflow
             .steps()
             .iter()
-            .filter_map(|step| self.executor.availability(step, workflow.python()).err())
+            .filter_map(|step| {
+                let query = NetworkQuery {
+                    account,
+                    step,
+                    work_dir,
+                    definitions: &pinned,
+                };
+                self.executor.availability(query, workflow.python()).err()
+            })
             .collect();
         if !unavailable.is_empty() {
             return Err(Error::CannotRunHere {
@@ -213,8 +228,6 @@ impl Engine {
                 problems: unavailable,
             });
         }
-        // Pinned before the run exists: what it can reach is fixed at this moment (issue 16 §1).
-        let (pinned, pin) = self.pin_definitions(account, workflow)?;
         let run_id = self.ids.new_run_id();
         let request = secret_request(workflow);
         let (secrets, unavailable) =

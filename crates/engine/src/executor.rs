@@ -182,14 +182,19 @@ pub trait StepExecutor: Send + Sync {
         Ok(query.step.network())
     }
 
-    /// Whether `step`, pinned to `python`, could run here at all (the version is present, the
-    /// network it declares can be built, the backend can enforce it). Asked for every step when
-    /// a run starts, so a run that could never finish is refused before any step runs or waits
-    /// at a gate; `Err` says what is missing and the setting that would give it. `execute`
-    /// refuses the same whatever this answered, so an executor that cannot tell in advance
-    /// keeps the default.
-    fn availability(&self, step: &spec::Step, python: spec::PythonVersion) -> Result<(), String> {
-        let _ = (step, python);
+    /// Whether the query's step, pinned to `python`, could run here at all (the version is
+    /// present, the network its code or its agent's scripts need can be built, the backend can
+    /// enforce it). Asked for every step when a run starts, after its definitions are pinned
+    /// (an agent step's needs are its pinned agent files'), so a run that could never finish
+    /// is refused before any step runs or waits at a gate; `Err` says what is missing and the
+    /// setting that would give it. `execute` refuses the same whatever this answered, so an
+    /// executor that cannot tell in advance keeps the default.
+    fn availability(
+        &self,
+        query: NetworkQuery<'_>,
+        python: spec::PythonVersion,
+    ) -> Result<(), String> {
+        let _ = (query, python);
         Ok(())
     }
 }

@@ -558,8 +558,12 @@ impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
         }
     }
 
-    fn availability(&self, step: &spec::Step, python: spec::PythonVersion) -> Result<(), String> {
-        self.inner.availability(step, python)
+    fn availability(
+        &self,
+        query: engine::NetworkQuery<'_>,
+        python: spec::PythonVersion,
+    ) -> Result<(), String> {
+        self.inner.availability(query, python)
     }
 }
 

@@ -143,26 +143,46 @@ impl StepExecutor for SandboxExecutor {
         }
     }
 
-    /// A code step's pinned Python and declared network, asked of the backend; each refusal
-    /// names the setting that would fix it. Agent steps are left to `execute` (their runtime is
-    /// not the sandbox's to judge).
-    fn availability(&self, step: &spec::Step, python: spec::PythonVersion) -> Result<(), String> {
-        if !matches!(step.body(), spec::StepBody::Code { .. }) {
-            return Ok(());
-        }
-        let network = match step.network() {
-            spec::Network::None => NetworkMode::None,
-            spec::Network::PublicEgress => NetworkMode::PublicEgress,
-        };
+    /// A code step's pinned Python and declared network, asked of the backend; an agent
+    /// step's, its pinned agent's (the agent runtime judges it); each refusal names the setting
+    /// that would fix it. An agent step on a server without an agent runtime is left to
+    /// `execute`, which refuses it with a record.
+    fn availability(
+        &self,
+        query: engine::NetworkQuery<'_>,
+        python: spec::PythonVersion,
+    ) -> Result<(), String> {
         let pin = PythonPin {
             major: python.major,
             minor: python.minor,
         };
-        self.backend
-            .availability(pin, network)
-            .map_err(|missing| unavailable_message(step.id(), &missing))
+        match (query.step.body(), &self.agents) {
+            (spec::StepBody::Code { .. }, _) => {
+                let network = match query.step.network() {
+                    spec::Network::None => NetworkMode::None,
+                    spec::Network::PublicEgress => NetworkMode::PublicEgress,
+                };
+                self.backend
+                    .availability(pin, network)
+                    .map_err(|missing| unavailable_message(query.step.id(), &missing))
+            }
+            (spec::StepBody::Agent { agent, .. }, Some(runtime)) => runtime.availability(
+                query.account,
+                query.work_dir,
+                query.definitions,
+                query.step,
+                agent,
+                pin,
+            ),
+            (spec::StepBody::Agent { .. }, None) => Ok(()),
+        }
     }
 }
+
+/// How a server gets an egress network, said in every refusal that lacks one.
+const EGRESS_SETTING: &str = "start it with --egress-resolver IP (the one DNS server such \
+                              steps may use; env STEPWARD_EGRESS_RESOLVER), and the host \
+                              forwarding IPv4";
 
 /// What a step needs and this server lacks, with the setting that would give it.
 pub fn unavailable_message(step: &str, missing: &sandbox::Unavailable) -> String {
@@ -177,8 +197,30 @@ pub fn unavailable_message(step: &str, missing: &sandbox::Unavailable) -> String
         ),
         sandbox::Unavailable::EgressNotConfigured => format!(
             "step {step} declares `network: public_egress`, and this server has no egress \
-             network: start it with --egress-resolver IP (the one DNS server such steps may use; \
-             env STEPWARD_EGRESS_RESOLVER), and the host forwarding IPv4"
+             network: {EGRESS_SETTING}"
+        ),
+    }
+}
+
+/// What an agent step needs and this server lacks: `networked` names the agents of its
+/// closure (the agent and the colleagues it may consult, G21) that declare `public_egress`.
+pub fn agent_unavailable_message(
+    step: &str,
+    agent: &str,
+    networked: &[&str],
+    missing: &sandbox::Unavailable,
+) -> String {
+    match missing {
+        sandbox::Unavailable::Python { .. } => unavailable_message(step, missing),
+        sandbox::Unavailable::EgressNotConfigured => format!(
+            "step {step} uses the agent `{agent}`, whose scripts and tools need \
+             `network: public_egress` (declared by {}), and this server has no egress network: \
+             {EGRESS_SETTING}",
+            networked
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
