@@ -5,6 +5,16 @@
 use api_types::{Internet, ModelReach, ReachRow, SecretHolder};
 use storage::models::ModelProvider;
 
+/// What every reach panel of a server that runs steps unisolated says above its table.
+pub const NOT_ISOLATED: &str = "Not isolated: this server runs steps with --backend unisolated, \
+     as plain processes of the platform with the machine's own network and files. What a step \
+     declares below is not enforced.";
+
+/// The notice a reach panel of this server shows, if any.
+pub(crate) fn isolation_notice(options: &crate::AppOptions) -> Option<&'static str> {
+    (!options.steps_isolated).then_some(NOT_ISOLATED)
+}
+
 /// Fills each agent row's models with their provider's name and host from `providers`.
 pub fn with_model_hosts(rows: &mut [spec::ReachRow], providers: &[ModelProvider]) {
     spec::fill_model_hosts(rows, &|name| {

@@ -54,6 +54,9 @@ pub struct AppOptions {
     /// is taken to come from the last address the proxy appended to `X-Forwarded-For`, for
     /// the sign-in limits and the audit. No other peer's `X-Forwarded-For` is ever read.
     pub trusted_proxy: Option<std::net::IpAddr>,
+    /// Whether the server's steps run in sandboxes. `false` for `--backend unisolated`: every
+    /// reach panel then says the steps are not isolated (what a step declares is not enforced).
+    pub steps_isolated: bool,
 }
 
 impl AppOptions {
@@ -63,7 +66,7 @@ impl AppOptions {
     /// address then 20 a second, the welcome form 10 per address then one per 6 s; password
     /// checks as many at once as there are cores ([`PasswordHashing::for_this_machine`]);
     /// refusals of clients without a session held back half a second;
-    /// share links for 7 days, sign-in links for 72 hours, forms up to 64 KiB.
+    /// share links for 7 days, sign-in links for 72 hours, forms up to 64 KiB; steps isolated.
     pub fn new(tls: TlsMode) -> AppOptions {
         AppOptions {
             tls,
@@ -87,6 +90,7 @@ impl AppOptions {
             sign_in_link_lifetime_millis: 72 * 60 * 60 * 1000,
             max_form_bytes: 64 * 1024,
             trusted_proxy: None,
+            steps_isolated: true,
         }
     }
 }

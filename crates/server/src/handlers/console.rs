@@ -265,6 +265,8 @@ pub(crate) struct GatePanel {
     explain: Option<String>,
     who_may_decide: &'static str,
     caption: &'static str,
+    /// Above what the step can reach, on a server whose steps are not isolated.
+    isolation: Option<&'static str>,
     internet: String,
     connections: String,
     secrets: String,
@@ -358,6 +360,7 @@ fn gate_panel(
         who_may_decide: "A member, an admin or the owner of this account decides: approving runs \
                          the step with the inputs below, rejecting ends the run.",
         caption: spec::REACH_CAPTION,
+        isolation: crate::reach::isolation_notice(&shared.options),
         internet: "unknown (the workflow could not be read again)".to_owned(),
         connections: "unknown".to_owned(),
         secrets: "unknown".to_owned(),

@@ -39,6 +39,8 @@ struct InterviewPage {
     live: bool,
     view: api_types::interview::InterviewView,
     caption: &'static str,
+    /// Above the reach table of a server whose steps are not isolated.
+    isolation: Option<&'static str>,
     rows: Vec<ReachLine>,
     with_agents: bool,
     with_limits: bool,
@@ -127,6 +129,7 @@ pub(crate) async fn page(
         with_limits: rows.iter().any(|row| !row.limits.is_empty()),
         rows: reach_lines(&rows),
         caption: spec::REACH_CAPTION,
+        isolation: crate::reach::isolation_notice(&state.shared.options),
         view,
         can_confirm,
     }))

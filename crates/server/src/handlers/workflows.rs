@@ -480,6 +480,8 @@ struct WorkflowPage {
     problems: Vec<String>,
     steps: Vec<StepLine>,
     caption: &'static str,
+    /// Above the reach table of a server whose steps are not isolated.
+    isolation: Option<&'static str>,
     rows: Vec<ReachLine>,
     with_limits: bool,
     /// Whether some step hands its task to an agent: the colleagues and model columns.
@@ -615,6 +617,7 @@ fn workflow_page_for(
         problems: Vec::new(),
         steps: Vec::new(),
         caption: spec::REACH_CAPTION,
+        isolation: crate::reach::isolation_notice(&shared.options),
         rows: Vec::new(),
         with_limits: false,
         with_agents: false,

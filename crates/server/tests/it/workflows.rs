@@ -229,3 +229,42 @@ async fn g23_workflow_screen_names_the_connections_a_run_needs_and_their_state()
     );
     assert!(!after.text().contains("sk_test_workflow_screen_value"));
 }
+
+/// The reach panel of a server whose steps run unisolated says so on the workflow page and on
+/// a gate's page, above the caption; a server with sandboxes says nothing of the kind.
+#[tokio::test(flavor = "multi_thread")]
+async fn g27_an_unisolated_servers_reach_panels_say_not_isolated() {
+    const NOTICE: &str = "Not isolated: this server runs steps with --backend unisolated";
+    for isolated in [true, false] {
+        let harness = Harness::with_options(server::AppOptions {
+            steps_isolated: isolated,
+            ..server::AppOptions::new(auth::TlsMode::PlainHttp)
+        });
+        let member = harness.credentials(Caller::Person(Role::Member));
+        let screen = harness.call("GET", "/workflows/fetch", &member, None).await;
+        assert_eq!(screen.status, 200);
+        assert_eq!(
+            screen.text().contains(NOTICE),
+            !isolated,
+            "{}",
+            screen.text()
+        );
+        let started = harness
+            .call(
+                "POST",
+                "/api/runs",
+                &member,
+                Some(("application/json", r#"{"workflow":"gated"}"#.to_owned())),
+            )
+            .await;
+        assert_eq!(started.status, 201, "{}", started.text());
+        let run = started.json()["run"].as_str().unwrap().to_owned();
+        let page = harness
+            .call("GET", &format!("/runs/{run}"), &member, None)
+            .await;
+        assert_eq!(page.status, 200);
+        let text = page.text();
+        assert!(text.contains("Waiting for a decision"), "{text}");
+        assert_eq!(text.contains(NOTICE), !isolated, "{text}");
+    }
+}

@@ -106,6 +106,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let state = AppState::new(
         AppOptions {
             trusted_proxy: args.trusted_proxy,
+            steps_isolated: app.config.backend != Backend::Unisolated,
             ..AppOptions::new(tls)
         },
         Backends {
