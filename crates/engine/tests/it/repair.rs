@@ -219,3 +219,83 @@ fn g23_a_repaired_gated_step_waits_for_a_decision_on_its_new_code() {
         "the new code did not run on the old approval"
     );
 }
+
+/// An assistant whose check of an accepted repair waits until the test lets it go on, so the
+/// test can act while an acceptance is between its checks and its save.
+struct HeldAssistant {
+    new_text: String,
+    in_check: std::sync::mpsc::SyncSender<()>,
+    go_on: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl engine::RepairAssistant for HeldAssistant {
+    fn propose(
+        &self,
+        _request: &engine::RepairRequest<'_>,
+    ) -> Result<engine::ProposedRepair, String> {
+        Ok(engine::ProposedRepair {
+            code: "def main(value):\n    return {\"value\": value}\n".into(),
+            note: "returns an object".into(),
+            provider: "fake".into(),
+            model: "fake-assistant".into(),
+            refused: Vec::new(),
+        })
+    }
+
+    fn check(
+        &self,
+        _workflow: &spec::Workflow,
+        _step: &str,
+        _code: &str,
+    ) -> Result<spec::Workflow, String> {
+        let _ = self.in_check.send(());
+        let _ = self.go_on.lock().unwrap().recv();
+        Ok(workflow(&self.new_text))
+    }
+}
+
+/// G15: accepting a repair holds the run from its first check to the run going on, so no other
+/// decision (a stop here) comes in between: the stop is refused, and the version saved is the
+/// one the run goes on with, never a version saved for a run that was stopped meanwhile.
+#[test]
+fn g15_a_stop_while_a_repair_is_being_accepted_is_refused_and_the_saved_version_runs() {
+    let (_harness, engine, run) = needing_repair();
+    let saved = engine.save_workflow_version(
+        &account(),
+        "offline",
+        OFFLINE,
+        &workspace::Author::Person { id: "alice".into() },
+        "workflow offline: the text the run runs",
+    );
+    assert_eq!(saved.unwrap().number, 1);
+    let (in_check, checking) = std::sync::mpsc::sync_channel(1);
+    let (release, go_on) = std::sync::mpsc::channel();
+    let engine = engine.with_repairs(std::sync::Arc::new(HeldAssistant {
+        new_text: OFFLINE.replace(OLD_CODE, NEW_CODE),
+        in_check,
+        go_on: std::sync::Mutex::new(go_on),
+    }));
+    engine.propose_repair(&run, "report").unwrap();
+    let decision = |note: &str| PersonDecision {
+        who: cli("alice"),
+        door: Door::Cli,
+        note: note.into(),
+    };
+    let (accepted, stopped) = std::thread::scope(|scope| {
+        let accepting = scope.spawn(|| {
+            engine.accept_repair(&run, "report", "alice", decision("stdlib only now"), None)
+        });
+        // The acceptance is in its check, before anything is saved.
+        checking.recv().unwrap();
+        let stopped = engine.stop(&run, decision("not needed any more"));
+        release.send(()).unwrap();
+        (accepting.join().unwrap(), stopped)
+    });
+    assert!(
+        matches!(stopped, Err(Error::DecisionInProgress { .. })),
+        "{stopped:?}"
+    );
+    let outcome = accepted.unwrap();
+    assert_eq!(outcome.version.number, 2);
+    assert_eq!(outcome.summary.status, RunStatus::Succeeded, "{outcome:?}");
+}
