@@ -21,7 +21,7 @@ use workspace::Author;
 
 use crate::definitions::{DefinitionWriteError, WorkflowVersion, workflow_path};
 use crate::drive::Resume;
-use crate::engine::{Engine, PersonDecision, RunSummary};
+use crate::engine::{Attending, Engine, PersonDecision, RunSummary};
 use crate::journal::{Event, RepairAccepted, RepairProposed};
 use crate::{Error, with_causes};
 
@@ -329,6 +329,10 @@ impl Engine {
             step: step.to_owned(),
             reason,
         };
+        // Held from the first check to the run going on: no stop or other decision comes
+        // between the checks, the save and the retry (a version saved for a run stopped
+        // meanwhile would never run).
+        let attending = self.attend(run)?;
         let (record, attempt) = self.needing_repair(run, step)?;
         if by.note.trim().is_empty() {
             return Err(Error::NoteRequired {
@@ -391,7 +395,7 @@ impl Engine {
                 Some(hash.as_str()),
             )
             .map_err(RepairError::Save)?;
-        let summary = self.retry_repaired(
+        let summary = self.retry_repaired_held(
             run,
             AcceptedRepair {
                 step: step.to_owned(),
@@ -401,6 +405,7 @@ impl Engine {
                 model: proposal.model,
                 by,
             },
+            &attending,
         )?;
         Ok(RepairOutcome { version, summary })
     }
@@ -440,7 +445,17 @@ impl Engine {
     /// `needs_repair` (G9): the run records that it runs `repair.version` from that step,
     /// its earlier outputs stand, and the step runs again with the new code.
     pub fn retry_repaired(&self, run: &RunId, repair: AcceptedRepair) -> Result<RunSummary, Error> {
-        let _attending = self.attend(run)?;
+        let attending = self.attend(run)?;
+        self.retry_repaired_held(run, repair, &attending)
+    }
+
+    /// [`Engine::retry_repaired`] by a caller that holds the run (`_held`).
+    fn retry_repaired_held(
+        &self,
+        run: &RunId,
+        repair: AcceptedRepair,
+        _held: &Attending,
+    ) -> Result<RunSummary, Error> {
         let step = repair.step.as_str();
         let record = self
             .store
