@@ -51,6 +51,9 @@ pub(crate) struct Helper {
     /// What [`Helper::wait_ready`] read ahead, handed to [`Helper::watch`].
     early_report: Vec<u8>,
     early_status: Vec<u8>,
+    /// The CPU mask to give back before the plan goes in, when [`Helper::wake`] woke it away
+    /// from the waker's CPU (see `local::affinity`).
+    woken_away: Option<crate::local::affinity::Restore>,
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -149,6 +152,7 @@ impl Helper {
             reaped: false,
             early_report: Vec::new(),
             early_status: Vec::new(),
+            woken_away: None,
         };
         for fd in [
             &helper.request,
@@ -179,6 +183,10 @@ impl Helper {
                 detail: String::from("the helper's control pipe is closed"),
             });
         };
+        // On another CPU than this thread's, which goes on making the sandbox meanwhile.
+        if self.woken_away.is_none() {
+            self.woken_away = crate::local::affinity::away_from_this_cpu(self.child.id());
+        }
         write_fully(lifeline.as_raw_fd(), b"\n").map_err(|source| Error::HelperSpawn {
             helper: self.program.clone(),
             source,
@@ -198,6 +206,10 @@ impl Helper {
                 detail: String::from("the helper's control pipe is closed"),
             });
         };
+        // The sandbox, cloned after the plan, starts with the platform's own CPU mask.
+        if let Some(restore) = self.woken_away.take() {
+            crate::local::affinity::restore(self.child.id(), restore);
+        }
         write_fully(lifeline.as_raw_fd(), &line).map_err(|source| Error::HelperSpawn {
             helper: self.program.clone(),
             source,

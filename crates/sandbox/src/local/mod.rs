@@ -8,6 +8,7 @@
 //! wall-clock limit, then kill whatever is left, remove the groups, collect the copy-back and
 //! remove the scratch folder. Each of those is a guard that also runs on error and panic.
 
+mod affinity;
 mod claim;
 mod helper;
 pub(crate) mod outcome;

@@ -176,3 +176,51 @@ fn g6_a_sandbox_built_ahead_with_an_early_helper_serves_its_request_needs_root()
         assert_eq!(backend.idle_sandboxes(), 0, "{early_network:?} helper");
     }
 }
+
+/// The CPUs the calling thread may run on (`Cpus_allowed_list`, e.g. `0-1,4`).
+fn own_cpus() -> Vec<usize> {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim();
+    list.split(',')
+        .flat_map(|range| {
+            let (first, last) = range.split_once('-').unwrap_or((range, range));
+            first.parse::<usize>().unwrap()..=last.parse::<usize>().unwrap()
+        })
+        .collect()
+}
+
+/// A woken helper makes a `none` sandbox's network namespace on another CPU than the
+/// platform's thread, which goes on making the sandbox meanwhile; the sandbox it then starts
+/// may run on every CPU the platform may: a helper it spawned itself (the first request) and
+/// the spare (the second) alike.
+#[test]
+fn a_cold_sandbox_may_run_on_every_cpu_the_platform_may_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let backend = backend(state.path());
+    let cpus = own_cpus();
+    for request in ["first (its own helper)", "second (the spare)"] {
+        let observation = backend
+            .run(Invocation {
+                code: String::from(
+                    "import os\ndef main():\n    return {'cpus': sorted(os.sched_getaffinity(0))}\n",
+                ),
+                ..invocation(&backend, work.path())
+            })
+            .unwrap();
+        assert_eq!(
+            succeeded(&observation)["cpus"],
+            serde_json::json!(cpus),
+            "the {request} request's sandbox"
+        );
+        // The second request takes the spare once it waits.
+        let started = Instant::now();
+        while backend.spare_helper_pid().is_none() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
