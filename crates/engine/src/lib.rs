@@ -120,9 +120,10 @@ pub enum Error {
     #[error("run inputs do not match the workflow: {}", problems.join("; "))]
     InputMismatch { problems: Vec<String> },
     /// A step of the workflow needs what this server cannot give (a Python version, an egress
-    /// network, a backend that enforces its declaration); no run was created.
+    /// network, a backend that enforces its declaration) or could never run (an agent step
+    /// holding applying tools outside a gate); no run was created.
     #[error(
-        "this server cannot run the workflow {workflow}, so no run was started: {}",
+        "the workflow {workflow} cannot run here, so no run was started: {}",
         problems.join("; ")
     )]
     CannotRunHere {

@@ -107,28 +107,6 @@ pub fn load_agent(
     Ok((agent, bytes))
 }
 
-/// G21: applying is only for a step a person decided on first; an agent holds what every
-/// colleague it can consult holds. The refusal, when `step` is not a gate and `closure` applies.
-fn apply_before_gate(
-    step: &spec::Step,
-    agent: &spec::Agent,
-    closure: &spec::Closure,
-) -> Option<String> {
-    let applying = closure.applying_tools();
-    (!applying.is_empty() && !step.is_gate()).then(|| {
-        format!(
-            "apply-before-gate: step `{}` uses the agent `{}`, which holds tools that apply \
-             changes ({}: a networked `Run`, or a custom tool of a public_egress agent that \
-             does not declare `applies: false`); only a step that is itself a gate \
-             (`id: {}!`) may hold them, so nothing was run",
-            step.id(),
-            agent.name(),
-            applying.join(", "),
-            step.id()
-        )
-    })
-}
-
 impl AgentRuntime {
     /// The network of the agent step's scripts: its agent file's.
     pub fn network_of(
@@ -149,58 +127,6 @@ impl AgentRuntime {
         Ok(self
             .closure(account, work_dir, definitions, &agent)?
             .network())
-    }
-
-    /// Whether the agent step `step` could run here, asked when its run starts: the
-    /// workflow's Python and the network of the agent's closure, of the backend; an applying
-    /// closure outside a gate is refused as `execute` refuses it (`apply-before-gate`). An
-    /// agent or colleague that cannot be read is left to `execute`, which refuses the attempt
-    /// with a record of why.
-    pub fn availability(
-        &self,
-        account: &AccountId,
-        work_dir: &Path,
-        definitions: &PinnedDefinitions,
-        step: &spec::Step,
-        agent_name: &str,
-        python: PythonPin,
-    ) -> Result<(), String> {
-        let Ok((agent, _)) = load_agent(
-            &self.store,
-            account,
-            work_dir,
-            definitions,
-            agent_name,
-            &self.maxima,
-        ) else {
-            return Ok(());
-        };
-        let Ok(closure) = self.closure(account, work_dir, definitions, &agent) else {
-            return Ok(());
-        };
-        if let Some(refusal) = apply_before_gate(step, &agent, &closure) {
-            return Err(refusal);
-        }
-        let network = match closure.network() {
-            spec::Network::None => NetworkMode::None,
-            spec::Network::PublicEgress => NetworkMode::PublicEgress,
-        };
-        self.backend
-            .availability(python, network)
-            .map_err(|missing| {
-                let networked: Vec<&str> = closure
-                    .agents
-                    .iter()
-                    .filter(|agent| agent.network() == spec::Network::PublicEgress)
-                    .map(spec::Agent::name)
-                    .collect();
-                crate::executor::agent_unavailable_message(
-                    step.id(),
-                    agent.name(),
-                    &networked,
-                    &missing,
-                )
-            })
     }
 
     /// The agent and every colleague it can consult (G21: it holds what they hold), each as
@@ -260,7 +186,9 @@ impl AgentRuntime {
             Ok(closure) => closure,
             Err(reason) => return refused(reason),
         };
-        if let Some(refusal) = apply_before_gate(request.step, &agent, &closure) {
+        if let Some(refusal) =
+            crate::agent_readiness::apply_before_gate(request.step, &agent, &closure)
+        {
             return refused(refusal);
         }
         let (model_id, provider) = match self.provider(request.account, &agent) {

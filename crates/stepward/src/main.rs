@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod agent_colleagues;
+mod agent_readiness;
 mod agent_record;
 mod agent_step;
 mod app;

@@ -198,6 +198,28 @@ fn g21_an_agent_step_whose_colleague_needs_egress_is_refused_at_start_without_on
     assert!(fake.requests().is_empty(), "the model was asked");
 }
 
+/// Only scripts need the network an agent declares: an agent with file tools alone runs on a
+/// server without an egress network, `network: public_egress` or not.
+#[test]
+fn an_agent_without_scripts_runs_on_a_server_without_egress_needs_root() {
+    let (home, fake, exempt) = home_with(Format::Anthropic, vec![ScriptTurn::text("read it")]);
+    put(
+        &home,
+        "agents/reader/AGENT.md",
+        "---\nname: reader\ndescription: Reads.\nmodel: fake/fake-small\ntools: [Read]\nnetwork: public_egress\n---\nYou read.\n",
+    );
+    let workflow = "name: read_it\npython: \"3.11\"\nsteps:\n  - id: read_it\n    agent: reader\n    task: Read it.\n";
+    let ran = run_workflow(&home, &exempt, workflow);
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    assert_eq!(fake.requests().len(), 1, "the model was asked once");
+}
+
 #[test]
 fn g21_a_cycle_of_colleagues_is_refused_before_the_model_is_asked_needs_root() {
     let (home, fake, exempt) = home_with(Format::Anthropic, vec![ScriptTurn::text("never")]);

@@ -1,0 +1,104 @@
+//! Whether an agent step could run on this server, asked when its run starts (so a run that
+//! could never finish is refused before any step runs or waits at a gate), and the
+//! `apply-before-gate` rule, which the start and the step itself both apply.
+
+use std::path::Path;
+
+use engine::PinnedDefinitions;
+use sandbox::{NetworkMode, PythonPin};
+use storage::AccountId;
+
+use crate::agent_step::{AgentRuntime, load_agent};
+
+/// G21: applying is only for a step a person decided on first; an agent holds what every
+/// colleague it can consult holds. The refusal, when `step` is not a gate and `closure` applies.
+pub(crate) fn apply_before_gate(
+    step: &spec::Step,
+    agent: &spec::Agent,
+    closure: &spec::Closure,
+) -> Option<String> {
+    let applying = closure.applying_tools();
+    (!applying.is_empty() && !step.is_gate()).then(|| {
+        format!(
+            "apply-before-gate: step `{}` uses the agent `{}`, which holds tools that apply \
+             changes ({}: a networked `Run`, or a custom tool of a public_egress agent that \
+             does not declare `applies: false`); only a step that is itself a gate \
+             (`id: {}!`) may hold them, so nothing was run",
+            step.id(),
+            agent.name(),
+            applying.join(", "),
+            step.id()
+        )
+    })
+}
+
+/// Whether `agent` runs scripts in its sandbox (`Run`, or a custom tool): only scripts need
+/// the workflow's Python and the agent's network; the file tools and the model do not.
+fn runs_scripts(agent: &spec::Agent) -> bool {
+    agent
+        .tools()
+        .iter()
+        .any(|tool| matches!(tool, spec::Tool::Run | spec::Tool::Custom(_)))
+}
+
+impl AgentRuntime {
+    /// Whether the agent step `step` could run here, asked when its run starts: an applying
+    /// closure outside a gate is refused as the step refuses it (`apply-before-gate`); then,
+    /// for the agents of the closure that run scripts, the workflow's Python and their
+    /// network, of the backend. An agent or colleague that cannot be read is left to the
+    /// step, which refuses the attempt with a record of why.
+    pub fn availability(
+        &self,
+        account: &AccountId,
+        work_dir: &Path,
+        definitions: &PinnedDefinitions,
+        step: &spec::Step,
+        agent_name: &str,
+        python: PythonPin,
+    ) -> Result<(), String> {
+        let Ok((agent, _)) = load_agent(
+            &self.store,
+            account,
+            work_dir,
+            definitions,
+            agent_name,
+            &self.maxima,
+        ) else {
+            return Ok(());
+        };
+        let Ok(closure) = self.closure(account, work_dir, definitions, &agent) else {
+            return Ok(());
+        };
+        if let Some(refusal) = apply_before_gate(step, &agent, &closure) {
+            return Err(refusal);
+        }
+        let scripted: Vec<&spec::Agent> = closure
+            .agents
+            .iter()
+            .filter(|agent| runs_scripts(agent))
+            .collect();
+        if scripted.is_empty() {
+            return Ok(());
+        }
+        let networked: Vec<&str> = scripted
+            .iter()
+            .filter(|agent| agent.network() == spec::Network::PublicEgress)
+            .map(|agent| agent.name())
+            .collect();
+        let network = if networked.is_empty() {
+            NetworkMode::None
+        } else {
+            NetworkMode::PublicEgress
+        };
+        self.backend
+            .availability(python, network)
+            .map_err(|missing| {
+                crate::executor::agent_unavailable_message(
+                    step.id(),
+                    agent.name(),
+                    &networked,
+                    &missing,
+                )
+            })
+    }
+}
