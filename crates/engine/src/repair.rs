@@ -370,6 +370,8 @@ impl Engine {
             .repairs
             .check(&context.workflow, step, &proposal.code)
             .map_err(|reason| refused(format!("the proposal is refused: {reason}")))?;
+        // Everything the retry checks, before anything is saved.
+        self.check_repaired(run, step, &record.account, &context.workflow, &repaired)?;
         let name = context.workflow.name().to_owned();
         self.refuse_overwriting_newer(&record.account, &name, context.workflow.source())
             .map_err(refused)?;
@@ -441,6 +443,33 @@ impl Engine {
         Ok(())
     }
 
+    /// What a repaired workflow must be, checked before it is saved (accepting) and again
+    /// before it runs: it parses (G1), holds no current value of the account, and changes
+    /// only `step`'s code.
+    fn check_repaired(
+        &self,
+        run: &RunId,
+        step: &str,
+        account: &AccountId,
+        before: &Workflow,
+        repaired: &Workflow,
+    ) -> Result<(), Error> {
+        self.revalidate(repaired)?;
+        self.refuse_definition_holding_values(account, repaired)?;
+        let changes = changes_besides_code(before, repaired, step);
+        if !changes.is_empty() {
+            return Err(Error::RepairRefused {
+                run: run.clone(),
+                step: step.to_owned(),
+                reason: format!(
+                    "a repair changes only the step's code, and this one changes {}",
+                    changes.join("; ")
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// A person accepts the assistant's repair of the step that sent the run to
     /// `needs_repair` (G9): the run records that it runs `repair.version` from that step,
     /// its earlier outputs stand, and the step runs again with the new code.
@@ -484,20 +513,14 @@ impl Engine {
                 what: format!("accepting the repair of step {step} of run {run}"),
             });
         }
-        self.revalidate(&repair.workflow)?;
-        self.refuse_definition_holding_values(&record.account, &repair.workflow)?;
         let context = self.load_context(run)?;
-        let changes = changes_besides_code(&context.workflow, &repair.workflow, step);
-        if !changes.is_empty() {
-            return Err(Error::RepairRefused {
-                run: run.clone(),
-                step: step.to_owned(),
-                reason: format!(
-                    "a repair changes only the step's code, and this one changes {}",
-                    changes.join("; ")
-                ),
-            });
-        }
+        self.check_repaired(
+            run,
+            step,
+            &record.account,
+            &context.workflow,
+            &repair.workflow,
+        )?;
         let hash = Sha256Hex::of(repair.workflow.source().as_bytes());
         let accepted = self.new_event(
             &context,

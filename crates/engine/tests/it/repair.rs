@@ -286,7 +286,9 @@ fn g15_a_stop_while_a_repair_is_being_accepted_is_refused_and_the_saved_version_
             engine.accept_repair(&run, "report", "alice", decision("stdlib only now"), None)
         });
         // The acceptance is in its check, before anything is saved.
-        checking.recv().unwrap();
+        checking
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the acceptance reached its check");
         let stopped = engine.stop(&run, decision("not needed any more"));
         release.send(()).unwrap();
         (accepting.join().unwrap(), stopped)
