@@ -6,7 +6,8 @@
 //! each phase: 0.62 ms from wake to running on the waker's CPU, 0.04 ms on the other). So the
 //! helper is woken with this thread's CPU left out of its mask, and gets the mask back before
 //! its plan is written: it reads the plan only after the namespace is made, and clones the
-//! sandbox after the plan, so the sandbox always starts with the platform's own mask.
+//! sandbox after the plan, so the sandbox starts with the platform's own mask (a test checks
+//! it).
 //!
 //! Best effort both ways: a mask that cannot be read or set only costs that half
 //! millisecond, and the sandbox's CPU placement is never a security boundary.
@@ -41,9 +42,18 @@ pub(crate) fn away_from_this_cpu(pid: u32) -> Option<Restore> {
     Some(Restore { mask })
 }
 
-/// Gives process `pid` the mask it had before [`away_from_this_cpu`].
+/// Gives process `pid` the mask it had before [`away_from_this_cpu`]; where that mask is no
+/// longer valid (a CPU went offline, the cpuset changed), the calling thread's current one.
 pub(crate) fn restore(pid: u32, restore: Restore) {
-    set(pid, &restore.mask);
+    if set(pid, &restore.mask) {
+        return;
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `mask`.
+    if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut mask) } == 0 {
+        set(pid, &mask);
+    }
 }
 
 fn set(pid: u32, mask: &libc::cpu_set_t) -> bool {
