@@ -178,15 +178,25 @@ impl Helper {
     /// namespace (for a `none` sandbox) while the platform makes the slot, folder and cgroups;
     /// the plan follows. An empty line on the control pipe.
     pub(crate) fn wake(&mut self) -> Result<(), Error> {
+        self.wake_line()
+    }
+
+    /// [`Helper::wake`] for a request waiting on this sandbox: on another CPU than this
+    /// thread's, which goes on making the sandbox meanwhile (see `local::affinity`). A refill
+    /// or a sandbox built ahead is off every request's path and takes whichever CPU is free.
+    pub(crate) fn wake_for_request(&mut self) -> Result<(), Error> {
+        if self.woken_away.is_none() {
+            self.woken_away = crate::local::affinity::away_from_this_cpu(self.child.id());
+        }
+        self.wake_line()
+    }
+
+    fn wake_line(&mut self) -> Result<(), Error> {
         let Some(lifeline) = &self.lifeline else {
             return Err(Error::HelperProtocol {
                 detail: String::from("the helper's control pipe is closed"),
             });
         };
-        // On another CPU than this thread's, which goes on making the sandbox meanwhile.
-        if self.woken_away.is_none() {
-            self.woken_away = crate::local::affinity::away_from_this_cpu(self.child.id());
-        }
         write_fully(lifeline.as_raw_fd(), b"\n").map_err(|source| Error::HelperSpawn {
             helper: self.program.clone(),
             source,

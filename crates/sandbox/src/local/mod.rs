@@ -366,7 +366,7 @@ impl EarlyHelper {
     pub fn start(options: &LocalOptions, network: crate::NetworkMode) -> Result<Self, Error> {
         let mut helper = helper::Helper::spawn_idle(&options.helper)?;
         if network == crate::NetworkMode::None {
-            helper.wake()?;
+            helper.wake_for_request()?;
         }
         Ok(Self { helper, network })
     }

@@ -277,14 +277,18 @@ fn first_helper(
         // A closed reaper hands the job back: the backend is going away and needs no spare.
         drop(shared.reaper.later(Box::new(move || refill.fill())));
         if let Some(mut spare) = spare
-            && (network != NetworkMode::None || spare.wake().is_ok())
+            && (network != NetworkMode::None || spare.wake_for_request().is_ok())
         {
             return Ok(FirstHelper::Spare(spare));
         }
     }
     let mut helper = Helper::spawn_idle(&shared.options.helper)?;
     if network == NetworkMode::None {
-        helper.wake()?;
+        if priority == Priority::Request {
+            helper.wake_for_request()?;
+        } else {
+            helper.wake()?;
+        }
     }
     Ok(FirstHelper::Spawned(helper))
 }
