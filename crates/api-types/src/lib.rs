@@ -105,6 +105,10 @@ pub struct ReachReport {
     pub workflow: String,
     pub caption: String,
     pub rows: Vec<ReachRow>,
+    /// Where the steps run unisolated (`--backend unisolated`): says so, and that what the
+    /// rows declare is not enforced. Absent where steps run in sandboxes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -249,6 +249,7 @@ pub(crate) mod tests {
                 workflow: "w".into(),
                 caption: "c".into(),
                 rows: vec![row()],
+                isolation: None,
             },
             lints: vec![Diagnostic {
                 file: "f".into(),
@@ -383,6 +384,7 @@ pub(crate) mod tests {
                     workflow: "w".into(),
                     caption: "c".into(),
                     rows: vec![row()],
+                    isolation: Some("i".into()),
                 }),
             ),
             ("StepSummary", value(step())),

@@ -397,7 +397,7 @@ fn gate_panel(
                 &record.account,
                 &mut rows,
             )?;
-            crate::handlers::workflows::report_of(workflow, rows)
+            crate::handlers::workflows::report_of(shared, workflow, rows)
         }
         None => reach_report(shared, &record.account, workflow)?,
     };

@@ -547,7 +547,7 @@ fn shown_proposal(
 ) -> Result<(Shown, Base), Error> {
     let mut rows = checked.reach.clone();
     crate::handlers::workflows::with_account_model_hosts(shared, account, &mut rows)?;
-    let reach = crate::handlers::workflows::report_of(&checked.workflow, rows);
+    let reach = crate::handlers::workflows::report_of(shared, &checked.workflow, rows);
     let lints = shared
         .authoring_lints
         .get()

@@ -118,7 +118,7 @@ pub(crate) fn reach_report(
     let source = source_of(shared, "read agents for the reach")?;
     let mut rows = spec::reach(workflow, &|agent| source.agent(account, agent));
     with_account_model_hosts(shared, account, &mut rows)?;
-    Ok(report_of(workflow, rows))
+    Ok(report_of(shared, workflow, rows))
 }
 
 /// Names each model row's provider host from the account's providers.
@@ -135,12 +135,17 @@ pub(crate) fn with_account_model_hosts(
     Ok(())
 }
 
-/// Reach rows as the wire type.
-pub(crate) fn report_of(workflow: &Workflow, rows: Vec<spec::ReachRow>) -> ReachReport {
+/// Reach rows as the wire type, with this server's isolation notice.
+pub(crate) fn report_of(
+    shared: &Shared,
+    workflow: &Workflow,
+    rows: Vec<spec::ReachRow>,
+) -> ReachReport {
     ReachReport {
         workflow: workflow.name().to_owned(),
         caption: spec::REACH_CAPTION.to_owned(),
         rows: rows.into_iter().map(crate::reach::reach_row_json).collect(),
+        isolation: crate::reach::isolation_notice(&shared.options).map(str::to_owned),
     }
 }
 

@@ -230,8 +230,9 @@ async fn g23_workflow_screen_names_the_connections_a_run_needs_and_their_state()
     assert!(!after.text().contains("sk_test_workflow_screen_value"));
 }
 
-/// The reach panel of a server whose steps run unisolated says so on the workflow page and on
-/// a gate's page, above the caption; a server with sandboxes says nothing of the kind.
+/// The reach panel of a server whose steps run unisolated says so on the workflow page, in the
+/// API's report and on a gate's page, above the caption; a server with sandboxes says nothing
+/// of the kind.
 #[tokio::test(flavor = "multi_thread")]
 async fn g27_an_unisolated_servers_reach_panels_say_not_isolated() {
     const NOTICE: &str = "Not isolated: this server runs steps with --backend unisolated";
@@ -248,6 +249,17 @@ async fn g27_an_unisolated_servers_reach_panels_say_not_isolated() {
             !isolated,
             "{}",
             screen.text()
+        );
+        let report = harness
+            .call("GET", "/api/workflows/fetch/reach", &member, None)
+            .await
+            .json();
+        assert_eq!(
+            report["isolation"]
+                .as_str()
+                .is_some_and(|notice| notice.starts_with(NOTICE)),
+            !isolated,
+            "{report}"
         );
         let started = harness
             .call(

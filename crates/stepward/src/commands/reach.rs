@@ -6,7 +6,7 @@ use crate::Outcome;
 use crate::app::App;
 use crate::cli::ReachArgs;
 use crate::commands::{parse_workflow_file, print_json};
-use crate::config::Config;
+use crate::config::{Backend, Config};
 use crate::definitions::{AgentLookup, load_agent, workspace_agents};
 
 pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
@@ -31,6 +31,7 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
         None => Vec::new(),
     };
     server::reach::with_model_hosts(&mut rows, &providers);
+    let isolation = (config.backend == Backend::Unisolated).then_some(server::reach::NOT_ISOLATED);
     if args.json {
         print_json(&api_types::ReachReport {
             workflow: workflow.name().to_string(),
@@ -39,8 +40,12 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
                 .into_iter()
                 .map(server::reach::reach_row_json)
                 .collect(),
+            isolation: isolation.map(str::to_owned),
         })?;
     } else {
+        if let Some(isolation) = isolation {
+            println!("{isolation}\n");
+        }
         print!("{}", spec::render_reach_table(&rows));
     }
     Ok(Outcome::Done)

@@ -175,10 +175,29 @@ fn g27_reach_shows_an_agent_steps_colleagues_their_secrets_with_holders_and_the_
     );
     assert_eq!(row["models"][1]["agent"], "filer", "{row}");
     assert_eq!(row["models"][1]["provider"], "fake", "{row}");
+    assert!(report.get("isolation").is_none(), "{report}");
     let table = crate::support::stepward(&["reach", path.to_str().unwrap()]);
     let table = stdout(&table);
     assert!(table.contains("TRACKER_TOKEN (filer)"), "{table}");
     assert!(table.contains("fake/small"), "{table}");
+    assert!(!table.contains("Not isolated"), "{table}");
+    // With the unisolated backend, both say that what the rows declare is not enforced.
+    let file = path.to_str().unwrap();
+    let shown = crate::support::stepward(&["reach", "--json", "--backend", "unisolated", file]);
+    let report: serde_json::Value = serde_json::from_str(&stdout(&shown)).unwrap();
+    assert!(
+        report["isolation"]
+            .as_str()
+            .is_some_and(|notice| notice.starts_with("Not isolated")),
+        "{report}"
+    );
+    let table = stdout(&crate::support::stepward(&[
+        "reach",
+        "--backend",
+        "unisolated",
+        file,
+    ]));
+    assert!(table.starts_with("Not isolated"), "{table}");
 }
 
 /// `check` and `reach` read an agent where `stepward run` takes it (issue 16 §1): from the
