@@ -101,10 +101,15 @@ fn g6_the_sandbox_dies_with_the_platform_killed_mid_step_needs_root() {
         // Tells the test which cgroup parent to sweep once this process is killed.
         let parent = &backend.options().cgroups.parent;
         std::fs::write(state.join(CGROUP_PARENT_FILE), parent).unwrap();
+        // The step's folder inside the state folder, which the test removes: this process
+        // is killed, so nothing it holds is ever dropped.
+        let work = state.join("platform-role-work");
+        std::fs::create_dir_all(&work).unwrap();
         let mut probe = Probe::new(
             include_str!("../../probes/sleeper.py"),
             json!({ "token": token }),
-        );
+        )
+        .work_dir(work);
         let invocation = probe.invocation_for_platform_role();
         let _ = sandbox::Isolation::run(&backend, invocation);
         return;
