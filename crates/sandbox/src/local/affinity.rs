@@ -21,13 +21,10 @@ pub(crate) struct Restore {
 /// Leaves the calling thread's CPU out of process `pid`'s mask, when the thread's own mask
 /// has another CPU for it; the mask to restore afterwards.
 pub(crate) fn away_from_this_cpu(pid: u32) -> Option<Restore> {
-    // SAFETY: an all-zero cpu_set_t is the empty set.
-    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `mask`.
-    let read = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut mask) };
+    let mask = this_threads_mask()?;
     // SAFETY: sched_getcpu takes no arguments.
     let here = unsafe { libc::sched_getcpu() };
-    if read != 0 || here < 0 {
+    if here < 0 {
         return None;
     }
     let mut away = mask;
@@ -48,12 +45,18 @@ pub(crate) fn restore(pid: u32, restore: Restore) {
     if set(pid, &restore.mask) {
         return;
     }
+    if let Some(mask) = this_threads_mask() {
+        set(pid, &mask);
+    }
+}
+
+/// The CPUs the calling thread may run on.
+fn this_threads_mask() -> Option<libc::cpu_set_t> {
     // SAFETY: an all-zero cpu_set_t is the empty set.
     let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `mask`.
-    if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut mask) } == 0 {
-        set(pid, &mask);
-    }
+    let read = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut mask) };
+    (read == 0).then_some(mask)
 }
 
 fn set(pid: u32, mask: &libc::cpu_set_t) -> bool {

@@ -51,8 +51,8 @@ pub(crate) struct Helper {
     /// What [`Helper::wait_ready`] read ahead, handed to [`Helper::watch`].
     early_report: Vec<u8>,
     early_status: Vec<u8>,
-    /// The CPU mask to give back before the plan goes in, when [`Helper::wake`] woke it away
-    /// from the waker's CPU (see `local::affinity`).
+    /// The CPU mask to give back before the plan goes in, when [`Helper::wake_for_request`]
+    /// woke it away from the waker's CPU (see `local::affinity`).
     woken_away: Option<crate::local::affinity::Restore>,
 }
 
@@ -178,20 +178,6 @@ impl Helper {
     /// namespace (for a `none` sandbox) while the platform makes the slot, folder and cgroups;
     /// the plan follows. An empty line on the control pipe.
     pub(crate) fn wake(&mut self) -> Result<(), Error> {
-        self.wake_line()
-    }
-
-    /// [`Helper::wake`] for a request waiting on this sandbox: on another CPU than this
-    /// thread's, which goes on making the sandbox meanwhile (see `local::affinity`). A refill
-    /// or a sandbox built ahead is off every request's path and takes whichever CPU is free.
-    pub(crate) fn wake_for_request(&mut self) -> Result<(), Error> {
-        if self.woken_away.is_none() {
-            self.woken_away = crate::local::affinity::away_from_this_cpu(self.child.id());
-        }
-        self.wake_line()
-    }
-
-    fn wake_line(&mut self) -> Result<(), Error> {
         let Some(lifeline) = &self.lifeline else {
             return Err(Error::HelperProtocol {
                 detail: String::from("the helper's control pipe is closed"),
@@ -201,6 +187,16 @@ impl Helper {
             helper: self.program.clone(),
             source,
         })
+    }
+
+    /// [`Helper::wake`] for a request waiting on this sandbox: on another CPU than this
+    /// thread's, which goes on making the sandbox meanwhile (see `local::affinity`). A refill
+    /// or a sandbox built ahead is off every request's path and takes whichever CPU is free.
+    pub(crate) fn wake_for_request(&mut self) -> Result<(), Error> {
+        if self.woken_away.is_none() {
+            self.woken_away = crate::local::affinity::away_from_this_cpu(self.child.id());
+        }
+        self.wake()
     }
 
     /// Hands the helper its plan: one JSON line on the control pipe, which then stays open
