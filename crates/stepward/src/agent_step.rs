@@ -196,10 +196,7 @@ impl AgentRuntime {
             Err(reason) => return refused(reason),
         };
         let catalogue = Catalogue::for_agent(&agent);
-        let python = PythonPin {
-            major: request.python.major,
-            minor: request.python.minor,
-        };
+        let python = crate::executor::sandbox_python(request.python);
         let shared = Rc::new(RefCell::new(Shared::default()));
         let mut host = match self.host_for(
             request.account,
@@ -361,10 +358,7 @@ impl AgentRuntime {
             .iter()
             .map(|tool| format!("agents/{}/{}", agent.name(), tool.script()))
             .collect();
-        let network = match agent.network() {
-            spec::Network::None => NetworkMode::None,
-            spec::Network::PublicEgress => NetworkMode::PublicEgress,
-        };
+        let network = crate::executor::sandbox_network(agent.network());
         // One session for this agent's part of the step; dropped with the host on any end.
         let session = self
             .backend

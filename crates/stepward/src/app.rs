@@ -394,14 +394,8 @@ impl FirstStep {
         };
         let python = workflow.python();
         Some(FirstStep {
-            python: sandbox::PythonPin {
-                major: python.major,
-                minor: python.minor,
-            },
-            network: match step.network() {
-                spec::Network::None => sandbox::NetworkMode::None,
-                spec::Network::PublicEgress => sandbox::NetworkMode::PublicEgress,
-            },
+            python: crate::executor::sandbox_python(python),
+            network: crate::executor::sandbox_network(step.network()),
         })
     }
 }

@@ -113,15 +113,9 @@ impl StepExecutor for SandboxExecutor {
             }
         };
         let limits = declared_limits(&self.limits, request.step.limits());
-        let network = match request.step.network() {
-            spec::Network::None => NetworkMode::None,
-            spec::Network::PublicEgress => NetworkMode::PublicEgress,
-        };
+        let network = sandbox_network(request.step.network());
         let invocation = Invocation {
-            python: PythonPin {
-                major: request.python.major,
-                minor: request.python.minor,
-            },
+            python: sandbox_python(request.python),
             code,
             inputs_json: request.inputs.to_string(),
             env: request
@@ -152,20 +146,12 @@ impl StepExecutor for SandboxExecutor {
         query: engine::NetworkQuery<'_>,
         python: spec::PythonVersion,
     ) -> Result<(), String> {
-        let pin = PythonPin {
-            major: python.major,
-            minor: python.minor,
-        };
+        let pin = sandbox_python(python);
         match (query.step.body(), &self.agents) {
-            (spec::StepBody::Code { .. }, _) => {
-                let network = match query.step.network() {
-                    spec::Network::None => NetworkMode::None,
-                    spec::Network::PublicEgress => NetworkMode::PublicEgress,
-                };
-                self.backend
-                    .availability(pin, network)
-                    .map_err(|missing| unavailable_message(query.step.id(), &missing))
-            }
+            (spec::StepBody::Code { .. }, _) => self
+                .backend
+                .availability(pin, sandbox_network(query.step.network()))
+                .map_err(|missing| unavailable_message(query.step.id(), &missing)),
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => runtime.availability(
                 query.account,
                 query.work_dir,
@@ -176,6 +162,22 @@ impl StepExecutor for SandboxExecutor {
             ),
             (spec::StepBody::Agent { .. }, None) => Ok(()),
         }
+    }
+}
+
+/// The sandbox's network for a declared one (a code step's, an agent's).
+pub fn sandbox_network(network: spec::Network) -> NetworkMode {
+    match network {
+        spec::Network::None => NetworkMode::None,
+        spec::Network::PublicEgress => NetworkMode::PublicEgress,
+    }
+}
+
+/// The sandbox's interpreter pin for a workflow's `python:`.
+pub fn sandbox_python(python: spec::PythonVersion) -> PythonPin {
+    PythonPin {
+        major: python.major,
+        minor: python.minor,
     }
 }
 
