@@ -8,6 +8,19 @@ use storage::{Actor, AuditLog, DecisionKind, DecisionStore, Door, RunStatus, Run
 
 use crate::support::{Caller, FLAKY, Harness, RETRY_TAKES, person_id};
 
+/// The API path of a person's retry of `step`'s attempt `attempt` of `run`.
+fn retry_path(run: &storage::RunId, step: &str, attempt: u32) -> String {
+    format!(
+        "/api/runs/{}/steps/{step}/attempts/{attempt}/retry",
+        run.as_str()
+    )
+}
+
+/// The API path of the stop of `run`.
+fn stop_path(run: &storage::RunId) -> String {
+    format!("/api/runs/{}/stop", run.as_str())
+}
+
 fn note(text: &str) -> Option<(&'static str, String)> {
     Some(("application/json", format!(r#"{{"note":"{text}"}}"#)))
 }
@@ -17,7 +30,7 @@ async fn g15_a_member_retries_the_step_of_a_run_that_needs_attention() {
     let harness = Harness::new();
     let run = harness.attention_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let path = format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str());
+    let path = retry_path(&run, "send", 1);
     let answer = harness
         .call("POST", &path, &member, note("the notice never arrived"))
         .await;
@@ -58,8 +71,8 @@ async fn g14_a_retry_in_progress_refuses_a_second_retry_and_a_stop() {
     let run = harness.attention_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
     let owner = harness.credentials(Caller::Person(Role::Owner));
-    let retry = format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str());
-    let stop = format!("/api/runs/{}/stop", run.as_str());
+    let retry = retry_path(&run, "send", 1);
+    let stop = stop_path(&run);
     let later = |path: String, credentials| {
         let harness = &harness;
         async move {
@@ -92,12 +105,7 @@ async fn g14_an_api_key_cannot_retry() {
     let run = harness.attention_run("acct");
     let key = harness.credentials(Caller::Key(Role::Member));
     let answer = harness
-        .call(
-            "POST",
-            &format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str()),
-            &key,
-            note("retry it"),
-        )
+        .call("POST", &retry_path(&run, "send", 1), &key, note("retry it"))
         .await;
     assert_eq!(answer.status, 403, "{}", answer.text());
     assert!(harness.store.decisions(&run).unwrap().is_empty());
@@ -109,12 +117,7 @@ async fn g15_a_key_stops_a_run_that_needs_attention_and_is_recorded_as_the_key()
     let run = harness.attention_run("acct");
     let key = harness.credentials(Caller::Key(Role::Member));
     let answer = harness
-        .call(
-            "POST",
-            &format!("/api/runs/{}/stop", run.as_str()),
-            &key,
-            note("sent by hand instead"),
-        )
+        .call("POST", &stop_path(&run), &key, note("sent by hand instead"))
         .await;
     assert_eq!(answer.status, 200, "{}", answer.text());
     assert_eq!(answer.json()["status"], "stopped", "{}", answer.text());
@@ -137,8 +140,8 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
     let harness = Harness::new();
     let run = harness.attention_run("acct");
     let member = harness.credentials(Caller::Person(Role::Member));
-    let retry = format!("/api/runs/{}/steps/send/attempts/1/retry", run.as_str());
-    let stop = format!("/api/runs/{}/stop", run.as_str());
+    let retry = retry_path(&run, "send", 1);
+    let stop = stop_path(&run);
     for path in [&retry, &stop] {
         let blank = harness.call("POST", path, &member, note("  ")).await;
         assert_eq!(blank.status, 400, "{path}: {}", blank.text());
@@ -165,10 +168,7 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
     let other = harness
         .call(
             "POST",
-            &format!(
-                "/api/runs/{}/steps/elsewhere/attempts/1/retry",
-                run.as_str()
-            ),
+            &retry_path(&run, "elsewhere", 1),
             &member,
             note("wrong step"),
         )
@@ -181,10 +181,7 @@ async fn g26_retry_and_stop_refuse_a_blank_note_another_state_another_step_and_o
     );
     // A run waiting at a gate is decided at its gate, not retried or stopped here.
     let parked = harness.parked_run("acct");
-    for path in [
-        format!("/api/runs/{}/steps/ship/attempts/1/retry", parked.as_str()),
-        format!("/api/runs/{}/stop", parked.as_str()),
-    ] {
+    for path in [retry_path(&parked, "ship", 1), stop_path(&parked)] {
         let answer = harness.call("POST", &path, &member, note("no")).await;
         assert_eq!(answer.status, 409, "{path}: {}", answer.text());
     }
@@ -264,12 +261,7 @@ async fn g14_a_late_second_submit_never_retries_an_attempt_nobody_looked_at() {
     let harness = Harness::new();
     let run = harness.attention_run_of("acct", FLAKY);
     let member = harness.credentials(Caller::Person(Role::Member));
-    let retry = |attempt: u32| {
-        format!(
-            "/api/runs/{}/steps/flaky/attempts/{attempt}/retry",
-            run.as_str()
-        )
-    };
+    let retry = |attempt: u32| retry_path(&run, "flaky", attempt);
     let first = harness
         .call("POST", &retry(1), &member, note("try again"))
         .await;

@@ -261,18 +261,9 @@ async fn g27_an_unisolated_servers_reach_panels_say_not_isolated() {
             !isolated,
             "{report}"
         );
-        let started = harness
-            .call(
-                "POST",
-                "/api/runs",
-                &member,
-                Some(("application/json", r#"{"workflow":"gated"}"#.to_owned())),
-            )
-            .await;
-        assert_eq!(started.status, 201, "{}", started.text());
-        let run = started.json()["run"].as_str().unwrap().to_owned();
+        let run = harness.parked_run("acct");
         let page = harness
-            .call("GET", &format!("/runs/{run}"), &member, None)
+            .call("GET", &format!("/runs/{}", run.as_str()), &member, None)
             .await;
         assert_eq!(page.status, 200);
         let text = page.text();
