@@ -3,7 +3,9 @@
 //! sides together.
 //!
 //! 1. Cold step (create, trivial `main`, tear down): the `local` backend against bare
-//!    `python3 -I -S -c pass`, and against bubblewrap and crun running the same `main`.
+//!    `python3 -I -S -c pass`, and against bubblewrap and crun running the same `main`; and
+//!    the floor of any sandbox that makes its namespaces per step: one clone into fresh
+//!    namespaces and the exec of `python -c pass`, beside the same clone without them.
 //! 2. Warm request → result: a backend with a warm pool, each request timed with the pool full.
 //! 3. Sustained sandboxed steps per second with two concurrent workers, always cold and with
 //!    the warm pool.
@@ -47,6 +49,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use sandbox::cgroup::CgroupLayout;
+use sandbox::jail::{FloorClone, namespace_floor};
 use sandbox::local::{LocalBackend, LocalOptions};
 use sandbox::net::EgressOptions;
 use sandbox::{Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
@@ -617,6 +620,14 @@ fn bare_pass() -> Command {
     command
 }
 
+/// One floor sample (see `sandbox::jail::namespace_floor`).
+fn floor(kind: FloorClone) -> Result<Duration, BenchError> {
+    namespace_floor(Path::new(PYTHON), kind).map_err(|error| BenchError::StepFailed {
+        outcome: format!("the namespace floor failed: {error}"),
+        stderr: String::new(),
+    })
+}
+
 fn bare_main() -> Command {
     let mut command = Command::new(PYTHON);
     command.args(["-I", "-S", "-c", BASELINE_SCRIPT]);
@@ -697,6 +708,8 @@ fn cold_section(
     let mut stepward_samples = Vec::new();
     let mut bubblewrap_samples = Vec::new();
     let mut crun_samples = Vec::new();
+    let mut plain_clone_samples = Vec::new();
+    let mut floor_samples = Vec::new();
     while pass_samples.len() < settings.cold_runs {
         let count = block.min(settings.cold_runs - pass_samples.len());
         for _ in 0..count {
@@ -715,6 +728,12 @@ fn cold_section(
             )?);
         }
         crun_samples.extend(bundle.run(settings, crun, count)?);
+        for _ in 0..count {
+            plain_clone_samples.push(floor(FloorClone::Plain)?);
+        }
+        for _ in 0..count {
+            floor_samples.push(floor(FloorClone::FreshNamespaces)?);
+        }
         progress(&format!(
             "cold: {}/{} runs of each method (stepward median so far {:.2} ms)",
             pass_samples.len(),
@@ -750,6 +769,24 @@ fn cold_section(
         "  stepward local (network none)    {}  {:.2}x bare",
         describe(&stepward_samples),
         ratio(stepward, bare)
+    );
+    // What the kernel alone costs here for a per-step set of namespaces: the part of the
+    // ratio above that no sandbox making them per step can remove.
+    let plain_clone = median(&plain_clone_samples);
+    let floor_median = median(&floor_samples);
+    println!(
+        "  clone3 + exec python -c pass     {}  {:.2}x bare (the floor's control: same code, no namespace)",
+        describe(&plain_clone_samples),
+        ratio(plain_clone, bare)
+    );
+    println!(
+        "  clone3 into fresh namespaces     {}  {:.2}x bare, {:.2}x its control (the floor: user, mount, pid,",
+        describe(&floor_samples),
+        ratio(floor_median, bare),
+        ratio(floor_median, plain_clone)
+    );
+    println!(
+        "    + exec python -c pass            ipc, uts, net, cgroup namespaces; no map, cgroup, mount or filter)"
     );
     let versus_bare = ratio(stepward, bare);
     let versus_bubblewrap = ratio(stepward, bubblewrap_median);

@@ -40,6 +40,10 @@ pub use layer::Layer;
 mod filter_bench;
 #[cfg(feature = "test-controls")]
 pub use filter_bench::{FilterLayout, SyscallCosts, syscall_costs};
+#[cfg(feature = "test-controls")]
+mod floor_bench;
+#[cfg(feature = "test-controls")]
+pub use floor_bench::{FloorClone, namespace_floor};
 pub(crate) mod plan;
 pub(crate) mod sys;
 
