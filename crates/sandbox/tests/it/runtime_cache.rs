@@ -166,3 +166,56 @@ fn g7_a_cache_others_could_write_or_a_link_in_it_is_refused_needs_root() {
     );
     assert!(!every_source(&runtimes).contains(&link));
 }
+
+/// Discovery runs every candidate as root to ask it for its facts, and binds it into every
+/// sandbox. A `python3.N` in a folder that someone but root may write (Debian's
+/// `/usr/local/bin` was `root:staff 2775`) could be anyone's program: it is skipped without
+/// being run, and the skip names the folder.
+#[test]
+fn g8_discovery_never_runs_an_interpreter_others_could_have_planted_needs_root() {
+    let holder = tempfile::tempdir().unwrap();
+    let bin = holder.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let marker = holder.path().join("ran");
+    let planted = bin.join("python3.99");
+    std::fs::write(
+        &planted,
+        format!("#!/bin/sh\necho planted > {}\nexit 1\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let discover = || {
+        Runtimes::discover(&RuntimeOptions {
+            candidates: vec![bin.join("python3*"), PathBuf::from("/usr/bin/python3.11")],
+            ..RuntimeOptions::default()
+        })
+        .unwrap()
+    };
+    // The control: in a closed folder the planted program is run (and fails as no Python).
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let control = discover();
+    assert!(marker.exists(), "the control did not run the candidate");
+    assert!(!control.list().is_empty());
+    std::fs::remove_file(&marker).unwrap();
+
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o2775)).unwrap();
+    let runtimes = discover();
+    assert!(
+        !marker.exists(),
+        "a candidate in a group-writable folder was run"
+    );
+    let skipped = runtimes.skipped().join("\n");
+    assert!(
+        skipped.contains(&bin.display().to_string()) && skipped.contains("may be written by group"),
+        "{skipped}"
+    );
+    // The trusted interpreter beside it is still found.
+    assert!(
+        runtimes
+            .list()
+            .iter()
+            .any(|runtime| runtime.executable == Path::new("/usr/bin/python3.11")),
+        "{:?}",
+        runtimes.list()
+    );
+}
