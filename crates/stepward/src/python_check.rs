@@ -118,6 +118,11 @@ pub struct Interpreter {
     pub is_pinned: bool,
 }
 
+/// A regular file that passes the trust check runtime discovery makes.
+fn trusted(path: &Path) -> bool {
+    path.is_file() && sandbox::runtime::trusted_interpreter(path).is_ok()
+}
+
 /// Where the runtime discovery of `run` looks for interpreters (`python3*`), in its order.
 const DISCOVERY_DIRS: [&str; 2] = ["/usr/bin", "/usr/local/bin"];
 
@@ -128,11 +133,13 @@ impl Interpreter {
         Self::for_version_in(&DISCOVERY_DIRS.map(Path::new), version)
     }
 
+    /// Only an interpreter runtime discovery would also run is used: one that nobody but
+    /// root can have put there or changed (`sandbox::runtime::trusted_interpreter`).
     fn for_version_in(dirs: &[&Path], version: spec::PythonVersion) -> Option<Interpreter> {
         if let Some(pinned) = dirs
             .iter()
             .map(|dir| dir.join(format!("python{version}")))
-            .find(|path| path.is_file())
+            .find(|path| trusted(path))
         {
             return Some(Interpreter {
                 path: pinned,
@@ -141,17 +148,31 @@ impl Interpreter {
         }
         dirs.iter()
             .map(|dir| dir.join("python3"))
-            .find(|path| path.is_file())
+            .find(|path| trusted(path))
             .map(|path| Interpreter {
                 path,
                 is_pinned: false,
             })
     }
 
+    /// Why each `pythonMAJOR.MINOR` of the discovery folders that exists is not run (see
+    /// [`Self::for_version`]); empty when none was refused.
+    pub fn refusals(version: spec::PythonVersion) -> Vec<String> {
+        Self::refusals_in(&DISCOVERY_DIRS.map(Path::new), version)
+    }
+
+    fn refusals_in(dirs: &[&Path], version: spec::PythonVersion) -> Vec<String> {
+        dirs.iter()
+            .map(|dir| dir.join(format!("python{version}")))
+            .filter(|path| path.is_file())
+            .filter_map(|path| sandbox::runtime::trusted_interpreter(&path).err())
+            .collect()
+    }
+
     /// `/usr/bin/python3`, for code that pins no version (an agent's scripts).
     pub fn system() -> Option<Interpreter> {
         let path = Path::new("/usr/bin/python3");
-        path.is_file().then(|| Interpreter {
+        trusted(path).then(|| Interpreter {
             path: path.to_path_buf(),
             is_pinned: false,
         })
@@ -335,5 +356,40 @@ mod tests {
         assert!(!other.is_pinned);
         assert_eq!(other.path, usr_bin.path().join("python3"));
         assert!(Interpreter::for_version_in(&[local_bin.path()], version(12)).is_none());
+    }
+
+    /// `check` runs the interpreter it finds on the host; one that someone other than root
+    /// could have planted (here: a folder its group may write, as Debian's `root:staff 2775`
+    /// `/usr/local/bin` was) is not run, and the warning says why.
+    #[test]
+    fn g8_check_does_not_run_a_python_that_others_could_have_planted_needs_root() {
+        use std::os::unix::fs::PermissionsExt;
+        let usr_bin = tempfile::tempdir().unwrap();
+        let local_bin = tempfile::tempdir().unwrap();
+        std::fs::write(usr_bin.path().join("python3"), "").unwrap();
+        std::fs::write(local_bin.path().join("python3.13"), "").unwrap();
+        let dirs: [&Path; 2] = [usr_bin.path(), local_bin.path()];
+        let version = spec::PythonVersion {
+            major: 3,
+            minor: 13,
+        };
+        assert!(
+            Interpreter::for_version_in(&dirs, version)
+                .unwrap()
+                .is_pinned
+        );
+        assert!(Interpreter::refusals_in(&dirs, version).is_empty());
+        std::fs::set_permissions(local_bin.path(), std::fs::Permissions::from_mode(0o2775))
+            .unwrap();
+        let found = Interpreter::for_version_in(&dirs, version).unwrap();
+        assert!(!found.is_pinned, "the planted python3.13 was chosen");
+        assert_eq!(found.path, usr_bin.path().join("python3"));
+        let refusals = Interpreter::refusals_in(&dirs, version);
+        assert_eq!(refusals.len(), 1, "{refusals:?}");
+        assert!(
+            refusals[0].contains(&local_bin.path().display().to_string())
+                && refusals[0].contains("may be written by group"),
+            "{refusals:?}"
+        );
     }
 }

@@ -18,6 +18,8 @@ use crate::{Error, PythonPin};
 
 pub mod cache;
 pub use crate::runtime::cache::CacheUse;
+mod trust;
+pub use crate::runtime::trust::trusted_interpreter;
 
 /// Where to look for interpreters.
 #[derive(Debug, Clone)]
@@ -114,15 +116,28 @@ impl Runtimes {
     /// holds them and passes its checks (see [`cache`]), else by asking each interpreter, and
     /// then rewrites the cache.
     pub fn discover(options: &RuntimeOptions) -> Result<Self, Error> {
+        // Only an interpreter nobody but root can have put there or changed is run (see
+        // [`trust`]); the others are listed as skipped, with the file or folder at fault.
         let mut considered = Vec::new();
+        let mut refused = Vec::new();
         for path in expand_candidates(&options.candidates) {
-            let Ok(canonical) = path.canonicalize() else {
+            if !path.exists() {
                 continue;
-            };
-            if !considered.contains(&canonical) {
-                considered.push(canonical);
+            }
+            match trusted_interpreter(&path) {
+                Ok(canonical) if !considered.contains(&canonical) => considered.push(canonical),
+                Ok(_) => {}
+                Err(reason) if !refused.contains(&reason) => refused.push(reason),
+                Err(_) => {}
             }
         }
+        let mut runtimes = Self::discover_checked(options, &considered)?;
+        runtimes.skipped.splice(0..0, refused);
+        Ok(runtimes)
+    }
+
+    /// Discovery over interpreters that passed the trust check.
+    fn discover_checked(options: &RuntimeOptions, considered: &[PathBuf]) -> Result<Self, Error> {
         let key = format!(
             "{:?} {:?} {:?} {}",
             options.candidates,
@@ -131,10 +146,10 @@ impl Runtimes {
             env!("CARGO_PKG_VERSION")
         );
         let Some(dir) = &options.cache_dir else {
-            return Self::discover_now(options, &considered, CacheUse::Off);
+            return Self::discover_now(options, considered, CacheUse::Off);
         };
         let store = cache::Cache::new(dir);
-        let reason = match store.load(&key, &considered) {
+        let reason = match store.load(&key, considered) {
             Ok(cached) => {
                 return Ok(Self {
                     runtimes: cached.runtimes,
@@ -144,9 +159,9 @@ impl Runtimes {
             }
             Err(reason) => reason,
         };
-        let mut runtimes = Self::discover_now(options, &considered, CacheUse::Off)?;
+        let mut runtimes = Self::discover_now(options, considered, CacheUse::Off)?;
         runtimes.cache_use = CacheUse::Rebuilt {
-            reason: match store.store(&key, &considered, &runtimes.runtimes, &runtimes.skipped) {
+            reason: match store.store(&key, considered, &runtimes.runtimes, &runtimes.skipped) {
                 Ok(()) => reason,
                 Err(error) => format!(
                     "{reason}; the new cache could not be written: {}",

@@ -66,7 +66,10 @@ pub fn check_workflow(
                     Some(other) =>
                         format!("; its code was read with {} instead", other.path.display()),
                     None => "; its code was not read (no python3 there either)".to_owned(),
-                }
+                } + &Interpreter::refusals(version)
+                    .iter()
+                    .map(|reason| format!("; not run: {reason}"))
+                    .collect::<String>()
             ),
             format!(
                 "install python{version} on the server that runs it, or pin a version it has; \

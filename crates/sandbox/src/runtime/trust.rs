@@ -1,0 +1,185 @@
+//! Whether an interpreter may be run on the host. Discovery runs every candidate as the
+//! platform's user (root, for sandboxes) to ask it for its facts, binds it into every sandbox,
+//! and `stepward check` runs it to read a workflow's code. So only a file that nobody but root
+//! can have put there or changed is run: a regular file owned by root that neither its group
+//! nor others may write, in folders owned by root that neither group nor others may write
+//! (a sticky folder such as `/tmp` counts as closed: others cannot rename or remove what root
+//! put in it). A Debian `/usr/local/bin` of `root:staff 2775`, say, is refused: anyone in
+//! `staff` could put a `python3.12` there.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The canonical path of `candidate` when it may be run, else why not, naming the file or
+/// folder at fault and what would make it acceptable.
+pub fn trusted_interpreter(candidate: &Path) -> Result<PathBuf, String> {
+    let canonical = candidate
+        .canonicalize()
+        .map_err(|error| format!("{}: {error}", candidate.display()))?;
+    let stat = lstat_no_follow(&canonical)?;
+    if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(format!("{} is not a regular file", canonical.display()));
+    }
+    closed_to_others(&canonical, &stat, "file")?;
+    for folder in canonical.ancestors().skip(1) {
+        let stat = lstat_no_follow(folder)?;
+        if stat.st_mode & libc::S_IFMT != libc::S_IFDIR {
+            return Err(format!("{} is not a folder", folder.display()));
+        }
+        if stat.st_mode & libc::S_ISVTX as libc::mode_t != 0 && stat.st_uid == 0 {
+            continue;
+        }
+        closed_to_others(folder, &stat, "folder")?;
+    }
+    Ok(canonical)
+}
+
+fn closed_to_others(path: &Path, stat: &libc::stat, what: &str) -> Result<(), String> {
+    if stat.st_uid != 0 {
+        return Err(format!(
+            "the {what} {} belongs to uid {}, not root: an interpreter stepward runs must be \
+             replaceable by root alone (chown root it, or install Python where only root \
+             writes)",
+            path.display(),
+            stat.st_uid
+        ));
+    }
+    if stat.st_mode & 0o022 != 0 {
+        return Err(format!(
+            "the {what} {} may be written by {} (mode {:o}): an interpreter stepward runs \
+             must be replaceable by root alone (chmod go-w it)",
+            path.display(),
+            if stat.st_mode & 0o002 != 0 {
+                String::from("anyone")
+            } else {
+                format!("group {}", stat.st_gid)
+            },
+            stat.st_mode & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+/// The node at `path` itself (a final link is not followed), by `fstat` on what was opened.
+fn lstat_no_follow(path: &Path) -> Result<libc::stat, String> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{} holds a NUL byte", path.display()))?;
+    // SAFETY: open of a valid C string; the descriptor is owned right below.
+    let fd = unsafe {
+        libc::open(
+            c_path.as_ptr(),
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the descriptor is fresh and owned by nothing else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on a descriptor we own, into a local.
+    if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } == -1 {
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(stat)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{PermissionsExt, chown};
+
+    fn set_mode(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// A root-owned folder (0755) under /tmp with a root-owned executable (0755) in it.
+    fn planted() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        set_mode(dir.path(), 0o755);
+        let file = dir.path().join("python3.99");
+        std::fs::write(&file, b"#!/bin/false\n").unwrap();
+        set_mode(&file, 0o755);
+        (dir, file)
+    }
+
+    #[test]
+    fn g8_the_systems_python_is_trusted() {
+        let python = Path::new("/usr/bin/python3");
+        if python.exists() {
+            assert!(trusted_interpreter(python).is_ok());
+        }
+    }
+
+    #[test]
+    fn g8_an_interpreter_in_a_group_writable_folder_is_refused_needs_root() {
+        if not_root() {
+            return;
+        }
+        let (dir, file) = planted();
+        assert!(
+            trusted_interpreter(&file).is_ok(),
+            "root's own file, closed folders"
+        );
+        set_mode(dir.path(), 0o2775);
+        let refused = trusted_interpreter(&file).unwrap_err();
+        assert!(refused.contains("may be written by group"), "{refused}");
+        assert!(
+            refused.contains(&dir.path().display().to_string()),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn g8_an_interpreter_others_may_write_or_another_user_owns_is_refused_needs_root() {
+        if not_root() {
+            return;
+        }
+        let (_dir, file) = planted();
+        set_mode(&file, 0o757);
+        let refused = trusted_interpreter(&file).unwrap_err();
+        assert!(refused.contains("may be written by anyone"), "{refused}");
+        set_mode(&file, 0o755);
+        chown(&file, Some(65534), None).unwrap();
+        let refused = trusted_interpreter(&file).unwrap_err();
+        assert!(refused.contains("belongs to uid 65534"), "{refused}");
+    }
+
+    #[test]
+    fn g8_a_link_to_an_untrusted_interpreter_is_judged_by_its_target_needs_root() {
+        if not_root() {
+            return;
+        }
+        let (dir, file) = planted();
+        let closed = tempfile::tempdir().unwrap();
+        set_mode(closed.path(), 0o755);
+        let link = closed.path().join("python3");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(trusted_interpreter(&link).is_ok());
+        set_mode(dir.path(), 0o777);
+        assert!(trusted_interpreter(&link).is_err());
+    }
+
+    /// These tests plant root-owned files; as another user they have nothing to show.
+    fn not_root() -> bool {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("Uid:"))
+                    .map(|ids| ids.split_whitespace().nth(1) != Some("0"))
+            })
+            .unwrap_or(true)
+    }
+}
