@@ -58,7 +58,7 @@ pub use crate::listener::{
 pub use crate::openapi::openapi_document;
 pub use crate::password_work::PasswordHashing;
 pub use crate::routes::{registered_routes, router};
-pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore};
+pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore, StepIsolation};
 pub use crate::tls::{serve_tls, tls_server_config};
 pub use crate::workflows::{
     WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText, WorkspaceWorkflows,

@@ -59,6 +59,16 @@ pub struct AppOptions {
     pub steps_isolated: bool,
 }
 
+/// How the steps of the server's engine run: every caller that builds the server says it, so
+/// none can leave a server of unisolated steps showing reach panels without the notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepIsolation {
+    /// In sandboxes: what a step declares is enforced.
+    Sandboxed,
+    /// Plain processes (`--backend unisolated`): every reach panel says so.
+    NotIsolated,
+}
+
 impl AppOptions {
     /// The defaults for a server reached with `tls`: the default session lifetime, 5 sign-in
     /// attempts per account and address then one per 12 s, 50 per account then one per 2 s,
@@ -66,8 +76,9 @@ impl AppOptions {
     /// address then 20 a second, the welcome form 10 per address then one per 6 s; password
     /// checks as many at once as there are cores ([`PasswordHashing::for_this_machine`]);
     /// refusals of clients without a session held back half a second;
-    /// share links for 7 days, sign-in links for 72 hours, forms up to 64 KiB; steps isolated.
-    pub fn new(tls: TlsMode) -> AppOptions {
+    /// share links for 7 days, sign-in links for 72 hours, forms up to 64 KiB; and the
+    /// steps' isolation as the caller says.
+    pub fn new(tls: TlsMode, steps: StepIsolation) -> AppOptions {
         AppOptions {
             tls,
             session_lifetime: SessionLifetime::DEFAULT,
@@ -90,7 +101,7 @@ impl AppOptions {
             sign_in_link_lifetime_millis: 72 * 60 * 60 * 1000,
             max_form_bytes: 64 * 1024,
             trusted_proxy: None,
-            steps_isolated: true,
+            steps_isolated: steps == StepIsolation::Sandboxed,
         }
     }
 }

@@ -18,7 +18,7 @@ use crate::support::{ACCOUNT, Answer, Caller, Credentials, Harness};
 fn options() -> AppOptions {
     AppOptions {
         refusal_delay_millis: 0,
-        ..AppOptions::new(TlsMode::PlainHttp)
+        ..AppOptions::new(TlsMode::PlainHttp, server::StepIsolation::Sandboxed)
     }
 }
 

@@ -32,7 +32,7 @@ fn options(hashing: PasswordHashing) -> AppOptions {
         unauthenticated_limit: generous(),
         welcome_limit: generous(),
         password_hashing: hashing,
-        ..AppOptions::new(TlsMode::PlainHttp)
+        ..AppOptions::new(TlsMode::PlainHttp, server::StepIsolation::Sandboxed)
     }
 }
 

@@ -35,7 +35,7 @@ async fn sign_in_from(harness: &Harness, address: &str, password: &str) -> Answe
 fn default_limits() -> AppOptions {
     AppOptions {
         refusal_delay_millis: 0,
-        ..AppOptions::new(TlsMode::PlainHttp)
+        ..AppOptions::new(TlsMode::PlainHttp, server::StepIsolation::Sandboxed)
     }
 }
 

@@ -75,7 +75,10 @@ impl Served {
                 (harness, None, serving)
             }
             Transport::Tls => {
-                let harness = Harness::with_options(AppOptions::new(TlsMode::Tls));
+                let harness = Harness::with_options(AppOptions::new(
+                    TlsMode::Tls,
+                    server::StepIsolation::Sandboxed,
+                ));
                 let certificate = TestCertificate::generate();
                 let config =
                     tls_server_config(vec![certificate.der.clone()], certificate.key.clone_key())

@@ -154,7 +154,10 @@ async fn g26_password_sign_in_gives_a_working_session_cookie() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn g26_sign_in_is_rate_limited_and_the_limit_is_audited() {
-    let harness = Harness::with_options(AppOptions::new(TlsMode::PlainHttp));
+    let harness = Harness::with_options(AppOptions::new(
+        TlsMode::PlainHttp,
+        server::StepIsolation::Sandboxed,
+    ));
     let limit = RateLimit::SIGN_IN.burst;
     for _ in 0..limit {
         let answer = harness
@@ -336,8 +339,11 @@ async fn g26_sign_in_form_is_guarded_against_login_csrf() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn g26_one_address_trying_many_accounts_is_limited() {
-    let harness = Harness::with_options(AppOptions::new(TlsMode::PlainHttp));
-    let burst = AppOptions::new(TlsMode::PlainHttp)
+    let harness = Harness::with_options(AppOptions::new(
+        TlsMode::PlainHttp,
+        server::StepIsolation::Sandboxed,
+    ));
+    let burst = AppOptions::new(TlsMode::PlainHttp, server::StepIsolation::Sandboxed)
         .address_sign_in_limit
         .burst;
     for index in 0..burst {
@@ -371,7 +377,7 @@ async fn g26_behind_a_trusted_proxy_limits_count_each_forwarded_client() {
     let proxy: std::net::SocketAddr = "127.0.0.9:40000".parse().unwrap();
     let options = AppOptions {
         trusted_proxy: Some(proxy.ip()),
-        ..AppOptions::new(TlsMode::Tls)
+        ..AppOptions::new(TlsMode::Tls, server::StepIsolation::Sandboxed)
     };
     let harness = Harness::with_options(options);
     let burst = options.address_sign_in_limit.burst;

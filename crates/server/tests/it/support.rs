@@ -273,7 +273,7 @@ fn test_options() -> AppOptions {
             refill_every_millis: 1,
             max_keys: 1000,
         },
-        ..AppOptions::new(TlsMode::PlainHttp)
+        ..AppOptions::new(TlsMode::PlainHttp, server::StepIsolation::Sandboxed)
     }
 }
 

@@ -221,7 +221,11 @@ async fn sign_in_from(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn g26_tls_listener_sets_secure_cookies() {
-    let server = TlsServer::start(AppOptions::new(TlsMode::Tls)).await;
+    let server = TlsServer::start(AppOptions::new(
+        TlsMode::Tls,
+        server::StepIsolation::Sandboxed,
+    ))
+    .await;
     let connector = server.certificate.client(rustls::DEFAULT_VERSIONS);
 
     let (page, _) = request_over(
@@ -287,7 +291,11 @@ async fn g26_tls_listener_sets_secure_cookies() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_listener_speaks_tls12_and_tls13_only() {
-    let server = TlsServer::start(AppOptions::new(TlsMode::Tls)).await;
+    let server = TlsServer::start(AppOptions::new(
+        TlsMode::Tls,
+        server::StepIsolation::Sandboxed,
+    ))
+    .await;
     for (version, expected) in [
         (&rustls::version::TLS12, rustls::ProtocolVersion::TLSv1_2),
         (&rustls::version::TLS13, rustls::ProtocolVersion::TLSv1_3),
@@ -307,7 +315,11 @@ async fn tls_listener_speaks_tls12_and_tls13_only() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_plain_http_to_the_tls_port_gets_no_http_answer() {
-    let server = TlsServer::start(AppOptions::new(TlsMode::Tls)).await;
+    let server = TlsServer::start(AppOptions::new(
+        TlsMode::Tls,
+        server::StepIsolation::Sandboxed,
+    ))
+    .await;
     let mut plain = connect_from("127.0.0.1:0", server.address).await;
     plain
         .write_all(http_request("GET", "/signin", &[], "").as_bytes())
@@ -329,7 +341,11 @@ async fn tls_plain_http_to_the_tls_port_gets_no_http_answer() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tls_stalled_handshake_does_not_block_others() {
-    let server = TlsServer::start(AppOptions::new(TlsMode::Tls)).await;
+    let server = TlsServer::start(AppOptions::new(
+        TlsMode::Tls,
+        server::StepIsolation::Sandboxed,
+    ))
+    .await;
     // Silent clients: connected, never a byte. One more sends half a ClientHello header.
     let mut stalled = Vec::new();
     for _ in 0..3 {
@@ -365,7 +381,7 @@ async fn tls_stalled_handshake_does_not_block_others() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn g26_tls_listener_keeps_the_peer_address_for_the_sign_in_limit() {
-    let options = AppOptions::new(TlsMode::Tls);
+    let options = AppOptions::new(TlsMode::Tls, server::StepIsolation::Sandboxed);
     let burst = options.address_sign_in_limit.burst;
     let server = TlsServer::start(AppOptions {
         // Only the per-address limit is under test here.
@@ -418,7 +434,10 @@ async fn g26_tls_mode_answers_carry_hsts_and_plain_mode_answers_do_not() {
         (name, value),
         ("strict-transport-security", "max-age=31536000")
     );
-    let tls = Harness::with_options(AppOptions::new(TlsMode::Tls));
+    let tls = Harness::with_options(AppOptions::new(
+        TlsMode::Tls,
+        server::StepIsolation::Sandboxed,
+    ));
     let plain = Harness::new();
     for (harness, expected) in [(&tls, Some(value.to_owned())), (&plain, None)] {
         let member = harness.credentials(Caller::Person(Role::Member));
@@ -443,7 +462,11 @@ async fn g26_tls_mode_answers_carry_hsts_and_plain_mode_answers_do_not() {
     }
 
     // And over the server's own TLS listener.
-    let server = TlsServer::start(AppOptions::new(TlsMode::Tls)).await;
+    let server = TlsServer::start(AppOptions::new(
+        TlsMode::Tls,
+        server::StepIsolation::Sandboxed,
+    ))
+    .await;
     let connector = server.certificate.client(rustls::DEFAULT_VERSIONS);
     let (page, _) = request_over(
         connect_from("127.0.0.1:0", server.address).await,

@@ -237,10 +237,14 @@ async fn g23_workflow_screen_names_the_connections_a_run_needs_and_their_state()
 async fn g27_an_unisolated_servers_reach_panels_say_not_isolated() {
     const NOTICE: &str = "Not isolated: this server runs steps with --backend unisolated";
     for isolated in [true, false] {
-        let harness = Harness::with_options(server::AppOptions {
-            steps_isolated: isolated,
-            ..server::AppOptions::new(auth::TlsMode::PlainHttp)
-        });
+        let harness = Harness::with_options(server::AppOptions::new(
+            auth::TlsMode::PlainHttp,
+            if isolated {
+                server::StepIsolation::Sandboxed
+            } else {
+                server::StepIsolation::NotIsolated
+            },
+        ));
         let member = harness.credentials(Caller::Person(Role::Member));
         let screen = harness.call("GET", "/workflows/fetch", &member, None).await;
         assert_eq!(screen.status, 200);

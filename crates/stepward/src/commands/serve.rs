@@ -106,8 +106,14 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let state = AppState::new(
         AppOptions {
             trusted_proxy: args.trusted_proxy,
-            steps_isolated: app.config.backend != Backend::Unisolated,
-            ..AppOptions::new(tls)
+            ..AppOptions::new(
+                tls,
+                if app.config.backend == Backend::Unisolated {
+                    server::StepIsolation::NotIsolated
+                } else {
+                    server::StepIsolation::Sandboxed
+                },
+            )
         },
         Backends {
             store: app.store.clone(),

@@ -234,7 +234,7 @@ fn watched_router(harness: &Harness) -> (axum::Router, Arc<WatchedSecrets>) {
     });
     let engine = Arc::new(harness.engine_over(redact::ScrubSets::new(secrets.clone())));
     let state = AppState::new(
-        AppOptions::new(TlsMode::PlainHttp),
+        AppOptions::new(TlsMode::PlainHttp, server::StepIsolation::Sandboxed),
         Backends {
             store: harness.store.clone(),
             engine,
