@@ -118,9 +118,13 @@ pub struct Interpreter {
     pub is_pinned: bool,
 }
 
-/// A regular file that passes the trust check runtime discovery makes.
-fn trusted(path: &Path) -> bool {
-    path.is_file() && sandbox::runtime::trusted_interpreter(path).is_ok()
+/// The canonical path of a regular file that passes the trust check runtime discovery
+/// makes.
+fn trusted(path: &Path) -> Option<PathBuf> {
+    if !path.is_file() {
+        return None;
+    }
+    sandbox::runtime::trusted_interpreter(path).ok()
 }
 
 /// Where the runtime discovery of `run` looks for interpreters (`python3*`), in its order.
@@ -135,11 +139,12 @@ impl Interpreter {
 
     /// Only an interpreter runtime discovery would also run is used: one that nobody but
     /// root can have put there or changed (`sandbox::runtime::trusted_interpreter`).
+    /// The path kept is the checked canonical one, so a link cannot change between the
+    /// check and the run.
     fn for_version_in(dirs: &[&Path], version: spec::PythonVersion) -> Option<Interpreter> {
         if let Some(pinned) = dirs
             .iter()
-            .map(|dir| dir.join(format!("python{version}")))
-            .find(|path| trusted(path))
+            .find_map(|dir| trusted(&dir.join(format!("python{version}"))))
         {
             return Some(Interpreter {
                 path: pinned,
@@ -147,8 +152,7 @@ impl Interpreter {
             });
         }
         dirs.iter()
-            .map(|dir| dir.join("python3"))
-            .find(|path| trusted(path))
+            .find_map(|dir| trusted(&dir.join("python3")))
             .map(|path| Interpreter {
                 path,
                 is_pinned: false,
@@ -171,9 +175,8 @@ impl Interpreter {
 
     /// `/usr/bin/python3`, for code that pins no version (an agent's scripts).
     pub fn system() -> Option<Interpreter> {
-        let path = Path::new("/usr/bin/python3");
-        trusted(path).then(|| Interpreter {
-            path: path.to_path_buf(),
+        trusted(Path::new("/usr/bin/python3")).map(|path| Interpreter {
+            path,
             is_pinned: false,
         })
     }
@@ -341,7 +344,7 @@ mod tests {
     /// `check` looks where `run`'s discovery looks: a pinned version found only in the second
     /// folder (`/usr/local/bin`) is the pinned one, not a missing one.
     #[test]
-    fn g8_check_finds_the_pinned_python_in_every_folder_discovery_reads() {
+    fn g8_check_finds_the_pinned_python_in_every_folder_discovery_reads_needs_root() {
         let usr_bin = tempfile::tempdir().unwrap();
         let local_bin = tempfile::tempdir().unwrap();
         std::fs::write(usr_bin.path().join("python3"), "").unwrap();
@@ -384,6 +387,27 @@ mod tests {
         let found = Interpreter::for_version_in(&dirs, version).unwrap();
         assert!(!found.is_pinned, "the planted python3.13 was chosen");
         assert_eq!(found.path, usr_bin.path().join("python3"));
+        // A link in a closed folder to it: the folder it points into is open, so it is
+        // refused as well; a link to root's closed file is kept as its canonical target.
+        let linked = spec::PythonVersion {
+            major: 3,
+            minor: 14,
+        };
+        std::os::unix::fs::symlink(
+            local_bin.path().join("python3.13"),
+            usr_bin.path().join("python3.14"),
+        )
+        .unwrap();
+        assert!(
+            !Interpreter::for_version_in(&dirs, linked)
+                .unwrap()
+                .is_pinned
+        );
+        std::fs::set_permissions(local_bin.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let through_link = Interpreter::for_version_in(&dirs, linked).unwrap();
+        assert_eq!(through_link.path, local_bin.path().join("python3.13"));
+        std::fs::set_permissions(local_bin.path(), std::fs::Permissions::from_mode(0o2775))
+            .unwrap();
         let refusals = Interpreter::refusals_in(&dirs, version);
         assert_eq!(refusals.len(), 1, "{refusals:?}");
         assert!(

@@ -10,8 +10,9 @@
 //!   device, inode, size, mtime): an upgraded Python misses and is discovered again;
 //! - every path in it is absolute and plain, lies under the interpreter's prefix or the system
 //!   library folders, and names (checked without following a final link) a regular file or a
-//!   directory, as the entry says, owned by root and not writable by others; a file must still
-//!   be the inode discovery saw.
+//!   directory, as the entry says, owned by root and writable by neither group nor others,
+//!   in folders that are closed the same way (`trust`); a file must still be the inode
+//!   discovery saw.
 //!
 //! Anything else throws the whole cache away: discovery runs again and rewrites it.
 
@@ -385,6 +386,9 @@ fn check_path(path: &Path, allowed: &[PathBuf], kind: Kind) -> Result<libc::stat
             path.display()
         ));
     }
+    // The rule discovery applied (`trust`): neither group nor others may write it or the
+    // folders above it, so a folder opened since cannot have let anyone swap what it holds.
+    crate::runtime::trust::closed_source(path)?;
     Ok(stat)
 }
 

@@ -398,6 +398,13 @@ fn describe(executable: &Path, options: &RuntimeOptions) -> Result<Runtime, Erro
             });
         }
     }
+    // Nothing is bound into every sandbox that someone but root could have put in place.
+    for mount in &mounts {
+        if let RuntimeMount::File { source, .. } | RuntimeMount::Dir { source, .. } = mount {
+            trust::closed_source(source)
+                .map_err(|reason| discovery_error(format!("its view would bind {reason}")))?;
+        }
+    }
     Ok(Runtime {
         version: report.version,
         pin: PythonPin {

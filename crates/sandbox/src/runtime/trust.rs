@@ -12,7 +12,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The canonical path of `candidate` when it may be run, else why not, naming the file or
-/// folder at fault and what would make it acceptable.
+/// folder at fault and what would make it acceptable. Run the returned path, never
+/// `candidate`: a link on the way is judged once, here.
+///
+/// Besides the file and the folders above it, every folder on the way as `candidate` names
+/// it is checked (each resolved): a link there, `/usr/local/bin/python3.13 ->
+/// /usr/bin/python3.11` say, could otherwise be swapped by whoever may write its folder,
+/// between this check and the run, or pointed at another root-owned program.
 pub fn trusted_interpreter(candidate: &Path) -> Result<PathBuf, String> {
     let canonical = candidate
         .canonicalize()
@@ -22,7 +28,40 @@ pub fn trusted_interpreter(candidate: &Path) -> Result<PathBuf, String> {
         return Err(format!("{} is not a regular file", canonical.display()));
     }
     closed_to_others(&canonical, &stat, "file")?;
-    for folder in canonical.ancestors().skip(1) {
+    closed_folders(&canonical)?;
+    for folder in candidate.ancestors().skip(1) {
+        if folder.as_os_str().is_empty() {
+            continue;
+        }
+        let resolved = folder
+            .canonicalize()
+            .map_err(|error| format!("{}: {error}", folder.display()))?;
+        closed_folders(&resolved.join("entry"))
+            .map_err(|reason| format!("{reason} (on the way to {})", candidate.display()))?;
+    }
+    Ok(canonical)
+}
+
+/// A canonical source of a sandbox's runtime view (a library, the loader, the standard
+/// library's folder) passes the same rule as the interpreter: a root-owned regular file or
+/// folder that neither group nor others may write, in folders that are closed too. Whatever
+/// is bound into every sandbox could otherwise be replaced by someone but root, and then run
+/// in every tenant's steps.
+pub(crate) fn closed_source(path: &Path) -> Result<(), String> {
+    let stat = lstat_no_follow(path)?;
+    let kind = match stat.st_mode & libc::S_IFMT {
+        libc::S_IFREG => "file",
+        libc::S_IFDIR => "folder",
+        _ => return Err(format!("{} is neither a file nor a folder", path.display())),
+    };
+    closed_to_others(path, &stat, kind)?;
+    closed_folders(path)
+}
+
+/// Every folder above the canonical `path` is root's and closed to group and others (or a
+/// root-owned sticky folder).
+fn closed_folders(path: &Path) -> Result<(), String> {
+    for folder in path.ancestors().skip(1) {
         let stat = lstat_no_follow(folder)?;
         if stat.st_mode & libc::S_IFMT != libc::S_IFDIR {
             return Err(format!("{} is not a folder", folder.display()));
@@ -32,14 +71,14 @@ pub fn trusted_interpreter(candidate: &Path) -> Result<PathBuf, String> {
         }
         closed_to_others(folder, &stat, "folder")?;
     }
-    Ok(canonical)
+    Ok(())
 }
 
 fn closed_to_others(path: &Path, stat: &libc::stat, what: &str) -> Result<(), String> {
     if stat.st_uid != 0 {
         return Err(format!(
             "the {what} {} belongs to uid {}, not root: an interpreter stepward runs must be \
-             replaceable by root alone (chown root it, or install Python where only root \
+             replaceable by root alone (give it to root, or install Python where only root \
              writes)",
             path.display(),
             stat.st_uid
@@ -165,9 +204,28 @@ mod tests {
         set_mode(closed.path(), 0o755);
         let link = closed.path().join("python3");
         std::os::unix::fs::symlink(&file, &link).unwrap();
-        assert!(trusted_interpreter(&link).is_ok());
+        assert_eq!(trusted_interpreter(&link).unwrap(), file);
         set_mode(dir.path(), 0o777);
         assert!(trusted_interpreter(&link).is_err());
+    }
+
+    /// A link to root's own interpreter in a folder others may write: they could swap it
+    /// after the check, or point it at another program.
+    #[test]
+    fn g8_a_link_in_a_folder_others_may_write_is_refused_needs_root() {
+        if not_root() {
+            return;
+        }
+        let (_dir, file) = planted();
+        let open = tempfile::tempdir().unwrap();
+        set_mode(open.path(), 0o2775);
+        let link = open.path().join("python3.99");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let refused = trusted_interpreter(&link).unwrap_err();
+        assert!(
+            refused.contains("may be written by group") && refused.contains("on the way to"),
+            "{refused}"
+        );
     }
 
     /// These tests plant root-owned files; as another user they have nothing to show.

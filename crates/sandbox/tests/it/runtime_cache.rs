@@ -219,3 +219,37 @@ fn g8_discovery_never_runs_an_interpreter_others_could_have_planted_needs_root()
         runtimes.list()
     );
 }
+
+/// Whatever the view binds into every sandbox (libraries, the standard library, the data
+/// folders) passes the interpreter's rule too: a folder someone but root may write could have
+/// its contents swapped and then run or read in every tenant's steps. Such a runtime is
+/// skipped, naming the folder.
+#[test]
+fn g7_a_view_that_would_bind_a_folder_others_may_write_is_refused_needs_root() {
+    let holder = tempfile::tempdir().unwrap();
+    let data = holder.path().join("zoneinfo");
+    std::fs::create_dir(&data).unwrap();
+    let discover = || {
+        Runtimes::discover(&RuntimeOptions {
+            candidates: vec![PathBuf::from("/usr/bin/python3.11")],
+            data_dirs: vec![data.clone()],
+            ..RuntimeOptions::default()
+        })
+        .unwrap()
+    };
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(
+        !discover().list().is_empty(),
+        "the control found no runtime"
+    );
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o2775)).unwrap();
+    let runtimes = discover();
+    assert!(runtimes.list().is_empty(), "{:?}", runtimes.list());
+    let skipped = runtimes.skipped().join("\n");
+    assert!(
+        skipped.contains("its view would bind")
+            && skipped.contains(&data.display().to_string())
+            && skipped.contains("may be written by group"),
+        "{skipped}"
+    );
+}
