@@ -92,7 +92,7 @@ fn closed_to_others(path: &Path, stat: &libc::stat, what: &str) -> Result<(), St
             if stat.st_mode & 0o002 != 0 {
                 String::from("anyone")
             } else {
-                format!("group {}", stat.st_gid)
+                format!("group {}", group_name(stat.st_gid))
             },
             stat.st_mode & 0o7777
         ));
@@ -100,7 +100,27 @@ fn closed_to_others(path: &Path, stat: &libc::stat, what: &str) -> Result<(), St
     Ok(())
 }
 
+/// `staff (50)` from the host's group table, or the number alone.
+fn group_name(gid: libc::gid_t) -> String {
+    std::fs::read_to_string("/etc/group")
+        .ok()
+        .and_then(|table| {
+            table.lines().find_map(|line| {
+                let mut fields = line.split(':');
+                let name = fields.next()?;
+                (fields.nth(1)?.parse::<libc::gid_t>().ok()? == gid)
+                    .then(|| format!("{name} ({gid})"))
+            })
+        })
+        .unwrap_or_else(|| gid.to_string())
+}
+
+/// FUSE's `f_type`: a FUSE server decides what owner and mode it reports.
+const FUSE_SUPER_MAGIC: libc::c_long = 0x6573_5546;
+
 /// The node at `path` itself (a final link is not followed), by `fstat` on what was opened.
+/// A node on a FUSE filesystem is refused: its owner and mode are whatever the FUSE server
+/// (possibly an unprivileged user's, with `allow_other`) says.
 fn lstat_no_follow(path: &Path) -> Result<libc::stat, String> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("{} holds a NUL byte", path.display()))?;
@@ -128,6 +148,23 @@ fn lstat_no_follow(path: &Path) -> Result<libc::stat, String> {
             "{}: {}",
             path.display(),
             std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: an all-zero statfs is a valid value for fstatfs to overwrite.
+    let mut filesystem: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs on a descriptor we own, into a local.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut filesystem) } == -1 {
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    if filesystem.f_type as libc::c_long == FUSE_SUPER_MAGIC {
+        return Err(format!(
+            "{} is on a FUSE filesystem, whose server says who owns it: install Python on a \
+             local filesystem",
+            path.display()
         ));
     }
     Ok(stat)
