@@ -209,7 +209,7 @@ mod tests {
         );
         set_mode(dir.path(), 0o2775);
         let refused = trusted_interpreter(&file).unwrap_err();
-        assert!(refused.contains("may be written by group"), "{refused}");
+        assert!(refused.contains("may be written by group root (0)"), "{refused}");
         assert!(
             refused.contains(&dir.path().display().to_string()),
             "{refused}"
