@@ -392,7 +392,7 @@ fn check_path(path: &Path, allowed: &[PathBuf], kind: Kind) -> Result<libc::stat
     Ok(stat)
 }
 
-fn open_path(path: &Path, flags: libc::c_int) -> Result<OwnedFd, String> {
+pub(crate) fn open_path(path: &Path, flags: libc::c_int) -> Result<OwnedFd, String> {
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("{} holds a NUL byte", path.display()))?;
     // SAFETY: open of a valid C string; the descriptor is owned below.
@@ -408,7 +408,7 @@ fn open_path(path: &Path, flags: libc::c_int) -> Result<OwnedFd, String> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn fstat(fd: &OwnedFd, path: &Path) -> Result<libc::stat, String> {
+pub(crate) fn fstat(fd: &OwnedFd, path: &Path) -> Result<libc::stat, String> {
     // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fstat on a descriptor we own, into a local.

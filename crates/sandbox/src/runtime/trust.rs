@@ -7,8 +7,9 @@
 //! put in it). A Debian `/usr/local/bin` of `root:staff 2775`, say, is refused: anyone in
 //! `staff` could put a `python3.12` there.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsRawFd;
+
+use crate::runtime::cache::{fstat, open_path};
 use std::path::{Path, PathBuf};
 
 /// The canonical path of `candidate` when it may be run, else why not, naming the file or
@@ -122,34 +123,8 @@ const FUSE_SUPER_MAGIC: libc::c_long = 0x6573_5546;
 /// A node on a FUSE filesystem is refused: its owner and mode are whatever the FUSE server
 /// (possibly an unprivileged user's, with `allow_other`) says.
 fn lstat_no_follow(path: &Path) -> Result<libc::stat, String> {
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("{} holds a NUL byte", path.display()))?;
-    // SAFETY: open of a valid C string; the descriptor is owned right below.
-    let fd = unsafe {
-        libc::open(
-            c_path.as_ptr(),
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(format!(
-            "{}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: the descriptor is fresh and owned by nothing else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on a descriptor we own, into a local.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } == -1 {
-        return Err(format!(
-            "{}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
-    }
+    let fd = open_path(path, libc::O_PATH | libc::O_NOFOLLOW)?;
+    let stat = fstat(&fd, path)?;
     // SAFETY: an all-zero statfs is a valid value for fstatfs to overwrite.
     let mut filesystem: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: fstatfs on a descriptor we own, into a local.
@@ -209,7 +184,10 @@ mod tests {
         );
         set_mode(dir.path(), 0o2775);
         let refused = trusted_interpreter(&file).unwrap_err();
-        assert!(refused.contains("may be written by group root (0)"), "{refused}");
+        assert!(
+            refused.contains("may be written by group root (0)"),
+            "{refused}"
+        );
         assert!(
             refused.contains(&dir.path().display().to_string()),
             "{refused}"
