@@ -7,10 +7,11 @@
 //! put in it). A Debian `/usr/local/bin` of `root:staff 2775`, say, is refused: anyone in
 //! `staff` could put a `python3.12` there.
 
+use std::collections::BTreeSet;
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 
 use crate::runtime::cache::{fstat, open_path};
-use std::path::{Path, PathBuf};
 
 /// The canonical path of `candidate` when it may be run, else why not, naming the file or
 /// folder at fault and what would make it acceptable. Run the returned path, never
@@ -24,12 +25,13 @@ pub fn trusted_interpreter(candidate: &Path) -> Result<PathBuf, String> {
     let canonical = candidate
         .canonicalize()
         .map_err(|error| format!("{}: {error}", candidate.display()))?;
-    let stat = lstat_no_follow(&canonical)?;
+    let stat = closed_source(&canonical)?;
     if stat.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Err(format!("{} is not a regular file", canonical.display()));
     }
-    closed_to_others(&canonical, &stat, "file")?;
-    closed_folders(&canonical)?;
+    // The folders on the way that `closed_source` did not see: where a link on the way
+    // leads elsewhere, the folders of its side of the path, each checked once.
+    let mut on_the_way = BTreeSet::new();
     for folder in candidate.ancestors().skip(1) {
         if folder.as_os_str().is_empty() {
             continue;
@@ -37,7 +39,15 @@ pub fn trusted_interpreter(candidate: &Path) -> Result<PathBuf, String> {
         let resolved = folder
             .canonicalize()
             .map_err(|error| format!("{}: {error}", folder.display()))?;
-        closed_folders(&resolved.join("entry"))
+        on_the_way.extend(
+            resolved
+                .ancestors()
+                .filter(|above| !canonical.starts_with(above))
+                .map(Path::to_path_buf),
+        );
+    }
+    for folder in &on_the_way {
+        closed_folder(folder)
             .map_err(|reason| format!("{reason} (on the way to {})", candidate.display()))?;
     }
     Ok(canonical)
@@ -47,8 +57,8 @@ pub fn trusted_interpreter(candidate: &Path) -> Result<PathBuf, String> {
 /// library's folder) passes the same rule as the interpreter: a root-owned regular file or
 /// folder that neither group nor others may write, in folders that are closed too. Whatever
 /// is bound into every sandbox could otherwise be replaced by someone but root, and then run
-/// in every tenant's steps.
-pub(crate) fn closed_source(path: &Path) -> Result<(), String> {
+/// in every tenant's steps. Returns what `fstat` said of `path`.
+pub(crate) fn closed_source(path: &Path) -> Result<libc::stat, String> {
     let stat = lstat_no_follow(path)?;
     let kind = match stat.st_mode & libc::S_IFMT {
         libc::S_IFREG => "file",
@@ -56,23 +66,23 @@ pub(crate) fn closed_source(path: &Path) -> Result<(), String> {
         _ => return Err(format!("{} is neither a file nor a folder", path.display())),
     };
     closed_to_others(path, &stat, kind)?;
-    closed_folders(path)
+    for folder in path.ancestors().skip(1) {
+        closed_folder(folder)?;
+    }
+    Ok(stat)
 }
 
-/// Every folder above the canonical `path` is root's and closed to group and others (or a
-/// root-owned sticky folder).
-fn closed_folders(path: &Path) -> Result<(), String> {
-    for folder in path.ancestors().skip(1) {
-        let stat = lstat_no_follow(folder)?;
-        if stat.st_mode & libc::S_IFMT != libc::S_IFDIR {
-            return Err(format!("{} is not a folder", folder.display()));
-        }
-        if stat.st_mode & libc::S_ISVTX as libc::mode_t != 0 && stat.st_uid == 0 {
-            continue;
-        }
-        closed_to_others(folder, &stat, "folder")?;
+/// `folder` (canonical) is a folder, root's and closed to group and others, or a root-owned
+/// sticky folder.
+fn closed_folder(folder: &Path) -> Result<(), String> {
+    let stat = lstat_no_follow(folder)?;
+    if stat.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(format!("{} is not a folder", folder.display()));
     }
-    Ok(())
+    if stat.st_mode & libc::S_ISVTX as libc::mode_t != 0 && stat.st_uid == 0 {
+        return Ok(());
+    }
+    closed_to_others(folder, &stat, "folder")
 }
 
 fn closed_to_others(path: &Path, stat: &libc::stat, what: &str) -> Result<(), String> {
