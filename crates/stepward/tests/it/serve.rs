@@ -195,6 +195,45 @@ fn g24_serve_prints_a_sign_in_link_that_works_over_loopback_and_stops_cleanly_ne
     assert_eq!(keys_before, keys_after);
 }
 
+/// A command that must drive runs beside a live server (a gate's decision, a stop, a retry) is
+/// refused, since one process drives a data directory's runs. The refusal must say what to do
+/// instead: which server holds the data directory and where its console and API are, never
+/// "wait for it to finish" (a server does not finish).
+#[test]
+fn g23_a_decision_beside_a_live_server_names_the_server_and_where_to_decide_needs_root() {
+    let home = Home::new();
+    let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
+    let address = server.address();
+    let pid = server.child.id();
+    for command in [
+        &["approve", "run-1", "send", "--note", "yes"][..],
+        &["reject", "run-1", "send", "--note", "no"][..],
+        &["runs", "stop", "run-1", "--note", "enough"][..],
+    ] {
+        let refused = home.stepward(command);
+        let said = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(2), "{command:?}: {said}");
+        assert!(
+            said.contains(&format!("`stepward serve` (pid {pid}) drives the runs")),
+            "{command:?}: {said}"
+        );
+        assert!(
+            said.contains(&format!("http://{address}/runs/run-1")),
+            "{command:?} names no console page: {said}"
+        );
+        assert!(
+            said.contains(&format!("http://{address}/api/runs/run-1")),
+            "{command:?} names no API route: {said}"
+        );
+        assert!(!said.contains("wait for it to finish"), "{command:?}: {said}");
+    }
+    assert!(server.terminate().success());
+    // With the server stopped, the lock names nobody: the same command now reaches the run
+    // (which does not exist) instead of the lock.
+    let unknown = home.stepward(&["runs", "stop", "run-1", "--note", "enough"]);
+    assert!(!stderr(&unknown).contains("drives the runs"), "{}", stderr(&unknown));
+}
+
 /// The path of the first `/welcome/` link in `text`.
 fn welcome_path(text: &str) -> String {
     let start = text.find("/welcome/").expect("a sign-in link");
