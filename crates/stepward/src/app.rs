@@ -4,7 +4,6 @@
 //! Only the process holding the data directory's engine lock may drive runs: recovery marks
 //! every attempt it finds running as interrupted, which would be wrong for another live process.
 
-use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +21,7 @@ use crate::backend_setup::{
     EarlyBackend, Started, egress_options, local_backend, sandbox_state_parent,
 };
 use crate::config::{Backend, Config};
+pub use crate::engine_lock::EngineLock;
 use crate::executor::SandboxExecutor;
 
 /// The id of the one account the CLI acts for without a server (DESIGN section 2).
@@ -685,38 +685,6 @@ pub(crate) fn private_data_dir(data_dir: &Path) -> anyhow::Result<()> {
     std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
         .with_context(|| format!("cannot make {} private", data_dir.display()))?;
     Ok(())
-}
-
-/// Held while a process drives runs of a data directory; released when dropped.
-pub struct EngineLock {
-    _file: File,
-}
-
-impl EngineLock {
-    /// The lock of the data directory `data_dir` (its `engine.lock`).
-    pub(crate) fn of_data_dir(data_dir: &Path) -> anyhow::Result<EngineLock> {
-        EngineLock::take(data_dir.join("engine.lock"))
-    }
-
-    fn take(path: PathBuf) -> anyhow::Result<EngineLock> {
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        match file.try_lock() {
-            Ok(()) => Ok(EngineLock { _file: file }),
-            Err(std::fs::TryLockError::WouldBlock) => bail!(
-                "another stepward process is driving runs of this data directory (it holds {}); \
-                 wait for it to finish",
-                path.display()
-            ),
-            Err(std::fs::TryLockError::Error(error)) => {
-                Err(error).with_context(|| format!("cannot lock {}", path.display()))
-            }
-        }
-    }
 }
 
 /// Milliseconds since the epoch, as storage timestamps are.

@@ -15,6 +15,7 @@ mod cli;
 mod commands;
 mod config;
 mod definitions;
+mod engine_lock;
 mod executor;
 mod interview;
 mod jail_helper;

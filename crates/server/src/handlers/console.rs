@@ -326,8 +326,9 @@ struct RunPage {
 fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<String> {
     match status {
         "waiting_approval" => Some(format!(
-            "Decide below, or from the command line: stepward approve {run} {step} --note \
-             \"...\" (or stepward reject {run} {step} --note \"...\").",
+            "Decide below, or through the API: POST /api/runs/{run}/steps/{step}/approve (or \
+             .../reject) with a note. (`stepward approve` on this machine is refused while this \
+             server runs: one process drives a data directory's runs.)",
             step = waiting_at.unwrap_or("STEP")
         )),
         "needs_repair" => Some(format!(

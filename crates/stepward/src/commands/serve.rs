@@ -76,7 +76,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let key_files = ServerKeyFiles::for_install(app.vault.install_id(), &app.config.data_dir)?;
     let keys = key_files.load_or_create()?;
     // Held until this function returns, after the server stopped.
-    let (engine, _engine_lock) = app.engine()?;
+    let (engine, engine_lock) = app.engine()?;
     let tls_mode = if args.behind_tls || tls_config.is_some() {
         TlsMode::Tls
     } else {
@@ -86,6 +86,8 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         Some(url) => url.as_str().trim_end_matches('/').to_owned(),
         None => base_url(address, tls_mode),
     };
+    // A command refused beside this server (a decision, a stop) names it and its address.
+    engine_lock.name_server(&link_base)?;
     // What `accounts create` and `accounts invite-owner` print their links with.
     let recorded = app.config.server_url_path();
     std::fs::write(&recorded, format!("{link_base}\n"))

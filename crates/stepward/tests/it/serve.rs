@@ -225,13 +225,20 @@ fn g23_a_decision_beside_a_live_server_names_the_server_and_where_to_decide_need
             said.contains(&format!("http://{address}/api/runs/run-1")),
             "{command:?} names no API route: {said}"
         );
-        assert!(!said.contains("wait for it to finish"), "{command:?}: {said}");
+        assert!(
+            !said.contains("wait for it to finish"),
+            "{command:?}: {said}"
+        );
     }
     assert!(server.terminate().success());
     // With the server stopped, the lock names nobody: the same command now reaches the run
     // (which does not exist) instead of the lock.
     let unknown = home.stepward(&["runs", "stop", "run-1", "--note", "enough"]);
-    assert!(!stderr(&unknown).contains("drives the runs"), "{}", stderr(&unknown));
+    assert!(
+        !stderr(&unknown).contains("drives the runs"),
+        "{}",
+        stderr(&unknown)
+    );
 }
 
 /// The path of the first `/welcome/` link in `text`.
