@@ -155,6 +155,19 @@ pub struct DecisionRequest {
     pub note: String,
 }
 
+/// The body of a retry (`POST /api/runs/{id}/steps/{step}/attempts/{attempt}/retry`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+pub struct RetryRequest {
+    #[serde(default)]
+    #[schemars(length(max = limits::NOTE_CHARS))]
+    pub note: String,
+    /// New inputs for the step, by name: each replaces the input of that name, and the step's
+    /// other inputs stay as they were (as `stepward runs retry --input NAME=VALUE`). Left out,
+    /// the step runs again with the inputs it had.
+    #[serde(default)]
+    pub inputs: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// The body of `POST /api/signin`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SignInRequest {

@@ -41,6 +41,7 @@ fn register<T: JsonSchema>(generator: &mut SchemaGenerator) {
 /// Every body a route reads.
 pub const REQUESTS: &[Register] = &[
     register::<DecisionRequest>,
+    register::<RetryRequest>,
     register::<AcceptRepairRequest>,
     register::<SignInRequest>,
     register::<InvitePersonRequest>,
@@ -403,6 +404,16 @@ pub(crate) mod tests {
             (
                 "DecisionRequest",
                 value(DecisionRequest { note: "n".into() }),
+            ),
+            (
+                "RetryRequest",
+                value(RetryRequest {
+                    note: "n".into(),
+                    inputs: Some(Map::from_iter([(
+                        "to".to_owned(),
+                        serde_json::json!("ops@example.com"),
+                    )])),
+                }),
             ),
             (
                 "SignInRequest",

@@ -421,9 +421,10 @@ impl Engine {
         run: &RunId,
         step: &str,
         attempt: u32,
+        new_inputs: Option<Value>,
         by: PersonDecision,
     ) -> Result<RunSummary, Error> {
-        self.retry_checked(run, step, Some(attempt), None, by)
+        self.retry_checked(run, step, Some(attempt), new_inputs, by)
     }
 
     fn retry_checked(

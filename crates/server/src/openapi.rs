@@ -92,9 +92,11 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
             "POST",
             "/api/runs/{id}/steps/{step}/approve"
             | "/api/runs/{id}/steps/{step}/reject"
-            | "/api/runs/{id}/steps/{step}/attempts/{attempt}/retry"
             | "/api/runs/{id}/stop",
         ) => (Some("DecisionRequest"), One(200, "RunDetail")),
+        ("POST", "/api/runs/{id}/steps/{step}/attempts/{attempt}/retry") => {
+            (Some("RetryRequest"), One(200, "RunDetail"))
+        }
         ("GET", "/api/approvals") => (None, List("ApprovalView")),
         ("POST", "/api/people/{id}/sign-in-link") => (None, One(201, "PersonInvited")),
         ("GET", "/api/runs/{id}/approve-link") => (None, One(200, "ApproveLinkView")),

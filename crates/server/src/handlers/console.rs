@@ -341,7 +341,8 @@ fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<Strin
             "A person decides what happens next, with the form below: retrying runs the step \
              again (it may already have acted: look at its record first), stopping ends the run. \
              Also POST /api/runs/{run}/steps/STEP/attempts/N/retry (a person; N the attempt you \
-             looked at) or /api/runs/{run}/stop, with a note."
+             looked at; optional new inputs as \"inputs\", an object by name) or \
+             /api/runs/{run}/stop, with a note."
         )),
         _ => None,
     }

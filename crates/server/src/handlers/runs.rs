@@ -2,7 +2,9 @@
 //! (the person, or the key itself, never the key's creator), the door and the note.
 
 use api_types::runs::{Event, RunListItem, RunSummary, StepSummary};
-use api_types::{ApprovalView, ApproveLinkView, DecisionRequest, DecisionView, RunDetail};
+use api_types::{
+    ApprovalView, ApproveLinkView, DecisionRequest, DecisionView, RetryRequest, RunDetail,
+};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
@@ -345,6 +347,10 @@ async fn carry_out<T: Send + 'static>(
                 "{what} needs a note saying why; it is kept in the record with who decided"
             ),
         },
+        engine::Error::RetryInputsRefused { reason, .. } => Error::InvalidInput {
+            field: "inputs",
+            reason,
+        },
         source => Error::Engine {
             run: run_id.to_owned(),
             source: Box::new(source),
@@ -398,7 +404,12 @@ pub(crate) async fn reject(
 enum Attention {
     /// Runs the step that stopped it again (the only way an `unknown` attempt is repeated),
     /// when the attempt the person looked at is still its latest.
-    Retry { step: String, attempt: u32 },
+    Retry {
+        step: String,
+        attempt: u32,
+        /// New inputs by name, each replacing the step's input of that name.
+        inputs: Option<serde_json::Value>,
+    },
     /// Ends the run.
     Stop,
 }
@@ -428,7 +439,11 @@ async fn attend(
     let act = move |engine: &engine::Engine, run: &RunId, note| {
         let by = engine::PersonDecision { who, door, note };
         match what {
-            Attention::Retry { step, attempt } => engine.retry_attempt(run, &step, attempt, by),
+            Attention::Retry {
+                step,
+                attempt,
+                inputs,
+            } => engine.retry_attempt(run, &step, attempt, inputs, by),
             Attention::Stop => engine.stop(run, by),
         }
     };
@@ -445,15 +460,19 @@ async fn attend(
 }
 
 /// `POST /api/runs/{id}/steps/{step}/attempts/{attempt}/retry`: runs the step that brought the
-/// run to `needs_attention` again, with the inputs it had, if `attempt` (the one the caller
-/// looked at) is still its latest.
+/// run to `needs_attention` again, with the inputs it had or with the request's new ones, if
+/// `attempt` (the one the caller looked at) is still its latest.
 pub(crate) async fn retry(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path((run_id, step, attempt)): Path<(String, String, u32)>,
-    Json(request): Json<DecisionRequest>,
+    Json(request): Json<RetryRequest>,
 ) -> Result<Json<RunDetail>, Error> {
-    let what = Attention::Retry { step, attempt };
+    let what = Attention::Retry {
+        step,
+        attempt,
+        inputs: request.inputs.map(serde_json::Value::Object),
+    };
     Ok(Json(
         attend(
             &state,
@@ -499,6 +518,32 @@ pub(crate) struct AttendForm {
     pub(crate) attempt: u32,
     #[serde(default)]
     pub(crate) note: String,
+    /// A retry's new inputs, a JSON object by name; blank for the inputs the step had.
+    #[serde(default)]
+    pub(crate) inputs: String,
+}
+
+/// The form's new inputs: none when blank, else a JSON object (each entry replaces the step's
+/// input of that name).
+fn retry_inputs_of_form(text: &str) -> Result<Option<serde_json::Value>, Error> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value @ serde_json::Value::Object(_)) => Ok(Some(value)),
+        Ok(_) => Err(Error::InvalidInput {
+            field: "inputs",
+            reason: String::from(
+                "the new inputs must be a JSON object by input name, such as {\"to\": \"ops@example.com\"}",
+            ),
+        }),
+        Err(error) => Err(Error::InvalidInput {
+            field: "inputs",
+            reason: format!(
+                "the new inputs are not JSON ({error}); write a JSON object by input name, such as {{\"to\": \"ops@example.com\"}}"
+            ),
+        }),
+    }
 }
 
 /// `POST /runs/{id}/attend`: the console's retry-or-stop form for a run that needs attention
@@ -516,6 +561,7 @@ pub(crate) async fn attend_with_form(
         "retry" => Attention::Retry {
             step: form.step,
             attempt: form.attempt,
+            inputs: retry_inputs_of_form(&form.inputs)?,
         },
         "stop" => Attention::Stop,
         _ => {

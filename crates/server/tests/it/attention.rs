@@ -284,3 +284,112 @@ async fn g14_a_late_second_submit_never_retries_an_attempt_nobody_looked_at() {
     assert_eq!(seen.json()["status"], "succeeded", "{}", seen.text());
     assert_eq!(harness.store.attempts(&run).unwrap().len(), 3);
 }
+
+/// G15: a person retries with new inputs through the API and through the run page, as
+/// `stepward runs retry --input` does: each new input replaces the one of its name, the
+/// attempt's record holds them, and inputs that are not an object by name or that carry a
+/// credential key (G4) are refused with nothing decided.
+#[tokio::test(flavor = "multi_thread")]
+async fn g15_a_person_retries_with_new_inputs_through_the_api_and_the_run_page() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let latest_inputs = |run: &storage::RunId| {
+        harness
+            .store
+            .attempts(run)
+            .unwrap()
+            .last()
+            .unwrap()
+            .inputs
+            .clone()
+    };
+
+    let run = harness.attention_run("acct");
+    let path = retry_path(&run, "send", 1);
+    for (body, says) in [
+        (r#"{"note":"n","inputs":["to"]}"#, "invalid type"),
+        (
+            r#"{"note":"n","inputs":{"api_key":"sk-live-1"}}"#,
+            "forbidden keys",
+        ),
+    ] {
+        let refused = harness
+            .call(
+                "POST",
+                &path,
+                &member,
+                Some(("application/json", body.to_owned())),
+            )
+            .await;
+        assert!(
+            refused.status == 400 || refused.status == 422,
+            "{body}: {} {}",
+            refused.status,
+            refused.text()
+        );
+        assert!(refused.text().contains(says), "{body}: {}", refused.text());
+        assert!(!refused.text().contains("sk-live-1"), "{}", refused.text());
+        assert!(harness.store.decisions(&run).unwrap().is_empty(), "{body}");
+    }
+    let retried = harness
+        .call(
+            "POST",
+            &path,
+            &member,
+            Some((
+                "application/json",
+                r#"{"note":"the right address","inputs":{"to":"ops@example.com"}}"#.to_owned(),
+            )),
+        )
+        .await;
+    assert_eq!(retried.status, 200, "{}", retried.text());
+    assert_eq!(retried.json()["status"], "succeeded", "{}", retried.text());
+    assert_eq!(latest_inputs(&run)["to"], "ops@example.com");
+    assert_eq!(harness.store.attempts(&run).unwrap().len(), 2);
+
+    // The run page offers the field, and its form takes the same object.
+    let other = harness.attention_run("acct");
+    let page = harness
+        .call("GET", &format!("/runs/{}", other.as_str()), &member, None)
+        .await
+        .text();
+    assert!(page.contains("name=\"inputs\""), "{page}");
+    let attend = format!("/runs/{}/attend", other.as_str());
+    let form = |body: &str| Some(("application/x-www-form-urlencoded", body.to_owned()));
+    let not_json = harness
+        .call(
+            "POST",
+            &attend,
+            &member,
+            form("decision=retry&step=send&attempt=1&note=n&inputs=%7Bto%3A"),
+        )
+        .await;
+    assert_eq!(not_json.status, 400, "{}", not_json.text());
+    assert!(not_json.text().contains("not JSON"), "{}", not_json.text());
+    let not_object = harness
+        .call(
+            "POST",
+            &attend,
+            &member,
+            form("decision=retry&step=send&attempt=1&note=n&inputs=%5B1%5D"),
+        )
+        .await;
+    assert_eq!(not_object.status, 400, "{}", not_object.text());
+    assert!(harness.store.decisions(&other).unwrap().is_empty());
+    let retried = harness
+        .call(
+            "POST",
+            &attend,
+            &member,
+            form(
+                "decision=retry&step=send&attempt=1&note=checked&inputs=%7B%22to%22%3A+%22ops%40example.com%22%7D",
+            ),
+        )
+        .await;
+    assert_eq!(retried.status, 303, "{}", retried.text());
+    assert_eq!(latest_inputs(&other)["to"], "ops@example.com");
+    assert_eq!(
+        harness.store.run(&other).unwrap().unwrap().status,
+        RunStatus::Succeeded
+    );
+}
