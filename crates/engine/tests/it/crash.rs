@@ -350,3 +350,86 @@ fn g14_fault_at_every_journal_boundary_loses_no_event_and_never_reruns_a_network
         "{outcomes:?}"
     );
 }
+
+/// A networked step whose first attempt ends `unknown`, behind a gate, and one that is not.
+const CORRECTED: &str = r#"name: corrected
+python: "3.11"
+steps:
+  - id: send
+    explain: Sends the notice.
+    network: public_egress
+    inputs: { to: "old@example.com" }
+    code: |
+      def main(to):
+          return to
+"#;
+
+fn person(note: &str) -> engine::PersonDecision {
+    engine::PersonDecision {
+        who: cli("alice"),
+        door: Door::Cli,
+        note: note.into(),
+    }
+}
+
+fn unknown() -> engine::ExecutionReport {
+    engine::ExecutionReport::outcome_only(
+        engine::ExecutionOutcome::Unknown {
+            reason: "the connection dropped after the request was sent".into(),
+        },
+        "fake",
+    )
+}
+
+/// G14, G15: a person's retry with new inputs is a decision on those inputs. A crash at any
+/// write after it (the decision committed, the attempt not begun) and a recovery never run the
+/// step with the inputs the person corrected: the step runs with the new ones, or not at all.
+#[test]
+fn g15_a_retry_with_new_inputs_never_runs_with_the_old_inputs_after_a_crash() {
+    let mut crashed_after_decision = 0;
+    for at in 1..=12 {
+        for point in [CrashPoint::BeforeCommit, CrashPoint::AfterCommit] {
+            let harness = Harness::new();
+            harness.executor.then("send", |_| unknown());
+            let engine = harness.engine();
+            let summary = engine
+                .start_run(&account(), &workflow(CORRECTED), json!({}), cli("alice"))
+                .unwrap();
+            assert_eq!(summary.status, RunStatus::NeedsAttention);
+            drop(engine);
+            let crashing = Arc::new(CrashingStore {
+                inner: harness.store.clone(),
+                writes: AtomicUsize::new(0),
+                at,
+                point,
+            });
+            let first = harness.engine_on(crashing.clone(), Arc::new(PersonSupervisor));
+            let _ = first.retry_attempt(
+                &summary.run,
+                "send",
+                1,
+                Some(json!({"to": "new@example.com"})),
+                person("the right address"),
+            );
+            drop(first);
+            let decided = !harness.store.decisions(&summary.run).unwrap().is_empty();
+            let second = harness.engine();
+            second.recover().unwrap();
+            let label = format!("crash at write {at} {point:?}");
+            let calls = harness.executor.calls_of("send");
+            for call in &calls[1..] {
+                assert_eq!(
+                    call.inputs["to"], "new@example.com",
+                    "{label}: the retry ran with the old inputs"
+                );
+            }
+            if decided && calls.len() == 1 {
+                crashed_after_decision += 1;
+            }
+        }
+    }
+    assert!(
+        crashed_after_decision > 0,
+        "no crash fell between the decision and the attempt"
+    );
+}

@@ -421,3 +421,77 @@ fn g9_needs_repair_waits_for_a_new_revision() {
         Err(Error::NeedsRepairNotRetry { .. })
     ));
 }
+
+/// G23, G15: a gate's approval was for the inputs it was shown. A person's retry of a gated
+/// step with new inputs parks the run for a decision on them, as a supervisor's does; the
+/// approval then runs the step with the new inputs. A retry with the same inputs does not park.
+#[test]
+fn g23_a_persons_retry_of_a_gated_step_with_new_inputs_parks_for_a_decision_on_them() {
+    const GATED: &str = r#"name: gated
+python: "3.11"
+steps:
+  - id: send!
+    explain: Sends the notice, after a person approves it.
+    network: public_egress
+    inputs: { to: "old@example.com" }
+    code: |
+      def main(to):
+          return to
+"#;
+    let unknown = |_: &engine::ExecutionRequest<'_>| {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::Unknown {
+                reason: "the connection dropped".into(),
+            },
+            "fake",
+        )
+    };
+    let harness = Harness::new();
+    harness.executor.then("send", unknown);
+    let engine = harness.engine();
+    let started = engine
+        .start_run(&account(), &workflow(GATED), json!({}), cli("alice"))
+        .unwrap();
+    assert_eq!(started.status, RunStatus::WaitingApproval);
+    let approve = |note: &str| engine::Decision {
+        kind: engine::GateDecision::Approve,
+        who: cli("bob"),
+        door: Door::Cli,
+        note: note.into(),
+    };
+    let ran = engine.decide(&started.run, "send", approve("ok")).unwrap();
+    assert_eq!(ran.status, RunStatus::NeedsAttention);
+    let retried = engine
+        .retry_attempt(
+            &started.run,
+            "send",
+            1,
+            Some(json!({"to": "new@example.com"})),
+            person("the right address"),
+        )
+        .unwrap();
+    assert_eq!(
+        retried.status,
+        RunStatus::WaitingApproval,
+        "new inputs ran on the approval of the old ones"
+    );
+    assert_eq!(harness.executor.calls_of("send").len(), 1);
+    let done = engine
+        .decide(&started.run, "send", approve("new address checked"))
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}");
+    let calls = harness.executor.calls_of("send");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].inputs["to"], "new@example.com");
+
+    // The same inputs: the earlier approval stands, the retry runs at once.
+    harness.executor.then("send", unknown);
+    let again = engine
+        .start_run(&account(), &workflow(GATED), json!({}), cli("alice"))
+        .unwrap();
+    engine.decide(&again.run, "send", approve("ok")).unwrap();
+    let plain = engine
+        .retry_attempt(&again.run, "send", 1, None, person("try again"))
+        .unwrap();
+    assert_eq!(plain.status, RunStatus::Succeeded);
+}
