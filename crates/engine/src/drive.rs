@@ -100,6 +100,14 @@ impl Engine {
                 Event::RepairAccepted(accepted) if accepted.step == step => {
                     Some(accepted.attempt.saturating_add(1))
                 }
+                // A person's retry with new inputs: the approval was for the old ones.
+                Event::Decision(decided)
+                    if decided.decision == DecisionKind::Retry
+                        && decided.step.as_deref() == Some(step)
+                        && decided.new_inputs.is_some() =>
+                {
+                    decided.attempt.map(|attempt| attempt.saturating_add(1))
+                }
                 _ => None,
             })
             .max();
@@ -151,7 +159,14 @@ impl Engine {
                     self.gate_decisions_from(context, step.id())?,
                 )
             {
-                return self.park(context, step, &outputs, None);
+                // A retry's new inputs wait in the parked state for the decision on them.
+                let waiting = match retry_step.as_deref() == Some(step.id()) {
+                    true => retry_inputs
+                        .as_ref()
+                        .map(|inputs| (inputs, "the new inputs of a person's retry")),
+                    false => None,
+                };
+                return self.park(context, step, &outputs, waiting);
             }
             let mut overrides = if retry_step.as_deref() == Some(step.id()) {
                 retry_step = None;
@@ -173,7 +188,8 @@ impl Engine {
                     // A gate's approval was for the inputs it was shown: new inputs get a new
                     // decision (G15, G23).
                     StepEnd::ParkForRetry(inputs) => {
-                        return self.park(context, step, &outputs, Some(&inputs));
+                        let waiting = (&inputs, "the supervisor's new inputs");
+                        return self.park(context, step, &outputs, Some(waiting));
                     }
                 }
             }
@@ -182,14 +198,15 @@ impl Engine {
     }
 
     /// Parks the run before a gate (G23), storing its state with credential values stripped
-    /// and names kept (G18). `retry_inputs`: the supervisor's new inputs for the gated step,
-    /// which the step gets once a person approves them.
+    /// and names kept (G18). `retry_inputs`: a retry's new inputs for the gated step (the
+    /// supervisor's or a person's, as the words say), which the step gets once a person
+    /// approves them.
     fn park(
         &self,
         context: &mut RunContext,
         step: &Step,
         outputs: &BTreeMap<String, Value>,
-        retry_inputs: Option<&Value>,
+        retry_inputs: Option<(&Value, &str)>,
     ) -> Result<(), Error> {
         let gate = self.gate(&context.run.account, &context.run.id, step.id())?;
         let attempt = gate.attempt;
@@ -206,7 +223,7 @@ impl Engine {
             "inputs": context.run.inputs,
             "credential_names": names,
         });
-        if let (Some(retry_inputs), Value::Object(fields)) = (retry_inputs, &mut state) {
+        if let (Some((retry_inputs, _)), Value::Object(fields)) = (retry_inputs, &mut state) {
             fields.insert(RETRY_INPUTS.to_owned(), retry_inputs.clone());
         }
         let event = self.new_event(
@@ -223,9 +240,9 @@ impl Engine {
             event.at,
             &event,
         )?;
-        let reason = if retry_inputs.is_some() {
+        let reason = if let Some((_, whose)) = retry_inputs {
             format!(
-                "waiting for a person's decision at the gate `{}` on the supervisor's new inputs",
+                "waiting for a person's decision at the gate `{}` on {whose}",
                 step.id()
             )
         } else {

@@ -375,6 +375,7 @@ impl Engine {
             },
             kind,
             &by,
+            None,
         )?;
         self.store.clear_parked(run)?;
         match gate_decision {
@@ -498,6 +499,20 @@ impl Engine {
             }
         }
         let mut context = self.load_context(run)?;
+        // Each new input names one of the step's, with its declared type (G15).
+        if let Some(inputs) = &new_inputs
+            && let Some(declared) = context.workflow.steps().iter().find(|s| s.id() == step)
+        {
+            let problems =
+                crate::inputs::check_person_retry_inputs(&context.workflow, declared, inputs);
+            if !problems.is_empty() {
+                return Err(Error::RetryInputsRefused {
+                    run: run.clone(),
+                    step: step.to_owned(),
+                    reason: problems.join("; "),
+                });
+            }
+        }
         self.record_person_decision(
             &context,
             DecidedOn::Attempt {
@@ -506,6 +521,7 @@ impl Engine {
             },
             DecisionKind::Retry,
             &by,
+            new_inputs.as_ref(),
         )?;
         self.set_status(&mut context, RunStatus::Running, None)?;
         self.drive(
@@ -540,7 +556,7 @@ impl Engine {
             });
         }
         let mut context = self.load_context(run)?;
-        self.record_person_decision(&context, DecidedOn::Run, DecisionKind::Stop, &by)?;
+        self.record_person_decision(&context, DecidedOn::Run, DecisionKind::Stop, &by, None)?;
         self.set_status(
             &mut context,
             RunStatus::Stopped,
@@ -558,17 +574,25 @@ impl Engine {
         kind: DecisionKind,
         by: &PersonDecision,
     ) -> Result<(), Error> {
-        self.record_person_decision(context, DecidedOn::Attempt { step, attempt }, kind, by)
+        self.record_person_decision(
+            context,
+            DecidedOn::Attempt { step, attempt },
+            kind,
+            by,
+            None,
+        )
     }
 
     /// Records a person's decision: the decision row, an event, and an audit entry, all in one
-    /// transaction.
+    /// transaction. `new_inputs`: a retry's, recorded in the event (see
+    /// [`PersonDecided::new_inputs`]).
     fn record_person_decision(
         &self,
         context: &RunContext,
         on: DecidedOn<'_>,
         kind: DecisionKind,
         by: &PersonDecision,
+        new_inputs: Option<&Value>,
     ) -> Result<(), Error> {
         let (step, attempt) = match on {
             DecidedOn::Attempt { step, attempt } => (Some(step), Some(attempt)),
@@ -583,6 +607,7 @@ impl Engine {
             who: who.clone(),
             door,
             note: note.to_owned(),
+            new_inputs: new_inputs.cloned(),
         });
         let event = self.new_event(context, decided)?;
         let decision = NewDecision {

@@ -134,6 +134,34 @@ pub(crate) fn check_supervisor_retry_inputs(
     step: &Step,
     inputs: &Value,
 ) -> Vec<String> {
+    check_retry_inputs(workflow, step, inputs, Given::Every)
+}
+
+/// What is wrong with a person's new inputs for `step` (G15): as a supervisor's, except that
+/// a person gives only the inputs that change (each replaces the input of its name).
+pub(crate) fn check_person_retry_inputs(
+    workflow: &Workflow,
+    step: &Step,
+    inputs: &Value,
+) -> Vec<String> {
+    check_retry_inputs(workflow, step, inputs, Given::Changed)
+}
+
+/// Which of a step's inputs a retry gives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Given {
+    /// Every one (the supervisor's).
+    Every,
+    /// Those that change (a person's).
+    Changed,
+}
+
+fn check_retry_inputs(
+    workflow: &Workflow,
+    step: &Step,
+    inputs: &Value,
+    given: Given,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let Some(object) = inputs.as_object() else {
         problems.push(format!(
@@ -165,7 +193,7 @@ pub(crate) fn check_supervisor_retry_inputs(
         .copied()
         .filter(|name| !object.contains_key(*name))
         .collect();
-    if !missing.is_empty() {
+    if given == Given::Every && !missing.is_empty() {
         problems.push(format!(
             "the new inputs leave out {} of step `{}`: a retry gives every input of the step",
             quoted(&missing),

@@ -6,6 +6,7 @@
 //! ("interrupted") and the run goes on, which runs the step again. Runs left `running` between
 //! two steps go on; a gate decided just before the crash takes effect.
 
+use serde_json::Value;
 use storage::{AttemptStatus, DecisionKind, NetworkMode, RunId, RunStatus};
 
 use crate::Error;
@@ -149,7 +150,16 @@ impl Engine {
         let mut context = self.load_context(run)?;
         let mut resume = Resume::Continue;
         match context.run.status {
-            RunStatus::Running | RunStatus::Queued => {}
+            RunStatus::Running | RunStatus::Queued => {
+                // A person's retry with new inputs whose attempt never began runs with them,
+                // never with the inputs the person corrected.
+                if let Some((step, inputs)) = self.retry_inputs_not_yet_run(run)? {
+                    resume = Resume::Retry {
+                        step,
+                        inputs: Some(inputs),
+                    };
+                }
+            }
             RunStatus::WaitingApproval => {
                 let parked = self.store.parked(run)?;
                 let decisions = self.store.decisions(run)?;
@@ -200,6 +210,36 @@ impl Engine {
         }
         self.drive(context, resume)?;
         Ok(true)
+    }
+
+    /// The step and new inputs of the run's last retry decision, if it carried new inputs and
+    /// the step has had no attempt since (the crash came between the decision and the attempt).
+    fn retry_inputs_not_yet_run(&self, run: &RunId) -> Result<Option<(String, Value)>, Error> {
+        let last_retry = crate::journal::read_all(&self.store.events(run)?)?
+            .into_iter()
+            .rev()
+            .find_map(|entry| match entry.event {
+                Event::Decision(decided) if decided.decision == DecisionKind::Retry => {
+                    Some(decided)
+                }
+                _ => None,
+            });
+        let Some(decided) = last_retry else {
+            return Ok(None);
+        };
+        let (Some(step), Some(attempt), Some(inputs)) =
+            (decided.step, decided.attempt, decided.new_inputs)
+        else {
+            return Ok(None);
+        };
+        let latest = self
+            .store
+            .attempts(run)?
+            .into_iter()
+            .rev()
+            .find(|record| record.step_id == step)
+            .map(|record| record.attempt);
+        Ok((latest == Some(attempt)).then_some((step, inputs)))
     }
 
     fn step_has_attempts(&self, run: &RunId, step: Option<&str>) -> bool {

@@ -84,9 +84,13 @@ impl EngineLock {
         .context("cannot name the server in the engine lock file")
     }
 
+    /// Writes first and cuts after, so a refused reader never finds the file empty or cut
+    /// short. In the moment between the two it may read the new pid above an earlier, longer
+    /// name's last line: the name is advice printed on a refusal, never what the lock is.
     fn name(&self, holder: &Holder) -> std::io::Result<()> {
-        self.file.set_len(0)?;
-        self.file.write_all_at(holder.to_text().as_bytes(), 0)
+        let text = holder.to_text();
+        self.file.write_all_at(text.as_bytes(), 0)?;
+        self.file.set_len(text.len() as u64)
     }
 }
 

@@ -106,6 +106,12 @@ pub struct PersonDecided {
     #[serde(with = "by_name")]
     pub door: Door,
     pub note: String,
+    /// A retry's new inputs, each replacing the step's input of its name (scrubbed, as every
+    /// payload): what the decision was on. Recovery runs the step with them (a crash between
+    /// the decision and the attempt never runs the inputs the person corrected), and on a
+    /// gated step they need a new gate decision (G23).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_inputs: Option<Value>,
 }
 
 /// An attempt recorded as running, with its network mode, before the executor was called.

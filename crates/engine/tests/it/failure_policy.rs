@@ -356,6 +356,19 @@ fn g15_person_retry_with_new_inputs() {
         matches!(refused, Err(Error::RetryInputsRefused { .. })),
         "{refused:?}"
     );
+    // Each new input names one of the step's, with its declared type; nothing is decided.
+    for (inputs, says) in [
+        (json!({"cnt": 5}), "has no input named"),
+        (json!({"count": "five"}), "declared as integer"),
+    ] {
+        match engine.retry(&summary.run, "compute", Some(inputs), person("try")) {
+            Err(Error::RetryInputsRefused { reason, .. }) => {
+                assert!(reason.contains(says), "{reason}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+    assert!(harness.store.decisions(&summary.run).unwrap().is_empty());
     let done = engine
         .retry(
             &summary.run,

@@ -158,6 +158,7 @@ fn g25_the_fixture_reads_with_its_meaning() {
             },
             door: Door::Console,
             note: "amount checked".into(),
+            new_inputs: None,
         }
     );
     // Recovery of run-16 found the networked attempt running and made it unknown.

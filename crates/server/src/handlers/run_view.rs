@@ -452,7 +452,7 @@ pub(crate) fn sentence(event: &Event) -> String {
             parked.step
         ),
         Event::Decision(decision) => format!(
-            "{} {} {} {}{}",
+            "{} {} {}{} {}{}",
             who(&decision.who),
             decided(decision.decision),
             decision
@@ -460,6 +460,21 @@ pub(crate) fn sentence(event: &Event) -> String {
                 .as_deref()
                 .map(|step| format!("“{step}”"))
                 .unwrap_or_else(|| "the run".to_owned()),
+            match &decision.new_inputs {
+                Some(Value::Object(inputs)) => {
+                    // Names only, the first few: the values are in the attempt's record.
+                    let mut names: Vec<String> = inputs
+                        .keys()
+                        .take(8)
+                        .map(|name| format!("“{}”", name.chars().take(64).collect::<String>()))
+                        .collect();
+                    if inputs.len() > names.len() {
+                        names.push(format!("{} more", inputs.len() - names.len()));
+                    }
+                    format!(" with new inputs for {}", names.join(", "))
+                }
+                _ => String::new(),
+            },
             door(decision.door),
             quoted_note(&decision.note)
         ),
@@ -628,11 +643,27 @@ mod tests {
             },
             door: Door::Console,
             note: "totals match".into(),
+            new_inputs: None,
         });
         assert_eq!(
             sentence(&event),
             "owner approved “file_summary” from the console: “totals match”"
         );
+        let retried = Event::Decision(PersonDecided {
+            decision: DecisionKind::Retry,
+            step: Some("send".into()),
+            attempt: Some(1),
+            who: Actor::Person {
+                id: "p1".into(),
+                name: "owner".into(),
+            },
+            door: Door::Api,
+            note: "right address".into(),
+            new_inputs: Some(serde_json::json!({"to": "ops@example.com"})),
+        });
+        let said = sentence(&retried);
+        assert!(said.contains("“send” with new inputs for “to”"), "{said}");
+        assert!(!said.contains("ops@example.com"), "{said}");
     }
 
     #[test]

@@ -304,7 +304,14 @@ async fn g15_a_person_retries_with_new_inputs_through_the_api_and_the_run_page()
             .clone()
     };
 
-    let run = harness.attention_run("acct");
+    // ATTENTION's `send`, with an input to correct.
+    let addressed = crate::support::ATTENTION
+        .replace(
+            "    network: public_egress\n",
+            "    network: public_egress\n    inputs: { to: \"old@example.com\" }\n",
+        )
+        .replace("def main():", "def main(to):");
+    let run = harness.attention_run_of("acct", &addressed);
     let path = retry_path(&run, "send", 1);
     for (body, says) in [
         (r#"{"note":"n","inputs":["to"]}"#, "invalid type"),
@@ -312,6 +319,7 @@ async fn g15_a_person_retries_with_new_inputs_through_the_api_and_the_run_page()
             r#"{"note":"n","inputs":{"api_key":"sk-live-1"}}"#,
             "forbidden keys",
         ),
+        (r#"{"note":"n","inputs":{"too":"x"}}"#, "has no input named"),
     ] {
         let refused = harness
             .call(
@@ -348,7 +356,7 @@ async fn g15_a_person_retries_with_new_inputs_through_the_api_and_the_run_page()
     assert_eq!(harness.store.attempts(&run).unwrap().len(), 2);
 
     // The run page offers the field, and its form takes the same object.
-    let other = harness.attention_run("acct");
+    let other = harness.attention_run_of("acct", &addressed);
     let page = harness
         .call("GET", &format!("/runs/{}", other.as_str()), &member, None)
         .await

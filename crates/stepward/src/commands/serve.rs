@@ -86,8 +86,11 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         Some(url) => url.as_str().trim_end_matches('/').to_owned(),
         None => base_url(address, tls_mode),
     };
-    // A command refused beside this server (a decision, a stop) names it and its address.
-    engine_lock.name_server(&link_base)?;
+    // A command refused beside this server (a decision, a stop) names it and its address;
+    // the lock holds without the name.
+    if let Err(error) = engine_lock.name_server(&link_base) {
+        eprintln!("warning: {error:#}");
+    }
     // What `accounts create` and `accounts invite-owner` print their links with.
     let recorded = app.config.server_url_path();
     std::fs::write(&recorded, format!("{link_base}\n"))
