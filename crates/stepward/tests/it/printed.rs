@@ -184,11 +184,21 @@ steps:
         "--note",
         "again",
     ]);
+    // New inputs for a gated step park the run for a decision on them (G23); the approval
+    // then shows what the attempt with them printed.
     let shown = stdout(&retried);
+    assert!(
+        shown.contains("on the new inputs of a person's retry"),
+        "{shown}{}",
+        stderr(&retried)
+    );
+    assert!(!shown.contains("fail is"), "{shown}");
+    let approved = home.stepward(&["approve", &run, "send", "--note", "false is right"]);
+    let shown = stdout(&approved);
     assert!(
         shown.contains("fail is False"),
         "{shown}{}",
-        stderr(&retried)
+        stderr(&approved)
     );
     assert!(!shown.contains("fail is True"), "{shown}");
 }
