@@ -202,6 +202,25 @@ impl App {
         self.engine_ahead(None)
     }
 
+    /// [`App::engine`] for a command acting on `run` that a server does through `route` (under
+    /// `/api/runs/RUN/`): refused beside a live server, its error names the server, the run's
+    /// page in its console and that route.
+    pub fn engine_acting_on(
+        &self,
+        run: &storage::RunId,
+        route: String,
+    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+        self.engine().map_err(|error| {
+            crate::engine_lock::beside_server(
+                error,
+                &crate::engine_lock::InsteadAtServer {
+                    run: run.as_str(),
+                    route,
+                },
+            )
+        })
+    }
+
     /// [`App::engine`] for a command that is about to start a run whose first step is the
     /// code step `first`: the local backend starts building that step's sandbox right after
     /// its start-up sweep, so the sandbox's build overlaps recovery and the engine's writing

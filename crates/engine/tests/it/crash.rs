@@ -229,16 +229,21 @@ fn approve() -> Decision {
     }
 }
 
-/// Runs the journey with a crash at write `at` (or never), then recovers with a fresh engine
-/// and finishes the journey; returns the harness and how many writes the first engine made.
-fn journey_with_crash(at: usize, point: CrashPoint) -> (Harness, usize) {
-    let harness = Harness::new();
-    let crashing = Arc::new(CrashingStore {
+/// The harness's store, crashing at write `at`.
+fn crashing_store(harness: &Harness, at: usize, point: CrashPoint) -> Arc<CrashingStore> {
+    Arc::new(CrashingStore {
         inner: harness.store.clone(),
         writes: AtomicUsize::new(0),
         at,
         point,
-    });
+    })
+}
+
+/// Runs the journey with a crash at write `at` (or never), then recovers with a fresh engine
+/// and finishes the journey; returns the harness and how many writes the first engine made.
+fn journey_with_crash(at: usize, point: CrashPoint) -> (Harness, usize) {
+    let harness = Harness::new();
+    let crashing = crashing_store(&harness, at, point);
     let first = harness.engine_on(crashing.clone(), Arc::new(PersonSupervisor));
     let run = RunId::parse("run-1").unwrap();
     if let Ok(summary) = first.start_run(&account(), &workflow(JOURNEY), json!({}), cli("alice"))
@@ -397,13 +402,8 @@ fn g15_a_retry_with_new_inputs_never_runs_with_the_old_inputs_after_a_crash() {
                 .unwrap();
             assert_eq!(summary.status, RunStatus::NeedsAttention);
             drop(engine);
-            let crashing = Arc::new(CrashingStore {
-                inner: harness.store.clone(),
-                writes: AtomicUsize::new(0),
-                at,
-                point,
-            });
-            let first = harness.engine_on(crashing.clone(), Arc::new(PersonSupervisor));
+            let crashing = crashing_store(&harness, at, point);
+            let first = harness.engine_on(crashing, Arc::new(PersonSupervisor));
             let _ = first.retry_attempt(
                 &summary.run,
                 "send",

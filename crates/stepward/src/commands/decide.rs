@@ -11,7 +11,6 @@ use crate::cli::DecideArgs;
 use crate::commands::run::show_printed;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
-use crate::engine_lock::{InsteadAtServer, beside_server};
 
 pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Result<Outcome> {
     if !crate::commands::note_within_limit(&args.note) {
@@ -22,15 +21,10 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
         GateDecision::Approve => "approve",
         GateDecision::Reject => "reject",
     };
-    let (engine, _lock) = app.engine().map_err(|error| {
-        beside_server(
-            error,
-            &InsteadAtServer {
-                run: args.run.as_str(),
-                route: format!("steps/{}/{verb}", args.step.trim_end_matches('!')),
-            },
-        )
-    })?;
+    let (engine, _lock) = app.engine_acting_on(
+        &args.run,
+        format!("steps/{}/{verb}", args.step.trim_end_matches('!')),
+    )?;
     let run = args.run.clone();
     let already = app.store.last_event_seq(&run).unwrap_or(0);
     let decision = Decision {

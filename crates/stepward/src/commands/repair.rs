@@ -15,7 +15,6 @@ use crate::app::App;
 use crate::cli::RepairArgs;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
-use crate::engine_lock::{InsteadAtServer, beside_server};
 
 pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
@@ -26,18 +25,9 @@ pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
         .context("cannot read the run")?
         .filter(|record| record.account == app.account)
         .with_context(|| format!("no run with id {run}"))?;
-    let (engine, _lock) = app.engine().map_err(|error| {
-        beside_server(
-            error,
-            &InsteadAtServer {
-                run: run.as_str(),
-                route: format!(
-                    "steps/{step}/repair{}",
-                    if args.accept { "/accept" } else { "" }
-                ),
-            },
-        )
-    })?;
+    let accept_route = if args.accept { "/accept" } else { "" };
+    let (engine, _lock) =
+        app.engine_acting_on(&run, format!("steps/{step}/repair{accept_route}"))?;
     if args.accept {
         return accept(&app, &engine, args, &run, step);
     }

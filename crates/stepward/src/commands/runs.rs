@@ -9,7 +9,6 @@ use crate::cli::RunsCommand;
 use crate::commands::run::step_inputs;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
-use crate::engine_lock::{InsteadAtServer, beside_server};
 
 pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
@@ -42,18 +41,18 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                 }
             };
             let new_inputs = (!inputs.is_empty()).then_some(serde_json::Value::Object(inputs));
-            let (engine, _lock) = app.engine().map_err(|error| {
-                beside_server(
-                    error,
-                    &InsteadAtServer {
-                        run: run.as_str(),
-                        route: format!(
-                            "steps/{}/attempts/N/retry (N: the attempt you looked at)",
-                            step.trim_end_matches('!')
-                        ),
-                    },
-                )
-            })?;
+            let with_inputs = if new_inputs.is_some() {
+                ", the new inputs as \"inputs\": {NAME: VALUE}"
+            } else {
+                ""
+            };
+            let (engine, _lock) = app.engine_acting_on(
+                run,
+                format!(
+                    "steps/{}/attempts/N/retry (N: the attempt you looked at{with_inputs})",
+                    step.trim_end_matches('!')
+                ),
+            )?;
             let id = run.clone();
             let already = app.store.last_event_seq(&id).unwrap_or(0);
             let summary = engine
@@ -72,15 +71,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             if !crate::commands::note_within_limit(note) {
                 return Ok(Outcome::Invalid);
             }
-            let (engine, _lock) = app.engine().map_err(|error| {
-                beside_server(
-                    error,
-                    &InsteadAtServer {
-                        run: run.as_str(),
-                        route: String::from("stop"),
-                    },
-                )
-            })?;
+            let (engine, _lock) = app.engine_acting_on(run, String::from("stop"))?;
             let summary = engine
                 .stop(run, app.decision(note))
                 .with_context(|| format!("cannot stop run {run}"))?;
