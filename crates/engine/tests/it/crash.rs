@@ -433,3 +433,124 @@ fn g15_a_retry_with_new_inputs_never_runs_with_the_old_inputs_after_a_crash() {
         "no crash fell between the decision and the attempt"
     );
 }
+
+/// An offline step that fails, then a networked gated step.
+const CORRECTED_PAIR: &str = r#"name: corrected_pair
+python: "3.11"
+steps:
+  - id: compute
+    explain: Computes the amount.
+    inputs: { amount: 1 }
+    code: |
+      def main(amount):
+          return amount
+  - id: send!
+    explain: Sends the notice, after a person approves it.
+    network: public_egress
+    inputs: { to: "old@example.com" }
+    code: |
+      def main(to):
+          return to
+"#;
+
+/// G15, G23 (review): a retry's new inputs stay the inputs in force through every crash: an
+/// offline attempt with them that a crash interrupted runs again with them, and a crash in
+/// the middle of the approval of a gated step's new inputs never runs the old ones.
+#[test]
+fn g23_new_inputs_stay_in_force_through_a_crash_in_their_attempt_or_their_approval() {
+    // The offline step: its first attempt fails; the retry with new inputs is crashed at
+    // every write, the attempt with them included.
+    for at in 1..=12 {
+        for point in [CrashPoint::BeforeCommit, CrashPoint::AfterCommit] {
+            let harness = Harness::new();
+            harness.executor.then("compute", |_| {
+                crate::support::failed_after_code_started("bad")
+            });
+            let engine = harness.engine();
+            let summary = engine
+                .start_run(
+                    &account(),
+                    &workflow(CORRECTED_PAIR),
+                    json!({}),
+                    cli("alice"),
+                )
+                .unwrap();
+            assert_eq!(summary.status, RunStatus::NeedsAttention, "{summary:?}");
+            drop(engine);
+            let first = harness.engine_on(
+                crashing_store(&harness, at, point),
+                Arc::new(PersonSupervisor),
+            );
+            let _ = first.retry_attempt(
+                &summary.run,
+                "compute",
+                1,
+                Some(json!({"amount": 5})),
+                person("five"),
+            );
+            drop(first);
+            harness.engine().recover().unwrap();
+            let label = format!("compute, crash at write {at} {point:?}");
+            let calls = harness.executor.calls_of("compute");
+            for call in &calls[1..] {
+                assert_eq!(call.inputs["amount"], 5, "{label}: ran with the old inputs");
+            }
+        }
+    }
+    // The gated step: approved, its attempt ends unknown, the retry with new inputs parks;
+    // the approval of the new inputs is crashed at every write.
+    for at in 1..=12 {
+        for point in [CrashPoint::BeforeCommit, CrashPoint::AfterCommit] {
+            let harness = Harness::new();
+            harness.executor.then("send", |_| unknown());
+            let engine = harness.engine();
+            let summary = engine
+                .start_run(
+                    &account(),
+                    &workflow(CORRECTED_PAIR),
+                    json!({}),
+                    cli("alice"),
+                )
+                .unwrap();
+            assert_eq!(summary.status, RunStatus::WaitingApproval, "{summary:?}");
+            engine.decide(&summary.run, "send", approve()).unwrap();
+            let parked = engine
+                .retry_attempt(
+                    &summary.run,
+                    "send",
+                    1,
+                    Some(json!({"to": "new@example.com"})),
+                    person("the right address"),
+                )
+                .unwrap();
+            assert_eq!(parked.status, RunStatus::WaitingApproval);
+            drop(engine);
+            let first = harness.engine_on(
+                crashing_store(&harness, at, point),
+                Arc::new(PersonSupervisor),
+            );
+            let _ = first.decide(&summary.run, "send", approve());
+            drop(first);
+            let second = harness.engine();
+            second.recover().unwrap();
+            if harness.store.run(&summary.run).unwrap().unwrap().status
+                == RunStatus::WaitingApproval
+            {
+                second.decide(&summary.run, "send", approve()).unwrap();
+            }
+            let label = format!("send, crash at write {at} {point:?}");
+            let calls = harness.executor.calls_of("send");
+            assert!(
+                calls.len() <= 2,
+                "{label}: the networked step ran {} times",
+                calls.len()
+            );
+            for call in &calls[1..] {
+                assert_eq!(
+                    call.inputs["to"], "new@example.com",
+                    "{label}: ran with the old inputs"
+                );
+            }
+        }
+    }
+}
