@@ -13,7 +13,7 @@ use crate::Error;
 use crate::attempt::Finished;
 use crate::drive::Resume;
 use crate::engine::Engine;
-use crate::journal::{Event, Recovered};
+use crate::journal::{Event, Recovered, SupervisorChoice};
 
 /// What recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -153,7 +153,7 @@ impl Engine {
             RunStatus::Running | RunStatus::Queued => {
                 // A person's retry with new inputs whose attempt never began runs with them,
                 // never with the inputs the person corrected.
-                if let Some((step, inputs)) = self.retry_inputs_not_yet_run(run)? {
+                if let Some((step, inputs)) = self.retry_inputs_in_force(run)? {
                     resume = Resume::Retry {
                         step,
                         inputs: Some(inputs),
@@ -177,13 +177,22 @@ impl Engine {
                             !self.step_has_attempts(run, decision.step_id.as_deref())
                         }
                 });
-                // A supervisor's new inputs for the gated step, which the decision was on.
+                // A retry's new inputs for the gated step, which the decision was on: kept in
+                // the parked state, or, when the crash came after the approval cleared it, in
+                // force from the person's retry.
                 if let (Some(step), Some(inputs)) = (
                     gate.clone(),
                     parked
                         .as_ref()
                         .and_then(|parked| parked.state.get(crate::drive::RETRY_INPUTS).cloned()),
                 ) {
+                    resume = Resume::Retry {
+                        step,
+                        inputs: Some(inputs),
+                    };
+                } else if parked.is_none()
+                    && let Some((step, inputs)) = self.retry_inputs_in_force(run)?
+                {
                     resume = Resume::Retry {
                         step,
                         inputs: Some(inputs),
@@ -212,34 +221,27 @@ impl Engine {
         Ok(true)
     }
 
-    /// The step and new inputs of the run's last retry decision, if it carried new inputs and
-    /// the step has had no attempt since (the crash came between the decision and the attempt).
-    fn retry_inputs_not_yet_run(&self, run: &RunId) -> Result<Option<(String, Value)>, Error> {
+    /// The new inputs a person's retry put in force, and its step: the run's last retry
+    /// (a person's or the supervisor's) when it is a person's with new inputs. Every attempt of
+    /// that step since was made with them, so a step the crash left to run again (no attempt
+    /// yet, an offline attempt interrupted, an approval of them half written) runs with them,
+    /// never with the inputs the person corrected.
+    fn retry_inputs_in_force(&self, run: &RunId) -> Result<Option<(String, Value)>, Error> {
         let last_retry = crate::journal::read_all(&self.store.events(run)?)?
             .into_iter()
             .rev()
             .find_map(|entry| match entry.event {
                 Event::Decision(decided) if decided.decision == DecisionKind::Retry => {
-                    Some(decided)
+                    Some(decided.step.zip(decided.new_inputs))
+                }
+                Event::SupervisorDecision(decided)
+                    if matches!(decided.decision, SupervisorChoice::Retry { .. }) =>
+                {
+                    Some(None)
                 }
                 _ => None,
             });
-        let Some(decided) = last_retry else {
-            return Ok(None);
-        };
-        let (Some(step), Some(attempt), Some(inputs)) =
-            (decided.step, decided.attempt, decided.new_inputs)
-        else {
-            return Ok(None);
-        };
-        let latest = self
-            .store
-            .attempts(run)?
-            .into_iter()
-            .rev()
-            .find(|record| record.step_id == step)
-            .map(|record| record.attempt);
-        Ok((latest == Some(attempt)).then_some((step, inputs)))
+        Ok(last_retry.flatten())
     }
 
     fn step_has_attempts(&self, run: &RunId, step: Option<&str>) -> bool {

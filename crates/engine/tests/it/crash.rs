@@ -356,7 +356,7 @@ fn g14_fault_at_every_journal_boundary_loses_no_event_and_never_reruns_a_network
     );
 }
 
-/// A networked step whose first attempt ends `unknown`, behind a gate, and one that is not.
+/// A networked step (its first attempt ends `unknown`), with an input to correct.
 const CORRECTED: &str = r#"name: corrected
 python: "3.11"
 steps:
