@@ -507,4 +507,33 @@ steps:
         .retry_attempt(&again.run, "send", 1, None, person("try again"))
         .unwrap();
     assert_eq!(plain.status, RunStatus::Succeeded);
+
+    // A retry without inputs of an attempt that ran with new ones runs them again, never the
+    // declaration's on the approval of the new ones; on a gate they need a decision again.
+    harness.executor.then("send", unknown);
+    harness.executor.then("send", unknown);
+    let third = engine
+        .start_run(&account(), &workflow(GATED), json!({}), cli("alice"))
+        .unwrap();
+    engine.decide(&third.run, "send", approve("ok")).unwrap();
+    let corrected = Some(json!({"to": "new@example.com"}));
+    engine
+        .retry_attempt(&third.run, "send", 1, corrected, person("address"))
+        .unwrap();
+    let ran = engine
+        .decide(&third.run, "send", approve("new address"))
+        .unwrap();
+    assert_eq!(ran.status, RunStatus::NeedsAttention, "{ran:?}");
+    let before = harness.executor.calls_of("send").len();
+    let again = engine
+        .retry_attempt(&third.run, "send", 2, None, person("once more"))
+        .unwrap();
+    assert_eq!(again.status, RunStatus::WaitingApproval, "{again:?}");
+    assert_eq!(harness.executor.calls_of("send").len(), before);
+    let done = engine
+        .decide(&third.run, "send", approve("still right"))
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}");
+    let calls = harness.executor.calls_of("send");
+    assert_eq!(calls.last().unwrap().inputs["to"], "new@example.com");
 }
