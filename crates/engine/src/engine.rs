@@ -481,6 +481,16 @@ impl Engine {
                 what: format!("retrying step {step} of run {run}"),
             });
         }
+        // A retry without new inputs runs the step as its attempt ran: with the new inputs a
+        // person's earlier retry of it put in force, which this retry then records as its own
+        // (so on a gated step they need a decision again: the approval was of that attempt).
+        let new_inputs = match new_inputs {
+            Some(inputs) => Some(inputs),
+            None => self
+                .retry_inputs_in_force(run)?
+                .filter(|(of, _)| of == step)
+                .map(|(_, inputs)| inputs),
+        };
         if let Some(inputs) = &new_inputs {
             let forbidden = spec::forbidden_keys_in(inputs);
             if !forbidden.is_empty() {

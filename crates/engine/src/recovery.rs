@@ -226,7 +226,10 @@ impl Engine {
     /// that step since was made with them, so a step the crash left to run again (no attempt
     /// yet, an offline attempt interrupted, an approval of them half written) runs with them,
     /// never with the inputs the person corrected.
-    fn retry_inputs_in_force(&self, run: &RunId) -> Result<Option<(String, Value)>, Error> {
+    pub(crate) fn retry_inputs_in_force(
+        &self,
+        run: &RunId,
+    ) -> Result<Option<(String, Value)>, Error> {
         let last_retry = crate::journal::read_all(&self.store.events(run)?)?
             .into_iter()
             .rev()
