@@ -441,3 +441,62 @@ fn g15_a_restart_does_not_run_a_gated_retry_on_the_earlier_approval() {
     );
     assert_eq!(harness.executor.calls_of("pay").len(), 1);
 }
+
+/// G23 (review): the supervisor's new inputs for a gated step stay in force. After they were
+/// approved and their attempt ended `unknown`, a person's retry without inputs runs them
+/// again, after a decision on them; never the declaration's on their approval.
+#[test]
+fn g23_a_persons_plain_retry_after_the_supervisors_gated_retry_parks_and_keeps_its_inputs() {
+    let harness = Harness::new();
+    harness
+        .executor
+        .then("pay", |_| failed_after_code_started("amount too large"));
+    harness.executor.then("pay", |_| {
+        engine::ExecutionReport::outcome_only(
+            engine::ExecutionOutcome::Unknown {
+                reason: "wall time limit".into(),
+            },
+            "fake",
+        )
+    });
+    let engine = harness.engine_with(ScriptedSupervisor::new(|_| SupervisorDecision::Retry {
+        inputs: json!({"amount": 50, "currency": "EUR"}),
+    }));
+    let parked = engine
+        .start_run(
+            &account(),
+            &workflow(GATED),
+            json!({"amount": 500}),
+            cli("alice"),
+        )
+        .unwrap();
+    let approve = |note: &str| Decision {
+        kind: GateDecision::Approve,
+        who: cli("alice"),
+        door: Door::Cli,
+        note: note.into(),
+    };
+    engine
+        .decide(&parked.run, "pay", approve("500 is right"))
+        .unwrap();
+    let unknown = engine
+        .decide(&parked.run, "pay", approve("50 then"))
+        .unwrap();
+    assert_eq!(unknown.status, RunStatus::NeedsAttention, "{unknown:?}");
+    let by = engine::PersonDecision {
+        who: cli("alice"),
+        door: Door::Cli,
+        note: "try once more".into(),
+    };
+    let again = engine
+        .retry_attempt(&parked.run, "pay", 2, None, by)
+        .unwrap();
+    assert_eq!(again.status, RunStatus::WaitingApproval, "{again:?}");
+    assert_eq!(harness.executor.calls_of("pay").len(), 2);
+    let done = engine
+        .decide(&parked.run, "pay", approve("50 again"))
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}");
+    let calls = harness.executor.calls_of("pay");
+    assert_eq!(calls[2].inputs, json!({"amount": 50, "currency": "EUR"}));
+}
