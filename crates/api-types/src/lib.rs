@@ -163,8 +163,8 @@ pub struct RetryRequest {
     pub note: String,
     /// New inputs for the step, by name: each replaces the input of that name, and the step's
     /// other inputs stay as they were (as `stepward runs retry --input NAME=VALUE`). Left out,
-    /// the step runs again as its attempt ran: with the new inputs of an earlier person's
-    /// retry of it, if there was one.
+    /// the step runs again as its attempt ran: with the new inputs of an earlier retry of it
+    /// (a person's or the supervisor's), if there was one.
     #[serde(default)]
     pub inputs: Option<serde_json::Map<String, serde_json::Value>>,
 }

@@ -481,9 +481,10 @@ impl Engine {
                 what: format!("retrying step {step} of run {run}"),
             });
         }
-        // A retry without new inputs runs the step as its attempt ran: with the new inputs a
-        // person's earlier retry of it put in force, which this retry then records as its own
-        // (so on a gated step they need a decision again: the approval was of that attempt).
+        // A retry without new inputs runs the step as its attempt ran: with the new inputs an
+        // earlier retry of it (a person's or the supervisor's) put in force, which this retry
+        // then records as its own (so on a gated step they need a decision again: the approval
+        // was of that attempt).
         let new_inputs = match new_inputs {
             Some(inputs) => Some(inputs),
             None => self

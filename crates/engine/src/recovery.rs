@@ -221,11 +221,12 @@ impl Engine {
         Ok(true)
     }
 
-    /// The new inputs a person's retry put in force, and its step: the run's last retry
-    /// (a person's or the supervisor's) when it is a person's with new inputs. Every attempt of
-    /// that step since was made with them, so a step the crash left to run again (no attempt
-    /// yet, an offline attempt interrupted, an approval of them half written) runs with them,
-    /// never with the inputs the person corrected.
+    /// The new inputs a retry put in force, and its step: the run's last retry, when it is a
+    /// person's with new inputs or the supervisor's (whose are accepted only when checked).
+    /// Every attempt of that step since was made with them, so a step the crash left to run
+    /// again (no attempt yet, an offline attempt interrupted, an approval of them half written)
+    /// runs with them, never with the inputs they corrected; and a person's retry that gives
+    /// none runs them again.
     pub(crate) fn retry_inputs_in_force(
         &self,
         run: &RunId,
@@ -237,11 +238,10 @@ impl Engine {
                 Event::Decision(decided) if decided.decision == DecisionKind::Retry => {
                     Some(decided.step.zip(decided.new_inputs))
                 }
-                Event::SupervisorDecision(decided)
-                    if matches!(decided.decision, SupervisorChoice::Retry { .. }) =>
-                {
-                    Some(None)
-                }
+                Event::SupervisorDecision(decided) => match decided.decision {
+                    SupervisorChoice::Retry { inputs } => Some(Some((decided.step, inputs))),
+                    _ => None,
+                },
                 _ => None,
             });
         Ok(last_retry.flatten())
