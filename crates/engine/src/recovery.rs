@@ -151,8 +151,8 @@ impl Engine {
         let mut resume = Resume::Continue;
         match context.run.status {
             RunStatus::Running | RunStatus::Queued => {
-                // A person's retry with new inputs whose attempt never began runs with them,
-                // never with the inputs the person corrected.
+                // A retry's new inputs still to run (no attempt yet, or one the crash
+                // interrupted) run, never the inputs they corrected.
                 if let Some((step, inputs)) = self.retry_inputs_in_force(run)? {
                     resume = Resume::Retry {
                         step,
@@ -180,19 +180,13 @@ impl Engine {
                 // A retry's new inputs for the gated step, which the decision was on: kept in
                 // the parked state, or, when the crash came after the approval cleared it, in
                 // force from the person's retry.
-                if let (Some(step), Some(inputs)) = (
-                    gate.clone(),
-                    parked
-                        .as_ref()
-                        .and_then(|parked| parked.state.get(crate::drive::RETRY_INPUTS).cloned()),
-                ) {
-                    resume = Resume::Retry {
-                        step,
-                        inputs: Some(inputs),
-                    };
-                } else if parked.is_none()
-                    && let Some((step, inputs)) = self.retry_inputs_in_force(run)?
-                {
+                let waiting = match &parked {
+                    Some(parked) => gate
+                        .clone()
+                        .zip(parked.state.get(crate::drive::RETRY_INPUTS).cloned()),
+                    None => self.retry_inputs_in_force(run)?,
+                };
+                if let Some((step, inputs)) = waiting {
                     resume = Resume::Retry {
                         step,
                         inputs: Some(inputs),
