@@ -301,3 +301,76 @@ fn g15_a_stop_while_a_repair_is_being_accepted_is_refused_and_the_saved_version_
     assert_eq!(outcome.version.number, 2);
     assert_eq!(outcome.summary.status, RunStatus::Succeeded, "{outcome:?}");
 }
+
+/// G15, G23: a repair of an attempt that ran with a person's new inputs runs the repaired step
+/// with them, never with the inputs they corrected; its decision puts them in force, so a later
+/// retry without inputs runs them too.
+#[test]
+fn g15_a_repair_of_an_attempt_with_new_inputs_runs_the_repaired_step_with_them() {
+    let harness = Harness::new();
+    let failed = |_: &engine::ExecutionRequest<'_>| {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::Failed {
+                error: engine::StepError {
+                    kind: "ValueError".into(),
+                    message: "not a report".into(),
+                    traceback: String::new(),
+                },
+                phase: engine::CodePhase::CodeStarted,
+            },
+            "fake",
+        )
+    };
+    harness.executor.then("report", failed);
+    harness.executor.then("report", |_| {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::NeedsRepair {
+                module: "requests".into(),
+                detail: "line 1".into(),
+            },
+            "fake",
+        )
+    });
+    harness.executor.then("report", failed);
+    let engine = harness.engine();
+    let started = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("a"),
+        )
+        .unwrap();
+    assert_eq!(started.status, RunStatus::NeedsAttention, "{started:?}");
+    let run = started.run;
+    let person = |note: &str| PersonDecision {
+        who: cli("alice"),
+        door: Door::Cli,
+        note: note.into(),
+    };
+    let corrected = json!({"value": 7});
+    let retried = engine
+        .retry_attempt(&run, "report", 1, Some(corrected.clone()), person("seven"))
+        .unwrap();
+    assert_eq!(retried.status, RunStatus::NeedsRepair, "{retried:?}");
+    let text = OFFLINE.replace(OLD_CODE, NEW_CODE);
+    let repaired = engine.retry_repaired(&run, repaired(&text)).unwrap();
+    assert_eq!(repaired.status, RunStatus::NeedsAttention, "{repaired:?}");
+    let calls = harness.executor.calls_of("report");
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[1].inputs, corrected);
+    assert_eq!(
+        calls[2].inputs, corrected,
+        "the repaired step ran with the inputs the person corrected"
+    );
+    let again = engine
+        .retry_attempt(&run, "report", 3, None, person("once more"))
+        .unwrap();
+    assert_eq!(again.status, RunStatus::Succeeded, "{again:?}");
+    let calls = harness.executor.calls_of("report");
+    assert_eq!(calls.len(), 4);
+    assert_eq!(
+        calls[3].inputs, corrected,
+        "a retry after the repair ran the corrected inputs"
+    );
+}
