@@ -570,13 +570,14 @@ impl Engine {
         attempt: u32,
         kind: DecisionKind,
         by: &PersonDecision,
+        new_inputs: Option<&Value>,
     ) -> Result<(), Error> {
         self.record_person_decision(
             context,
             DecidedOn::Attempt { step, attempt },
             kind,
             by,
-            None,
+            new_inputs,
         )
     }
 

@@ -13,6 +13,7 @@
 //! the assistant, accepted by the person) only while the workspace's file is still the text
 //! the run runs, and goes on with [`Engine::retry_repaired`].
 
+use serde_json::Value;
 use spec::{Step, StepBody, Workflow};
 use storage::{
     AccountId, AttemptRecord, AttemptStatus, DecisionKind, RunId, RunRecord, RunStatus, Sha256Hex,
@@ -371,7 +372,7 @@ impl Engine {
             .check(&context.workflow, step, &proposal.code)
             .map_err(|reason| refused(format!("the proposal is refused: {reason}")))?;
         // Everything the retry checks, before anything is saved.
-        self.check_repaired(run, step, &record.account, &context.workflow, &repaired)?;
+        let _ = self.check_repaired(run, step, &record.account, &context.workflow, &repaired)?;
         let name = context.workflow.name().to_owned();
         self.refuse_overwriting_newer(&record.account, &name, context.workflow.source())
             .map_err(refused)?;
@@ -444,8 +445,9 @@ impl Engine {
     }
 
     /// What a repaired workflow must be, checked before it is saved (accepting) and again
-    /// before it runs: it parses (G1), holds no current value of the account, and changes
-    /// only `step`'s code.
+    /// before it runs: it parses (G1), holds no current value of the account, changes only
+    /// `step`'s code, and takes the new inputs a retry put in force for `step` (G15), which
+    /// the repaired step runs with. Returns those inputs.
     fn check_repaired(
         &self,
         run: &RunId,
@@ -453,7 +455,7 @@ impl Engine {
         account: &AccountId,
         before: &Workflow,
         repaired: &Workflow,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<Value>, Error> {
         self.revalidate(repaired)?;
         self.refuse_definition_holding_values(account, repaired)?;
         let changes = changes_besides_code(before, repaired, step);
@@ -467,7 +469,32 @@ impl Engine {
                 ),
             });
         }
-        Ok(())
+        // The attempt being repaired ran with them: the repair corrects its code, never its
+        // inputs back to the ones a person or the supervisor corrected.
+        let in_force = self
+            .retry_inputs_in_force(run)?
+            .filter(|(of, _)| of == step)
+            .map(|(_, inputs)| inputs);
+        if let Some(inputs) = &in_force {
+            let problems = match repaired.steps().iter().find(|s| s.id() == step) {
+                Some(declared) => {
+                    crate::inputs::check_person_retry_inputs(repaired, declared, inputs)
+                }
+                None => vec![format!("the repaired workflow has no step `{step}`")],
+            };
+            if !problems.is_empty() {
+                return Err(Error::RepairRefused {
+                    run: run.clone(),
+                    step: step.to_owned(),
+                    reason: format!(
+                        "the step's attempt ran with new inputs of a retry, and the repaired \
+                         step does not take them: {}",
+                        problems.join("; ")
+                    ),
+                });
+            }
+        }
+        Ok(in_force)
     }
 
     /// A person accepts the assistant's repair of the step that sent the run to
@@ -514,7 +541,7 @@ impl Engine {
             });
         }
         let context = self.load_context(run)?;
-        self.check_repaired(
+        let inputs = self.check_repaired(
             run,
             step,
             &record.account,
@@ -548,6 +575,7 @@ impl Engine {
             latest.attempt,
             DecisionKind::Retry,
             &repair.by,
+            inputs.as_ref(),
         )?;
         // From here the run is the new version's: parsed again from its stored text (G1).
         let mut context = self
@@ -562,7 +590,7 @@ impl Engine {
             context,
             Resume::Retry {
                 step: step.to_owned(),
-                inputs: None,
+                inputs,
             },
         )
     }

@@ -374,3 +374,103 @@ fn g15_a_repair_of_an_attempt_with_new_inputs_runs_the_repaired_step_with_them()
         "a retry after the repair ran the corrected inputs"
     );
 }
+
+/// G23: a repaired gated step whose attempt ran with a person's new inputs parks for a decision
+/// on the new code with those inputs, and its approval runs them.
+#[test]
+fn g23_a_repaired_gated_step_with_new_inputs_parks_with_them_and_its_approval_runs_them() {
+    let harness = Harness::new();
+    harness.executor.then("send_refund", |_| {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::Unknown {
+                reason: "the connection dropped".into(),
+            },
+            "fake",
+        )
+    });
+    harness.executor.then("send_refund", |_| {
+        ExecutionReport::outcome_only(
+            ExecutionOutcome::NeedsRepair {
+                module: "requests".into(),
+                detail: "line 1".into(),
+            },
+            "fake",
+        )
+    });
+    let engine = harness.engine();
+    let decision = |kind: GateDecision, note: &str| Decision {
+        kind,
+        who: cli("bob"),
+        door: Door::Cli,
+        note: note.into(),
+    };
+    let parked = engine
+        .start_run(
+            &account(),
+            &workflow(REFUND),
+            json!({"ticket_id": "T-1"}),
+            cli("alice"),
+        )
+        .unwrap();
+    let run = parked.run;
+    let ran = engine
+        .decide(&run, "send_refund", decision(GateDecision::Approve, "ok"))
+        .unwrap();
+    assert_eq!(ran.status, RunStatus::NeedsAttention, "{ran:?}");
+    let corrected = json!({"request": {"ticket": "T-2"}});
+    let retried = engine
+        .retry_attempt(
+            &run,
+            "send_refund",
+            1,
+            Some(corrected.clone()),
+            PersonDecision {
+                who: cli("alice"),
+                door: Door::Cli,
+                note: "the right ticket".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(retried.status, RunStatus::WaitingApproval);
+    let ran = engine
+        .decide(&run, "send_refund", decision(GateDecision::Approve, "T-2"))
+        .unwrap();
+    assert_eq!(ran.status, RunStatus::NeedsRepair, "{ran:?}");
+    let text = REFUND.replace(
+        "      def main(request):\n          return request\n",
+        "      def main(request):\n          return {\"sent\": request}\n",
+    );
+    let repaired = engine
+        .retry_repaired(
+            &run,
+            AcceptedRepair {
+                step: "send_refund".into(),
+                workflow: workflow(&text),
+                version: 2,
+                provider: "fake".into(),
+                model: "fake-assistant".into(),
+                by: PersonDecision {
+                    who: cli("bob"),
+                    door: Door::Cli,
+                    note: "stdlib only now".into(),
+                },
+            },
+        )
+        .unwrap();
+    assert_eq!(repaired.status, RunStatus::WaitingApproval, "{repaired:?}");
+    assert_eq!(harness.executor.calls_of("send_refund").len(), 2);
+    let done = engine
+        .decide(
+            &run,
+            "send_refund",
+            decision(GateDecision::Approve, "new code, T-2"),
+        )
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}");
+    let calls = harness.executor.calls_of("send_refund");
+    assert_eq!(calls.len(), 3);
+    assert_eq!(
+        calls[2].inputs, corrected,
+        "the approval of the repaired step ran the inputs it corrected"
+    );
+}
