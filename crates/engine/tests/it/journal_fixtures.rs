@@ -234,3 +234,90 @@ fn g25_runs_of_an_older_journal_go_on_under_todays_engine() {
         assert_reconstructs(&opened, run);
     }
 }
+
+/// G23 across versions: a person's decision with new inputs is written in journal version 2,
+/// the first whose shape holds them, so a stepward that reads only version 1 (a worker not yet
+/// upgraded, a rollback) refuses that run's journal instead of reading the retry without its
+/// inputs and running the inputs it corrected. Every other event is still written in version 1,
+/// which such a stepward reads in full.
+#[test]
+fn g23_a_decision_with_new_inputs_is_written_in_the_first_version_that_holds_them() {
+    let harness = crate::support::Harness::new();
+    harness.executor.then("compute", |_| {
+        engine::ExecutionReport::outcome_only(
+            engine::ExecutionOutcome::Failed {
+                error: engine::StepError {
+                    kind: "ValueError".into(),
+                    message: "too small".into(),
+                    traceback: String::new(),
+                },
+                phase: engine::CodePhase::CodeStarted,
+            },
+            "fake",
+        )
+    });
+    harness.executor.then("compute", |_| {
+        engine::ExecutionReport::outcome_only(
+            engine::ExecutionOutcome::Failed {
+                error: engine::StepError {
+                    kind: "ValueError".into(),
+                    message: "still too small".into(),
+                    traceback: String::new(),
+                },
+                phase: engine::CodePhase::CodeStarted,
+            },
+            "fake",
+        )
+    });
+    let engine = harness.engine();
+    let started = engine
+        .start_run(
+            &crate::support::account(),
+            &crate::support::workflow(crate::support::OFFLINE),
+            serde_json::json!({"count": 3}),
+            crate::support::cli("alice"),
+        )
+        .unwrap();
+    assert_eq!(started.status, RunStatus::NeedsAttention, "{started:?}");
+    let person = |note: &str| PersonDecision {
+        who: crate::support::cli("alice"),
+        door: Door::Cli,
+        note: note.into(),
+    };
+    engine
+        .retry_attempt(
+            &started.run,
+            "compute",
+            1,
+            Some(serde_json::json!({"count": 4})),
+            person("four"),
+        )
+        .unwrap();
+    engine
+        .retry_attempt(&started.run, "compute", 2, None, person("again"))
+        .unwrap();
+    let records = harness.store.events(&started.run).unwrap();
+    let mut decisions = 0;
+    for record in &records {
+        let entry = journal::read(record).unwrap();
+        let expected = match &entry.event {
+            Event::Decision(decided) if decided.new_inputs.is_some() => 2,
+            _ => 1,
+        };
+        if record.kind == "decision" {
+            decisions += 1;
+        }
+        assert_eq!(
+            record.version, expected,
+            "event {} ({}) is written in the first version that holds it",
+            record.seq, record.kind
+        );
+    }
+    // Both retries carry the new inputs (the second takes the ones in force).
+    assert_eq!(decisions, 2);
+    assert_eq!(
+        journal::VERSION,
+        2,
+        "the newest version this stepward writes"
+    );
+}
