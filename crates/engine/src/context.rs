@@ -7,7 +7,7 @@ use storage::{AccountId, NewEvent, RunId, RunRecord, RunStatus, Sha256Hex, Times
 
 use crate::Error;
 use crate::engine::Engine;
-use crate::journal::{self, Event, RunStatusChanged, SecretsUnavailable, UnavailableConnection};
+use crate::journal::{Event, RunStatusChanged, SecretsUnavailable, UnavailableConnection};
 
 /// A run being worked on.
 pub(crate) struct RunContext {
@@ -292,8 +292,8 @@ pub(crate) fn unavailable_event(unavailable: &[(String, String)]) -> Event {
     })
 }
 
-/// An event as the store takes it: its kind's stable name, this journal version, and its
-/// payload scrubbed by `redactor`.
+/// An event as the store takes it: its kind's stable name, the journal version it is written
+/// in ([`Event::version`]), and its payload scrubbed by `redactor`.
 pub(crate) fn stored_event(
     redactor: &Redactor,
     event: &Event,
@@ -305,7 +305,7 @@ pub(crate) fn stored_event(
         .map_err(|source| Error::JournalEncode { kind, source })?;
     Ok(NewEvent {
         kind,
-        version: journal::VERSION,
+        version: event.version(),
         payload: redactor.scrub_json(&payload),
         at,
     })

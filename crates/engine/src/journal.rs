@@ -9,12 +9,23 @@
 //! The stored form is an [`storage::EventRecord`]: the kind's stable name
 //! ([`EventKind::as_str`]), the journal schema version the payload was written in, and the
 //! payload as JSON (scrubbed by the run's redactor before it is stored; the store only takes
-//! `Redacted` values). [`VERSION`] is the version this engine writes. Version 1 is the shape
-//! the engine has written since the record existed (before the version was stored, every
-//! event is version 1): the payload structs were written to match it field for field, and a
-//! fixture database of events written by the untyped engine is read in the tests. A change of
-//! a payload's shape is a new version: [`read`] then keeps a reader for each older one, each
-//! tested against a fixture database written by that version.
+//! `Redacted` values). [`VERSION`] is the newest version this engine writes; each event is
+//! written in the oldest version whose shape holds it ([`Event::version`]), so a stepward that
+//! reads only an older version (a worker not yet upgraded, a rollback) reads every event it
+//! can read in full and refuses the rest, never reading one without a field that changes what
+//! it means.
+//!
+//! - Version 1 is the shape the engine has written since the record existed (before the
+//!   version was stored, every event is version 1): the payload structs were written to match
+//!   it field for field, and a fixture database of events written by the untyped engine is read
+//!   in the tests.
+//! - Version 2 adds a person's retry's new inputs to a `decision`
+//!   ([`PersonDecided::new_inputs`]): a retry read without them would run the step with the
+//!   inputs the person corrected (G23). Version 1 events that hold the field (written before
+//!   the version was raised) read with it.
+//!
+//! A change of a payload's shape is a new version: [`read`] then keeps a reader for each older
+//! one, each tested against events written by that version.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -31,8 +42,8 @@ pub use crate::journal::payloads::{
 
 mod payloads;
 
-/// The journal schema version this engine writes.
-pub const VERSION: u32 = 1;
+/// The newest journal schema version this engine writes (see [`Event::version`]).
+pub const VERSION: u32 = 2;
 
 /// Declares the vocabulary once: the event enum (adjacently tagged, so its serde form is
 /// `{"kind": NAME, "payload": {...}}`), its kinds, and their stable names, which can then not
@@ -132,6 +143,14 @@ vocabulary! {
 }
 
 impl Event {
+    /// The journal version this event is written in: the oldest whose shape holds it.
+    pub fn version(&self) -> u32 {
+        match self {
+            Event::Decision(decided) if decided.new_inputs.is_some() => 2,
+            _ => 1,
+        }
+    }
+
     /// The payload as the journal stores it (before scrubbing).
     pub fn payload_json(&self) -> Result<Value, serde_json::Error> {
         let Value::Object(mut tagged) = serde_json::to_value(self)? else {
@@ -199,9 +218,10 @@ pub enum ReadError {
 pub fn read(record: &EventRecord) -> Result<Entry, ReadError> {
     let run = || record.run.clone();
     match record.version {
-        // Today's version; the only one so far. A new version adds an arm here that reads the
-        // older shape (or rewrites its payload into the new one), tested against its fixture.
-        VERSION => {}
+        // Version 2 only adds an optional field to version 1's shape, so one reader reads both.
+        // A version that changes a shape adds an arm here that reads the older shape (or
+        // rewrites its payload into the new one), tested against events of that version.
+        1 | VERSION => {}
         0 => {
             return Err(ReadError::UnknownVersion {
                 run: run(),
@@ -296,7 +316,7 @@ mod tests {
         let unknown = read(&record("tool.invented", VERSION, json!({}))).unwrap_err();
         assert_eq!(
             unknown.to_string(),
-            "run run-1 event 4: `tool.invented` is not an event kind of journal version 1"
+            "run run-1 event 4: `tool.invented` is not an event kind of journal version 2"
         );
         let shape = read(&record("run.status", VERSION, json!({"status": "asleep"}))).unwrap_err();
         assert!(matches!(shape, ReadError::Payload { .. }), "{shape}");
