@@ -174,11 +174,22 @@ impl fmt::Display for LockHeld {
 impl std::error::Error for LockHeld {}
 
 /// What a command acting on one run does through a server instead: the run's page in the
-/// console, and the API route (`route`, under `/api/runs/RUN/`) that does what the command
-/// would have done.
+/// console, and the API route (`route`, under `/api/runs/RUN/`, its parts as typed passed
+/// through [`segment`]) that does what the command would have done.
 pub(crate) struct InsteadAtServer<'a> {
     pub(crate) run: &'a str,
     pub(crate) route: String,
+}
+
+/// `text` as one path segment of a printed URL: everything but ASCII letters, digits, `-`, `_`
+/// and `~` percent-encoded, so a step name as typed never adds a segment, a query or a control
+/// character to what is printed.
+pub(crate) fn segment(text: &str) -> String {
+    const KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'~');
+    percent_encoding::utf8_percent_encode(text, KEPT).to_string()
 }
 
 /// `error`, unless it says a server holds the lock: then an error that says which server, and
@@ -199,7 +210,7 @@ pub(crate) fn beside_server(error: anyhow::Error, instead: &InsteadAtServer<'_>)
          process may: do this in its console, on the run's page {url}/runs/{run}, or through its \
          API, POST {url}/api/runs/{run}/{route} with a note (docs/team-and-access.md says who \
          may); or stop the server first",
-        run = instead.run,
+        run = segment(instead.run),
         route = instead.route,
     )
 }
@@ -207,6 +218,14 @@ pub(crate) fn beside_server(error: anyhow::Error, instead: &InsteadAtServer<'_>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_segment_as_typed_stays_one_segment_of_printable_ascii() {
+        assert_eq!(segment("send_refund-2"), "send_refund-2");
+        assert_eq!(segment("a b/../x?y#z"), "a%20b%2F%2E%2E%2Fx%3Fy%23z");
+        assert_eq!(segment(".."), "%2E%2E");
+        assert_eq!(segment("\u{1b}[31mé"), "%1B%5B31m%C3%A9");
+    }
 
     #[test]
     fn a_holder_is_read_back_as_written() {

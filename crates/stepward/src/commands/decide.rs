@@ -11,6 +11,7 @@ use crate::cli::DecideArgs;
 use crate::commands::run::show_printed;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
+use crate::engine_lock::segment;
 
 pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Result<Outcome> {
     if !crate::commands::note_within_limit(&args.note) {
@@ -23,7 +24,7 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
     };
     let (engine, _lock) = app.engine_acting_on(
         &args.run,
-        format!("steps/{}/{verb}", args.step.trim_end_matches('!')),
+        format!("steps/{}/{verb}", segment(args.step.trim_end_matches('!'))),
     )?;
     let run = args.run.clone();
     let already = app.store.last_event_seq(&run).unwrap_or(0);

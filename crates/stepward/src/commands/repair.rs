@@ -15,6 +15,7 @@ use crate::app::App;
 use crate::cli::RepairArgs;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
+use crate::engine_lock::segment;
 
 pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
@@ -26,8 +27,10 @@ pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
         .filter(|record| record.account == app.account)
         .with_context(|| format!("no run with id {run}"))?;
     let accept_route = if args.accept { "/accept" } else { "" };
-    let (engine, _lock) =
-        app.engine_acting_on(&run, format!("steps/{step}/repair{accept_route}"))?;
+    let (engine, _lock) = app.engine_acting_on(
+        &run,
+        format!("steps/{}/repair{accept_route}", segment(step)),
+    )?;
     if args.accept {
         return accept(&app, &engine, args, &run, step);
     }

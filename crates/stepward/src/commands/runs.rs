@@ -9,6 +9,7 @@ use crate::cli::RunsCommand;
 use crate::commands::run::step_inputs;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
+use crate::engine_lock::segment;
 
 pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open(config)?;
@@ -50,7 +51,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                 run,
                 format!(
                     "steps/{}/attempts/N/retry (N: the attempt you looked at{with_inputs})",
-                    step.trim_end_matches('!')
+                    segment(step.trim_end_matches('!'))
                 ),
             )?;
             let id = run.clone();
