@@ -487,16 +487,28 @@ impl Drop for SandboxCgroup {
 }
 
 /// Kills every member: `cgroup.kill` where the kernel has it (v2), else SIGKILL to each pid in
-/// `cgroup.procs` until the list stays empty (a fork bomb may add pids while we kill).
+/// `cgroup.procs` until the list stays empty (a fork bomb may add pids while we kill). A group
+/// that has no member is left alone: once the sandbox's first process is in it, only a member
+/// adds one (by forking; the helper's clone into the group is the only outside entry, and it
+/// happens once, before), so an empty group stays empty, and after a step whose first process
+/// exited (taking its pid namespace with it) that is the usual case. `destroy` is covered
+/// either way: a group that is not empty when it is removed is killed again. Writing `cgroup.kill` takes the kernel's cgroup mutex, which the
+/// removal of an earlier sandbox's groups may be holding.
 fn kill_members(dir: &Path) -> Result<(), Error> {
     if !dir.exists() {
         return Ok(());
+    }
+    let procs = dir.join("cgroup.procs");
+    match fs::read_to_string(&procs) {
+        Ok(text) if text.trim().is_empty() => return Ok(()),
+        Ok(_) => {}
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => return Err(Error::io("cannot read", procs, source)),
     }
     let kill_file = dir.join("cgroup.kill");
     if kill_file.is_file() {
         write(&kill_file, "1")?;
     }
-    let procs = dir.join("cgroup.procs");
     let started = Instant::now();
     loop {
         let text = match fs::read_to_string(&procs) {

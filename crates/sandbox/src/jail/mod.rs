@@ -8,22 +8,24 @@
 //! - helper: (0) close inherited descriptors, wait for the request: an empty line on the
 //!   control pipe (the platform sends it when a `none` request arrives, before it makes the
 //!   sandbox's slot, folder and cgroups) makes the helper unshare a fresh network namespace
-//!   and bring up its loopback while the platform works (a `none` sandbox inherits it), then
-//!   read the plan; (1) drop
+//!   while the platform works (a `none` sandbox inherits it), then read the plan; (1) drop
 //!   supplementary groups;
 //!   (2) join the egress network namespace if any; (3) move its own thread into the v1
 //!   cgroups; (4) one clone into new user, mount, pid, ipc, uts (+ net, + cgroup) namespaces,
 //!   straight into the v2 cgroup, the v1 groups inherited; (5) move back out of the v1
 //!   groups; (6) setgroups deny, single-line uid and gid maps to the unprivileged host id;
-//!   (7) release the child; then supervise it.
+//!   (7) release the child; (8) bring up the loopback of the namespace made in step 0 (while
+//!   the child builds its mounts) and tell the child the network is ready; then supervise it.
 //! - child: (1) die with the helper; (2) wait for release; (3) become the sandbox user (see
 //!   below) and die with the helper again (an id change clears it); (4) cgroup namespace if not
 //!   made at clone; (5) hostname; (5b) loopback up when the clone made the network
-//!   namespace (otherwise the helper brought it up in step 0); (6) private mounts; (7) tmpfs root; (8) runtime, harness,
+//!   namespace (otherwise the helper brings it up in its step 8); (6) private mounts; (7) tmpfs
+//!   root; (8) runtime, harness,
 //!   /dev, /proc with masks, /work, /tmp; (9) /etc files; (10) pivot_root and detach the old
 //!   root; (11) root read-only; (12) descriptors above 3 close at exec; (13) setsid;
 //!   (14) rlimits; (15) bounding set; (16) all remaining capabilities; (17) no_new_privs;
-//!   (18) Landlock; (19) seccomp, last; (20) exec.
+//!   (18) Landlock; (18b) wait for the helper's word that the network is ready; (19) seccomp,
+//!   last; (20) exec.
 //!
 //! Why the id change comes before the mounts: the user namespace maps exactly one id, the
 //! sandbox user, to one unprivileged host id. Until the child takes that id it runs as host
@@ -130,10 +132,12 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
     // namespace now, while the platform makes its slot, folder and cgroups, so the half
     // millisecond the kernel spends on it is off the sandbox's path but inside its request.
     // A `none` sandbox inherits it at the clone; it belongs to the host's user namespace, so
-    // the sandbox never holds a capability over it. Its loopback is brought up here too (the
-    // helper is root in the namespace's owning user namespace): local sockets are ordinary
-    // Python (G11: "no interfaces but a loopback"). Where it cannot be made, the clone makes
-    // one as before. A plan that comes without the wake line gets its namespace the same way,
+    // the sandbox never holds a capability over it. Its loopback is brought up by the helper
+    // (root in the namespace's owning user namespace) once the child is released, while the
+    // child builds its mounts, and the child execs Python only after the helper says it is up:
+    // local sockets are ordinary Python (G11: "no interfaces but a loopback"), and the 0.2 ms
+    // the kernel spends on it is off the path too. Where the namespace cannot be made, the
+    // clone makes one as before. A plan that comes without the wake line gets its namespace the same way,
     // right after the plan; public_egress joins the platform's namespace instead (step 2).
     let (private_network, plan_line) = if first.is_empty() {
         (Some(make_private_network(sys)), control.next_line()?)
@@ -183,12 +187,10 @@ pub(crate) fn same_build(plan: &Plan) -> Result<(), Failure> {
     })
 }
 
-/// A fresh network namespace with its loopback up, for the helper itself (see step 0).
+/// A fresh network namespace for the helper itself (see step 0); its loopback comes up in
+/// helper step 8.
 fn make_private_network(sys: &mut RealSys) -> PrivateNetwork {
-    match sys
-        .unshare_network_namespace()
-        .and_then(|()| sys.bring_up_loopback())
-    {
+    match sys.unshare_network_namespace() {
         Ok(()) => PrivateNetwork::MadeByHelper,
         Err(_) => PrivateNetwork::AtClone,
     }
@@ -197,13 +199,14 @@ fn make_private_network(sys: &mut RealSys) -> PrivateNetwork {
 /// Where a `none` sandbox's fresh network namespace comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PrivateNetwork {
-    /// The helper unshared one of its own before reading the plan; the clone inherits it.
+    /// The helper unshared one of its own before reading the plan; the clone inherits it, and
+    /// the helper brings its loopback up after the release.
     MadeByHelper,
     /// The clone makes one (`CLONE_NEWNET`).
     AtClone,
 }
 
-/// Helper steps 1-7 and, in the child, child steps 1-20.
+/// Helper steps 1-8 and, in the child, child steps 1-20.
 pub(crate) fn start<S: Sys>(
     sys: &mut S,
     plan: &Plan,
@@ -237,11 +240,13 @@ pub(crate) fn start<S: Sys>(
         | libc::CLONE_NEWPID
         | libc::CLONE_NEWIPC
         | libc::CLONE_NEWUTS) as u64;
-    let loopback = if plan.netns.is_none() && private_network == PrivateNetwork::AtClone {
-        flags |= libc::CLONE_NEWNET as u64;
-        Loopback::ChildBringsUp
-    } else {
-        Loopback::AlreadyUp
+    let loopback = match (&plan.netns, private_network) {
+        (None, PrivateNetwork::AtClone) => {
+            flags |= libc::CLONE_NEWNET as u64;
+            Loopback::ChildBringsUp
+        }
+        (None, PrivateNetwork::MadeByHelper) => Loopback::HelperBringsUp,
+        (Some(_), _) => Loopback::UpAlready,
     };
     if plan.cgroup_namespace == CgroupNamespaceTiming::AtClone {
         flags |= libc::CLONE_NEWCGROUP as u64;
@@ -251,8 +256,9 @@ pub(crate) fn start<S: Sys>(
         .map_err(failed(Layer::Namespaces, "clone3 into new namespaces"))?;
     match forked {
         Forked::Parent { child, pidfd } => {
-            if let Err(failure) = parent_setup(sys, plan, child) {
-                // The child is still waiting for its release; it must not outlive us.
+            if let Err(failure) = parent_setup(sys, plan, child, loopback) {
+                // The child is still waiting for its release or for the network's word; it
+                // must not outlive us.
                 sys.kill_child(child);
                 return Err(failure);
             }
@@ -265,7 +271,12 @@ pub(crate) fn start<S: Sys>(
     }
 }
 
-fn parent_setup<S: Sys>(sys: &mut S, plan: &Plan, child: i32) -> Result<(), Failure> {
+fn parent_setup<S: Sys>(
+    sys: &mut S,
+    plan: &Plan,
+    child: i32,
+    loopback: Loopback,
+) -> Result<(), Failure> {
     // 5. The helper leaves the sandbox's v1 groups: it must neither count against their
     //    limits nor die when the platform kills their members.
     for tasks in &plan.cgroup_v1_home_tasks {
@@ -297,14 +308,34 @@ fn parent_setup<S: Sys>(sys: &mut S, plan: &Plan, child: i32) -> Result<(), Fail
     .map_err(failed(Layer::UidGidMaps, "gid_map"))?;
     // 7. Release.
     sys.release_child()
-        .map_err(failed(Layer::Release, "release the child"))
+        .map_err(failed(Layer::Release, "release the child"))?;
+    // 8. The loopback of the namespace made in step 0 comes up while the child builds its
+    //    mounts; the child waits for this word before it execs Python (fail closed: a helper
+    //    that cannot bring it up kills the child, which then never hears it).
+    if loopback == Loopback::HelperBringsUp {
+        sys.bring_up_loopback()
+            .map_err(failed(Layer::Network, "bring up the loopback"))?;
+    }
+    match sys.signal_network_ready() {
+        Ok(()) => Ok(()),
+        // The child failed a step of its own and exited (its end of the pipe is closed): it
+        // can no longer exec, and the layer it failed is waiting on the setup channel, which
+        // the helper reads next. Reporting "release" here would hide that layer.
+        Err(error) if error.raw_os_error() == Some(libc::EPIPE) => Ok(()),
+        Err(error) => Err(failed(
+            Layer::Release,
+            "tell the child the network is ready",
+        )(error)),
+    }
 }
 
 /// Who brings up the loopback of the sandbox's network namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Loopback {
-    /// The helper did (its own fresh namespace), or the platform did (public_egress).
-    AlreadyUp,
+    /// The platform did (public_egress).
+    UpAlready,
+    /// The helper made the namespace (step 0) and brings `lo` up after the release (step 8).
+    HelperBringsUp,
     /// The clone made the namespace: the child brings `lo` up while it still holds its
     /// capabilities there (step 5b).
     ChildBringsUp,
@@ -420,6 +451,10 @@ fn child_setup<S: Sys>(
             text: format!("landlock unavailable: {detail}"),
         }),
     }
+    // 18b. The helper brings the loopback up while the steps above run; Python starts only
+    //     once it is (G11: local sockets work from the step's first line).
+    sys.wait_for_network()
+        .map_err(failed(Layer::Network, "wait for the network namespace"))?;
     // 19. seccomp, last: every syscall above was made before the filter existed.
     if seccomp_enforced(plan) {
         sys.load_seccomp()

@@ -17,6 +17,8 @@ struct Recorder {
     calls: Vec<String>,
     side: Forked,
     fail_on: Option<&'static str>,
+    /// The errno a failing call answers (EPERM unless a test says otherwise).
+    fail_errno: i32,
 }
 
 impl Recorder {
@@ -25,6 +27,7 @@ impl Recorder {
             calls: Vec::new(),
             side,
             fail_on: None,
+            fail_errno: libc::EPERM,
         }
     }
 
@@ -32,7 +35,7 @@ impl Recorder {
         let failing = self.fail_on.is_some_and(|prefix| call.starts_with(prefix));
         self.calls.push(call);
         if failing {
-            Err(io::Error::from_raw_os_error(libc::EPERM))
+            Err(io::Error::from_raw_os_error(self.fail_errno))
         } else {
             Ok(())
         }
@@ -61,6 +64,9 @@ impl Sys for Recorder {
     fn release_child(&mut self) -> io::Result<()> {
         self.record(String::from("release"))
     }
+    fn signal_network_ready(&mut self) -> io::Result<()> {
+        self.record(String::from("network ready"))
+    }
     fn kill_child(&mut self, child: i32) {
         self.calls.push(format!("kill {child}"));
     }
@@ -69,6 +75,9 @@ impl Sys for Recorder {
     }
     fn wait_for_release(&mut self) -> io::Result<()> {
         self.record(String::from("wait_for_release"))
+    }
+    fn wait_for_network(&mut self) -> io::Result<()> {
+        self.record(String::from("wait_for_network"))
     }
     fn unshare_cgroup_namespace(&mut self) -> io::Result<()> {
         self.record(String::from("unshare cgroup"))
@@ -292,6 +301,8 @@ fn g10_jail_order_namespaces_maps_mounts_pivot_rlimits_caps_nnp_seccomp_last() {
     let last_caps = last_position(&calls, "caps");
     let nnp = position(&calls, "no_new_privs");
     let landlock = position(&calls, "landlock");
+    let network_ready = position(&calls, "network ready");
+    let wait_for_network = position(&calls, "wait_for_network");
     let seccomp = position(&calls, "seccomp");
     let exec = position(&calls, "exec");
 
@@ -304,6 +315,9 @@ fn g10_jail_order_namespaces_maps_mounts_pivot_rlimits_caps_nnp_seccomp_last() {
     );
     assert!(setgroups_deny < uid_map && uid_map < gid_map, "{calls:#?}");
     assert!(gid_map < release && release < wait, "{calls:#?}");
+    // The helper's last word comes after the release (the child's wait for it is checked
+    // below: after every other step of its own but the filter).
+    assert!(release < network_ready, "{calls:#?}");
     assert!(wait < ids && ids < first_mount, "{calls:#?}");
     assert!(
         first_mount < proc_mount && last_mount_before_pivot < pivot,
@@ -318,9 +332,10 @@ fn g10_jail_order_namespaces_maps_mounts_pivot_rlimits_caps_nnp_seccomp_last() {
         "{calls:#?}"
     );
     assert!(
-        last_caps < nnp && nnp < landlock && landlock < seccomp,
+        last_caps < nnp && nnp < landlock && landlock < wait_for_network,
         "{calls:#?}"
     );
+    assert_eq!(wait_for_network + 1, seccomp, "{calls:#?}");
     assert_eq!(
         exec,
         seccomp + 1,
@@ -403,6 +418,65 @@ fn g11_a_network_namespace_the_helper_made_is_inherited_instead_of_cloned() {
             .calls
             .iter()
             .any(|call| call.starts_with("clone newnet=false")),
+        "{:#?}",
+        parent.calls
+    );
+    // Its loopback comes up after the release, while the child builds its mounts, and before
+    // the helper tells the child the network is ready (the child's last wait before exec).
+    let release = position(&parent.calls, "release");
+    let loopback = position(&parent.calls, "loopback up");
+    let ready = position(&parent.calls, "network ready");
+    assert!(
+        release < loopback && loopback < ready,
+        "{:#?}",
+        parent.calls
+    );
+    let mut child = Recorder::new(Forked::Child);
+    start(&mut child, &plan(), PrivateNetwork::MadeByHelper).unwrap();
+    assert!(
+        !child.calls.iter().any(|call| call == "loopback up"),
+        "{:#?}",
+        child.calls
+    );
+    let wait = position(&child.calls, "wait_for_network");
+    assert!(wait < position(&child.calls, "exec"), "{:#?}", child.calls);
+    // A loopback the helper cannot bring up stops the sandbox: the child is killed and never
+    // hears that the network is ready.
+    let mut parent = Recorder::new(Forked::Parent {
+        child: 4242,
+        pidfd: 9,
+    });
+    parent.fail_on = Some("loopback up");
+    let Err(failure) = start(&mut parent, &plan(), PrivateNetwork::MadeByHelper) else {
+        panic!("a failing loopback was not reported: {:#?}", parent.calls);
+    };
+    assert_eq!(failure.layer, Layer::Network, "{}", failure.detail);
+    assert!(
+        parent.calls.contains(&String::from("kill 4242")),
+        "{:#?}",
+        parent.calls
+    );
+    assert!(
+        !parent.calls.iter().any(|call| call == "network ready"),
+        "{:#?}",
+        parent.calls
+    );
+    // A child that failed a step of its own has closed its end: the word finds no reader
+    // (EPIPE), and the helper goes on to supervise, which reads and reports the child's own
+    // layer instead of a failed release.
+    let mut parent = Recorder::new(Forked::Parent {
+        child: 4242,
+        pidfd: 9,
+    });
+    parent.fail_on = Some("network ready");
+    parent.fail_errno = libc::EPIPE;
+    let started = start(&mut parent, &plan(), PrivateNetwork::MadeByHelper);
+    assert_eq!(
+        started,
+        Ok(Started::Helper {
+            child: 4242,
+            pidfd: 9
+        }),
         "{:#?}",
         parent.calls
     );
@@ -512,7 +586,7 @@ fn g10_every_numbered_step_fails_under_its_own_layer() {
         device: 4,
         inode: 4_026_532_178,
     });
-    let helper_steps: [(&str, Layer); 8] = [
+    let helper_steps: [(&str, Layer); 9] = [
         ("setgroups(0)", Layer::Identity),
         ("setns", Layer::Network),
         ("write /sys/fs/cgroup/memory/stepward", Layer::Cgroup),
@@ -521,6 +595,7 @@ fn g10_every_numbered_step_fails_under_its_own_layer() {
         ("write /proc/4242/setgroups", Layer::UidGidMaps),
         ("write /proc/4242/gid_map", Layer::UidGidMaps),
         ("release", Layer::Release),
+        ("network ready", Layer::Release),
     ];
     for (call, layer) in helper_steps {
         let mut parent = Recorder::new(Forked::Parent {
@@ -534,12 +609,14 @@ fn g10_every_numbered_step_fails_under_its_own_layer() {
         };
         assert_eq!(failure.layer, layer, "`{call}`: {}", failure.detail);
         assert!(
-            call == "release" || !parent.calls.iter().any(|made| made == "release"),
+            call == "release"
+                || call == "network ready"
+                || !parent.calls.iter().any(|made| made == "release"),
             "`{call}` failed but the child was released: {:#?}",
             parent.calls
         );
     }
-    let child_steps: [(&str, Layer); 21] = [
+    let child_steps: [(&str, Layer); 22] = [
         ("pdeathsig", Layer::ParentDeathSignal),
         ("wait_for_release", Layer::Release),
         ("setresid", Layer::Identity),
@@ -560,6 +637,7 @@ fn g10_every_numbered_step_fails_under_its_own_layer() {
         ("caps bounding", Layer::Capabilities),
         ("caps clear", Layer::Capabilities),
         ("no_new_privs", Layer::NoNewPrivs),
+        ("wait_for_network", Layer::Network),
         ("seccomp", Layer::Seccomp),
     ];
     for (call, layer) in child_steps {

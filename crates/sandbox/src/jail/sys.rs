@@ -44,6 +44,9 @@ pub trait Sys {
     fn write_control_file(&mut self, path: &Path, contents: &str) -> io::Result<()>;
     /// Lets the child go on after its maps and cgroups are in place.
     fn release_child(&mut self) -> io::Result<()>;
+    /// Tells the child that its network namespace is ready (its loopback up), the last thing
+    /// it waits for before it execs Python.
+    fn signal_network_ready(&mut self) -> io::Result<()>;
     /// Kills the child when the helper gives up before releasing it.
     fn kill_child(&mut self, child: i32);
 
@@ -51,6 +54,8 @@ pub trait Sys {
     fn set_parent_death_signal(&mut self) -> io::Result<()>;
     /// Blocks until the helper releases the child; an error when the helper gave up.
     fn wait_for_release(&mut self) -> io::Result<()>;
+    /// Blocks until the helper says the network namespace is ready; an error when it gave up.
+    fn wait_for_network(&mut self) -> io::Result<()>;
     /// A new cgroup namespace rooted at the group the child was just attached to.
     fn unshare_cgroup_namespace(&mut self) -> io::Result<()>;
     /// A fresh network namespace for the calling process (the helper, before its plan).
@@ -93,6 +98,43 @@ pub trait Sys {
     /// The child tells the helper something (a note, or the layer that failed) over the
     /// setup channel, which closes by itself when the exec succeeds.
     fn child_report(&mut self, status: &crate::jail::Status);
+}
+
+/// One byte to the other side of the release pipe.
+fn write_one_byte(fd: RawFd) -> io::Result<()> {
+    let byte = [1u8];
+    loop {
+        // SAFETY: writes one byte from a live buffer to a pipe this process created.
+        let written = unsafe { libc::write(fd, byte.as_ptr().cast(), 1) };
+        if written == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return if written == 1 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        };
+    }
+}
+
+/// One byte from the release pipe; end of file (the helper gave up or died) is `missing`.
+fn read_one_byte(fd: RawFd, missing: &'static str) -> io::Result<()> {
+    let mut byte = [0u8];
+    loop {
+        // SAFETY: reads at most one byte into a live buffer.
+        let read = unsafe { libc::read(fd, byte.as_mut_ptr().cast(), 1) };
+        if read == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return match read {
+            1 => Ok(()),
+            0 => Err(io::Error::new(io::ErrorKind::BrokenPipe, missing)),
+            _ => {
+                let error = io::Error::last_os_error();
+                Err(io::Error::new(error.kind(), format!("{missing}: {error}")))
+            }
+        };
+    }
 }
 
 /// The real system calls.
@@ -417,16 +459,15 @@ impl Sys for RealSys {
     }
 
     fn release_child(&mut self) -> io::Result<()> {
-        let byte = [1u8];
-        // SAFETY: writes one byte from a live buffer to the pipe we created.
-        let written = unsafe { libc::write(self.release_write, byte.as_ptr().cast(), 1) };
+        // The pipe stays open for the second byte (`signal_network_ready`).
+        write_one_byte(self.release_write)
+    }
+
+    fn signal_network_ready(&mut self) -> io::Result<()> {
+        let written = write_one_byte(self.release_write);
         close(self.release_write);
         self.release_write = -1;
-        if written == 1 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        written
     }
 
     fn kill_child(&mut self, child: i32) {
@@ -450,24 +491,18 @@ impl Sys for RealSys {
     }
 
     fn wait_for_release(&mut self) -> io::Result<()> {
-        let mut byte = [0u8];
-        loop {
-            // SAFETY: reads at most one byte into a live buffer.
-            let read = unsafe { libc::read(self.release_read, byte.as_mut_ptr().cast(), 1) };
-            if read == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            close(self.release_read);
-            self.release_read = -1;
-            return if read == 1 {
-                Ok(())
-            } else {
-                Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "the helper did not release the child",
-                ))
-            };
-        }
+        // The pipe stays open for the second byte (`wait_for_network`).
+        read_one_byte(self.release_read, "the helper did not release the child")
+    }
+
+    fn wait_for_network(&mut self) -> io::Result<()> {
+        let read = read_one_byte(
+            self.release_read,
+            "the helper did not say the network namespace is ready",
+        );
+        close(self.release_read);
+        self.release_read = -1;
+        read
     }
 
     fn unshare_cgroup_namespace(&mut self) -> io::Result<()> {
