@@ -401,10 +401,7 @@ impl SandboxCgroup {
             return Ok(Vec::new());
         };
         let procs = dir.join("cgroup.procs");
-        Ok(read_to_string(&procs)?
-            .lines()
-            .filter_map(|line| line.trim().parse().ok())
-            .collect())
+        Ok(parse_pids(&read_to_string(&procs)?))
     }
 
     /// The v2 group, which the helper passes to `clone3(CLONE_INTO_CGROUP)`.
@@ -492,18 +489,16 @@ impl Drop for SandboxCgroup {
 /// adds one (by forking; the helper's clone into the group is the only outside entry, and it
 /// happens once, before), so an empty group stays empty, and after a step whose first process
 /// exited (taking its pid namespace with it) that is the usual case. `destroy` is covered
-/// either way: a group that is not empty when it is removed is killed again. Writing `cgroup.kill` takes the kernel's cgroup mutex, which the
-/// removal of an earlier sandbox's groups may be holding.
+/// either way: a group that is not empty when it is removed is killed again. Writing
+/// `cgroup.kill` takes the kernel's cgroup mutex, which the removal of an earlier sandbox's
+/// groups may be holding.
 fn kill_members(dir: &Path) -> Result<(), Error> {
     if !dir.exists() {
         return Ok(());
     }
     let procs = dir.join("cgroup.procs");
-    match fs::read_to_string(&procs) {
-        Ok(text) if text.trim().is_empty() => return Ok(()),
-        Ok(_) => {}
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => return Err(Error::io("cannot read", procs, source)),
+    if listed_pids(&procs)?.is_empty() {
+        return Ok(());
     }
     let kill_file = dir.join("cgroup.kill");
     if kill_file.is_file() {
@@ -511,15 +506,7 @@ fn kill_members(dir: &Path) -> Result<(), Error> {
     }
     let started = Instant::now();
     loop {
-        let text = match fs::read_to_string(&procs) {
-            Ok(text) => text,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(source) => return Err(Error::io("cannot read", procs, source)),
-        };
-        let pids: Vec<i32> = text
-            .lines()
-            .filter_map(|line| line.trim().parse().ok())
-            .collect();
+        let pids = listed_pids(&procs)?;
         if pids.is_empty() {
             return Ok(());
         }
@@ -533,6 +520,22 @@ fn kill_members(dir: &Path) -> Result<(), Error> {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// The pids a `cgroup.procs` lists; none for a group that is gone.
+fn listed_pids(procs: &Path) -> Result<Vec<i32>, Error> {
+    match fs::read_to_string(procs) {
+        Ok(text) => Ok(parse_pids(&text)),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(Error::io("cannot read", procs, source)),
+    }
+}
+
+/// One pid per line, as `cgroup.procs` and `tasks` list them.
+fn parse_pids(text: &str) -> Vec<i32> {
+    text.lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
 }
 
 /// SIGKILLs the processes behind `pids`, read from `procs` a moment ago, without ever
@@ -561,13 +564,9 @@ fn kill_listed(procs: &Path, pids: &[i32]) {
     if pinned.is_empty() {
         return;
     }
-    let Ok(text) = fs::read_to_string(procs) else {
+    let Ok(members) = listed_pids(procs) else {
         return;
     };
-    let members: Vec<i32> = text
-        .lines()
-        .filter_map(|line| line.trim().parse().ok())
-        .collect();
     for (pid, fd) in pinned {
         if members.contains(&pid) {
             // SAFETY: pidfd_send_signal on a pidfd we own, with no siginfo.

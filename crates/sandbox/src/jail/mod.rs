@@ -137,8 +137,9 @@ fn helper(sys: &mut RealSys) -> Result<i32, Failure> {
     // child builds its mounts, and the child execs Python only after the helper says it is up:
     // local sockets are ordinary Python (G11: "no interfaces but a loopback"), and the 0.2 ms
     // the kernel spends on it is off the path too. Where the namespace cannot be made, the
-    // clone makes one as before. A plan that comes without the wake line gets its namespace the same way,
-    // right after the plan; public_egress joins the platform's namespace instead (step 2).
+    // clone makes one as before. A plan that comes without the wake line gets its namespace
+    // the same way, right after the plan; public_egress joins the platform's namespace instead
+    // (step 2).
     let (private_network, plan_line) = if first.is_empty() {
         (Some(make_private_network(sys)), control.next_line()?)
     } else {
