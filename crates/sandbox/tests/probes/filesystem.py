@@ -107,6 +107,8 @@ def main(host_paths, proc_sys_paths):
         "proc_sys": {path: _try_open_for_write(path) for path in proc_sys_paths},
         "proc_exe": _proc_exe(),
         "sys_listing": sorted(os.listdir("/sys")) if os.path.isdir("/sys") else None,
+        "proc_listing": sorted(os.listdir("/proc")),
+        "own_network_devices": _try_read("/proc/self/net/dev"),
         "release_agents": {
             path: _try_open_for_write(path)
             for path in ["/sys/fs/cgroup/release_agent", "/sys/fs/cgroup/memory/release_agent",

@@ -86,6 +86,26 @@ fn g10_proc_sys_and_host_knobs_cannot_be_opened_for_writing_needs_root() {
     }
 }
 
+/// G10: the sandbox's `/proc` is its own processes and nothing of the host: no kernel tables
+/// (`modules`, `cpuinfo`, `mounts` of the host's namespaces...), no knobs (`sys`,
+/// `sysrq-trigger`), none of the entries that a full procfs shows and the masks would have to
+/// keep up with. The sandbox's own network devices stay readable through `/proc/self/net`.
+#[test]
+fn g10_proc_lists_only_the_sandboxs_own_processes_needs_root() {
+    let answer = filesystem_report();
+    let listing = answer["proc_listing"].as_array().unwrap();
+    assert!(!listing.is_empty(), "/proc is empty");
+    for entry in listing {
+        let entry = entry.as_str().unwrap();
+        assert!(
+            ["self", "thread-self"].contains(&entry) || entry.bytes().all(|b| b.is_ascii_digit()),
+            "/proc shows {entry}, which is not one of the sandbox's processes: {listing:?}"
+        );
+    }
+    let devices = &answer["own_network_devices"];
+    assert_eq!(devices["ok"], true, "/proc/self/net/dev: {devices}");
+}
+
 #[test]
 fn g10_proc_exe_of_every_visible_process_stays_inside_needs_root() {
     let answer = filesystem_report();
