@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::jail::plan::{CgroupNamespaceTiming, MountStep, Plan, fds};
-use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, RealSys, Sys};
+use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, ProcView, RealSys, Sys};
 
 /// What the helper tells the platform, one JSON object per line on [`fds::STATUS`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -583,10 +583,20 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
         MountStep::Proc { target } => {
             let at = under(root, target);
             make_mountpoint(sys, &at, NodeKind::Directory)?;
-            sys.mount_proc(&at).map_err(failed(
+            let view = sys.mount_proc(&at).map_err(failed(
                 Layer::Proc,
                 "mount a fresh /proc for the sandbox's pid namespace",
-            ))
+            ))?;
+            if view == ProcView::Full {
+                sys.child_report(&Status::Note {
+                    text: String::from(
+                        "this kernel cannot mount a /proc of the sandbox's processes only \
+                         (subset=pid, Linux 5.8 or later): /proc shows the kernel's tables, with \
+                         the host's knobs masked",
+                    ),
+                });
+            }
+            Ok(())
         }
         MountStep::ReadOnly { target } => {
             let at = under(root, target);

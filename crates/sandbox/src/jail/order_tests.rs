@@ -9,7 +9,7 @@ use crate::jail::plan::{
     CgroupNamespaceTiming, FileStep, LandlockPlan, MountStep, NetnsPlan, Plan, Rlimit,
     RlimitResource,
 };
-use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, Sys};
+use crate::jail::sys::{Forked, LandlockOutcome, MountFlags, ProcView, Sys};
 use crate::jail::{Failure, Layer, PrivateNetwork, Started, Status, start};
 
 /// Records every call; `clone_child` answers with the side under test.
@@ -19,6 +19,8 @@ struct Recorder {
     fail_on: Option<&'static str>,
     /// The errno a failing call answers (EPERM unless a test says otherwise).
     fail_errno: i32,
+    /// What `mount_proc` answers (the sandbox's processes only, unless a test says otherwise).
+    proc_view: ProcView,
 }
 
 impl Recorder {
@@ -28,6 +30,7 @@ impl Recorder {
             side,
             fail_on: None,
             fail_errno: libc::EPERM,
+            proc_view: ProcView::OwnProcesses,
         }
     }
 
@@ -112,8 +115,9 @@ impl Sys for Recorder {
             target.display()
         ))
     }
-    fn mount_proc(&mut self, target: &Path) -> io::Result<()> {
-        self.record(format!("mount proc {}", target.display()))
+    fn mount_proc(&mut self, target: &Path) -> io::Result<ProcView> {
+        self.record(format!("mount proc {}", target.display()))?;
+        Ok(self.proc_view)
     }
     fn create_dir_all(&mut self, path: &Path, _mode: u32) -> io::Result<()> {
         self.record(format!("mkdir {}", path.display()))
@@ -669,5 +673,41 @@ fn g10_a_plan_from_another_build_is_refused_before_anything_is_built() {
             .contains("install stepward and stepward-jail together"),
         "{}",
         failure.detail
+    );
+}
+
+#[test]
+fn g10_a_proc_of_the_sandboxs_processes_only_needs_no_note_and_a_full_one_is_recorded() {
+    let full_note = |calls: &[String]| {
+        calls
+            .iter()
+            .any(|call| call.starts_with("report Note") && call.contains("subset=pid"))
+    };
+    let (calls, _) = both_sides(&plan());
+    assert!(!full_note(&calls), "{calls:#?}");
+    // An older kernel: the whole procfs, its host knobs masked by the plan's steps, and the
+    // record says so.
+    let mut child = Recorder::new(Forked::Child);
+    child.proc_view = ProcView::Full;
+    let result = start(&mut child, &plan(), PrivateNetwork::AtClone).unwrap();
+    assert!(matches!(
+        result,
+        Started::ChildFailed(Failure {
+            layer: Layer::Exec,
+            ..
+        })
+    ));
+    assert!(full_note(&child.calls), "{:#?}", child.calls);
+    let proc = child
+        .calls
+        .iter()
+        .position(|call| call.starts_with("mount proc"))
+        .unwrap();
+    assert!(
+        child.calls[proc..]
+            .iter()
+            .any(|call| call.starts_with("mount remount /scratch/root/proc/sys ro=true")),
+        "{:#?}",
+        child.calls
     );
 }

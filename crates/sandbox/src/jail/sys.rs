@@ -27,6 +27,16 @@ pub enum LandlockOutcome {
     Unavailable { detail: String },
 }
 
+/// What the sandbox's fresh `/proc` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcView {
+    /// Its own processes only (`subset=pid`, Linux 5.8 or later): no host table or knob.
+    OwnProcesses,
+    /// The whole procfs of its pid namespace (an older kernel): the plan's masks hide the
+    /// host's knobs.
+    Full,
+}
+
 /// Mount flags as the kernel takes them (`MS_*`).
 pub type MountFlags = u64;
 
@@ -70,7 +80,9 @@ pub trait Sys {
     fn bind(&mut self, source: &Path, target: &Path) -> io::Result<()>;
     /// Re-applies flags to a bind mount, keeping the flags the kernel locked on it.
     fn remount_bind(&mut self, target: &Path, flags: MountFlags) -> io::Result<()>;
-    fn mount_proc(&mut self, target: &Path) -> io::Result<()>;
+    /// A fresh proc of the caller's pid namespace, showing only its processes where the
+    /// kernel can (`subset=pid`), the whole procfs otherwise.
+    fn mount_proc(&mut self, target: &Path) -> io::Result<ProcView>;
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()>;
     fn create_file(&mut self, path: &Path, contents: &[u8], mode: u32) -> io::Result<()>;
     fn symlink(&mut self, points_to: &Path, link: &Path) -> io::Result<()>;
@@ -146,6 +158,9 @@ pub struct RealSys {
     /// Directories this process made or found under the new root: dozens of library binds
     /// share a few parents, and asking the kernel again for each costs a mkdir and a stat.
     made_dirs: std::collections::HashSet<std::path::PathBuf>,
+    /// The highest capability number the kernel knows, read from the host's `/proc` when the
+    /// helper starts: the sandbox's own `/proc` has no `sys`.
+    last_capability: u32,
 }
 
 impl RealSys {
@@ -156,6 +171,7 @@ impl RealSys {
             setup_read: -1,
             setup_write: -1,
             made_dirs: std::collections::HashSet::new(),
+            last_capability: last_capability(),
         }
     }
 
@@ -326,7 +342,8 @@ fn close(fd: RawFd) {
     }
 }
 
-/// The highest capability number the running kernel knows.
+/// The highest capability number the running kernel knows (every number up to 63 when it
+/// cannot be read: the bounding-set drop skips the ones the kernel does not know).
 fn last_capability() -> u32 {
     std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
         .ok()
@@ -583,14 +600,23 @@ impl Sys for RealSys {
         )
     }
 
-    fn mount_proc(&mut self, target: &Path) -> io::Result<()> {
-        raw_mount(
+    fn mount_proc(&mut self, target: &Path) -> io::Result<ProcView> {
+        let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+        match raw_mount(
             Some("proc"),
             target,
             Some("proc"),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            None,
-        )
+            flags,
+            Some("subset=pid"),
+        ) {
+            Ok(()) => Ok(ProcView::OwnProcesses),
+            // A kernel before 5.8 does not know the option.
+            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
+                raw_mount(Some("proc"), target, Some("proc"), flags, None)?;
+                Ok(ProcView::Full)
+            }
+            Err(error) => Err(error),
+        }
     }
 
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()> {
@@ -705,7 +731,7 @@ impl Sys for RealSys {
     }
 
     fn drop_bounding_set(&mut self) -> io::Result<()> {
-        for capability in 0..=last_capability() {
+        for capability in 0..=self.last_capability {
             // SAFETY: prctl with integer arguments only.
             let result =
                 unsafe { libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) };

@@ -36,7 +36,7 @@ def _resolve(name):
 
 def _interfaces():
     # glibc answers if_nameindex() through a netlink socket, which the sandbox refuses with an
-    # errno: then /proc/net/dev is the only view, and the error is reported as such.
+    # errno: then /proc/self/net/dev is the only view, and the error is reported as such.
     try:
         return [name for _, name in socket.if_nameindex()]
     except OSError as error:
@@ -44,7 +44,7 @@ def _interfaces():
 
 
 def main(port, abstract_name):
-    with open("/proc/net/dev") as handle:
+    with open("/proc/self/net/dev") as handle:
         dev_lines = handle.read().splitlines()[2:]
     return {
         "if_nameindex": _interfaces(),

@@ -136,7 +136,7 @@ def interface_index(name):
     /proc and through an ioctl: a sandbox's seccomp filter refuses netlink sockets, which
     socket.if_nameindex would need."""
     if not name:
-        with open("/proc/net/dev") as devices:
+        with open("/proc/self/net/dev") as devices:
             names = [line.split(":")[0].strip() for line in devices.readlines()[2:]]
         name = next((candidate for candidate in names if candidate != "lo"), "lo")
     try:
@@ -189,8 +189,8 @@ def run(request):
 
 
 def default_gateway():
-    """The default route's gateway, from /proc/net/route (the namespace's own view)."""
-    with open("/proc/net/route") as routes:
+    """The default route's gateway, from /proc/self/net/route (the namespace's own view)."""
+    with open("/proc/self/net/route") as routes:
         for line in routes.readlines()[1:]:
             fields = line.split()
             if fields[1] == "00000000":
