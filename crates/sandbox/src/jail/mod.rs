@@ -392,8 +392,17 @@ fn child_setup<S: Sys>(
         format!("tmpfs root at {}", plan.root_dir.display()),
     ))?;
     // 8. Everything the sandbox may see, in plan order.
+    //    On a /proc of the sandbox's processes only, the masks and read-only binds under it
+    //    have nothing to hide and are skipped.
+    let mut proc_view = None;
     for step in &plan.mounts {
-        mount_step(sys, &plan.root_dir, step)?;
+        match step {
+            MountStep::Proc { target } => {
+                proc_view = Some(mount_fresh_proc(sys, &plan.root_dir, target)?);
+            }
+            step if proc_view == Some(ProcView::OwnProcesses) && hides_part_of_proc(step) => {}
+            step => mount_step(sys, &plan.root_dir, step)?,
+        }
     }
     // 9. /etc and other small files, written while the root is still writable.
     for file in &plan.files {
@@ -580,24 +589,7 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
                 _ => Ok(()),
             }
         }
-        MountStep::Proc { target } => {
-            let at = under(root, target);
-            make_mountpoint(sys, &at, NodeKind::Directory)?;
-            let view = sys.mount_proc(&at).map_err(failed(
-                Layer::Proc,
-                "mount a fresh /proc for the sandbox's pid namespace",
-            ))?;
-            if view == ProcView::Full {
-                sys.child_report(&Status::Note {
-                    text: String::from(
-                        "this kernel cannot mount a /proc of the sandbox's processes only \
-                         (subset=pid, Linux 5.8 or later): /proc shows the kernel's tables, with \
-                         the host's knobs masked",
-                    ),
-                });
-            }
-            Ok(())
-        }
+        MountStep::Proc { target } => mount_fresh_proc(sys, root, target).map(|_| ()),
         MountStep::ReadOnly { target } => {
             let at = under(root, target);
             match sys
@@ -627,6 +619,36 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
                 format!("symlink {}", target.display()),
             ))
         }
+    }
+}
+
+/// A fresh /proc at `target`; a whole procfs (an older kernel) is recorded.
+fn mount_fresh_proc<S: Sys>(sys: &mut S, root: &Path, target: &Path) -> Result<ProcView, Failure> {
+    let at = under(root, target);
+    make_mountpoint(sys, &at, NodeKind::Directory)?;
+    let view = sys.mount_proc(&at).map_err(failed(
+        Layer::Proc,
+        "mount a fresh /proc for the sandbox's pid namespace",
+    ))?;
+    if view == ProcView::Full {
+        sys.child_report(&Status::Note {
+            text: String::from(
+                "this kernel cannot mount a /proc of the sandbox's processes only (subset=pid, \
+                 Linux 5.8 or later): /proc shows the kernel's tables, with the host's knobs \
+                 masked",
+            ),
+        });
+    }
+    Ok(view)
+}
+
+/// A mask or read-only bind of something under `/proc`.
+fn hides_part_of_proc(step: &MountStep) -> bool {
+    match step {
+        MountStep::MaskFile { target }
+        | MountStep::MaskDir { target }
+        | MountStep::ReadOnly { target } => target.starts_with("/proc"),
+        _ => false,
     }
 }
 
