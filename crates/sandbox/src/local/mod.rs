@@ -18,6 +18,7 @@ use pool::PlanAt;
 mod priority;
 mod reaper;
 pub(crate) mod run;
+mod scratch_fs;
 mod spare;
 mod spawn;
 mod teardown;
@@ -125,6 +126,9 @@ pub(crate) struct Shared {
     /// [`crate::runtime::Runtime::linked_view`]).
     pub(crate) runtime_views:
         std::collections::HashMap<crate::PythonPin, Vec<crate::runtime::RuntimeMount>>,
+    /// The tmpfs the scratch folders live on; unmounted when the last holder of `Shared` goes,
+    /// after every other field (the last one declared), when no sandbox holds a folder in it.
+    pub(crate) _scratch_fs: scratch_fs::ScratchFs,
 }
 
 impl LocalBackend {
@@ -190,6 +194,8 @@ impl LocalBackend {
                 .map_err(|source| Error::io("cannot create", &dir, source))?;
             set_mode(&dir, mode)?;
         }
+        // From here on a failure drops it, which unmounts it again.
+        let scratch_fs = scratch_fs::ScratchFs::mount(&options.scratch_dir(), options.slots)?;
         write_harness(&options.harness_dir())?;
         let runtimes = Runtimes::discover(&options.runtimes)?;
         let views_dir = options.state_dir.join("runtimes");
@@ -225,6 +231,7 @@ impl LocalBackend {
                 reaper,
                 spare,
                 runtime_views,
+                _scratch_fs: scratch_fs,
             }),
             remove_cgroup_parent_on_drop: false,
         })
@@ -468,6 +475,7 @@ pub fn sweep_at_start(options: &LocalOptions) -> Result<Swept, Error> {
             report.scratch_dirs += 1;
         }
     }
+    scratch_fs::unmount_leftover(&scratch)?;
     SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
     if let Some(egress) = &options.egress {
         let networks = crate::net::sweep(egress)?;

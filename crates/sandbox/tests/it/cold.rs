@@ -232,3 +232,69 @@ fn a_cold_sandbox_may_run_on_every_cpu_the_platform_may_needs_root() {
         }
     }
 }
+
+/// Whether `dir` is a mount point of its own, and on a tmpfs.
+fn tmpfs_mount_point(dir: &Path) -> (bool, bool) {
+    use std::os::unix::fs::MetadataExt;
+    let own = std::fs::metadata(dir).unwrap().dev();
+    let parent = std::fs::metadata(dir.parent().unwrap()).unwrap().dev();
+    let tmpfs = rustix::fs::statfs(dir).unwrap().f_type == libc::TMPFS_MAGIC;
+    (own != parent, tmpfs)
+}
+
+/// A tmpfs this test mounted, unmounted however the test ends.
+struct TestMount(std::path::PathBuf);
+
+impl Drop for TestMount {
+    fn drop(&mut self) {
+        let _ = rustix::mount::unmount(&self.0, rustix::mount::UnmountFlags::DETACH);
+    }
+}
+
+/// Issue 13: each sandbox makes and removes its scratch folder on a tmpfs the backend mounted
+/// (a journalled mkdir and rmdir on the data directory's filesystem cost several times the
+/// whole folder's work on a tmpfs), which goes with the backend, and which the start-up sweep
+/// unmounts when a killed platform left it behind.
+#[test]
+fn g6_scratch_folders_live_on_a_tmpfs_that_goes_with_the_backend_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let scratch = state.path().join("scratch");
+    let work = tempfile::tempdir().unwrap();
+    let state_on_tmpfs = rustix::fs::statfs(state.path()).unwrap().f_type == libc::TMPFS_MAGIC;
+    let backend = backend(state.path());
+    // Where the state folder already is on a tmpfs, nothing is mounted over it.
+    assert_eq!(tmpfs_mount_point(&scratch), (!state_on_tmpfs, true));
+    succeeded(&backend.run(invocation(&backend, work.path())).unwrap());
+    drop(backend);
+    assert_eq!(tmpfs_mount_point(&scratch), (false, state_on_tmpfs));
+    if state_on_tmpfs {
+        return;
+    }
+    // What a killed platform leaves: the tmpfs, with a folder in it.
+    rustix::mount::mount(
+        "tmpfs",
+        &scratch,
+        "tmpfs",
+        rustix::mount::MountFlags::empty(),
+        None,
+    )
+    .unwrap();
+    let _left = TestMount(scratch.clone());
+    std::fs::create_dir(scratch.join("sb-0-1")).unwrap();
+    let mut options = sandbox::local::LocalOptions::new(
+        state.path().to_path_buf(),
+        (
+            std::path::PathBuf::from(env!("CARGO_BIN_EXE_sandbox-jail")),
+            Vec::new(),
+        ),
+    );
+    // A cgroup parent of this test's own, removed again: the sweep looks at its groups too.
+    options.cgroups.parent = format!("stepward-test-{}-scratch-sweep", std::process::id());
+    options.slots = 64;
+    let report = sandbox::local::sweep(&options);
+    if let Ok(layout) = sandbox::cgroup::CgroupLayout::detect(&options.cgroups) {
+        layout.remove_parents();
+    }
+    assert_eq!(report.unwrap().scratch_dirs, 1);
+    assert_eq!(tmpfs_mount_point(&scratch), (false, false));
+}
