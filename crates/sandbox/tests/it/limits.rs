@@ -20,12 +20,12 @@ use crate::hostile::support::NoSecrets;
 const AGE_BEFORE_CLAIM: Duration = Duration::from_millis(400);
 
 const REPORT: &str = r#"
-import os, resource
+import os, resource, time
 def _age():
     with open("/proc/self/stat") as handle:
         start_ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
-    with open("/proc/uptime") as handle:
-        uptime = float(handle.read().split()[0])
+    # The time since boot, as /proc/uptime gives it (a sandbox's /proc lists its processes only).
+    uptime = time.clock_gettime(time.CLOCK_BOOTTIME)
     return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
 def _nice():
     with open("/proc/self/stat") as handle:
