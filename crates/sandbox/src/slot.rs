@@ -131,6 +131,22 @@ fn try_lock_exclusive(file: &File) -> bool {
 mod tests {
     use super::*;
 
+    /// Review: a lock file others can open is a lock others can take (flock needs no write
+    /// access), and a kept file can be held forever: a local user could take every slot.
+    #[test]
+    fn g6_only_root_reaches_the_slot_locks() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("slots");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let allocator = SlotAllocator::new(&dir, 2).unwrap();
+        let slot = allocator.acquire().unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700, "the slots folder");
+        assert_eq!(mode(&slot.path), 0o600, "a lock file");
+    }
+
     #[test]
     fn g6_a_released_slot_keeps_its_lock_file_for_the_next_holder() {
         let dir = tempfile::tempdir().unwrap();
