@@ -10,7 +10,7 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::Error;
@@ -32,9 +32,14 @@ pub struct Slot {
 }
 
 impl SlotAllocator {
-    /// An allocator over `dir` (created if missing) with `count` slots.
+    /// An allocator over `dir` (created if missing, and made root's alone: a lock file anyone
+    /// can open is a lock anyone can take, since `flock` needs no write access) with `count`
+    /// slots.
     pub fn new(dir: &Path, count: u32) -> Result<Self, Error> {
+        use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(dir).map_err(|source| Error::io("cannot create", dir, source))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|source| Error::io("cannot chmod", dir, source))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             count,
@@ -65,6 +70,7 @@ impl SlotAllocator {
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|source| Error::io("cannot open the slot lock", &path, source))?;
         if !try_lock_exclusive(&file) {
