@@ -398,7 +398,13 @@ fn child_setup<S: Sys>(
     for step in &plan.mounts {
         match step {
             MountStep::Proc { target } => {
-                proc_view = Some(mount_fresh_proc(sys, &plan.root_dir, target)?);
+                let only_processes = !whole_proc(plan);
+                proc_view = Some(mount_fresh_proc(
+                    sys,
+                    &plan.root_dir,
+                    target,
+                    only_processes,
+                )?);
             }
             step if proc_view == Some(ProcView::OwnProcesses) && hides_part_of_proc(step) => {}
             step => mount_step(sys, &plan.root_dir, step)?,
@@ -490,6 +496,16 @@ fn seccomp_enforced(plan: &Plan) -> bool {
 #[cfg(not(feature = "test-controls"))]
 fn seccomp_enforced(_plan: &Plan) -> bool {
     true
+}
+
+#[cfg(feature = "test-controls")]
+fn whole_proc(plan: &Plan) -> bool {
+    plan.test_whole_proc
+}
+
+#[cfg(not(feature = "test-controls"))]
+fn whole_proc(_plan: &Plan) -> bool {
+    false
 }
 
 /// A sandbox path under the new root, before the pivot.
@@ -589,7 +605,7 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
                 _ => Ok(()),
             }
         }
-        MountStep::Proc { target } => mount_fresh_proc(sys, root, target).map(|_| ()),
+        MountStep::Proc { target } => mount_fresh_proc(sys, root, target, true).map(|_| ()),
         MountStep::ReadOnly { target } => {
             let at = under(root, target);
             match sys
@@ -623,10 +639,15 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
 }
 
 /// A fresh /proc at `target`; a whole procfs (an older kernel) is recorded.
-fn mount_fresh_proc<S: Sys>(sys: &mut S, root: &Path, target: &Path) -> Result<ProcView, Failure> {
+fn mount_fresh_proc<S: Sys>(
+    sys: &mut S,
+    root: &Path,
+    target: &Path,
+    only_processes: bool,
+) -> Result<ProcView, Failure> {
     let at = under(root, target);
     make_mountpoint(sys, &at, NodeKind::Directory)?;
-    let view = sys.mount_proc(&at).map_err(failed(
+    let view = sys.mount_proc(&at, only_processes).map_err(failed(
         Layer::Proc,
         "mount a fresh /proc for the sandbox's pid namespace",
     ))?;

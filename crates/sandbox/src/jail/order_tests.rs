@@ -115,8 +115,11 @@ impl Sys for Recorder {
             target.display()
         ))
     }
-    fn mount_proc(&mut self, target: &Path) -> io::Result<ProcView> {
-        self.record(format!("mount proc {}", target.display()))?;
+    fn mount_proc(&mut self, target: &Path, only_processes: bool) -> io::Result<ProcView> {
+        self.record(format!(
+            "mount proc {} only_processes={only_processes}",
+            target.display()
+        ))?;
         Ok(self.proc_view)
     }
     fn create_dir_all(&mut self, path: &Path, _mode: u32) -> io::Result<()> {
@@ -233,6 +236,8 @@ fn plan() -> Plan {
         exec_argv: vec![String::from("python3.11")],
         #[cfg(feature = "test-controls")]
         test_seccomp: crate::jail::plan::SeccompSwitch::Enforced,
+        #[cfg(feature = "test-controls")]
+        test_whole_proc: false,
     }
 }
 

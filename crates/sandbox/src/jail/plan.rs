@@ -92,6 +92,11 @@ pub struct Plan {
     #[cfg(feature = "test-controls")]
     #[serde(default)]
     pub test_seccomp: SeccompSwitch,
+    /// TEST ONLY: mount the whole procfs, as on a kernel without `subset=pid`, so that tests
+    /// check the masks on this kernel too. Absent from normal builds, like `test_seccomp`.
+    #[cfg(feature = "test-controls")]
+    #[serde(default)]
+    pub test_whole_proc: bool,
 }
 
 /// When the child gets its cgroup namespace. A cgroup namespace is rooted at the groups its

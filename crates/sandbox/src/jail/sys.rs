@@ -81,8 +81,8 @@ pub trait Sys {
     /// Re-applies flags to a bind mount, keeping the flags the kernel locked on it.
     fn remount_bind(&mut self, target: &Path, flags: MountFlags) -> io::Result<()>;
     /// A fresh proc of the caller's pid namespace, showing only its processes where the
-    /// kernel can (`subset=pid`), the whole procfs otherwise.
-    fn mount_proc(&mut self, target: &Path) -> io::Result<ProcView>;
+    /// kernel can (`subset=pid`) and `only_processes` asks for it, the whole procfs otherwise.
+    fn mount_proc(&mut self, target: &Path, only_processes: bool) -> io::Result<ProcView>;
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()>;
     fn create_file(&mut self, path: &Path, contents: &[u8], mode: u32) -> io::Result<()>;
     fn symlink(&mut self, points_to: &Path, link: &Path) -> io::Result<()>;
@@ -600,23 +600,38 @@ impl Sys for RealSys {
         )
     }
 
-    fn mount_proc(&mut self, target: &Path) -> io::Result<ProcView> {
+    fn mount_proc(&mut self, target: &Path, only_processes: bool) -> io::Result<ProcView> {
         let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-        match raw_mount(
-            Some("proc"),
-            target,
-            Some("proc"),
-            flags,
-            Some("subset=pid"),
-        ) {
-            Ok(()) => Ok(ProcView::OwnProcesses),
-            // A kernel before 5.8 does not know the option.
-            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
-                raw_mount(Some("proc"), target, Some("proc"), flags, None)?;
-                Ok(ProcView::Full)
+        if only_processes {
+            match raw_mount(
+                Some("proc"),
+                target,
+                Some("proc"),
+                flags,
+                Some("subset=pid"),
+            ) {
+                // Taken at the kernel's word only if `sys` is really gone: a kernel that
+                // accepted the option and ignored it gets the masks.
+                Ok(()) => match std::fs::symlink_metadata(target.join("sys")) {
+                    Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                        return Ok(ProcView::OwnProcesses);
+                    }
+                    _ => return Ok(ProcView::Full),
+                },
+                // A kernel before 5.8 does not know the option.
+                Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {}
+                Err(error) => return Err(error),
             }
-            Err(error) => Err(error),
         }
+        raw_mount(Some("proc"), target, Some("proc"), flags, None).map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!(
+                    "{error} (the whole procfs, after subset=pid was refused or not asked for)"
+                ),
+            )
+        })?;
+        Ok(ProcView::Full)
     }
 
     fn create_dir_all(&mut self, path: &Path, mode: u32) -> io::Result<()> {

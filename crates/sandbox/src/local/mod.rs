@@ -63,6 +63,10 @@ pub struct LocalOptions {
     pub egress: Option<crate::net::EgressOptions>,
     /// The copy-back filter's caps.
     pub copy_back: CopyBackPolicy,
+    /// TEST ONLY: every sandbox mounts the whole procfs, as on a kernel without `subset=pid`,
+    /// so that tests check the masks that kernel relies on.
+    #[cfg(feature = "test-controls")]
+    pub test_whole_proc: bool,
 }
 
 impl LocalOptions {
@@ -78,6 +82,8 @@ impl LocalOptions {
             pool_size: 0,
             egress: None,
             copy_back: CopyBackPolicy::default(),
+            #[cfg(feature = "test-controls")]
+            test_whole_proc: false,
         }
     }
 

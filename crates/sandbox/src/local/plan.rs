@@ -312,5 +312,7 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
         ],
         #[cfg(feature = "test-controls")]
         test_seccomp: crate::jail::plan::SeccompSwitch::Enforced,
+        #[cfg(feature = "test-controls")]
+        test_whole_proc: false,
     }
 }

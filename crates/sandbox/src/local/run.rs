@@ -240,6 +240,10 @@ pub(crate) fn prepare_with(
         resolv_conf: network.as_ref().map(|network| network.resolv_conf()),
         extra_read_only,
     });
+    #[cfg(feature = "test-controls")]
+    {
+        plan.test_whole_proc = shared.options.test_whole_proc;
+    }
     match seccomp {
         SeccompMode::Enforced => {}
         #[cfg(feature = "test-controls")]

@@ -102,6 +102,38 @@ fn review_g10_host_kernel_logs_allocator_state_and_knobs_are_out_of_reach_needs_
         PROC_AND_MOUNTS,
         Limits::default(),
     ));
+    host_kernel_state_is_out_of_reach(&answer);
+}
+
+/// The same with the whole procfs a kernel without `subset=pid` gets (forced by a test
+/// control): there the masks and read-only binds are what keeps the host out of reach.
+#[test]
+fn g10_on_a_whole_procfs_the_masks_keep_host_kernel_state_out_of_reach_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
+    let backend = LocalBackend::for_tests_with(state.path(), helper, |options| {
+        options.test_whole_proc = true;
+    })
+    .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut probe = Probe::new(PROC_AND_MOUNTS, json!({})).work_dir(work.path().to_path_buf());
+    let observation = backend.run(probe.invocation_for_platform_role()).unwrap();
+    drop(backend);
+    assert!(
+        observation
+            .isolation_notes
+            .iter()
+            .any(|note| note.contains("subset=pid")),
+        "the record must say /proc is the whole procfs: {:?}",
+        observation.isolation_notes
+    );
+    let answer = report(&observation);
+    // The control: this really is the whole procfs.
+    assert_eq!(answer["listing_has_sys"], true, "{answer}");
+    host_kernel_state_is_out_of_reach(&answer);
+}
+
+fn host_kernel_state_is_out_of_reach(answer: &serde_json::Value) {
     for path in [
         "/proc/kmsg",
         "/proc/slabinfo",

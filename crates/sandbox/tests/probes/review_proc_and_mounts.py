@@ -36,4 +36,5 @@ def main():
     return {
         "read": {path: _read(path) for path in READ},
         "write": {path: _open_for_writing(path) for path in WRITE},
+        "listing_has_sys": "sys" in os.listdir("/proc"),
     }
