@@ -18,6 +18,7 @@ mod error;
 pub mod gvisor;
 pub mod jail;
 pub mod local;
+pub mod mountinfo;
 pub mod runtime;
 pub mod slot;
 mod tail;

@@ -5,7 +5,7 @@
 //! A slot is held by an exclusive `flock` on `DIR/N.lock`; the lock dies with the process, so a
 //! crashed platform never leaks a slot for longer than its own life. A released slot keeps its
 //! lock file: creating and removing one per sandbox cost a journalled create and unlink on the
-//! data directory's filesystem (about 30 µs on the step's path, more in the teardown).
+//! sandbox state folder's filesystem (about 30 µs on the step's path, more in the teardown).
 
 use std::fs::{File, OpenOptions};
 use std::io;

@@ -483,30 +483,8 @@ fn mount_below(folder: &Path) -> std::io::Result<Option<PathBuf>> {
     Ok(mounts
         .lines()
         .filter_map(|line| line.split(' ').nth(4))
-        .map(|point| PathBuf::from(unescape_mount_point(point)))
+        .map(|point| PathBuf::from(sandbox::mountinfo::unescape_mount_point(point)))
         .find(|point| point.starts_with(folder)))
-}
-
-/// A mount point as mountinfo writes it: space, tab, newline and backslash as `\ooo`.
-fn unescape_mount_point(point: &str) -> String {
-    let mut text = String::with_capacity(point.len());
-    let mut rest = point;
-    while let Some(at) = rest.find('\\') {
-        text.push_str(&rest[..at]);
-        let code = rest.get(at + 1..at + 4).unwrap_or_default();
-        match u8::from_str_radix(code, 8) {
-            Ok(byte) if code.len() == 3 => {
-                text.push(char::from(byte));
-                rest = &rest[at + 4..];
-            }
-            _ => {
-                text.push('\\');
-                rest = &rest[at + 1..];
-            }
-        }
-    }
-    text.push_str(rest);
-    text
 }
 
 impl Isolation for UnderEngineLock {
@@ -835,16 +813,12 @@ mod tests {
     }
 
     /// A folder with something mounted at or below it is found (and so left whole); a plain
-    /// one is not. Mount points are read as mountinfo escapes them.
+    /// one is not (mount points are unescaped by `sandbox::mountinfo`, tested there).
     #[test]
     fn the_state_folder_is_never_removed_across_a_mount() {
         let below_proc = mount_below(Path::new("/proc")).unwrap();
         assert!(below_proc.is_some_and(|point| point.starts_with("/proc")));
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(mount_below(dir.path()).unwrap(), None);
-        assert_eq!(
-            unescape_mount_point("/run/a\\040b\\011c\\134d\\x"),
-            "/run/a b\tc\\d\\x"
-        );
     }
 }

@@ -373,6 +373,9 @@ pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
             report.scratch_dirs += 1;
         }
     }
+    // The local backend's scratch tmpfs, when a local platform over the same state folder
+    // crashed: gVisor's bundles would not fit on it.
+    crate::local::scratch_fs::unmount_leftover(&options.scratch_dir())?;
     SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
     if let Some(egress) = &options.egress {
         let networks = crate::net::sweep(egress)?;

@@ -18,7 +18,7 @@ use pool::PlanAt;
 mod priority;
 mod reaper;
 pub(crate) mod run;
-mod scratch_fs;
+pub(crate) mod scratch_fs;
 mod spare;
 mod spawn;
 mod teardown;

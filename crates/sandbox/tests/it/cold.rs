@@ -257,7 +257,8 @@ impl Drop for TestMount {
 /// unmounts when a killed platform left it behind.
 #[test]
 fn g6_scratch_folders_live_on_a_tmpfs_that_goes_with_the_backend_needs_root() {
-    let state = tempfile::tempdir().unwrap();
+    // Under the target folder, not /tmp, which is itself a tmpfs on many hosts.
+    let state = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let scratch = state.path().join("scratch");
     let work = tempfile::tempdir().unwrap();
     let state_on_tmpfs = rustix::fs::statfs(state.path()).unwrap().f_type == libc::TMPFS_MAGIC;
@@ -272,7 +273,7 @@ fn g6_scratch_folders_live_on_a_tmpfs_that_goes_with_the_backend_needs_root() {
     }
     // What a killed platform leaves: the tmpfs, with a folder in it.
     rustix::mount::mount(
-        "tmpfs",
+        "stepward-scratch",
         &scratch,
         "tmpfs",
         rustix::mount::MountFlags::empty(),
@@ -291,10 +292,24 @@ fn g6_scratch_folders_live_on_a_tmpfs_that_goes_with_the_backend_needs_root() {
     // A cgroup parent of this test's own, removed again: the sweep looks at its groups too.
     options.cgroups.parent = format!("stepward-test-{}-scratch-sweep", std::process::id());
     options.slots = 64;
-    let report = sandbox::local::sweep(&options);
-    if let Ok(layout) = sandbox::cgroup::CgroupLayout::detect(&options.cgroups) {
-        layout.remove_parents();
-    }
-    assert_eq!(report.unwrap().scratch_dirs, 1);
+    let sweep = || {
+        let report = sandbox::local::sweep(&options);
+        if let Ok(layout) = sandbox::cgroup::CgroupLayout::detect(&options.cgroups) {
+            layout.remove_parents();
+        }
+        report.unwrap()
+    };
+    assert_eq!(sweep().scratch_dirs, 1);
     assert_eq!(tmpfs_mount_point(&scratch), (false, false));
+    // A tmpfs someone else mounted there is emptied like the folder, but stays mounted.
+    rustix::mount::mount(
+        "tmpfs",
+        &scratch,
+        "tmpfs",
+        rustix::mount::MountFlags::empty(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(sweep().scratch_dirs, 0);
+    assert_eq!(tmpfs_mount_point(&scratch), (true, true));
 }

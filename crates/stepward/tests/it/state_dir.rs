@@ -70,6 +70,9 @@ fn a_state_folder_the_operator_named_stays_needs_root() {
         home.dir.path().join("sandbox").is_dir(),
         "the named folder is kept"
     );
+    // ... without the scratch tmpfs the backend mounted in it.
+    let mounted = crate::support::scratch_mounts_below(home.dir.path());
+    assert!(mounted.is_empty(), "still mounted: {mounted:?}");
 }
 
 #[test]

@@ -208,13 +208,29 @@ impl Home {
 
 impl Drop for Home {
     /// Removes the (empty) cgroup parents the platform made for this data directory, should a
-    /// failed test leave any; the temporary folder removes itself. `rmdir` only ever removes an
-    /// empty cgroup.
+    /// failed test leave any, and unmounts the sandbox scratch tmpfs a killed `stepward` left
+    /// in it (a process that exits normally unmounts it itself); the temporary folder removes
+    /// itself. `rmdir` only ever removes an empty cgroup.
     fn drop(&mut self) {
         for parent in self.cgroup_parents() {
             let _ = std::fs::remove_dir(&parent);
         }
+        for point in scratch_mounts_below(self.dir.path()) {
+            let _ = rustix::mount::unmount(&point, rustix::mount::UnmountFlags::DETACH);
+        }
     }
+}
+
+/// The local backend's scratch tmpfs mounts (source `stepward-scratch`) at or below `dir`.
+pub fn scratch_mounts_below(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.contains(" - tmpfs stepward-scratch "))
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|point| PathBuf::from(sandbox::mountinfo::unescape_mount_point(point)))
+        .filter(|point| point.starts_with(dir))
+        .collect()
 }
 
 /// The run id a `stepward run` printed.
