@@ -27,7 +27,7 @@ pub fn unescape_mount_point(point: &str) -> String {
 }
 
 /// One line's mount point, filesystem type and source.
-pub(crate) fn point_type_and_source(line: &str) -> Option<(PathBuf, &str, &str)> {
+pub fn point_type_and_source(line: &str) -> Option<(PathBuf, &str, &str)> {
     let mut fields = line.split(' ');
     let point = fields.nth(4)?;
     // Optional fields run up to the lone "-"; then the type and the source.

@@ -363,19 +363,9 @@ pub fn sweep(options: &GvisorOptions) -> Result<SweepReport, Error> {
     }
     let layout = CgroupLayout::detect(&options.cgroups)?;
     report.cgroups = layout.sweep()?;
-    if let Ok(entries) = std::fs::read_dir(options.scratch_dir()) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            // A crash leaves each scratch folder's `/work` tmpfs mounted.
-            let _ = rustix::mount::unmount(path.join("work"), rustix::mount::UnmountFlags::DETACH);
-            std::fs::remove_dir_all(&path)
-                .map_err(|source| Error::io("cannot remove", &path, source))?;
-            report.scratch_dirs += 1;
-        }
-    }
-    // The local backend's scratch tmpfs, when a local platform over the same state folder
-    // crashed: gVisor's bundles would not fit on it.
-    crate::local::scratch_fs::unmount_leftover(&options.scratch_dir())?;
+    // The same folders and work mounts as the local backend's, and its scratch tmpfs when a
+    // local platform over the same state folder crashed (gVisor's bundles would not fit on it).
+    report.scratch_dirs = crate::local::scratch_fs::sweep(&options.scratch_dir())?;
     SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
     if let Some(egress) = &options.egress {
         let networks = crate::net::sweep(egress)?;

@@ -394,21 +394,12 @@ fn child_setup<S: Sys>(
     // 8. Everything the sandbox may see, in plan order.
     //    On a /proc of the sandbox's processes only, the masks and read-only binds under it
     //    have nothing to hide and are skipped.
-    let mut proc_view = None;
+    let mut proc = ProcMount {
+        only_processes: !whole_proc(plan),
+        view: None,
+    };
     for step in &plan.mounts {
-        match step {
-            MountStep::Proc { target } => {
-                let only_processes = !whole_proc(plan);
-                proc_view = Some(mount_fresh_proc(
-                    sys,
-                    &plan.root_dir,
-                    target,
-                    only_processes,
-                )?);
-            }
-            step if proc_view == Some(ProcView::OwnProcesses) && hides_part_of_proc(step) => {}
-            step => mount_step(sys, &plan.root_dir, step)?,
-        }
+        mount_step(sys, &plan.root_dir, step, &mut proc)?;
     }
     // 9. /etc and other small files, written while the root is still writable.
     for file in &plan.files {
@@ -539,7 +530,22 @@ fn make_mountpoint<S: Sys>(sys: &mut S, target: &Path, kind: NodeKind) -> Result
     }
 }
 
-fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), Failure> {
+/// The sandbox's `/proc` as the mount steps go: whether to ask for the sandbox's processes
+/// only, and what the `Proc` step got.
+struct ProcMount {
+    only_processes: bool,
+    view: Option<ProcView>,
+}
+
+fn mount_step<S: Sys>(
+    sys: &mut S,
+    root: &Path,
+    step: &MountStep,
+    proc: &mut ProcMount,
+) -> Result<(), Failure> {
+    if proc.view == Some(ProcView::OwnProcesses) && hides_part_of_proc(step) {
+        return Ok(());
+    }
     match step {
         MountStep::Dir { target, mode } => sys
             .create_dir_all(&under(root, target), *mode)
@@ -605,7 +611,10 @@ fn mount_step<S: Sys>(sys: &mut S, root: &Path, step: &MountStep) -> Result<(), 
                 _ => Ok(()),
             }
         }
-        MountStep::Proc { target } => mount_fresh_proc(sys, root, target, true).map(|_| ()),
+        MountStep::Proc { target } => {
+            proc.view = Some(mount_fresh_proc(sys, root, target, proc.only_processes)?);
+            Ok(())
+        }
         MountStep::ReadOnly { target } => {
             let at = under(root, target);
             match sys

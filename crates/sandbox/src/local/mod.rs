@@ -19,6 +19,7 @@ mod priority;
 mod reaper;
 pub(crate) mod run;
 pub(crate) mod scratch_fs;
+pub use scratch_fs::SOURCE as SCRATCH_TMPFS_SOURCE;
 mod spare;
 mod spawn;
 mod teardown;
@@ -470,18 +471,7 @@ pub fn sweep_at_start(options: &LocalOptions) -> Result<Swept, Error> {
     let mut report = SweepReport::default();
     let layout = CgroupLayout::detect(&options.cgroups)?;
     report.cgroups = layout.sweep()?;
-    let scratch = options.scratch_dir();
-    if let Ok(entries) = std::fs::read_dir(&scratch) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            // A crash leaves each scratch folder's `/work` tmpfs mounted.
-            let _ = rustix::mount::unmount(path.join("work"), rustix::mount::UnmountFlags::DETACH);
-            std::fs::remove_dir_all(&path)
-                .map_err(|source| Error::io("cannot remove", &path, source))?;
-            report.scratch_dirs += 1;
-        }
-    }
-    scratch_fs::unmount_leftover(&scratch)?;
+    report.scratch_dirs = scratch_fs::sweep(&options.scratch_dir())?;
     SlotAllocator::new(&options.slots_dir(), options.slots)?.sweep()?;
     if let Some(egress) = &options.egress {
         let networks = crate::net::sweep(egress)?;

@@ -458,23 +458,11 @@ pub(crate) fn work_inodes(work_bytes: u64) -> u64 {
 /// pages are charged to whoever writes them, so what the step writes also counts against the
 /// sandbox's memory limit.
 pub(crate) fn mount_work_tmpfs(work: &Path, host_id: u32, work_bytes: u64) -> Result<(), Error> {
-    use rustix::mount::{MountFlags, mount};
     let inodes = work_inodes(work_bytes);
-    let options =
-        format!("size={work_bytes},nr_inodes={inodes},mode=0700,uid={host_id},gid={host_id}");
-    let options = std::ffi::CString::new(options).map_err(|_| Error::LayerFailed {
-        layer: String::from("work size cap"),
-        detail: String::from("the tmpfs options contain a NUL byte"),
-    })?;
-    mount(
+    crate::local::scratch_fs::mount_tmpfs(
         "tmpfs",
         work,
-        "tmpfs",
-        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
-        Some(options.as_c_str()),
+        &format!("size={work_bytes},nr_inodes={inodes},mode=0700,uid={host_id},gid={host_id}"),
+        "work size cap",
     )
-    .map_err(|errno| Error::LayerFailed {
-        layer: String::from("work size cap"),
-        detail: format!("cannot mount a tmpfs at {}: {errno}", work.display()),
-    })
 }

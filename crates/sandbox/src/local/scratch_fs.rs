@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::Error;
 
 /// The source name of the scratch tmpfs in the mount table.
-pub(crate) const SOURCE: &str = "stepward-scratch";
+pub const SOURCE: &str = "stepward-scratch";
 
 /// The scratch tmpfs, when this backend mounted it.
 #[derive(Debug)]
@@ -37,27 +37,17 @@ impl ScratchFs {
         if not_empty || on_tmpfs(dir)? {
             return Ok(Self { mounted: None });
         }
-        use rustix::mount::{MountFlags, MountPropagationFlags, mount, mount_change};
+        use rustix::mount::{MountPropagationFlags, mount_change};
         // Two directories per sandbox, and a sandbox holds its slot while its folder exists;
         // the rest is room for security labels (charged to the inode budget since Linux 6.6)
         // and for folders a failed teardown left until the next sweep.
         let inodes = u64::from(slots) * 4 + 1024;
-        let options = std::ffi::CString::new(format!("size=1m,nr_inodes={inodes},mode=0711"))
-            .map_err(|_| Error::LayerFailed {
-                layer: String::from("scratch folders"),
-                detail: String::from("the tmpfs options contain a NUL byte"),
-            })?;
-        mount(
+        mount_tmpfs(
             SOURCE,
             dir,
-            "tmpfs",
-            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
-            Some(options.as_c_str()),
-        )
-        .map_err(|errno| Error::LayerFailed {
-            layer: String::from("scratch folders"),
-            detail: format!("cannot mount a tmpfs at {}: {errno}", dir.display()),
-        })?;
+            &format!("size=1m,nr_inodes={inodes},mode=0711"),
+            "scratch folders",
+        )?;
         let mounted = Self {
             mounted: Some((dir.to_path_buf(), device_of(dir)?)),
         };
@@ -87,9 +77,54 @@ impl Drop for ScratchFs {
     }
 }
 
+/// A tmpfs (nosuid, nodev, noexec) with `options` at `dir`; a failure is reported as `layer`.
+/// The scratch folders' own, and each sandbox's `/work` in them.
+pub(crate) fn mount_tmpfs(
+    source: &str,
+    dir: &Path,
+    options: &str,
+    layer: &str,
+) -> Result<(), Error> {
+    use rustix::mount::{MountFlags, mount};
+    let options = std::ffi::CString::new(options).map_err(|_| Error::LayerFailed {
+        layer: layer.to_owned(),
+        detail: String::from("the tmpfs options contain a NUL byte"),
+    })?;
+    mount(
+        source,
+        dir,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        Some(options.as_c_str()),
+    )
+    .map_err(|errno| Error::LayerFailed {
+        layer: layer.to_owned(),
+        detail: format!("cannot mount a tmpfs at {}: {errno}", dir.display()),
+    })
+}
+
+/// The start-up sweep's part here: removes every scratch folder a crashed platform left in
+/// `dir` (unmounting its `/work` first), then the scratch tmpfs itself if it is ours. Returns
+/// how many folders went.
+pub(crate) fn sweep(dir: &Path) -> Result<usize, Error> {
+    let mut removed = 0;
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            // A crash leaves each scratch folder's `/work` tmpfs mounted.
+            let _ = rustix::mount::unmount(path.join("work"), rustix::mount::UnmountFlags::DETACH);
+            std::fs::remove_dir_all(&path)
+                .map_err(|source| Error::io("cannot remove", &path, source))?;
+            removed += 1;
+        }
+    }
+    unmount_leftover(dir)?;
+    Ok(removed)
+}
+
 /// Unmounts the scratch tmpfs a crashed platform left over `dir` (the sweep, after it removed
 /// the folders in it). Anything else mounted there, or nothing, is left alone.
-pub(crate) fn unmount_leftover(dir: &Path) -> Result<(), Error> {
+fn unmount_leftover(dir: &Path) -> Result<(), Error> {
     let table = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|source| Error::io("cannot read", "/proc/self/mountinfo", source))?;
     if !table

@@ -271,15 +271,18 @@ fn g6_scratch_folders_live_on_a_tmpfs_that_goes_with_the_backend_needs_root() {
     if state_on_tmpfs {
         return;
     }
+    let mount_tmpfs = |source: &str| {
+        rustix::mount::mount(
+            source,
+            &scratch,
+            "tmpfs",
+            rustix::mount::MountFlags::empty(),
+            None,
+        )
+        .unwrap();
+    };
     // What a killed platform leaves: the tmpfs, with a folder in it.
-    rustix::mount::mount(
-        "stepward-scratch",
-        &scratch,
-        "tmpfs",
-        rustix::mount::MountFlags::empty(),
-        None,
-    )
-    .unwrap();
+    mount_tmpfs(sandbox::local::SCRATCH_TMPFS_SOURCE);
     let _left = TestMount(scratch.clone());
     std::fs::create_dir(scratch.join("sb-0-1")).unwrap();
     let mut options = sandbox::local::LocalOptions::new(
@@ -302,14 +305,7 @@ fn g6_scratch_folders_live_on_a_tmpfs_that_goes_with_the_backend_needs_root() {
     assert_eq!(sweep().scratch_dirs, 1);
     assert_eq!(tmpfs_mount_point(&scratch), (false, false));
     // A tmpfs someone else mounted there is emptied like the folder, but stays mounted.
-    rustix::mount::mount(
-        "tmpfs",
-        &scratch,
-        "tmpfs",
-        rustix::mount::MountFlags::empty(),
-        None,
-    )
-    .unwrap();
+    mount_tmpfs("tmpfs");
     assert_eq!(sweep().scratch_dirs, 0);
     assert_eq!(tmpfs_mount_point(&scratch), (true, true));
 }

@@ -226,10 +226,13 @@ pub fn scratch_mounts_below(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
         .lines()
-        .filter(|line| line.contains(" - tmpfs stepward-scratch "))
-        .filter_map(|line| line.split(' ').nth(4))
-        .map(|point| PathBuf::from(sandbox::mountinfo::unescape_mount_point(point)))
-        .filter(|point| point.starts_with(dir))
+        .filter_map(sandbox::mountinfo::point_type_and_source)
+        .filter(|(point, fstype, source)| {
+            *fstype == "tmpfs"
+                && *source == sandbox::local::SCRATCH_TMPFS_SOURCE
+                && point.starts_with(dir)
+        })
+        .map(|(point, _, _)| point)
         .collect()
 }
 
