@@ -1,20 +1,26 @@
 """The runner harness: runs one step inside the sandbox (stdlib only, mounted read-only).
 
 Started as `python -I -S /harness/runner.py` with an empty environment. It
-1. reads the request (code, inputs, environment, the pinned standard library's module names)
-   from stdin until end of file, so a warm sandbox can wait here with the runtime loaded;
+1. reads the request (code, inputs, environment) from stdin until end of file, so a warm
+   sandbox can wait here with the runtime loaded;
 2. sets the environment (os.environ, once the step imports os) to exactly the declared
    variables;
-3. parses the step's code and checks every import against the standard library BEFORE any of
-   the step's code runs: a third-party import reports `needs_repair` naming the module;
-4. writes "started" on the report channel (fd 3), then runs the code, calls main(**inputs) and
-   reports the JSON result or a structured error with traceback lines into step.py.
+3. compiles the step's code: code that does not compile is reported as a syntax error before
+   any of it runs;
+4. writes "started" on the report channel (fd 3) as the code's first instruction is about to
+   run, then runs the code, calls main(**inputs) and reports the JSON result or a structured
+   error with traceback lines into step.py.
+
+The step's imports were checked against its standard library on the platform, before this
+sandbox existed (a step that needs repair never gets one). The code is run with `exec` on its
+text, never with `compile()`: an interpreter's first `compile()` call sets up the node types of
+the `ast` module, which costs more than a millisecond of every cold step.
 
 The report channel is untrusted by the platform: the step shares this interpreter and could
 write anything on fd 3. Only what is reported before "started" comes from an intact harness.
 """
 
-import _ast
+import _imp
 import sys
 
 # `posix` is built in and already loaded; `os` would cost its own import (and
@@ -99,53 +105,6 @@ def report(event):
         view = view[written:]
 
 
-def literal_name(call):
-    """The module named by __import__("x") or importlib.import_module("x"), if literal."""
-    function = call.func
-    name = None
-    if isinstance(function, _ast.Name) and function.id in ("__import__", "import_module"):
-        name = function.id
-    elif isinstance(function, _ast.Attribute) and function.attr in ("__import__", "import_module"):
-        name = function.attr
-    if name is None or not call.args:
-        return None
-    first = call.args[0]
-    if isinstance(first, _ast.Constant) and isinstance(first.value, str):
-        return first.value
-    return None
-
-
-def walk(tree):
-    """Every node of the tree (what ast.walk does, without importing ast)."""
-    pending = [tree]
-    while pending:
-        node = pending.pop()
-        yield node
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, _ast.AST):
-                pending.append(value)
-            elif isinstance(value, list):
-                pending.extend(item for item in value if isinstance(item, _ast.AST))
-
-
-def imported_modules(tree):
-    """Yields (top-level module name, line) for every import the code states."""
-    for node in walk(tree):
-        if isinstance(node, _ast.Import):
-            for alias in node.names:
-                yield alias.name.split(".")[0], node.lineno
-        elif isinstance(node, _ast.ImportFrom):
-            if node.level:
-                yield "." * node.level + (node.module or ""), node.lineno
-            elif node.module:
-                yield node.module.split(".")[0], node.lineno
-        elif isinstance(node, _ast.Call):
-            name = literal_name(node)
-            if name is not None:
-                yield name.split(".")[0], node.lineno
-
-
 # What parsing or compiling raises for code that cannot become a program: a syntax error, a
 # null byte (ValueError), or code nested too deeply or too large to compile.
 UNCOMPILABLE = (SyntaxError, ValueError, RecursionError, MemoryError)
@@ -206,7 +165,6 @@ def main():
     del request["env"]
 
     code = request["code"]
-    stdlib = frozenset(request["stdlib_module_names"])
     result_limit = int(request["result_limit"])
     try:
         inputs = json_loads(request["inputs_json"])
@@ -217,40 +175,45 @@ def main():
         report({"event": "error", "kind": "InvalidInputs", "message": "inputs must be a JSON object", "traceback": []})
         return
 
-    try:
-        tree = compile(code, STEP_FILE, "exec", _ast.PyCF_ONLY_AST)
-    except UNCOMPILABLE as error:
-        report(syntax_error(error))
-        return
-    for module, line in imported_modules(tree):
-        if module not in stdlib:
-            report({
-                "event": "needs_repair",
-                "module": module,
-                "detail": "%s:%d imports %r, which is not in Python %d.%d's standard library"
-                % (STEP_FILE, line, module, sys.version_info[0], sys.version_info[1]),
-            })
-            return
-    try:
-        # Some errors only the compiler finds (`return` or `await` outside a function, a
-        # `nonlocal` with no binding, an expression too deep to compile): the step's syntax
-        # errors too, found before anything of it runs.
-        compiled = compile(tree, STEP_FILE, "exec")
-    except UNCOMPILABLE as error:
-        report(syntax_error(error))
-        return
-
     namespace = {"__name__": "step", "__file__": STEP_FILE, "__builtins__": __builtins__}
-    report({"event": "started"})
-    # From here on the step's code runs in this interpreter.
+    entered = []
+
+    def on_entry(frame, event, _arg):
+        # `exec` has compiled the step and enters its module code: before that code's first
+        # instruction, its file name becomes step.py (for tracebacks) and "started" is sent.
+        # Earlier events (exec's own call) and other frames are not the step's.
+        if event != "call" or entered:
+            return
+        code_object = frame.f_code
+        if code_object.co_name != "<module>" or code_object.co_filename != "<string>":
+            return
+        sys.setprofile(None)
+        entered.append(True)
+        _imp._fix_co_filename(code_object, STEP_FILE)
+        report({"event": "started"})
+
     try:
-        exec(compiled, namespace)
+        sys.setprofile(on_entry)
+        try:
+            exec(code, namespace)
+        finally:
+            sys.setprofile(None)
+        if not entered:
+            raise RuntimeError("the step's code was compiled but never entered")
         entry = namespace.get("main")
         if not callable(entry):
             report({"event": "error", "kind": "MissingMain", "message": "the step defines no main()", "traceback": []})
             return
         result = entry(**inputs)
     except BaseException as error:  # noqa: B036 - SystemExit and KeyboardInterrupt are step errors too
+        if not entered:
+            # Nothing of the step ran: the code did not compile (some errors only the
+            # compiler finds, such as `return` outside a function, are syntax errors too).
+            if isinstance(error, UNCOMPILABLE):
+                report(syntax_error(error))
+            else:
+                report({"event": "harness_error", "detail": "%s: %s" % (type(error).__name__, error)})
+            return
         # Only now is linecache needed, for the source lines of the traceback.
         import linecache
 

@@ -9,6 +9,7 @@
 #![allow(unsafe_code)]
 
 pub mod copyback;
+mod imports;
 pub mod net;
 mod request;
 pub mod session;
@@ -200,6 +201,33 @@ impl Observation {
             backend,
             isolation_notes: Vec::new(),
         }
+    }
+}
+
+impl Observation {
+    /// What a backend observes of a step whose code imports a module outside its pinned
+    /// standard library (G9): it needs repair, and no sandbox was made for it (the check runs
+    /// on the platform, before anything else; see [`imports`]).
+    pub(crate) fn needs_repair_before_any_sandbox(
+        backend: &'static str,
+        invocation: &Invocation,
+        runtime: &runtime::Runtime,
+    ) -> Option<Observation> {
+        let foreign =
+            imports::first_foreign_import(&invocation.code, &runtime.stdlib_module_names)?;
+        Some(Observation {
+            outcome: Outcome::NeedsRepair {
+                detail: imports::needs_repair_detail(&foreign, invocation.python),
+                module: foreign.module,
+            },
+            stdout: Zeroizing::default(),
+            stderr: Zeroizing::default(),
+            output_truncated: false,
+            copy_back: copyback::CopyBack::default(),
+            interpreter: runtime.version.clone(),
+            backend,
+            isolation_notes: Vec::new(),
+        })
     }
 }
 

@@ -10,7 +10,6 @@ struct Request<'a> {
     code: &'a str,
     inputs_json: &'a str,
     env: Vec<(&'a str, &'a str)>,
-    stdlib_module_names: &'a [String],
     result_limit: usize,
 }
 
@@ -31,10 +30,7 @@ impl std::io::Write for Counter {
 /// Serialises the invocation's request. It holds the environment's values, so the buffer is
 /// zeroed on drop; its exact length is counted first, so it is allocated once and never grows
 /// (growing would free an unzeroed copy of the values).
-pub(crate) fn harness_request(
-    invocation: &Invocation,
-    stdlib_module_names: &[String],
-) -> Result<Zeroizing<Vec<u8>>, Error> {
+pub(crate) fn harness_request(invocation: &Invocation) -> Result<Zeroizing<Vec<u8>>, Error> {
     let document = Request {
         code: &invocation.code,
         inputs_json: &invocation.inputs_json,
@@ -43,7 +39,6 @@ pub(crate) fn harness_request(
             .iter()
             .map(|variable| (variable.name.as_str(), variable.value.as_str()))
             .collect(),
-        stdlib_module_names,
         result_limit: invocation.limits.output_bytes,
     };
     let encoding_failed = |source| Error::Plan {
@@ -89,8 +84,7 @@ mod tests {
             work_dir: std::path::PathBuf::from("/nonexistent"),
             screen: std::sync::Arc::new(NoSecrets),
         };
-        let names = vec!["json".to_owned(); 300];
-        let request = harness_request(&invocation, &names).unwrap();
+        let request = harness_request(&invocation).unwrap();
         assert_eq!(request.len(), request.capacity());
         let parsed: serde_json::Value = serde_json::from_slice(&request).unwrap();
         assert_eq!(parsed["env"][0][0], "CONN_A_KEY");

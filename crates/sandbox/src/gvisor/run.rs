@@ -34,6 +34,11 @@ pub(crate) fn run(
     invocation: Invocation,
 ) -> Result<Observation, Error> {
     let runtime = backend.runtimes.get(invocation.python)?;
+    if let Some(observation) =
+        Observation::needs_repair_before_any_sandbox("gvisor", &invocation, runtime)
+    {
+        return Ok(observation);
+    }
     if invocation.network == NetworkMode::PublicEgress && backend.options.egress.is_none() {
         return Ok(Observation::refused(
             "gvisor",
@@ -64,7 +69,7 @@ fn run_in(
     runtime: &Runtime,
     warm: Option<Started>,
 ) -> Result<Observation, Error> {
-    let request = crate::request::harness_request(&invocation, &runtime.stdlib_module_names)?;
+    let request = crate::request::harness_request(&invocation)?;
     let started = match warm {
         Some(started) => started,
         None => start(backend, &invocation.limits, invocation.network, runtime)?,

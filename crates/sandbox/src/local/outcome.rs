@@ -44,10 +44,6 @@ pub(crate) struct Observed<'a> {
 enum Event {
     /// The harness loaded and waits for its request (no bearing on the outcome).
     Ready,
-    NeedsRepair {
-        module: String,
-        detail: String,
-    },
     Started,
     Result {
         json: String,
@@ -133,7 +129,6 @@ fn before_start(lines: &[&[u8]], observed: &Observed<'_>) -> Outcome {
         };
     };
     match serde_json::from_slice::<Event>(first) {
-        Ok(Event::NeedsRepair { module, detail }) => Outcome::NeedsRepair { module, detail },
         Ok(Event::Error {
             kind,
             message,
@@ -158,7 +153,7 @@ fn before_start(lines: &[&[u8]], observed: &Observed<'_>) -> Outcome {
             error: StepError {
                 kind: String::from("MalformedReport"),
                 message: String::from(
-                    "the harness reported something other than a start, an error or needs_repair",
+                    "the harness reported something other than a start or an error",
                 ),
                 traceback: Vec::new(),
             },
@@ -226,9 +221,6 @@ fn after_start(lines: &[&[u8]], observed: &Observed<'_>) -> Outcome {
                 }
             }
         }
-        Ok(Event::NeedsRepair { .. }) => untrusted(String::from(
-            "a needs_repair report after the step's code started is not believed",
-        )),
         Ok(Event::Ready | Event::Started | Event::HarnessError { .. }) | Err(_) => untrusted(
             String::from("the report after the step started is not a well-formed result"),
         ),
@@ -255,16 +247,18 @@ mod tests {
 
     const STARTED: &str = "{\"event\":\"started\"}\n";
 
+    /// G9: needs_repair is decided on the platform before any sandbox exists
+    /// (`crate::imports`); the sandbox's word for it is never taken, before the start or after.
     #[test]
-    fn g9_needs_repair_is_believed_only_before_the_step_started() {
+    fn g9_needs_repair_is_never_taken_from_the_sandbox() {
         let before = b"{\"event\":\"needs_repair\",\"module\":\"requests\",\"detail\":\"x\"}\n";
-        assert_eq!(
+        assert!(matches!(
             classify(&observed(NetworkMode::None, before)),
-            Outcome::NeedsRepair {
-                module: String::from("requests"),
-                detail: String::from("x"),
+            Outcome::Failed {
+                code_started: false,
+                ..
             }
-        );
+        ));
         let after = format!(
             "{STARTED}{{\"event\":\"needs_repair\",\"module\":\"requests\",\"detail\":\"x\"}}\n"
         );

@@ -43,7 +43,6 @@ pub(crate) struct Prepared {
     /// The limits it was built with; the invocation's are applied at the claim.
     limits: crate::Limits,
     interpreter: String,
-    stdlib_module_names: Arc<Vec<String>>,
     /// Built by a refill at background priority: the claim restores nice 0.
     background: bool,
 }
@@ -79,6 +78,11 @@ pub(crate) fn run(
     seccomp: SeccompMode,
 ) -> Result<Observation, Error> {
     let runtime = shared.runtimes.get(invocation.python)?;
+    if let Some(observation) =
+        Observation::needs_repair_before_any_sandbox("local", &invocation, runtime)
+    {
+        return Ok(observation);
+    }
     if invocation.network == NetworkMode::PublicEgress && shared.options.egress.is_none() {
         return Ok(Observation::refused(
             "local",
@@ -257,7 +261,6 @@ pub(crate) fn prepare_with(
         host_id,
         limits,
         interpreter: runtime.version.clone(),
-        stdlib_module_names: Arc::clone(&runtime.stdlib_module_names),
         background: priority == Priority::Background,
     })
 }
@@ -337,7 +340,6 @@ pub(crate) fn finish(
         host_id,
         limits,
         interpreter,
-        stdlib_module_names,
         background,
     } = prepared;
     let work = parts.scratch()?.work();
@@ -353,7 +355,7 @@ pub(crate) fn finish(
     // The invocation's declared limits, before anything of it goes in.
     crate::local::claim::apply(parts.cgroup()?, &work, host_id, &limits, &invocation.limits)?;
     let manifest = copyback::stage_in(&invocation.work_dir, &work, (host_id, host_id))?;
-    let request = crate::request::harness_request(&invocation, &stdlib_module_names)?;
+    let request = crate::request::harness_request(&invocation)?;
 
     let deadline = Instant::now() + invocation.limits.wall;
     // On an error the guard drops right here, the helper first (it kills and reaps the

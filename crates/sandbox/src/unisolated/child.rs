@@ -33,7 +33,7 @@ pub(crate) fn run_child(
     invocation: &Invocation,
 ) -> Result<Watched, Error> {
     let limits = &invocation.limits;
-    let request = crate::request::harness_request(invocation, &runtime.stdlib_module_names)?;
+    let request = crate::request::harness_request(invocation)?;
 
     let (report_read, report_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|errno| Error::io("cannot create a pipe for", harness, errno.into()))?;

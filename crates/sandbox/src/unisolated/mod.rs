@@ -131,6 +131,11 @@ impl Isolation for UnisolatedBackend {
 
     fn run(&self, invocation: Invocation) -> Result<Observation, Error> {
         let runtime = self.runtimes.get(invocation.python)?;
+        if let Some(observation) =
+            Observation::needs_repair_before_any_sandbox(BACKEND_NAME, &invocation, runtime)
+        {
+            return Ok(observation);
+        }
         let scratch = self.new_scratch()?;
         let work = scratch.path.join("work");
         std::fs::create_dir(&work).map_err(|source| Error::io("cannot create", &work, source))?;

@@ -21,10 +21,6 @@ enum ReportEvent {
         #[serde(default)]
         traceback: Vec<String>,
     },
-    NeedsRepair {
-        module: String,
-        detail: String,
-    },
     HarnessError {
         detail: String,
     },
@@ -71,10 +67,6 @@ pub(crate) fn interpret(watched: &Watched, network: NetworkMode) -> Outcome {
     }
     match started {
         None => match (events.as_slice(), malformed) {
-            ([ReportEvent::NeedsRepair { module, detail }], false) => Outcome::NeedsRepair {
-                module: module.clone(),
-                detail: detail.clone(),
-            },
             (
                 [
                     ReportEvent::Error {

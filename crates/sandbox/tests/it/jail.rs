@@ -309,6 +309,61 @@ fn g7_an_error_gives_a_traceback_into_step_py_needs_root() {
     );
 }
 
+/// The harness runs the step with `exec` on its text (no `compile()`, issue 13): an error in
+/// the module's own code still names step.py and its line, and is raised after the start; code
+/// the step itself runs with `exec` keeps its own name; code that does not compile, even where
+/// the platform's import reading cannot tokenize it, is a syntax error before anything ran.
+#[test]
+fn g7_module_level_errors_and_syntax_errors_name_step_py_needs_root() {
+    let fixture = fixture();
+    let code =
+        "x = 1\nexec('y = 2')\nraise KeyError('at module level')\ndef main():\n    return 1\n";
+    let observation = run(&fixture, invocation(&fixture, code, "{}"));
+    let Outcome::Failed {
+        error,
+        code_started,
+    } = &observation.outcome
+    else {
+        panic!("expected a failure, got {:?}", observation.outcome);
+    };
+    assert!(code_started);
+    assert_eq!(error.kind, "KeyError");
+    assert_eq!(
+        error.traceback,
+        vec!["step.py:3 in <module>: raise KeyError('at module level')".to_owned()]
+    );
+    let nested = "def main():\n    exec('raise ValueError(1)')\n";
+    let observation = run(&fixture, invocation(&fixture, nested, "{}"));
+    assert!(
+        matches!(&observation.outcome, Outcome::Failed { error, code_started: true }
+            if error.traceback == vec!["step.py:2 in main: exec('raise ValueError(1)')".to_owned()]),
+        "{:?}",
+        observation.outcome
+    );
+    for (code, line) in [
+        (
+            "open('/work/marker', 'w').write('ran')\nx = 'never closed\n",
+            2,
+        ),
+        (
+            "open('/work/marker', 'w').write('ran')\ndef main(:\n    return 1\n",
+            2,
+        ),
+    ] {
+        let observation = run(&fixture, invocation(&fixture, code, "{}"));
+        assert!(
+            matches!(&observation.outcome, Outcome::Failed { error, code_started: false }
+                if error.kind == "SyntaxError" && error.message.contains(&format!("step.py:{line}"))),
+            "{code}: {:?}",
+            observation.outcome
+        );
+        assert!(
+            observation.copy_back.files.is_empty(),
+            "{code}: the step ran"
+        );
+    }
+}
+
 #[test]
 fn g7_results_that_are_not_json_or_too_large_are_clear_errors_needs_root() {
     let fixture = fixture();

@@ -1,0 +1,713 @@
+//! The modules a step's source imports, read on the platform before any sandbox exists (G9).
+//!
+//! A step may import only its pinned standard library; one that imports anything else needs
+//! repair, and nothing of it may run. The check used to run in the harness, on the syntax tree
+//! of `compile(..., PyCF_ONLY_AST)`. An interpreter's first `compile()` call sets up the `ast`
+//! module's node types (over a hundred classes), about 1.2 ms of every cold step on this class
+//! of machine (issue 13): the harness now runs the step with `exec`, which skips that, and the
+//! check runs here instead, so that a step which needs repair never gets a sandbox at all.
+//!
+//! It finds what the harness's walk of the tree found:
+//! - `import a.b as c, d` (`a` and `d`), `from a.b import c` (`a`), and a relative
+//!   `from ..a import b` (`..a`, never a standard module);
+//! - every call of a name or attribute `__import__` or `import_module` whose first argument is
+//!   a string literal (`importlib.import_module("numpy")`).
+//!
+//! It reads tokens, not a tree. `import` is a hard keyword, so every `import` token starts an
+//! import statement or ends a `from` import's module; `from` starts one exactly where a
+//! statement starts (`yield from` and `raise ... from` never do). Strings, comments and
+//! f-strings (with PEP 701's nesting) are lexed as Python lexes them, so no word inside them
+//! counts; the expressions inside an f-string's fields do. The differential test runs both
+//! checks over the standard library's own source and requires the same answer.
+//!
+//! Source that cannot be tokenized (an unterminated string or f-string) gets no verdict: the
+//! harness compiles it and reports its syntax error. Source that tokenizes but does not parse
+//! and imports a module outside the standard library needs repair, where the harness used to
+//! report the syntax error first: either way the step must be changed before it can run.
+
+/// One import the source states.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Import {
+    /// The top-level module (`os` for `import os.path`), or the dotted relative name.
+    pub module: String,
+    /// The line of the statement, or of the call's start (1-based).
+    pub line: usize,
+}
+
+/// Why the source could not be tokenized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unlexable {
+    pub line: usize,
+    pub what: &'static str,
+}
+
+/// Every import `code` states, in source order.
+pub(crate) fn imports(code: &str) -> Result<Vec<Import>, Unlexable> {
+    let mut lexer = Lexer {
+        source: code,
+        bytes: code.as_bytes(),
+        position: 0,
+        line: 1,
+        depth: 0,
+        tokens: Vec::new(),
+    };
+    lexer.tokens(false)?;
+    Ok(find(&lexer.tokens))
+}
+
+/// The first import of a module that is not in `stdlib` (sorted, as `sys.stdlib_module_names`
+/// is kept), in source order; `None` also for source that cannot be tokenized.
+pub(crate) fn first_foreign_import(code: &str, stdlib: &[String]) -> Option<Import> {
+    imports(code).ok()?.into_iter().find(|import| {
+        stdlib
+            .binary_search_by(|name| name.as_str().cmp(&import.module))
+            .is_err()
+    })
+}
+
+/// The needs-repair detail for `import`, worded as the harness worded it.
+pub(crate) fn needs_repair_detail(import: &Import, python: crate::PythonPin) -> String {
+    format!(
+        "step.py:{} imports {}, which is not in Python {}.{}'s standard library",
+        import.line,
+        python_repr(&import.module),
+        python.major,
+        python.minor
+    )
+}
+
+/// `repr()` of a module name as Python writes it (names are identifiers, but a literal given
+/// to `__import__` may hold anything).
+fn python_repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut written = String::with_capacity(text.len() + 2);
+    written.push(quote);
+    for character in text.chars() {
+        match character {
+            '\\' => written.push_str("\\\\"),
+            '\n' => written.push_str("\\n"),
+            '\r' => written.push_str("\\r"),
+            '\t' => written.push_str("\\t"),
+            _ if character == quote => {
+                written.push('\\');
+                written.push(character);
+            }
+            _ if character.is_control() => {
+                let value = u32::from(character);
+                if value < 0x100 {
+                    written.push_str(&format!("\\x{value:02x}"));
+                } else {
+                    written.push_str(&format!("\\u{value:04x}"));
+                }
+            }
+            _ => written.push(character),
+        }
+    }
+    written.push(quote);
+    written
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind<'a> {
+    Name(&'a str),
+    /// A string literal; `text` is its body between the quotes. `plain` for a `str` literal
+    /// (not bytes, not an f-string), whose value is known.
+    Str {
+        text: &'a str,
+        plain: bool,
+        raw: bool,
+    },
+    Op(u8),
+    /// The end of a logical line.
+    Newline,
+    Number,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Token<'a> {
+    kind: Kind<'a>,
+    line: usize,
+}
+
+/// A string literal's prefix.
+#[derive(Debug, Clone, Copy, Default)]
+struct Prefix {
+    raw: bool,
+    bytes: bool,
+    formatted: bool,
+}
+
+impl Prefix {
+    /// The prefix a word is, if it is one (`rb`, `F`, `u`, ...; `t` strings are PEP 750's).
+    fn parse(word: &str) -> Option<Prefix> {
+        let lower = word.to_ascii_lowercase();
+        match lower.as_str() {
+            "r" | "u" | "b" | "f" | "t" | "br" | "rb" | "fr" | "rf" | "tr" | "rt" => Some(Prefix {
+                raw: lower.contains('r'),
+                bytes: lower.contains('b'),
+                formatted: lower.contains('f') || lower.contains('t'),
+            }),
+            _ => None,
+        }
+    }
+}
+
+struct Lexer<'a> {
+    source: &'a str,
+    bytes: &'a [u8],
+    position: usize,
+    line: usize,
+    /// Bracket depth outside f-string fields: no logical line ends inside brackets.
+    depth: usize,
+    tokens: Vec<Token<'a>>,
+}
+
+fn is_identifier_start(byte: u8) -> bool {
+    byte.is_ascii_alphabetic() || byte == b'_' || byte >= 0x80
+}
+
+fn is_identifier_continue(byte: u8) -> bool {
+    is_identifier_start(byte) || byte.is_ascii_digit()
+}
+
+impl<'a> Lexer<'a> {
+    fn peek(&self, offset: usize) -> Option<u8> {
+        self.bytes.get(self.position + offset).copied()
+    }
+
+    fn push(&mut self, kind: Kind<'a>, line: usize) {
+        self.tokens.push(Token { kind, line });
+    }
+
+    /// Steps over one line end (`\n`, `\r\n` or `\r`, as Python's tokenizer translates them).
+    fn line_end(&mut self) {
+        if self.peek(0) == Some(b'\r') && self.peek(1) == Some(b'\n') {
+            self.position += 1;
+        }
+        self.position += 1;
+        self.line += 1;
+    }
+
+    /// Lexes to the end of the source or, inside an f-string's replacement field, up to the
+    /// `}`, `:` or `!` that ends the field's expression (returned, not consumed).
+    fn tokens(&mut self, in_field: bool) -> Result<Option<u8>, Unlexable> {
+        // Brackets opened inside this field.
+        let mut field_depth = 0usize;
+        while let Some(byte) = self.peek(0) {
+            let line = self.line;
+            match byte {
+                b' ' | b'\t' | b'\x0c' => self.position += 1,
+                b'#' => {
+                    while !matches!(self.peek(0), None | Some(b'\n' | b'\r')) {
+                        self.position += 1;
+                    }
+                }
+                b'\\' if matches!(self.peek(1), Some(b'\n' | b'\r')) => {
+                    self.position += 1;
+                    self.line_end();
+                }
+                b'\n' | b'\r' => {
+                    self.line_end();
+                    if !in_field && self.depth == 0 {
+                        self.push(Kind::Newline, line);
+                    }
+                }
+                b'(' | b'[' | b'{' => {
+                    if in_field {
+                        field_depth += 1;
+                    } else {
+                        self.depth += 1;
+                    }
+                    self.position += 1;
+                    self.push(Kind::Op(byte), line);
+                }
+                b')' | b']' | b'}' => {
+                    if in_field {
+                        if field_depth == 0 {
+                            if byte == b'}' {
+                                return Ok(Some(byte));
+                            }
+                            return Err(Unlexable {
+                                line,
+                                what: "an unbalanced bracket in an f-string's field",
+                            });
+                        }
+                        field_depth -= 1;
+                    } else {
+                        self.depth = self.depth.saturating_sub(1);
+                    }
+                    self.position += 1;
+                    self.push(Kind::Op(byte), line);
+                }
+                b':' if in_field && field_depth == 0 => return Ok(Some(byte)),
+                b'!' if in_field && field_depth == 0 && self.peek(1) != Some(b'=') => {
+                    return Ok(Some(byte));
+                }
+                b'\'' | b'"' => self.string(Prefix::default())?,
+                b'0'..=b'9' => self.number(),
+                b'.' if self.peek(1).is_some_and(|next| next.is_ascii_digit()) => self.number(),
+                _ if is_identifier_start(byte) => {
+                    let start = self.position;
+                    while self.peek(0).is_some_and(is_identifier_continue) {
+                        self.position += 1;
+                    }
+                    let word = &self.source[start..self.position];
+                    match Prefix::parse(word) {
+                        Some(prefix) if matches!(self.peek(0), Some(b'\'' | b'"')) => {
+                            self.string(prefix)?;
+                        }
+                        _ => self.push(Kind::Name(word), line),
+                    }
+                }
+                _ => {
+                    self.position += 1;
+                    self.push(Kind::Op(byte), line);
+                }
+            }
+        }
+        if in_field {
+            return Err(Unlexable {
+                line: self.line,
+                what: "an f-string whose field never ends",
+            });
+        }
+        Ok(None)
+    }
+
+    /// A number: digits, letters (`0x1f`, `1j`, `1_000`), dots and an exponent's sign.
+    fn number(&mut self) {
+        let line = self.line;
+        let hexadecimal = self.peek(0) == Some(b'0') && matches!(self.peek(1), Some(b'x' | b'X'));
+        while let Some(byte) = self.peek(0) {
+            if !(byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'.') {
+                break;
+            }
+            self.position += 1;
+            if !hexadecimal
+                && matches!(byte, b'e' | b'E')
+                && matches!(self.peek(0), Some(b'+' | b'-'))
+            {
+                self.position += 1;
+            }
+        }
+        self.push(Kind::Number, line);
+    }
+
+    /// Whether a string opened with `quote` (three of them when `triple`) closes here.
+    fn closes(&self, quote: u8, triple: bool) -> bool {
+        self.peek(0) == Some(quote)
+            && (!triple || (self.peek(1) == Some(quote) && self.peek(2) == Some(quote)))
+    }
+
+    /// A string literal, the position at its opening quote.
+    fn string(&mut self, prefix: Prefix) -> Result<(), Unlexable> {
+        let line = self.line;
+        let Some(quote) = self.peek(0) else {
+            return Err(Unlexable {
+                line,
+                what: "a string prefix at the end of the source",
+            });
+        };
+        let triple = self.peek(1) == Some(quote) && self.peek(2) == Some(quote);
+        let width = if triple { 3 } else { 1 };
+        self.position += width;
+        let unterminated = |line| Unlexable {
+            line,
+            what: "an unterminated string",
+        };
+        if prefix.formatted {
+            self.formatted_body(quote, triple, prefix.raw, line)?;
+            self.push(
+                Kind::Str {
+                    text: "",
+                    plain: false,
+                    raw: prefix.raw,
+                },
+                line,
+            );
+            return Ok(());
+        }
+        let start = self.position;
+        loop {
+            match self.peek(0) {
+                None => return Err(unterminated(line)),
+                // A backslash keeps the next character in the string, in raw strings too.
+                Some(b'\\') => {
+                    self.position += 1;
+                    match self.peek(0) {
+                        None => return Err(unterminated(line)),
+                        Some(b'\n' | b'\r') => self.line_end(),
+                        Some(_) => self.position += 1,
+                    }
+                }
+                Some(_) if self.closes(quote, triple) => break,
+                Some(b'\n' | b'\r') if !triple => return Err(unterminated(line)),
+                Some(b'\n' | b'\r') => self.line_end(),
+                Some(_) => self.position += 1,
+            }
+        }
+        let text = &self.source[start..self.position];
+        self.position += width;
+        self.push(
+            Kind::Str {
+                text,
+                plain: !prefix.bytes,
+                raw: prefix.raw,
+            },
+            line,
+        );
+        Ok(())
+    }
+
+    /// An f-string's literal text and fields, up to and including its closing quote.
+    fn formatted_body(
+        &mut self,
+        quote: u8,
+        triple: bool,
+        raw: bool,
+        line: usize,
+    ) -> Result<(), Unlexable> {
+        let width = if triple { 3 } else { 1 };
+        loop {
+            match self.peek(0) {
+                None => {
+                    return Err(Unlexable {
+                        line,
+                        what: "an unterminated f-string",
+                    });
+                }
+                Some(b'\\') => self.formatted_escape(raw, line)?,
+                Some(b'{') if self.peek(1) == Some(b'{') => self.position += 2,
+                Some(b'}') if self.peek(1) == Some(b'}') => self.position += 2,
+                Some(b'{') => {
+                    self.position += 1;
+                    self.field(quote, triple, raw, line)?;
+                }
+                Some(_) if self.closes(quote, triple) => {
+                    self.position += width;
+                    return Ok(());
+                }
+                Some(b'\n' | b'\r') if !triple => {
+                    return Err(Unlexable {
+                        line,
+                        what: "an unterminated f-string",
+                    });
+                }
+                Some(b'\n' | b'\r') => self.line_end(),
+                Some(_) => self.position += 1,
+            }
+        }
+    }
+
+    /// A backslash in an f-string's literal text: `\N{...}` is one escape (its braces open no
+    /// field), a brace after it is read as a brace, anything else stays in the text.
+    fn formatted_escape(&mut self, raw: bool, line: usize) -> Result<(), Unlexable> {
+        if !raw && self.peek(1) == Some(b'N') && self.peek(2) == Some(b'{') {
+            while self.peek(0).is_some_and(|byte| byte != b'}') {
+                self.position += 1;
+            }
+            if self.peek(0).is_none() {
+                return Err(Unlexable {
+                    line,
+                    what: "an unterminated \\N{...} escape",
+                });
+            }
+            self.position += 1;
+            return Ok(());
+        }
+        self.position += 1;
+        match self.peek(0) {
+            None => Err(Unlexable {
+                line,
+                what: "an unterminated f-string",
+            }),
+            Some(b'{' | b'}') => Ok(()),
+            Some(b'\n' | b'\r') => {
+                self.line_end();
+                Ok(())
+            }
+            Some(_) => {
+                self.position += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// A replacement field, after its `{`: the expression's tokens join the stream, then a
+    /// conversion (`!r`) and a format spec (which may hold fields of its own), up to and
+    /// including the closing `}`.
+    fn field(&mut self, quote: u8, triple: bool, raw: bool, line: usize) -> Result<(), Unlexable> {
+        let unterminated = Unlexable {
+            line,
+            what: "an f-string whose field never ends",
+        };
+        let mut end = self.tokens(true)?;
+        if end == Some(b'!') {
+            self.position += 1;
+            while self
+                .peek(0)
+                .is_some_and(|byte| byte.is_ascii_alphanumeric())
+            {
+                self.position += 1;
+            }
+            end = self.peek(0);
+        }
+        if end == Some(b':') {
+            self.position += 1;
+            loop {
+                match self.peek(0) {
+                    None => return Err(unterminated),
+                    Some(b'}') => break,
+                    Some(b'{') => {
+                        self.position += 1;
+                        self.field(quote, triple, raw, line)?;
+                    }
+                    Some(b'\\') => self.formatted_escape(raw, line)?,
+                    Some(_) if self.closes(quote, triple) => return Err(unterminated),
+                    Some(b'\n' | b'\r') if !triple => return Err(unterminated),
+                    Some(b'\n' | b'\r') => self.line_end(),
+                    Some(_) => self.position += 1,
+                }
+            }
+        }
+        if self.peek(0) != Some(b'}') {
+            return Err(unterminated);
+        }
+        self.position += 1;
+        Ok(())
+    }
+}
+
+/// The value of a plain string literal's body, or `None` where it holds a `\N{...}` escape
+/// (a character named by its Unicode name, which this module does not carry).
+fn decoded(text: &str, raw: bool) -> Option<String> {
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    if raw {
+        return Some(text);
+    }
+    let mut value = String::with_capacity(text.len());
+    let mut characters = text.chars().peekable();
+    while let Some(character) = characters.next() {
+        if character != '\\' {
+            value.push(character);
+            continue;
+        }
+        let escaped = characters.next()?;
+        let mut hex = |digits: usize| -> Option<char> {
+            let mut number = 0u32;
+            for _ in 0..digits {
+                number = number * 16 + characters.next()?.to_digit(16)?;
+            }
+            char::from_u32(number)
+        };
+        match escaped {
+            '\n' => {}
+            '\\' | '\'' | '"' => value.push(escaped),
+            'a' => value.push('\x07'),
+            'b' => value.push('\x08'),
+            'f' => value.push('\x0c'),
+            'n' => value.push('\n'),
+            'r' => value.push('\r'),
+            't' => value.push('\t'),
+            'v' => value.push('\x0b'),
+            'x' => value.push(hex(2)?),
+            'u' => value.push(hex(4)?),
+            'U' => value.push(hex(8)?),
+            'N' => return None,
+            '0'..='7' => {
+                let mut number = escaped.to_digit(8)?;
+                for _ in 0..2 {
+                    match characters.peek().and_then(|next| next.to_digit(8)) {
+                        Some(digit) => {
+                            number = number * 8 + digit;
+                            characters.next();
+                        }
+                        None => break,
+                    }
+                }
+                value.push(char::from_u32(number)?);
+            }
+            // An unknown escape stays as written.
+            other => {
+                value.push('\\');
+                value.push(other);
+            }
+        }
+    }
+    Some(value)
+}
+
+fn name_at<'a>(tokens: &[Token<'a>], index: usize) -> Option<&'a str> {
+    match tokens.get(index)?.kind {
+        Kind::Name(name) => Some(name),
+        _ => None,
+    }
+}
+
+fn op_at(tokens: &[Token<'_>], index: usize, byte: u8) -> bool {
+    tokens
+        .get(index)
+        .is_some_and(|token| token.kind == Kind::Op(byte))
+}
+
+/// Whether the token at `index` is the first of a statement.
+fn starts_statement(tokens: &[Token<'_>], index: usize) -> bool {
+    index == 0
+        || matches!(
+            tokens[index - 1].kind,
+            Kind::Newline | Kind::Op(b';') | Kind::Op(b':')
+        )
+}
+
+fn top_level(module: &str) -> String {
+    module.split('.').next().unwrap_or(module).to_owned()
+}
+
+fn find(tokens: &[Token<'_>]) -> Vec<Import> {
+    let mut found = Vec::new();
+    let mut index = 0;
+    while index < tokens.len() {
+        let token = tokens[index];
+        match token.kind {
+            Kind::Name("import") => {
+                index = plain_import(tokens, index + 1, token.line, &mut found);
+                continue;
+            }
+            Kind::Name("from") if starts_statement(tokens, index) => {
+                index = from_import(tokens, index + 1, token.line, &mut found);
+                continue;
+            }
+            Kind::Name("__import__" | "import_module") => {
+                if let Some(module) = literal_argument(tokens, index) {
+                    found.push(Import {
+                        module: top_level(&module),
+                        line: call_line(tokens, index),
+                    });
+                }
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    found
+}
+
+/// `import a.b as c, d`, after `import`: records each name's first part; returns the index
+/// of the first token after the statement's names.
+fn plain_import(
+    tokens: &[Token<'_>],
+    mut index: usize,
+    line: usize,
+    found: &mut Vec<Import>,
+) -> usize {
+    while let Some(first) = name_at(tokens, index) {
+        found.push(Import {
+            module: first.to_owned(),
+            line,
+        });
+        index += 1;
+        while op_at(tokens, index, b'.') && name_at(tokens, index + 1).is_some() {
+            index += 2;
+        }
+        if name_at(tokens, index) == Some("as") && name_at(tokens, index + 1).is_some() {
+            index += 2;
+        }
+        if !op_at(tokens, index, b',') {
+            break;
+        }
+        index += 1;
+    }
+    index
+}
+
+/// `from ..a.b import c`, after `from`: records the module; returns the index after the
+/// statement (its imported names hold no import).
+fn from_import(
+    tokens: &[Token<'_>],
+    mut index: usize,
+    line: usize,
+    found: &mut Vec<Import>,
+) -> usize {
+    let mut level = 0;
+    while op_at(tokens, index, b'.') {
+        level += 1;
+        index += 1;
+    }
+    let mut parts = Vec::new();
+    while let Some(part) = name_at(tokens, index).filter(|name| *name != "import") {
+        parts.push(part);
+        index += 1;
+        if !op_at(tokens, index, b'.') {
+            break;
+        }
+        index += 1;
+    }
+    if name_at(tokens, index) != Some("import") || (level == 0 && parts.is_empty()) {
+        // Not an import after all (a syntax error the harness reports).
+        return index;
+    }
+    let module = if level > 0 {
+        format!("{}{}", ".".repeat(level), parts.join("."))
+    } else {
+        parts[0].to_owned()
+    };
+    found.push(Import { module, line });
+    index += 1;
+    while index < tokens.len() && !matches!(tokens[index].kind, Kind::Newline | Kind::Op(b';')) {
+        index += 1;
+    }
+    index
+}
+
+/// The module named by `__import__("x")` or `importlib.import_module("x")` (the name at
+/// `index`): the value of string literals (implicitly joined, perhaps in parentheses) that
+/// make the call's whole first argument.
+fn literal_argument(tokens: &[Token<'_>], index: usize) -> Option<String> {
+    let mut at = index + 1;
+    if !op_at(tokens, at, b'(') {
+        return None;
+    }
+    at += 1;
+    let mut parentheses = 0;
+    while op_at(tokens, at, b'(') {
+        parentheses += 1;
+        at += 1;
+    }
+    let mut value = String::new();
+    let mut literals = 0;
+    while let Some(Kind::Str { text, plain, raw }) = tokens.get(at).map(|token| token.kind) {
+        if !plain {
+            return None;
+        }
+        value.push_str(&decoded(text, raw)?);
+        literals += 1;
+        at += 1;
+    }
+    if literals == 0 {
+        return None;
+    }
+    for _ in 0..parentheses {
+        if !op_at(tokens, at, b')') {
+            return None;
+        }
+        at += 1;
+    }
+    (op_at(tokens, at, b',') || op_at(tokens, at, b')')).then_some(value)
+}
+
+/// The line a call starts on: that of the first name of a dotted chain (`a.b.import_module`),
+/// as the syntax tree places a call.
+fn call_line(tokens: &[Token<'_>], mut index: usize) -> usize {
+    while index >= 2 && op_at(tokens, index - 1, b'.') && name_at(tokens, index - 2).is_some() {
+        index -= 2;
+    }
+    tokens[index].line
+}
+
+#[cfg(test)]
+#[path = "imports_tests.rs"]
+mod tests;

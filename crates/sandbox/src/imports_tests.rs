@@ -1,0 +1,332 @@
+//! Tests of the import reader: its forms, its failures, and its agreement with Python's own
+//! syntax tree over the standard library and over hostile source.
+
+use super::*;
+
+fn modules(code: &str) -> Vec<(String, usize)> {
+    imports(code)
+        .unwrap_or_else(|error| panic!("{code:?} did not tokenize: {error:?}"))
+        .into_iter()
+        .map(|import| (import.module, import.line))
+        .collect()
+}
+
+fn found(pairs: &[(&str, usize)]) -> Vec<(String, usize)> {
+    pairs
+        .iter()
+        .map(|(module, line)| ((*module).to_owned(), *line))
+        .collect()
+}
+
+#[test]
+fn g9_every_form_of_import_is_found_with_its_line() {
+    let code = "import os\n\
+import a.b as c, d.e\n\
+from x.y import z\n\
+from . import sibling\n\
+from ..parent.mod import thing\n\
+from ... import far\n\
+from __future__ import annotations\n\
+if True: from inline import one; import two\n\
+def f():\n\
+    import nested\n\
+    return __import__('dyn.sub')\n\
+value = importlib.import_module(\"imp\" 'joined')\n\
+other = (pkg\n\
+    .import_module('wrapped'))\n\
+from q import (\n\
+    r,\n\
+    s)\n\
+import t\n";
+    assert_eq!(
+        modules(code),
+        found(&[
+            ("os", 1),
+            ("a", 2),
+            ("d", 2),
+            ("x", 3),
+            (".", 4),
+            ("..parent.mod", 5),
+            ("...", 6),
+            ("__future__", 7),
+            ("inline", 8),
+            ("two", 8),
+            ("nested", 10),
+            ("dyn", 11),
+            ("impjoined", 12),
+            ("wrapped", 13),
+            ("q", 15),
+            ("t", 18),
+        ])
+    );
+}
+
+#[test]
+fn g9_words_in_strings_comments_and_other_statements_are_not_imports() {
+    let code = "# import commented\n\
+text = 'import quoted'\n\
+block = \"\"\"\n\
+import inside_triple\n\
+from inside import triple\n\
+\"\"\"\n\
+raw = r'\\' import'\n\
+def gen():\n\
+    yield from items\n\
+    raise Error() from cause\n\
+call = __import__(name)\n\
+computed = __import__('a' + suffix)\n\
+method = __import__('a'.upper())\n\
+data = b'import bytes'\n\
+fb = __import__(b'bytes_module')\n\
+keyword = __import__(name='kw')\n\
+def import_module(name='default'):\n\
+    pass\n";
+    assert_eq!(modules(code), Vec::new());
+}
+
+#[test]
+fn g9_fields_of_f_strings_are_read_and_their_text_is_not() {
+    let code = "a = f'import {x} from {y!r:>{width}}'\n\
+b = f\"{__import__('inside_field').name}\"\n\
+c = f'{{import braces}}'\n\
+d = f'''\n\
+{ {'k': __import__(\"multi\")}['k'] }\n\
+'''\n\
+e = rf'\\{__import__(\"raw_field\")}'\n\
+g = f'\\N{DASH} {__import__(\"after_name\")}'\n\
+h = f\"{f'{__import__(\"nested\")}'}\"\n\
+import last\n";
+    assert_eq!(
+        modules(code),
+        found(&[
+            ("inside_field", 2),
+            ("multi", 5),
+            ("raw_field", 7),
+            ("after_name", 8),
+            ("nested", 9),
+            ("last", 10),
+        ])
+    );
+}
+
+#[test]
+fn g9_escapes_in_a_literal_module_name_are_decoded() {
+    assert_eq!(
+        modules("__import__('o\\x73')\n__import__(\"\\u0072e\")\n__import__('\\157s')\n"),
+        found(&[("os", 1), ("re", 2), ("os", 3)])
+    );
+    // A name given by its Unicode name is not decoded: no verdict rather than a wrong one.
+    assert_eq!(
+        modules("__import__('\\N{LATIN SMALL LETTER A}')\n"),
+        Vec::new()
+    );
+}
+
+#[test]
+fn g9_source_that_does_not_tokenize_gets_no_verdict() {
+    for code in [
+        "import requests\nx = 'unterminated\n",
+        "import requests\nx = \"\"\"never closed\n",
+        "import requests\nx = f'{unclosed'\n",
+    ] {
+        assert!(imports(code).is_err(), "{code:?}");
+        assert_eq!(first_foreign_import(code, &["json".to_owned()]), None);
+    }
+}
+
+#[test]
+fn g9_the_first_foreign_import_is_named_in_the_harness_wording() {
+    let stdlib: Vec<String> = ["json", "os", "re"].iter().map(|s| s.to_string()).collect();
+    let code = "import json\nimport os.path\nimport requests\nimport yaml\n";
+    let foreign = first_foreign_import(code, &stdlib).unwrap();
+    assert_eq!(
+        foreign,
+        Import {
+            module: "requests".to_owned(),
+            line: 3
+        }
+    );
+    assert_eq!(
+        needs_repair_detail(
+            &foreign,
+            crate::PythonPin {
+                major: 3,
+                minor: 11
+            }
+        ),
+        "step.py:3 imports 'requests', which is not in Python 3.11's standard library"
+    );
+    assert_eq!(first_foreign_import("import json, re\n", &stdlib), None);
+    assert_eq!(
+        first_foreign_import("from .local import x\n", &stdlib).map(|import| import.module),
+        Some(".local".to_owned())
+    );
+    assert_eq!(python_repr("it's"), "\"it's\"");
+    assert_eq!(python_repr("a\nb"), "'a\\nb'");
+}
+
+/// The harness's old check, on Python's own syntax tree: the reference the token reader must
+/// match. It prints, per file that parses, every (module, line) the tree's walk yields.
+const AST_REFERENCE: &str = r#"
+import ast, json, sys
+
+def literal_name(call):
+    function = call.func
+    name = None
+    if isinstance(function, ast.Name) and function.id in ("__import__", "import_module"):
+        name = function.id
+    elif isinstance(function, ast.Attribute) and function.attr in ("__import__", "import_module"):
+        name = function.attr
+    if name is None or not call.args:
+        return None
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+def imported_modules(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name.split(".")[0], node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                yield "." * node.level + (node.module or ""), node.lineno
+            elif node.module:
+                yield node.module.split(".")[0], node.lineno
+        elif isinstance(node, ast.Call):
+            name = literal_name(node)
+            if name is not None:
+                yield name.split(".")[0], node.lineno
+
+found = {}
+for path in sys.argv[1:]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        continue
+    found[path] = sorted(imported_modules(tree))
+print(json.dumps(found))
+"#;
+
+/// The files the differential test reads: the standard library's modules and packages, and
+/// the test suite's files with the strangest syntax where the test suite is installed.
+fn corpus(python: &str) -> Vec<std::path::PathBuf> {
+    let output = std::process::Command::new(python)
+        .args([
+            "-I",
+            "-S",
+            "-c",
+            "import os; print(os.path.dirname(os.__file__))",
+        ])
+        .output()
+        .unwrap();
+    let library = std::path::PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    let mut files = Vec::new();
+    let mut folders = vec![library.clone()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                // The test suite is read only where named below (it alone doubles the time);
+                // site-packages and caches are not the standard library.
+                if !["test", "site-packages", "dist-packages", "__pycache__"]
+                    .contains(&name.as_str())
+                {
+                    folders.push(path);
+                }
+            } else if name.ends_with(".py") {
+                files.push(path);
+            }
+        }
+    }
+    for name in [
+        "test/test_grammar.py",
+        "test/test_fstring.py",
+        "test/test_string_literals.py",
+        "test/test_tokenize.py",
+        "test/test_unparse.py",
+        "test/test_syntax.py",
+        "test/test_patma.py",
+        "test/test_import/__init__.py",
+        "test/test_ast.py",
+        "test/test_compile.py",
+        "test/test_importlib/test_api.py",
+    ] {
+        let path = library.join(name);
+        if path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// G9: the token reader finds exactly what the syntax tree's walk finds (the harness's old
+/// check), module and line, over real Python source: the standard library's own.
+#[test]
+fn g9_the_token_reader_agrees_with_the_syntax_tree_over_the_standard_library() {
+    let python = "/usr/bin/python3";
+    let files = corpus(python);
+    assert!(
+        files.len() > 500,
+        "too few files to compare: {}",
+        files.len()
+    );
+    let output = std::process::Command::new(python)
+        .args(["-I", "-S", "-c", AST_REFERENCE])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reference: std::collections::BTreeMap<String, Vec<(String, usize)>> =
+        serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        reference.len() > 500,
+        "too few files parsed: {}",
+        reference.len()
+    );
+    let mut disagreements = Vec::new();
+    let mut imports_compared = 0;
+    for (path, expected) in &reference {
+        let source = std::fs::read_to_string(path).unwrap();
+        let mut read = match imports(&source) {
+            Ok(read) => read
+                .into_iter()
+                .map(|import| (import.module, import.line))
+                .collect::<Vec<_>>(),
+            Err(error) => {
+                disagreements.push(format!("{path}: did not tokenize: {error:?}"));
+                continue;
+            }
+        };
+        read.sort();
+        imports_compared += expected.len();
+        if &read != expected {
+            let missing: Vec<_> = expected
+                .iter()
+                .filter(|item| !read.contains(item))
+                .collect();
+            let extra: Vec<_> = read
+                .iter()
+                .filter(|item| !expected.contains(item))
+                .collect();
+            disagreements.push(format!("{path}: missing {missing:?}, extra {extra:?}"));
+        }
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} of {} files disagree:\n{}",
+        disagreements.len(),
+        reference.len(),
+        disagreements.join("\n")
+    );
+    assert!(imports_compared > 4000, "{imports_compared}");
+}
