@@ -115,11 +115,111 @@ fn g9_escapes_in_a_literal_module_name_are_decoded() {
         modules("__import__('o\\x73')\n__import__(\"\\u0072e\")\n__import__('\\157s')\n"),
         found(&[("os", 1), ("re", 2), ("os", 3)])
     );
-    // A name given by its Unicode name is not decoded: no verdict rather than a wrong one.
+}
+
+/// Review finding: a name written with a `\N{...}` escape was not decoded and so not found,
+/// and the step ran. The reader carries no Unicode name table: such a name counts as a module
+/// outside the standard library, as written (fail closed), and the detail says why.
+#[test]
+fn g9_a_module_name_written_with_a_unicode_name_escape_fails_closed() {
+    let stdlib: Vec<String> = ["os"].iter().map(|s| s.to_string()).collect();
+    let code = "x = 1\n__import__('\\N{LATIN SMALL LETTER N}umpy')\n";
+    let foreign = first_foreign_import(code, &stdlib).expect("an escaped name must not pass");
+    assert_eq!(foreign.line, 2);
+    assert_eq!(foreign.module, "\\N{LATIN SMALL LETTER N}umpy");
+    let detail = needs_repair_detail(
+        &foreign,
+        crate::PythonPin {
+            major: 3,
+            minor: 11,
+        },
+    );
+    assert!(
+        detail.starts_with("step.py:2 imports a module named with a \\N{...} escape"),
+        "{detail}"
+    );
+    // Even a standard module, written so, is not let through on a guess.
+    assert!(first_foreign_import("__import__('\\N{LATIN SMALL LETTER O}s')\n", &stdlib).is_some());
+}
+
+/// Review finding: a parenthesised callee, `(__import__)('numpy')`, is a call of
+/// `__import__` in the syntax tree and was missed.
+#[test]
+fn g9_a_parenthesised_callee_is_still_a_call() {
     assert_eq!(
-        modules("__import__('\\N{LATIN SMALL LETTER A}')\n"),
+        modules(
+            "(__import__)('numpy')\n((__import__))(('yaml'))\n(importlib.import_module)('lxml')\n\
+(importlib).import_module('toml')\n"
+        ),
+        found(&[("numpy", 1), ("yaml", 2), ("lxml", 3), ("toml", 4)])
+    );
+    // Not a call of the name: a tuple's member, an argument.
+    assert_eq!(
+        modules("(x, __import__)('numpy')\nf(__import__)('numpy')\n"),
         Vec::new()
     );
+}
+
+/// Review finding: Python reads a non-ASCII identifier in its NFKC form, so `__ｉmport__` is
+/// `__import__` and `import ｏs` imports `os`; keywords are not normalised (`ｉmport os` does
+/// not parse).
+#[test]
+fn g9_identifiers_are_read_in_the_normal_form_python_reads_them_in() {
+    assert_eq!(
+        modules(
+            "__\u{ff49}mport__('numpy')\nimportlib.\u{ff49}mport_module('yaml')\nimport \u{ff4f}s\n\
+from \u{ff4f}s import path\nimport os.\u{ff50}ath as \u{ff58}, \u{ff4e}umpy\n"
+        ),
+        found(&[
+            ("numpy", 1),
+            ("yaml", 2),
+            ("os", 3),
+            ("os", 4),
+            ("os", 5),
+            ("numpy", 5)
+        ])
+    );
+    assert_eq!(modules("\u{ff49}mport os\n"), Vec::new());
+}
+
+/// Review finding: f-strings nested in f-strings (PEP 701) and fields nested in format specs
+/// were read by recursion without a bound, so deep enough nesting overflowed the platform's
+/// stack and aborted it. Python rejects such source; the reader now does too, on a small
+/// stack, and still reads the deepest nesting Python accepts.
+#[test]
+fn g9_deeply_nested_f_strings_do_not_overflow_the_platform() {
+    let deep_specs = format!(
+        "x = f'{{x:{}{}'\n",
+        "{x:".repeat(200_000),
+        "}".repeat(200_001)
+    );
+    let deep_strings = format!("{}1{}\n", "f'{".repeat(100_000), "}'".repeat(100_000));
+    let accepted_specs = "x = f'{x:{y}}'\nimport json\n".to_owned();
+    let mut accepted_strings = "x = ".to_owned();
+    for level in 0..140 {
+        accepted_strings.push_str(if level % 2 == 0 { "f'{" } else { "f\"{" });
+    }
+    accepted_strings.push_str("__import__('numpy')");
+    for level in (0..140).rev() {
+        accepted_strings.push_str(if level % 2 == 0 { "}'" } else { "}\"" });
+    }
+    accepted_strings.push('\n');
+    let reader = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            (
+                imports(&deep_specs).is_err(),
+                imports(&deep_strings).is_err(),
+                imports(&accepted_specs).map(|found| found.len()),
+                imports(&accepted_strings).map(|found| found.len()),
+            )
+        })
+        .unwrap();
+    let (specs_refused, strings_refused, specs_read, strings_read) = reader.join().unwrap();
+    assert!(specs_refused, "nested format specs must be refused");
+    assert!(strings_refused, "nested f-strings must be refused");
+    assert_eq!(specs_read, Ok(1));
+    assert_eq!(strings_read, Ok(1));
 }
 
 #[test]
@@ -329,4 +429,89 @@ fn g9_the_token_reader_agrees_with_the_syntax_tree_over_the_standard_library() {
         disagreements.join("\n")
     );
     assert!(imports_compared > 4000, "{imports_compared}");
+}
+
+/// G9 over hostile source: for every snippet Python parses, the token reader finds at least
+/// every import the syntax tree's walk finds (it may find more only where it fails closed).
+#[test]
+fn g9_the_token_reader_finds_what_the_syntax_tree_finds_in_hostile_source() {
+    let snippets = [
+        "(__import__)('numpy')\n",
+        "( ( __import__ ) )( 'numpy' )\n",
+        "(importlib\n  .import_module)('numpy')\n",
+        "__\u{ff49}mport__('numpy')\n",
+        "importlib.\u{ff49}mport_module('numpy')\n",
+        "import \u{ff4e}umpy\n",
+        "from \u{ff4e}umpy.linalg import norm\n",
+        "import os, \u{1d427}umpy\n",
+        "__import__('\\N{LATIN SMALL LETTER N}umpy')\n",
+        "__import__('nu' '\\N{LATIN SMALL LETTER M}py')\n",
+        "x = f'{__import__(\"numpy\")}'\n",
+        "x = f'{1:{__import__(\"numpy\")}}'\n",
+        "x = f'{1!r:>{__import__(\"numpy\")}}'\n",
+        "x = f'''{\n__import__(\"numpy\")\n}'''\n",
+        "if 1: import numpy\n",
+        "try: import numpy\nexcept ImportError: pass\n",
+        "x = [__import__('numpy') for _ in ()]\n",
+        "lambda: __import__('numpy')\n",
+        "import json\\\n, numpy\n",
+        "x = 1;import numpy\n",
+        "class C: import numpy\n",
+        "async def f():\n    import numpy\n",
+        "match x:\n    case 1: import numpy\n",
+        "import_module = __import__\nimport_module('numpy')\n",
+        "x.__import__('numpy', None)\n",
+        "__import__(r'numpy')\n",
+        "__import__(u'numpy')\n",
+        "__import__('num\\\npy')\n",
+        "__import__('''numpy''')\n",
+    ];
+    let folder = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (index, snippet) in snippets.iter().enumerate() {
+        let path = folder.path().join(format!("snippet{index}.py"));
+        std::fs::write(&path, snippet).unwrap();
+        paths.push(path);
+    }
+    let output = std::process::Command::new("/usr/bin/python3")
+        .args(["-I", "-S", "-c", AST_REFERENCE])
+        .args(&paths)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reference: std::collections::BTreeMap<String, Vec<(String, usize)>> =
+        serde_json::from_slice(&output.stdout).unwrap();
+    let mut missed = Vec::new();
+    for (index, snippet) in snippets.iter().enumerate() {
+        let path = paths[index].to_string_lossy().into_owned();
+        let Some(expected) = reference.get(&path) else {
+            missed.push(format!("{snippet:?}: Python does not parse it"));
+            continue;
+        };
+        assert!(!expected.is_empty(), "{snippet:?}: the tree finds nothing");
+        let read = match imports(snippet) {
+            Ok(read) => read,
+            Err(error) => {
+                missed.push(format!("{snippet:?}: did not tokenize: {error:?}"));
+                continue;
+            }
+        };
+        for (module, line) in expected {
+            let escaped = snippet.contains("\\N{");
+            let seen = read.iter().any(|import| {
+                import.line == *line
+                    && (import.module == *module || escaped && import.module.contains("\\N{"))
+            });
+            if !seen {
+                missed.push(format!(
+                    "{snippet:?}: missed {module:?} at line {line}, read {read:?}"
+                ));
+            }
+        }
+    }
+    assert!(missed.is_empty(), "{}", missed.join("\n"));
 }
