@@ -20,10 +20,23 @@
 //! counts; the expressions inside an f-string's fields do. The differential test runs both
 //! checks over the standard library's own source and requires the same answer.
 //!
-//! Source that cannot be tokenized (an unterminated string or f-string) gets no verdict: the
-//! harness compiles it and reports its syntax error. Source that tokenizes but does not parse
-//! and imports a module outside the standard library needs repair, where the harness used to
-//! report the syntax error first: either way the step must be changed before it can run.
+//! It reads names as Python does: a non-ASCII identifier in its NFKC form (`__ｉmport__` is
+//! `__import__`, `import ｏs` imports `os`), a keyword only as written (`ｉmport os` does not
+//! parse). A callee may be parenthesised (`(__import__)('x')`). A literal module name with a
+//! `\N{...}` escape is not decoded (the reader carries no Unicode name table): it counts, as
+//! written, as a module outside the standard library, so such a step needs repair.
+//!
+//! Source that cannot be tokenized gets no verdict: the harness compiles it and reports its
+//! syntax error. That is safe only because Python rejects all such source too: an unterminated
+//! string or f-string, or f-strings nested deeper than Python's own limits (150 f-strings, 3
+//! fields in format specs), which the reader refuses before it recurses without bound. Source
+//! that tokenizes but does not parse and imports a module outside the standard library needs
+//! repair, where the harness used to report the syntax error first: either way the step must
+//! be changed before it can run.
+
+use std::borrow::Cow;
+
+use unicode_normalization::UnicodeNormalization as _;
 
 /// One import the source states.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +46,14 @@ pub(crate) struct Import {
     /// The line of the statement, or of the call's start (1-based).
     pub line: usize,
 }
+
+/// F-strings nested in f-strings (PEP 701) that the reader follows: more than Python's
+/// tokenizer allows (150), so that only source Python rejects is refused.
+const MAX_FSTRING_NESTING: usize = 160;
+
+/// Fields nested in format specs (`f'{x:{y:{z}}}'`) within one f-string: more than Python
+/// allows (3.11 one, 3.12 and later two).
+const MAX_SPEC_NESTING: usize = 4;
 
 /// Why the source could not be tokenized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +70,7 @@ pub(crate) fn imports(code: &str) -> Result<Vec<Import>, Unlexable> {
         position: 0,
         line: 1,
         depth: 0,
+        fstrings: 0,
         tokens: Vec::new(),
     };
     lexer.tokens(false)?;
@@ -67,6 +89,17 @@ pub(crate) fn first_foreign_import(code: &str, stdlib: &[String]) -> Option<Impo
 
 /// The needs-repair detail for `import`, worded as the harness worded it.
 pub(crate) fn needs_repair_detail(import: &Import, python: crate::PythonPin) -> String {
+    if import.module.contains("\\N{") {
+        return format!(
+            "step.py:{} imports a module named with a \\N{{...}} escape ({}), which stepward \
+             does not decode: write the name out so that it can be checked against Python \
+             {}.{}'s standard library",
+            import.line,
+            python_repr(&import.module),
+            python.major,
+            python.minor
+        );
+    }
     format!(
         "step.py:{} imports {}, which is not in Python {}.{}'s standard library",
         import.line,
@@ -163,6 +196,8 @@ struct Lexer<'a> {
     line: usize,
     /// Bracket depth outside f-string fields: no logical line ends inside brackets.
     depth: usize,
+    /// F-strings open around the position.
+    fstrings: usize,
     tokens: Vec<Token<'a>>,
 }
 
@@ -320,7 +355,16 @@ impl<'a> Lexer<'a> {
             what: "an unterminated string",
         };
         if prefix.formatted {
-            self.formatted_body(quote, triple, prefix.raw, line)?;
+            if self.fstrings >= MAX_FSTRING_NESTING {
+                return Err(Unlexable {
+                    line,
+                    what: "f-strings nested deeper than Python allows",
+                });
+            }
+            self.fstrings += 1;
+            let body = self.formatted_body(quote, triple, prefix.raw, line);
+            self.fstrings -= 1;
+            body?;
             self.push(
                 Kind::Str {
                     text: "",
@@ -385,7 +429,7 @@ impl<'a> Lexer<'a> {
                 Some(b'}') if self.peek(1) == Some(b'}') => self.position += 2,
                 Some(b'{') => {
                     self.position += 1;
-                    self.field(quote, triple, raw, line)?;
+                    self.field(quote, triple, raw, line, 0)?;
                 }
                 Some(_) if self.closes(quote, triple) => {
                     self.position += width;
@@ -439,8 +483,21 @@ impl<'a> Lexer<'a> {
 
     /// A replacement field, after its `{`: the expression's tokens join the stream, then a
     /// conversion (`!r`) and a format spec (which may hold fields of its own), up to and
-    /// including the closing `}`.
-    fn field(&mut self, quote: u8, triple: bool, raw: bool, line: usize) -> Result<(), Unlexable> {
+    /// including the closing `}`. `spec_depth` counts the format specs around the field.
+    fn field(
+        &mut self,
+        quote: u8,
+        triple: bool,
+        raw: bool,
+        line: usize,
+        spec_depth: usize,
+    ) -> Result<(), Unlexable> {
+        if spec_depth > MAX_SPEC_NESTING {
+            return Err(Unlexable {
+                line,
+                what: "f-string fields nested deeper than Python allows",
+            });
+        }
         let unterminated = Unlexable {
             line,
             what: "an f-string whose field never ends",
@@ -464,7 +521,7 @@ impl<'a> Lexer<'a> {
                     Some(b'}') => break,
                     Some(b'{') => {
                         self.position += 1;
-                        self.field(quote, triple, raw, line)?;
+                        self.field(quote, triple, raw, line, spec_depth + 1)?;
                     }
                     Some(b'\\') => self.formatted_escape(raw, line)?,
                     Some(_) if self.closes(quote, triple) => return Err(unterminated),
@@ -541,12 +598,30 @@ fn decoded(text: &str, raw: bool) -> Option<String> {
     Some(value)
 }
 
-fn name_at<'a>(tokens: &[Token<'a>], index: usize) -> Option<&'a str> {
+/// The name at `index` as written: how Python matches a keyword.
+fn word_at<'a>(tokens: &[Token<'a>], index: usize) -> Option<&'a str> {
     match tokens.get(index)?.kind {
         Kind::Name(name) => Some(name),
         _ => None,
     }
 }
+
+/// The identifier at `index` as Python reads it: NFKC-normalised when not ASCII.
+fn name_at<'a>(tokens: &[Token<'a>], index: usize) -> Option<Cow<'a, str>> {
+    let word = word_at(tokens, index)?;
+    if word.is_ascii() {
+        return Some(Cow::Borrowed(word));
+    }
+    Some(Cow::Owned(word.nfkc().collect()))
+}
+
+/// Python's hard keywords: a `(` after one opens a group, after any other name a call.
+const KEYWORDS: &[&str] = &[
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
+];
 
 fn op_at(tokens: &[Token<'_>], index: usize, byte: u8) -> bool {
     tokens
@@ -581,11 +656,16 @@ fn find(tokens: &[Token<'_>]) -> Vec<Import> {
                 index = from_import(tokens, index + 1, token.line, &mut found);
                 continue;
             }
-            Kind::Name("__import__" | "import_module") => {
-                if let Some(module) = literal_argument(tokens, index) {
+            Kind::Name(_)
+                if matches!(
+                    name_at(tokens, index).as_deref(),
+                    Some("__import__" | "import_module")
+                ) =>
+            {
+                if let Some((module, line)) = call_of_literal(tokens, index) {
                     found.push(Import {
                         module: top_level(&module),
-                        line: call_line(tokens, index),
+                        line,
                     });
                 }
             }
@@ -606,14 +686,14 @@ fn plain_import(
 ) -> usize {
     while let Some(first) = name_at(tokens, index) {
         found.push(Import {
-            module: first.to_owned(),
+            module: first.into_owned(),
             line,
         });
         index += 1;
-        while op_at(tokens, index, b'.') && name_at(tokens, index + 1).is_some() {
+        while op_at(tokens, index, b'.') && word_at(tokens, index + 1).is_some() {
             index += 2;
         }
-        if name_at(tokens, index) == Some("as") && name_at(tokens, index + 1).is_some() {
+        if word_at(tokens, index) == Some("as") && word_at(tokens, index + 1).is_some() {
             index += 2;
         }
         if !op_at(tokens, index, b',') {
@@ -638,22 +718,22 @@ fn from_import(
         index += 1;
     }
     let mut parts = Vec::new();
-    while let Some(part) = name_at(tokens, index).filter(|name| *name != "import") {
-        parts.push(part);
+    while word_at(tokens, index).is_some_and(|word| word != "import") {
+        parts.push(name_at(tokens, index).unwrap_or_default());
         index += 1;
         if !op_at(tokens, index, b'.') {
             break;
         }
         index += 1;
     }
-    if name_at(tokens, index) != Some("import") || (level == 0 && parts.is_empty()) {
+    if word_at(tokens, index) != Some("import") || (level == 0 && parts.is_empty()) {
         // Not an import after all (a syntax error the harness reports).
         return index;
     }
     let module = if level > 0 {
         format!("{}{}", ".".repeat(level), parts.join("."))
     } else {
-        parts[0].to_owned()
+        parts[0].clone().into_owned()
     };
     found.push(Import { module, line });
     index += 1;
@@ -663,11 +743,43 @@ fn from_import(
     index
 }
 
-/// The module named by `__import__("x")` or `importlib.import_module("x")` (the name at
-/// `index`): the value of string literals (implicitly joined, perhaps in parentheses) that
-/// make the call's whole first argument.
-fn literal_argument(tokens: &[Token<'_>], index: usize) -> Option<String> {
+/// The module and line of a call of `__import__` or `import_module` (the name at `index`,
+/// perhaps as the last of a dotted chain and perhaps parenthesised: `(importlib.import_module)`)
+/// whose whole first argument is string literals, implicitly joined, perhaps in parentheses.
+fn call_of_literal(tokens: &[Token<'_>], index: usize) -> Option<(String, usize)> {
+    let mut start = index;
+    while start >= 2 && op_at(tokens, start - 1, b'.') && word_at(tokens, start - 2).is_some() {
+        start -= 2;
+    }
     let mut at = index + 1;
+    while op_at(tokens, at, b')') {
+        if start == 0 || !op_at(tokens, start - 1, b'(') || !opens_group(tokens, start - 1) {
+            return None;
+        }
+        start -= 1;
+        at += 1;
+    }
+    let module = literal_argument(tokens, at)?;
+    // The syntax tree places a call where its callee starts.
+    Some((module, tokens[start].line))
+}
+
+/// Whether the `(` at `index` opens a group rather than a call's arguments or a subscript.
+fn opens_group(tokens: &[Token<'_>], index: usize) -> bool {
+    if index == 0 {
+        return true;
+    }
+    match tokens[index - 1].kind {
+        Kind::Name(word) => KEYWORDS.contains(&word),
+        Kind::Op(b')' | b']') | Kind::Str { .. } | Kind::Number => false,
+        Kind::Op(_) | Kind::Newline => true,
+    }
+}
+
+/// The value of the string literals that make the whole first argument of a call whose `(` is
+/// at `at`. A literal with a `\N{...}` escape gives its text as written (see the module's
+/// documentation).
+fn literal_argument(tokens: &[Token<'_>], mut at: usize) -> Option<String> {
     if !op_at(tokens, at, b'(') {
         return None;
     }
@@ -678,12 +790,18 @@ fn literal_argument(tokens: &[Token<'_>], index: usize) -> Option<String> {
         at += 1;
     }
     let mut value = String::new();
+    let mut written = String::new();
+    let mut undecoded = false;
     let mut literals = 0;
     while let Some(Kind::Str { text, plain, raw }) = tokens.get(at).map(|token| token.kind) {
         if !plain {
             return None;
         }
-        value.push_str(&decoded(text, raw)?);
+        match decoded(text, raw) {
+            Some(decoded) => value.push_str(&decoded),
+            None => undecoded = true,
+        }
+        written.push_str(text);
         literals += 1;
         at += 1;
     }
@@ -696,16 +814,8 @@ fn literal_argument(tokens: &[Token<'_>], index: usize) -> Option<String> {
         }
         at += 1;
     }
-    (op_at(tokens, at, b',') || op_at(tokens, at, b')')).then_some(value)
-}
-
-/// The line a call starts on: that of the first name of a dotted chain (`a.b.import_module`),
-/// as the syntax tree places a call.
-fn call_line(tokens: &[Token<'_>], mut index: usize) -> usize {
-    while index >= 2 && op_at(tokens, index - 1, b'.') && name_at(tokens, index - 2).is_some() {
-        index -= 2;
-    }
-    tokens[index].line
+    let module = if undecoded { written } else { value };
+    (op_at(tokens, at, b',') || op_at(tokens, at, b')')).then_some(module)
 }
 
 #[cfg(test)]

@@ -184,8 +184,8 @@ from \u{ff4f}s import path\nimport os.\u{ff50}ath as \u{ff58}, \u{ff4e}umpy\n"
 
 /// Review finding: f-strings nested in f-strings (PEP 701) and fields nested in format specs
 /// were read by recursion without a bound, so deep enough nesting overflowed the platform's
-/// stack and aborted it. Python rejects such source; the reader now does too, on a small
-/// stack, and still reads the deepest nesting Python accepts.
+/// stack and aborted it. Python rejects such source; the reader now does too, and still reads
+/// the deepest nesting Python accepts, on a stack of half the 2 MiB its threads have.
 #[test]
 fn g9_deeply_nested_f_strings_do_not_overflow_the_platform() {
     let deep_specs = format!(
@@ -204,22 +204,33 @@ fn g9_deeply_nested_f_strings_do_not_overflow_the_platform() {
         accepted_strings.push_str(if level % 2 == 0 { "}'" } else { "}\"" });
     }
     accepted_strings.push('\n');
+    // The deepest the reader follows at all: every f-string level with the most spec fields.
+    let mut worst = "__import__('numpy')".to_owned();
+    for _ in 0..MAX_FSTRING_NESTING {
+        let opening = "{x:".repeat(MAX_SPEC_NESTING);
+        let closing = "}".repeat(MAX_SPEC_NESTING + 1);
+        worst = format!("f'{opening}{{{worst}{closing}'");
+    }
+    let worst = format!("x = {worst}\n");
     let reader = std::thread::Builder::new()
-        .stack_size(256 * 1024)
+        .stack_size(1024 * 1024)
         .spawn(move || {
             (
                 imports(&deep_specs).is_err(),
                 imports(&deep_strings).is_err(),
                 imports(&accepted_specs).map(|found| found.len()),
                 imports(&accepted_strings).map(|found| found.len()),
+                imports(&worst).map(|found| found.len()),
             )
         })
         .unwrap();
-    let (specs_refused, strings_refused, specs_read, strings_read) = reader.join().unwrap();
+    let (specs_refused, strings_refused, specs_read, strings_read, worst_read) =
+        reader.join().unwrap();
     assert!(specs_refused, "nested format specs must be refused");
     assert!(strings_refused, "nested f-strings must be refused");
     assert_eq!(specs_read, Ok(1));
     assert_eq!(strings_read, Ok(1));
+    assert_eq!(worst_read, Ok(1));
 }
 
 #[test]
