@@ -476,6 +476,26 @@ fn g9_the_token_reader_finds_what_the_syntax_tree_finds_in_hostile_source() {
         "__import__(u'numpy')\n",
         "__import__('num\\\npy')\n",
         "__import__('''numpy''')\n",
+        // A second review: callees whose group holds more than a dotted name, the soft keyword
+        // `match`, keywords glued to a number, fields after fields or literals.
+        "([__builtins__][0].__import__)('numpy')\n",
+        "(x().__import__)('numpy')\n",
+        "((importlib).import_module)('numpy')\n",
+        "match (__import__)('numpy'):\n    case _: pass\n",
+        "match(__import__)('numpy'):\n    case _: pass\n",
+        "x = 1if(__import__)('numpy')else 0\n",
+        "x = 1and(__import__)('numpy')\n",
+        "x = 0 if 0else(__import__)('numpy')\n",
+        "x = 1in(__import__)('numpy')\n",
+        "x = 0x1for(__import__)('numpy')\n",
+        "x = 1jif(__import__)('numpy')else 0\n",
+        "x = 1.5e3if(__import__)('numpy')else 0\n",
+        "x = 1_0if(__import__)('numpy')else 0\n",
+        "x = 0o7or(__import__)('numpy')\n",
+        "x = 0b1or(__import__)('numpy')\n",
+        "x = 1.if(__import__)('numpy')else 0\n",
+        "x = f'{a}{(__import__)(\"numpy\")}'\n",
+        "x = 'a' f'{(__import__)(\"numpy\")}'\n",
     ];
     let folder = tempfile::tempdir().unwrap();
     let mut paths = Vec::new();
@@ -525,4 +545,30 @@ fn g9_the_token_reader_finds_what_the_syntax_tree_finds_in_hostile_source() {
         }
     }
     assert!(missed.is_empty(), "{}", missed.join("\n"));
+}
+
+/// A second review: Python 3.12 allows spaces after an f-string field's conversion
+/// (`f"{3!s  }"`, in its own test_fstring.py); the reader gave up on such source.
+#[test]
+fn g9_spaces_after_a_conversion_are_read() {
+    assert_eq!(
+        modules("x = f\"{3!s  }\"\ny = f'{1.25!s  :10.10}'\nz = f\"{v = !r }\"\nimport numpy\n"),
+        found(&[("numpy", 4)])
+    );
+}
+
+/// A second review: every `import_module` of a long dotted chain walked back over the whole
+/// chain, so a megabyte of `a.import_module.import_module...` took seconds of the platform's
+/// CPU. Python rejects such source; the reader must still be quick about it.
+#[test]
+fn g9_a_long_dotted_chain_is_read_in_linear_time() {
+    for name in ["import_module", "__import__"] {
+        let code = format!("x = {}\n", vec![name; 75_000].join("."));
+        let started = std::time::Instant::now();
+        assert_eq!(modules(&code), Vec::new());
+        let took = started.elapsed();
+        // Generous for a loaded debug build: linear is milliseconds, quadratic was 4-6 s in a
+        // release build.
+        assert!(took < std::time::Duration::from_secs(2), "{name}: {took:?}");
+    }
 }

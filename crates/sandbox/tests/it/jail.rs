@@ -311,8 +311,9 @@ fn g7_an_error_gives_a_traceback_into_step_py_needs_root() {
 
 /// The harness runs the step with `exec` on its text (no `compile()`, issue 13): an error in
 /// the module's own code still names step.py and its line, and is raised after the start; code
-/// the step itself runs with `exec` keeps its own name; code that does not compile, even where
-/// the platform's import reading cannot tokenize it, is a syntax error before anything ran.
+/// the step itself runs with `exec` keeps its own name; code that does not compile is a syntax
+/// error before anything ran; code the platform's import reader cannot read needs repair and
+/// gets no sandbox (fail closed: a reader that gave up must not let the code run unchecked).
 #[test]
 fn g7_module_level_errors_and_syntax_errors_name_step_py_needs_root() {
     let fixture = fixture();
@@ -340,16 +341,19 @@ fn g7_module_level_errors_and_syntax_errors_name_step_py_needs_root() {
         "{:?}",
         observation.outcome
     );
-    for (code, line) in [
-        (
-            "open('/work/marker', 'w').write('ran')\nx = 'never closed\n",
-            2,
-        ),
-        (
-            "open('/work/marker', 'w').write('ran')\ndef main(:\n    return 1\n",
-            2,
-        ),
-    ] {
+    let unread = "open('/work/marker', 'w').write('ran')\nx = 'never closed\n";
+    let observation = run(&fixture, invocation(&fixture, unread, "{}"));
+    assert!(
+        matches!(&observation.outcome, Outcome::NeedsRepair { module, detail }
+            if module.is_empty() && detail.starts_with("step.py:2: unterminated string literal")),
+        "{:?}",
+        observation.outcome
+    );
+    assert!(observation.copy_back.files.is_empty(), "the step ran");
+    for (code, line) in [(
+        "open('/work/marker', 'w').write('ran')\ndef main(:\n    return 1\n",
+        2,
+    )] {
         let observation = run(&fixture, invocation(&fixture, code, "{}"));
         assert!(
             matches!(&observation.outcome, Outcome::Failed { error, code_started: false }
