@@ -26,13 +26,14 @@
 //! `\N{...}` escape is not decoded (the reader carries no Unicode name table): it counts, as
 //! written, as a module outside the standard library, so such a step needs repair.
 //!
-//! Source that cannot be tokenized gets no verdict: the harness compiles it and reports its
-//! syntax error. That is safe only because Python rejects all such source too: an unterminated
-//! string or f-string, or f-strings nested deeper than Python's own limits (150 f-strings, 3
-//! fields in format specs), which the reader refuses before it recurses without bound. Source
-//! that tokenizes but does not parse and imports a module outside the standard library needs
-//! repair, where the harness used to report the syntax error first: either way the step must
-//! be changed before it can run.
+//! Source the reader cannot read needs repair too, and gets no sandbox: an unterminated
+//! string or f-string, or f-strings nested deeper than Python's own limits (150 f-strings, 2
+//! fields in format specs), which the reader refuses before it recurses without bound. Python
+//! rejects all of that as well, so a step loses only Python's own wording of its syntax error;
+//! and should the reader ever fail on source Python accepts, the step still does not run
+//! unchecked (fail closed). Source that tokenizes but does not parse and imports a module
+//! outside the standard library needs repair, where the harness used to report the syntax
+//! error first: either way the step must be changed before it can run.
 
 use std::borrow::Cow;
 
@@ -77,14 +78,40 @@ pub(crate) fn imports(code: &str) -> Result<Vec<Import>, Unlexable> {
     Ok(find(&lexer.tokens))
 }
 
-/// The first import of a module that is not in `stdlib` (sorted, as `sys.stdlib_module_names`
-/// is kept), in source order; `None` also for source that cannot be tokenized.
-pub(crate) fn first_foreign_import(code: &str, stdlib: &[String]) -> Option<Import> {
-    imports(code).ok()?.into_iter().find(|import| {
-        stdlib
-            .binary_search_by(|name| name.as_str().cmp(&import.module))
-            .is_err()
-    })
+/// What the platform concludes from a step's source before any sandbox (G9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Every import is of the standard library.
+    Clean,
+    /// The first import, in source order, of a module outside it.
+    Foreign(Import),
+    /// The source could not be read, so its imports are not known: it needs repair.
+    Unread(Unlexable),
+}
+
+/// The verdict on `code` against `stdlib` (sorted, as `sys.stdlib_module_names` is kept).
+pub(crate) fn verdict(code: &str, stdlib: &[String]) -> Verdict {
+    let found = match imports(code) {
+        Ok(found) => found,
+        Err(unread) => return Verdict::Unread(unread),
+    };
+    found
+        .into_iter()
+        .find(|import| {
+            stdlib
+                .binary_search_by(|name| name.as_str().cmp(&import.module))
+                .is_err()
+        })
+        .map_or(Verdict::Clean, Verdict::Foreign)
+}
+
+/// The needs-repair detail for source the reader could not read.
+pub(crate) fn unread_detail(unread: &Unlexable) -> String {
+    format!(
+        "step.py:{}: {} (stepward reads a step's imports before any of it runs and could not \
+         read this code; nothing of it ran)",
+        unread.line, unread.what
+    )
 }
 
 /// The needs-repair detail for `import`, worded as the harness worded it.
@@ -158,6 +185,8 @@ enum Kind<'a> {
     /// The end of a logical line.
     Newline,
     Number,
+    /// The start of an f-string's replacement field: what follows begins an expression.
+    Field,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -268,7 +297,7 @@ impl<'a> Lexer<'a> {
                             }
                             return Err(Unlexable {
                                 line,
-                                what: "an unbalanced bracket in an f-string's field",
+                                what: "f-string: unmatched bracket",
                             });
                         }
                         field_depth -= 1;
@@ -307,27 +336,57 @@ impl<'a> Lexer<'a> {
         if in_field {
             return Err(Unlexable {
                 line: self.line,
-                what: "an f-string whose field never ends",
+                what: "f-string: expecting '}'",
             });
         }
         Ok(None)
     }
 
-    /// A number: digits, letters (`0x1f`, `1j`, `1_000`), dots and an exponent's sign.
+    /// A number, read as Python reads one: a letter that cannot continue it (`1if`, `0else`)
+    /// starts the next token.
     fn number(&mut self) {
         let line = self.line;
-        let hexadecimal = self.peek(0) == Some(b'0') && matches!(self.peek(1), Some(b'x' | b'X'));
-        while let Some(byte) = self.peek(0) {
-            if !(byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'.') {
-                break;
-            }
-            self.position += 1;
-            if !hexadecimal
-                && matches!(byte, b'e' | b'E')
-                && matches!(self.peek(0), Some(b'+' | b'-'))
+        let digits = |lexer: &mut Self, valid: fn(u8) -> bool| {
+            while lexer
+                .peek(0)
+                .is_some_and(|byte| valid(byte) || byte == b'_')
             {
-                self.position += 1;
+                lexer.position += 1;
             }
+        };
+        let radix: Option<fn(u8) -> bool> = match (
+            self.peek(0),
+            self.peek(1).map(|byte| byte.to_ascii_lowercase()),
+        ) {
+            (Some(b'0'), Some(b'x')) => Some(|byte| byte.is_ascii_hexdigit()),
+            (Some(b'0'), Some(b'o')) => Some(|byte| (b'0'..=b'7').contains(&byte)),
+            (Some(b'0'), Some(b'b')) => Some(|byte| byte == b'0' || byte == b'1'),
+            _ => None,
+        };
+        if let Some(valid) = radix {
+            self.position += 2;
+            digits(self, valid);
+            self.push(Kind::Number, line);
+            return;
+        }
+        let decimal = |byte: u8| byte.is_ascii_digit();
+        digits(self, decimal);
+        if self.peek(0) == Some(b'.') {
+            self.position += 1;
+            digits(self, decimal);
+        }
+        if matches!(self.peek(0), Some(b'e' | b'E')) {
+            let signed = usize::from(matches!(self.peek(1), Some(b'+' | b'-')));
+            if self
+                .peek(1 + signed)
+                .is_some_and(|byte| byte.is_ascii_digit())
+            {
+                self.position += 1 + signed;
+                digits(self, decimal);
+            }
+        }
+        if matches!(self.peek(0), Some(b'j' | b'J')) {
+            self.position += 1;
         }
         self.push(Kind::Number, line);
     }
@@ -344,7 +403,7 @@ impl<'a> Lexer<'a> {
         let Some(quote) = self.peek(0) else {
             return Err(Unlexable {
                 line,
-                what: "a string prefix at the end of the source",
+                what: "a string prefix at the end of the code",
             });
         };
         let triple = self.peek(1) == Some(quote) && self.peek(2) == Some(quote);
@@ -352,13 +411,13 @@ impl<'a> Lexer<'a> {
         self.position += width;
         let unterminated = |line| Unlexable {
             line,
-            what: "an unterminated string",
+            what: "unterminated string literal",
         };
         if prefix.formatted {
             if self.fstrings >= MAX_FSTRING_NESTING {
                 return Err(Unlexable {
                     line,
-                    what: "f-strings nested deeper than Python allows",
+                    what: "too many nested f-strings",
                 });
             }
             self.fstrings += 1;
@@ -421,7 +480,7 @@ impl<'a> Lexer<'a> {
                 None => {
                     return Err(Unlexable {
                         line,
-                        what: "an unterminated f-string",
+                        what: "unterminated f-string literal",
                     });
                 }
                 Some(b'\\') => self.formatted_escape(raw, line)?,
@@ -438,7 +497,7 @@ impl<'a> Lexer<'a> {
                 Some(b'\n' | b'\r') if !triple => {
                     return Err(Unlexable {
                         line,
-                        what: "an unterminated f-string",
+                        what: "unterminated f-string literal",
                     });
                 }
                 Some(b'\n' | b'\r') => self.line_end(),
@@ -467,7 +526,7 @@ impl<'a> Lexer<'a> {
         match self.peek(0) {
             None => Err(Unlexable {
                 line,
-                what: "an unterminated f-string",
+                what: "unterminated f-string literal",
             }),
             Some(b'{' | b'}') => Ok(()),
             Some(b'\n' | b'\r') => {
@@ -495,13 +554,14 @@ impl<'a> Lexer<'a> {
         if spec_depth > MAX_SPEC_NESTING {
             return Err(Unlexable {
                 line,
-                what: "f-string fields nested deeper than Python allows",
+                what: "f-string: expressions nested too deeply",
             });
         }
         let unterminated = Unlexable {
             line,
-            what: "an f-string whose field never ends",
+            what: "f-string: expecting '}'",
         };
+        self.push(Kind::Field, self.line);
         let mut end = self.tokens(true)?;
         if end == Some(b'!') {
             self.position += 1;
@@ -510,6 +570,14 @@ impl<'a> Lexer<'a> {
                 .is_some_and(|byte| byte.is_ascii_alphanumeric())
             {
                 self.position += 1;
+            }
+            // Python 3.12 allows space between the conversion and what ends it.
+            loop {
+                match self.peek(0) {
+                    Some(b' ' | b'\t' | b'\x0c') => self.position += 1,
+                    Some(b'\n' | b'\r') if triple => self.line_end(),
+                    _ => break,
+                }
             }
             end = self.peek(0);
         }
@@ -615,12 +683,13 @@ fn name_at<'a>(tokens: &[Token<'a>], index: usize) -> Option<Cow<'a, str>> {
     Some(Cow::Owned(word.nfkc().collect()))
 }
 
-/// Python's hard keywords: a `(` after one opens a group, after any other name a call.
+/// Python's hard keywords and the soft keyword `match`: a `(` after one opens a group, after
+/// any other name a call (`match(x)` may be either; read as a group, it fails closed).
 const KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
     "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield",
+    "in", "is", "lambda", "match", "nonlocal", "not", "or", "pass", "raise", "return", "try",
+    "while", "with", "yield",
 ];
 
 fn op_at(tokens: &[Token<'_>], index: usize, byte: u8) -> bool {
@@ -642,7 +711,32 @@ fn top_level(module: &str) -> String {
     module.split('.').next().unwrap_or(module).to_owned()
 }
 
+/// For each `)` token, the index of the `(` it closes (`NO_MATCH` for any other token, or a
+/// `)` that closes nothing: source Python rejects).
+fn matching_openers(tokens: &[Token<'_>]) -> Vec<usize> {
+    let mut openers = vec![NO_MATCH; tokens.len()];
+    let mut open = Vec::new();
+    for (index, token) in tokens.iter().enumerate() {
+        match token.kind {
+            Kind::Op(b'(' | b'[' | b'{') => open.push(index),
+            Kind::Op(closing @ (b')' | b']' | b'}')) => {
+                if let Some(opener) = open.pop()
+                    && closing == b')'
+                    && tokens[opener].kind == Kind::Op(b'(')
+                {
+                    openers[index] = opener;
+                }
+            }
+            _ => {}
+        }
+    }
+    openers
+}
+
+const NO_MATCH: usize = usize::MAX;
+
 fn find(tokens: &[Token<'_>]) -> Vec<Import> {
+    let openers = matching_openers(tokens);
     let mut found = Vec::new();
     let mut index = 0;
     while index < tokens.len() {
@@ -662,7 +756,7 @@ fn find(tokens: &[Token<'_>]) -> Vec<Import> {
                     Some("__import__" | "import_module")
                 ) =>
             {
-                if let Some((module, line)) = call_of_literal(tokens, index) {
+                if let Some((module, line)) = call_of_literal(tokens, &openers, index) {
                     found.push(Import {
                         module: top_level(&module),
                         line,
@@ -744,23 +838,34 @@ fn from_import(
 }
 
 /// The module and line of a call of `__import__` or `import_module` (the name at `index`,
-/// perhaps as the last of a dotted chain and perhaps parenthesised: `(importlib.import_module)`)
-/// whose whole first argument is string literals, implicitly joined, perhaps in parentheses.
-fn call_of_literal(tokens: &[Token<'_>], index: usize) -> Option<(String, usize)> {
-    let mut start = index;
-    while start >= 2 && op_at(tokens, start - 1, b'.') && word_at(tokens, start - 2).is_some() {
-        start -= 2;
-    }
+/// perhaps the last of a dotted chain, perhaps the last of a parenthesised callee:
+/// `(importlib.import_module)`, `(x().__import__)`) whose whole first argument is string
+/// literals, implicitly joined, perhaps in parentheses.
+fn call_of_literal(
+    tokens: &[Token<'_>],
+    openers: &[usize],
+    index: usize,
+) -> Option<(String, usize)> {
     let mut at = index + 1;
+    let mut group = None;
     while op_at(tokens, at, b')') {
-        if start == 0 || !op_at(tokens, start - 1, b'(') || !opens_group(tokens, start - 1) {
+        let opener = openers[at];
+        if opener == NO_MATCH || !opens_group(tokens, opener) {
             return None;
         }
-        start -= 1;
+        group = Some(opener);
         at += 1;
     }
     let module = literal_argument(tokens, at)?;
-    // The syntax tree places a call where its callee starts.
+    // The syntax tree places a call where its callee starts: the outermost group's `(`, or
+    // the first name of a dotted chain (walked back only for a call found, so linear).
+    let start = group.unwrap_or_else(|| {
+        let mut start = index;
+        while start >= 2 && op_at(tokens, start - 1, b'.') && word_at(tokens, start - 2).is_some() {
+            start -= 2;
+        }
+        start
+    });
     Some((module, tokens[start].line))
 }
 
@@ -772,7 +877,7 @@ fn opens_group(tokens: &[Token<'_>], index: usize) -> bool {
     match tokens[index - 1].kind {
         Kind::Name(word) => KEYWORDS.contains(&word),
         Kind::Op(b')' | b']') | Kind::Str { .. } | Kind::Number => false,
-        Kind::Op(_) | Kind::Newline => true,
+        Kind::Op(_) | Kind::Newline | Kind::Field => true,
     }
 }
 

@@ -206,20 +206,29 @@ impl Observation {
 
 impl Observation {
     /// What a backend observes of a step whose code imports a module outside its pinned
-    /// standard library (G9): it needs repair, and no sandbox was made for it (the check runs
-    /// on the platform, before anything else; see [`imports`]).
+    /// standard library, or whose imports cannot be read (G9): it needs repair, and no sandbox
+    /// was made for it (the check runs on the platform, before anything else; see
+    /// [`imports`]).
     pub(crate) fn needs_repair_before_any_sandbox(
         backend: &'static str,
         invocation: &Invocation,
         runtime: &runtime::Runtime,
     ) -> Option<Observation> {
-        let foreign =
-            imports::first_foreign_import(&invocation.code, &runtime.stdlib_module_names)?;
-        Some(Observation {
-            outcome: Outcome::NeedsRepair {
+        let outcome = match imports::verdict(&invocation.code, &runtime.stdlib_module_names) {
+            imports::Verdict::Clean => return None,
+            imports::Verdict::Foreign(foreign) => Outcome::NeedsRepair {
                 detail: imports::needs_repair_detail(&foreign, invocation.python),
                 module: foreign.module,
             },
+            // Not an import (an empty module, as for code that does not compile): code whose
+            // imports are not known does not run.
+            imports::Verdict::Unread(unread) => Outcome::NeedsRepair {
+                detail: imports::unread_detail(&unread),
+                module: String::new(),
+            },
+        };
+        Some(Observation {
+            outcome,
             stdout: Zeroizing::default(),
             stderr: Zeroizing::default(),
             output_truncated: false,
