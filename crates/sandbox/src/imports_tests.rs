@@ -360,6 +360,24 @@ for path in sys.argv[1:]:
 print(json.dumps(found))
 "#;
 
+/// What [`AST_REFERENCE`] finds in each of `files` that `python` parses, by path.
+fn ast_reference(
+    python: &str,
+    files: &[std::path::PathBuf],
+) -> std::collections::BTreeMap<String, Vec<(String, usize)>> {
+    let output = std::process::Command::new(python)
+        .args(["-I", "-S", "-c", AST_REFERENCE])
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// The files the differential test reads: the standard library's modules and packages, and
 /// the test suite's files with the strangest syntax where the test suite is installed.
 fn corpus(python: &str) -> Vec<std::path::PathBuf> {
@@ -425,18 +443,7 @@ fn g9_the_token_reader_agrees_with_the_syntax_tree_over_the_standard_library() {
         "too few files to compare: {}",
         files.len()
     );
-    let output = std::process::Command::new(python)
-        .args(["-I", "-S", "-c", AST_REFERENCE])
-        .args(&files)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let reference: std::collections::BTreeMap<String, Vec<(String, usize)>> =
-        serde_json::from_slice(&output.stdout).unwrap();
+    let reference = ast_reference(python, &files);
     assert!(
         reference.len() > 500,
         "too few files parsed: {}",
@@ -542,18 +549,7 @@ fn g9_the_token_reader_finds_what_the_syntax_tree_finds_in_hostile_source() {
         std::fs::write(&path, snippet).unwrap();
         paths.push(path);
     }
-    let output = std::process::Command::new("/usr/bin/python3")
-        .args(["-I", "-S", "-c", AST_REFERENCE])
-        .args(&paths)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let reference: std::collections::BTreeMap<String, Vec<(String, usize)>> =
-        serde_json::from_slice(&output.stdout).unwrap();
+    let reference = ast_reference("/usr/bin/python3", &paths);
     let mut missed = Vec::new();
     for (index, snippet) in snippets.iter().enumerate() {
         let path = paths[index].to_string_lossy().into_owned();

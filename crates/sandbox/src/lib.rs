@@ -189,22 +189,15 @@ pub struct Observation {
 impl Observation {
     /// What a backend observed of a step that never started: refused for `reason`.
     pub(crate) fn refused(backend: &'static str, interpreter: String, reason: &str) -> Observation {
-        Observation {
-            outcome: Outcome::Refused {
+        Observation::nothing_ran(
+            backend,
+            interpreter,
+            Outcome::Refused {
                 reason: reason.to_string(),
             },
-            stdout: Zeroizing::default(),
-            stderr: Zeroizing::default(),
-            output_truncated: false,
-            copy_back: copyback::CopyBack::default(),
-            interpreter,
-            backend,
-            isolation_notes: Vec::new(),
-        }
+        )
     }
-}
 
-impl Observation {
     /// What a backend observes of a step whose code imports a module outside its pinned
     /// standard library, or whose imports cannot be read (G9): it needs repair, and no sandbox
     /// was made for it (the check runs on the platform, before anything else; see
@@ -227,16 +220,25 @@ impl Observation {
                 module: String::new(),
             },
         };
-        Some(Observation {
+        Some(Observation::nothing_ran(
+            backend,
+            runtime.version.clone(),
+            outcome,
+        ))
+    }
+
+    /// An observation with `outcome` and nothing else: no sandbox ran anything.
+    fn nothing_ran(backend: &'static str, interpreter: String, outcome: Outcome) -> Observation {
+        Observation {
             outcome,
             stdout: Zeroizing::default(),
             stderr: Zeroizing::default(),
             output_truncated: false,
             copy_back: copyback::CopyBack::default(),
-            interpreter: runtime.version.clone(),
+            interpreter,
             backend,
             isolation_notes: Vec::new(),
-        })
+        }
     }
 }
 
