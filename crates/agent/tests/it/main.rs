@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bounds;
 mod consult;
 mod escapes;
 mod looping;
