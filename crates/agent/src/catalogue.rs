@@ -318,12 +318,20 @@ fn offered(agent: &spec::Agent, tool: &spec::Tool) -> Option<Offered> {
         spec::Tool::Read => built_in(
             "Read",
             "Reads a text file of your tree. Large files come in pages of lines: give `offset` \
-             (the first line, from 1) and `limit` (how many lines) to read further. A binary \
-             file is described, not shown.",
+             (the first line, from 1) and `limit` (how many lines) to read further. A page holds \
+             at most 256 KiB; a line longer than that comes in parts, each answer giving the \
+             `from_byte` to read on from. A binary file is described, not shown.",
             ToolKind::Read,
             vec![
                 param("path", Text, true, PATH),
                 param("offset", Integer, false, "The first line to read, from 1."),
+                param(
+                    "from_byte",
+                    Integer,
+                    false,
+                    "A byte position to read on from, as a cut long line's answer gives it \
+                     (instead of `offset`).",
+                ),
                 param(
                     "limit",
                     Integer,

@@ -177,54 +177,105 @@ impl FileTools {
             Ok(path) => path,
             Err(reply) => return reply,
         };
-        let (bytes, size) = match self.tree.read(&path, 0, MAX_READ_BYTES * 4) {
+        let (probe, size) = match self.tree.read(&path, 0, 8192) {
             Ok(read) => read,
             Err(error) => return self.tree_error(requested, error),
         };
-        let probe = &bytes[..bytes.len().min(8192)];
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(text) if !probe.contains(&0) => text,
-            // A cut at the read bound may split a character; only what came before counts.
-            Err(error) if error.error_len().is_none() && !probe.contains(&0) => {
-                std::str::from_utf8(&bytes[..error.valid_up_to()]).unwrap_or("")
-            }
-            _ => {
-                return ToolReply::ok(format!(
-                    "`{path}` is a binary file of {size} bytes; it is not shown"
-                ));
-            }
-        };
-        let first = number_argument(arguments, "offset").unwrap_or(1).max(1);
+        if probe.contains(&0) || binary_start(&probe) {
+            return ToolReply::ok(format!(
+                "`{path}` is a binary file of {size} bytes; it is not shown"
+            ));
+        }
         let limit = number_argument(arguments, "limit")
             .unwrap_or(MAX_READ_LINES)
             .clamp(1, MAX_READ_LINES);
-        let mut shown = String::new();
-        let mut last = first.saturating_sub(1);
-        let mut more = false;
-        for (index, line) in text.lines().enumerate() {
-            let number = index as u64 + 1;
-            if number < first {
-                continue;
+        // Where the page starts: a byte position (the rest of a long line), or a line.
+        let (start, first) = match number_argument(arguments, "from_byte") {
+            Some(from_byte) if from_byte > size => {
+                return ToolReply::error(format!(
+                    "`from_byte` {from_byte} is past the end of `{path}` ({size} bytes)"
+                ));
             }
-            if number >= first + limit || shown.len() as u64 >= MAX_READ_BYTES {
-                more = true;
-                break;
+            Some(from_byte) => match self.lines_before(&path, from_byte) {
+                Ok(lines) => (from_byte, lines + 1),
+                Err(error) => return self.tree_error(requested, error),
+            },
+            None => {
+                let first = number_argument(arguments, "offset").unwrap_or(1).max(1);
+                match self.line_start(&path, first, size) {
+                    Ok(Some(start)) => (start, first),
+                    Ok(None) => {
+                        return ToolReply::ok(format!(
+                            "`{path}` has fewer than {first} lines ({size} bytes in all)"
+                        ));
+                    }
+                    Err(error) => return self.tree_error(requested, error),
+                }
             }
-            shown.push_str(line);
-            shown.push('\n');
-            last = number;
-        }
-        if (bytes.len() as u64) < size {
-            more = true;
-        }
-        if more {
-            shown.push_str(&format!(
-                "\n(lines {first} to {last} of `{path}`, {size} bytes in all; call Read with \
-                 offset {} to read on)",
-                last + 1
-            ));
+        };
+        // A few bytes past the bound, so a character cut by it is seen whole or not at all.
+        let (bytes, _) = match self.tree.read(&path, start, MAX_READ_BYTES + 4) {
+            Ok(read) => read,
+            Err(error) => return self.tree_error(requested, error),
+        };
+        let page = read_page(&bytes, start, size, first, limit);
+        let mut shown = page.text;
+        match page.next {
+            ReadOn::Done if first == 1 && start == 0 => {}
+            ReadOn::Done => {
+                shown.push_str(&format!("\n(to the end of `{path}`, {size} bytes in all)"))
+            }
+            ReadOn::Line(next) => shown.push_str(&format!(
+                "\n(lines {first} to {} of `{path}`, {size} bytes in all; call Read with offset \
+                 {next} to read on)",
+                next - 1
+            )),
+            ReadOn::Byte(next) => shown.push_str(&format!(
+                "\n(line {} of `{path}` goes on past {} bytes: this is bytes {start} to {next} of \
+                 the file, {size} bytes in all; call Read with from_byte {next} to read on)",
+                page.last_line, MAX_READ_BYTES
+            )),
         }
         ToolReply::ok(shown)
+    }
+
+    /// The byte where line `line` (from 1) starts, or `None` when the file has fewer lines.
+    fn line_start(&self, path: &RelPath, line: u64, size: u64) -> Result<Option<u64>, TreeError> {
+        if line <= 1 {
+            return Ok(Some(0));
+        }
+        let mut seen = 1u64;
+        let mut at = 0u64;
+        while at < size {
+            let (chunk, _) = self.tree.read(path, at, SCAN_CHUNK)?;
+            if chunk.is_empty() {
+                break;
+            }
+            for newline in memchr::memchr_iter(b'\n', &chunk) {
+                seen += 1;
+                if seen == line {
+                    let start = at + newline as u64 + 1;
+                    return Ok((start < size).then_some(start));
+                }
+            }
+            at += chunk.len() as u64;
+        }
+        Ok(None)
+    }
+
+    /// How many line breaks come before byte `end`.
+    fn lines_before(&self, path: &RelPath, end: u64) -> Result<u64, TreeError> {
+        let mut count = 0u64;
+        let mut at = 0u64;
+        while at < end {
+            let (chunk, _) = self.tree.read(path, at, SCAN_CHUNK.min(end - at))?;
+            if chunk.is_empty() {
+                break;
+            }
+            count += memchr::memchr_iter(b'\n', &chunk).count() as u64;
+            at += chunk.len() as u64;
+        }
+        Ok(count)
     }
 
     fn write(&self, arguments: &Map<String, Value>) -> ToolReply {
@@ -276,7 +327,20 @@ impl FileTools {
             (0, _) => {
                 return ToolReply::error(format!("`old_string` does not occur in `{path}`"));
             }
-            (1, _) | (_, true) => text.replace(old, new),
+            (1, _) | (_, true) => {
+                // The result's size, before it is built: a small edit of many occurrences may
+                // otherwise multiply the file past what Write may write.
+                let grown = (count as u128) * (new.len() as u128);
+                let removed = (count as u128) * (old.len() as u128);
+                let result = text.len() as u128 + grown - removed;
+                if result > MAX_WRITE_BYTES as u128 {
+                    return ToolReply::error(format!(
+                        "the edit would make `{path}` {result} bytes ({count} replacement(s)); a \
+                         file may have at most {MAX_WRITE_BYTES}"
+                    ));
+                }
+                text.replace(old, new)
+            }
             (_, false) => {
                 return ToolReply::error(format!(
                     "`old_string` occurs {count} times in `{path}`; give more context so it \
@@ -455,4 +519,106 @@ pub fn suggest(requested: &str, listing: &[String]) -> Option<String> {
     }
     let relative = requested.strip_prefix(TREE_ROOT).unwrap_or(requested);
     workspace::did_you_mean(relative.trim_start_matches('/'), &refs)
+}
+
+/// Bytes a Read scans at a time to find where a line starts.
+const SCAN_CHUNK: u64 = 1024 * 1024;
+
+/// Whether the start of a file is not UTF-8 text (a character cut at the end of the probe
+/// does not count).
+fn binary_start(probe: &[u8]) -> bool {
+    matches!(std::str::from_utf8(probe), Err(error) if error.error_len().is_some())
+}
+
+/// Where a Read goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadOn {
+    /// The page reached the end of the file.
+    Done,
+    /// The next page starts at this line.
+    Line(u64),
+    /// A line longer than a page goes on at this byte.
+    Byte(u64),
+}
+
+/// One page of a Read: whole lines, or the part of one long line a page holds.
+struct Page {
+    text: String,
+    /// The number of the last line shown (in part or whole).
+    last_line: u64,
+    next: ReadOn,
+}
+
+/// The page of `bytes` (read from byte `start` of a file of `size` bytes, where line `first`
+/// starts or goes on): at most `limit` lines and [`MAX_READ_BYTES`] bytes. A line longer than
+/// the page is cut inside, at a character boundary, and the page says the byte to read on from.
+fn read_page(bytes: &[u8], start: u64, size: u64, first: u64, limit: u64) -> Page {
+    // A page that starts inside a character begins at the next one.
+    let skip = bytes
+        .iter()
+        .take(3)
+        .take_while(|byte| (**byte & 0xC0) == 0x80)
+        .count();
+    let bytes = &bytes[skip..];
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => std::str::from_utf8(&bytes[..error.valid_up_to()]).unwrap_or(""),
+    };
+    let budget = MAX_READ_BYTES as usize;
+    let mut at = start + skip as u64;
+    let mut line = first;
+    let mut shown = String::new();
+    let mut rest = text;
+    let mut lines = 0u64;
+    let mut next = ReadOn::Done;
+    while !rest.is_empty() {
+        if lines >= limit {
+            next = ReadOn::Line(line);
+            break;
+        }
+        let (content, consumed) = match rest.find('\n') {
+            Some(end) => (&rest[..end], end + 1),
+            None => (rest, rest.len()),
+        };
+        let ends_in_page = consumed > content.len() || at + consumed as u64 >= size;
+        let room = budget.saturating_sub(shown.len());
+        if content.len() < room && ends_in_page {
+            shown.push_str(content);
+            shown.push('\n');
+            at += consumed as u64;
+            line += 1;
+            lines += 1;
+            rest = &rest[consumed..];
+            continue;
+        }
+        if !shown.is_empty() {
+            next = ReadOn::Line(line);
+            break;
+        }
+        // One line longer than a page: as much of it as the page holds.
+        let mut cut = content.len().min(room.saturating_sub(1)).max(1);
+        while cut > 0 && !content.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        shown.push_str(&content[..cut]);
+        shown.push('\n');
+        at += cut as u64;
+        return Page {
+            text: shown,
+            last_line: line,
+            next: if at < size {
+                ReadOn::Byte(at)
+            } else {
+                ReadOn::Done
+            },
+        };
+    }
+    if next == ReadOn::Done && at < size {
+        next = ReadOn::Line(line);
+    }
+    Page {
+        text: shown,
+        last_line: line.saturating_sub(1).max(first),
+        next,
+    }
 }
