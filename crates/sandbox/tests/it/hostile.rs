@@ -16,6 +16,6 @@ mod legitimate;
 mod lifecycle;
 mod network;
 mod privileges;
-mod resources;
+pub(crate) mod resources;
 pub(crate) mod support;
 mod syscalls;

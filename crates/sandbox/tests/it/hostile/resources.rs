@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::hostile::support::{Filter, Probe, report};
 
-fn small_limits() -> Limits {
+pub(crate) fn small_limits() -> Limits {
     Limits {
         memory_bytes: 128 * 1024 * 1024,
         pids: 16,
@@ -217,4 +217,77 @@ fn g10_an_output_flood_is_truncated_needs_root() {
     .run(Filter::Enforced);
     assert!(observation.output_truncated);
     assert!(observation.stdout.len() + observation.stderr.len() <= limits.output_bytes);
+}
+
+/// What a socket-memory probe may queue: its memory limit, and a little slack for the buffers
+/// the kernel grants before it charges (one skb per socket, forced allocations).
+fn assert_socket_memory_bounded(observation: &sandbox::Observation, limits: &Limits, kind: &str) {
+    let limit_mib = limits.memory_bytes >> 20;
+    match &observation.outcome {
+        Outcome::Succeeded { result_json } => {
+            let answer: serde_json::Value = serde_json::from_str(result_json).unwrap();
+            let queued = answer["queued_mib"].as_u64().unwrap();
+            assert!(
+                queued <= limit_mib + limit_mib / 8,
+                "{kind}: {queued} MiB of socket buffers held against a limit of {limit_mib} MiB: \
+                 {answer}"
+            );
+        }
+        // Stopped at the limit by the memory controller: held too.
+        Outcome::Unknown { reason } => assert!(
+            matches!(
+                reason,
+                UnknownReason::MemoryLimit | UnknownReason::Killed { .. }
+            ),
+            "{kind}: {reason:?}"
+        ),
+        other => panic!(
+            "{kind}: the probe ended as {other:?}\nstderr: {}",
+            String::from_utf8_lossy(&observation.stderr)
+        ),
+    }
+}
+
+/// Socket buffers are kernel memory a step pins; they count against its memory limit on this
+/// host's memory controller (v1 or v2), so a step cannot hold the host's TCP and UDP memory
+/// (sandbox review 3, F1: 512 MiB queued against a 256 MiB limit on cgroup v1).
+#[test]
+fn g10_socket_buffers_count_against_the_memory_limit_needs_root() {
+    announce_memory_layout();
+    let limits = Limits {
+        memory_bytes: 96 * 1024 * 1024,
+        pids: 16,
+        open_files: 512,
+        cpu_seconds: 30,
+        wall: Duration::from_secs(60),
+        ..small_limits()
+    };
+    for kind in ["tcp", "udp"] {
+        let observation = Probe::new(
+            include_str!("../../probes/socket_memory.py"),
+            json!({ "kind": kind, "ceiling_mib": 320, "hold_s": 0 }),
+        )
+        .limits(limits.clone())
+        .run(Filter::Enforced);
+        assert_socket_memory_bounded(&observation, &limits, kind);
+    }
+}
+
+/// Says which memory controller layout this run covers, and that the other was not run here.
+pub(crate) fn announce_memory_layout() {
+    let v1 = std::fs::read_to_string("/proc/self/cgroup")
+        .unwrap_or_default()
+        .lines()
+        .any(|line| {
+            line.split(':').nth(1).is_some_and(|controllers| {
+                controllers
+                    .split(',')
+                    .any(|controller| controller == "memory")
+            })
+        });
+    let (here, absent) = if v1 { ("v1", "v2") } else { ("v2", "v1") };
+    eprintln!(
+        "socket memory: checked on this host's cgroup {here} memory controller; \
+         NOT RUN on cgroup {absent} memory (absent here)"
+    );
 }

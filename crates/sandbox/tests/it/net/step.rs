@@ -185,3 +185,52 @@ pub(crate) fn assert_step_reaches_the_test_internet_and_nothing_else(
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// F1 of sandbox review 3 in a `public_egress` sandbox: its sockets live in the egress
+/// namespace, and their buffers count against the step's memory limit as in `none`.
+#[test]
+fn g10_socket_buffers_of_a_public_egress_step_count_against_its_memory_limit_needs_root() {
+    let topology = Topology::build(UplinkChoice::DefaultRoute, Forwarding::On);
+    let backend = Backend::new(&topology);
+    crate::hostile::resources::announce_memory_layout();
+    let limit_mib = 96;
+    for kind in ["tcp", "udp"] {
+        let work = tempfile::tempdir().unwrap();
+        let invocation = Invocation {
+            python: sandbox::PythonPin {
+                major: 3,
+                minor: 11,
+            },
+            code: include_str!("../../probes/socket_memory.py").to_owned(),
+            inputs_json: json!({"kind": kind, "ceiling_mib": 320, "hold_s": 0}).to_string(),
+            env: Vec::new(),
+            network: NetworkMode::PublicEgress,
+            limits: Limits {
+                memory_bytes: limit_mib << 20,
+                open_files: 512,
+                ..Limits::default()
+            },
+            work_dir: work.path().to_path_buf(),
+            screen: Arc::new(NoSecrets),
+        };
+        let observation = backend.backend.run(invocation).unwrap();
+        match &observation.outcome {
+            Outcome::Succeeded { .. } => {
+                let answer = report(&observation);
+                let queued = answer["queued_mib"].as_u64().unwrap();
+                assert!(
+                    queued <= limit_mib + limit_mib / 8,
+                    "{kind}: {queued} MiB held against {limit_mib} MiB: {answer}"
+                );
+            }
+            Outcome::Unknown { reason } => assert!(
+                matches!(
+                    reason,
+                    sandbox::UnknownReason::MemoryLimit | sandbox::UnknownReason::Killed { .. }
+                ),
+                "{kind}: {reason:?}"
+            ),
+            other => panic!("{kind}: the probe ended as {other:?}"),
+        }
+    }
+}
