@@ -306,6 +306,9 @@ impl CgroupLayout {
     }
 }
 
+/// The v1 memory controller's limit on a group's socket buffers (TCP and UDP).
+const V1_SOCKET_MEMORY_LIMIT: &str = "memory.kmem.tcp.limit_in_bytes";
+
 /// One sandbox's groups. Dropping it kills every member and removes the groups.
 #[derive(Debug)]
 pub struct SandboxCgroup {
@@ -342,6 +345,14 @@ impl SandboxCgroup {
                     // the limit. The file exists only when swap accounting is on.
                     write_if_present(
                         &dir.join("memory.memsw.limit_in_bytes"),
+                        &limits.memory_bytes.to_string(),
+                    )?;
+                    // v1 charges socket buffers (TCP and UDP) to a group only once its TCP
+                    // limit has been written ("tcpmem active"), and only sockets made after
+                    // that: so before the step starts, or a step pins host kernel memory
+                    // past its limit. v2 charges them to memory.max by default.
+                    write(
+                        &dir.join(V1_SOCKET_MEMORY_LIMIT),
                         &limits.memory_bytes.to_string(),
                     )?;
                 }
@@ -388,11 +399,12 @@ impl SandboxCgroup {
             .unwrap_or(0);
         if bytes > current {
             write_if_present(&memsw, &bytes.to_string())?;
-            write(&memory, &bytes.to_string())
+            write(&memory, &bytes.to_string())?;
         } else {
             write(&memory, &bytes.to_string())?;
-            write_if_present(&memsw, &bytes.to_string())
+            write_if_present(&memsw, &bytes.to_string())?;
         }
+        write(&dir.join(V1_SOCKET_MEMORY_LIMIT), &bytes.to_string())
     }
 
     /// The pids of the processes in the sandbox's first group.
