@@ -235,3 +235,135 @@ fn g10_declared_time_and_output_limits_stop_a_warm_sandbox_needs_root() {
     assert!(observation.output_truncated);
     assert!(observation.stdout.len() <= 4096);
 }
+
+/// The largest limits the operator allows by default (`spec::LimitMaxima::BUILT_IN`): memory
+/// 2048 MiB, CPU 3600 s, `/work` 1024 MiB, output 16 MiB.
+fn maxima() -> Limits {
+    Limits {
+        memory_bytes: 2048 * MIB,
+        cpu_seconds: 3600,
+        work_bytes: 1024 * MIB,
+        output_bytes: 16 * 1024 * 1024,
+        ..Limits::default()
+    }
+}
+
+/// Uses more of each limit than the default allows: memory (a 1 GiB buffer, touched), `/work`
+/// (200 MiB written, in files under the 16 MiB file-size limit), printed output (2 MiB);
+/// reports the limits in force.
+const USES_RAISED_LIMITS: &str = r#"
+import resource, sys
+def main():
+    buffer = bytearray(1024 * 1024 * 1024)
+    for offset in range(0, len(buffer), 4096):
+        buffer[offset] = 1
+    for part in range(25):
+        with open("/work/big-%d.bin" % part, "wb") as handle:
+            for _ in range(8):
+                handle.write(b"w" * (1024 * 1024))
+    sys.stdout.write("o" * (2 * 1024 * 1024))
+    return {
+        "as": resource.getrlimit(resource.RLIMIT_AS),
+        "data": resource.getrlimit(resource.RLIMIT_DATA),
+        "cpu": resource.getrlimit(resource.RLIMIT_CPU),
+        "touched_mib": len(buffer) >> 20,
+    }
+"#;
+
+fn assert_raised_limits_in_force(observation: &sandbox::Observation, how: &str) {
+    let answer = result(observation);
+    let maxima = maxima();
+    assert_eq!(answer["touched_mib"], 1024, "{how}: {answer}");
+    // Soft and hard alike: the step cannot raise its own limit past what it declared.
+    assert_eq!(
+        answer["cpu"],
+        serde_json::json!([3600, 3600]),
+        "{how}: {answer}"
+    );
+    let address_space = &answer["as"];
+    assert_eq!(address_space[0], address_space[1], "{how}: {answer}");
+    assert!(
+        address_space[1].as_u64().unwrap() >= maxima.memory_bytes,
+        "{how}: {answer}"
+    );
+    assert!(
+        observation.stdout.len() >= 2 * 1024 * 1024,
+        "{how}: the raised output limit kept {} bytes",
+        observation.stdout.len()
+    );
+}
+
+/// newcomer 3, workload 2: a step that declares more than the default (memory 512 MiB, up to
+/// the maximum) was refused when it claimed a prepared sandbox ("prlimit ... Operation not
+/// permitted": raising a hard limit needs CAP_SYS_RESOURCE, which this host's root lacks).
+#[test]
+fn g10_every_limit_raised_to_its_maximum_reaches_a_warm_sandbox_and_is_used_needs_root() {
+    let warm = Warm::new();
+    let observation = warm.claim(USES_RAISED_LIMITS, maxima());
+    assert_raised_limits_in_force(&observation, "warm");
+}
+
+#[test]
+fn g10_every_limit_raised_to_its_maximum_reaches_a_cold_sandbox_and_is_used_needs_root() {
+    let state = tempfile::tempdir().unwrap();
+    let backend =
+        LocalBackend::for_tests(state.path(), Path::new(env!("CARGO_BIN_EXE_sandbox-jail")))
+            .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let observation = backend
+        .run(Invocation {
+            python: PythonPin {
+                major: 3,
+                minor: 11,
+            },
+            code: USES_RAISED_LIMITS.to_owned(),
+            inputs_json: String::from("{}"),
+            env: Vec::new(),
+            network: NetworkMode::None,
+            limits: maxima(),
+            work_dir: work.path().to_path_buf(),
+            screen: Arc::new(NoSecrets),
+        })
+        .unwrap();
+    assert_raised_limits_in_force(&observation, "cold");
+}
+
+/// Starts 256 threads and runs 64 workers of a thread pool under the default limits.
+const MANY_THREADS: &str = r#"
+import threading
+from concurrent.futures import ThreadPoolExecutor
+def main():
+    gate = threading.Event()
+    threads = [threading.Thread(target=gate.wait) for _ in range(256)]
+    for thread in threads:
+        thread.start()
+    alive = threading.active_count()
+    gate.set()
+    for thread in threads:
+        thread.join()
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        squares = sum(pool.map(lambda n: n * n, range(640)))
+    return {"alive": alive, "squares": squares}
+"#;
+
+/// newcomer 3, workload 3: a default step could start about 30 threads (RLIMIT_DATA counted
+/// every thread's stack against the memory limit); 256 must start, in a warm and a cold sandbox.
+#[test]
+fn g10_a_default_step_starts_256_threads_warm_and_cold_needs_root() {
+    let warm = Warm::new();
+    let answer = result(&warm.claim(MANY_THREADS, Limits::default()));
+    assert_eq!(answer["alive"], 257, "warm: {answer}");
+    assert_eq!(answer["squares"], (0..640u64).map(|n| n * n).sum::<u64>());
+    let cold = result(
+        &warm
+            .backend
+            .run(warm.invocation(MANY_THREADS, Limits::default()))
+            .unwrap(),
+    );
+    assert_eq!(cold["alive"], 257, "cold: {cold}");
+    assert!(
+        Limits::default().pids >= 300,
+        "the default task limit is {}",
+        Limits::default().pids
+    );
+}
