@@ -79,11 +79,42 @@ pub struct Limits {
     pub open_files: u64,
 }
 
+/// Address space headroom above the memory limit (`RLIMIT_AS` and `RLIMIT_DATA`): thread
+/// stacks (8 MiB each) and arenas reserve far more address space than they touch; the cgroup
+/// holds the memory a step really uses. 4 GiB lets a step start its 512 tasks' worth of threads.
+pub(crate) const ADDRESS_SPACE_HEADROOM: u64 = 4 * 1024 * 1024 * 1024;
+
+/// The address-space limit of a sandbox whose memory limit is `memory_bytes`.
+pub(crate) fn address_space(memory_bytes: u64) -> u64 {
+    memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM)
+}
+
+/// The largest memory and CPU time an invocation may declare on this server (the operator's
+/// maxima): the hard limits a sandbox prepared before its invocation is built with, lowered to
+/// the invocation's own at the claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitCeilings {
+    pub memory_bytes: u64,
+    pub cpu_seconds: u64,
+}
+
+impl Default for LimitCeilings {
+    /// The built-in maxima of `spec::LimitMaxima::BUILT_IN` (2048 MiB, 3600 s).
+    fn default() -> Self {
+        Self {
+            memory_bytes: 2048 * 1024 * 1024,
+            cpu_seconds: 3600,
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self {
             memory_bytes: 256 * 1024 * 1024,
-            pids: 64,
+            // Threads count: a step may start 256 threads (a thread pool, CPython's own
+            // threading tests); a fork bomb stays bounded by this and by the memory limit.
+            pids: 512,
             cpu_seconds: 30,
             wall: Duration::from_secs(60),
             file_size_bytes: 16 * 1024 * 1024,

@@ -9,10 +9,6 @@ use serde_json::{Value, json};
 use crate::runtime::{Runtime, RuntimeMount};
 use crate::{Limits, NetworkMode};
 
-/// Address space headroom above the memory limit, as in the local backend: thread stacks and
-/// arenas reserve far more address space than they touch.
-const ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
-
 /// The step's uid and gid inside the sandbox (as in the local backend).
 pub(crate) const SANDBOX_UID: u32 = 1000;
 
@@ -176,12 +172,18 @@ pub(crate) fn config(inputs: &SpecInputs<'_>) -> Value {
     let rlimit =
         |name: &str, soft: u64, hard: u64| json!({"type": name, "soft": soft, "hard": hard});
     let rlimits = vec![
+        // As in the local backend: the address space and data limits leave room for thread
+        // stacks; the cgroup holds the memory a step uses.
         rlimit(
             "RLIMIT_AS",
-            limits.memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM),
-            limits.memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM),
+            crate::address_space(limits.memory_bytes),
+            crate::address_space(limits.memory_bytes),
         ),
-        rlimit("RLIMIT_DATA", limits.memory_bytes, limits.memory_bytes),
+        rlimit(
+            "RLIMIT_DATA",
+            crate::address_space(limits.memory_bytes),
+            crate::address_space(limits.memory_bytes),
+        ),
         rlimit(
             "RLIMIT_NPROC",
             u64::from(limits.pids),
@@ -464,7 +466,10 @@ mod tests {
                 .find(|rlimit| rlimit["type"] == name)
                 .unwrap_or_else(|| panic!("no {name}"))
         };
-        assert_eq!(find("RLIMIT_DATA")["hard"], limits.memory_bytes);
+        assert_eq!(
+            find("RLIMIT_DATA")["hard"],
+            crate::address_space(limits.memory_bytes)
+        );
         assert_eq!(find("RLIMIT_NPROC")["hard"], u64::from(limits.pids));
         assert_eq!(find("RLIMIT_CPU")["soft"], limits.cpu_seconds);
         assert_eq!(find("RLIMIT_FSIZE")["hard"], limits.file_size_bytes);

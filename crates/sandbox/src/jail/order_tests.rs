@@ -229,6 +229,7 @@ fn plan() -> Plan {
         rlimits: vec![Rlimit {
             resource: RlimitResource::Processes,
             value: 64,
+            ceiling: 64,
         }],
         landlock: LandlockPlan::default(),
         cwd: PathBuf::from("/work"),

@@ -159,11 +159,17 @@ pub struct FileStep {
     pub mode: u32,
 }
 
-/// One resource limit (soft = hard).
+/// One resource limit: the soft limit `value` and the hard limit `ceiling` (at least `value`).
+/// A sandbox built for a known invocation has both equal; one prepared ahead of its invocation
+/// (warm, or built ahead) has the hard limit at the operator's maximum, so that the claim can
+/// set the invocation's limit by lowering it (raising a hard limit needs CAP_SYS_RESOURCE,
+/// which the platform's root may lack), and the claim always lowers it to the soft limit
+/// before anything of the invocation goes in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rlimit {
     pub resource: RlimitResource,
     pub value: u64,
+    pub ceiling: u64,
 }
 
 /// The limited resources.

@@ -739,7 +739,7 @@ impl Sys for RealSys {
         };
         let value = libc::rlimit {
             rlim_cur: limit.value,
-            rlim_max: limit.value,
+            rlim_max: limit.ceiling.max(limit.value),
         };
         // SAFETY: setrlimit reads the struct we pass.
         check(unsafe { libc::setrlimit(resource, &value) })

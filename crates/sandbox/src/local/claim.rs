@@ -9,8 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 use crate::cgroup::SandboxCgroup;
-use crate::local::plan::ADDRESS_SPACE_HEADROOM;
-use crate::{Error, Limits};
+use crate::{Error, LimitCeilings, Limits};
 
 fn failed(limit: &str, detail: String) -> Error {
     Error::LayerFailed {
@@ -19,14 +18,38 @@ fn failed(limit: &str, detail: String) -> Error {
     }
 }
 
-/// Moves a prepared sandbox from the limits it was built with to the invocation's.
+/// Moves a prepared sandbox from the limits it was built with to the invocation's. A sandbox
+/// built before its invocation was known (`ceilings`) has its hard limits of memory and CPU
+/// time at the ceilings: every claim sets both limits to the invocation's, by lowering the
+/// hard one, which needs no capability, so the step can never raise its own limit.
 pub(crate) fn apply(
     cgroup: &SandboxCgroup,
     work: &Path,
     host_id: u32,
     prepared: &Limits,
     wanted: &Limits,
+    ceilings: Option<LimitCeilings>,
 ) -> Result<(), Error> {
+    if let Some(ceilings) = ceilings {
+        if wanted.memory_bytes > ceilings.memory_bytes {
+            return Err(failed(
+                "memory_mib",
+                format!(
+                    "{} bytes is above this server's maximum of {}",
+                    wanted.memory_bytes, ceilings.memory_bytes
+                ),
+            ));
+        }
+        if wanted.cpu_seconds > ceilings.cpu_seconds {
+            return Err(failed(
+                "cpu_s",
+                format!(
+                    "{} s is above this server's maximum of {}",
+                    wanted.cpu_seconds, ceilings.cpu_seconds
+                ),
+            ));
+        }
+    }
     if wanted.work_bytes != prepared.work_bytes {
         resize_work(work, host_id, wanted.work_bytes)?;
     }
@@ -34,19 +57,12 @@ pub(crate) fn apply(
     if memory_changed {
         cgroup.set_memory_limit(wanted.memory_bytes)?;
     }
-    if memory_changed || wanted.cpu_seconds != prepared.cpu_seconds {
+    if memory_changed || wanted.cpu_seconds != prepared.cpu_seconds || ceilings.is_some() {
         let process = SandboxProcess::only_member(cgroup)?;
-        if memory_changed {
-            process.set_rlimit(
-                libc::RLIMIT_AS,
-                wanted.memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM),
-                "memory_mib",
-            )?;
-            process.set_rlimit(libc::RLIMIT_DATA, wanted.memory_bytes, "memory_mib")?;
-        }
-        if wanted.cpu_seconds != prepared.cpu_seconds {
-            process.set_rlimit(libc::RLIMIT_CPU, wanted.cpu_seconds, "cpu_s")?;
-        }
+        let address_space = crate::address_space(wanted.memory_bytes);
+        process.set_rlimit(libc::RLIMIT_AS, address_space, "memory_mib")?;
+        process.set_rlimit(libc::RLIMIT_DATA, address_space, "memory_mib")?;
+        process.set_rlimit(libc::RLIMIT_CPU, wanted.cpu_seconds, "cpu_s")?;
         process.check_alive()?;
     }
     Ok(())

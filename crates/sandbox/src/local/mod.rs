@@ -64,6 +64,9 @@ pub struct LocalOptions {
     pub egress: Option<crate::net::EgressOptions>,
     /// The copy-back filter's caps.
     pub copy_back: CopyBackPolicy,
+    /// The largest memory and CPU time an invocation may declare: the hard limits of a
+    /// sandbox prepared before its invocation (warm, or built ahead).
+    pub ceilings: crate::LimitCeilings,
     /// TEST ONLY: every sandbox mounts the whole procfs, as on a kernel without `subset=pid`,
     /// so that tests check the masks that kernel relies on.
     #[cfg(feature = "test-controls")]
@@ -83,6 +86,7 @@ impl LocalOptions {
             pool_size: 0,
             egress: None,
             copy_back: CopyBackPolicy::default(),
+            ceilings: crate::LimitCeilings::default(),
             #[cfg(feature = "test-controls")]
             test_whole_proc: false,
         }

@@ -14,10 +14,6 @@ use crate::runtime::{Runtime, RuntimeMount};
 pub(crate) const SANDBOX_UID: u32 = 1000;
 pub(crate) const SANDBOX_GID: u32 = 1000;
 
-/// Address space headroom above the memory limit: thread stacks and arenas reserve far more
-/// address space than they touch; the cgroup enforces the real memory limit.
-pub(crate) const ADDRESS_SPACE_HEADROOM: u64 = 1024 * 1024 * 1024;
-
 /// Files in /proc that expose the host's kernel or let a process poke it; hidden behind
 /// /dev/null.
 const PROC_MASKED_FILES: [&str; 11] = [
@@ -122,6 +118,9 @@ pub(crate) struct PlanInputs<'a> {
     pub netns: Option<crate::jail::plan::NetnsPlan>,
     pub resolv_conf: Option<String>,
     pub extra_read_only: Vec<(PathBuf, PathBuf)>,
+    /// The hard limits of a sandbox prepared before its invocation is known (warm, or built
+    /// ahead); `None` for one built for its invocation (hard = soft).
+    pub ceilings: Option<crate::LimitCeilings>,
 }
 
 pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
@@ -237,35 +236,43 @@ pub(crate) fn build(inputs: PlanInputs<'_>) -> Plan {
     }
 
     let limits = inputs.limits;
+    let fixed = |resource, value| Rlimit {
+        resource,
+        value,
+        ceiling: value,
+    };
+    // What a claim may set: memory and CPU time (the declarable limits an rlimit carries).
+    let address_space = crate::address_space(limits.memory_bytes);
+    let (address_space_ceiling, cpu_ceiling) = match inputs.ceilings {
+        Some(ceilings) => (
+            crate::address_space(ceilings.memory_bytes).max(address_space),
+            ceilings.cpu_seconds.max(limits.cpu_seconds),
+        ),
+        None => (address_space, limits.cpu_seconds),
+    };
     let rlimits = vec![
         Rlimit {
             resource: RlimitResource::AddressSpace,
-            value: limits.memory_bytes.saturating_add(ADDRESS_SPACE_HEADROOM),
+            value: address_space,
+            ceiling: address_space_ceiling,
         },
+        // The same bound as the address space: every thread's stack is private writable
+        // memory, so a data limit at the memory limit stopped a step at about 30 threads.
+        // The cgroup is what holds the memory a step uses.
         Rlimit {
             resource: RlimitResource::Data,
-            value: limits.memory_bytes,
+            value: address_space,
+            ceiling: address_space_ceiling,
         },
-        Rlimit {
-            resource: RlimitResource::Processes,
-            value: u64::from(limits.pids),
-        },
+        fixed(RlimitResource::Processes, u64::from(limits.pids)),
         Rlimit {
             resource: RlimitResource::CpuSeconds,
             value: limits.cpu_seconds,
+            ceiling: cpu_ceiling,
         },
-        Rlimit {
-            resource: RlimitResource::FileSize,
-            value: limits.file_size_bytes,
-        },
-        Rlimit {
-            resource: RlimitResource::OpenFiles,
-            value: limits.open_files,
-        },
-        Rlimit {
-            resource: RlimitResource::CoreSize,
-            value: 0,
-        },
+        fixed(RlimitResource::FileSize, limits.file_size_bytes),
+        fixed(RlimitResource::OpenFiles, limits.open_files),
+        fixed(RlimitResource::CoreSize, 0),
     ];
 
     let executable = inputs.runtime.executable.clone();

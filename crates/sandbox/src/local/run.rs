@@ -45,6 +45,9 @@ pub(crate) struct Prepared {
     interpreter: String,
     /// Built by a refill at background priority: the claim restores nice 0.
     background: bool,
+    /// Built before its invocation was known, with hard limits at the ceilings: the claim
+    /// lowers them to the invocation's.
+    ceilinged: bool,
 }
 
 /// The priority a sandbox is built at (see [`crate::local::priority`]).
@@ -148,6 +151,8 @@ pub(crate) fn prepare_with(
 ) -> Result<Prepared, Error> {
     let runtime = shared.runtimes.get(class.python)?;
     let limits = limits.clone();
+    // Only a request's own sandbox is built for a known invocation.
+    let ceilinged = priority != Priority::Request;
     let egress_options = match class.network {
         NetworkMode::None => None,
         NetworkMode::PublicEgress => {
@@ -243,6 +248,7 @@ pub(crate) fn prepare_with(
         }),
         resolv_conf: network.as_ref().map(|network| network.resolv_conf()),
         extra_read_only,
+        ceilings: ceilinged.then_some(shared.options.ceilings),
     });
     #[cfg(feature = "test-controls")]
     {
@@ -262,6 +268,7 @@ pub(crate) fn prepare_with(
         limits,
         interpreter: runtime.version.clone(),
         background: priority == Priority::Background,
+        ceilinged,
     })
 }
 
@@ -341,6 +348,7 @@ pub(crate) fn finish(
         limits,
         interpreter,
         background,
+        ceilinged,
     } = prepared;
     let work = parts.scratch()?.work();
     // A sandbox a refill built at background priority runs the step at a cold step's:
@@ -353,7 +361,14 @@ pub(crate) fn finish(
         }
     }
     // The invocation's declared limits, before anything of it goes in.
-    crate::local::claim::apply(parts.cgroup()?, &work, host_id, &limits, &invocation.limits)?;
+    crate::local::claim::apply(
+        parts.cgroup()?,
+        &work,
+        host_id,
+        &limits,
+        &invocation.limits,
+        ceilinged.then_some(shared.options.ceilings),
+    )?;
     let manifest = copyback::stage_in(&invocation.work_dir, &work, (host_id, host_id))?;
     let request = crate::request::harness_request(&invocation)?;
 
