@@ -74,6 +74,11 @@ fn local_options(config: &Config) -> anyhow::Result<sandbox::local::LocalOptions
     options.egress = egress_options(config)?;
     options.runtimes.cache_dir = Some(config.runtime_cache_dir.clone());
     options.pool_size = config.warm_pool;
+    // A sandbox built before its step is known can take any declaration up to the maxima.
+    options.ceilings = sandbox::LimitCeilings {
+        memory_bytes: config.limit_maxima.memory_mib.saturating_mul(1024 * 1024),
+        cpu_seconds: config.limit_maxima.cpu_s,
+    };
     // Per data directory: its own cgroup parent and its own band of host ids.
     options.cgroups.parent = format!("stepward-{}", config.instance_id());
     options.uid_base = 1_800_000_000 + config.uid_band() * options.slots;

@@ -80,3 +80,32 @@ fn g10_a_step_killed_by_its_declared_limit_says_which_and_the_record_states_its_
         "{record}"
     );
 }
+
+/// newcomer 3, workloads 2 and 3, as a user runs it: `stepward run` builds its first step's
+/// sandbox ahead, before the step's declared limits are applied; a declaration above the
+/// default (up to the maximum) reaches it, is used, and the step starts 256 threads.
+#[test]
+fn g10_a_step_declaring_more_memory_runs_and_uses_it_needs_root() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    for memory in [512, 1024, 2048] {
+        let path = workflow(
+            dir.path(),
+            &format!("{{ memory_mib: {memory}, cpu_s: 3600 }}"),
+            "import threading\n      def main():\n          held = bytearray(400 * 1024 * 1024)\n          threads = [threading.Thread(target=lambda: None) for _ in range(256)]\n          for thread in threads:\n              thread.start()\n          for thread in threads:\n              thread.join()\n          return len(held) >> 20",
+        );
+        let ran = home.stepward(&["run", &path]);
+        assert_eq!(
+            ran.status.code(),
+            Some(0),
+            "{memory}: {}{}",
+            stdout(&ran),
+            stderr(&ran)
+        );
+        assert!(
+            stdout(&ran).contains("succeeded    400"),
+            "{memory}: {}",
+            stdout(&ran)
+        );
+    }
+}
