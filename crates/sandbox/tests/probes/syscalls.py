@@ -10,8 +10,14 @@ NR = {
     "bpf": 321, "io_uring_setup": 425, "userfaultfd": 323, "keyctl": 250,
     "perf_event_open": 298, "clone": 56, "clone3": 435, "memfd_create": 319,
     "ioctl": 16, "socket": 41, "getpid": 39, "open_tree": 428, "chroot": 161,
-    "add_key": 248, "process_vm_readv": 310,
+    "add_key": 248, "process_vm_readv": 310, "inotify_init": 253, "inotify_init1": 294,
+    "inotify_add_watch": 254, "fcntl": 72, "fanotify_init": 300, "sysinfo": 99,
 }
+F_SETLEASE = 1024
+F_NOTIFY = 1026
+DN_ACCESS = 0x1
+DN_MULTISHOT = 0x80000000
+F_RDLCK = 0
 X32_SYSCALL_BIT = 0x40000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNS = 0x00020000
@@ -115,6 +121,37 @@ def run_case(case):
         if result >= 0:
             os.close(result)
         return result, error
+    if case in ("inotify_init", "inotify_init1"):
+        result, error = raw_syscall(NR[case], 0)
+        if result >= 0:
+            os.close(result)
+        return result, error
+    if case == "inotify_add_watch":
+        # Descriptor -1: the kernel answers EBADF; the filter answers before it looks.
+        return raw_syscall(NR["inotify_add_watch"], -1, ctypes.c_char_p(b"/"), 0x20)
+    if case == "dnotify":
+        folder = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            return raw_syscall(NR["fcntl"], folder, F_NOTIFY, DN_ACCESS | DN_MULTISHOT)
+        finally:
+            os.close(folder)
+    if case == "setlease":
+        with open("/tmp/lease", "w") as handle:
+            handle.write("x")
+        file = os.open("/tmp/lease", os.O_RDONLY)
+        try:
+            return raw_syscall(NR["fcntl"], file, F_SETLEASE, F_RDLCK)
+        finally:
+            os.close(file)
+    if case == "fanotify_init":
+        # FAN_CLASS_NOTIF | FAN_REPORT_FID: what an unprivileged process may ask for.
+        result, error = raw_syscall(NR["fanotify_init"], 0x200, os.O_RDONLY)
+        if result >= 0:
+            os.close(result)
+        return result, error
+    if case == "sysinfo":
+        buffer = ctypes.create_string_buffer(128)
+        return raw_syscall(NR["sysinfo"], buffer)
     if case == "x32_getpid":
         return raw_syscall(X32_SYSCALL_BIT | NR["getpid"])
     raise ValueError("unknown case " + case)

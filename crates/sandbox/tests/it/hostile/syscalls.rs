@@ -103,6 +103,17 @@ denied! {
         "socket_inet_raw" => "EPERM", Control::Errno("EINVAL");
     g11_raw_inet6_sockets_fail_with_an_errno_needs_root:
         "socket_inet6_raw" => "EPERM", Control::Errno("EINVAL");
+    // No event about anything outside the sandbox (sandbox review 3, F2): inotify and dnotify
+    // on the shared runtime showed a step, live, which modules other accounts' steps loaded.
+    g10_inotify_init_is_denied_needs_root: "inotify_init" => "ENOSYS", Control::Succeeds;
+    g10_inotify_init1_is_denied_needs_root: "inotify_init1" => "ENOSYS", Control::Succeeds;
+    g10_inotify_add_watch_is_denied_needs_root:
+        "inotify_add_watch" => "ENOSYS", Control::Errno("EBADF");
+    g10_dnotify_is_denied_needs_root: "dnotify" => "EPERM", Control::Succeeds;
+    g10_file_leases_are_denied_needs_root: "setlease" => "EPERM", Control::NotTheFiltersErrno;
+    g10_fanotify_is_denied_needs_root: "fanotify_init" => "EPERM", Control::NotTheFiltersErrno;
+    // The host's RAM, free RAM, load, uptime and task count (F3).
+    g10_sysinfo_is_denied_needs_root: "sysinfo" => "ENOSYS", Control::Succeeds;
 }
 
 /// The x32 ABI: this host's kernel lacks it (so a control run would say ENOSYS too), but the
