@@ -136,3 +136,47 @@ proptest::proptest! {
         }
     }
 }
+
+/// A name of the workspace never starts a new line or drives a terminal (sandbox review 3,
+/// F5): C0 and C1 controls (line breaks, escape sequences, DEL) and the bidirectional
+/// formatting characters are refused wherever a path is made, so no copy-back, file tool,
+/// upload or listing can carry one; every other character stays allowed.
+#[test]
+fn g12_names_with_control_or_bidi_characters_are_refused() {
+    for requested in [
+        "nl\nFAKE: all files accepted.txt",
+        "esc\u{1b}[2J\u{1b}]0;pwned\u{7}.txt",
+        "cr\rOVERWRITE.txt",
+        "tab\there.txt",
+        "del\u{7f}.txt",
+        "next-line\u{85}.txt",
+        "csi\u{9b}2J.txt",
+        "rtl\u{202e}txt.exe",
+        "isolate\u{2066}x\u{2069}.txt",
+        "mark\u{200f}.txt",
+        "arabic-mark\u{61c}.txt",
+        "folder\nname/inside.txt",
+    ] {
+        let refusal = RelPath::parse(requested).unwrap_err();
+        assert!(
+            matches!(refusal.reason, RefusalReason::ControlCharacter { .. }),
+            "{requested:?}: {:?}",
+            refusal.reason
+        );
+        let said = refusal.reason.to_string();
+        assert!(
+            said.contains("U+"),
+            "the reason names the character: {said}"
+        );
+        assert!(!said.chars().any(char::is_control), "{said:?}");
+    }
+    for allowed in [
+        "été.txt",
+        "日本語/メモ.md",
+        "emoji-😀.txt",
+        "a b.txt",
+        "zwj\u{200d}.txt",
+    ] {
+        assert!(RelPath::parse(allowed).is_ok(), "{allowed:?}");
+    }
+}

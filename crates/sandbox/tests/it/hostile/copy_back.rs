@@ -120,3 +120,48 @@ fn snapshot(folder: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     entries.sort();
     entries
 }
+
+/// sandbox review 3, F5: file names with line breaks, escape sequences, carriage returns and
+/// bidi overrides were part of the step's revision; each is refused with its reason, and the
+/// refusal names the file without the character itself.
+#[test]
+fn g12_names_with_control_or_bidi_characters_do_not_come_back_needs_root() {
+    let holder = tempfile::tempdir().unwrap();
+    let code = r#"
+def main():
+    names = ["nl\nFAKE: all files accepted.txt", "esc\x1b[2J\x1b]0;pwned\x07.txt",
+             "cr\rOVERWRITE.txt", "rtl\u202etxt.exe", "c1\x85.txt", "plain.txt"]
+    for name in names:
+        with open("/work/" + name, "w") as handle:
+            handle.write("x")
+    import os
+    os.mkdir("/work/dir\nname")
+    with open("/work/dir\nname/inside.txt", "w") as handle:
+        handle.write("y")
+    return len(names)
+"#;
+    let observation = Probe::new(code, json!({}))
+        .work_dir(holder.path().to_path_buf())
+        .run(Filter::Enforced);
+    report(&observation);
+    let copy_back = &observation.copy_back;
+    let returned: Vec<&str> = copy_back
+        .files
+        .iter()
+        .map(|file| file.path.as_str())
+        .collect();
+    assert_eq!(returned, ["plain.txt"], "{:?}", copy_back.refusals);
+    let bad_names: Vec<_> = copy_back
+        .refusals
+        .iter()
+        .filter(|refusal| matches!(&refusal.reason, RefusalReason::BadName { detail } if detail.contains("U+")))
+        .collect();
+    assert_eq!(bad_names.len(), 6, "{:?}", copy_back.refusals);
+    for refusal in &copy_back.refusals {
+        assert!(
+            !refusal.path.chars().any(workspace::is_forbidden_in_names),
+            "a refusal's path holds the character: {:?}",
+            refusal.path
+        );
+    }
+}
