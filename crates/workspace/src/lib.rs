@@ -29,7 +29,7 @@ pub use crate::account::{
 pub use crate::folder::apply_to_folder;
 pub use crate::path::{
     MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, Refusal, RefusalReason, RelPath, confine,
-    confine_suggesting,
+    confine_suggesting, escape_forbidden, is_forbidden_in_names,
 };
 pub use crate::pin::{MAX_PINNED_BYTES, MAX_PINNED_FILES, PinError, PinSession};
 pub use crate::protected::{ProtectedKind, is_protected};

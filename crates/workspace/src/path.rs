@@ -140,6 +140,33 @@ pub enum RefusalReason {
     ComponentTooLong { bytes: usize, max: usize },
     /// A component that cannot be a file name (`.`, `..`, empty, or holding `/`).
     BadComponent { component: String },
+    /// A control character (C0, DEL, C1) or a bidirectional formatting character: a name
+    /// holding one starts a new line, drives a terminal or reorders what a person reads.
+    ControlCharacter { character: char },
+}
+
+/// `name` as a record may show it: every character [`is_forbidden_in_names`] refuses written
+/// as `\u{XXXX}`, so a refused name is named without starting a line or driving a terminal.
+pub fn escape_forbidden(name: &str) -> String {
+    let mut shown = String::with_capacity(name.len());
+    for character in name.chars() {
+        if is_forbidden_in_names(character) {
+            shown.push_str(&format!("\\u{{{:04x}}}", u32::from(character)));
+        } else {
+            shown.push(character);
+        }
+    }
+    shown
+}
+
+/// Whether `character` may not be part of a workspace name: C0 and C1 controls and DEL, and
+/// the bidirectional formatting characters (marks, embeddings, overrides, isolates).
+pub fn is_forbidden_in_names(character: char) -> bool {
+    character.is_control()
+        || matches!(
+            character,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
 }
 
 impl fmt::Display for RefusalReason {
@@ -171,6 +198,13 @@ impl fmt::Display for RefusalReason {
             RefusalReason::BadComponent { component } => {
                 write!(formatter, "{component:?} cannot be a file name")
             }
+            RefusalReason::ControlCharacter { character } => write!(
+                formatter,
+                "it holds the control or bidirectional formatting character U+{:04X}; a name \
+                 may hold none, since it would start a new line, drive a terminal or reorder \
+                 what a person reads",
+                u32::from(*character)
+            ),
         }
     }
 }
@@ -220,6 +254,9 @@ fn parse_relative(requested: &str) -> Result<RelPath, RefusalReason> {
     }
     if requested.starts_with('/') {
         return Err(RefusalReason::Absolute);
+    }
+    if let Some(character) = requested.chars().find(|c| is_forbidden_in_names(*c)) {
+        return Err(RefusalReason::ControlCharacter { character });
     }
     let mut components: Vec<&str> = Vec::new();
     for component in Path::new(requested).components() {

@@ -139,7 +139,7 @@ impl Walker<'_> {
     }
 
     fn name_to_path(&mut self, prefix: Option<&RelPath>, name: &[u8]) -> Named {
-        let lossy = String::from_utf8_lossy(name).into_owned();
+        let lossy = workspace::escape_forbidden(&String::from_utf8_lossy(name));
         let shown = prefix.map_or_else(|| lossy.clone(), |p| format!("{p}/{lossy}"));
         let text = match std::str::from_utf8(name) {
             Ok(text) => text,
