@@ -421,3 +421,161 @@ fn g19_copy_back_is_screened_with_the_run_accounts_values() {
         .unwrap();
     assert!(harness.work_dir().join("holds.txt").exists());
 }
+
+/// The copy-back events of `run`: (path, reason) of every refusal.
+fn copy_back_refusals(harness: &Harness, run: &RunId) -> Vec<(String, String)> {
+    harness
+        .store
+        .events(run)
+        .unwrap()
+        .iter()
+        .filter(|event| event.kind == "copy_back.refused")
+        .map(|event| {
+            (
+                event.payload["path"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                event.payload["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Every step's copy-back is held to the same caps, whatever executor made it (an agent
+/// step's view, a backend): a file over the per-file cap, files past the count and the bytes
+/// past the total are refused by name with their reason, never cut, never silently dropped
+/// (agents review, finding 4: an agent's 70 MB file came back cut at 64 MiB, unannounced).
+#[test]
+fn g12_every_copy_back_is_held_to_the_caps_with_a_refusal_by_name() {
+    let harness = Harness::new();
+    let caps = harness.options.copy_back;
+    harness.executor.then("compute", move |_| {
+        let mut report = crate::support::succeeded(json!(2));
+        let mut changes = vec![FileChange {
+            path: "big.bin".into(),
+            bytes: vec![b'b'; caps.max_file_bytes as usize + 1],
+        }];
+        for index in 0..caps.max_files + 2 {
+            changes.push(FileChange {
+                path: format!("many/{index:05}.txt"),
+                bytes: b"m".to_vec(),
+            });
+        }
+        report.file_changes = changes;
+        report
+    });
+    let engine = harness.engine();
+    let run = engine
+        .start_run(&account(), &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        .unwrap()
+        .run;
+    let refusals = copy_back_refusals(&harness, &run);
+    let big = refusals.iter().find(|(path, _)| path == "big.bin").unwrap();
+    assert!(big.1.contains(&caps.max_file_bytes.to_string()), "{big:?}");
+    let past_count: Vec<_> = refusals
+        .iter()
+        .filter(|(path, _)| path.starts_with("many/"))
+        .collect();
+    assert_eq!(past_count.len(), 2, "{refusals:?}");
+    assert!(past_count[0].1.contains(&caps.max_files.to_string()), "{past_count:?}");
+    assert!(!harness.work_dir().join("big.bin").exists());
+    let written = std::fs::read_dir(harness.work_dir().join("many")).unwrap().count();
+    assert_eq!(written, caps.max_files);
+
+    // The bytes of one step together.
+    let harness = Harness::new();
+    let caps = harness.options.copy_back;
+    let piece = caps.max_file_bytes as usize;
+    let pieces = (caps.max_total_bytes as usize).div_ceil(piece) + 1;
+    harness.executor.then("compute", move |_| {
+        let mut report = crate::support::succeeded(json!(2));
+        report.file_changes = (0..pieces)
+            .map(|index| FileChange {
+                path: format!("part-{index}.bin"),
+                bytes: vec![b'p'; piece],
+            })
+            .collect();
+        report
+    });
+    let engine = harness.engine();
+    let run = engine
+        .start_run(&account(), &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        .unwrap()
+        .run;
+    let refusals = copy_back_refusals(&harness, &run);
+    assert!(!refusals.is_empty());
+    assert!(
+        refusals
+            .iter()
+            .all(|(_, reason)| reason.contains(&caps.max_total_bytes.to_string())),
+        "{refusals:?}"
+    );
+    let kept: u64 = std::fs::read_dir(harness.work_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(kept <= caps.max_total_bytes);
+}
+
+struct NoSecrets;
+
+impl workspace::SecretScreen for NoSecrets {
+    fn holds_secret(&self, _content: &[u8]) -> bool {
+        false
+    }
+}
+
+/// A copy-back that would take an agent's folder past what a run can pin is refused by name:
+/// otherwise the agent could never run again (agents review, finding 4).
+#[test]
+fn g12_a_copy_back_past_an_agents_pin_limit_is_refused_by_name() {
+    let harness = Harness::new();
+    let workspace = harness.options.workspaces.for_account(&account()).unwrap();
+    let filler: Vec<_> = (0..workspace::MAX_PINNED_FILES - 1)
+        .map(|index| {
+            (
+                workspace::RelPath::parse(&format!("agents/boss/notes/{index:05}.md")).unwrap(),
+                workspace::Change::Write(b"n".to_vec()),
+            )
+        })
+        .collect();
+    workspace
+        .commit(
+            &workspace::Author::Cli {
+                os_user: "test".into(),
+            },
+            "filler",
+            filler,
+            &NoSecrets,
+        )
+        .unwrap();
+    harness.executor.then("compute", |_| {
+        let mut report = crate::support::succeeded(json!(2));
+        report.file_changes = vec![
+            FileChange {
+                path: "agents/boss/notes/new-1.md".into(),
+                bytes: b"one".to_vec(),
+            },
+            FileChange {
+                path: "agents/boss/notes/new-2.md".into(),
+                bytes: b"two".to_vec(),
+            },
+            FileChange {
+                path: "shared/fine.md".into(),
+                bytes: b"fine".to_vec(),
+            },
+        ];
+        report
+    });
+    let engine = harness.engine();
+    let run = engine
+        .start_run(&account(), &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        .unwrap()
+        .run;
+    let refusals = copy_back_refusals(&harness, &run);
+    let paths: Vec<&str> = refusals.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(paths, ["agents/boss/notes/new-1.md", "agents/boss/notes/new-2.md"]);
+    assert!(refusals[0].1.contains("agents/boss"), "{refusals:?}");
+    assert!(harness.work_dir().join("shared/fine.md").exists());
+}
