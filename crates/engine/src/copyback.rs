@@ -94,7 +94,50 @@ impl Engine {
         let mut files = Vec::new();
         // Matched by pattern, so a file not yet created is protected too (issue 16 §1).
         let rules = step_writer_rules(workspace);
+        let caps = self.options.copy_back;
+        let mut taken_bytes = 0u64;
+        let mut taken_files = 0usize;
+        let over_pin_limit = agent_folders_past_the_pin_limit(workspace, &report.file_changes);
         for change in &report.file_changes {
+            let size = u64::try_from(change.bytes.len()).unwrap_or(u64::MAX);
+            let capped = if size > caps.max_file_bytes {
+                Some(format!(
+                    "the file is {size} bytes; a step may return files of at most {} bytes",
+                    caps.max_file_bytes
+                ))
+            } else if taken_files >= caps.max_files {
+                Some(format!(
+                    "the step returned more than {} files; the rest are refused",
+                    caps.max_files
+                ))
+            } else if taken_bytes.saturating_add(size) > caps.max_total_bytes {
+                Some(format!(
+                    "the step returned more than {} bytes in all; the rest are refused",
+                    caps.max_total_bytes
+                ))
+            } else {
+                over_pin_limit
+                    .iter()
+                    .find(|folder| change.path.starts_with(&format!("{folder}/")))
+                    .map(|folder| {
+                        format!(
+                            "it would take the folder {folder} past the {} files or {} bytes a \
+                             run can pin, so the agent could not run again; write it under \
+                             shared/ instead",
+                            workspace::MAX_PINNED_FILES,
+                            workspace::MAX_PINNED_BYTES
+                        )
+                    })
+            };
+            if let Some(reason) = capped {
+                self.event(
+                    context,
+                    refused(file(shown(&change.path)), reason, RefusedBy::Engine),
+                )?;
+                continue;
+            }
+            taken_files += 1;
+            taken_bytes = taken_bytes.saturating_add(size);
             // The path is written into the history and the working folder as it is (G19).
             if screens.holds_secret(change.path.as_bytes()) {
                 self.event(
@@ -191,6 +234,57 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// The agent folders (`agents/NAME`) that `changes` would take past what a run can pin
+/// (`workspace::MAX_PINNED_FILES`, `MAX_PINNED_BYTES`), counting what the working folder holds
+/// now with the changes applied.
+fn agent_folders_past_the_pin_limit(
+    workspace: &Workspace,
+    changes: &[crate::executor::FileChange],
+) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let mut touched: BTreeMap<String, BTreeMap<&str, u64>> = BTreeMap::new();
+    for change in changes {
+        let mut parts = change.path.splitn(3, '/');
+        if let (Some("agents"), Some(agent), Some(_)) = (parts.next(), parts.next(), parts.next())
+        {
+            touched
+                .entry(format!("agents/{agent}"))
+                .or_default()
+                .insert(&change.path, change.bytes.len() as u64);
+        }
+    }
+    let Ok(tree) = workspace::Tree::open(workspace.files_dir()) else {
+        return touched.into_keys().collect();
+    };
+    let mut past = Vec::new();
+    for (folder, changed) in touched {
+        let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
+        if let Ok(path) = RelPath::parse(&folder)
+            && tree.kind(&path).ok() == Some("folder")
+        {
+            match tree.walk(Some(&path), workspace::MAX_PINNED_FILES * 2) {
+                Ok((entries, cut)) if !cut => {
+                    for entry in entries.into_iter().filter(|entry| entry.kind == "file") {
+                        sizes.insert(entry.path.to_string(), entry.size);
+                    }
+                }
+                _ => {
+                    past.push(folder);
+                    continue;
+                }
+            }
+        }
+        for (path, size) in changed {
+            sizes.insert(path.to_owned(), size);
+        }
+        let bytes: u64 = sizes.values().sum();
+        if sizes.len() > workspace::MAX_PINNED_FILES || bytes > workspace::MAX_PINNED_BYTES {
+            past.push(folder);
+        }
+    }
+    past
 }
 
 /// What no step may write in `workspace`: the fixed patterns, and every script an agent file

@@ -72,6 +72,31 @@ pub struct EngineOptions {
     /// The operator's maxima for declared `limits`; every parse the engine does holds a
     /// workflow to them (G1).
     pub limit_maxima: spec::LimitMaxima,
+    /// What one step's copy-back may return, whatever executor made it (G12).
+    pub copy_back: CopyBackCaps,
+}
+
+/// The caps of every step's copy-back, checked on each file's real size: a file past one is
+/// refused by name with its reason, never cut (G12). The sandbox's own filter holds a code
+/// step's files to the same caps before they leave the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyBackCaps {
+    /// The largest single file, in bytes.
+    pub max_file_bytes: u64,
+    /// The most bytes of one step's copy-back, all files together.
+    pub max_total_bytes: u64,
+    /// The most new or changed files of one step's copy-back.
+    pub max_files: usize,
+}
+
+impl Default for CopyBackCaps {
+    fn default() -> Self {
+        CopyBackCaps {
+            max_file_bytes: 8 * 1024 * 1024,
+            max_total_bytes: 64 * 1024 * 1024,
+            max_files: 1000,
+        }
+    }
 }
 
 impl EngineOptions {
@@ -83,6 +108,7 @@ impl EngineOptions {
             max_error_bytes: 16 * 1024,
             max_supervisor_retries: DEFAULT_SUPERVISOR_RETRIES,
             limit_maxima: spec::LimitMaxima::BUILT_IN,
+            copy_back: CopyBackCaps::default(),
         }
     }
 }
