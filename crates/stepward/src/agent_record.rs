@@ -18,6 +18,7 @@ const MAX_JOURNAL_RESULT_BYTES: usize = 16 * 1024;
 /// path two agents changed comes back from the first only; the later one is refused.
 pub(crate) fn changes_of(
     views: &[(Rc<View>, spec::Agent, bool)],
+    caps: engine::CopyBackCaps,
 ) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
     let mut changes: Vec<FileChange> = Vec::new();
     let mut refusals = Vec::new();
@@ -25,7 +26,7 @@ pub(crate) fn changes_of(
         if !writable {
             continue;
         }
-        let (more, refused) = view.changes(agent);
+        let (more, refused) = view.changes(agent, caps);
         refusals.extend(refused);
         for change in more {
             if changes.iter().any(|known| known.path == change.path) {

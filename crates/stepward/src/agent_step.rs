@@ -316,7 +316,8 @@ impl AgentRuntime {
                 reason: "a colleague's loop ended the step without saying how".to_owned(),
             },
         };
-        let (file_changes, copy_back_refusals) = crate::agent_record::changes_of(&views);
+        let (file_changes, copy_back_refusals) =
+            crate::agent_record::changes_of(&views, engine::CopyBackCaps::default());
         ExecutionReport {
             outcome,
             stdout: Zeroizing::default(),
@@ -633,19 +634,42 @@ impl View {
     }
 
     /// What changed in the view, as workspace files; what may not go back is refused here
-    /// already (the engine checks again).
+    /// already, by name with its reason (the engine checks again). A file is measured before
+    /// it is read: past the per-file cap, or past the step's bytes, it is refused unread.
     pub(crate) fn changes(
         &self,
         agent: &spec::Agent,
+        caps: engine::CopyBackCaps,
     ) -> (Vec<FileChange>, Vec<engine::CopyBackRefusal>) {
         let mut changes = Vec::new();
         let mut refusals = Vec::new();
         let Ok(tree) = Tree::open(&self.root) else {
             return (changes, refusals);
         };
-        let Ok((entries, _)) = tree.walk(None, workspace::MAX_LISTED_ENTRIES) else {
+        let mut unnamed = Vec::new();
+        let Ok((entries, cut)) =
+            tree.walk_noting(None, workspace::MAX_LISTED_ENTRIES, &mut unnamed)
+        else {
             return (changes, refusals);
         };
+        for name in unnamed {
+            refusals.push(engine::CopyBackRefusal {
+                path: name,
+                reason: "its name cannot be a workspace path (a control or bidirectional \
+                         formatting character, not UTF-8, or too long)"
+                    .to_owned(),
+            });
+        }
+        if cut {
+            refusals.push(engine::CopyBackRefusal {
+                path: "(the rest of the tree)".to_owned(),
+                reason: format!(
+                    "the tree holds more than {} entries; the rest were not looked at",
+                    workspace::MAX_LISTED_ENTRIES
+                ),
+            });
+        }
+        let mut read_bytes = 0u64;
         let view = AgentView::new(&self.agent);
         let scripts = agent.custom_tools().iter().filter_map(|tool| {
             RelPath::parse(&format!("agents/{}/{}", agent.name(), tool.script())).ok()
@@ -661,13 +685,45 @@ impl View {
                 }
                 continue;
             }
-            let Ok((bytes, _)) = tree.read(&entry.path, 0, 64 * 1024 * 1024) else {
+            if entry.size > caps.max_file_bytes {
+                refusals.push(engine::CopyBackRefusal {
+                    path: entry.path.to_string(),
+                    reason: format!(
+                        "the file is {} bytes; a step may return files of at most {} bytes",
+                        entry.size, caps.max_file_bytes
+                    ),
+                });
+                continue;
+            }
+            if read_bytes.saturating_add(entry.size) > caps.max_total_bytes {
+                refusals.push(engine::CopyBackRefusal {
+                    path: entry.path.to_string(),
+                    reason: format!(
+                        "the step returned more than {} bytes in all; the rest are refused",
+                        caps.max_total_bytes
+                    ),
+                });
+                continue;
+            }
+            let Ok((bytes, size)) = tree.read(&entry.path, 0, caps.max_file_bytes + 1) else {
                 refusals.push(engine::CopyBackRefusal {
                     path: entry.path.to_string(),
                     reason: "it could not be read as one regular file".to_owned(),
                 });
                 continue;
             };
+            // Grown since it was measured: refused, never cut.
+            if size > caps.max_file_bytes || bytes.len() as u64 != size {
+                refusals.push(engine::CopyBackRefusal {
+                    path: entry.path.to_string(),
+                    reason: format!(
+                        "the file changed size while it was read, or is over {} bytes",
+                        caps.max_file_bytes
+                    ),
+                });
+                continue;
+            }
+            read_bytes = read_bytes.saturating_add(size);
             let hash: [u8; 32] = Sha256::digest(&bytes).into();
             if self.original.get(entry.path.as_str()) == Some(&hash) {
                 continue;

@@ -283,6 +283,19 @@ impl Tree {
         start: Option<&RelPath>,
         max_entries: usize,
     ) -> Result<(Vec<TreeEntry>, bool), TreeError> {
+        let mut unnamed = Vec::new();
+        self.walk_noting(start, max_entries, &mut unnamed)
+    }
+
+    /// [`Tree::walk`], and every entry whose name cannot be a workspace path (not UTF-8, a
+    /// control or bidi character, too long) pushed to `unnamed`, shown escaped, so a caller
+    /// that takes files from the tree can refuse them by name instead of passing over them.
+    pub fn walk_noting(
+        &self,
+        start: Option<&RelPath>,
+        max_entries: usize,
+        unnamed: &mut Vec<String>,
+    ) -> Result<(Vec<TreeEntry>, bool), TreeError> {
         let mut entries = Vec::new();
         let mut pending: Vec<Option<RelPath>> = vec![start.cloned()];
         while let Some(folder_path) = pending.pop() {
@@ -308,7 +321,14 @@ impl Tree {
                     None => RelPath::parse(&name),
                     Some(parent) => parent.join(&name),
                 };
-                let Ok(path) = path else { continue };
+                let Ok(path) = path else {
+                    let shown = crate::path::escape_forbidden(&name);
+                    unnamed.push(match &folder_path {
+                        None => shown,
+                        Some(parent) => format!("{parent}/{shown}"),
+                    });
+                    continue;
+                };
                 let Ok(stat) =
                     rustix::fs::statat(folder.as_fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
                 else {

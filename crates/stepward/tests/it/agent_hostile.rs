@@ -301,3 +301,76 @@ fn g21_g23_the_triage_example_proposes_parks_then_applies_needs_root() {
         requests[4].as_text()
     );
 }
+
+const WRITER: &str = r#"---
+name: boss
+description: Writes files.
+model: fake/fake-large
+tools: [Run, Write]
+---
+You write files.
+"#;
+
+/// agents review, finding 4, and sandbox review 3, F5, for an agent step: its copy-back is
+/// held to the code step's caps and names, each file refused by name with its reason, and
+/// none of it cut (a 70 MB file came back as exactly 64 MiB, unannounced).
+#[test]
+fn g12_an_agent_steps_copy_back_refuses_by_name_and_cuts_nothing_needs_root() {
+    let script = Script::new(vec![
+        ScriptTurn::call(
+            "Run",
+            json!({"code": "open('big.bin', 'wb').write(b'b' * (9 * 1024 * 1024))\nopen('nl\\nFAKE.txt', 'w').write('x')\nopen('rtl\\u202etxt.exe', 'w').write('x')\nprint('wrote')"}),
+        ),
+        ScriptTurn::call("Write", json!({"path": "notes/kept.md", "content": "kept"})),
+        ScriptTurn::text("done"),
+    ]);
+    let (home, _fake, exempt) = with_model(Format::Anthropic, script);
+    put(&home, "agents/boss/AGENT.md", WRITER);
+    let ran = run_workflow(&home, &exempt, &workflow("boss", "write"));
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let run = run_id(&ran);
+    let events = home.stepward(&["runs", "events", &run, "--json"]);
+    let events: serde_json::Value = serde_json::from_slice(&events.stdout).unwrap();
+    // A `Run`'s files reach the agent's tree through the code step's copy-back filter: each
+    // one refused is named, with its reason, in the call's result in the record.
+    let results: Vec<String> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["kind"] == "tool.finished")
+        .map(|event| {
+            event["payload"]["result"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    let run_result = &results[0];
+    for (name, why) in [
+        ("big.bin", "8388608"),
+        ("nl\\u{000a}FAKE.txt", "U+000A"),
+        ("rtl\\u{202e}txt.exe", "U+202E"),
+    ] {
+        let line = run_result
+            .lines()
+            .find(|line| line.starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} is not named in {run_result}"));
+        assert!(line.contains(why), "{line}");
+    }
+    assert!(
+        !run_result.chars().any(|c| c != '\n' && c.is_control()),
+        "{run_result:?}"
+    );
+    let workspace = home.data_dir().join("accounts/local/workspace/agents/boss");
+    assert!(workspace.join("notes/kept.md").exists());
+    assert!(
+        !workspace.join("big.bin").exists(),
+        "a file over the cap was kept"
+    );
+}
