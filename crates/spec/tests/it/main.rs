@@ -11,6 +11,7 @@ mod fixtures;
 mod g21_colleagues;
 mod g4_credential_keys;
 mod guarantees;
+mod maxima;
 mod origin;
 mod properties;
 mod render;

@@ -2,6 +2,7 @@
 
 mod error_chains;
 mod scripts;
+mod time_arithmetic;
 mod user_messages;
 
 use std::fs;
