@@ -24,6 +24,8 @@ pub struct Colleague<'h> {
     /// secrets and network.
     pub host: Box<dyn ToolHost + 'h>,
     pub max_tokens_per_turn: u32,
+    /// The operator's maxima its loop limits are held to.
+    pub maxima: spec::LimitMaxima,
 }
 
 /// Opens colleagues for a step. Implemented by the binary.
@@ -94,7 +96,7 @@ pub(crate) async fn consult(
         catalogue: &catalogue,
         task: task.to_owned(),
         inputs: json!({ "consulted_by": frame.setup.agent.name() }),
-        limits: Limits::of(colleague.agent.loop_limits()),
+        limits: Limits::within(colleague.agent.loop_limits(), &colleague.maxima),
         max_tokens_per_turn: colleague.max_tokens_per_turn,
     };
     let mut path = frame.path.clone();

@@ -128,7 +128,9 @@ pub fn call(
             .read_to_end(&mut bytes);
         bytes
     });
-    let deadline = Instant::now() + timeout;
+    let deadline = Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(Instant::now);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,

@@ -40,13 +40,19 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The defaults, overridden by what the agent file declares.
+    /// What the agent file declares, else the defaults, held to the built-in maxima.
     pub fn of(declared: &spec::LoopLimits) -> Limits {
+        Limits::within(declared, &spec::LimitMaxima::BUILT_IN)
+    }
+
+    /// What the agent file declares, else the defaults, never above the operator's `maxima`.
+    pub fn within(declared: &spec::LoopLimits, maxima: &spec::LimitMaxima) -> Limits {
+        let in_force = declared.in_force(maxima);
         Limits {
-            turns: declared.turns.unwrap_or(30),
-            tokens: declared.tokens.unwrap_or(500_000),
-            step_time: Duration::from_secs(declared.step_timeout_s.unwrap_or(900)),
-            tool_time: Duration::from_secs(declared.tool_timeout_s.unwrap_or(120)),
+            turns: in_force.turns,
+            tokens: in_force.tokens,
+            step_time: Duration::from_secs(in_force.step_timeout_s),
+            tool_time: Duration::from_secs(in_force.tool_timeout_s),
         }
     }
 }

@@ -247,8 +247,7 @@ fn agent_folders_past_the_pin_limit(
     let mut touched: BTreeMap<String, BTreeMap<&str, u64>> = BTreeMap::new();
     for change in changes {
         let mut parts = change.path.splitn(3, '/');
-        if let (Some("agents"), Some(agent), Some(_)) = (parts.next(), parts.next(), parts.next())
-        {
+        if let (Some("agents"), Some(agent), Some(_)) = (parts.next(), parts.next(), parts.next()) {
             touched
                 .entry(format!("agents/{agent}"))
                 .or_default()
@@ -301,13 +300,7 @@ pub(crate) fn step_writer_rules(workspace: &Workspace) -> workspace::StepWriterR
             .unwrap_or_default(),
         _ => Vec::new(),
     };
-    let maxima = spec::LimitMaxima {
-        memory_mib: u64::MAX,
-        timeout_s: u64::MAX,
-        cpu_s: u64::MAX,
-        output_kib: u64::MAX,
-        work_mib: u64::MAX,
-    };
+    let maxima = spec::LimitMaxima::UNBOUNDED;
     for entry in entries {
         let components: Vec<&str> = entry.path.components().collect();
         let [_, agent, name] = components.as_slice() else {

@@ -184,7 +184,9 @@ impl Deadline {
     /// `budget` from now.
     pub(crate) fn after(budget: Duration) -> Deadline {
         Deadline {
-            at: Instant::now() + budget,
+            at: Instant::now()
+                .checked_add(budget)
+                .unwrap_or_else(Instant::now),
             budget,
         }
     }
@@ -379,7 +381,10 @@ impl Client {
         }
         // An error answer is read only for its message, for a few seconds at most; a
         // broken, huge or trickling one still gives the status's error.
-        let read_until = (Instant::now() + MAX_ERROR_READ).min(deadline.at);
+        let read_until = Instant::now()
+            .checked_add(MAX_ERROR_READ)
+            .unwrap_or_else(Instant::now)
+            .min(deadline.at);
         body.deadline = Deadline {
             at: read_until,
             budget: MAX_ERROR_READ.min(deadline.budget),
@@ -458,7 +463,9 @@ pub(crate) struct Body {
 impl Body {
     /// The next piece, `None` at the end.
     pub(crate) async fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, Error> {
-        let idle_deadline = Instant::now() + self.idle;
+        let idle_deadline = Instant::now()
+            .checked_add(self.idle)
+            .unwrap_or_else(Instant::now);
         let (until, phase, after) = if idle_deadline < self.deadline.at {
             (idle_deadline, "keep sending its answer", self.idle)
         } else {

@@ -186,7 +186,7 @@ fn lower_agent_file(
         None => Some(crate::StepLimits::default()),
     };
     let loop_limits = match fields.get("loop") {
-        Some(node) => crate::declared_limits::lower_loop(node, diagnostics),
+        Some(node) => crate::declared_limits::lower_loop(node, maxima, diagnostics),
         None => Some(crate::LoopLimits::default()),
     };
     if parts.prompt.trim().is_empty() {

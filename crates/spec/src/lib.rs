@@ -20,6 +20,7 @@ mod diagnostic;
 mod env;
 mod forbidden;
 mod inputs;
+mod keys;
 mod lower;
 mod model;
 mod origin;
@@ -36,10 +37,11 @@ pub use crate::account::{
 };
 pub use crate::agent::{parse_agent, parse_agent_within};
 pub use crate::colleagues::{Closure, ColleagueProblem, MAX_CONSULT_DEPTH, colleague_closure};
-pub use crate::declared_limits::{LimitMaxima, LoopLimits, StepLimits};
+pub use crate::declared_limits::{LimitMaxima, LoopLimits, LoopLimitsInForce, StepLimits};
 pub use crate::diagnostic::Diagnostic;
 pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions};
 pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
+pub use crate::keys::{AGENT_FILE_KEYS, KeyDoc, KeyValue};
 pub use crate::model::{
     Agent, CustomTool, InputKind, InputSource, Network, OutputKind, PythonVersion, Step, StepBody,
     Supervision, Tool, ToolArgument, Workflow, WorkflowInput,
@@ -49,7 +51,7 @@ pub use crate::reach::{
     ModelUse, ProviderLookup, REACH_CAPTION, ReachInternet, ReachKind, ReachRow, fill_model_hosts,
     list_or_none, model_cell, reach, render_reach_table, secrets_cell,
 };
-pub use crate::schema::workflow_json_schema;
+pub use crate::schema::{workflow_json_schema, workflow_json_schema_within};
 pub use crate::workflow::{parse_workflow, parse_workflow_within};
 
 /// The limits every file is held to; exported so the CLI and the console can state them.

@@ -5,8 +5,15 @@
 
 use serde_json::json;
 
-/// The JSON Schema of a workflow file (`stepward schema` prints it).
+/// The JSON Schema of a workflow file, its limits held to the built-in maxima.
 pub fn workflow_json_schema() -> serde_json::Value {
+    workflow_json_schema_within(&crate::LimitMaxima::BUILT_IN)
+}
+
+/// The JSON Schema of a workflow file with the operator's `maxima` (`stepward schema` prints
+/// it): every number in it has its maximum.
+pub fn workflow_json_schema_within(maxima: &crate::LimitMaxima) -> serde_json::Value {
+    let limit = |key: &str| json!({ "type": "integer", "minimum": 1, "maximum": maxima.of(key).0 });
     let snake_name = "^[a-z][a-z0-9_]*$";
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -102,11 +109,11 @@ pub fn workflow_json_schema() -> serde_json::Value {
                         "type": "object",
                         "additionalProperties": false,
                         "properties": {
-                            "memory_mib": { "type": "integer", "minimum": 1 },
-                            "timeout_s": { "type": "integer", "minimum": 1 },
-                            "cpu_s": { "type": "integer", "minimum": 1 },
-                            "output_kib": { "type": "integer", "minimum": 1 },
-                            "work_mib": { "type": "integer", "minimum": 1 }
+                            "memory_mib": limit("memory_mib"),
+                            "timeout_s": limit("timeout_s"),
+                            "cpu_s": limit("cpu_s"),
+                            "output_kib": limit("output_kib"),
+                            "work_mib": limit("work_mib")
                         }
                     }
                 },

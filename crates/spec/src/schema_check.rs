@@ -162,6 +162,13 @@ fn validate(schema: &Value, root: &Value, value: &Value, path: &str, errors: &mu
                     errors.push(format!("{path}: below {bound}"));
                 }
             }
+            "maximum" => {
+                if let (Some(number), Some(bound)) = (value.as_f64(), argument.as_f64())
+                    && number > bound
+                {
+                    errors.push(format!("{path}: above {bound}"));
+                }
+            }
             "minLength" => {
                 if let (Some(text), Some(bound)) = (value.as_str(), argument.as_u64())
                     && u64::try_from(text.chars().count()).unwrap_or(u64::MAX) < bound

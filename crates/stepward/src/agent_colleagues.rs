@@ -61,6 +61,7 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
             model: Box::new(provider),
             host: Box::new(host),
             max_tokens_per_turn: MAX_TOKENS_PER_TURN,
+            maxima: runtime.maxima,
         })
     }
 }

@@ -9,7 +9,7 @@ use engine::{AgentEvent, FileChange};
 use serde_json::Value;
 use zeroize::Zeroizing;
 
-use crate::agent_step::View;
+use crate::agent_view::View;
 
 /// The largest tool result kept in the journal.
 const MAX_JOURNAL_RESULT_BYTES: usize = 16 * 1024;

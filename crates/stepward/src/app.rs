@@ -282,7 +282,7 @@ impl App {
         let models = self.config.lazy_model_client();
         let models_for_repairs = models.clone();
         let views_dir = self.config.sandbox_state_dir().join("agent-views");
-        crate::agent_step::sweep_views(&views_dir);
+        crate::agent_view::sweep_views(&views_dir);
         let runtime = crate::agent_step::AgentRuntime {
             backend: backend.clone(),
             store: self.store.clone(),

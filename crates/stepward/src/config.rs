@@ -111,6 +111,17 @@ pub struct GlobalArgs {
     /// The largest `work_mib` (size of `/work`) a step may declare.
     #[arg(long, env = "STEPWARD_MAX_STEP_WORK_MIB", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.work_mib, value_name = "MIB")]
     pub max_step_work_mib: u64,
+    /// The most model turns an agent file's `loop: { turns }` may declare.
+    #[arg(long, env = "STEPWARD_MAX_AGENT_TURNS", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.agent_turns, value_name = "TURNS")]
+    pub max_agent_turns: u64,
+    /// The most tokens an agent file's `loop: { tokens }` may declare.
+    #[arg(long, env = "STEPWARD_MAX_AGENT_TOKENS", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.agent_tokens, value_name = "TOKENS")]
+    pub max_agent_tokens: u64,
+    /// The longest `loop: { step_timeout_s }` (an agent step's wall-clock seconds) an agent
+    /// file may declare; its `tool_timeout_s` is held to `--max-step-timeout-s` and to its own
+    /// `step_timeout_s`.
+    #[arg(long, env = "STEPWARD_MAX_AGENT_STEP_TIMEOUT_S", global = true, default_value_t = spec::LimitMaxima::BUILT_IN.agent_step_timeout_s, value_name = "SECONDS")]
+    pub max_agent_step_timeout_s: u64,
     /// A NAT64 prefix of this host's network besides the well-known `64:ff9b::/96`
     /// (`2001:db8:64::/96`; /32 to /96 as RFC 6052 allows), denied to model endpoints whole:
     /// through it every IPv4 address, private ones too, can be written in IPv6. Repeat the
@@ -187,6 +198,9 @@ impl Config {
                 cpu_s: args.max_step_cpu_s,
                 output_kib: args.max_step_output_kib,
                 work_mib: args.max_step_work_mib,
+                agent_turns: args.max_agent_turns,
+                agent_tokens: args.max_agent_tokens,
+                agent_step_timeout_s: args.max_agent_step_timeout_s,
             },
             runtime_cache_dir: args.runtime_cache_dir.clone(),
             warm_pool: usize::from(args.warm_pool),

@@ -9,6 +9,7 @@ mod agent_colleagues;
 mod agent_readiness;
 mod agent_record;
 mod agent_step;
+mod agent_view;
 mod app;
 mod backend_setup;
 mod cli;
@@ -112,7 +113,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, &config),
         Command::Reach(args) => commands::reach::run(&args, &config),
-        Command::Schema => commands::schema::run(),
+        Command::Schema => commands::schema::run(&config),
         Command::Run(args) => commands::run::run(&args, config),
         Command::Runs(command) => commands::runs::run(&command, config),
         Command::Approve(args) => commands::decide::run(&args, GateDecision::Approve, config),

@@ -88,6 +88,7 @@ impl<'f> Colleagues<'f> for Opener<'f> {
             }),
             agent,
             max_tokens_per_turn: 256,
+            maxima: spec::LimitMaxima::BUILT_IN,
         })
     }
 }

@@ -436,7 +436,10 @@ fn copy_back_refusals(harness: &Harness, run: &RunId) -> Vec<(String, String)> {
                     .as_str()
                     .unwrap_or_default()
                     .to_owned(),
-                event.payload["reason"].as_str().unwrap_or_default().to_owned(),
+                event.payload["reason"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             )
         })
         .collect()
@@ -467,7 +470,12 @@ fn g12_every_copy_back_is_held_to_the_caps_with_a_refusal_by_name() {
     });
     let engine = harness.engine();
     let run = engine
-        .start_run(&account(), &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
         .unwrap()
         .run;
     let refusals = copy_back_refusals(&harness, &run);
@@ -478,9 +486,14 @@ fn g12_every_copy_back_is_held_to_the_caps_with_a_refusal_by_name() {
         .filter(|(path, _)| path.starts_with("many/"))
         .collect();
     assert_eq!(past_count.len(), 2, "{refusals:?}");
-    assert!(past_count[0].1.contains(&caps.max_files.to_string()), "{past_count:?}");
+    assert!(
+        past_count[0].1.contains(&caps.max_files.to_string()),
+        "{past_count:?}"
+    );
     assert!(!harness.work_dir().join("big.bin").exists());
-    let written = std::fs::read_dir(harness.work_dir().join("many")).unwrap().count();
+    let written = std::fs::read_dir(harness.work_dir().join("many"))
+        .unwrap()
+        .count();
     assert_eq!(written, caps.max_files);
 
     // The bytes of one step together.
@@ -500,7 +513,12 @@ fn g12_every_copy_back_is_held_to_the_caps_with_a_refusal_by_name() {
     });
     let engine = harness.engine();
     let run = engine
-        .start_run(&account(), &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
         .unwrap()
         .run;
     let refusals = copy_back_refusals(&harness, &run);
@@ -570,12 +588,20 @@ fn g12_a_copy_back_past_an_agents_pin_limit_is_refused_by_name() {
     });
     let engine = harness.engine();
     let run = engine
-        .start_run(&account(), &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
         .unwrap()
         .run;
     let refusals = copy_back_refusals(&harness, &run);
     let paths: Vec<&str> = refusals.iter().map(|(path, _)| path.as_str()).collect();
-    assert_eq!(paths, ["agents/boss/notes/new-1.md", "agents/boss/notes/new-2.md"]);
+    assert_eq!(
+        paths,
+        ["agents/boss/notes/new-1.md", "agents/boss/notes/new-2.md"]
+    );
     assert!(refusals[0].1.contains("agents/boss"), "{refusals:?}");
     assert!(harness.work_dir().join("shared/fine.md").exists());
 }

@@ -196,7 +196,7 @@ impl Container {
                 if report_overflow || timed_out {
                     kill(&self.runsc, &self.root, &self.id);
                     cgroup.destroy()?;
-                    kill_deadline = Some(now + KILL_GRACE);
+                    kill_deadline = Some(now.checked_add(KILL_GRACE).unwrap_or_else(Instant::now));
                 }
             }
             std::thread::sleep(TICK);

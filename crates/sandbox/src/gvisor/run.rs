@@ -91,7 +91,9 @@ fn run_in(
         &scratch.work(),
         (step_host_id, step_host_id),
     )?;
-    let deadline = Instant::now() + invocation.limits.wall;
+    let deadline = Instant::now()
+        .checked_add(invocation.limits.wall)
+        .unwrap_or_else(Instant::now);
     let watched = container.watch(
         request,
         deadline,
@@ -170,7 +172,9 @@ pub(crate) struct Started {
 impl Started {
     /// Waits until the harness announced it is loaded (a warm sandbox is pooled only then).
     pub(crate) fn wait_ready(&self, timeout: std::time::Duration) -> Result<(), Error> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(Instant::now);
         while !announced_ready(&std::fs::read(self.scratch.report()).unwrap_or_default()) {
             if Instant::now() >= deadline {
                 return Err(Error::LayerFailed {
@@ -297,7 +301,9 @@ pub(crate) fn leave_running(backend: &Shared, invocation: Invocation) -> Result<
         slot,
         step_host_id: _,
     } = start(backend, &invocation.limits, invocation.network, runtime)?;
-    let deadline = Instant::now() + std::time::Duration::from_secs(30);
+    let deadline = Instant::now()
+        .checked_add(std::time::Duration::from_secs(30))
+        .unwrap_or_else(Instant::now);
     while !announced_ready(&std::fs::read(scratch.report()).unwrap_or_default()) {
         if Instant::now() >= deadline {
             return Err(Error::LayerFailed {

@@ -267,7 +267,7 @@ impl Helper {
                 }
                 watched.timed_out = true;
                 cgroup.destroy()?;
-                kill_deadline = Some(now + KILL_GRACE);
+                kill_deadline = Some(now.checked_add(KILL_GRACE).unwrap_or_else(Instant::now));
                 continue;
             }
             let slots = [
@@ -376,7 +376,11 @@ impl Helper {
                 if ended && kill_deadline.is_none() {
                     // The first process is gone, so the kernel is killing the rest of the pid
                     // namespace; the streams close within moments.
-                    kill_deadline = Some(Instant::now() + KILL_GRACE);
+                    kill_deadline = Some(
+                        Instant::now()
+                            .checked_add(KILL_GRACE)
+                            .unwrap_or_else(Instant::now),
+                    );
                 }
             }
         }
@@ -410,7 +414,9 @@ impl Helper {
     /// Waits until the harness says it is loaded and waiting for its request (a warm
     /// sandbox is pooled only then). Fails when setup failed or the sandbox ended.
     pub(crate) fn wait_ready(&mut self, timeout: Duration) -> Result<(), Error> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(Instant::now);
         loop {
             let ready = self
                 .early_report

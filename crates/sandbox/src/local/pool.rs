@@ -141,7 +141,9 @@ impl Pool {
     /// ahead for this request ([`Pool::prepare_ahead`]), once it is.
     pub(crate) fn claim(&self, class: &Class) -> Option<Prepared> {
         let mut state = self.lock();
-        let deadline = Instant::now() + AHEAD_WAIT;
+        let deadline = Instant::now()
+            .checked_add(AHEAD_WAIT)
+            .unwrap_or_else(Instant::now);
         loop {
             if let Some(prepared) = state.idle.get_mut(class).and_then(Vec::pop) {
                 return Some(prepared);

@@ -372,7 +372,9 @@ pub(crate) fn finish(
     let manifest = copyback::stage_in(&invocation.work_dir, &work, (host_id, host_id))?;
     let request = crate::request::harness_request(&invocation)?;
 
-    let deadline = Instant::now() + invocation.limits.wall;
+    let deadline = Instant::now()
+        .checked_add(invocation.limits.wall)
+        .unwrap_or_else(Instant::now);
     // On an error the guard drops right here, the helper first (it kills and reaps the
     // sandbox's first process before it exits).
     let watched = {

@@ -285,7 +285,9 @@ fn host_veth_name(slot: u32) -> Result<String, Error> {
 
 /// Waits until the link `index` no longer exists (its namespace's cleanup removed it).
 fn wait_until_gone(host: &mut Rtnl, index: u32) -> Result<(), Error> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now()
+        .checked_add(std::time::Duration::from_secs(10))
+        .unwrap_or_else(std::time::Instant::now);
     loop {
         match host.link_exists(index) {
             Ok(false) => return Ok(()),

@@ -211,7 +211,11 @@ fn watch(child: &mut Child, report: OwnedFd, limits: &Limits) -> Result<Watched,
                 .wait()
                 .map_err(|source| Error::io("cannot wait for", "the unisolated step", source))?;
             watched.status = Some(status);
-            drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
+            drain_until = Some(
+                Instant::now()
+                    .checked_add(DRAIN_AFTER_EXIT)
+                    .unwrap_or_else(Instant::now),
+            );
         }
         let open = streams.iter().any(|stream| stream.open);
         if watched.status.is_some()
