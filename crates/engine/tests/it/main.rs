@@ -18,6 +18,7 @@ mod journal_fixtures;
 mod kill;
 mod reconstruct_property;
 mod record;
+mod recovery;
 mod repair;
 mod review_credential_path;
 mod scrub_table;
