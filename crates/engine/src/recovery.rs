@@ -5,15 +5,22 @@
 //! and its run waits for a person (the step is never re-run); without network it is `failed`
 //! ("interrupted") and the run goes on, which runs the step again. Runs left `running` between
 //! two steps go on; a gate decided just before the crash takes effect.
+//!
+//! Each stored run is taken on its own: a run whose stored state does not load, whose
+//! resumption fails or panics, goes to `needs_attention` with the reason (its running attempts
+//! finished as above: `unknown` with network, `failed` without), and recovery goes on with the
+//! others. A record that cannot resume never stops the platform.
+
+use std::panic::AssertUnwindSafe;
 
 use serde_json::Value;
-use storage::{AttemptStatus, DecisionKind, NetworkMode, RunId, RunStatus};
+use storage::{AttemptFinish, AttemptStatus, DecisionKind, NetworkMode, RunId, RunStatus};
 
 use crate::Error;
 use crate::attempt::Finished;
 use crate::drive::Resume;
 use crate::engine::Engine;
-use crate::journal::{Event, Recovered, SupervisorChoice};
+use crate::journal::{AttemptFinished, Event, Recovered, RunStatusChanged, SupervisorChoice};
 
 /// What recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,10 +31,24 @@ pub struct RecoveryReport {
     pub interrupted_offline: Vec<(RunId, String, u32)>,
     /// Runs driven on.
     pub resumed: Vec<RunId>,
-    /// Runs recovery could not load (their stored workflow no longer parses, the secret
-    /// source is down), with the reason. Their attempts stay `running`, so a networked step is
-    /// still never re-run; the next recovery tries again.
+    /// Runs recovery could not load or resume (their stored workflow no longer parses, the
+    /// secret source is down, resuming them failed or panicked), with the reason: each went to
+    /// `needs_attention` with it, its running attempts finished (`unknown` with network,
+    /// `failed` without), so a networked step is still never re-run.
     pub skipped: Vec<(RunId, String)>,
+}
+
+/// The words of a panic's payload.
+fn panic_words(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| {
+            payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_owned())
+        })
+        .unwrap_or_else(|| "an internal error".to_owned())
 }
 
 impl Engine {
@@ -35,97 +56,214 @@ impl Engine {
     pub fn recover(&self) -> Result<RecoveryReport, Error> {
         let mut report = RecoveryReport::default();
         let mut to_drive: Vec<RunId> = Vec::new();
+        let mut set_aside: Vec<RunId> = Vec::new();
         for attempt in self.store.running_attempts()? {
-            let mut context = match self.load_context(&attempt.run) {
-                Ok(context) => context,
-                Err(error) => {
-                    report
-                        .skipped
-                        .push((attempt.run.clone(), crate::with_causes(&error)));
+            if set_aside.contains(&attempt.run) {
+                continue;
+            }
+            let loaded =
+                std::panic::catch_unwind(AssertUnwindSafe(|| self.load_context(&attempt.run)));
+            let why = match loaded {
+                Ok(Ok(context)) => {
+                    self.recover_attempt(context, &attempt, &mut report, &mut to_drive)?;
                     continue;
                 }
+                Ok(Err(error @ Error::Storage(_))) => return Err(error),
+                Ok(Err(error)) => crate::with_causes(&error),
+                Err(payload) => panic_words(payload.as_ref()),
             };
-            let key = (
-                attempt.run.clone(),
-                attempt.step_id.clone(),
-                attempt.attempt,
-            );
-            if attempt.network == NetworkMode::PublicEgress {
-                let reason = format!(
-                    "the platform stopped while step `{}` attempt {} was running with network \
-                     access; what it did is not known, so it is not run again",
-                    attempt.step_id, attempt.attempt
-                );
-                self.finish(
-                    &context,
-                    &attempt.step_id,
-                    attempt.attempt,
-                    AttemptStatus::Unknown,
-                    Finished::reason(&context.redactor, &reason),
-                )?;
-                self.event(
-                    &context,
-                    Event::Recovery(Recovered {
-                        step: attempt.step_id.clone(),
-                        attempt: attempt.attempt,
-                        found: AttemptStatus::Running,
-                        now: AttemptStatus::Unknown,
-                    }),
-                )?;
-                if !context.run.status.is_terminal() {
-                    self.set_status(&mut context, RunStatus::NeedsAttention, Some(&reason))?;
-                }
-                report.marked_unknown.push(key);
-            } else {
-                let reason = format!(
-                    "the platform stopped while step `{}` attempt {} was running without network \
-                     access; it runs again",
-                    attempt.step_id, attempt.attempt
-                );
-                self.finish(
-                    &context,
-                    &attempt.step_id,
-                    attempt.attempt,
-                    AttemptStatus::Failed,
-                    Finished::reason(&context.redactor, &reason),
-                )?;
-                self.event(
-                    &context,
-                    Event::Recovery(Recovered {
-                        step: attempt.step_id.clone(),
-                        attempt: attempt.attempt,
-                        found: AttemptStatus::Running,
-                        now: AttemptStatus::Failed,
-                    }),
-                )?;
-                if !to_drive.contains(&attempt.run) {
-                    to_drive.push(attempt.run.clone());
-                }
-                report.interrupted_offline.push(key);
-            }
+            self.set_aside(&attempt.run, &why, &mut report)?;
+            set_aside.push(attempt.run.clone());
         }
         for run in self
             .store
             .runs_with_status(&[RunStatus::Running, RunStatus::Queued])?
         {
-            if !to_drive.contains(&run.id) {
+            if !to_drive.contains(&run.id) && !set_aside.contains(&run.id) {
                 to_drive.push(run.id);
             }
         }
         for run in self.store.runs_with_status(&[RunStatus::WaitingApproval])? {
-            if self.gate_decided_before_crash(&run.id)? && !to_drive.contains(&run.id) {
-                to_drive.push(run.id);
+            let decided = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                self.gate_decided_before_crash(&run.id)
+            }));
+            match decided {
+                Ok(Ok(true)) if !to_drive.contains(&run.id) => to_drive.push(run.id),
+                Ok(Ok(_)) => {}
+                Ok(Err(error @ Error::Storage(_))) => return Err(error),
+                Ok(Err(error)) => {
+                    self.set_aside(&run.id, &crate::with_causes(&error), &mut report)?
+                }
+                Err(payload) => {
+                    self.set_aside(&run.id, &panic_words(payload.as_ref()), &mut report)?
+                }
             }
         }
         for run in to_drive {
-            match self.resume_after_crash(&run) {
-                Ok(true) => report.resumed.push(run),
-                Ok(false) => {}
-                Err(error @ Error::Storage(_)) => return Err(error),
-                Err(error) => report.skipped.push((run, crate::with_causes(&error))),
+            let resumed =
+                std::panic::catch_unwind(AssertUnwindSafe(|| self.resume_after_crash(&run)));
+            match resumed {
+                Ok(Ok(true)) => report.resumed.push(run),
+                Ok(Ok(false)) => {}
+                Ok(Err(error @ Error::Storage(_))) => return Err(error),
+                Ok(Err(error)) => self.set_aside(&run, &crate::with_causes(&error), &mut report)?,
+                Err(payload) => {
+                    self.set_aside(&run, &panic_words(payload.as_ref()), &mut report)?
+                }
             }
         }
         Ok(report)
+    }
+
+    /// Finishes one attempt a crash left running (see the module docs).
+    fn recover_attempt(
+        &self,
+        mut context: crate::context::RunContext,
+        attempt: &storage::AttemptRecord,
+        report: &mut RecoveryReport,
+        to_drive: &mut Vec<RunId>,
+    ) -> Result<(), Error> {
+        let key = (
+            attempt.run.clone(),
+            attempt.step_id.clone(),
+            attempt.attempt,
+        );
+        if attempt.network == NetworkMode::PublicEgress {
+            let reason = format!(
+                "the platform stopped while step `{}` attempt {} was running with network \
+                 access; what it did is not known, so it is not run again",
+                attempt.step_id, attempt.attempt
+            );
+            self.finish(
+                &context,
+                &attempt.step_id,
+                attempt.attempt,
+                AttemptStatus::Unknown,
+                Finished::reason(&context.redactor, &reason),
+            )?;
+            self.event(
+                &context,
+                Event::Recovery(Recovered {
+                    step: attempt.step_id.clone(),
+                    attempt: attempt.attempt,
+                    found: AttemptStatus::Running,
+                    now: AttemptStatus::Unknown,
+                }),
+            )?;
+            if !context.run.status.is_terminal() {
+                self.set_status(&mut context, RunStatus::NeedsAttention, Some(&reason))?;
+            }
+            report.marked_unknown.push(key);
+        } else {
+            let reason = format!(
+                "the platform stopped while step `{}` attempt {} was running without network \
+                 access; it runs again",
+                attempt.step_id, attempt.attempt
+            );
+            self.finish(
+                &context,
+                &attempt.step_id,
+                attempt.attempt,
+                AttemptStatus::Failed,
+                Finished::reason(&context.redactor, &reason),
+            )?;
+            self.event(
+                &context,
+                Event::Recovery(Recovered {
+                    step: attempt.step_id.clone(),
+                    attempt: attempt.attempt,
+                    found: AttemptStatus::Running,
+                    now: AttemptStatus::Failed,
+                }),
+            )?;
+            if !to_drive.contains(&attempt.run) {
+                to_drive.push(attempt.run.clone());
+            }
+            report.interrupted_offline.push(key);
+        }
+        Ok(())
+    }
+
+    /// Sends `run` to a person: its stored state could not be loaded or resumed (`why`). Its
+    /// running attempts are finished from outside as after a crash (`unknown` with network,
+    /// `failed` without), and the run goes to `needs_attention` with the reason, written with
+    /// the account's values scrubbed (the run's own set could not be loaded).
+    fn set_aside(&self, run: &RunId, why: &str, report: &mut RecoveryReport) -> Result<(), Error> {
+        let reason = format!(
+            "this run cannot be resumed: {why}; it waits for a person, who can retry its step or \
+             stop it"
+        );
+        report.skipped.push((run.clone(), reason.clone()));
+        let Some(record) = self.store.run(run)? else {
+            return Ok(());
+        };
+        let secrets = redact::RunSecrets::collect(
+            run,
+            &record.account,
+            &self.scrub_sets,
+            &redact::SecretRequest::default(),
+        )
+        .map_err(|source| Error::Secrets {
+            run: run.clone(),
+            source,
+        })?;
+        let redactor = secrets.redactor();
+        let event =
+            |event: Event| crate::context::stored_event(&redactor, &event, self.clock.now());
+        for attempt in self.store.attempts(run)? {
+            if attempt.status != AttemptStatus::Running {
+                continue;
+            }
+            let now = if attempt.network == NetworkMode::PublicEgress {
+                AttemptStatus::Unknown
+            } else {
+                AttemptStatus::Failed
+            };
+            let finished = Finished::reason(&redactor, &reason);
+            let finish = AttemptFinish {
+                status: now,
+                finished_at: self.clock.now(),
+                interpreter_version: None,
+                backend: None,
+                isolation_notes: None,
+                output: None,
+                reason: finished.reason.clone(),
+            };
+            let written = event(Event::AttemptFinished(AttemptFinished {
+                step: attempt.step_id.clone(),
+                attempt: attempt.attempt,
+                status: now,
+                output: None,
+                error: None,
+                reason: finished.reason.as_ref().map(|text| text.get().clone()),
+                interpreter_version: None,
+                backend: None,
+                isolation_notes: None,
+            }))?;
+            self.store
+                .finish_attempt(run, &attempt.step_id, attempt.attempt, &finish, &written)?;
+            self.store.append(
+                run,
+                &event(Event::Recovery(Recovered {
+                    step: attempt.step_id.clone(),
+                    attempt: attempt.attempt,
+                    found: AttemptStatus::Running,
+                    now,
+                }))?,
+            )?;
+        }
+        if !record.status.is_terminal() && record.status != RunStatus::NeedsAttention {
+            if record.status == RunStatus::WaitingApproval {
+                self.store.clear_parked(run)?;
+            }
+            let written = event(Event::RunStatus(RunStatusChanged {
+                status: RunStatus::NeedsAttention,
+                reason: Some(reason),
+            }))?;
+            self.store
+                .set_run_status(run, RunStatus::NeedsAttention, written.at, &written)?;
+        }
+        Ok(())
     }
 
     /// Whether a run waiting at a gate already has the gate's decision (the crash came between

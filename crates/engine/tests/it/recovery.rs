@@ -13,7 +13,9 @@ use crate::support::{Harness, OFFLINE, account, cli, workflow};
 /// Starts a run of [`OFFLINE`] whose step "crashes the platform" mid-step (the executor
 /// panics): the run is left `running` with its attempt running, as after a crash.
 fn run_left_mid_step(harness: &Harness) -> RunId {
-    harness.executor.then("compute", |_| panic!("the platform died mid-step"));
+    harness
+        .executor
+        .then("compute", |_| panic!("the platform died mid-step"));
     let engine = harness.engine();
     let before: Vec<RunId> = harness
         .store
@@ -23,7 +25,12 @@ fn run_left_mid_step(harness: &Harness) -> RunId {
         .map(|run| run.id)
         .collect();
     let crashed = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        engine.start_run(&account(), &workflow(OFFLINE), json!({"count": 1}), cli("a"))
+        engine.start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 1}),
+            cli("a"),
+        )
     }));
     assert!(crashed.is_err(), "the step was to crash the platform");
     let run = harness
@@ -34,7 +41,10 @@ fn run_left_mid_step(harness: &Harness) -> RunId {
         .map(|run| run.id)
         .find(|run| !before.contains(run))
         .unwrap();
-    assert_eq!(harness.store.running_attempts().unwrap().len(), before.len() + 1);
+    assert_eq!(
+        harness.store.running_attempts().unwrap().len(),
+        before.len() + 1
+    );
     run
 }
 
@@ -70,7 +80,11 @@ fn g14_a_stored_run_that_does_not_load_goes_to_a_person_and_the_others_resume() 
     let (broken_status, reason) = status(&harness, &broken);
     assert_eq!(broken_status, RunStatus::NeedsAttention, "{report:?}");
     assert!(reason.contains("cannot be resumed"), "{reason}");
-    assert_eq!(status(&harness, &intact).0, RunStatus::Succeeded, "{report:?}");
+    assert_eq!(
+        status(&harness, &intact).0,
+        RunStatus::Succeeded,
+        "{report:?}"
+    );
     assert!(harness.store.running_attempts().unwrap().is_empty());
     // A second start finds nothing more to do with it.
     let again = harness.engine().recover().unwrap();
@@ -83,7 +97,9 @@ fn g14_a_run_whose_resumption_panics_goes_to_a_person_and_the_others_resume() {
     let panicking = run_left_mid_step(&harness);
     let intact = run_left_mid_step(&harness);
     // Recovery runs the interrupted offline steps again: the first panics once more.
-    harness.executor.then("compute", |_| panic!("this run's state panics the platform"));
+    harness.executor.then("compute", |_| {
+        panic!("this run's state panics the platform")
+    });
     let report = harness.engine().recover().unwrap();
     let (first, first_reason) = status(&harness, &panicking);
     let (second, _) = status(&harness, &intact);
@@ -101,6 +117,9 @@ fn g14_a_run_whose_resumption_panics_goes_to_a_person_and_the_others_resume() {
     } else {
         status(&harness, &intact).1
     };
-    assert!(reason.contains("this run's state panics the platform"), "{reason}");
+    assert!(
+        reason.contains("this run's state panics the platform"),
+        "{reason}"
+    );
     assert!(harness.store.running_attempts().unwrap().is_empty());
 }
