@@ -4,6 +4,7 @@ mod cold;
 mod conformance;
 mod copyback;
 mod gvisor;
+mod helper_cell;
 mod hostile;
 mod jail;
 mod limits;

@@ -374,3 +374,49 @@ fn g12_an_agent_steps_copy_back_refuses_by_name_and_cuts_nothing_needs_root() {
         "a file over the cap was kept"
     );
 }
+
+/// agents review, finding 1: the file-tool helper had no limit of its own; it sets its
+/// resource limits before it reads its request (and the platform puts it in its view's cell,
+/// `sandbox`'s `helper_cell` test).
+#[test]
+fn g10_the_file_tool_helper_limits_itself_before_it_reads_its_request() {
+    use std::process::{Command, Stdio};
+    let mut helper = Command::new(env!("CARGO_BIN_EXE_stepward"))
+        .arg("__file-tool")
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = helper.id();
+    // It waits on its request: its limits are set by then.
+    let mut limits = String::new();
+    for _ in 0..200 {
+        limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+        let file_size = limits
+            .lines()
+            .find_map(|line| line.strip_prefix("Max file size"))
+            .and_then(|rest| rest.split_whitespace().next().map(str::to_owned));
+        if file_size.as_deref() == Some("4194304") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    drop(helper.stdin.take());
+    let _ = helper.wait();
+    for (name, value) in [
+        ("Max address space", "1073741824"),
+        ("Max file size", "4194304"),
+        ("Max open files", "64"),
+        ("Max processes", "0"),
+        ("Max core file size", "0"),
+    ] {
+        let line = limits
+            .lines()
+            .find(|line| line.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} not in {limits}"));
+        let fields: Vec<&str> = line[name.len()..].split_whitespace().collect();
+        assert_eq!(&fields[..2], [value, value], "{line}");
+    }
+}
