@@ -5,7 +5,10 @@
 //! root, under an unprivileged user id and group with no capabilities (a change of user from
 //! root clears them), so a bug in the file tools is held by the kernel's permission checks
 //! too: the helper can reach only what that user may, which is the step's scratch tree.
-//! It is killed, by its own pid, when it outlives the call's time.
+//! It is killed, by its own pid, when it outlives the call's time. It runs under limits like a
+//! sandbox: the caller moves it into a group with a memory and a task limit (a
+//! `sandbox::HelperCell`, through `confine`) before it hands it the call, and the helper sets
+//! its own resource limits ([`HELPER_RLIMITS`]) before it reads anything.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -21,6 +24,41 @@ use crate::looping::ToolReply;
 
 /// The largest request or reply the helper exchanges.
 const MAX_MESSAGE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The resource limits the helper sets on itself before it reads its request: address space
+/// (its request, a file read whole, its reply: a few times 16 MiB), the largest file it may
+/// write (what Write and Edit may write), open files (a walk holds one folder at a time), no
+/// child process, CPU seconds, and no core dump.
+pub const HELPER_RLIMITS: &[(&str, u64)] = &[
+    ("address_space", 1024 * 1024 * 1024),
+    ("file_size", crate::files::MAX_WRITE_BYTES as u64),
+    ("open_files", 64),
+    ("processes", 0),
+    ("cpu_seconds", 120),
+    ("core", 0),
+];
+
+/// Sets [`HELPER_RLIMITS`] on this process (soft and hard: it can never raise them again).
+fn limit_this_process() -> Result<(), String> {
+    use rustix::process::{Resource, Rlimit, setrlimit};
+    for (name, value) in HELPER_RLIMITS {
+        let resource = match *name {
+            "address_space" => Resource::As,
+            "file_size" => Resource::Fsize,
+            "open_files" => Resource::Nofile,
+            "processes" => Resource::Nproc,
+            "cpu_seconds" => Resource::Cpu,
+            _ => Resource::Core,
+        };
+        let limit = Rlimit {
+            current: Some(*value),
+            maximum: Some(*value),
+        };
+        setrlimit(resource, limit)
+            .map_err(|errno| format!("the helper's {name} limit: {errno}"))?;
+    }
+    Ok(())
+}
 
 /// One call of a file tool, as the helper receives it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,8 +85,12 @@ fn kind_of(tool: &str) -> Option<ToolKind> {
     })
 }
 
-/// The helper's side: one request from `input`, its reply to `output`. Returns the exit code.
+/// The helper's side: its own limits first, then one request from `input`, its reply to
+/// `output`. Returns the exit code.
 pub fn serve(input: &mut dyn Read, output: &mut dyn Write) -> i32 {
+    if limit_this_process().is_err() {
+        return 3;
+    }
     let mut text = Vec::new();
     if input
         .take(MAX_MESSAGE_BYTES)
@@ -93,11 +135,14 @@ pub struct HelperCommand {
     pub user: Option<(u32, u32)>,
 }
 
-/// The platform's side: runs `request` in a fresh helper, at most `timeout`.
+/// The platform's side: runs `request` in a fresh helper, at most `timeout`. `confine` gets the
+/// helper's pid as soon as it is started, before it is handed the request (it moves it into
+/// its cell's group); the helper is killed and the call fails if it cannot.
 pub fn call(
     command: &HelperCommand,
     request: &HelperRequest,
     timeout: Duration,
+    confine: &dyn Fn(u32) -> Result<(), String>,
 ) -> Result<ToolReply, String> {
     use std::os::unix::process::CommandExt;
     let body = serde_json::to_vec(request).map_err(|error| error.to_string())?;
@@ -116,6 +161,12 @@ pub fn call(
     let mut child = builder
         .spawn()
         .map_err(|error| format!("the file-tool helper cannot start: {error}"))?;
+    if let Err(reason) = confine(child.id()) {
+        // Our own child, by its pid.
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("the file-tool helper cannot be confined: {reason}"));
+    }
     let mut stdin = child.stdin.take().ok_or("the helper has no stdin")?;
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&body);

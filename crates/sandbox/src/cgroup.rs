@@ -407,6 +407,14 @@ impl SandboxCgroup {
         write(&dir.join(V1_SOCKET_MEMORY_LIMIT), &bytes.to_string())
     }
 
+    /// Moves the process `pid` into every group of this sandbox.
+    pub fn add_process(&self, pid: u32) -> Result<(), Error> {
+        for dir in self.dirs() {
+            write(&dir.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
     /// The pids of the processes in the sandbox's first group.
     pub fn member_pids(&self) -> Result<Vec<i32>, Error> {
         let Some(dir) = self.dirs().into_iter().next() else {

@@ -17,6 +17,7 @@ pub mod session;
 pub mod cgroup;
 mod error;
 pub mod gvisor;
+mod helper_cell;
 pub mod jail;
 pub mod local;
 pub mod mountinfo;
@@ -32,6 +33,7 @@ use std::time::Duration;
 use zeroize::Zeroizing;
 
 pub use crate::error::Error;
+pub use crate::helper_cell::{HELPER_CELLS, HELPER_MEMORY_BYTES, HELPER_TASKS, HelperCell};
 
 /// The Python version a workflow pins (`python: "3.11"`); matched on major.minor exactly (G8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -299,6 +301,11 @@ pub trait Isolation: Send + Sync {
         &self,
         spec: session::SessionSpec,
     ) -> Result<Box<dyn session::Session + '_>, Error>;
+    /// A cell for one of the platform's own helper processes (an agent step's file-tool
+    /// helper): a host uid of its own and a group with a memory and a task limit, so a helper
+    /// is held like a sandbox and two helpers never share an identity. Required, for the same
+    /// reason as `open_session`.
+    fn helper_cell(&self) -> Result<HelperCell, Error>;
 }
 
 /// What a backend cannot give an invocation, in terms the binary turns into the setting that

@@ -342,7 +342,11 @@ impl AgentRuntime {
         shared: &Rc<RefCell<Shared>>,
     ) -> Result<StepHost<'_>, String> {
         let writable = Catalogue::for_agent(agent).writes(agent);
-        let mut view = View::stage(&self.views_dir, work_dir, agent.name())?;
+        let cell = self
+            .backend
+            .helper_cell()
+            .map_err(|error| format!("the file tools cannot be set up: {error}"))?;
+        let mut view = View::stage(&self.views_dir, work_dir, agent.name(), cell)?;
         // The view holds the agent file and scripts as the run pinned them, whatever the
         // folder holds now (issue 16 §1).
         view.overlay_pinned(definitions, agent)?;
@@ -520,8 +524,15 @@ impl StepHost<'_> {
             tool: tool.name.clone(),
             arguments: arguments.clone(),
         };
-        agent::helper::call(&self.runtime.helper, &request, timeout)
-            .map_err(|reason| HostStop::Failed { reason })
+        let command = HelperCommand {
+            user: self.view.helper_user(),
+            ..self.runtime.helper.clone()
+        };
+        let cell = &self.view.cell;
+        agent::helper::call(&command, &request, timeout, &|pid| {
+            cell.enter(pid).map_err(|error| error.to_string())
+        })
+        .map_err(|reason| HostStop::Failed { reason })
     }
 
     fn script(

@@ -19,6 +19,9 @@ pub(crate) struct View {
     agent: String,
     /// Each staged file's hash, by view path.
     original: BTreeMap<String, [u8; 32]>,
+    /// Its file-tool helpers' cell: a uid no other view or sandbox has, and a group with a
+    /// memory and a task limit (dropped after the folder is removed).
+    pub(crate) cell: sandbox::HelperCell,
 }
 
 impl Drop for View {
@@ -33,7 +36,12 @@ fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
 }
 
 impl View {
-    pub(crate) fn stage(views_dir: &Path, work_dir: &Path, agent: &str) -> Result<View, String> {
+    pub(crate) fn stage(
+        views_dir: &Path,
+        work_dir: &Path,
+        agent: &str,
+        cell: sandbox::HelperCell,
+    ) -> Result<View, String> {
         use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(views_dir).map_err(io("cannot create", views_dir))?;
         std::fs::set_permissions(views_dir, std::fs::Permissions::from_mode(0o711))
@@ -49,6 +57,7 @@ impl View {
             root,
             agent: agent.to_owned(),
             original: BTreeMap::new(),
+            cell,
         };
         let source = Tree::open(work_dir).map_err(|error| error.to_string())?;
         let target = Tree::open(&view.root).map_err(|error| error.to_string())?;
@@ -111,13 +120,21 @@ impl View {
         Ok(view)
     }
 
+    /// The user its file-tool helpers run as when the platform is root: the cell's own, or,
+    /// where the backend gives none (`unisolated`), the shared unprivileged one.
+    pub(crate) fn helper_user(&self) -> Option<(u32, u32)> {
+        if !rustix::process::geteuid().is_root() {
+            return None;
+        }
+        Some(self.cell.user().unwrap_or(HELPER_USER))
+    }
+
     /// Makes the view the helper's (an unprivileged user): only it and root can reach it.
     pub(crate) fn hand_to_helper(&self) -> Result<(), String> {
         use std::os::unix::fs::PermissionsExt;
-        if !rustix::process::geteuid().is_root() {
+        let Some((uid, gid)) = self.helper_user() else {
             return Ok(());
-        }
-        let (uid, gid) = HELPER_USER;
+        };
         std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
             .map_err(io("cannot set the mode of", &self.dir))?;
         std::os::unix::fs::lchown(&self.dir, Some(uid), Some(gid))

@@ -368,6 +368,8 @@ impl App {
                 // band of its own, clear of the local backend's ids.
                 options.slots = 64;
                 options.uid_base = 2_000_000_000 + self.config.uid_band() * options.slots * 1024;
+                options.helper_uid_base =
+                    1_830_000_000 + self.config.uid_band() * sandbox::HELPER_CELLS;
                 // public_egress through the same platform-made namespaces and policy as the
                 // local backend's (the backend loads the policy when it starts).
                 options.egress = egress_options(&self.config)?;
@@ -509,6 +511,10 @@ impl Isolation for UnderEngineLock {
         spec: sandbox::session::SessionSpec,
     ) -> Result<Box<dyn sandbox::session::Session + '_>, sandbox::Error> {
         self.backend.open_session(spec)
+    }
+
+    fn helper_cell(&self) -> Result<sandbox::HelperCell, sandbox::Error> {
+        self.backend.helper_cell()
     }
 }
 

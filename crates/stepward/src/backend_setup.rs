@@ -82,6 +82,7 @@ fn local_options(config: &Config) -> anyhow::Result<sandbox::local::LocalOptions
     // Per data directory: its own cgroup parent and its own band of host ids.
     options.cgroups.parent = format!("stepward-{}", config.instance_id());
     options.uid_base = 1_800_000_000 + config.uid_band() * options.slots;
+    options.helper_uid_base = 1_820_000_000 + config.uid_band() * sandbox::HELPER_CELLS;
     Ok(options)
 }
 

@@ -91,6 +91,9 @@ pub struct GvisorOptions {
     /// The egress network for `public_egress` (the same namespaces and policy as the local
     /// backend's); `None` refuses such steps.
     pub egress: Option<crate::net::EgressOptions>,
+    /// Helper cell N maps to host uid and gid `helper_uid_base + N` (see
+    /// [`crate::HelperCell`]).
+    pub helper_uid_base: u32,
 }
 
 impl GvisorOptions {
@@ -110,6 +113,7 @@ impl GvisorOptions {
             platform: Platform::SystrapOrPtrace,
             pool_size: 0,
             egress: None,
+            helper_uid_base: 1_830_000_000,
         }
     }
 
@@ -159,6 +163,7 @@ pub struct Shared {
     pub(crate) runtimes: Runtimes,
     pub(crate) cgroups: CgroupLayout,
     pub(crate) slots: SlotAllocator,
+    pub(crate) helper_cells: crate::helper_cell::HelperCells,
     /// `runsc --version`'s first line, recorded with each run.
     pub(crate) runsc_version: String,
     /// The platform runsc runs with (never `SystrapOrPtrace`), and why it was chosen.
@@ -197,6 +202,8 @@ impl GvisorBackend {
         let runtimes = Runtimes::discover(&options.runtimes)?;
         let cgroups = CgroupLayout::detect(&options.cgroups)?;
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
+        let helper_cells =
+            crate::helper_cell::HelperCells::new(&options.state_dir, options.helper_uid_base)?;
         if let Some(egress) = &options.egress {
             crate::net::install_policy(egress)?;
         }
@@ -207,6 +214,7 @@ impl GvisorBackend {
                 runtimes,
                 cgroups,
                 slots,
+                helper_cells,
                 runsc_version,
                 platform,
                 platform_note,
@@ -334,6 +342,10 @@ impl Isolation for GvisorBackend {
         spec: crate::session::SessionSpec,
     ) -> Result<Box<dyn crate::session::Session + '_>, Error> {
         Ok(Box::new(crate::session::FreshPerCall::open(self, spec)?))
+    }
+
+    fn helper_cell(&self) -> Result<crate::HelperCell, Error> {
+        self.shared.helper_cells.open(&self.shared.cgroups)
     }
 }
 

@@ -67,6 +67,9 @@ pub struct LocalOptions {
     /// The largest memory and CPU time an invocation may declare: the hard limits of a
     /// sandbox prepared before its invocation (warm, or built ahead).
     pub ceilings: crate::LimitCeilings,
+    /// Helper cell N maps to host uid and gid `helper_uid_base + N` (see
+    /// [`crate::HelperCell`]); a range no sandbox and no real user uses.
+    pub helper_uid_base: u32,
     /// TEST ONLY: every sandbox mounts the whole procfs, as on a kernel without `subset=pid`,
     /// so that tests check the masks that kernel relies on.
     #[cfg(feature = "test-controls")]
@@ -87,6 +90,7 @@ impl LocalOptions {
             egress: None,
             copy_back: CopyBackPolicy::default(),
             ceilings: crate::LimitCeilings::default(),
+            helper_uid_base: 1_820_000_000,
             #[cfg(feature = "test-controls")]
             test_whole_proc: false,
         }
@@ -128,6 +132,7 @@ pub(crate) struct Shared {
     pub(crate) runtimes: Runtimes,
     pub(crate) cgroups: CgroupLayout,
     pub(crate) slots: SlotAllocator,
+    pub(crate) helper_cells: crate::helper_cell::HelperCells,
     pub(crate) pool: pool::Pool,
     /// Tears finished sandboxes down off the request's path.
     pub(crate) reaper: reaper::Reaper,
@@ -223,6 +228,8 @@ impl LocalBackend {
             runtime_views.insert(runtime.pin, view);
         }
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
+        let helper_cells =
+            crate::helper_cell::HelperCells::new(&options.state_dir, options.helper_uid_base)?;
         if let Some(egress) = &options.egress {
             crate::net::install_policy(egress)?;
         }
@@ -238,6 +245,7 @@ impl LocalBackend {
                 runtimes,
                 cgroups,
                 slots,
+                helper_cells,
                 pool,
                 reaper,
                 spare,
@@ -444,6 +452,10 @@ impl Isolation for LocalBackend {
         spec: crate::session::SessionSpec,
     ) -> Result<Box<dyn crate::session::Session + '_>, Error> {
         Ok(Box::new(crate::session::FreshPerCall::open(self, spec)?))
+    }
+
+    fn helper_cell(&self) -> Result<crate::HelperCell, Error> {
+        self.shared.helper_cells.open(&self.shared.cgroups)
     }
 }
 
