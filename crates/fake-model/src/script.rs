@@ -322,6 +322,14 @@ impl ScriptTurn {
         self
     }
 
+    /// Gives the last tool call this id instead of the generated one.
+    pub fn with_call_id(mut self, id: &str) -> ScriptTurn {
+        if let Some(call) = self.tool_calls.last_mut() {
+            call.id = Some(id.to_owned());
+        }
+        self
+    }
+
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> ScriptTurn {
         self.usage = Some(ScriptUsage {
             input_tokens,

@@ -186,3 +186,70 @@ fn g10_a_read_of_lines_far_into_a_large_file_reaches_them() {
         past.content
     );
 }
+
+/// agents review, finding 5: a hostile endpoint's 3,000,000-character tool name and
+/// 1,000,000-character path went into the record whole (a 9 MB event), and back to the model
+/// on every later turn; finding 10: a model-chosen call id like `c1/helper/x` read as a
+/// colleague's call. Every string a model controls is bounded before it reaches the journal or
+/// the next request, and a call id is one the record cannot misread.
+#[tokio::test]
+async fn g25_what_a_model_names_is_bounded_in_the_record_and_the_next_request() {
+    use crate::looping::{KINDS, Record, run};
+    use fake_model::ScriptTurn;
+    for kind in KINDS {
+        let mut journal = Record::default();
+        let (_report, _ran, fake) = run(
+            kind,
+            vec![
+                ScriptTurn::call(&"Z".repeat(3_000_000), json!({}))
+                    .with_call("Read", json!({"path": "q".repeat(1_000_000)}))
+                    .with_call_id("c1/helper/x"),
+                ScriptTurn::text("done"),
+            ],
+            None,
+            &mut journal,
+        )
+        .await;
+        for line in &journal.log {
+            assert!(
+                line.len() <= 64 * 1024,
+                "{kind:?}: a {}-byte journal line",
+                line.len()
+            );
+            assert!(
+                !line.contains("c1/helper/x"),
+                "{kind:?}: {}",
+                &line[..line.len().min(300)]
+            );
+        }
+        let requests = fake.requests();
+        assert_eq!(requests.len(), 2);
+        let second = String::from_utf8_lossy(&requests[1].body).into_owned();
+        assert!(
+            second.len() < 256 * 1024,
+            "{kind:?}: the next request is {} bytes",
+            second.len()
+        );
+    }
+}
+
+/// A path a file tool refuses is named bounded in the refusal and the reply.
+#[test]
+fn g25_a_refused_path_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = tools(dir.path());
+    let long = format!("/etc/{}", "q".repeat(1_000_000));
+    for kind in [ToolKind::Read, ToolKind::Write] {
+        let reply = call(&tools, kind.clone(), json!({"path": long, "content": "x"}));
+        assert!(reply.content.len() <= 4096, "{} bytes", reply.content.len());
+        if let Some(refusal) = &reply.refusal {
+            assert!(refusal.path.len() <= 1100, "{} bytes", refusal.path.len());
+        }
+    }
+    let missing = call(&tools, ToolKind::Read, json!({"path": "x".repeat(200_000)}));
+    assert!(
+        missing.content.len() <= 4096,
+        "{} bytes",
+        missing.content.len()
+    );
+}

@@ -123,7 +123,7 @@ impl ToolHost for Host<'_> {
     }
 }
 
-async fn run(
+pub(crate) async fn run(
     kind: ProviderKind,
     turns: Vec<ScriptTurn>,
     limits: Option<Limits>,
