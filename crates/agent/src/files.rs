@@ -35,6 +35,22 @@ pub const MAX_SEARCH_TIME: Duration = Duration::from_secs(5);
 /// Entries a walk visits at most.
 pub const MAX_WALK_ENTRIES: usize = 20_000;
 
+/// The most bytes of a path a refusal or a message names: a model may send a path of any
+/// length, and what is refused goes into the record and back to the model on every turn.
+pub const MAX_SHOWN_PATH_BYTES: usize = 1024;
+
+/// `text` cut to [`MAX_SHOWN_PATH_BYTES`] at a character boundary, marked `…` when cut.
+fn shown(text: &str) -> String {
+    if text.len() <= MAX_SHOWN_PATH_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_SHOWN_PATH_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
 /// The file tools of one agent step.
 pub struct FileTools {
     tree: Tree,
@@ -107,7 +123,7 @@ impl FileTools {
             Ok(path) => {
                 if let Some(kind) = is_protected(&path) {
                     return Err(ToolReply::refused(PathRefusal {
-                        path: requested.to_owned(),
+                        path: shown(requested),
                         reason: format!("it is {kind}, which no tool may open"),
                         suggestion: None,
                     }));
@@ -115,11 +131,12 @@ impl FileTools {
                 Ok(path)
             }
             Err(refusal) => Err(ToolReply::refused(PathRefusal {
-                path: requested.to_owned(),
+                path: shown(requested),
                 reason: refusal.reason.to_string(),
                 suggestion: refusal
                     .did_you_mean
-                    .or_else(|| suggest(requested, &listing)),
+                    .or_else(|| suggest(requested, &listing))
+                    .map(|suggestion| shown(&suggestion)),
             })),
         }
     }
@@ -128,15 +145,15 @@ impl FileTools {
         match error {
             TreeError::Link { .. } | TreeError::HardLink { .. } => {
                 ToolReply::refused(PathRefusal {
-                    path: requested.to_owned(),
+                    path: shown(requested),
                     reason: "it is, or passes through, a link; links are never followed".to_owned(),
                     suggestion: None,
                 })
             }
             TreeError::NotFound { .. } => {
-                let mut message = format!("`{requested}` does not exist");
+                let mut message = format!("`{}` does not exist", shown(requested));
                 if let Some(suggestion) = self.suggestion_for(requested) {
-                    message.push_str(&format!("; did you mean `{suggestion}`?"));
+                    message.push_str(&format!("; did you mean `{}`?", shown(&suggestion)));
                 }
                 ToolReply::error(message)
             }
@@ -149,21 +166,21 @@ impl FileTools {
         let path = self.confine(requested)?;
         if !self.writable {
             return Err(ToolReply::refused(PathRefusal {
-                path: requested.to_owned(),
+                path: shown(requested),
                 reason: "this agent's tree is read-only".to_owned(),
                 suggestion: None,
             }));
         }
         let in_workspace = self.view.to_workspace(&path).map_err(|refusal| {
             ToolReply::refused(PathRefusal {
-                path: requested.to_owned(),
+                path: shown(requested),
                 reason: refusal.reason.to_string(),
                 suggestion: None,
             })
         })?;
         if let Some(refusal) = self.rules.refusal(&in_workspace) {
             return Err(ToolReply::refused(PathRefusal {
-                path: requested.to_owned(),
+                path: shown(requested),
                 reason: format!("{refusal}; it cannot be written"),
                 suggestion: None,
             }));
@@ -359,9 +376,9 @@ impl FileTools {
         let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
         if pattern.starts_with('/') || pattern.split('/').any(|part| part == "..") {
             return ToolReply::refused(PathRefusal {
-                path: pattern.to_owned(),
+                path: shown(pattern),
                 reason: "patterns are relative to the root of your tree, without `..`".to_owned(),
-                suggestion: Some(pattern.trim_start_matches('/').replace("../", "")),
+                suggestion: Some(shown(&pattern.trim_start_matches('/').replace("../", ""))),
             });
         }
         let matcher = match globset::GlobBuilder::new(pattern)
@@ -501,6 +518,11 @@ impl FileTools {
 /// `shared/notes/week.md`).
 pub fn suggest(requested: &str, listing: &[String]) -> Option<String> {
     let refs: Vec<&str> = listing.iter().map(String::as_str).collect();
+    // A path no workspace path can be has nothing to suggest; and the walk over its tails
+    // below is quadratic in its length.
+    if requested.len() > workspace::MAX_PATH_BYTES {
+        return None;
+    }
     let parts: Vec<&str> = requested
         .split('/')
         .filter(|part| !part.is_empty() && *part != "." && *part != "..")

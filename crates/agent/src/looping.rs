@@ -423,8 +423,16 @@ pub(crate) async fn agent_loop(step: &mut StepState<'_, '_>, mut frame: Frame<'_
             );
             return step.trip(false, "tokens", detail);
         }
-        let mut results = Vec::with_capacity(turn.tool_calls.len());
-        for call in &turn.tool_calls {
+        // What the model named, bounded and made unambiguous before anything reads it: the
+        // record, the refusal told to the model, and every later request.
+        let calls: Vec<ToolCall> = turn
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(index, call)| bounded_call(call, step.report.turns, index, &turn.tool_calls))
+            .collect();
+        let mut results = Vec::with_capacity(calls.len());
+        for call in &calls {
             match one_call(step, &mut frame, call, own_started).await {
                 Ok(result) => results.push(result),
                 Err(end) => return end,
@@ -432,8 +440,7 @@ pub(crate) async fn agent_loop(step: &mut StepState<'_, '_>, mut frame: Frame<'_
         }
         request.messages.push(Message::Assistant {
             text: redactor.scrub(&turn.text).into_inner(),
-            tool_calls: turn
-                .tool_calls
+            tool_calls: calls
                 .iter()
                 .map(|call| scrubbed_call(redactor, call))
                 .collect(),
@@ -485,6 +492,67 @@ fn step_time(step: &mut StepState<'_, '_>, own: Limits, step_wide: bool) -> End 
     step.trip(step_wide, "step_timeout_s", detail)
 }
 
+/// The most bytes of a call's arguments the journal gets whole; longer ones go as their JSON
+/// text cut to this (a Write's whole content is in the file it wrote).
+pub const MAX_JOURNAL_ARGUMENTS_BYTES: usize = 16 * 1024;
+
+/// A call's arguments as the journal gets them; see [`MAX_JOURNAL_ARGUMENTS_BYTES`].
+fn bounded_arguments(arguments: &Value) -> Value {
+    let text = arguments.to_string();
+    if text.len() <= MAX_JOURNAL_ARGUMENTS_BYTES {
+        return arguments.clone();
+    }
+    let mut end = MAX_JOURNAL_ARGUMENTS_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Value::String(format!(
+        "{}… (cut at {MAX_JOURNAL_ARGUMENTS_BYTES} of {} bytes)",
+        &text[..end],
+        text.len()
+    ))
+}
+
+/// The most bytes of a tool name the loop keeps: no offered tool has a longer one (the
+/// providers allow 64 characters), so a longer name is refused as unknown either way.
+pub const MAX_TOOL_NAME_BYTES: usize = 64;
+/// The most bytes of a call id the loop keeps.
+pub const MAX_CALL_ID_BYTES: usize = 64;
+
+/// `call` as the loop keeps it: its name cut to [`MAX_TOOL_NAME_BYTES`] (marked `…`), and its
+/// id the model's only when it is letters, digits, `_` and `-`, at most [`MAX_CALL_ID_BYTES`],
+/// and not one another call of the turn has; else `call_T_N` (turn, position). So no id holds
+/// the `/` of a colleague's call id (`CALL/colleague/ID`), and nothing the model names is kept
+/// or sent back longer than these bounds.
+fn bounded_call(call: &ToolCall, turn: u64, index: usize, turn_calls: &[ToolCall]) -> ToolCall {
+    let mut name = call.name.clone();
+    if name.len() > MAX_TOOL_NAME_BYTES {
+        let mut end = MAX_TOOL_NAME_BYTES;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name.truncate(end);
+        name.push('…');
+    }
+    let plain = !call.id.is_empty()
+        && call.id.len() <= MAX_CALL_ID_BYTES
+        && call
+            .id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
+    let unique = turn_calls.iter().filter(|other| other.id == call.id).count() == 1;
+    let id = if plain && unique && !call.id.starts_with("call_t") {
+        call.id.clone()
+    } else {
+        format!("call_t{turn}_{}", index + 1)
+    };
+    ToolCall {
+        id,
+        name,
+        arguments: call.arguments.clone(),
+    }
+}
+
 fn scrubbed_call(redactor: &Redactor, call: &ToolCall) -> ToolCall {
     let arguments = match redactor
         .scrub_json(&Value::Object(call.arguments.clone()))
@@ -529,7 +597,7 @@ async fn one_call(
         .scrub_json(&Value::Object(call.arguments.clone()))
         .into_inner();
     step.journal
-        .tool_called(turn, &call_id, &tool.name, &arguments)
+        .tool_called(turn, &call_id, &tool.name, &bounded_arguments(&arguments))
         .map_err(|error| End::Journal { error })?;
     step.report.calls += 1;
     let own = frame.setup.limits;

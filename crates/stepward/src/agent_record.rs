@@ -91,6 +91,31 @@ pub(crate) struct Journal<'a> {
     pub(crate) journal: &'a dyn engine::StepJournal,
 }
 
+/// The most bytes of a model-chosen name, path or reason the record keeps.
+const MAX_JOURNAL_NAME_BYTES: usize = 1024;
+
+/// `text` cut to `max` bytes at a character boundary, marked when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… (cut at {max} bytes)", &text[..end])
+}
+
+/// A call's arguments as the record keeps them: whole up to the result's bound, else their
+/// JSON text cut to it.
+fn bounded_arguments(arguments: &Value) -> Value {
+    let text = arguments.to_string();
+    if text.len() <= MAX_JOURNAL_RESULT_BYTES {
+        return arguments.clone();
+    }
+    Value::String(cut(&text, MAX_JOURNAL_RESULT_BYTES))
+}
+
 fn bounded(text: &str) -> String {
     if text.len() <= MAX_JOURNAL_RESULT_BYTES {
         return text.to_owned();
@@ -128,9 +153,9 @@ impl agent::LoopJournal for Journal<'_> {
             step: String::new(),
             attempt: 0,
             turn,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            arguments: arguments.clone(),
+            call: cut(call_id, MAX_JOURNAL_NAME_BYTES),
+            tool: cut(tool, MAX_JOURNAL_NAME_BYTES),
+            arguments: bounded_arguments(arguments),
         }))
     }
 
@@ -145,12 +170,14 @@ impl agent::LoopJournal for Journal<'_> {
         self.journal.record(AgentEvent::ToolFinished(ToolFinished {
             step: String::new(),
             attempt: 0,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
+            call: cut(call_id, MAX_JOURNAL_NAME_BYTES),
+            tool: cut(tool, MAX_JOURNAL_NAME_BYTES),
             outcome: outcome.as_str().to_owned(),
             result: bounded(result),
-            refused_path: refusal.map(|refusal| refusal.path.clone()),
-            suggestion: refusal.and_then(|refusal| refusal.suggestion.clone()),
+            refused_path: refusal.map(|refusal| cut(&refusal.path, MAX_JOURNAL_NAME_BYTES)),
+            suggestion: refusal
+                .and_then(|refusal| refusal.suggestion.as_deref())
+                .map(|suggestion| cut(suggestion, MAX_JOURNAL_NAME_BYTES)),
         }))
     }
 
@@ -165,9 +192,9 @@ impl agent::LoopJournal for Journal<'_> {
             step: String::new(),
             attempt: 0,
             turn,
-            call: call_id.to_owned(),
-            tool: tool.to_owned(),
-            reason: reason.to_owned(),
+            call: cut(call_id, MAX_JOURNAL_NAME_BYTES),
+            tool: cut(tool, MAX_JOURNAL_NAME_BYTES),
+            reason: bounded(reason),
         }))
     }
 

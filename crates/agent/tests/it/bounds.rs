@@ -198,7 +198,7 @@ async fn g25_what_a_model_names_is_bounded_in_the_record_and_the_next_request() 
     use fake_model::ScriptTurn;
     for kind in KINDS {
         let mut journal = Record::default();
-        let (_report, _ran, fake) = run(
+        let (report, _ran, fake) = run(
             kind,
             vec![
                 ScriptTurn::call(&"Z".repeat(3_000_000), json!({}))
@@ -206,7 +206,13 @@ async fn g25_what_a_model_names_is_bounded_in_the_record_and_the_next_request() 
                     .with_call_id("c1/helper/x"),
                 ScriptTurn::text("done"),
             ],
-            None,
+            // The fake counts a token per few bytes: room for the hostile turn.
+            Some(agent::Limits {
+                turns: 10,
+                tokens: 100_000_000,
+                step_time: std::time::Duration::from_secs(60),
+                tool_time: std::time::Duration::from_secs(10),
+            }),
             &mut journal,
         )
         .await;
@@ -223,13 +229,16 @@ async fn g25_what_a_model_names_is_bounded_in_the_record_and_the_next_request() 
             );
         }
         let requests = fake.requests();
-        assert_eq!(requests.len(), 2);
+        assert_eq!(requests.len(), 2, "{kind:?}: {:?}", report.end);
+        // The next request replays the model's own calls (the 1 MB path once, as its
+        // arguments), but neither the 3 MB name nor a refusal that repeats what it named.
         let second = String::from_utf8_lossy(&requests[1].body).into_owned();
         assert!(
-            second.len() < 256 * 1024,
+            second.len() < 1_200_000,
             "{kind:?}: the next request is {} bytes",
             second.len()
         );
+        assert!(!second.contains(&"Z".repeat(100)), "{kind:?}: the long name went back");
     }
 }
 
