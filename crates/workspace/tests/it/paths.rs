@@ -180,3 +180,17 @@ fn g12_names_with_control_or_bidi_characters_are_refused() {
         assert!(RelPath::parse(allowed).is_ok(), "{allowed:?}");
     }
 }
+
+/// agents review, finding 10: `Tree::write` named its temporary file `.NAME.stepward-PID`,
+/// past the 255-byte name limit for names of 236 bytes and more, so those writes failed.
+#[test]
+fn g22_a_file_with_the_longest_name_can_be_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = workspace::Tree::open(dir.path()).unwrap();
+    for length in [236, 250, 255] {
+        let name = "n".repeat(length);
+        let path = RelPath::parse(&name).unwrap();
+        tree.write(&path, b"written").unwrap_or_else(|error| panic!("{length}: {error}"));
+        assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"written");
+    }
+}
