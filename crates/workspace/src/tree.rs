@@ -222,7 +222,16 @@ impl Tree {
             Err(Errno::NOENT) => {}
             Err(errno) => return Err(error_of(path, errno)),
         }
-        let temporary = format!(".{name}.stepward-{}", std::process::id());
+        // A name of its own length, whatever the target's: a name of up to 255 bytes (the
+        // file system's limit) still has room for its temporary sibling.
+        let temporary = format!(
+            ".stepward-{}-{}.tmp",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|since| since.as_nanos())
+                .unwrap_or_default()
+        );
         let fd = rustix::fs::openat(
             folder.as_fd(),
             temporary.as_str(),
