@@ -542,3 +542,21 @@ fn g27_the_reach_panel_shows_only_non_default_limits() {
     assert!(rows[0].limits.is_empty());
     assert!(!render_reach_table(&rows).contains("LIMITS"));
 }
+
+/// agents review, finding 10: `check` accepted a custom tool whose script is `shared/t.py` or
+/// `library/...`, which the run then refused (a view's `shared/` and `library/` are the
+/// workspace's, not the agent's folder). The parser refuses both, where the script is named.
+#[test]
+fn g22_a_custom_tools_script_is_in_the_agents_own_folder() {
+    for script in ["shared/t.py", "library/t.py", "Shared/t.py", "shared"] {
+        let text = format!(
+            "---\nname: z\ndescription: Z.\nmodel: fm/m\ntools: [t]\ncustom_tools:\n  t:\n    explain: T.\n    script: {script}\n---\nZ.\n"
+        );
+        let diagnostics = spec::parse_agent("AGENT.md", &text).unwrap_err();
+        let shown: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
+        assert!(
+            shown.iter().any(|line| line.contains("AGENT.md:9:13") && line.contains("folder")),
+            "{script}: {shown:#?}"
+        );
+    }
+}
