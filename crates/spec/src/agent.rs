@@ -544,11 +544,17 @@ fn script_path_problem(path: &str) -> Option<&'static str> {
     {
         return Some("it has an empty, `.` or `..` part");
     }
-    if components
-        .next()
-        .is_some_and(|first| first == ".secrets" || first == ".journal")
-    {
+    let first = components.next().unwrap_or_default();
+    if first == ".secrets" || first == ".journal" {
         return Some("it is a protected path");
+    }
+    // In an agent's view, `shared/` and `library/` are the workspace's folders, not the
+    // agent's own: a script there is not one the agent's folder holds, and the run pins none.
+    if first.eq_ignore_ascii_case("shared") || first.eq_ignore_ascii_case("library") {
+        return Some(
+            "`shared/` and `library/` are the workspace's folders in the agent's view, not its \
+             own folder",
+        );
     }
     None
 }
