@@ -274,3 +274,52 @@ fn output_json_parses_the_answer_and_an_answer_that_is_not_json_fails_in_words_n
         "an offline agent's bad answer is failed: {shown}"
     );
 }
+
+const NOTER: &str = r#"---
+name: checker
+description: Keeps notes.
+model: fake/fake-small
+tools: [Read, Write]
+---
+You keep notes.
+"#;
+
+/// agents review, finding 6: each `Consult` staged a full copy of the colleague's folder,
+/// `shared/` and `library/` and kept it to the step's end (20 consults of a 5 MB `shared/`:
+/// 101 MB). A colleague has one view for the whole step: what it wrote in one consult is in
+/// its tree at the next.
+#[test]
+fn g22_a_colleague_keeps_one_view_for_the_whole_step_needs_root() {
+    let consult =
+        |task: &str| ScriptTurn::call("Consult", json!({"colleague": "checker", "task": task}));
+    let (home, fake, exempt) = home_with(
+        Format::Anthropic,
+        vec![
+            consult("Write a note."),
+            ScriptTurn::call(
+                "Write",
+                json!({"path": "notes/n.md", "content": "from the first consult"}),
+            ),
+            ScriptTurn::text("noted"),
+            consult("Read your note."),
+            ScriptTurn::call("Read", json!({"path": "notes/n.md"})),
+            ScriptTurn::text("read it"),
+            ScriptTurn::text("digest written"),
+        ],
+    );
+    put(&home, "agents/checker/AGENT.md", NOTER);
+    let ran = run_workflow(&home, &exempt, WORKFLOW);
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let requests = fake.requests();
+    let after_read = requests[5].as_text();
+    assert!(
+        after_read.contains("from the first consult"),
+        "the second consult did not see its own tree: {after_read}"
+    );
+}
