@@ -342,15 +342,29 @@ impl AgentRuntime {
         shared: &Rc<RefCell<Shared>>,
     ) -> Result<StepHost<'_>, String> {
         let writable = Catalogue::for_agent(agent).writes(agent);
-        let cell = self
-            .backend
-            .helper_cell()
-            .map_err(|error| format!("the file tools cannot be set up: {error}"))?;
-        let mut view = View::stage(&self.views_dir, work_dir, agent.name(), cell)?;
-        // The view holds the agent file and scripts as the run pinned them, whatever the
-        // folder holds now (issue 16 §1).
-        view.overlay_pinned(definitions, agent)?;
-        let view = Rc::new(view);
+        // One view per agent for the whole step: a colleague consulted again works in the tree
+        // it left, and its folder, `shared/` and `library/` are staged once, not per consult.
+        let staged = shared
+            .borrow()
+            .views
+            .iter()
+            .find(|(_, known, _)| known.name() == agent.name())
+            .map(|(view, _, _)| view.clone());
+        let fresh = staged.is_none();
+        let view = match staged {
+            Some(view) => view,
+            None => {
+                let cell = self
+                    .backend
+                    .helper_cell()
+                    .map_err(|error| format!("the file tools cannot be set up: {error}"))?;
+                let mut view = View::stage(&self.views_dir, work_dir, agent.name(), cell)?;
+                // The view holds the agent file and scripts as the run pinned them, whatever
+                // the folder holds now (issue 16 §1).
+                view.overlay_pinned(definitions, agent)?;
+                Rc::new(view)
+            }
+        };
         // Pinned: the scripts as they were when the agent started; nothing an agent writes
         // changes what a tool runs.
         let mut scripts = BTreeMap::new();
@@ -375,10 +389,12 @@ impl AgentRuntime {
                 screen: Arc::new(NoScreen),
             })
             .map_err(|error| format!("the agent's sandbox session cannot start: {error}"))?;
-        shared
-            .borrow_mut()
-            .views
-            .push((view.clone(), agent.clone(), writable));
+        if fresh {
+            shared
+                .borrow_mut()
+                .views
+                .push((view.clone(), agent.clone(), writable));
+        }
         Ok(StepHost {
             session: Some(session),
             runtime: self,
