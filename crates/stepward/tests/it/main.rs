@@ -26,6 +26,7 @@ mod interview;
 mod jail_helper;
 mod limits;
 mod lints;
+mod model_pin;
 mod models;
 mod pinning;
 mod printed;
