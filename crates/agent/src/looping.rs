@@ -540,7 +540,11 @@ fn bounded_call(call: &ToolCall, turn: u64, index: usize, turn_calls: &[ToolCall
             .id
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
-    let unique = turn_calls.iter().filter(|other| other.id == call.id).count() == 1;
+    let unique = turn_calls
+        .iter()
+        .filter(|other| other.id == call.id)
+        .count()
+        == 1;
     let id = if plain && unique && !call.id.starts_with("call_t") {
         call.id.clone()
     } else {

@@ -80,6 +80,27 @@ impl PinnedDefinitions {
         self.pin.as_ref().and_then(|pin| pin.workflow_version)
     }
 
+    /// The model the agent `name` was pinned to talk to; `None` when the run pinned no models
+    /// (started before runs did, or the agent was not in reach).
+    pub fn model_of(&self, name: &str) -> Option<&journal::PinnedModel> {
+        self.pin
+            .as_ref()
+            .and_then(|pin| pin.models.iter().find(|model| model.agent == name))
+    }
+
+    /// Whether the run pinned the models of its agents (every run started since version 3 of
+    /// the journal that has an agent step).
+    pub fn pins_models(&self) -> bool {
+        self.pin.as_ref().is_some_and(|pin| !pin.models.is_empty())
+    }
+
+    /// The pin with the models the executor named for it, before the run exists.
+    pub(crate) fn set_models(&mut self, models: Vec<journal::PinnedModel>) {
+        if let Some(pin) = &mut self.pin {
+            pin.models = models;
+        }
+    }
+
     /// Whether the agent `name` was in the run's reach when it started.
     pub fn has_agent(&self, name: &str) -> bool {
         self.pin
@@ -585,6 +606,7 @@ impl Engine {
             workflow_path,
             workflow_version,
             agents,
+            models: Vec::new(),
         };
         Ok((
             PinnedDefinitions {

@@ -17,7 +17,9 @@ use crate::context::{
 use crate::drive::Resume;
 use crate::executor::{NetworkQuery, StepExecutor};
 use crate::inputs::check_run_inputs;
-use crate::journal::{self, Entry, Event, EventKind, PersonDecided, RunCreated, SecretsResolved};
+use crate::journal::{
+    self, Entry, Event, EventKind, PersonDecided, PinnedModel, RunCreated, SecretsResolved,
+};
 use crate::record::{AttemptState, RunState};
 use crate::supervisor::Supervisor;
 use crate::{Clock, EngineOptions, Error, IdSource};
@@ -203,7 +205,7 @@ impl Engine {
             return Err(Error::InputMismatch { problems });
         }
         // Pinned before the run exists: what it can reach is fixed at this moment (issue 16 §1).
-        let (pinned, pin) = self.pin_definitions(account, workflow)?;
+        let (mut pinned, mut pin) = self.pin_definitions(account, workflow)?;
         // Asked of the pinned definitions: an agent step needs what its pinned agent files
         // (and their colleagues') say.
         let work_dir = pinned.files_dir().ok_or_else(|| Error::Pin {
@@ -228,6 +230,35 @@ impl Engine {
                 problems: unavailable,
             });
         }
+        // The models its agents talk to, as the account configures them now: pinned too.
+        let mut models: Vec<PinnedModel> = Vec::new();
+        let mut problems = Vec::new();
+        for step in workflow.steps() {
+            let query = NetworkQuery {
+                account,
+                step,
+                work_dir,
+                definitions: &pinned,
+            };
+            match self.executor.models_of(query) {
+                Ok(found) => {
+                    for model in found {
+                        if !models.iter().any(|known| known.agent == model.agent) {
+                            models.push(model);
+                        }
+                    }
+                }
+                Err(problem) => problems.push(problem),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::CannotRunHere {
+                workflow: workflow.name().to_owned(),
+                problems,
+            });
+        }
+        pin.models = models.clone();
+        pinned.set_models(models);
         let run_id = self.ids.new_run_id();
         let request = secret_request(workflow);
         let (secrets, unavailable) =

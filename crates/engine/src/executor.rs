@@ -197,4 +197,15 @@ pub trait StepExecutor: Send + Sync {
         let _ = (query, python);
         Ok(())
     }
+
+    /// The models the query's step talks to (an agent step: its pinned agent's and every
+    /// colleague's, as the account configures them now; never a key), pinned with the run when
+    /// it starts. A code step talks to none, the default. `Err` refuses the run's start.
+    fn models_of(
+        &self,
+        query: NetworkQuery<'_>,
+    ) -> Result<Vec<crate::journal::PinnedModel>, String> {
+        let _ = query;
+        Ok(Vec::new())
+    }
 }

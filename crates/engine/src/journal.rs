@@ -24,6 +24,10 @@
 //!   inputs the person corrected (G23). Version 1 events that hold the field (written before
 //!   the version was raised) read with it.
 //!
+//! - Version 3 adds the models the agents of a run talk to, pinned with its definitions
+//!   ([`DefinitionsPinned::models`]): a reader without them would let a run approved after its
+//!   provider changed talk to the new endpoint.
+//!
 //! A change of a payload's shape is a new version: [`read`] then keeps a reader for each older
 //! one, each tested against events written by that version.
 
@@ -33,17 +37,17 @@ use storage::{EventRecord, RunId, Timestamp};
 
 pub use crate::journal::payloads::{
     AgentLimit, AgentTurn, AttemptFinished, AttemptStarted, CopyBackRefused, DefinitionsPinned,
-    FileWritten, GateParked, PersonDecided, PinnedAgent, PinnedFile, PrintedStream, Recovered,
-    RefusedBy, RefusedFiles, RepairAccepted, RepairProposed, RunCreated, RunStatusChanged,
-    SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted, SupervisorBy, SupervisorChoice,
-    SupervisorDecided, SupervisorRetryRefused, ToolCalled, ToolFinished, ToolRefused,
-    UnavailableConnection, WorkspaceRevision,
+    FileWritten, GateParked, PersonDecided, PinnedAgent, PinnedFile, PinnedModel, PrintedStream,
+    Recovered, RefusedBy, RefusedFiles, RepairAccepted, RepairProposed, RunCreated,
+    RunStatusChanged, SecretsResolved, SecretsUnavailable, StepFailure, StepPrinted, SupervisorBy,
+    SupervisorChoice, SupervisorDecided, SupervisorRetryRefused, ToolCalled, ToolFinished,
+    ToolRefused, UnavailableConnection, WorkspaceRevision,
 };
 
 mod payloads;
 
 /// The newest journal schema version this engine writes (see [`Event::version`]).
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Declares the vocabulary once: the event enum (adjacently tagged, so its serde form is
 /// `{"kind": NAME, "payload": {...}}`), its kinds, and their stable names, which can then not
@@ -147,6 +151,7 @@ impl Event {
     pub fn version(&self) -> u32 {
         match self {
             Event::Decision(decided) if decided.new_inputs.is_some() => 2,
+            Event::DefinitionsPinned(pinned) if !pinned.models.is_empty() => 3,
             _ => 1,
         }
     }
@@ -218,10 +223,10 @@ pub enum ReadError {
 pub fn read(record: &EventRecord) -> Result<Entry, ReadError> {
     let run = || record.run.clone();
     match record.version {
-        // Version 2 only adds an optional field to version 1's shape, so one reader reads both.
-        // A version that changes a shape adds an arm here that reads the older shape (or
-        // rewrites its payload into the new one), tested against events of that version.
-        1 | VERSION => {}
+        // Versions 2 and 3 only add optional fields to version 1's shape, so one reader reads
+        // them all. A version that changes a shape adds an arm here that reads the older shape
+        // (or rewrites its payload into the new one), tested against events of that version.
+        1..=VERSION => {}
         0 => {
             return Err(ReadError::UnknownVersion {
                 run: run(),
@@ -316,11 +321,42 @@ mod tests {
         let unknown = read(&record("tool.invented", VERSION, json!({}))).unwrap_err();
         assert_eq!(
             unknown.to_string(),
-            "run run-1 event 4: `tool.invented` is not an event kind of journal version 2"
+            "run run-1 event 4: `tool.invented` is not an event kind of journal version 3"
         );
         let shape = read(&record("run.status", VERSION, json!({"status": "asleep"}))).unwrap_err();
         assert!(matches!(shape, ReadError::Payload { .. }), "{shape}");
         let cause = std::error::Error::source(&shape).unwrap().to_string();
         assert!(cause.contains("asleep"), "{cause}");
+    }
+
+    #[test]
+    fn g27_pinned_models_are_version_3_and_read_back() {
+        use crate::journal::{DefinitionsPinned, PinnedModel};
+        let pinned = Event::DefinitionsPinned(DefinitionsPinned {
+            revision: None,
+            workflow_path: None,
+            workflow_version: None,
+            agents: Vec::new(),
+            models: vec![PinnedModel {
+                agent: "noter".into(),
+                provider: "fake".into(),
+                kind: "anthropic".into(),
+                base_url: "https://models.example".into(),
+                model: "fake-large".into(),
+            }],
+        });
+        assert_eq!(pinned.version(), 3);
+        let stored = record("definitions.pinned", 3, pinned.payload_json().unwrap());
+        assert_eq!(read(&stored).unwrap().event, pinned);
+        // A pin without models is the shape version 1 wrote, and reads as one.
+        let old = record(
+            "definitions.pinned",
+            1,
+            json!({"revision": null, "workflow_path": null, "workflow_version": null, "agents": []}),
+        );
+        let Event::DefinitionsPinned(read_back) = read(&old).unwrap().event else {
+            panic!("not a pin");
+        };
+        assert!(read_back.models.is_empty());
     }
 }

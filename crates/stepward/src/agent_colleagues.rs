@@ -46,7 +46,7 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
             name,
             &runtime.maxima,
         )?;
-        let (model_id, provider) = runtime.provider(&self.account, &agent)?;
+        let (model_id, provider) = runtime.provider(&self.account, &agent, self.definitions)?;
         let host = runtime.host_for(
             &self.account,
             &self.work_dir,

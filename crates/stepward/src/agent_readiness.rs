@@ -7,6 +7,7 @@ use std::path::Path;
 use engine::PinnedDefinitions;
 use sandbox::{NetworkMode, PythonPin};
 use storage::AccountId;
+use storage::models::ModelProviderStore;
 
 use crate::agent_step::{AgentRuntime, load_agent};
 
@@ -47,6 +48,63 @@ impl AgentRuntime {
     /// for the agents of the closure that run scripts, the workflow's Python and their
     /// network, of the backend. An agent or colleague that cannot be read is left to the
     /// step, which refuses the attempt with a record of why.
+    /// The models the agent `agent_name` and every colleague it can consult talk to, as the
+    /// account configures them now (never a key), to pin with the run. An agent that cannot be
+    /// read or names no model pins nothing: its step refuses on its own when it runs.
+    pub fn models_of(
+        &self,
+        account: &AccountId,
+        work_dir: &Path,
+        definitions: &PinnedDefinitions,
+        agent_name: &str,
+    ) -> Result<Vec<engine::journal::PinnedModel>, String> {
+        let Ok((agent, _)) = load_agent(
+            &self.store,
+            account,
+            work_dir,
+            definitions,
+            agent_name,
+            &self.maxima,
+        ) else {
+            return Ok(Vec::new());
+        };
+        let Ok(closure) = self.closure(account, work_dir, definitions, &agent) else {
+            return Ok(Vec::new());
+        };
+        let providers = self
+            .store
+            .model_providers(account)
+            .map_err(|error| format!("the account's model providers cannot be read: {error}"))?;
+        let mut models = Vec::new();
+        for member in std::iter::once(&agent).chain(closure.agents.iter()) {
+            let Some(model) = member.model() else {
+                continue;
+            };
+            let reference = spec::ModelRef::parse(model);
+            let provider = match reference.provider {
+                Some(name) => providers.iter().find(|provider| provider.name == name),
+                None => providers.iter().find(|provider| provider.is_default),
+            };
+            let Some(provider) = provider else {
+                continue;
+            };
+            if models
+                .iter()
+                .any(|known: &engine::journal::PinnedModel| known.agent == member.name())
+            {
+                continue;
+            }
+            models.push(engine::journal::PinnedModel {
+                agent: member.name().to_owned(),
+                provider: provider.name.clone(),
+                kind: provider.kind.clone(),
+                base_url: provider.base_url.clone().unwrap_or_default(),
+                model: reference.model.to_owned(),
+            });
+        }
+        Ok(models)
+    }
+
     pub fn availability(
         &self,
         account: &AccountId,

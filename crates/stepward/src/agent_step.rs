@@ -191,7 +191,8 @@ impl AgentRuntime {
         {
             return refused(refusal);
         }
-        let (model_id, provider) = match self.provider(request.account, &agent) {
+        let (model_id, provider) = match self.provider(request.account, &agent, request.definitions)
+        {
             Ok(found) => found,
             Err(reason) => return refused(reason),
         };
@@ -409,12 +410,40 @@ impl AgentRuntime {
         })
     }
 
-    /// The model id and the account's provider an agent file names.
+    /// The model id and the account's provider an agent file names; for a run that pinned
+    /// its models, only the provider it pinned (same name, kind and base URL; its key as it is
+    /// now, G18): one removed or changed while the run waited is refused with the reason.
     pub(crate) fn provider(
         &self,
         account: &AccountId,
         agent: &spec::Agent,
+        definitions: &PinnedDefinitions,
     ) -> Result<(String, llm::Provider), String> {
+        if let Some(pinned) = definitions.model_of(agent.name()) {
+            let providers = self.store.model_providers(account).map_err(|error| {
+                format!("the account's model providers cannot be read: {error}")
+            })?;
+            let Some(current) = providers
+                .iter()
+                .find(|provider| provider.name == pinned.provider)
+            else {
+                return Err(format!(
+                    "the model provider `{}` this run was started with ({} at {}) was removed \
+                     while the run waited; the run talks to no other. Add it again, or stop this \
+                     run and start a new one",
+                    pinned.provider, pinned.kind, pinned.base_url
+                ));
+            };
+            let base_url = current.base_url.clone().unwrap_or_default();
+            if current.kind != pinned.kind || base_url != pinned.base_url {
+                return Err(format!(
+                    "the model provider `{}` changed while the run waited, from {} at {} to {} \
+                     at {}; the run talks only to the endpoint it was started (and approved) \
+                     with. Change it back, or stop this run and start a new one",
+                    pinned.provider, pinned.kind, pinned.base_url, current.kind, base_url
+                ));
+            }
+        }
         let Some(model) = agent.model() else {
             return Err(format!(
                 "the agent `{}` names no `model:`; add `model: PROVIDER/MODEL_ID`",

@@ -562,6 +562,13 @@ impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
     ) -> Result<(), String> {
         self.inner.availability(query, python)
     }
+
+    fn models_of(
+        &self,
+        query: engine::NetworkQuery<'_>,
+    ) -> Result<Vec<engine::journal::PinnedModel>, String> {
+        self.inner.models_of(query)
+    }
 }
 
 /// What recovery did, one sentence per run or step, with the commands a person types where

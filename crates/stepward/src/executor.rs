@@ -163,6 +163,18 @@ impl StepExecutor for SandboxExecutor {
             (spec::StepBody::Agent { .. }, None) => Ok(()),
         }
     }
+
+    fn models_of(
+        &self,
+        query: engine::NetworkQuery<'_>,
+    ) -> Result<Vec<engine::journal::PinnedModel>, String> {
+        match (query.step.body(), &self.agents) {
+            (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
+                runtime.models_of(query.account, query.work_dir, query.definitions, agent)
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
 }
 
 /// The sandbox's network for a declared one (a code step's, an agent's).

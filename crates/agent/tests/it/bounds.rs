@@ -238,7 +238,10 @@ async fn g25_what_a_model_names_is_bounded_in_the_record_and_the_next_request() 
             "{kind:?}: the next request is {} bytes",
             second.len()
         );
-        assert!(!second.contains(&"Z".repeat(100)), "{kind:?}: the long name went back");
+        assert!(
+            !second.contains(&"Z".repeat(100)),
+            "{kind:?}: the long name went back"
+        );
     }
 }
 

@@ -40,6 +40,23 @@ pub struct DefinitionsPinned {
     pub workflow_version: Option<u32>,
     /// Every agent in reach (the steps' agents, their colleagues at any depth), by name.
     pub agents: Vec<PinnedAgent>,
+    /// The model each agent in reach talks to, as the account configured it when the run
+    /// started (journal version 3): a provider changed or removed while the run waits refuses
+    /// the step instead of talking to another endpoint. Never a key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<PinnedModel>,
+}
+
+/// The model one agent of a run talks to: the account's provider by name, its kind and base
+/// URL, and the model id the agent file names. The key is looked up again at every use (G18).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedModel {
+    pub agent: String,
+    pub provider: String,
+    /// `anthropic` or `openai`.
+    pub kind: String,
+    pub base_url: String,
+    pub model: String,
 }
 
 /// One pinned agent folder.

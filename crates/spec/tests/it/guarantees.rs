@@ -552,10 +552,12 @@ fn g22_a_custom_tools_script_is_in_the_agents_own_folder() {
         let text = format!(
             "---\nname: z\ndescription: Z.\nmodel: fm/m\ntools: [t]\ncustom_tools:\n  t:\n    explain: T.\n    script: {script}\n---\nZ.\n"
         );
-        let diagnostics = spec::parse_agent("AGENT.md", &text).unwrap_err();
+        let diagnostics = parse_agent("AGENT.md", &text).unwrap_err();
         let shown: Vec<String> = diagnostics.iter().map(ToString::to_string).collect();
         assert!(
-            shown.iter().any(|line| line.contains("AGENT.md:9:13") && line.contains("folder")),
+            shown
+                .iter()
+                .any(|line| line.contains("AGENT.md:9:13") && line.contains("folder")),
             "{script}: {shown:#?}"
         );
     }

@@ -190,7 +190,8 @@ fn g22_a_file_with_the_longest_name_can_be_written() {
     for length in [236, 250, 255] {
         let name = "n".repeat(length);
         let path = RelPath::parse(&name).unwrap();
-        tree.write(&path, b"written").unwrap_or_else(|error| panic!("{length}: {error}"));
+        tree.write(&path, b"written")
+            .unwrap_or_else(|error| panic!("{length}: {error}"));
         assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"written");
     }
 }
