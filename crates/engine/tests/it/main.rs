@@ -16,6 +16,7 @@ mod inputs;
 mod interview;
 mod journal_fixtures;
 mod kill;
+mod reach_change;
 mod reconstruct_property;
 mod record;
 mod recovery;
