@@ -206,6 +206,26 @@ pub enum DefinitionWriteError {
     /// The account's values could not be read to screen the write (fails closed).
     #[error("the account's values could not be read to check the write")]
     Values(#[source] redact::Error),
+    /// The write would change what saved workflows may reach or run, and the writer did not
+    /// confirm each of them (G27).
+    #[error(
+        "nothing was written: this changes what {} saved workflow(s) may reach or run, and each \
+         needs your confirmation by name: {}",
+        workflows.len(),
+        workflows.iter().map(ToString::to_string).collect::<Vec<_>>().join(" | ")
+    )]
+    ChangesReach {
+        workflows: Vec<crate::reach_change::AffectedWorkflow>,
+    },
+}
+
+/// Which saved workflows' changed reach a write is confirmed for (G27).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReachConfirmation {
+    /// The workflows the writer was shown and confirmed, by name.
+    pub confirmed: Vec<String>,
+    /// The workflow the write is about (the interview's proposal, whose own reach it shows).
+    pub except: Option<String>,
 }
 
 /// Whether `name` may be a workflow's or an agent's file name.
@@ -359,6 +379,28 @@ impl Engine {
         changes: Vec<(RelPath, Change)>,
         expected: &[(RelPath, Option<String>)],
     ) -> Result<Revision, DefinitionWriteError> {
+        self.write_definitions_confirming(
+            account,
+            author,
+            message,
+            changes,
+            expected,
+            &ReachConfirmation::default(),
+        )
+    }
+
+    /// [`Engine::write_definitions_expecting`], with the saved workflows whose changed reach
+    /// the writer confirmed (`confirmation`): a write that changes what another saved workflow
+    /// may reach or run is refused with the list unless each is confirmed by name (G27).
+    pub fn write_definitions_confirming(
+        &self,
+        account: &AccountId,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        expected: &[(RelPath, Option<String>)],
+        confirmation: &ReachConfirmation,
+    ) -> Result<Revision, DefinitionWriteError> {
         if matches!(
             author,
             Author::RunStep { .. } | Author::Agent { .. } | Author::Platform { .. }
@@ -378,6 +420,21 @@ impl Engine {
         }
         self.check_definition_writes(account, &changes)?;
         let workspace = self.account_workspace(account)?;
+        let unconfirmed: Vec<_> = self
+            .affected_workflows(
+                account,
+                &workspace,
+                &changes,
+                confirmation.except.as_deref(),
+            )
+            .into_iter()
+            .filter(|affected| !confirmation.confirmed.contains(&affected.workflow))
+            .collect();
+        if !unconfirmed.is_empty() {
+            return Err(DefinitionWriteError::ChangesReach {
+                workflows: unconfirmed,
+            });
+        }
         let redactor = self
             .scrub_sets
             .for_account(account)

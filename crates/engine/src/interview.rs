@@ -435,6 +435,28 @@ impl Engine {
         if !outside.is_empty() {
             return Err(outside);
         }
+        // Nor one another saved workflow uses: what that workflow may reach or run would
+        // change, and nothing shown here would say so (G27). The proposal is refused with the
+        // list; a person changes such an agent through a door that shows it and asks.
+        if let Ok(workspace) = self.options.workspaces.for_account(account) {
+            let changes: Vec<(RelPath, Change)> = files
+                .iter()
+                .map(|(path, text)| (path.clone(), Change::Write(text.as_bytes().to_vec())))
+                .collect();
+            let affected = self.affected_workflows(account, &workspace, &changes, Some(&name));
+            if !affected.is_empty() {
+                return Err(affected
+                    .iter()
+                    .map(|workflow| {
+                        format!(
+                            "the proposal changes an agent the saved {workflow}; propose a new \
+                             agent for this workflow instead, and leave the ones other \
+                             workflows use as they are"
+                        )
+                    })
+                    .collect());
+            }
+        }
         let reach = spec::reach(&workflow, &lookup);
         // The scripts of the agents in reach that the proposal does not write: what those
         // steps run, read here so that a confirmation sees a change of them too.
@@ -516,7 +538,18 @@ impl Engine {
             .chain(checked.read.iter())
             .cloned()
             .collect();
-        match self.write_definitions_expecting(account, author, message, changes, &expected) {
+        let confirmation = crate::definitions::ReachConfirmation {
+            confirmed: Vec::new(),
+            except: Some(checked.name.clone()),
+        };
+        match self.write_definitions_confirming(
+            account,
+            author,
+            message,
+            changes,
+            &expected,
+            &confirmation,
+        ) {
             Ok(_) => {}
             Err(DefinitionWriteError::Workspace(workspace::Error::Changed { path }))
                 if checked.read.iter().any(|(read, _)| read.as_str() == path) =>

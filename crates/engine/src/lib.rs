@@ -24,6 +24,7 @@ mod executor;
 mod inputs;
 pub mod interview;
 pub mod journal;
+mod reach_change;
 mod record;
 mod recovery;
 mod repair;
@@ -33,7 +34,8 @@ use workspace::Workspaces;
 
 pub use crate::clock::{Clock, IdSource, RandomRunIds, SystemClock};
 pub use crate::definitions::{
-    DefinitionWriteError, PinnedDefinitions, WorkflowVersion, is_definition_name, workflow_path,
+    DefinitionWriteError, PinnedDefinitions, ReachConfirmation, WorkflowVersion,
+    is_definition_name, workflow_path,
 };
 pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
 pub use crate::executor::{
@@ -41,6 +43,7 @@ pub use crate::executor::{
     FileChange, NetworkQuery, StepError, StepExecutor, StepJournal, StepOutput,
 };
 pub use crate::interview::{AsRead, CheckedDraft, Draft, DraftSaveError};
+pub use crate::reach_change::AffectedWorkflow;
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
 pub use crate::repair::{
