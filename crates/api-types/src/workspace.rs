@@ -52,6 +52,12 @@ pub struct WorkspaceWriteRequest {
     #[schemars(length(max = limits::REVISION_MESSAGE_CHARS))]
     pub message: String,
     pub changes: Vec<WorkspaceChange>,
+    /// The saved workflows whose changed reach the writer was shown and confirms, by name: a
+    /// write that changes what a saved workflow may reach or run (an agent file, or a script
+    /// an agent names) is refused with the list unless each is named here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub confirm_reach: Vec<String>,
 }
 
 /// One path a revision changed: its new content's hash, none for a deletion.
@@ -120,6 +126,7 @@ pub(crate) fn samples() -> Vec<(&'static str, Value)> {
             value(WorkspaceWriteRequest {
                 message: "m".into(),
                 changes: vec![change],
+                confirm_reach: vec!["payroll".into()],
             }),
         ),
         ("WorkspaceChangedPath", value(changed.clone())),

@@ -333,12 +333,20 @@ pub enum FilesCommand {
         /// Why, kept in the history.
         #[arg(long, default_value = "written with the command line")]
         message: String,
+        /// Confirms the changed reach of this saved workflow (repeat for each): a write of an
+        /// agent file, or of a script an agent names, that changes what a saved workflow may
+        /// reach or run is refused with the list and the changed rows until each is named.
+        #[arg(long = "confirm-reach", value_name = "WORKFLOW")]
+        confirm_reach: Vec<String>,
     },
     /// Delete one file as a revision.
     Rm {
         path: String,
         #[arg(long, default_value = "deleted with the command line")]
         message: String,
+        /// As for `files put`.
+        #[arg(long = "confirm-reach", value_name = "WORKFLOW")]
+        confirm_reach: Vec<String>,
     },
     /// The revisions, newest first, with their authors.
     History {

@@ -388,9 +388,18 @@ async fn commit(
             &paths,
         )?;
         // Every workflow and agent file is parsed first (G1); one revision or nothing.
-        let committed = shared
-            .engine
-            .write_definitions(&account, &author, &message, changes);
+        let confirmation = engine::ReachConfirmation {
+            confirmed: request.confirm_reach,
+            except: None,
+        };
+        let committed = shared.engine.write_definitions_confirming(
+            &account,
+            &author,
+            &message,
+            changes,
+            &[],
+            &confirmation,
+        );
         let revision = match committed {
             Ok(revision) => revision,
             // Deleting what is not there is an answer about the folder, not a refusal.
@@ -495,6 +504,8 @@ struct FilesPage {
     typed_content: String,
     typed_message: String,
     error: Option<String>,
+    /// The saved workflows a refused write would change, for the confirmation box.
+    to_confirm: String,
 }
 
 /// The files page, with the write form as `typed` (empty, or as sent with its refusal).
@@ -503,6 +514,7 @@ async fn files_page_with(
     authenticated: &Authenticated,
     typed: WriteForm,
     error: Option<String>,
+    to_confirm: Vec<String>,
 ) -> Result<Html<String>, Error> {
     let (files, truncated) = listing(state, authenticated).await?;
     let history = revisions(state, authenticated).await?;
@@ -543,6 +555,7 @@ async fn files_page_with(
         typed_content: typed.content,
         typed_message: typed.message,
         error,
+        to_confirm: to_confirm.join(", "),
     }))
 }
 
@@ -555,8 +568,9 @@ pub(crate) async fn files_page(
         path: String::new(),
         content: String::new(),
         message: String::new(),
+        confirm_reach: String::new(),
     };
-    files_page_with(&state, &authenticated, empty, None).await
+    files_page_with(&state, &authenticated, empty, None, Vec::new()).await
 }
 
 #[derive(Template)]
@@ -602,6 +616,10 @@ pub(crate) struct WriteForm {
     content: String,
     #[serde(default)]
     message: String,
+    /// The saved workflows whose changed reach the person confirms, comma-separated (the box
+    /// the page shows beside a refusal that lists them).
+    #[serde(default)]
+    confirm_reach: String,
 }
 
 /// `POST /files`: writes one file as a revision by the signed-in person; a refused write
@@ -620,12 +638,35 @@ pub(crate) async fn write_with_form(
             content: Some(form.content.clone()),
             encoding: None,
         }],
+        confirm_reach: form
+            .confirm_reach
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_owned)
+            .collect(),
     };
     let revision = match commit(&state, &authenticated, request).await {
         Ok(revision) => revision,
         Err(error) => {
+            let to_confirm = match &error {
+                Error::DefinitionRefused {
+                    source: engine::DefinitionWriteError::ChangesReach { workflows },
+                } => workflows
+                    .iter()
+                    .map(|affected| affected.workflow.clone())
+                    .collect(),
+                _ => Vec::new(),
+            };
             let mistake = FormMistake::of(error)?;
-            let page = files_page_with(&state, &authenticated, form, Some(mistake.message)).await?;
+            let page = files_page_with(
+                &state,
+                &authenticated,
+                form,
+                Some(mistake.message),
+                to_confirm,
+            )
+            .await?;
             return Ok((mistake.status, page).into_response());
         }
     };
@@ -655,6 +696,7 @@ pub(crate) async fn delete_with_form(
             content: None,
             encoding: None,
         }],
+        confirm_reach: Vec::new(),
     };
     commit(&state, &authenticated, request).await?;
     Ok(Redirect::to("/files").into_response())

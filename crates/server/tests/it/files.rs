@@ -556,3 +556,83 @@ async fn g16_error_answers_never_repeat_a_value_of_the_account() {
         );
     }
 }
+
+/// G27, agents review finding 3: through the API and the console, a write of an agent file
+/// that changes what a saved workflow may reach is refused with the workflow and its changed
+/// rows, nothing written, until the workflow is confirmed by name.
+#[tokio::test(flavor = "multi_thread")]
+async fn g27_a_write_that_widens_a_saved_workflows_reach_needs_its_confirmation() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let filer =
+        "---\nname: filer\ndescription: Files.\ntools: [Read]\nnetwork: none\n---\nFiles.\n";
+    let wider = "---\nname: filer\ndescription: Files.\ntools: [Read]\nnetwork: public_egress\n---\nFiles.\n";
+    write_one(&harness, &member, "agents/filer/AGENT.md", filer).await;
+    write_one(
+        &harness,
+        &member,
+        "workflows/payroll.yaml",
+        "name: payroll\npython: \"3.11\"\nsteps:\n  - id: summarise\n    agent: filer\n    task: Summarise.\n",
+    )
+    .await;
+    let change = json!([{"path": "agents/filer/AGENT.md", "action": "write", "content": wider}]);
+    let refused = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &member,
+            write_body(change.clone()),
+        )
+        .await;
+    assert!(
+        refused.status >= 400 && refused.status < 500,
+        "{}",
+        refused.text()
+    );
+    let said = refused.text();
+    assert!(
+        said.contains("payroll") && said.contains("internet yes"),
+        "{said}"
+    );
+    // The console's form answers the page again with the list and a box that confirms it.
+    let page = harness
+        .call(
+            "POST",
+            "/files",
+            &member,
+            form(&format!(
+                "path=agents%2Ffiler%2FAGENT.md&content={}&message=m",
+                urlencoding(wider)
+            )),
+        )
+        .await;
+    assert!(
+        page.text().contains("name=\"confirm_reach\""),
+        "{}",
+        page.text()
+    );
+    let confirmed = harness
+        .call(
+            "POST",
+            "/api/workspace/revisions",
+            &member,
+            Some((
+                "application/json",
+                json!({"message": "wider", "changes": change, "confirm_reach": ["payroll"]})
+                    .to_string(),
+            )),
+        )
+        .await;
+    assert_eq!(confirmed.status, 201, "{}", confirmed.text());
+}
+
+fn urlencoding(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                (byte as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}

@@ -69,6 +69,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
             path,
             from,
             message,
+            confirm_reach,
         } => {
             let contents = match from {
                 Some(file) => read_bounded(
@@ -78,11 +79,27 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 .with_context(|| format!("cannot read {}", file.display()))?,
                 None => read_bounded(std::io::stdin()).context("cannot read stdin")?,
             };
-            write(&app, &workspace, path, Change::Write(contents), message)
+            write(
+                &app,
+                &workspace,
+                path,
+                Change::Write(contents),
+                message,
+                confirm_reach,
+            )
         }
-        FilesCommand::Rm { path, message } => {
-            write(&app, &workspace, path, Change::Delete, message)
-        }
+        FilesCommand::Rm {
+            path,
+            message,
+            confirm_reach,
+        } => write(
+            &app,
+            &workspace,
+            path,
+            Change::Delete,
+            message,
+            confirm_reach,
+        ),
         FilesCommand::History { json } => {
             let history = workspace
                 .history()
@@ -156,6 +173,7 @@ fn write(
     path: &str,
     change: Change,
     message: &str,
+    confirm_reach: &[String],
 ) -> anyhow::Result<Outcome> {
     let relative = parse(path)?;
     let author = Author::Cli {
@@ -177,11 +195,16 @@ fn write(
     )
     .with_context(|| format!("nothing was written to {path}"))?;
     // A workflow or agent file is parsed first (G1) and refused whole when invalid.
-    let written = app.reading_engine().write_definitions(
+    let written = app.reading_engine().write_definitions_confirming(
         &app.account,
         &author,
         message,
         vec![(relative.clone(), change)],
+        &[],
+        &engine::ReachConfirmation {
+            confirmed: confirm_reach.to_vec(),
+            except: None,
+        },
     );
     let revision = match written {
         Ok(revision) => revision,
@@ -195,6 +218,36 @@ fn write(
                 shown.error(&diagnostic.to_string());
             }
             shown.error(&format!("error: {path} is invalid; nothing was written"));
+            return Ok(Outcome::Invalid);
+        }
+        Err(engine::DefinitionWriteError::ChangesReach { workflows }) => {
+            app.audit(
+                "workspace.write_refused",
+                json!({"intent": intent, "paths": [relative.as_str()], "reason": "changes reach"}),
+            )?;
+            let shown = crate::commands::Shown::new(app)?;
+            shown.error(&format!(
+                "error: nothing was written to {path}: it changes what {} saved workflow(s) may \
+                 reach or run:",
+                workflows.len()
+            ));
+            for affected in &workflows {
+                shown.error(&format!("  {}", affected.workflow));
+                for row in &affected.rows {
+                    shown.error(&format!("    {row}"));
+                }
+                for script in &affected.scripts {
+                    shown.error(&format!("    its script {script} changes"));
+                }
+            }
+            let flags: Vec<String> = workflows
+                .iter()
+                .map(|affected| format!("--confirm-reach {}", affected.workflow))
+                .collect();
+            shown.error(&format!(
+                "help: read the changes above; to write it anyway, run the same command with {}",
+                flags.join(" ")
+            ));
             return Ok(Outcome::Invalid);
         }
         Err(error) => {

@@ -30,6 +30,7 @@ mod model_pin;
 mod models;
 mod pinning;
 mod printed;
+mod reach_confirm;
 mod repair;
 mod repair_console;
 mod review_credentials;
