@@ -471,3 +471,44 @@ async fn g15_without_a_provider_there_is_no_interview_and_it_says_so() {
     assert_eq!(page.status, 200);
     assert!(page.text().contains("No assistant for this account"));
 }
+
+/// server review 3, finding 3: an interview kept every answer whole (a 7 MB answer, three
+/// times, grew the server by 130 MB, and was sent back on every turn). An answer past its
+/// bound is refused, never kept, and the interview says so; what is kept stays small.
+#[tokio::test(flavor = "multi_thread")]
+async fn g10_an_answer_past_its_bound_is_not_kept_and_the_interview_says_so() {
+    let (harness, _fake) = with_assistant(vec![
+        ScriptTurn::text(&"Q".repeat(7_000_000)),
+        ScriptTurn::call(
+            "ask",
+            json!({"question": "Which amount should be refunded?"}),
+        ),
+    ])
+    .await;
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let view = start(
+        &harness,
+        &member,
+        json!({"workflow": "", "message": "hello"}),
+    )
+    .await;
+    let said = view.to_string();
+    assert!(said.len() < 64 * 1024, "the view is {} bytes", said.len());
+    assert!(said.contains("65536"), "{said}");
+    // The interview goes on: the next answer is an ordinary one.
+    let id = view["id"].as_str().unwrap();
+    let next = harness
+        .call(
+            "POST",
+            &format!("/api/interviews/{id}/messages"),
+            &member,
+            json_body(json!({"message": "more"})),
+        )
+        .await;
+    assert!(next.status < 300, "{}", next.text());
+    let view = harness
+        .call("GET", &format!("/api/interviews/{id}"), &member, None)
+        .await
+        .json();
+    assert!(view.to_string().contains("Which amount"), "{view}");
+}
