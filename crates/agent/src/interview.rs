@@ -26,6 +26,11 @@ pub const MAX_PROPOSALS: usize = 3;
 pub const MAX_TURNS: usize = 6;
 /// The most bytes of the person's one message sent on.
 pub const MAX_MESSAGE_BYTES: usize = 8 * 1024;
+/// The most bytes of one answer of the assistant (its words and a question); a longer one is
+/// refused, never kept (the interview keeps its conversation, and sends it on every turn).
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// The most bytes of one proposal's texts together (the workflow, the files, the note).
+pub const MAX_PROPOSAL_BYTES: usize = 512 * 1024;
 /// The most messages one interview's conversation holds; past it the interview is over.
 pub const MAX_CONVERSATION_MESSAGES: usize = 120;
 const MAX_ANSWER_TOKENS: u32 = 16_384;
@@ -110,7 +115,7 @@ pub enum Reply<C> {
 }
 
 /// The model's answers so far, and which of its calls waits for the person's answer.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Conversation {
     messages: Vec<Message>,
     /// The calls of the last assistant message, answered with the person's next message,
@@ -183,6 +188,11 @@ pub enum Error {
     Deadline,
     #[error("the model gave no usable answer in {MAX_TURNS} turns")]
     NoAnswer,
+    #[error(
+        "the assistant's answer is {bytes} bytes; an answer may have at most {MAX_ANSWER_BYTES} \
+         (and a proposal {MAX_PROPOSAL_BYTES}), so it was not kept"
+    )]
+    TooLarge { bytes: usize },
     #[error(
         "the interview is too long ({MAX_CONVERSATION_MESSAGES} messages); confirm the \
          proposal or start a new interview"
@@ -305,6 +315,18 @@ async fn turns<C>(
                 detail: scrub(&error.to_string()),
             })?;
         conversation.model = Some(turn.model.clone());
+        // Measured before anything of it is kept: a hostile endpoint's 8 MiB answer would
+        // otherwise be held, and sent back, on every later turn.
+        let argument_bytes: usize = turn
+            .tool_calls
+            .iter()
+            .map(|call| Value::Object(call.arguments.clone()).to_string().len())
+            .sum();
+        if turn.text.len() > MAX_ANSWER_BYTES || argument_bytes > MAX_PROPOSAL_BYTES {
+            return Err(Error::TooLarge {
+                bytes: turn.text.len().max(argument_bytes),
+            });
+        }
         let said = scrub(turn.text.trim());
         let calls: Vec<ToolCall> = turn.tool_calls.clone();
         conversation.messages.push(Message::Assistant {

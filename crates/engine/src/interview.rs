@@ -47,7 +47,7 @@ pub const MAX_DRAFT_FILES: usize = 16;
 pub const MAX_DRAFT_FILE_BYTES: usize = 256 * 1024;
 
 /// A proposal as the assistant made it: the workflow's text and the other files by path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Draft {
     pub workflow: String,
     /// `(path, text)`: files under `agents/NAME/` (an `AGENT.md`, a script).

@@ -39,7 +39,7 @@ impl TurnRequest {
 }
 
 /// One message of the conversation.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Message {
     /// What the person (or the platform on their behalf) says.
     User { text: String },
@@ -64,7 +64,7 @@ pub struct ToolDefinition {
 
 /// A call the model made: the provider's id for it, the tool's name, and the arguments (a
 /// JSON object, parsed and complete).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -72,7 +72,7 @@ pub struct ToolCall {
 }
 
 /// The result of one tool call, sent back in the next request.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolResult {
     /// The [`ToolCall::id`] this answers.
     pub call_id: String,

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use auth::{ApproveLinkKey, CsrfKey, KeyRing, RateLimit, RateLimiter, SessionLifetime, TlsMode};
 use engine::{Clock, Engine};
+use storage::interviews::InterviewStore;
 use storage::models::ModelProviderStore;
 use storage::people::PeopleStore;
 use storage::{Store, Timestamp};
@@ -13,9 +14,9 @@ use crate::WorkflowSource;
 use crate::password_work::{PasswordHashing, PasswordWork};
 
 /// Everything the server needs from storage: the engine's traits, people and model providers.
-pub trait ServerStore: Store + PeopleStore + ModelProviderStore {}
+pub trait ServerStore: Store + PeopleStore + ModelProviderStore + InterviewStore {}
 
-impl<T: Store + PeopleStore + ModelProviderStore> ServerStore for T {}
+impl<T: Store + PeopleStore + ModelProviderStore + InterviewStore> ServerStore for T {}
 
 /// The server's settings, handed in by the binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,6 +30,7 @@ mod audit_read;
 mod audited;
 mod decisions;
 mod events;
+mod interviews;
 mod key_owners;
 pub mod migrations;
 mod models;

@@ -85,6 +85,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "share_tool_results",
         sql: include_str!("../migrations/0013_share_tool_results.sql"),
     },
+    Migration {
+        version: 14,
+        name: "interviews",
+        sql: include_str!("../migrations/0014_interviews.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

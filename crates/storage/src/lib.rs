@@ -11,6 +11,7 @@
 
 mod audit;
 mod error;
+pub mod interviews;
 pub mod models;
 pub mod people;
 mod records;

@@ -146,12 +146,13 @@ pub(crate) fn view_of(
     shared
         .interviews
         .with(
+            shared,
             id,
             authenticated.principal.account_id(),
             &person,
             shared.now().0,
             |interview| interview.view(),
-        )
+        )?
         .ok_or_else(|| not_found(id))
 }
 
@@ -216,6 +217,7 @@ pub(crate) async fn begin(
     let context = agent::interview::context(about.as_deref(), current.as_deref());
     let id = random_id("iv")?;
     shared.interviews.insert(
+        shared,
         Interview {
             id: id.clone(),
             account: account.clone(),
@@ -229,11 +231,12 @@ pub(crate) async fn begin(
             proposal: None,
             proposals: 0,
             saved_version: None,
-            busy: false,
+            busy_since: None,
             last_used: shared.now().0,
+            full: false,
         },
         shared.now().0,
-    );
+    )?;
     audit(
         shared,
         &account,
@@ -270,21 +273,22 @@ pub(crate) async fn converse(
     let account = authenticated.account();
     let redactor = account_redactor(shared, &account)?;
     let shown_message = redactor.scrub(message).into_inner();
+    let now = shared.now().0;
     let turn = shared
         .interviews
-        .with(id, &account, &person, shared.now().0, |interview| {
+        .with(shared, id, &account, &person, now, |interview| {
             if interview.saved_version.is_some() {
                 return Err(Error::InterviewRefused {
                     reason: "this interview was confirmed; start a new one to change the workflow"
                         .to_owned(),
                 });
             }
-            if interview.busy {
+            if interview.is_busy(now) {
                 return Err(Error::InterviewRefused {
                     reason: "the assistant is still answering your last message".to_owned(),
                 });
             }
-            interview.busy = true;
+            interview.busy_since = Some(now);
             interview.push("person", shown_message.clone(), Vec::new());
             Ok(Turn {
                 about: interview.about.clone(),
@@ -292,7 +296,7 @@ pub(crate) async fn converse(
                 model: interview.model.clone(),
                 conversation: interview.conversation.clone(),
             })
-        })
+        })?
         .ok_or_else(|| not_found(id))??;
     // A client that goes away while the assistant answers drops this future: the guard then
     // frees the interview, which would otherwise stay busy until it expired.
@@ -308,8 +312,8 @@ pub(crate) async fn converse(
     let now = shared.now().0;
     shared
         .interviews
-        .with(id, &account, &person, now, |interview| {
-            interview.busy = false;
+        .with(shared, id, &account, &person, now, |interview| {
+            interview.busy_since = None;
             match answered {
                 Ok((conversation, reply)) => {
                     interview.conversation = conversation;
@@ -324,7 +328,7 @@ pub(crate) async fn converse(
                     Vec::new(),
                 ),
             }
-        })
+        })?
         .ok_or_else(|| not_found(id))
 }
 
@@ -421,11 +425,17 @@ impl Drop for BusyGuard<'_> {
             return;
         }
         let now = self.shared.now().0;
-        self.shared
-            .interviews
-            .with(self.id, self.account, self.person, now, |interview| {
-                interview.busy = false;
-            });
+        // Best effort, in a drop: a mark left behind lapses after the assistant's deadline.
+        let _ = self.shared.interviews.with(
+            &self.shared,
+            self.id,
+            self.account,
+            self.person,
+            now,
+            |interview| {
+                interview.busy_since = None;
+            },
+        );
     }
 }
 
@@ -612,15 +622,16 @@ pub(crate) async fn accept(
         });
     }
     let account = authenticated.account();
+    let now = shared.now().0;
     let (shown, base, provider, model) = shared
         .interviews
-        .with(id, &account, &person, shared.now().0, |interview| {
+        .with(&shared, id, &account, &person, now, |interview| {
             if interview.saved_version.is_some() {
                 return Err(Error::InterviewRefused {
                     reason: "this interview's proposal was saved already".to_owned(),
                 });
             }
-            if interview.busy {
+            if interview.is_busy(now) {
                 return Err(Error::InterviewRefused {
                     reason: "the assistant is still answering; confirm once it has".to_owned(),
                 });
@@ -644,7 +655,7 @@ pub(crate) async fn accept(
                         .to_owned(),
                 }),
             }
-        })
+        })?
         .ok_or_else(|| not_found(id))??;
     let name = shown.view.workflow.clone();
     let names = crate::handlers::models::account_names(&shared, &account)?;
@@ -699,9 +710,13 @@ pub(crate) async fn accept(
                         "author": format!("the assistant ({provider}, model {model})"),
                         "accepted_by": person}),
             )?;
-            shared
-                .interviews
-                .with(id, &account, &person, shared.now().0, |interview| {
+            shared.interviews.with(
+                &shared,
+                id,
+                &account,
+                &person,
+                shared.now().0,
+                |interview| {
                     interview.saved_version = Some(version.number);
                     interview.push(
                         "platform",
@@ -712,7 +727,8 @@ pub(crate) async fn accept(
                         ),
                         Vec::new(),
                     );
-                });
+                },
+            )?;
             Ok(version)
         }
         Err(engine::DraftSaveError::Write(source)) => {
@@ -736,15 +752,20 @@ pub(crate) async fn accept(
                 "interview.confirm_refused",
                 &json!({"interview": id, "workflow": name, "reason": reason}),
             )?;
-            shared
-                .interviews
-                .with(id, &account, &person, shared.now().0, |interview| {
+            shared.interviews.with(
+                &shared,
+                id,
+                &account,
+                &person,
+                shared.now().0,
+                |interview| {
                     interview.push(
                         "platform",
                         format!("Not saved: {reason}. The proposal is still here."),
                         Vec::new(),
                     );
-                });
+                },
+            )?;
             Err(Error::InterviewRefused { reason })
         }
     }

@@ -75,10 +75,12 @@ pub(crate) async fn start_page(
         chrome,
         live: false,
         no_assistant,
-        open: state
-            .shared
-            .interviews
-            .of_person(authenticated.principal.account_id(), &person),
+        open: state.shared.interviews.of_person(
+            &state.shared,
+            authenticated.principal.account_id(),
+            &person,
+            state.shared.now().0,
+        )?,
     }))
 }
 
