@@ -474,3 +474,66 @@ fn g23_a_repaired_gated_step_with_new_inputs_parks_with_them_and_its_approval_ru
         "the approval of the repaired step ran the inputs it corrected"
     );
 }
+
+/// An assistant that proposes the same code every time, counting its calls.
+struct SameProposal {
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl engine::RepairAssistant for SameProposal {
+    fn propose(
+        &self,
+        _request: &engine::RepairRequest<'_>,
+    ) -> Result<engine::ProposedRepair, String> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(engine::ProposedRepair {
+            code: format!(
+                "# {}\ndef main(value):\n    return value\n",
+                "c".repeat(200_000)
+            ),
+            note: "stdlib only".into(),
+            provider: "fake".into(),
+            model: "fake-assistant".into(),
+            refused: Vec::new(),
+        })
+    }
+
+    fn check(&self, workflow: &spec::Workflow, _: &str, _: &str) -> Result<spec::Workflow, String> {
+        Ok(workflow.clone())
+    }
+}
+
+/// server review 3, finding 4: repair proposals were unbounded in number, each appended whole
+/// to the run's journal (40 proposals of 240 KB: 9.6 MB). A step's attempt takes at most
+/// [`engine::MAX_REPAIR_PROPOSALS`]; past them the engine refuses before the assistant is
+/// asked; a proposal's code is stored once per run however often it is proposed, and read
+/// back whole.
+#[test]
+fn g9_repair_proposals_are_bounded_and_each_code_is_stored_once() {
+    use storage::EventLog;
+    let (harness, engine, run) = needing_repair();
+    let assistant = std::sync::Arc::new(SameProposal {
+        calls: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let engine = engine.with_repairs(assistant.clone());
+    for _ in 0..engine::MAX_REPAIR_PROPOSALS {
+        engine.propose_repair(&run, "report").unwrap();
+    }
+    let refused = engine.propose_repair(&run, "report").unwrap_err();
+    assert!(matches!(refused, Error::RepairRefused { .. }), "{refused}");
+    assert_eq!(
+        assistant.calls.load(std::sync::atomic::Ordering::SeqCst),
+        engine::MAX_REPAIR_PROPOSALS,
+        "the assistant was asked past the bound"
+    );
+    let bytes: usize = harness
+        .store
+        .events(&run)
+        .unwrap()
+        .iter()
+        .map(|event| event.payload.to_string().len())
+        .sum();
+    assert!(bytes < 400_000, "the journal holds {bytes} bytes");
+    let latest = engine.repair_proposal(&run, "report").unwrap().unwrap();
+    assert!(latest.code.ends_with("return value\n") && latest.code.len() > 200_000);
+}
