@@ -28,6 +28,10 @@
 //!   ([`DefinitionsPinned::models`]): a reader without them would let a run approved after its
 //!   provider changed talk to the new endpoint.
 //!
+//! - Version 4 stores a repair proposal's code once per run: a later proposal of the same code
+//!   holds its hash alone ([`RepairProposed::code_sha256`]); a reader without it would read an
+//!   empty code.
+//!
 //! A change of a payload's shape is a new version: [`read`] then keeps a reader for each older
 //! one, each tested against events written by that version.
 
@@ -47,7 +51,7 @@ pub use crate::journal::payloads::{
 mod payloads;
 
 /// The newest journal schema version this engine writes (see [`Event::version`]).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// Declares the vocabulary once: the event enum (adjacently tagged, so its serde form is
 /// `{"kind": NAME, "payload": {...}}`), its kinds, and their stable names, which can then not
@@ -152,6 +156,7 @@ impl Event {
         match self {
             Event::Decision(decided) if decided.new_inputs.is_some() => 2,
             Event::DefinitionsPinned(pinned) if !pinned.models.is_empty() => 3,
+            Event::RepairProposed(proposed) if proposed.code_sha256.is_some() => 4,
             _ => 1,
         }
     }
@@ -223,7 +228,7 @@ pub enum ReadError {
 pub fn read(record: &EventRecord) -> Result<Entry, ReadError> {
     let run = || record.run.clone();
     match record.version {
-        // Versions 2 and 3 only add optional fields to version 1's shape, so one reader reads
+        // Versions 2 to 4 only add optional fields to version 1's shape, so one reader reads
         // them all. A version that changes a shape adds an arm here that reads the older shape
         // (or rewrites its payload into the new one), tested against events of that version.
         1..=VERSION => {}
@@ -321,7 +326,7 @@ mod tests {
         let unknown = read(&record("tool.invented", VERSION, json!({}))).unwrap_err();
         assert_eq!(
             unknown.to_string(),
-            "run run-1 event 4: `tool.invented` is not an event kind of journal version 3"
+            "run run-1 event 4: `tool.invented` is not an event kind of journal version 4"
         );
         let shape = read(&record("run.status", VERSION, json!({"status": "asleep"}))).unwrap_err();
         assert!(matches!(shape, ReadError::Payload { .. }), "{shape}");

@@ -26,6 +26,10 @@ use crate::engine::{Attending, Engine, PersonDecision, RunSummary};
 use crate::journal::{Event, RepairAccepted, RepairProposed};
 use crate::{Error, with_causes};
 
+/// The most repair proposals one attempt of a step takes (each costs a model call and is
+/// kept in the run's journal); past it the engine refuses before the assistant is asked.
+pub const MAX_REPAIR_PROPOSALS: usize = 10;
+
 /// What the assistant is shown of a step that needs repair.
 #[derive(Debug, Clone, Copy)]
 pub struct RepairRequest<'a> {
@@ -233,6 +237,30 @@ impl Engine {
     /// proposal holding a value of the account is refused, never recorded.
     pub fn propose_repair(&self, run: &RunId, step: &str) -> Result<RepairProposed, Error> {
         let (record, attempt) = self.needing_repair(run, step)?;
+        // Bounded before the assistant is asked: a proposal costs a model call and is kept.
+        let earlier: Vec<RepairProposed> = self
+            .journal(run)?
+            .into_iter()
+            .filter_map(|entry| match entry.event {
+                Event::RepairProposed(proposed) => Some(proposed),
+                _ => None,
+            })
+            .collect();
+        let of_attempt = earlier
+            .iter()
+            .filter(|proposed| proposed.step == step && proposed.attempt == attempt.attempt)
+            .count();
+        if of_attempt >= MAX_REPAIR_PROPOSALS {
+            return Err(Error::RepairRefused {
+                run: run.clone(),
+                step: step.to_owned(),
+                reason: format!(
+                    "attempt {} of this step has had {MAX_REPAIR_PROPOSALS} proposals, the most \
+                     it may; accept one, repair the workflow yourself, or stop the run",
+                    attempt.attempt
+                ),
+            });
+        }
         let context = self.load_context(run)?;
         let problem = attempt
             .reason
@@ -261,10 +289,22 @@ impl Engine {
                     .to_owned(),
             });
         }
+        // The code is stored once per run: a proposal of code proposed before holds its hash.
+        let code_sha256 = Sha256Hex::of(proposal.code.as_bytes()).as_str().to_owned();
+        let stored_before = earlier.iter().any(|proposed| {
+            !proposed.code.is_empty()
+                && Sha256Hex::of(proposed.code.as_bytes()).as_str() == code_sha256
+        });
+        let full_code = proposal.code.clone();
         let proposed = RepairProposed {
             step: step.to_owned(),
             attempt: attempt.attempt,
-            code: proposal.code,
+            code: if stored_before {
+                String::new()
+            } else {
+                proposal.code
+            },
+            code_sha256: Some(code_sha256),
             note: proposal.note,
             provider: proposal.provider,
             model: proposal.model,
@@ -276,6 +316,7 @@ impl Engine {
         self.event(&context, Event::RepairProposed(proposed.clone()))?;
         // What is returned is what was recorded: scrubbed like every record.
         Ok(RepairProposed {
+            code: full_code,
             note: context.redactor.scrub(&proposed.note).into_inner(),
             refused: proposed
                 .refused
@@ -292,14 +333,34 @@ impl Engine {
         run: &RunId,
         step: &str,
     ) -> Result<Option<RepairProposed>, Error> {
-        Ok(self
+        let proposals: Vec<RepairProposed> = self
             .journal(run)?
             .into_iter()
-            .rev()
-            .find_map(|entry| match entry.event {
-                Event::RepairProposed(proposed) if proposed.step == step => Some(proposed),
+            .filter_map(|entry| match entry.event {
+                Event::RepairProposed(proposed) => Some(proposed),
                 _ => None,
-            }))
+            })
+            .collect();
+        let Some(mut latest) = proposals
+            .iter()
+            .rev()
+            .find(|proposed| proposed.step == step)
+            .cloned()
+        else {
+            return Ok(None);
+        };
+        // A code stored once: read from the proposal that holds it.
+        if latest.code.is_empty()
+            && let Some(hash) = &latest.code_sha256
+        {
+            latest.code = proposals
+                .iter()
+                .filter(|proposed| !proposed.code.is_empty())
+                .find(|proposed| Sha256Hex::of(proposed.code.as_bytes()).as_str() == hash)
+                .map(|proposed| proposed.code.clone())
+                .unwrap_or_default();
+        }
+        Ok(Some(latest))
     }
 
     /// The run's workflow with `step`'s code replaced by `code`, checked by the installed

@@ -315,7 +315,13 @@ pub struct RepairAccepted {
 pub struct RepairProposed {
     pub step: String,
     pub attempt: u32,
+    /// The proposed code; empty when an earlier proposal of the run holds the same code
+    /// (`code_sha256`), which is stored once (journal version 4). Read through
+    /// `Engine::repair_proposal`, which fills it in.
     pub code: String,
+    /// The SHA-256 (hex) of the code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_sha256: Option<String>,
     pub note: String,
     pub provider: String,
     pub model: String,

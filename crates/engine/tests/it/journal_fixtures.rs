@@ -301,6 +301,7 @@ fn g23_a_decision_with_new_inputs_is_written_in_the_first_version_that_holds_the
         let expected = match &entry.event {
             Event::Decision(decided) if decided.new_inputs.is_some() => 2,
             Event::DefinitionsPinned(pinned) if !pinned.models.is_empty() => 3,
+            Event::RepairProposed(proposed) if proposed.code_sha256.is_some() => 4,
             _ => 1,
         };
         if record.kind == "decision" {
@@ -316,7 +317,7 @@ fn g23_a_decision_with_new_inputs_is_written_in_the_first_version_that_holds_the
     assert_eq!(decisions, 2);
     assert_eq!(
         journal::VERSION,
-        3,
+        4,
         "the newest version this stepward writes"
     );
 }
