@@ -10,6 +10,7 @@ mod api_errors;
 mod approve;
 mod assets;
 mod attention;
+mod audit_or_nothing;
 mod bootstrap;
 mod console;
 mod console_versions;

@@ -135,6 +135,16 @@ pub struct SucceedingExecutor;
 
 impl StepExecutor for SucceedingExecutor {
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
+        // A step named `mend` needs repair on its first attempt (a third-party import).
+        if request.step.id() == "mend" && request.attempt == 1 {
+            return ExecutionReport::outcome_only(
+                ExecutionOutcome::NeedsRepair {
+                    module: "requests".to_owned(),
+                    detail: "step.py:1 imports requests".to_owned(),
+                },
+                "fake",
+            );
+        }
         let unknown_attempts = match request.step.id() {
             "send" => 1,
             "flaky" => 2,
@@ -302,7 +312,26 @@ impl Harness {
         Harness::with_options_and_quota(test_options(), workspace::DEFAULT_QUOTA_BYTES, exempt)
     }
 
+    /// [`Harness::with_model_endpoints`] whose engine has `repairs` as its repair assistant.
+    pub fn with_repairs(exempt: &[&str], repairs: Arc<dyn engine::RepairAssistant>) -> Harness {
+        Harness::build(
+            test_options(),
+            workspace::DEFAULT_QUOTA_BYTES,
+            exempt,
+            Some(repairs),
+        )
+    }
+
     fn with_options_and_quota(options: AppOptions, quota_bytes: u64, exempt: &[&str]) -> Harness {
+        Harness::build(options, quota_bytes, exempt, None)
+    }
+
+    fn build(
+        options: AppOptions,
+        quota_bytes: u64,
+        exempt: &[&str],
+        repairs: Option<Arc<dyn engine::RepairAssistant>>,
+    ) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
         for id in [ACCOUNT, OTHER_ACCOUNT] {
@@ -362,7 +391,7 @@ impl Harness {
         let engine_options = EngineOptions::new(
             workspace::Workspaces::new(dir.path().join("workspaces")).with_quota(quota_bytes),
         );
-        let engine = Arc::new(Engine::new(
+        let engine = Engine::new(
             engine_options.clone(),
             store.clone(),
             Arc::new(SucceedingExecutor),
@@ -370,7 +399,11 @@ impl Harness {
             Arc::new(PersonSupervisor),
             clock.clone(),
             Arc::new(CountingIds::default()),
-        ));
+        );
+        let engine = Arc::new(match repairs {
+            Some(repairs) => engine.with_repairs(repairs),
+            None => engine,
+        });
         // The account's workflows are files of its workspace (issue 16 §1); `broken.yaml` as an
         // older layout could have left it (a person's save is parsed first).
         engine_options
