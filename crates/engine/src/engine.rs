@@ -278,6 +278,16 @@ impl Engine {
             }),
             now,
         )?;
+        // Audited first: an entry that cannot be written starts no run (audit or nothing).
+        self.store.append_audit(&NewAuditEntry {
+            account: account.clone(),
+            run: Some(run_id.clone()),
+            actor: redactor.scrub_fields(who.clone()),
+            action: "run.start",
+            detail: redactor
+                .scrub_json(&json!({"workflow": workflow.name(), "hash": hash.as_str()})),
+            at: now,
+        })?;
         self.store.create_run(
             &NewRun {
                 id: run_id.clone(),
@@ -305,16 +315,6 @@ impl Engine {
             pinned,
         };
         self.event(&context, Event::DefinitionsPinned(pin))?;
-        self.store.append_audit(&NewAuditEntry {
-            account: account.clone(),
-            run: Some(run_id.clone()),
-            actor: context.redactor.scrub_fields(who),
-            action: "run.start",
-            detail: context.redactor.scrub_json(
-                &json!({"workflow": workflow.name(), "hash": context.run.workflow_hash}),
-            ),
-            at: now,
-        })?;
         let names: Vec<String> = context
             .secrets
             .names()

@@ -24,10 +24,19 @@ use crate::{AppState, Error};
 
 /// The actions of the entries before and after a workspace commit.
 const INTENT: &str = "workspace.write_intent";
-const OUTCOMES: [&str; 3] = [
+/// The entries that record an intent's outcome (each carries the intent's id): a file write's,
+/// and those of the writes that save definitions (a workflow version, an interview's proposal,
+/// an accepted repair), which announce themselves the same way.
+const OUTCOMES: [&str; 9] = [
     "workspace.write",
     "workspace.write_refused",
     "workspace.write_recovered",
+    "workflow.save",
+    "workflow.save_refused",
+    "interview.confirmed",
+    "interview.confirm_refused",
+    "workflow.version",
+    "repair.accept_refused",
 ];
 
 /// Appends the intent of a write by `author` of `paths` on the workspace whose head is
@@ -49,6 +58,35 @@ pub(crate) fn write_intent(
         &json!({"intent": intent, "base": base, "author": author, "paths": paths}),
     )?;
     Ok(intent)
+}
+
+/// [`write_intent`] on the account's workspace as it is now (its head revision the base):
+/// the announcement a write of `paths` by `author` makes before it changes anything.
+pub(crate) fn announce(
+    shared: &Shared,
+    account: &AccountId,
+    actor: Actor,
+    author: &Author,
+    paths: &[String],
+) -> Result<String, Error> {
+    let workspace = shared
+        .engine
+        .workspaces()
+        .for_account(account)
+        .map_err(|source| Error::Workspace {
+            operation: "open the workspace",
+            source,
+        })?;
+    let base = workspace
+        .latest(1)
+        .map_err(|source| Error::Workspace {
+            operation: "read the workspace's head revision",
+            source,
+        })?
+        .into_iter()
+        .next()
+        .map(|revision| revision.id.as_str().to_owned());
+    write_intent(shared, account, actor, author, base.as_deref(), paths)
 }
 
 fn sorted(mut paths: Vec<String>) -> Vec<String> {

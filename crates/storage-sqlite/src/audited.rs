@@ -2,7 +2,8 @@
 //! (`PeopleStore::write_audited`): when the entry cannot be appended the transaction rolls
 //! back, so no change ever stands without its entry (finding 4 of the server review).
 
-use storage::people::{PeopleChange, PeopleWrite, Written};
+use rusqlite::{OptionalExtension, params};
+use storage::people::{NewSession, PeopleChange, PeopleWrite, Written};
 use storage::{Error, NewAuditEntry};
 
 use crate::audit::{append_audit_in, prepare_entry};
@@ -11,7 +12,36 @@ use crate::people::{
     create_sign_in_link_in, reissue_sign_in_link_in, remove_person_in, revoke_api_key_in,
     revoke_session_in, revoke_sessions_of_in, revoke_share_link_in, transfer_ownership_in,
 };
-use crate::{Durability, SqliteStore};
+use crate::{Durability, SqliteStore, TxError};
+
+/// Inserts a session, in the caller's transaction.
+fn create_session_in(
+    transaction: &rusqlite::Transaction<'_>,
+    session: &NewSession,
+) -> Result<(), TxError> {
+    transaction
+        .execute(
+            "INSERT INTO sessions (id, token_hash, person_id, created_at, last_used_at)
+             VALUES (?1, ?2, ?3, ?4, ?4)",
+            params![
+                session.id,
+                session.token_hash.0.as_slice(),
+                session.person_id,
+                session.created_at.0
+            ],
+        )
+        .map_err(|error| match error {
+            rusqlite::Error::SqliteFailure(failure, _)
+                if failure.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                TxError(Error::AlreadyExists {
+                    what: format!("session {}", session.id),
+                })
+            }
+            other => TxError::from(other),
+        })?;
+    Ok(())
+}
 
 impl SqliteStore {
     pub(crate) fn write_people_audited(
@@ -94,6 +124,86 @@ impl SqliteStore {
                     link_id,
                     at,
                 } => Written::Revoked(revoke_share_link_in(transaction, account, link_id, at)?),
+                PeopleWrite::CreateSession(session) => {
+                    create_session_in(transaction, session)?;
+                    Written::Created
+                }
+                PeopleWrite::RedeemSignInLink {
+                    token_hash,
+                    password_hash,
+                    session,
+                    at,
+                } => {
+                    // The guarded UPDATE is what makes the link single-use: of two racing
+                    // requests, only one finds `used_at IS NULL`.
+                    let person_id: Option<String> = transaction
+                        .query_row(
+                            "UPDATE sign_in_links SET used_at = ?2
+                             WHERE token_hash = ?1 AND used_at IS NULL AND expires_at > ?2
+                             RETURNING person_id",
+                            params![token_hash.0.as_slice(), at.0],
+                            |row| row.get(0),
+                        )
+                        .optional()?;
+                    match person_id {
+                        Some(person_id) if person_id == session.person_id => {
+                            transaction.execute(
+                                "UPDATE people SET password_hash = ?1 WHERE id = ?2",
+                                params![password_hash, person_id],
+                            )?;
+                            create_session_in(transaction, session)?;
+                            Written::Created
+                        }
+                        // Another person's link, or none: nothing changes (the transaction
+                        // rolls the used mark back with the refusal).
+                        _ => {
+                            return Err(TxError(Error::Invalid {
+                                what: "the sign-in link is not usable".to_owned(),
+                            }));
+                        }
+                    }
+                }
+                PeopleWrite::SetDefaultModelProvider { account, name, at } => {
+                    let exists = transaction
+                        .query_row(
+                            "SELECT 1 FROM model_providers WHERE account_id = ?1 AND name = ?2",
+                            params![account.as_str(), name],
+                            |_| Ok(()),
+                        )
+                        .optional()?
+                        .is_some();
+                    if exists {
+                        transaction.execute(
+                            "UPDATE model_providers SET is_default = 0, updated_at = ?2
+                             WHERE account_id = ?1 AND is_default = 1 AND name <> ?3",
+                            params![account.as_str(), at.0, name],
+                        )?;
+                        transaction.execute(
+                            "UPDATE model_providers SET is_default = 1, updated_at = ?3
+                             WHERE account_id = ?1 AND name = ?2",
+                            params![account.as_str(), name, at.0],
+                        )?;
+                    }
+                    Written::Revoked(exists)
+                }
+                PeopleWrite::SetSupervisorRetries { account, retries } => {
+                    if let Some(retries) = retries.filter(|retries| *retries > 5) {
+                        return Err(TxError(Error::Invalid {
+                            what: format!(
+                                "{retries} supervisor retries per step: an account may set at \
+                                 most 5"
+                            ),
+                        }));
+                    }
+                    transaction.execute(
+                        "INSERT INTO account_supervisor_settings (account_id, supervisor_retries)
+                         VALUES (?1, ?2)
+                         ON CONFLICT(account_id) DO UPDATE SET
+                           supervisor_retries = excluded.supervisor_retries",
+                        params![account.as_str(), retries.map(i64::from)],
+                    )?;
+                    Written::Created
+                }
             };
             // A refused write changed nothing, so there is nothing to record; the refusal is
             // returned as an answer (and the empty transaction commits).

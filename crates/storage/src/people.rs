@@ -295,6 +295,28 @@ pub enum PeopleWrite<'a> {
         link_id: &'a str,
         at: Timestamp,
     },
+    /// A session of a person who signed in.
+    CreateSession(&'a NewSession),
+    /// A one-time sign-in link redeemed (single use: of two racing redemptions only one finds
+    /// it unused) with the person's new password, and their first session.
+    RedeemSignInLink {
+        token_hash: &'a TokenHash,
+        password_hash: &'a str,
+        session: &'a NewSession,
+        at: Timestamp,
+    },
+    /// The account's default model provider (`Written::Revoked(false)`: there is none by that
+    /// name).
+    SetDefaultModelProvider {
+        account: &'a AccountId,
+        name: &'a str,
+        at: Timestamp,
+    },
+    /// How many times the account's supervisor may retry one step (`None`: the default).
+    SetSupervisorRetries {
+        account: &'a AccountId,
+        retries: Option<u32>,
+    },
 }
 
 /// What a [`PeopleWrite`] did. The audit entry was written exactly when [`Written::took_effect`].

@@ -216,6 +216,14 @@ pub(crate) async fn begin(
     let current = current.map(|text| redactor.scrub(&text).into_inner());
     let context = agent::interview::context(about.as_deref(), current.as_deref());
     let id = random_id("iv")?;
+    // Audited first: an entry that cannot be written starts no interview.
+    audit(
+        shared,
+        &account,
+        authenticated.actor.clone(),
+        "interview.started",
+        &json!({"interview": id, "workflow": about, "provider": provider, "model": model}),
+    )?;
     shared.interviews.insert(
         shared,
         Interview {
@@ -236,13 +244,6 @@ pub(crate) async fn begin(
             full: false,
         },
         shared.now().0,
-    )?;
-    audit(
-        shared,
-        &account,
-        authenticated.actor.clone(),
-        "interview.started",
-        &json!({"interview": id, "workflow": about, "provider": provider, "model": model}),
     )?;
     converse(state, authenticated, &id, message).await?;
     Ok(id)
@@ -669,6 +670,21 @@ pub(crate) async fn accept(
             format!(": {note}")
         }
     );
+    // Announced first: an intent that cannot be written saves nothing (audit or nothing). Its
+    // paths are the proposal's: its workflow and its files.
+    let intent = {
+        let mut paths = vec![format!("workflows/{name}.yaml")];
+        paths.extend(shown.view.files.iter().map(|file| file.path.clone()));
+        crate::workspace_recovery::announce(
+            &shared,
+            &account,
+            authenticated.actor.clone(),
+            &Author::Assistant {
+                accepted_by: person.clone(),
+            },
+            &paths,
+        )?
+    };
     let saved = {
         let shared = shared.clone();
         let account = account.clone();
@@ -705,7 +721,7 @@ pub(crate) async fn accept(
                 &account,
                 authenticated.actor.clone(),
                 "interview.confirmed",
-                &json!({"interview": id, "workflow": name, "version": version.number,
+                &json!({"intent": intent, "interview": id, "workflow": name, "version": version.number,
                         "revision": version.revision, "files": files,
                         "author": format!("the assistant ({provider}, model {model})"),
                         "accepted_by": person}),
@@ -738,7 +754,7 @@ pub(crate) async fn accept(
                 &account,
                 authenticated.actor.clone(),
                 "interview.confirm_refused",
-                &json!({"interview": id, "workflow": name,
+                &json!({"intent": intent, "interview": id, "workflow": name,
                         "reason": error.status_and_public_message().1}),
             )?;
             Err(error)
@@ -750,7 +766,7 @@ pub(crate) async fn accept(
                 &account,
                 authenticated.actor.clone(),
                 "interview.confirm_refused",
-                &json!({"interview": id, "workflow": name, "reason": reason}),
+                &json!({"intent": intent, "interview": id, "workflow": name, "reason": reason}),
             )?;
             shared.interviews.with(
                 &shared,

@@ -24,6 +24,7 @@ use redact::{Redactor, SecretName, SecretRequest, SecretValue};
 use serde::Deserialize;
 use serde_json::json;
 use storage::models::{ModelProvider, NewModelProvider};
+use storage::people::PeopleWrite;
 use storage::{AccountId, NewAuditEntry};
 use zeroize::Zeroizing;
 
@@ -31,7 +32,7 @@ use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome};
 use crate::handlers::admin::back_to;
 use crate::handlers::vault::{json_body, vault_failure};
-use crate::handlers::{account_redactor, audit, blocking};
+use crate::handlers::{Audited, account_redactor, audit, audited_write, blocking};
 use crate::html::{FormMistake, csrf_token, render, segment};
 use crate::state::{ServerStore, Shared};
 use crate::{AppState, Error};
@@ -228,9 +229,26 @@ async fn save(
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
     blocking("add a model provider", move || {
+        // The key and its audit entry are one write of the vault: an entry that cannot be
+        // written leaves the key and the provider as they were. The provider's row follows.
+        let redactor = account_redactor(&shared, &account)?;
+        let entry = |summary: &storage::vault::ItemSummary| NewAuditEntry {
+            account: account.clone(),
+            run: None,
+            actor: redactor.scrub_fields(actor.clone()),
+            action: "model.add",
+            detail: redactor.scrub_json(&json!({
+                "name": name,
+                "provider": kind.as_str(),
+                "base_url": base_url,
+                "assistant_model": assistant_model,
+                "key_version": summary.version,
+            })),
+            at: shared.now(),
+        };
         let key_info = vault
             .model_keys()
-            .set(&account, &name, key)
+            .set_audited(&account, &name, key, &entry)
             .map_err(vault_failure("store a model key"))?;
         let saved = shared
             .store
@@ -243,23 +261,7 @@ async fn save(
                 at: shared.now(),
             })
             .map_err(Error::storage("save a model provider"))?;
-        let provider = &saved.provider;
-        audit(
-            &shared,
-            &account,
-            actor,
-            "model.add",
-            &json!({
-                "name": name,
-                "provider": kind.as_str(),
-                "base_url": provider.base_url,
-                "assistant_model": provider.assistant_model,
-                "default": provider.is_default,
-                "replaced": saved.replaced,
-                "key_version": key_info.version,
-            }),
-        )?;
-        Ok(view(provider, Some(key_info.version)))
+        Ok(view(&saved.provider, Some(key_info.version)))
     })
     .await?
 }
@@ -350,23 +352,28 @@ async fn make_default(
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
     blocking("set the default model provider", move || {
-        let found = shared
-            .store
-            .set_default_model_provider(&account, &name, shared.now())
-            .map_err(Error::storage("set the default model provider"))?;
-        if !found {
+        let written = audited_write(
+            &shared,
+            "set the default model provider",
+            Audited {
+                account: &account,
+                actor,
+                action: "model.default",
+                detail: &json!({ "name": name }),
+            },
+            PeopleWrite::SetDefaultModelProvider {
+                account: &account,
+                name: &name,
+                at: shared.now(),
+            },
+        )?;
+        if !written.took_effect() {
             return Err(Error::NotFound {
                 what: "model provider",
                 id: name,
             });
         }
-        audit(
-            &shared,
-            &account,
-            actor,
-            "model.default",
-            &json!({ "name": name }),
-        )
+        Ok(())
     })
     .await?
 }

@@ -184,18 +184,19 @@ async fn propose_for(
     let actor = authenticated.actor.clone();
     let run = run_id.to_owned();
     blocking("propose a repair", move || {
-        let proposed = shared
-            .engine
-            .propose_repair(&record.id, &step)
-            .map_err(|source| engine_error(&run, &step, source))?;
+        // Audited first (who asked, for which step): an entry that cannot be written asks no
+        // model and records no proposal. Who proposed what is in the run's journal.
         audit(
             &shared,
             &record.account,
             actor,
             "repair.proposed",
-            &json!({"run": run, "step": step, "provider": proposed.provider,
-                    "model": proposed.model, "refused_before": proposed.refused.len()}),
+            &json!({"run": run, "step": step}),
         )?;
+        let proposed = shared
+            .engine
+            .propose_repair(&record.id, &step)
+            .map_err(|source| engine_error(&run, &step, source))?;
         proposal_view(&shared, &record, &step, &proposed)
     })
     .await?
@@ -245,19 +246,44 @@ async fn accept_for(
             door,
             note,
         };
+        // Announced first: an intent that cannot be written saves no version and runs nothing.
+        let intent = crate::workspace_recovery::announce(
+            &shared,
+            &record.account,
+            actor.clone(),
+            &workspace::Author::Assistant {
+                accepted_by: person.clone(),
+            },
+            &[format!("workflows/{}.yaml", record.workflow_name)],
+        )?;
         let accepted = shared
             .engine
             .accept_repair(&record.id, &step, &person, decision, shown.as_deref())
             .map_err(|error| match error {
                 engine::RepairError::Engine(source) => engine_error(&run, &step, source),
                 engine::RepairError::Save(source) => Error::definitions(source),
-            })?;
+            });
+        let accepted = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                audit(
+                    &shared,
+                    &record.account,
+                    actor,
+                    "repair.accept_refused",
+                    &json!({"intent": intent, "run": run, "step": step,
+                            "reason": error.status_and_public_message().1}),
+                )?;
+                return Err(error);
+            }
+        };
         audit(
             &shared,
             &record.account,
             actor,
             "workflow.version",
-            &json!({"workflow": accepted.version.name, "revision": accepted.version.revision,
+            &json!({"intent": intent, "workflow": accepted.version.name,
+                    "revision": accepted.version.revision,
                     "version": accepted.version.number, "author": "assistant",
                     "accepted_by": person, "run": run, "step": step}),
         )?;

@@ -25,12 +25,12 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
 use serde::Deserialize;
 use serde_json::json;
-use storage::people::{LinkRedemption, NewSession, PeopleWrite, PersonRecord, TokenHash};
+use storage::people::{NewSession, PeopleWrite, PersonRecord, TokenHash};
 use storage::{AccountId, Actor};
 
 use crate::authn::{Authenticated, cookie_value};
 use crate::chrome::{self, Chrome};
-use crate::handlers::{Audited, audit, audited_write, random_id};
+use crate::handlers::{Audited, audited_write, random_id};
 use crate::html::render;
 use crate::return_path::console_path;
 use crate::state::Shared;
@@ -158,18 +158,31 @@ fn attempt_actor(person: Option<&PersonRecord>) -> Actor {
     }
 }
 
-/// Creates a session for `person` and returns the cookie that carries it.
-pub(crate) fn start_session(shared: &Shared, person: PersonRecord) -> Result<SignedIn, Error> {
+/// Creates a session for `person`, with its `session.sign_in` audit entry (`detail`) in the
+/// same transaction, and returns the cookie that carries it.
+pub(crate) fn start_session(
+    shared: &Shared,
+    person: PersonRecord,
+    detail: &serde_json::Value,
+) -> Result<SignedIn, Error> {
     let (token, token_hash) = SessionToken::generate().map_err(Error::auth("start a session"))?;
-    shared
-        .store
-        .create_session(&NewSession {
-            id: random_id("ses")?,
-            token_hash: TokenHash(*token_hash.as_bytes()),
-            person_id: person.id.clone(),
-            created_at: shared.now(),
-        })
-        .map_err(Error::storage("create session"))?;
+    let session = NewSession {
+        id: random_id("ses")?,
+        token_hash: TokenHash(*token_hash.as_bytes()),
+        person_id: person.id.clone(),
+        created_at: shared.now(),
+    };
+    audited_write(
+        shared,
+        "create session",
+        Audited {
+            account: &person.account,
+            actor: attempt_actor(Some(&person)),
+            action: "session.sign_in",
+            detail,
+        },
+        PeopleWrite::CreateSession(&session),
+    )?;
     Ok(SignedIn {
         person,
         set_cookie: session_cookie(&token, shared.options.tls),
@@ -330,17 +343,11 @@ async fn sign_in(
             .attempt(&account.text, now_millis);
     }
     match (verdict, person) {
-        (Ok(()), Some(person)) => {
-            let signed_in = start_session(shared, person)?;
-            audit(
-                shared,
-                &signed_in.person.account,
-                attempt_actor(Some(&signed_in.person)),
-                "session.sign_in",
-                &json!({"method": "password", "email": typed_email, "remote": remote.to_string()}),
-            )?;
-            Ok(signed_in)
-        }
+        (Ok(()), Some(person)) => start_session(
+            shared,
+            person,
+            &json!({"method": "password", "email": typed_email, "remote": remote.to_string()}),
+        ),
         (Ok(()), None) | (Err(auth::Error::PasswordMismatch), None) => {
             audit_failure(
                 shared,
@@ -616,15 +623,14 @@ pub(crate) async fn welcome_set_password(
     }
     // The link is looked up before any hashing: a made-up token costs a lookup, not 19 MiB of
     // argon2id. The redemption below stays the guarded, single-use step.
-    if shared
+    let Some(link) = shared
         .store
         .usable_sign_in_link(&token_hash, shared.now())
         .map_err(Error::storage("read sign-in link"))?
-        .is_none()
-    {
+    else {
         audit_welcome_refused(shared, remote, "unknown_link")?;
         return Err(link_not_found());
-    }
+    };
     if form.password != form.password_again {
         return Err(Error::InvalidInput {
             field: "password",
@@ -643,23 +649,46 @@ pub(crate) async fn welcome_set_password(
         })
         .await?
         .map_err(Error::auth("hash a password"))?;
-    let redemption = shared
-        .store
-        .redeem_sign_in_link(&token_hash, hash.as_phc_str(), shared.now())
-        .map_err(Error::storage("redeem sign-in link"))?;
-    let LinkRedemption::Redeemed { person } = redemption else {
-        return Err(link_not_found());
+    // The link's redemption, the new password, the first session and the audit entry are one
+    // transaction: an entry that cannot be written leaves the link usable and nothing set.
+    let person = link.person;
+    let (session_token, session_hash) =
+        SessionToken::generate().map_err(Error::auth("start a session"))?;
+    let session = NewSession {
+        id: random_id("ses")?,
+        token_hash: TokenHash(*session_hash.as_bytes()),
+        person_id: person.id.clone(),
+        created_at: shared.now(),
     };
-    let account = person.account.clone();
-    let signed_in = start_session(shared, person)?;
-    audit(
+    let redeemed = audited_write(
         shared,
-        &account,
-        attempt_actor(Some(&signed_in.person)),
-        "session.sign_in",
-        &json!({"method": "sign_in_link", "password_set": true, "remote": remote.to_string()}),
-    )?;
-    with_cookie(Redirect::to("/").into_response(), &signed_in.set_cookie)
+        "redeem sign-in link",
+        Audited {
+            account: &person.account,
+            actor: attempt_actor(Some(&person)),
+            action: "session.sign_in",
+            detail: &json!({"method": "sign_in_link", "password_set": true, "remote": remote.to_string()}),
+        },
+        PeopleWrite::RedeemSignInLink {
+            token_hash: &token_hash,
+            password_hash: hash.as_phc_str(),
+            session: &session,
+            at: shared.now(),
+        },
+    );
+    match redeemed {
+        Ok(_) => {}
+        // Redeemed by a racing request meanwhile, or expired: the same answer as a bad link.
+        Err(Error::Storage {
+            source: storage::Error::Invalid { .. },
+            ..
+        }) => return Err(link_not_found()),
+        Err(other) => return Err(other),
+    }
+    with_cookie(
+        Redirect::to("/").into_response(),
+        &session_cookie(&session_token, shared.options.tls),
+    )
 }
 
 fn sign_out(shared: &Shared, authenticated: &Authenticated) -> Result<(), Error> {

@@ -16,7 +16,7 @@ use storage::AccountId;
 
 use crate::authn::Authenticated;
 use crate::handlers::admin::back_to;
-use crate::handlers::{audit, blocking};
+use crate::handlers::blocking;
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -69,22 +69,20 @@ async fn set(
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
     blocking("set the supervisor's retries", move || {
-        let found = shared
-            .store
-            .set_supervisor_retries(&account, retries)
-            .map_err(Error::storage("set the supervisor's retries"))?;
-        if !found {
-            return Err(Error::NotFound {
-                what: "account",
-                id: account.to_string(),
-            });
-        }
-        audit(
+        // The setting and its audit entry in one transaction (audit or nothing).
+        crate::handlers::audited_write(
             &shared,
-            &account,
-            actor,
-            "supervisor.retries",
-            &json!({ "retries": retries.map_or_else(|| json!("default"), |n| json!(n)) }),
+            "set the supervisor's retries",
+            crate::handlers::Audited {
+                account: &account,
+                actor,
+                action: "supervisor.retries",
+                detail: &json!({ "retries": retries.map_or_else(|| json!("default"), |n| json!(n)) }),
+            },
+            storage::people::PeopleWrite::SetSupervisorRetries {
+                account: &account,
+                retries,
+            },
         )?;
         settings(&shared, &account)
     })

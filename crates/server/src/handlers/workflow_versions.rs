@@ -173,6 +173,14 @@ pub(crate) async fn save(
         } else {
             request.message
         };
+        // Announced first: an intent that cannot be written saves nothing (audit or nothing).
+        let intent = crate::workspace_recovery::announce(
+            &shared,
+            &account,
+            actor.clone(),
+            &author,
+            &[format!("workflows/{name}.yaml")],
+        )?;
         let saved = shared.engine.save_workflow_version(
             &account,
             &name,
@@ -187,7 +195,7 @@ pub(crate) async fn save(
                     &account,
                     actor,
                     "workflow.save",
-                    &json!({"workflow": name, "version": version.number, "revision": version.revision}),
+                    &json!({"intent": intent, "workflow": name, "version": version.number, "revision": version.revision}),
                 )?;
                 Ok((StatusCode::CREATED, Json(version_view(&version))))
             }
@@ -198,7 +206,7 @@ pub(crate) async fn save(
                     &account,
                     actor,
                     "workflow.save_refused",
-                    &json!({"workflow": name, "reason": refused.status_and_public_message().1}),
+                    &json!({"intent": intent, "workflow": name, "reason": refused.status_and_public_message().1}),
                 )?;
                 Err(refused)
             }
