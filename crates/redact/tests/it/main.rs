@@ -6,6 +6,7 @@
 
 mod common;
 mod encodings;
+mod framed;
 mod json_and_truncation;
 mod logging;
 mod properties;
