@@ -17,6 +17,7 @@
 
 mod block_filter;
 mod error;
+mod escapes;
 mod formats;
 mod live;
 mod logging;

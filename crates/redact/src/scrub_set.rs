@@ -117,10 +117,12 @@ impl ScrubSet {
     }
 
     /// Every masked span of `haystack`: overlapping and touching matches merged, in order;
-    /// base64 wrapped over lines is searched with its lines joined.
+    /// base64 wrapped over lines is searched with its lines joined, and text with `\u`
+    /// escapes with its escapes decoded.
     pub(crate) fn masked_spans(&self, haystack: &[u8]) -> Vec<Range<usize>> {
         let mut spans = self.unwrapped_spans(haystack);
-        let blocks = crate::wrapped::wrapped_blocks(haystack);
+        let mut blocks = crate::wrapped::wrapped_blocks(haystack);
+        blocks.extend(crate::escapes::decoded_block(haystack));
         if blocks.is_empty() {
             return spans;
         }

@@ -8,6 +8,7 @@
 //! masked; as a result a stream cut anywhere scrubs exactly like the whole text at once.
 
 use crate::MASK;
+use crate::escapes::{ESCAPE_EXPANSION, first_unicode_escape};
 use crate::redacted::Redacted;
 use crate::scope::Scope;
 use crate::scrub_set::SetList;
@@ -57,7 +58,8 @@ impl StreamScrubber {
         Redacted::scrubbed(emitted, self.scope.clone())
     }
 
-    /// How many bytes are held back right now (at most the longest form's length + 2).
+    /// How many bytes are held back right now: at most the longest form's length + 2, or six
+    /// times as much while a `\u` escape is in the text held back.
     pub fn held_back_bytes(&self) -> usize {
         self.pending.len()
     }
@@ -91,6 +93,19 @@ impl StreamScrubber {
                 let mut limit = (self.pending.len() + 1)
                     .saturating_sub(longest)
                     .min(self.pending.len());
+                // A form written with `\u` escapes is up to six times as long: with one in
+                // sight, nothing from a form's length before it on is final yet.
+                let reach = longest.saturating_mul(ESCAPE_EXPANSION);
+                let tail_start = self.pending.len().saturating_sub(reach);
+                let tail = self
+                    .pending
+                    .as_bytes()
+                    .get(tail_start..)
+                    .unwrap_or_default();
+                if let Some(escape) = first_unicode_escape(tail) {
+                    limit =
+                        limit.min((tail_start + escape).saturating_sub(longest.saturating_mul(2)));
+                }
                 while !self.pending.is_char_boundary(limit) {
                     limit -= 1;
                 }
@@ -131,12 +146,21 @@ impl StreamScrubber {
         }
         self.output_ends_masked = ends_masked;
 
-        // Keep the last `longest - 1` bytes of everything scanned so far as look-behind.
+        // Keep the last `longest - 1` bytes of everything scanned so far as look-behind
         let scanned_len = look_behind_len + emit_up_to;
-        let keep = set
-            .longest_pattern_bytes()
-            .saturating_sub(1)
-            .min(scanned_len);
+        // (six times as much while a `\u` escape is among them).
+        let longest = set.longest_pattern_bytes();
+        let reach = longest.saturating_mul(ESCAPE_EXPANSION);
+        let recent = buffer
+            .get(scanned_len.saturating_sub(reach)..scanned_len)
+            .unwrap_or_default();
+        let keep = if first_unicode_escape(recent).is_some() {
+            reach
+        } else {
+            longest
+        }
+        .saturating_sub(1)
+        .min(scanned_len);
         buffer.truncate(scanned_len);
         buffer.drain(..scanned_len - keep);
         self.look_behind = buffer;

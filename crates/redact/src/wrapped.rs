@@ -4,26 +4,36 @@
 //! joined first, searched, and each match mapped back onto the original text (the breaks
 //! inside it masked too).
 //!
-//! Cheap on ordinary text: only a line of exactly 64 or 76 characters, all of them base64, can
-//! start a block, and the length is known from the line breaks alone.
+//! A block's first line may have other text before its base64 (`print("mime", encoded)`), and
+//! its last line other text after it: the base64 at the end of the first line and at the
+//! start of the last are what is joined.
+//!
+//! Cheap on ordinary text: only a line that ends in 64 or 76 base64 characters followed by
+//! another line that starts with base64 makes a block.
 
 use std::ops::Range;
 
 /// The lengths of a full line of wrapped base64.
 const WRAP_WIDTHS: [usize; 2] = [64, 76];
 
-/// A wrapped block: its lines joined, and where each joined byte is in the original text.
+/// A block of the text read another way (lines joined, escapes decoded): its bytes, and where
+/// each came from in the original text (a decoded escape comes from all its bytes).
 pub(crate) struct JoinedBlock {
     pub(crate) joined: Vec<u8>,
-    origin: Vec<usize>,
+    origin: Vec<Range<usize>>,
 }
 
 impl JoinedBlock {
-    /// A span of `joined` as a span of the original text (covering the breaks inside it).
+    pub(crate) fn new(joined: Vec<u8>, origin: Vec<Range<usize>>) -> JoinedBlock {
+        JoinedBlock { joined, origin }
+    }
+
+    /// A span of `joined` as a span of the original text (covering the breaks and escapes
+    /// inside it).
     pub(crate) fn original(&self, span: &Range<usize>) -> Option<Range<usize>> {
-        let start = *self.origin.get(span.start)?;
-        let last = *self.origin.get(span.end.checked_sub(1)?)?;
-        Some(start..last + 1)
+        let start = self.origin.get(span.start)?.start;
+        let end = self.origin.get(span.end.checked_sub(1)?)?.end;
+        Some(start..end)
     }
 }
 
@@ -66,15 +76,22 @@ pub(crate) fn wrapped_blocks(haystack: &[u8]) -> Vec<JoinedBlock> {
     if memchr::memchr(b'\n', haystack).is_none() {
         return Vec::new();
     }
+    let mut blocks = Vec::new();
+    // One pass per width: a line of 80 base64 characters ends in a first line of either.
+    for width in WRAP_WIDTHS {
+        blocks_of_width(haystack, width, &mut blocks);
+    }
+    blocks
+}
+
+fn blocks_of_width(haystack: &[u8], width: usize, blocks: &mut Vec<JoinedBlock>) {
     let all_base64 = |line: &Range<usize>| {
         haystack
             .get(line.clone())
             .is_some_and(|bytes| !bytes.is_empty() && bytes.iter().all(|byte| is_base64(*byte)))
     };
-    let mut blocks = Vec::new();
-    // The lines of the block being gathered, and their width.
+    // The lines of the block being gathered.
     let mut block: Vec<Range<usize>> = Vec::new();
-    let mut width = 0;
     let mut finish = |block: &mut Vec<Range<usize>>| {
         if block.len() >= 2 {
             let bytes: usize = block.iter().map(ExactSizeIterator::len).sum();
@@ -82,11 +99,24 @@ pub(crate) fn wrapped_blocks(haystack: &[u8]) -> Vec<JoinedBlock> {
             let mut origin = Vec::with_capacity(bytes);
             for line in block.iter() {
                 joined.extend_from_slice(haystack.get(line.clone()).unwrap_or_default());
-                origin.extend(line.clone());
+                origin.extend(line.clone().map(|at| at..at + 1));
             }
             blocks.push(JoinedBlock { joined, origin });
         }
         block.clear();
+    };
+    // The base64 a line starts with: up to the first byte that is not base64.
+    let leading_base64 = |line: &Range<usize>| {
+        let bytes = haystack.get(line.clone()).unwrap_or_default();
+        let run = bytes.iter().take_while(|byte| is_base64(**byte)).count();
+        line.start..line.start + run
+    };
+    // The `width` characters a line ends with, when all are base64: a block's first line (an
+    // encoder wraps every `width` characters, so whatever stands before them on the line, these
+    // are the encoding's first line).
+    let first_line = |line: &Range<usize>| {
+        let run = line.end.checked_sub(width)?..line.end;
+        (run.start >= line.start && all_base64(&run)).then_some(run)
     };
     for line in lines(haystack) {
         if !block.is_empty() {
@@ -94,20 +124,19 @@ pub(crate) fn wrapped_blocks(haystack: &[u8]) -> Vec<JoinedBlock> {
                 block.push(line);
                 continue;
             }
-            // The block's last line may be shorter (the rest of the encoding).
-            let ends_block = line.len() < width && all_base64(&line);
-            if ends_block {
-                block.push(line);
+            // The block's last line: the rest of the encoding, shorter, perhaps with other
+            // text after it.
+            let rest = leading_base64(&line);
+            if !rest.is_empty() && rest.len() < width {
+                block.push(rest);
                 finish(&mut block);
                 continue;
             }
             finish(&mut block);
         }
-        if WRAP_WIDTHS.contains(&line.len()) && all_base64(&line) {
-            width = line.len();
-            block.push(line);
+        if let Some(run) = first_line(&line) {
+            block.push(run);
         }
     }
     finish(&mut block);
-    blocks
 }
