@@ -6,7 +6,7 @@
 //! after its last; a JSON string with any or all of its characters `\u`-escaped.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD;
 
 use crate::common::{
     TABLE_SECRETS, all_encodings, assert_nothing_survives, print_with, redactor_for,
@@ -92,8 +92,10 @@ fn g17_wrapped_base64_after_text_on_its_first_line_is_masked_whole() {
             }
         }
     }
-    let _ = URL_SAFE_NO_PAD;
 }
+
+/// Which characters of a value to escape, by index.
+type Picker = Box<dyn Fn(usize) -> bool>;
 
 /// `\u`-escapes of `text`: the characters whose index `escape` picks, as JSON writes them
 /// (UTF-16 code units, surrogate pairs for characters beyond the basic plane).
@@ -127,7 +129,7 @@ fn g17_a_json_string_with_any_or_all_characters_u_escaped_is_masked() {
         .filter(|secret| secret.chars().count() >= 4)
     {
         let redactor = redactor_for("run-escaped", &[secret]);
-        let pickers: Vec<(&str, Box<dyn Fn(usize) -> bool>)> = vec![
+        let pickers: Vec<(&str, Picker)> = vec![
             ("all", Box::new(|_| true)),
             ("every other", Box::new(|index| index % 2 == 0)),
             ("the first half", Box::new(|index| index < 4)),
@@ -144,7 +146,7 @@ fn g17_a_json_string_with_any_or_all_characters_u_escaped_is_masked() {
                 );
                 assert_nothing_survives(
                     scrubbed.as_str(),
-                    &[escaped.clone()],
+                    std::slice::from_ref(&escaped),
                     &format!("{secret:?} with {name} escaped"),
                 );
                 assert!(
@@ -179,7 +181,11 @@ fn g17_a_u_escaped_value_split_across_stream_chunks_is_masked() {
                 output.push_str(stream.push(&text[cut..]).as_str());
                 output.push_str(stream.finish().as_str());
                 assert_eq!(output, whole.as_str(), "{secret:?} cut at {cut}");
-                assert_nothing_survives(&output, &[escaped.clone()], &format!("{secret:?}"));
+                assert_nothing_survives(
+                    &output,
+                    std::slice::from_ref(&escaped),
+                    &format!("{secret:?}"),
+                );
             }
         }
     }
