@@ -39,4 +39,5 @@ mod serve;
 mod state_dir;
 mod supervisor;
 mod support;
+mod terminal;
 mod workflow_versions;
