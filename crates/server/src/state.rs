@@ -196,7 +196,7 @@ impl AppState {
                 welcome_limiter: Mutex::new(RateLimiter::new(options.welcome_limit)),
                 password_work: PasswordWork::new(options.password_hashing),
                 refusals: crate::tallies::Refusals::default(),
-                interviews: crate::interviews::Interviews::default(),
+                interviews: crate::interviews::Interviews,
                 authoring_lints: std::sync::OnceLock::new(),
             }),
         }

@@ -135,6 +135,9 @@ fn lower_agent_file(
         );
         return None;
     }
+    if crate::diagnostic::report_unshowable(text, diagnostics) {
+        return None;
+    }
     let parts = split_front_matter(text, diagnostics)?;
     // The front matter starts on line 2, after the opening `---`.
     let root = yaml::parse(parts.front_matter, 1, diagnostics)?;

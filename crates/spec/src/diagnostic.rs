@@ -83,6 +83,67 @@ impl fmt::Display for Position {
     }
 }
 
+/// The most characters [`report_unshowable`] names, one diagnostic each.
+const MAX_UNSHOWABLE_REPORTED: usize = 5;
+
+/// Reports every character of `text` (up to [`MAX_UNSHOWABLE_REPORTED`]) that would show a
+/// reader something other than what runs: a bidirectional control, which reorders how the text
+/// around it is shown ("Trojan Source"), or a control character other than the tab and the
+/// line break, which drives a terminal. A definition is read by people before it runs; it holds
+/// none of them. Whether any was found.
+pub(crate) fn report_unshowable(text: &str, diagnostics: &mut Diagnostics) -> bool {
+    if text.len() > crate::yaml::MAX_INPUT_BYTES {
+        // Refused for its size first; not read through.
+        return false;
+    }
+    let mut found = 0;
+    let mut line = 1u32;
+    let mut column = 1u32;
+    let mut characters = text.chars().peekable();
+    while let Some(character) = characters.next() {
+        let line_end = character == '\n' || (character == '\r' && characters.peek() == Some(&'\n'));
+        let reorders = matches!(
+            character,
+            '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+        );
+        let drives = !line_end
+            && character != '\t'
+            && (character.is_control() || matches!(character, '\u{2028}' | '\u{2029}'));
+        if reorders || drives {
+            found += 1;
+            if found <= MAX_UNSHOWABLE_REPORTED {
+                let code = u32::from(character);
+                let (kind, why) = if reorders {
+                    (
+                        "bidi-control",
+                        "a bidirectional control, which changes the order the text around it is \
+                         shown in, so a reader would see something other than what runs",
+                    )
+                } else {
+                    (
+                        "control-character",
+                        "a control character, which a terminal or a page does not show as it is",
+                    )
+                };
+                diagnostics.report(
+                    Position { line, column },
+                    kind,
+                    format!("U+{code:04X} is {why}"),
+                    "remove it: a definition holds text a person reads as it runs (write a \
+                     character a program needs as an escape in its code, such as \"\\u202e\")",
+                );
+            }
+        }
+        if character == '\n' {
+            line = line.saturating_add(1);
+            column = 1;
+        } else if !(character == '\r' && line_end) {
+            column = column.saturating_add(1);
+        }
+    }
+    found > 0
+}
+
 /// Collects diagnostics for one file, so every rule reports and none stops the others.
 pub(crate) struct Diagnostics {
     file: String,

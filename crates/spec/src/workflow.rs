@@ -47,6 +47,9 @@ pub fn parse_workflow_within(
     maxima: &LimitMaxima,
 ) -> Result<Workflow, Vec<Diagnostic>> {
     let mut diagnostics = Diagnostics::new(file_name);
+    if crate::diagnostic::report_unshowable(text, &mut diagnostics) {
+        return Err(diagnostics.finish(text));
+    }
     let workflow = yaml::parse(text, 0, &mut diagnostics)
         .and_then(|root| lower_workflow(&root, file_name, text, maxima, &mut diagnostics));
     match workflow {

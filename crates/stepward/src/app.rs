@@ -65,7 +65,7 @@ impl App {
         )
         .context("cannot open the vault")?;
         if let Some(notice) = notice {
-            eprintln!("{notice}");
+            errln!("{notice}");
         }
         move_single_account_workspace(&config)?;
         let account = AccountId::parse(LOCAL_ACCOUNT_ID).context("the local account id")?;
@@ -95,7 +95,7 @@ impl App {
             &workspaces,
             &scrub_sets,
         )? {
-            eprintln!("{line}");
+            errln!("{line}");
         }
         config.timings.mark("vault, account and redactor");
         Ok(App {
@@ -341,7 +341,7 @@ impl App {
             .context("cannot recover interrupted runs")?;
         self.config.timings.mark("recovery of interrupted runs");
         for line in recovery_said(&report) {
-            eprintln!("recovered after an interruption: {line}");
+            errln!("recovered after an interruption: {line}");
         }
         Ok((engine, lock))
     }
@@ -458,7 +458,7 @@ impl Drop for RemoveStateDir {
         match mount_below(folder) {
             Ok(None) => {}
             Ok(Some(mounted)) => {
-                eprintln!(
+                errln!(
                     "note: {} is left in place: {} below it is still mounted",
                     folder.display(),
                     mounted.display()
@@ -466,14 +466,14 @@ impl Drop for RemoveStateDir {
                 return;
             }
             Err(error) => {
-                eprintln!("note: {} is left in place: {error}", folder.display());
+                errln!("note: {} is left in place: {error}", folder.display());
                 return;
             }
         }
         if let Err(error) = std::fs::remove_dir_all(folder)
             && error.kind() != std::io::ErrorKind::NotFound
         {
-            eprintln!("note: cannot remove {}: {error}", folder.display());
+            errln!("note: cannot remove {}: {error}", folder.display());
         }
     }
 }
@@ -625,7 +625,7 @@ fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
         let before = config.data_dir.join(name);
         let after = local.join(name);
         if before.is_dir() && after.exists() {
-            eprintln!(
+            errln!(
                 "warning: {} is left as it is: the local account's {name} is {} now; move what \
                  you still need from the first into the second",
                 before.display(),
@@ -637,7 +637,7 @@ fn move_single_account_workspace(config: &Config) -> anyhow::Result<()> {
             std::fs::rename(&before, &after).with_context(|| {
                 format!("cannot move {} to {}", before.display(), after.display())
             })?;
-            eprintln!(
+            errln!(
                 "moved the local account's {name} from {} to {}",
                 before.display(),
                 after.display()

@@ -5,6 +5,9 @@
 
 #![forbid(unsafe_code)]
 
+// First: its macros are what every module below prints with.
+#[macro_use]
+mod terminal;
 mod agent_colleagues;
 mod agent_readiness;
 mod agent_record;
@@ -136,7 +139,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
         Err(error) => {
-            eprintln!("error: {}", scrub_registry.scrub(&format!("{error:#}")));
+            errln!("error: {}", scrub_registry.scrub(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }

@@ -23,14 +23,14 @@ pub fn read_values(labels: &[String]) -> anyhow::Result<Vec<SecretValue>> {
     if terminal {
         let _echo_off = EchoOff::new()?;
         for label in labels {
-            eprint!("the value of {label} (not shown as you type, Enter to end): ");
+            err!("the value of {label} (not shown as you type, Enter to end): ");
             let before = input.len();
             stdin
                 .lock()
                 .take((MAX_INPUT_BYTES - input.len()) as u64)
                 .read_until(b'\n', &mut input)
                 .context("cannot read the value from the terminal")?;
-            eprintln!();
+            errln!();
             if input.len() == before || input.last() != Some(&b'\n') {
                 input.push(b'\n');
             }

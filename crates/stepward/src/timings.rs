@@ -33,7 +33,7 @@ impl Timings {
             .last
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        eprintln!(
+        errln!(
             "startup-timing: {what}: {:.3} ms (at {:.3} ms)",
             now.duration_since(*last).as_secs_f64() * 1000.0,
             now.duration_since(self.started).as_secs_f64() * 1000.0

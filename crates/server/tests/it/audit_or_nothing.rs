@@ -880,6 +880,15 @@ fn every_write_route_of_the_router_is_classified() {
         stale.is_empty(),
         "classified routes the router does not serve: {stale:?}"
     );
+    // An exemption says why, in words a reviewer can check.
+    for ((method, pattern), rule) in &classified {
+        if let Rule::Exempt(why) = rule {
+            assert!(
+                why.split_whitespace().count() >= 5,
+                "{method} {pattern}: {why:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -15,3 +15,4 @@ mod maxima;
 mod origin;
 mod properties;
 mod render;
+mod unshowable;

@@ -44,19 +44,20 @@ pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome>
                 email: owner_email.clone(),
             };
             let invitation = create_account(&app, name, &owner)?;
-            println!("account {name} created with its owner {}", owner.email);
-            println!(
+            outln!("account {name} created with its owner {}", owner.email);
+            outln!(
                 "the owner sets a password once, within 72 hours, at: {}{}",
-                base.url, invitation.sign_in_path
+                base.url,
+                invitation.sign_in_path
             );
-            println!("{}", base.said);
+            outln!("{}", base.said);
             Ok(Outcome::Done)
         }
         AccountsCommand::InviteOwner { account, base_url } => {
             let base = LinkBase::choose(base_url.as_deref(), &config)?;
             let app = App::open(config)?;
             let (owner, invitation, ended) = invite_owner(&app, account)?;
-            println!(
+            outln!(
                 "a new one-time link for {} ({}), the owner of account {account}; {}",
                 owner.display_name,
                 owner.email,
@@ -66,11 +67,12 @@ pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome>
                     more => format!("the {more} earlier links stopped working"),
                 }
             );
-            println!(
+            outln!(
                 "the owner sets a password once, within 72 hours, at: {}{}",
-                base.url, invitation.sign_in_path
+                base.url,
+                invitation.sign_in_path
             );
-            println!("{}", base.said);
+            outln!("{}", base.said);
             Ok(Outcome::Done)
         }
     }

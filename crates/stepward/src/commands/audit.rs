@@ -21,25 +21,25 @@ pub fn run(command: &AuditCommand, config: Config) -> anyhow::Result<Outcome> {
                     format!("account {account}")
                 };
                 match result {
-                    Ok(entries) => println!(
-                        "{chain}: intact, {entries} entries, each chained to the one before"
-                    ),
-                    Err(broken) => eprintln!("the audit log was changed: {broken}"),
+                    Ok(entries) => {
+                        outln!("{chain}: intact, {entries} entries, each chained to the one before")
+                    }
+                    Err(broken) => errln!("the audit log was changed: {broken}"),
                 }
             }
             match &verification.legacy {
                 Ok(0) => {}
-                Ok(entries) => println!(
+                Ok(entries) => outln!(
                     "the {entries} entries written before each account had its own chain: \
                      intact, each chained to the one before"
                 ),
-                Err(broken) => eprintln!("the audit log was changed: {broken}"),
+                Err(broken) => errln!("the audit log was changed: {broken}"),
             }
             if verification.first_break().is_some() {
                 Ok(Outcome::Invalid)
             } else {
                 if verification.chains.is_empty() {
-                    println!("the audit log is empty");
+                    outln!("the audit log is empty");
                 }
                 Ok(Outcome::Done)
             }

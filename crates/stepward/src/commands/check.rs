@@ -95,20 +95,20 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
                     .replacen("error[", "warning[", 1);
                 match shown {
                     Some(shown) => shown.error(&line),
-                    None => eprintln!("{line}"),
+                    None => errln!("{line}"),
                 }
             }
             if diagnostics.is_empty() {
                 match shown {
                     Some(shown) => shown.line(&format!("{name}: valid")),
-                    None => println!("{name}: valid"),
+                    None => outln!("{name}: valid"),
                 }
             } else {
                 print_each_with_its_file(&diagnostics, &name, &text, shown);
                 let line = format!("{name}: {} problem(s)", diagnostics.len());
                 match shown {
                     Some(shown) => shown.error(&line),
-                    None => eprintln!("{line}"),
+                    None => errln!("{line}"),
                 }
             }
         }
@@ -132,10 +132,14 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
         } else {
             "the maxima given with --max-step-*"
         };
-        eprintln!(
+        errln!(
             "note: declared limits were checked against {source}: memory_mib {}, timeout_s {}, \
              cpu_s {}, output_kib {}, work_mib {}",
-            maxima.memory_mib, maxima.timeout_s, maxima.cpu_s, maxima.output_kib, maxima.work_mib
+            maxima.memory_mib,
+            maxima.timeout_s,
+            maxima.cpu_s,
+            maxima.output_kib,
+            maxima.work_mib
         );
     }
     Ok(if all_valid {

@@ -41,7 +41,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                     .collect();
                 shown.json(&files)?;
                 if listing.truncated {
-                    eprintln!(
+                    errln!(
                         "note: a part: the folder holds more than {} entries",
                         workspace::MAX_LISTED_ENTRIES
                     );
@@ -49,7 +49,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 return Ok(Outcome::Done);
             }
             if listing.files.is_empty() {
-                println!(
+                outln!(
                     "no files in {}; add one with `stepward files put PATH --from FILE`",
                     workspace.files_dir().display()
                 );
@@ -58,7 +58,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 shown.line(&format!("{:>10}  {}", file.bytes, printable(&file.path)));
             }
             if listing.truncated {
-                println!(
+                outln!(
                     "(a part: the folder holds more than {} entries)",
                     workspace::MAX_LISTED_ENTRIES
                 );
@@ -113,7 +113,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 return shown.json(&revisions).map(|()| Outcome::Done);
             }
             if history.is_empty() {
-                println!(
+                outln!(
                     "no revisions yet in {}: every write (`stepward files put PATH --from \
                      FILE`, a run's step, the console, the API) makes one",
                     workspace.files_dir().display()
@@ -263,6 +263,6 @@ fn write(
         "workspace.write",
         json!({"intent": intent, "revision": revision.id.as_str(), "paths": [relative.as_str()]}),
     )?;
-    println!("revision {}: {}", revision.id, printable(path));
+    outln!("revision {}: {}", revision.id, printable(path));
     Ok(Outcome::Done)
 }

@@ -84,7 +84,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .context("cannot start the assistant")?;
-    println!(
+    outln!(
         "Interview with the assistant ({provider_name}, model {model_id}){}. Nothing runs during \
          an interview. Each line you type is a message; `confirm` saves the proposal shown, \
          `quit` ends without saving.",
@@ -112,7 +112,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
         }
         if message == "confirm" {
             let Some(proposal) = &shown else {
-                println!("There is no proposal to confirm yet; tell the assistant about the task.");
+                outln!("There is no proposal to confirm yet; tell the assistant about the task.");
                 continue;
             };
             match confirm(
@@ -125,7 +125,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
                 &model_id,
             ) {
                 Ok(version) => {
-                    println!(
+                    outln!(
                         "Saved as version {version} of {}, authored by the assistant and accepted \
                          by {}.",
                         proposal.name,
@@ -134,7 +134,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
                     return Ok(Outcome::Done);
                 }
                 Err(error) => {
-                    println!("Not saved: {error:#}. The proposal is still here.");
+                    outln!("Not saved: {error:#}. The proposal is still here.");
                     continue;
                 }
             }
@@ -169,7 +169,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
         let reply = match reply {
             Ok(reply) => reply,
             Err(error) => {
-                println!(
+                outln!(
                     "The assistant could not answer ({error}); send your message again, or \
                      write the workflow yourself."
                 );
@@ -177,7 +177,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
             }
         };
         match reply {
-            Reply::Question { text } => println!("assistant: {text}"),
+            Reply::Question { text } => outln!("assistant: {text}"),
             Reply::Proposal {
                 proposed,
                 checked,
@@ -205,7 +205,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
             Reply::Unfixed { proposed, refused } => {
                 if let Some((last, earlier)) = refused.split_last() {
                     print_refused(earlier);
-                    println!(
+                    outln!(
                         "The assistant's proposal did not pass the checks in {} tries, so it \
                          cannot be confirmed; tell it what to change, or write the workflow \
                          yourself. What it proposed:\n\n{}\n\nIts problems:",
@@ -213,24 +213,24 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
                         proposed.workflow
                     );
                     for problem in last {
-                        println!("  {problem}");
+                        outln!("  {problem}");
                     }
                 }
             }
         }
     }
-    println!("The interview ended; nothing was saved.");
+    outln!("The interview ended; nothing was saved.");
     Ok(Outcome::Done)
 }
 
 fn print_refused(refused: &[Vec<String>]) {
     for problems in refused {
-        println!(
+        outln!(
             "(a proposal of the assistant did not pass the checks and was not shown; it saw \
              these problems and tried again:)"
         );
         for problem in problems {
-            println!("  {problem}");
+            outln!("  {problem}");
         }
     }
 }
@@ -241,7 +241,7 @@ fn print_proposal(
     proposed: &Proposed,
     checked: &engine::CheckedDraft,
 ) -> anyhow::Result<()> {
-    println!(
+    outln!(
         "\nProposal {number}: {}{}",
         checked.name,
         if proposed.note.is_empty() {
@@ -251,23 +251,23 @@ fn print_proposal(
         }
     );
     for (path, text) in &checked.files {
-        println!("\n--- {path}\n{}", text.trim_end());
+        outln!("\n--- {path}\n{}", text.trim_end());
     }
     let mut rows = checked.reach.clone();
     server::reach::with_model_hosts(&mut rows, &app.store.model_providers(&app.account)?);
-    println!("\nWhat each step can reach");
-    print!("{}", spec::render_reach_table(&rows));
+    outln!("\nWhat each step can reach");
+    out!("{}", spec::render_reach_table(&rows));
     match crate::interview::lint_workflow(&checked.workflow) {
-        None => println!("\nThe authoring lints were not run: this machine has no Python."),
-        Some(lints) if lints.is_empty() => println!("\nAuthoring warnings: none."),
+        None => outln!("\nThe authoring lints were not run: this machine has no Python."),
+        Some(lints) if lints.is_empty() => outln!("\nAuthoring warnings: none."),
         Some(lints) => {
-            println!("\nAuthoring warnings:");
+            outln!("\nAuthoring warnings:");
             for lint in lints {
-                println!("  warning: {lint}");
+                outln!("  warning: {lint}");
             }
         }
     }
-    println!(
+    outln!(
         "\nType `confirm` to save proposal {number} as the next version of {}, or tell the \
          assistant what to change.",
         checked.name

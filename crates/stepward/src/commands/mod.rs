@@ -23,7 +23,7 @@ pub fn note_within_limit(note: &str) -> bool {
     let max = api_types::limits::NOTE_CHARS;
     let given = note.chars().count();
     if given > max {
-        eprintln!(
+        errln!(
             "error: --note: at most {max} characters, {given} given; say why in fewer words \
              (the note is kept in the record with who decided)"
         );
@@ -32,20 +32,7 @@ pub fn note_within_limit(note: &str) -> bool {
     true
 }
 
-/// `text` with control characters and bidirectional overrides shown as `?`: a name a step
-/// chose must not drive the terminal (escape sequences) or reorder what is read.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .map(|character| {
-            let reorders = matches!(character, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-            if character.is_control() || reorders {
-                '?'
-            } else {
-                character
-            }
-        })
-        .collect()
-}
+pub use crate::terminal::printable;
 
 /// Converts the parser's diagnostics into their wire form.
 pub fn diagnostics_json(diagnostics: &[spec::Diagnostic]) -> Vec<api_types::Diagnostic> {
@@ -107,7 +94,7 @@ pub fn parse_workflow_text_for(
             let line = format!("{name}: invalid, so {consequence}; fix the problems above");
             match shown {
                 Some(shown) => shown.error(&line),
-                None => eprintln!("{line}"),
+                None => errln!("{line}"),
             }
             Ok(None)
         }
@@ -121,7 +108,7 @@ pub fn print_diagnostics(diagnostics: &[spec::Diagnostic], source: &str, shown: 
         let rendered = diagnostic.render_with_source(source);
         match shown {
             Some(shown) => shown.error(&rendered),
-            None => eprintln!("{rendered}"),
+            None => errln!("{rendered}"),
         }
     }
 }
@@ -154,7 +141,7 @@ pub fn definition_value_diagnostic(
 
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    crate::terminal::write_json_line(&serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -176,24 +163,23 @@ impl Shown {
         })
     }
 
-    /// Prints one line, scrubbed.
+    /// Prints one line, scrubbed, through the terminal writer.
     pub fn line(&self, text: &str) {
-        println!("{}", self.redactor.scrub(text));
+        outln!("{}", self.redactor.scrub(text));
     }
 
     /// Prints one line to stderr, scrubbed: an error or a refusal that may quote what was
     /// typed.
     pub fn error(&self, text: &str) {
-        eprintln!("{}", self.redactor.scrub(text));
+        errln!("{}", self.redactor.scrub(text));
     }
 
     /// Prints a value as pretty JSON, scrubbed.
     pub fn json<T: serde::Serialize>(&self, value: &T) -> anyhow::Result<()> {
         let value = serde_json::to_value(value)?;
-        println!(
-            "{}",
-            serde_json::to_string_pretty(self.redactor.scrub_json(&value).get())?
-        );
+        crate::terminal::write_json_line(&serde_json::to_string_pretty(
+            self.redactor.scrub_json(&value).get(),
+        )?);
         Ok(())
     }
 }
@@ -239,7 +225,7 @@ pub fn print_summary(
         ));
     }
     if let Some(reason) = &wire.reason {
-        shown.line(&format!("  reason: {reason}"));
+        shown.line(&format!("  reason: {}", printable(reason)));
     }
     let stopped_at = wire
         .steps
@@ -284,8 +270,9 @@ pub fn print_summary(
         .unwrap_or(0);
     for step in &wire.steps {
         let detail = match (&step.output, &step.reason) {
-            (Some(output), _) => output.to_string(),
-            (None, Some(reason)) => reason.clone(),
+            // The step chose both: one line each, whatever they hold.
+            (Some(output), _) => printable(&output.to_string()),
+            (None, Some(reason)) => printable(reason),
             (None, None) => String::new(),
         };
         shown.line(&format!(
@@ -301,17 +288,5 @@ pub fn summary_outcome(summary: &engine::RunSummary) -> crate::Outcome {
     match summary.status {
         storage::RunStatus::Succeeded | storage::RunStatus::WaitingApproval => crate::Outcome::Done,
         _ => crate::Outcome::Invalid,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn names_cannot_drive_the_terminal_or_reorder_text() {
-        assert_eq!(super::printable("a\u{1b}[2Jb\u{202E}c\nd"), "a?[2Jb?c?d");
-        assert_eq!(
-            super::printable("reports/2026-11.txt"),
-            "reports/2026-11.txt"
-        );
     }
 }

@@ -177,7 +177,7 @@ fn add(
             ""
         }
     ));
-    eprintln!("check it with `stepward models test {name} --model ID`");
+    errln!("check it with `stepward models test {name} --model ID`");
     Ok(Outcome::Done)
 }
 
@@ -287,7 +287,7 @@ fn list(app: &App, json: bool) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Done);
     }
     if views.is_empty() {
-        println!(
+        outln!(
             "no model providers; add one with `stepward models add NAME --provider \
              anthropic|openai` (the key on stdin)"
         );
@@ -327,7 +327,7 @@ fn remove(app: &App, name: &str) -> anyhow::Result<Outcome> {
     if !removed {
         bail!("the account has no model provider `{name}`; `stepward models list` shows them");
     }
-    eprintln!("model provider {name} and its key removed");
+    errln!("model provider {name} and its key removed");
     Ok(Outcome::Done)
 }
 
@@ -341,7 +341,7 @@ fn set_default(app: &App, name: &str) -> anyhow::Result<Outcome> {
         bail!("the account has no model provider `{name}`; `stepward models list` shows them");
     }
     app.audit("model.default", json!({ "name": name }))?;
-    eprintln!("{name} is the account's default model provider");
+    errln!("{name} is the account's default model provider");
     Ok(Outcome::Done)
 }
 
@@ -382,8 +382,8 @@ fn supervisor(app: &App, retries: Option<&str>) -> anyhow::Result<Outcome> {
         ),
         crate::supervisor::Assistant::Nobody { why } => format!("failures go to a person: {why}"),
     };
-    println!("{who}");
-    println!(
+    outln!("{who}");
+    outln!(
         "supervisor retries per step per run: {}",
         match set {
             Some(n) => n.to_string(),
@@ -475,9 +475,10 @@ fn test(app: &App, name: &str, model: Option<&str>, json: bool) -> anyhow::Resul
             Ok(turn) => {
                 shown.line(&format!("answer: {}", turn.text.trim()));
                 shown.line(&format!("model: {}", turn.model));
-                println!(
+                outln!(
                     "tokens: {} in, {} out",
-                    turn.usage.input_tokens, turn.usage.output_tokens
+                    turn.usage.input_tokens,
+                    turn.usage.output_tokens
                 );
             }
             Err(error) => shown.error(&format!("error: the test of {name} failed: {error}")),
@@ -535,7 +536,7 @@ pub fn dev(command: &DevCommand) -> anyhow::Result<Outcome> {
                 *listen,
                 script_value,
                 |fake| {
-                    println!(
+                    outln!(
                         "fake model serves {turns} scripted turn(s) at {} (Anthropic base URL {}, \
                          OpenAI-compatible base URL {}); the operator lets providers reach it with \
                          --allow-model-endpoint {}. Ctrl-C stops it.",
@@ -549,7 +550,7 @@ pub fn dev(command: &DevCommand) -> anyhow::Result<Outcome> {
                     let _ = tokio::signal::ctrl_c().await;
                 },
             ))?;
-            eprintln!("fake model stopped after {} request(s)", received.len());
+            errln!("fake model stopped after {} request(s)", received.len());
             Ok(Outcome::Done)
         }
     }

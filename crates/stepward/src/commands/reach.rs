@@ -44,9 +44,9 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
         })?;
     } else {
         if let Some(isolation) = isolation {
-            println!("{isolation}\n");
+            outln!("{isolation}\n");
         }
-        print!("{}", spec::render_reach_table(&rows));
+        out!("{}", spec::render_reach_table(&rows));
     }
     Ok(Outcome::Done)
 }

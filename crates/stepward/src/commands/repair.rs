@@ -42,17 +42,18 @@ pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
         serde_json::json!({"run": run.as_str(), "step": step, "provider": proposal.provider,
                            "model": proposal.model, "refused_before": proposal.refused.len()}),
     )?;
-    println!(
+    outln!(
         "The assistant ({}, model {}) proposes new code for step {step} (standard library only; \
          its network, connections, limits and inputs unchanged):\n",
-        proposal.provider, proposal.model
+        proposal.provider,
+        proposal.model
     );
-    println!("{}", proposal.code);
-    println!("\nnote: {}", proposal.note);
+    outln!("{}", proposal.code);
+    outln!("\nnote: {}", proposal.note);
     for refused in &proposal.refused {
-        println!("(an earlier proposal was refused before it was shown: {refused})");
+        outln!("(an earlier proposal was refused before it was shown: {refused})");
     }
-    println!(
+    outln!(
         "\nAccept it with `stepward repair {run} {step} --accept`: it becomes the workflow's next \
          version and the run goes on from {step}, the outputs before it standing."
     );
@@ -91,10 +92,11 @@ fn accept(
                            "version": version.number, "author": "assistant",
                            "accepted_by": person}),
     )?;
-    println!(
+    outln!(
         "workflow {} version {}: the assistant's repair of {step}, accepted by {person}; run \
          {run} goes on from {step}",
-        version.name, version.number
+        version.name,
+        version.number
     );
     print_summary(&accepted.summary, false, &Shown::new(app)?)?;
     Ok(summary_outcome(&accepted.summary))

@@ -37,7 +37,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             let inputs = match step_inputs(inputs) {
                 Ok(inputs) => inputs,
                 Err(problem) => {
-                    eprintln!("error: {problem}");
+                    errln!("error: {problem}");
                     return Ok(Outcome::Invalid);
                 }
             };
@@ -97,7 +97,7 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     if json {
         shown.json(&items)?;
     } else if items.is_empty() {
-        println!("no runs yet; start one with `stepward run FILE`");
+        outln!("no runs yet; start one with `stepward run FILE`");
     } else {
         for item in &items {
             shown.line(&format!(

@@ -89,7 +89,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     // A command refused beside this server (a decision, a stop) names it and its address;
     // the lock holds without the name.
     if let Err(error) = engine_lock.name_server(&link_base) {
-        eprintln!("warning: {error:#}");
+        errln!("warning: {error:#}");
     }
     // What `accounts create` and `accounts invite-owner` print their links with.
     let recorded = app.config.server_url_path();
@@ -98,7 +98,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let invitation = owner_invitation(&app, &args.owner_email)?;
     let tls = tls_mode;
     if tls == TlsMode::PlainHttp && !args.listen.ip().is_loopback() {
-        eprintln!(
+        errln!(
             "warning: serving plain HTTP on {}, beyond this machine: passwords and session \
              cookies cross the network unencrypted; pass --tls-cert and --tls-key, or put a \
              TLS-terminating proxy in front and pass --behind-tls",
@@ -136,7 +136,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let recovered = server::recover_workspace_writes(&state)
         .context("cannot recover the outcome of interrupted workspace writes")?;
     if recovered > 0 {
-        eprintln!(
+        errln!(
             "Recorded the outcome of {recovered} workspace write(s) interrupted by the last \
              stop, from the revision log (see the audit log's workspace.write_recovered)."
         );
@@ -164,7 +164,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     // Each connection is a file descriptor: the cap on connections is half the soft limit, so
     // the soft limit goes as high as the hard one allows.
     if let Err(error) = server::raise_open_file_limit() {
-        eprintln!("warning: cannot raise the open-file limit to its hard limit: {error}");
+        errln!("warning: cannot raise the open-file limit to its hard limit: {error}");
     }
     let mut limits = server::ListenerLimits::for_open_file_limit();
     if args.behind_tls || args.trusted_proxy.is_some() {
@@ -194,27 +194,27 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             .context("cannot serve on the listening socket")?;
         let shutdown = shutdown_signal()?;
         let base_url = base_url(address, tls);
-        println!(
+        outln!(
             "stepward serves {base_url} (data directory {})",
             app.config.data_dir.display()
         );
         match &invitation {
             Some(StartInvitation::First(invitation)) => {
-                println!(
+                outln!(
                     "first start: the owner of account {} ({}) sets a password once, within 72 \
                      hours, at:",
                     app.account.as_str(),
                     args.owner_email
                 );
-                println!("{link_base}{}", invitation.sign_in_path);
+                outln!("{link_base}{}", invitation.sign_in_path);
             }
             Some(StartInvitation::Again { email, invitation }) => {
-                println!(
+                outln!(
                     "the owner of account {} ({email}) has not set a password yet: a fresh \
                      one-time link, within 72 hours (every earlier link stopped working):",
                     app.account.as_str()
                 );
-                println!("{link_base}{}", invitation.sign_in_path);
+                outln!("{link_base}{}", invitation.sign_in_path);
             }
             None => {}
         }
@@ -225,7 +225,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             None => server::serve(listener, state, shutdown, limits).await,
         }
         .context("the server failed")?;
-        eprintln!("stepward stopped");
+        errln!("stepward stopped");
         anyhow::Ok(())
     })?;
     Ok(Outcome::Done)
@@ -296,7 +296,7 @@ pub fn rotate_links(app: &App) -> anyhow::Result<Outcome> {
             })
             .context("cannot write the audit log")?;
     }
-    println!(
+    outln!(
         "new approve-link key {} in {}: every earlier approve link stopped working",
         key_id.to_hex(),
         key_files.approve_link_key_path().display()
@@ -447,7 +447,7 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-        eprintln!(
+        errln!(
             "stepward stopping: finishing requests in flight (a second SIGINT or SIGTERM stops \
              at once)"
         );
@@ -456,7 +456,7 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
                 _ = interrupt.recv() => {}
                 _ = terminate.recv() => {}
             }
-            eprintln!("stepward stopped at once: a second signal");
+            errln!("stepward stopped at once: a second signal");
             std::process::exit(SECOND_SIGNAL_EXIT_CODE);
         });
     })

@@ -34,7 +34,7 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
                 .vault
                 .secrets()
                 .set_audited(&account, name, value, &audit)?;
-            eprintln!("secret {} set (version {})", info.name, info.version);
+            errln!("secret {} set (version {})", info.name, info.version);
         }
         SecretsCommand::List { json } => {
             let secrets = app.vault.secrets().list(&account)?;
@@ -53,10 +53,10 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
                         .collect::<Vec<_>>(),
                 )?;
             } else if secrets.is_empty() {
-                println!("no secrets; set one with `stepward secrets set NAME` (value on stdin)");
+                outln!("no secrets; set one with `stepward secrets set NAME` (value on stdin)");
             } else {
                 for info in &secrets {
-                    println!("{}  version {}", info.name, info.version);
+                    outln!("{}  version {}", info.name, info.version);
                 }
             }
         }
@@ -64,7 +64,7 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
             let redactor = app.audit_redactor()?;
             let audit = app.audit_entry(&redactor, "secret.remove", &json!({ "name": name }));
             app.vault.secrets().remove_audited(&account, name, &audit)?;
-            eprintln!("secret {name} removed");
+            errln!("secret {name} removed");
         }
     }
     Ok(Outcome::Done)
@@ -93,7 +93,7 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
                 .vault
                 .connections()
                 .add_audited(&account, alias, pairs, &audit)?;
-            eprintln!(
+            errln!(
                 "connection {} set with field(s) {} (version {}); a step that declares \
                  `connections: [{}]` receives {}",
                 info.alias,
@@ -124,7 +124,7 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
                         .collect::<Vec<_>>(),
                 )?;
             } else if connections.is_empty() {
-                println!("no connections; add one with `stepward connections add ALIAS --field F`");
+                outln!("no connections; add one with `stepward connections add ALIAS --field F`");
             } else {
                 for info in &connections {
                     let revoked = if info.revoked_at.is_some() {
@@ -132,7 +132,7 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
                     } else {
                         ""
                     };
-                    println!(
+                    outln!(
                         "{}  fields: {}{revoked}",
                         info.alias,
                         info.fields.join(", ")
@@ -146,7 +146,7 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
             app.vault
                 .connections()
                 .remove_audited(&account, alias, &audit)?;
-            eprintln!("connection {alias} removed");
+            errln!("connection {alias} removed");
         }
     }
     Ok(Outcome::Done)
@@ -170,7 +170,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                     .finish_account_rotations()
                     .context("cannot finish the root key's rotation")?;
                 app.audit("key.rotate_root_finished", json!({ "accounts": rotated }))?;
-                eprintln!(
+                errln!(
                     "Finished the rotation of the root key begun earlier: the data keys of {} \
                      account(s) were rotated and their values re-encrypted. Run the command \
                      again to rotate the root key once more.",
@@ -182,7 +182,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                 app.vault
                     .generate_root_key_file(path)
                     .context("cannot write the new root key")?;
-                eprintln!("Wrote a new root key to {} (mode 600).", path.display());
+                errln!("Wrote a new root key to {} (mode 600).", path.display());
             }
             let source = match new_root_key_file {
                 Some(path) => vault::RootKeySource::File(path.clone()),
@@ -204,7 +204,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                 "key.rotate_root",
                 json!({ "location": app.vault.root_key_location() }),
             )?;
-            eprintln!("{notice}");
+            errln!("{notice}");
         }
         KeysCommand::RotateAccount { account } => {
             let redactor = app.audit_redactor()?;
@@ -219,7 +219,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                 .vault
                 .rotate_account_key_audited(account, &audit)
                 .with_context(|| format!("cannot rotate the data key of account {account}"))?;
-            eprintln!(
+            errln!(
                 "Rotated the data key of account {account} (now version {version}) and \
                  re-encrypted its values: the old data key opens nothing stored from now on."
             );

@@ -56,7 +56,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
             if *json {
                 shown.json(&rows)?;
             } else if names.is_empty() {
-                println!(
+                outln!(
                     "no workflows in the workspace; save one with `stepward workflows save NAME \
                      FILE`"
                 );
@@ -102,7 +102,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
                 "--- version {} of workflows/{name}.yaml",
                 chosen.number
             ));
-            print!("{text}");
+            out!("{text}");
             Ok(Outcome::Done)
         }
         WorkflowsCommand::Diff { name, a, b } => {
@@ -111,7 +111,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
                 .context("cannot diff the versions")?
             {
                 Some(diff) => {
-                    print!("{diff}");
+                    out!("{diff}");
                     Ok(Outcome::Done)
                 }
                 None => {
@@ -129,7 +129,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
                 .context("cannot read the workflow")?
             {
                 Some((_, text)) => {
-                    print!("{text}");
+                    out!("{text}");
                     Ok(Outcome::Done)
                 }
                 None => {

@@ -125,8 +125,5 @@ fn g18_a_model_key_rotated_while_the_run_waited_is_used_needs_root() {
     );
     let requests = fake.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(
-        requests[0].header("x-api-key").as_deref(),
-        Some(rotated_key)
-    );
+    assert_eq!(requests[0].header("x-api-key"), Some(rotated_key));
 }

@@ -32,7 +32,8 @@ fn assert_clean(output: &std::process::Output, what: &str) {
 /// whose second raises it as its exception's message.
 fn hostile_workflow(home: &Home) -> String {
     let path = home.dir.path().join("hostile.yaml");
-    let escaped = serde_json::to_string(HOSTILE).unwrap();
+    // A Python literal: a definition itself holds no control character (spec refuses one).
+    let escaped = python_literal(HOSTILE);
     std::fs::write(
         &path,
         format!(
@@ -59,6 +60,20 @@ steps:
     )
     .unwrap();
     path.to_str().unwrap().to_owned()
+}
+
+/// `text` as a Python string literal of printable ASCII, everything else `\uXXXX`.
+fn python_literal(text: &str) -> String {
+    let mut literal = String::from("\"");
+    for character in text.chars() {
+        match character {
+            '"' | '\\' => literal.push_str(&format!("\\{character}")),
+            ' '..='~' => literal.push(character),
+            other => literal.push_str(&format!("\\u{:04x}", u32::from(other))),
+        }
+    }
+    literal.push('"');
+    literal
 }
 
 #[test]
@@ -123,11 +138,19 @@ steps:
 #[test]
 fn what_a_model_says_in_a_repair_or_an_interview_never_drives_the_terminal_needs_root() {
     let fake = BlockingFakeModel::start(Script::new(vec![
-        // The repair: a proposal whose note and code carry the controls.
+        // The repair: a proposal whose code carries the controls raw (refused, and the refusal
+        // shown), then one whose note carries them.
         ScriptTurn::call(
             "propose",
             json!({
                 "code": format!("import urllib.parse\n# {HOSTILE}\ndef main():\n    return urllib.parse.quote('a b')\n"),
+                "note": HOSTILE,
+            }),
+        ),
+        ScriptTurn::call(
+            "propose",
+            json!({
+                "code": format!("import urllib.parse\nTEXT = {}\ndef main():\n    return urllib.parse.quote('a b')\n", python_literal(HOSTILE)),
                 "note": HOSTILE,
             }),
         ),

@@ -2,6 +2,7 @@
 
 mod error_chains;
 mod scripts;
+mod terminal_writes;
 mod time_arithmetic;
 mod user_messages;
 
