@@ -15,6 +15,7 @@ mod bootstrap;
 mod console;
 mod console_versions;
 mod decisions;
+mod events;
 mod files;
 mod g11_approve_links;
 mod g11_audit_bounded;

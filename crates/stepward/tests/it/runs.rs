@@ -491,3 +491,25 @@ fn g23_a_note_over_its_limit_is_refused_by_the_cli() {
         );
     }
 }
+
+/// newcomer 3, workload 4: `runs events --json` gives every event with the journal version it
+/// was stored in.
+#[test]
+fn g25_runs_events_json_carries_each_events_stored_version_needs_root() {
+    let home = Home::new();
+    let workflow = home.dir.path().join("tiny.yaml");
+    std::fs::write(&workflow, crate::support::TINY_WORKFLOW).unwrap();
+    let ran = home.stepward(&["run", workflow.to_str().unwrap()]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+    let events = home.stepward(&["runs", "events", &run_id(&ran), "--json"]);
+    let events: serde_json::Value = serde_json::from_str(&stdout(&events)).unwrap();
+    let events = events.as_array().unwrap();
+    assert!(events.len() >= 3, "{events:?}");
+    for event in events {
+        assert_eq!(
+            event["version"].as_u64(),
+            Some(u64::from(engine::journal::VERSION)),
+            "{event}"
+        );
+    }
+}
