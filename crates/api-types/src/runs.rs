@@ -50,5 +50,8 @@ pub struct Event {
     pub seq: u64,
     pub kind: String,
     pub at: i64,
+    /// The journal version the event was stored in: which shape its payload has (versions 1
+    /// to 4 differ only by fields a later version added).
+    pub version: u32,
     pub payload: serde_json::Value,
 }

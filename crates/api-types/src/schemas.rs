@@ -689,6 +689,7 @@ pub(crate) mod tests {
                     seq: 1,
                     kind: "k".into(),
                     at: 1,
+                    version: 4,
                     payload: json!({}),
                 }),
             ),

@@ -56,7 +56,7 @@ pub struct WorkspaceWriteRequest {
     /// write that changes what a saved workflow may reach or run (an agent file, or a script
     /// an agent names) is refused with the list unless each is named here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(length(max = 64), inner(length(max = limits::NAME_CHARS)))]
     pub confirm_reach: Vec<String>,
 }
 

@@ -186,6 +186,8 @@ pub struct Entry {
     /// 1, 2, 3, ... without gaps, per run.
     pub seq: u64,
     pub at: Timestamp,
+    /// The journal version it was stored in ([`VERSION`] for what this stepward writes).
+    pub version: u32,
     pub event: Event,
 }
 
@@ -264,6 +266,7 @@ pub fn read(record: &EventRecord) -> Result<Entry, ReadError> {
     Ok(Entry {
         seq: record.seq,
         at: record.at,
+        version: record.version,
         event,
     })
 }

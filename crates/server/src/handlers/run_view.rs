@@ -627,6 +627,7 @@ mod tests {
         Entry {
             seq,
             at: Timestamp(at),
+            version: engine::journal::VERSION,
             event,
         }
     }

@@ -266,6 +266,7 @@ pub(crate) fn wire_event(record: &RunRecord, entry: &Entry) -> Result<Event, Err
         seq: entry.seq,
         kind: kind.to_owned(),
         at: entry.at.0,
+        version: entry.version,
         payload,
     })
 }

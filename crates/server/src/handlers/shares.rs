@@ -435,6 +435,7 @@ mod tests {
             .zip(1..)
             .map(|(event, seq)| Entry {
                 seq,
+                version: engine::journal::VERSION,
                 at: Timestamp(seq.try_into().unwrap()),
                 event,
             })

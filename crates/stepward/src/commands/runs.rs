@@ -123,6 +123,7 @@ fn events(app: &App, run_id: &RunId, json: bool, shown: &Shown) -> anyhow::Resul
                 seq: entry.seq,
                 kind: entry.event.kind().as_str().to_owned(),
                 at: entry.at.0,
+                version: entry.version,
                 payload: entry.event.payload_json()?,
             })
         })
