@@ -20,6 +20,8 @@ use crate::support::{Home, repo_root, stderr};
 
 #[path = "browser_interview.rs"]
 mod interview;
+#[path = "browser_live.rs"]
+mod live;
 
 const SIGNING_KEY: &str = "sk-signing-browser-4e1d7a2c9b";
 pub(crate) const PASSWORD: &str = "correct horse battery staple";
