@@ -14,11 +14,16 @@
       note.textContent = text;
     }
   }
+  // A change that arrives while the page is being fetched fetches it once more afterwards, so
+  // the page never stops at what it was before the last change (the end above all).
+  var again = false;
   function refresh() {
     if (refreshing) {
+      again = true;
       return;
     }
     refreshing = true;
+    again = false;
     fetch(window.location.pathname, { credentials: "same-origin" })
       .then(function (answer) {
         if (!answer.ok) {
@@ -27,10 +32,15 @@
         return answer.text();
       })
       .then(function (html) {
-        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(live.id);
-        if (fresh) {
-          live.replaceChildren.apply(live, Array.prototype.slice.call(fresh.childNodes));
-        }
+        // Every part of the page that changes with the run (its status, its steps) is
+        // replaced by the same part of the page as it is now.
+        var page = new DOMParser().parseFromString(html, "text/html");
+        Array.prototype.forEach.call(document.querySelectorAll("[data-live-part]"), function (part) {
+          var fresh = page.getElementById(part.id);
+          if (fresh) {
+            part.replaceChildren.apply(part, Array.prototype.slice.call(fresh.childNodes));
+          }
+        });
       })
       .catch(function () {
         say("Live updates stopped; reload the page to see the latest.");
@@ -38,6 +48,9 @@
       })
       .finally(function () {
         refreshing = false;
+        if (again) {
+          refresh();
+        }
       });
   }
   source.addEventListener("changed", refresh);

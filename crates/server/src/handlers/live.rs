@@ -204,13 +204,17 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
             }
             let event = match found {
                 Ok(Look::Same) => continue,
+                // A browser drops an event whose data is empty: each carries some.
                 Ok(Look::Changed(newest)) => {
                     watch.seen_seq = newest;
-                    Event::default().event("changed").data("")
+                    Event::default()
+                        .event("changed")
+                        .id(newest.to_string())
+                        .data(newest.to_string())
                 }
                 Ok(Look::Ended) => {
                     watch.done = true;
-                    Event::default().event("ended").data("")
+                    Event::default().event("ended").data("ended")
                 }
                 Ok(Look::Closed(sentence)) => {
                     watch.done = true;
