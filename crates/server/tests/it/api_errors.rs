@@ -102,3 +102,94 @@ async fn the_openapi_document_lists_every_error_code() {
     }
     assert_eq!(codes, api_types::ERROR_CODES);
 }
+
+/// The JSON answer's shape: `code`, `error` and `request_id`, served as JSON.
+fn is_error_shape(answer: &crate::support::Answer) -> bool {
+    let json_type = answer
+        .headers
+        .iter()
+        .any(|(name, value)| name == "content-type" && value.starts_with(b"application/json"));
+    let body: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+    json_type
+        && body["code"].as_str().is_some_and(|code| !code.is_empty())
+        && body["error"]
+            .as_str()
+            .is_some_and(|error| !error.is_empty())
+        && body["request_id"].is_string()
+}
+
+/// server review 3, finding 6, and newcomer 3, friction 6: axum's own rejections (a path
+/// value that does not parse, a bad query, a malformed or cut body, a missing or wrong
+/// content type) answered plain text. Every `/api/` route, with each kind of bad request,
+/// answers an error in the documented JSON shape.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_api_error_is_the_documented_json_whatever_was_wrong() {
+    let harness = Harness::new();
+    let owner = harness.credentials(Caller::Person(Role::Owner));
+    let mut plain = Vec::new();
+    let mut refused = 0;
+    for (method, pattern) in server::registered_routes() {
+        // Signing out would end the session the other tries use (their rejections come
+        // before any handler all the same).
+        if !pattern.starts_with("/api/")
+            || pattern.contains("signout")
+            || pattern.contains("sessions")
+        {
+            continue;
+        }
+        // A path value past any integer the route reads, and query values of the wrong kind.
+        let path = pattern
+            .split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    "99999999999"
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let mut tries: Vec<(String, Option<(&str, String)>)> = vec![(
+            format!("{path}?from=-1&to=x&after=x&limit=x&before=x"),
+            None,
+        )];
+        if method != "GET" && method != "DELETE" {
+            tries.push((
+                path.clone(),
+                Some(("application/json", "{\"cut".to_owned())),
+            ));
+            tries.push((
+                path.clone(),
+                Some(("application/json", "[1, 2]".to_owned())),
+            ));
+            tries.push((path.clone(), Some(("text/plain", "{}".to_owned()))));
+            tries.push((
+                path.clone(),
+                Some(("application/json", "{\"zz_unknown\": 1}".to_owned())),
+            ));
+        }
+        for (uri, body) in tries {
+            let what = format!("{method} {uri} {:?}", body.as_ref().map(|(kind, _)| *kind));
+            let answer = harness.call(method, &uri, &owner, body).await;
+            if answer.status >= 400 {
+                refused += 1;
+                if !is_error_shape(&answer) {
+                    plain.push(format!(
+                        "{what}: {} {}",
+                        answer.status,
+                        String::from_utf8_lossy(&answer.body)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        refused > 100,
+        "too few refusals to mean anything: {refused}"
+    );
+    assert!(
+        plain.is_empty(),
+        "answers not in the documented JSON shape:\n{}",
+        plain.join("\n")
+    );
+}
