@@ -11,6 +11,7 @@ use crate::{Diagnostic, ReachReport, WorkflowVersionView, limits};
 /// The body of `POST /api/interviews`: the person's first message, and the workflow the
 /// interview is about (empty: a new one, named by the assistant).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StartInterviewRequest {
     #[serde(default)]
     #[schemars(length(max = limits::NAME_CHARS))]
@@ -21,6 +22,7 @@ pub struct StartInterviewRequest {
 
 /// The body of `POST /api/interviews/{id}/messages`: the person's next message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct InterviewMessageRequest {
     #[schemars(length(max = limits::INTERVIEW_MESSAGE_CHARS))]
     pub message: String,
@@ -29,6 +31,7 @@ pub struct InterviewMessageRequest {
 /// The body of `POST /api/interviews/{id}/confirm`: the person accepts the shown proposal
 /// (its number, so a proposal made meanwhile is never the one saved).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ConfirmInterviewRequest {
     pub proposal: u32,
     #[serde(default)]

@@ -149,14 +149,16 @@ pub struct DecisionView {
 
 /// The body of a gate decision (`POST /api/runs/{id}/steps/{step}/approve` or `/reject`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
 pub struct DecisionRequest {
-    #[serde(default)]
-    #[schemars(length(max = limits::NOTE_CHARS))]
+    /// What the decision rests on: required, kept in the record with who decided.
+    #[schemars(length(min = 1, max = limits::NOTE_CHARS))]
     pub note: String,
 }
 
 /// The body of a retry (`POST /api/runs/{id}/steps/{step}/attempts/{attempt}/retry`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
 pub struct RetryRequest {
     #[serde(default)]
     #[schemars(length(max = limits::NOTE_CHARS))]
@@ -171,6 +173,7 @@ pub struct RetryRequest {
 
 /// The body of `POST /api/signin`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SignInRequest {
     #[schemars(length(max = limits::IDENTIFIER_CHARS))]
     pub account: String,
@@ -202,6 +205,7 @@ pub struct SessionView {
 
 /// The body of `POST /api/runs/{id}/shares`, which may be left out (nothing ticked).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateShareRequest {
     /// Whether the share page shows agent tool calls' results, not only each call's name,
     /// path and outcome. Recorded with the link and in the audit log.
@@ -251,6 +255,9 @@ pub const ERROR_CODES: &[&str] = &[
     "not_found",
     "method_not_allowed",
     "invalid_input",
+    "invalid_json",
+    "unsupported_media_type",
+    "too_large",
     "too_long",
     "sign_in_failed",
     "rate_limited",
@@ -289,6 +296,7 @@ pub struct PersonView {
 
 /// The body of `POST /api/people`: invite a person with a role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct InvitePersonRequest {
     #[schemars(length(max = limits::DISPLAY_NAME_CHARS))]
     pub display_name: String,
@@ -309,6 +317,7 @@ pub struct PersonInvited {
 
 /// The body of `PUT /api/people/{id}/role`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RoleChangeRequest {
     #[schemars(extend("enum" = ["viewer", "member", "admin", "owner"]))]
     pub role: String,
@@ -316,6 +325,7 @@ pub struct RoleChangeRequest {
 
 /// The body of `POST /api/ownership`: hand the account over to another person.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OwnershipRequest {
     #[schemars(length(max = limits::ID_CHARS))]
     pub new_owner: String,
@@ -343,6 +353,7 @@ pub struct ApiKeyView {
 
 /// The body of `POST /api/keys`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CreateApiKeyRequest {
     #[schemars(length(max = limits::KEY_NAME_CHARS))]
     pub name: String,
@@ -453,6 +464,7 @@ pub struct VaultSecretView {
 /// The body of `PUT /api/vault/secrets/{name}`: the value goes in and never comes back out.
 /// Its `Debug` shows `<redacted>` for the value, so a logged request holds no credential.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SetSecretRequest {
     #[schemars(length(max = limits::SECRET_VALUE_CHARS))]
     pub value: String,
@@ -488,6 +500,7 @@ pub struct VaultConnectionView {
 /// replaces all the connection's fields (and lifts a revocation); values never come back out.
 /// Its `Debug` shows each field name with `<redacted>` for its value.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SetConnectionRequest {
     #[schemars(extend(
         "minProperties" = 1,
@@ -524,6 +537,7 @@ pub struct VaultModelKeyView {
 /// The body of `PUT /api/vault/model-keys/{provider}`: the key goes in and never comes back out.
 /// Its `Debug` shows `<redacted>` for the key.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SetModelKeyRequest {
     #[schemars(length(max = limits::SECRET_VALUE_CHARS))]
     pub value: String,
@@ -613,6 +627,7 @@ pub struct WorkflowDiff {
 /// The body of `PUT /api/workflows/{name}`: the next version's text, parsed before it is
 /// saved (G1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SaveWorkflowRequest {
     #[schemars(length(max = limits::CONTENT_CHARS))]
     pub text: String,
@@ -623,6 +638,7 @@ pub struct SaveWorkflowRequest {
 
 /// The body of `POST /api/runs`: start a run of a workflow of the account.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StartRunRequest {
     #[schemars(length(max = limits::NAME_CHARS))]
     pub workflow: String,

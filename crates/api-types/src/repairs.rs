@@ -40,6 +40,7 @@ pub struct RepairProposalView {
 
 /// The body of `POST /api/runs/{id}/steps/{step}/repair/accept`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AcceptRepairRequest {
     #[serde(default)]
     #[schemars(length(max = crate::limits::NOTE_CHARS))]
@@ -81,6 +82,7 @@ pub struct SupervisorSettingsView {
 /// The body of `PUT /api/supervisor`: the supervisor's retries per step per run, 0 to 5;
 /// `null` (or leaving it out) goes back to the default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SupervisorSettingsRequest {
     #[serde(default)]
     #[schemars(range(max = 5))]

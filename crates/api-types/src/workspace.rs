@@ -32,6 +32,7 @@ pub struct WorkspaceFileView {
 /// One change of a write: `write` (with `content` in `encoding`, `utf-8` when left out) or
 /// `delete`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WorkspaceChange {
     #[schemars(length(max = limits::PATH_CHARS))]
     pub path: String,
@@ -47,6 +48,7 @@ pub struct WorkspaceChange {
 
 /// The body of `POST /api/workspace/revisions`: every change lands in one revision or none.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WorkspaceWriteRequest {
     /// Why, in the writer's words; kept in the history.
     #[schemars(length(max = limits::REVISION_MESSAGE_CHARS))]

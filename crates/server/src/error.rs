@@ -623,6 +623,75 @@ pub(crate) struct ErrorReport {
     pub(crate) detail: String,
 }
 
+/// The report of a refusal the framework answered in plain text before any handler ran:
+/// its words, said in ours, under a code of the documented list. The log names the kind of
+/// refusal only: the framework's words can quote what the request held.
+pub(crate) fn rejection_report(status: StatusCode, said: &str) -> ErrorReport {
+    let said = said.trim();
+    let after = |prefix: &str| said.strip_prefix(prefix).map(str::trim);
+    let (code, message, kind) = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        (
+            "unsupported_media_type",
+            "send the body as JSON, with the header `Content-Type: application/json`".to_owned(),
+            "content type",
+        )
+    } else if status == StatusCode::PAYLOAD_TOO_LARGE {
+        (
+            "too_large",
+            "the request's body is larger than this route takes".to_owned(),
+            "body size",
+        )
+    } else if let Some(why) = after("Failed to parse the request body as JSON:") {
+        (
+            "invalid_json",
+            format!("the body is not valid JSON: {why}"),
+            "body syntax",
+        )
+    } else if let Some(why) = after("Failed to deserialize the JSON body into the target type:") {
+        (
+            "invalid_input",
+            format!("the body does not have this request's fields (see /api/openapi.json): {why}"),
+            "body shape",
+        )
+    } else if let Some(why) = after("Failed to deserialize query string:") {
+        (
+            "invalid_input",
+            format!("a query parameter is not valid: {why}"),
+            "query",
+        )
+    } else if let Some(why) = after("Invalid URL:") {
+        (
+            "invalid_input",
+            format!("a value in the path is not valid: {why}"),
+            "path",
+        )
+    } else {
+        (
+            "invalid_input",
+            format!("the request is not valid: {said}"),
+            "request",
+        )
+    };
+    let message = text_limits_cut(&message);
+    ErrorReport {
+        public_message: message.clone(),
+        api_message: message,
+        code,
+        detail: format!("refused before any handler ran ({kind})"),
+    }
+}
+
+/// A framework's message cut to what an answer shows.
+fn text_limits_cut(message: &str) -> String {
+    const MAX_CHARS: usize = 500;
+    if message.chars().count() <= MAX_CHARS {
+        return message.to_owned();
+    }
+    let mut cut: String = message.chars().take(MAX_CHARS).collect();
+    cut.push('…');
+    cut
+}
+
 fn detail_with_sources(error: &Error) -> String {
     let mut detail = error.to_string();
     let mut source = std::error::Error::source(error);

@@ -70,7 +70,7 @@ pub(crate) async fn finish(
     let request_id = new_request_id();
     let is_api = request.uri().path().starts_with("/api/");
     let method = request.method().clone();
-    let mut response = next.run(request).await;
+    let mut response = rejection_as_report(next.run(request).await).await;
     if let Some(report) = response.extensions_mut().remove::<ErrorReport>() {
         let status = response.status();
         // The raw path is not logged: it can hold a share or sign-in token. The detail names
@@ -123,6 +123,37 @@ pub(crate) async fn finish(
             HeaderValue::from_static(value),
         );
     }
+    response
+}
+
+/// The most of a plain-text refusal's body read to put its words in the error's shape.
+const MAX_REJECTION_BYTES: usize = 4 * 1024;
+
+/// A refusal the framework answered itself, before a handler ran (a path value or a query
+/// that does not parse, a body that is not JSON or not of the request's shape, a missing
+/// content type), is plain text: it gets an [`ErrorReport`], so it is answered in the same
+/// shape as every other error (server review 3, finding 6).
+async fn rejection_as_report(response: Response) -> Response {
+    let status = response.status();
+    let plain_text = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/plain"));
+    if !(status.is_client_error() || status.is_server_error())
+        || !plain_text
+        || response.extensions().get::<ErrorReport>().is_some()
+    {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let said = axum::body::to_bytes(body, MAX_REJECTION_BYTES)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let report = crate::error::rejection_report(status, &said);
+    let mut response = Response::from_parts(parts, Body::empty());
+    response.extensions_mut().insert(report);
     response
 }
 

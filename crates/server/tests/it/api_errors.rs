@@ -193,3 +193,53 @@ async fn every_api_error_is_the_documented_json_whatever_was_wrong() {
         plain.join("\n")
     );
 }
+
+/// newcomer 3, friction 6 and issue 36 §10: a field a request does not have is refused with
+/// its name, and the document says a decision's note is required.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_field_is_refused_by_name_and_a_decisions_note_is_required() {
+    let harness = Harness::new();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let answer = harness
+        .call(
+            "POST",
+            "/api/runs",
+            &member,
+            Some((
+                "application/json",
+                r#"{"workflow":"gated","inputz":{}}"#.into(),
+            )),
+        )
+        .await;
+    assert_eq!(answer.status, 422, "{}", answer.text());
+    assert_eq!(answer.json()["code"], "invalid_input");
+    let said = answer.json()["error"].as_str().unwrap().to_owned();
+    assert!(said.contains("`inputz`"), "{said}");
+    let run = harness.parked_run("acct");
+    let missing = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{}/steps/ship/approve", run.as_str()),
+            &member,
+            Some(("application/json", "{}".into())),
+        )
+        .await;
+    assert!(
+        missing.status == 422 || missing.status == 400,
+        "{}",
+        missing.text()
+    );
+    assert!(missing.json()["error"].as_str().unwrap().contains("note"));
+    let document = harness
+        .call("GET", "/api/openapi.json", &Credentials::None, None)
+        .await
+        .json();
+    let decision = &document["components"]["schemas"]["DecisionRequest"];
+    assert!(
+        decision["required"]
+            .as_array()
+            .is_some_and(|required| required.iter().any(|name| name == "note")),
+        "{decision}"
+    );
+    assert_eq!(decision["properties"]["note"]["minLength"], 1, "{decision}");
+}

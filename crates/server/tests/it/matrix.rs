@@ -123,6 +123,8 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
         "/api/models/{provider}/test" => "{}",
         "/api/interviews" | "/api/interviews/{id}/messages" => r#"{"message":"matrix"}"#,
         "/api/interviews/{id}/confirm" => r#"{"proposal":1}"#,
+        "/api/supervisor" => r#"{"retries":1}"#,
+        "/api/runs/{id}/shares" => "{}",
         "/api/workspace/revisions" => {
             r#"{"message":"matrix","changes":[{"path":"matrix-written.txt","action":"write","content":"m"}]}"#
         }
