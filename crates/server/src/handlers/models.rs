@@ -1,10 +1,11 @@
 //! The account's model providers over the API (`/api/models`) and the console (`/models`),
 //! all for admins: they list them (names, kinds, URLs, the default; never a key), add,
-//! replace, remove, pick the default and send a test prompt. A base URL may name a host of
-//! the account's own network, so members, who write agent files, learn only the providers'
-//! names, from the vault's names-only listing of model keys. A provider's settings are a row of their
-//! own; its key is the vault model key of the same name, which goes in and never comes back
-//! out. Every change and every test is audited by name (G25). Which endpoints may be reached
+//! replace, remove, pick the default and send a test prompt: changing where prompts go is an
+//! admin's decision. A provider's host is not a secret of the admins: every reach panel of an
+//! agent step shows each person of the account the provider's name and host (G27), so what
+//! this listing adds for admins is the full URL and the settings. A provider's settings are a
+//! row of their own; its key is the vault model key of the same name, which goes in and never
+//! comes back out. Every change and every test is audited by name (G25). Which endpoints may be reached
 //! is the operator's choice (the server's `llm::Client`), never the account's (G11).
 
 use std::str::FromStr;

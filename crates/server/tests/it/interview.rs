@@ -512,3 +512,47 @@ async fn g10_an_answer_past_its_bound_is_not_kept_and_the_interview_says_so() {
         .json();
     assert!(view.to_string().contains("Which amount"), "{view}");
 }
+
+/// server review 3, finding 5: a provider's host is shown to every person of the account in a
+/// reach panel (G27: who reads a run's reach sees where its prompts go), as the docs now say;
+/// its full settings stay with the admins.
+#[tokio::test(flavor = "multi_thread")]
+async fn g27_a_viewer_sees_a_providers_host_in_reach_and_only_admins_its_settings() {
+    let (harness, fake) = with_assistant(vec![]).await;
+    write_workspace_file(
+        &harness,
+        "agents/poster/AGENT.md",
+        "---\nname: poster\ndescription: Posts.\nmodel: claude/fake-large\ntools: [Read]\n---\nPosts.\n",
+    );
+    write_workspace_file(
+        &harness,
+        "workflows/posting.yaml",
+        "name: posting\npython: \"3.11\"\nsteps:\n  - id: post\n    agent: poster\n    task: Post it.\n",
+    );
+    let viewer = harness.credentials(Caller::Person(Role::Viewer));
+    let reach = harness
+        .call("GET", "/api/workflows/posting/reach", &viewer, None)
+        .await;
+    assert_eq!(reach.status, 200, "{}", reach.text());
+    let reach = reach.json();
+    let host = fake.url();
+    let host = host
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    assert_eq!(
+        reach["rows"][0]["models"][0]["host"],
+        host.as_str(),
+        "{reach}"
+    );
+    let settings = harness.call("GET", "/api/models", &viewer, None).await;
+    assert_eq!(settings.status, 403, "{}", settings.text());
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/agents.md"),
+    )
+    .unwrap();
+    assert!(
+        docs.contains("visible to the account"),
+        "docs/agents.md says so"
+    );
+}
