@@ -213,3 +213,87 @@ fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root
     ]);
     assert!(!again.status.success());
 }
+
+/// Issue 35 (server review 3, finding 1, at the CLI's door): `stepward repair` appends its
+/// audit entry before it asks the assistant, and `repair --accept` its intent before it saves
+/// a version. With every audit append failing, neither asks, records or saves anything.
+#[test]
+fn g25_a_cli_repair_whose_audit_entry_cannot_be_written_asks_and_saves_nothing_needs_root() {
+    let fake = BlockingFakeModel::start(Script::new(vec![ScriptTurn::call(
+        "propose",
+        json!({"code": "import urllib.parse\n\ndef main(word):\n    return urllib.parse.quote(word)\n", "note": "urllib"}),
+    )]))
+    .unwrap();
+    let exempt = fake.endpoint();
+    let home = Home::new();
+    crate::support::add_fake_assistant(&home, &fake, "sk-repair-audit-model-key-7788");
+    let file = home.dir.path().join("quote.yaml");
+    std::fs::write(&file, WORKFLOW).unwrap();
+    let saved = home.stepward(&[
+        "files",
+        "put",
+        "workflows/quote.yaml",
+        "--from",
+        file.to_str().unwrap(),
+    ]);
+    assert!(saved.status.success(), "{}", stderr(&saved));
+    let ran = home.stepward(&[
+        "run",
+        file.to_str().unwrap(),
+        "--input",
+        "word=a b",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(
+        stdout(&ran).contains("needs_repair"),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let run = run_id(&ran);
+    let events = |home: &Home| stdout(&home.stepward(&["runs", "events", &run]));
+    let database = home.data_dir().join("stepward.db");
+    let trigger = |on: bool| {
+        let connection = rusqlite::Connection::open(&database).unwrap();
+        connection
+            .execute_batch(if on {
+                "CREATE TRIGGER test_audit_fails BEFORE INSERT ON audit_log
+                 BEGIN SELECT RAISE(ABORT, 'simulated audit failure'); END;"
+            } else {
+                "DROP TRIGGER test_audit_fails;"
+            })
+            .unwrap();
+    };
+
+    trigger(true);
+    let asked = home.stepward(&["repair", &run, "quote", "--allow-model-endpoint", &exempt]);
+    assert!(!asked.status.success(), "{}", stdout(&asked));
+    assert!(fake.requests().is_empty(), "no model was asked");
+    assert!(
+        !events(&home).contains("repair.proposed"),
+        "nothing recorded"
+    );
+
+    trigger(false);
+    let asked = home.stepward(&["repair", &run, "quote", "--allow-model-endpoint", &exempt]);
+    assert!(asked.status.success(), "{}", stderr(&asked));
+    let versions_before = stdout(&home.stepward(&["workflows", "show", "quote"]));
+
+    trigger(true);
+    let accepted = home.stepward(&[
+        "repair",
+        &run,
+        "quote",
+        "--accept",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(!accepted.status.success(), "{}", stdout(&accepted));
+    assert_eq!(
+        stdout(&home.stepward(&["workflows", "show", "quote"])),
+        versions_before,
+        "no version was saved"
+    );
+    assert!(stdout(&home.stepward(&["runs", "show", &run])).contains("needs_repair"));
+}
