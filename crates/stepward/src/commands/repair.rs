@@ -34,14 +34,16 @@ pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
     if args.accept {
         return accept(&app, &engine, args, &run, step);
     }
+    // Audited first (who asked, for which step), as through the API: an entry that cannot be
+    // written asks no model and records no proposal. Who proposed what is in the run's journal.
+    app.audit(
+        "repair.proposed",
+        serde_json::json!({"run": run.as_str(), "step": step}),
+    )
+    .context("no model was asked")?;
     let proposal = engine
         .propose_repair(&run, step)
         .with_context(|| format!("no repair of step {step} of run {run} to show"))?;
-    app.audit(
-        "repair.proposed",
-        serde_json::json!({"run": run.as_str(), "step": step, "provider": proposal.provider,
-                           "model": proposal.model, "refused_before": proposal.refused.len()}),
-    )?;
     outln!(
         "The assistant ({}, model {}) proposes new code for step {step} (standard library only; \
          its network, connections, limits and inputs unchanged):\n",
@@ -68,6 +70,24 @@ fn accept(
     step: &str,
 ) -> anyhow::Result<Outcome> {
     let person = crate::app::os_user();
+    let workflow = app
+        .store
+        .run(run)
+        .context("cannot read the run")?
+        .map(|record| record.workflow_name)
+        .with_context(|| format!("no run with id {run}"))?;
+    // The intent first, as every workspace write (`stepward serve` settles one a stopped
+    // process left open): an intent that cannot be written saves nothing.
+    let intent = crate::app::random_hex_id()?;
+    let author = workspace::Author::Assistant {
+        accepted_by: person.clone(),
+    };
+    app.audit(
+        "workspace.write_intent",
+        serde_json::json!({"intent": intent, "author": author,
+                           "paths": [format!("workflows/{workflow}.yaml")]}),
+    )
+    .context("nothing was saved")?;
     let accepted = engine
         .accept_repair(
             run,
@@ -83,14 +103,27 @@ fn accept(
             },
             // The newest recorded proposal: the one `stepward repair RUN STEP` printed.
             None,
-        )
-        .with_context(|| format!("cannot go on with the repair of step {step} of run {run}"))?;
+        );
+    let accepted = match accepted {
+        Ok(accepted) => accepted,
+        Err(error) => {
+            let error = anyhow::Error::new(error)
+                .context(format!("cannot go on with the repair of step {step} of run {run}"));
+            app.audit(
+                "repair.accept_refused",
+                serde_json::json!({"intent": intent, "run": run.as_str(), "step": step,
+                                   "reason": format!("{error:#}")}),
+            )?;
+            return Err(error);
+        }
+    };
     let version = &accepted.version;
     app.audit(
         "workflow.version",
-        serde_json::json!({"workflow": version.name, "revision": version.revision,
-                           "version": version.number, "author": "assistant",
-                           "accepted_by": person}),
+        serde_json::json!({"intent": intent, "workflow": version.name,
+                           "revision": version.revision, "version": version.number,
+                           "author": "assistant", "accepted_by": person,
+                           "run": run.as_str(), "step": step}),
     )?;
     outln!(
         "workflow {} version {}: the assistant's repair of {step}, accepted by {person}; run \
