@@ -33,6 +33,9 @@ pub struct InterviewMessageRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfirmInterviewRequest {
+    /// The number of the proposal shown (an interview holds far fewer: its entries are bounded
+    /// by the interview's size).
+    #[schemars(range(min = 1, max = limits::PROPOSAL_NUMBER_MAX))]
     pub proposal: u32,
     #[serde(default)]
     #[schemars(length(max = limits::NOTE_CHARS))]

@@ -35,6 +35,8 @@ pub const PATH_CHARS: usize = 4_096;
 pub const CONTENT_CHARS: usize = 2 * 1024 * 1024;
 /// A person's message in an interview with the assistant.
 pub const INTERVIEW_MESSAGE_CHARS: usize = 8_000;
+/// The highest proposal number an interview confirmation names.
+pub const PROPOSAL_NUMBER_MAX: u32 = 10_000;
 
 /// A text longer than its schema allows: where it is in the request, the limit and what was
 /// given.

@@ -745,9 +745,31 @@ pub(crate) mod tests {
         place: String,
         found: &mut Vec<(String, Value)>,
     ) {
+        places_of(schemas, schema, place, &["string"], found);
+    }
+
+    /// Every place of a value of one of `kinds` in a request body, by its path in the schemas.
+    fn places_of(
+        schemas: &Map<String, Value>,
+        schema: &Value,
+        place: String,
+        kinds: &[&str],
+        found: &mut Vec<(String, Value)>,
+    ) {
+        let texts = |schemas: &Map<String, Value>,
+                     schema: &Value,
+                     place: String,
+                     found: &mut Vec<(String, Value)>| {
+            places_of(schemas, schema, place, kinds, found)
+        };
         if let Some(name) = schema["$ref"].as_str() {
             let name = name.trim_start_matches("#/components/schemas/");
             return texts(schemas, &schemas[name], place, found);
+        }
+        for each in ["anyOf", "oneOf", "allOf"] {
+            for option in schema[each].as_array().into_iter().flatten() {
+                texts(schemas, option, place.clone(), found);
+            }
         }
         let is = |kind: &str| {
             schema["type"] == kind
@@ -755,7 +777,7 @@ pub(crate) mod tests {
                     .as_array()
                     .is_some_and(|kinds| kinds.iter().any(|each| each == kind))
         };
-        if is("string") {
+        if kinds.iter().any(|kind| is(kind)) {
             found.push((place.clone(), schema.clone()));
         }
         if is("object") {
@@ -803,6 +825,38 @@ pub(crate) mod tests {
         assert_eq!(
             schemas["DecisionRequest"]["properties"]["note"]["maxLength"],
             2_000
+        );
+    }
+
+    /// Issue 35 (agents review, finding 2, its class): every number a request reads has its
+    /// maximum in the document, so no value a caller sends reaches the platform unbounded.
+    #[test]
+    fn every_number_a_request_reads_has_a_maximum_in_the_document() {
+        use schemars::generate::SchemaSettings;
+        let schemas = component_schemas();
+        let requests = generated(SchemaSettings::draft2020_12().for_deserialize(), REQUESTS);
+        let mut found = Vec::new();
+        for name in requests.keys() {
+            places_of(
+                &schemas,
+                &schemas[name],
+                name.clone(),
+                &["integer", "number"],
+                &mut found,
+            );
+        }
+        assert!(!found.is_empty(), "no number found in any request");
+        let unbounded: Vec<String> = found
+            .iter()
+            .filter(|(place, schema)| {
+                !place.ends_with("(a name)") && !schema["maximum"].is_number()
+            })
+            .map(|(place, schema)| format!("{place}: {schema}"))
+            .collect();
+        assert!(
+            unbounded.is_empty(),
+            "numbers without a maximum:\n{}",
+            unbounded.join("\n")
         );
     }
 

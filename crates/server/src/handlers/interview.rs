@@ -129,6 +129,17 @@ pub(crate) async fn confirm(
     Path(id): Path<String>,
     Json(request): Json<ConfirmInterviewRequest>,
 ) -> Result<Json<InterviewConfirmed>, Error> {
+    // The document's range, held here.
+    if !(1..=api_types::limits::PROPOSAL_NUMBER_MAX).contains(&request.proposal) {
+        return Err(Error::InvalidInput {
+            field: "proposal",
+            reason: format!(
+                "a proposal's number is 1 to {}, {} given",
+                api_types::limits::PROPOSAL_NUMBER_MAX,
+                request.proposal
+            ),
+        });
+    }
     let version = accept(&state, &authenticated, &id, request.proposal, &request.note).await?;
     Ok(Json(InterviewConfirmed {
         interview: id,

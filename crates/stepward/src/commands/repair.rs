@@ -88,27 +88,27 @@ fn accept(
                            "paths": [format!("workflows/{workflow}.yaml")]}),
     )
     .context("nothing was saved")?;
-    let accepted = engine
-        .accept_repair(
-            run,
-            step,
-            &person,
-            PersonDecision {
-                who: App::cli_actor(),
-                door: Door::Cli,
-                note: args
-                    .note
-                    .clone()
-                    .unwrap_or_else(|| "accepted the assistant's repair".to_owned()),
-            },
-            // The newest recorded proposal: the one `stepward repair RUN STEP` printed.
-            None,
-        );
+    let accepted = engine.accept_repair(
+        run,
+        step,
+        &person,
+        PersonDecision {
+            who: App::cli_actor(),
+            door: Door::Cli,
+            note: args
+                .note
+                .clone()
+                .unwrap_or_else(|| "accepted the assistant's repair".to_owned()),
+        },
+        // The newest recorded proposal: the one `stepward repair RUN STEP` printed.
+        None,
+    );
     let accepted = match accepted {
         Ok(accepted) => accepted,
         Err(error) => {
-            let error = anyhow::Error::new(error)
-                .context(format!("cannot go on with the repair of step {step} of run {run}"));
+            let error = anyhow::Error::new(error).context(format!(
+                "cannot go on with the repair of step {step} of run {run}"
+            ));
             app.audit(
                 "repair.accept_refused",
                 serde_json::json!({"intent": intent, "run": run.as_str(), "step": step,
