@@ -200,3 +200,46 @@ pub const AGENT_FILE_KEYS: &[KeyDoc] = &[
         "Wall-clock seconds of one tool call (default 120); at most `step_timeout_s`.",
     ),
 ];
+
+impl KeyValue {
+    /// The kind in words, as the reference shows it.
+    pub fn words(self) -> &'static str {
+        match self {
+            KeyValue::Text => "text",
+            KeyValue::Name => "a name",
+            KeyValue::Names => "a list of names",
+            KeyValue::Model => "`PROVIDER/MODEL_ID`",
+            KeyValue::Tools => "a list of tools",
+            KeyValue::Network => "`none` or `public_egress`",
+            KeyValue::Path => "a path in the agent's folder",
+            KeyValue::Boolean => "`true` or `false`",
+            KeyValue::Arguments => "a map of argument to type",
+            KeyValue::Map => "a map",
+            KeyValue::Number => "a whole number above 0",
+        }
+    }
+}
+
+/// The agent file's reference as a Markdown table, every key of [`AGENT_FILE_KEYS`] with its
+/// kind, whether it is required, its meaning and, for a number, its maximum under `maxima`
+/// and the operator option that sets it. `docs/agents.md` holds it as rendered with the
+/// built-in maxima (a test compares them).
+pub fn agent_file_reference(maxima: &crate::LimitMaxima) -> String {
+    let mut table = String::from("| key | value | required | meaning |\n|---|---|---|---|\n");
+    for doc in AGENT_FILE_KEYS {
+        let mut meaning = doc.meaning.to_owned();
+        if doc.value == KeyValue::Number {
+            let last = doc.key.rsplit('.').next().unwrap_or(doc.key);
+            let (maximum, option) = maxima.of(last);
+            meaning.push_str(&format!(" At most {maximum} (`{option}`)."));
+        }
+        table.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            doc.key,
+            doc.value.words(),
+            if doc.required { "yes" } else { "no" },
+            meaning.replace('|', "\\|")
+        ));
+    }
+    table
+}

@@ -41,7 +41,7 @@ pub use crate::declared_limits::{LimitMaxima, LoopLimits, LoopLimitsInForce, Ste
 pub use crate::diagnostic::Diagnostic;
 pub use crate::env::{EnvNameCollision, connection_env_name, env_name_collisions};
 pub use crate::forbidden::{forbidden_keys_in, is_forbidden_key};
-pub use crate::keys::{AGENT_FILE_KEYS, KeyDoc, KeyValue};
+pub use crate::keys::{AGENT_FILE_KEYS, KeyDoc, KeyValue, agent_file_reference};
 pub use crate::model::{
     Agent, CustomTool, InputKind, InputSource, Network, OutputKind, PythonVersion, Step, StepBody,
     Supervision, Tool, ToolArgument, Workflow, WorkflowInput,

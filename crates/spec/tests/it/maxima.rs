@@ -140,3 +140,25 @@ fn the_agent_key_table_is_the_parsers() {
         );
     }
 }
+
+/// Issue 36 §13: `docs/agents.md` has a reference of every `AGENT.md` key, kept in step with
+/// the parser: the table between its markers is the one rendered from the key table the parser
+/// is checked against, with the built-in maxima.
+#[test]
+fn the_docs_reference_of_the_agent_file_is_the_parsers_key_table() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/agents.md");
+    let docs = std::fs::read_to_string(&path).unwrap();
+    let start = "<!-- agent-file-keys: generated from spec::AGENT_FILE_KEYS -->\n";
+    let end = "<!-- agent-file-keys: end -->";
+    let expected = spec::agent_file_reference(&LimitMaxima::BUILT_IN);
+    let shown = docs
+        .split_once(start)
+        .and_then(|(_, rest)| rest.split_once(end))
+        .map(|(table, _)| table);
+    assert_eq!(
+        shown,
+        Some(expected.as_str()),
+        "docs/agents.md's reference of the agent file differs from the key table; put this \
+         between its markers:\n{start}{expected}{end}"
+    );
+}
