@@ -27,15 +27,14 @@ pub fn drives_terminal(character: char) -> bool {
         )
 }
 
-/// `text` as one line: every character that drives a terminal, the line break too, as `?`.
+/// `text` as one line: a line break or a tab as a space, every other character that drives a
+/// terminal as `?`.
 pub fn printable(text: &str) -> String {
     text.chars()
-        .map(|character| {
-            if drives_terminal(character) {
-                '?'
-            } else {
-                character
-            }
+        .map(|character| match character {
+            '\n' | '\t' => ' ',
+            _ if drives_terminal(character) => '?',
+            _ => character,
         })
         .collect()
 }
@@ -154,7 +153,7 @@ mod tests {
     fn every_driver_is_shown_as_a_question_mark_and_lines_stay() {
         let text = "a\u{1b}[2Kb\u{7}c\u{9b}d\u{202e}e\u{2066}f\rg\u{7f}h\u{2028}i\n\tj";
         assert_eq!(printable_text(text), "a?[2Kb?c?d?e?f?g?h?i\n\tj");
-        assert_eq!(printable(text), "a?[2Kb?c?d?e?f?g?h?i??j");
+        assert_eq!(printable(text), "a?[2Kb?c?d?e?f?g?h?i  j");
         assert_eq!(
             printable("plain text, ünïcode 🦀"),
             "plain text, ünïcode 🦀"
