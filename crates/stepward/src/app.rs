@@ -38,16 +38,6 @@ pub struct App {
 }
 
 impl App {
-    /// The data directory's app when it already has a database, `None` otherwise: for
-    /// commands that read the account if there is one and never create a data directory
-    /// (`check`, `reach`).
-    pub fn open_existing(config: &Config) -> anyhow::Result<Option<App>> {
-        if !config.database_path().exists() {
-            return Ok(None);
-        }
-        Ok(Some(App::open(config.clone())?))
-    }
-
     /// Opens (creating on first use) the data directory, its database, the vault and the local
     /// account. Prints the vault's notice (where a new root key was put) to stderr.
     pub fn open(config: Config) -> anyhow::Result<App> {
@@ -738,6 +728,47 @@ fn user_name_of(uid: u32) -> Option<String> {
         let id = fields.nth(1)?;
         (id.parse::<u32>().ok()? == uid).then(|| name.to_owned())
     })
+}
+
+/// The local account of a data directory that already has a database, read without the
+/// vault, so without the root key (newcomer 3, friction 1): what `check` and `reach` need of
+/// the account (its model providers' names, its workspace's agents) is in the store and the
+/// workspace, in the clear.
+pub struct AccountReader {
+    pub store: Arc<SqliteStore>,
+    pub account: AccountId,
+    agents: PathBuf,
+}
+
+impl AccountReader {
+    /// `None` when the data directory has no database: nothing is created.
+    pub fn open_existing(config: &Config) -> anyhow::Result<Option<AccountReader>> {
+        if !config.database_path().exists() {
+            return Ok(None);
+        }
+        let store = Arc::new(SqliteStore::open(&config.database_path()).with_context(|| {
+            format!(
+                "cannot open the database {}",
+                config.database_path().display()
+            )
+        })?);
+        let account = AccountId::parse(LOCAL_ACCOUNT_ID).context("the local account id")?;
+        let agents = config
+            .accounts_dir()
+            .join(account.as_str())
+            .join("workspace")
+            .join("agents");
+        Ok(Some(AccountReader {
+            store,
+            account,
+            agents,
+        }))
+    }
+
+    /// The workspace's `agents/` folder, where `run` takes agents from.
+    pub fn workspace_agents(&self) -> PathBuf {
+        self.agents.clone()
+    }
 }
 
 #[cfg(test)]

@@ -177,12 +177,6 @@ impl AgentLookup {
     }
 }
 
-/// The local account's workspace `agents/` folder, which `stepward run` takes agents from.
-pub fn workspace_agents(app: &crate::app::App) -> anyhow::Result<PathBuf> {
-    let workspace = app.workspaces().for_account(&app.account)?;
-    Ok(workspace.files_dir().join("agents"))
-}
-
 /// Reads and parses `<agents>/<name>/AGENT.md`; `Err` says why it is unavailable.
 pub fn load_agent(
     agents: &Path,

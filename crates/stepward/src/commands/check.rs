@@ -1,7 +1,7 @@
 //! `stepward check FILE...`: parse every file, report every problem with its place.
 
 use crate::Outcome;
-use crate::app::App;
+use crate::app::{AccountReader, App};
 use crate::cli::CheckArgs;
 use crate::commands::{
     Shown, check_code, definition_value_diagnostic, diagnostics_json, print_diagnostics, print_json,
@@ -10,32 +10,44 @@ use crate::config::Config;
 use crate::definitions::{AgentLookup, DefinitionKind, display_name, read_text};
 
 /// The local account, when the data directory already has a database: definitions are then
-/// checked against its names, and against its values as `run` checks them (G16), and what is
-/// printed is scrubbed with them. `check` never creates a data directory or a key.
-/// Its workspace's `agents/` folder is where `run` takes agents from, so `check` looks there
-/// first.
+/// checked against its names (read without the vault, so without the root key), and, when the
+/// vault opens, against its values as `run` checks them (G16), what is printed being scrubbed
+/// with them. `check` never creates a data directory or a key. Its workspace's `agents/`
+/// folder is where `run` takes agents from, so `check` looks there first.
 struct LocalAccount {
     names: spec::AccountNames,
-    shown: Shown,
+    shown: Option<Shown>,
     agents: std::path::PathBuf,
 }
 
 fn local_account(config: &Config) -> anyhow::Result<Option<LocalAccount>> {
-    let Some(app) = App::open_existing(config)? else {
+    let Some(reader) = AccountReader::open_existing(config)? else {
         return Ok(None);
     };
-    let names = crate::commands::models::account_names(&app.store, &app.account)?;
+    let names = crate::commands::models::account_names(&reader.store, &reader.account)?;
+    // The values need the vault; without its root key the names are still checked, and the
+    // person is told what was not (newcomer 3, friction 1).
+    let shown = match App::open(config.clone()) {
+        Ok(app) => Some(Shown::new(&app)?),
+        Err(error) => {
+            errln!(
+                "warning: {error:#}; so the definitions are checked against the account's \
+                 names only, not against its values (`run` checks both)"
+            );
+            None
+        }
+    };
     Ok(Some(LocalAccount {
         names,
-        shown: Shown::new(&app)?,
-        agents: crate::definitions::workspace_agents(&app)?,
+        shown,
+        agents: reader.workspace_agents(),
     }))
 }
 
 pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
     let local = local_account(config)?;
     let account = local.as_ref().map(|local| &local.names);
-    let shown = local.as_ref().map(|local| &local.shown);
+    let shown = local.as_ref().and_then(|local| local.shown.as_ref());
     let maxima = &config.limit_maxima;
     let mut reports = Vec::new();
     let mut all_valid = true;

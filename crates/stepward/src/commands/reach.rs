@@ -3,11 +3,11 @@
 use storage::models::ModelProviderStore;
 
 use crate::Outcome;
-use crate::app::App;
+use crate::app::AccountReader;
 use crate::cli::ReachArgs;
 use crate::commands::{parse_workflow_file, print_json};
 use crate::config::{Backend, Config};
-use crate::definitions::{AgentLookup, load_agent, workspace_agents};
+use crate::definitions::{AgentLookup, load_agent};
 
 pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
     let maxima = &config.limit_maxima;
@@ -17,8 +17,9 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
     };
     // The local account (its model providers and workspace), when the data directory
     // already has a database: `reach` never creates one.
-    let app = App::open_existing(config)?;
-    let workspace = app.as_ref().map(workspace_agents).transpose()?;
+    // Read without the vault: `reach` needs no root key (newcomer 3, friction 1).
+    let app = AccountReader::open_existing(config)?;
+    let workspace = app.as_ref().map(AccountReader::workspace_agents);
     let agents = AgentLookup::new(&args.file, workspace, args.agents.as_deref());
     // Each agent (and its colleagues) from where `check` reads it: the workspace `run` uses
     // when it has the agent, else the folder beside the file.

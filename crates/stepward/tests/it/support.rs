@@ -46,12 +46,19 @@ steps:
           return 1
 "#;
 
+/// Runs `stepward ARGS` from the repository (paths of the examples are relative to it), with
+/// a data directory and a configuration folder of its own that do not exist yet, removed after:
+/// never the repository's `./stepward-data` (which `scripts/demo` leaves there), the user's
+/// `HOME` or configuration (newcomer 3, friction 1).
 pub fn stepward(args: &[&str]) -> Output {
+    let scratch = tempfile::tempdir().expect("a temporary folder");
     Command::new(env!("CARGO_BIN_EXE_stepward"))
         .args(args)
         .current_dir(repo_root())
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
+        .env("STEPWARD_DATA_DIR", scratch.path().join("data"))
+        .env("XDG_CONFIG_HOME", scratch.path().join("config"))
         .output()
         .expect("the stepward binary runs")
 }
