@@ -73,6 +73,7 @@ fn local_options(config: &Config) -> anyhow::Result<sandbox::local::LocalOptions
     let mut options = sandbox::local::LocalOptions::new(state_dir, crate::jail_helper::command()?);
     options.egress = egress_options(config)?;
     options.runtimes.cache_dir = Some(config.runtime_cache_dir.clone());
+    options.kept_dir = Some(config.sandbox_cache_dir.clone());
     options.pool_size = config.warm_pool;
     // A sandbox built before its step is known can take any declaration up to the maxima.
     options.ceilings = sandbox::LimitCeilings {
@@ -107,6 +108,12 @@ fn local_backend_with(
     let backend = sandbox::local::LocalBackend::new_after_sweep(options, swept)
         .context("cannot set up the local sandbox backend")?
         .removing_cgroup_parents_on_drop();
+    if let Some(reason) = backend.kept_folder_refused() {
+        errln!(
+            "warning: the sandbox cache folder is not used ({reason}); each process prepares \
+             the harness and the runtimes' views again (--sandbox-cache-dir)"
+        );
+    }
     match (first, early) {
         (Some(first), Some(early)) => {
             backend.prepare_ahead_with(first.python, first.network, early)

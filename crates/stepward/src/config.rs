@@ -86,6 +86,18 @@ pub struct GlobalArgs {
         default_value = "/var/cache/stepward/runtimes"
     )]
     pub runtime_cache_dir: PathBuf,
+    /// Where the local backend keeps, between processes, what every sandbox shares and no
+    /// account holds: the harness compiled for each Python and each runtime's linked view.
+    /// Root's and closed to others (checked at every start; otherwise not used), on the same
+    /// file system as the interpreter so its files can be linked. A `stepward run` then starts
+    /// no compiler and links nothing.
+    #[arg(
+        long,
+        env = "STEPWARD_SANDBOX_CACHE_DIR",
+        global = true,
+        default_value = "/var/cache/stepward-sandbox"
+    )]
+    pub sandbox_cache_dir: PathBuf,
     /// Sandboxes kept started and waiting, per kind of step (Python version, network, limits),
     /// for the local and the gvisor backend: a step then gets one already started (a gVisor
     /// step in tens of milliseconds instead of about 250). Each still serves one step and is
@@ -160,6 +172,8 @@ pub struct Config {
     pub limit_maxima: spec::LimitMaxima,
     /// Where runtime discovery's cache lives.
     pub runtime_cache_dir: PathBuf,
+    /// Where the local backend keeps the compiled harness and the runtimes' views.
+    pub sandbox_cache_dir: PathBuf,
     /// Sandboxes kept started per kind of step (`--warm-pool`).
     pub warm_pool: usize,
     /// The start-up phases' clock (prints only with `--startup-timings`).
@@ -203,6 +217,7 @@ impl Config {
                 agent_step_timeout_s: args.max_agent_step_timeout_s,
             },
             runtime_cache_dir: args.runtime_cache_dir.clone(),
+            sandbox_cache_dir: args.sandbox_cache_dir.clone(),
             warm_pool: usize::from(args.warm_pool),
             timings,
             scrub_registry,

@@ -170,6 +170,8 @@ impl RevisionStore {
         let blobs = folder.join(BLOBS_NAME);
         crate::account::private_dirs(&blobs).map_err(io_error("create", &blobs))?;
         let log_path = folder.join(LOG_NAME);
+        // The folder is synced only when this open made the log: its name is then new.
+        let made = !log_path.exists();
         let log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -187,7 +189,9 @@ impl RevisionStore {
                 .map_err(io_error("truncate", &log_path))?;
             log.sync_all().map_err(io_error("fsync", &log_path))?;
         }
-        sync_folder(folder)?;
+        if made {
+            sync_folder(folder)?;
+        }
         Ok(RevisionStore {
             folder: folder.to_path_buf(),
             writer: Mutex::new(()),

@@ -11,6 +11,7 @@
 mod affinity;
 mod claim;
 mod helper;
+mod kept;
 pub(crate) mod outcome;
 pub(crate) mod plan;
 mod pool;
@@ -70,6 +71,15 @@ pub struct LocalOptions {
     /// Helper cell N maps to host uid and gid `helper_uid_base + N` (see
     /// [`crate::HelperCell`]); a range no sandbox and no real user uses.
     pub helper_uid_base: u32,
+    /// Where what every sandbox shares and no account ever holds (the harness compiled for
+    /// each runtime, the runtimes' linked views) is kept between processes, so that a process
+    /// that runs one step does not compile and link them again (newcomer 3, friction 3 of the
+    /// round's issue: the default state folder is removed when its process ends). Checked at
+    /// every start: root's, written by nobody else, its parent likewise; otherwise it is not
+    /// used and the state folder holds them as before. Bound read-only into sandboxes; each
+    /// entry keyed by content (the harness's digest; a stamp of the interpreter's identity, of
+    /// each linked file's inode). `None`: in the state folder.
+    pub kept_dir: Option<PathBuf>,
     /// TEST ONLY: every sandbox mounts the whole procfs, as on a kernel without `subset=pid`,
     /// so that tests check the masks that kernel relies on.
     #[cfg(feature = "test-controls")]
@@ -91,6 +101,7 @@ impl LocalOptions {
             copy_back: CopyBackPolicy::default(),
             ceilings: crate::LimitCeilings::default(),
             helper_uid_base: 1_820_000_000,
+            kept_dir: None,
             #[cfg(feature = "test-controls")]
             test_whole_proc: false,
         }
@@ -104,8 +115,24 @@ impl LocalOptions {
         self.state_dir.join("slots")
     }
 
-    fn harness_dir(&self) -> PathBuf {
-        self.state_dir.join("harness")
+    /// The harness and its bytecode: in the kept folder, named by the harness's digest, or
+    /// in the state folder.
+    pub(crate) fn harness_dir(&self) -> PathBuf {
+        match &self.kept_dir {
+            Some(kept) => kept.join(format!(
+                "harness-{}",
+                &hex_digest(RUNNER_PY.as_bytes())[..16]
+            )),
+            None => self.state_dir.join("harness"),
+        }
+    }
+
+    /// The runtimes' linked views (one tree per runtime, with its stamp).
+    fn views_dir(&self) -> PathBuf {
+        match &self.kept_dir {
+            Some(kept) => kept.join("runtimes"),
+            None => self.state_dir.join("runtimes"),
+        }
     }
 
     /// The empty directory every sandbox's child mounts its tmpfs root on, in its own private
@@ -142,6 +169,8 @@ pub(crate) struct Shared {
     /// [`crate::runtime::Runtime::linked_view`]).
     pub(crate) runtime_views:
         std::collections::HashMap<crate::PythonPin, Vec<crate::runtime::RuntimeMount>>,
+    /// Why the kept folder was not used, when one was configured and refused.
+    pub(crate) kept_refused: Option<String>,
     /// The tmpfs the scratch folders live on; unmounted when the last holder of `Shared` goes,
     /// after every other field (the last one declared), when no sandbox holds a folder in it.
     pub(crate) _scratch_fs: scratch_fs::ScratchFs,
@@ -172,7 +201,21 @@ impl LocalBackend {
         built
     }
 
-    fn build(options: LocalOptions, cgroups: CgroupLayout) -> Result<Self, Error> {
+    fn build(mut options: LocalOptions, cgroups: CgroupLayout) -> Result<Self, Error> {
+        // The kept folder is used only when it is closed to everyone but root; held locked
+        // while this process writes or checks what is kept there.
+        let mut kept_refused = None;
+        let kept_lock = match options.kept_dir.clone() {
+            Some(kept) => match kept::prepare(&kept) {
+                Ok(lock) => Some(lock),
+                Err(reason) => {
+                    kept_refused = Some(reason);
+                    options.kept_dir = None;
+                    None
+                }
+            },
+            None => None,
+        };
         if options.uid_base == 0 {
             return Err(Error::LayerFailed {
                 layer: String::from("uid/gid maps"),
@@ -214,7 +257,7 @@ impl LocalBackend {
         let scratch_fs = scratch_fs::ScratchFs::mount(&options.scratch_dir(), options.slots)?;
         write_harness(&options.harness_dir())?;
         let runtimes = Runtimes::discover(&options.runtimes)?;
-        let views_dir = options.state_dir.join("runtimes");
+        let views_dir = options.views_dir();
         std::fs::create_dir_all(&views_dir)
             .map_err(|source| Error::io("cannot create", &views_dir, source))?;
         set_mode(&views_dir, 0o711)?;
@@ -227,6 +270,7 @@ impl LocalBackend {
                 .unwrap_or_else(|| runtime.mounts.clone());
             runtime_views.insert(runtime.pin, view);
         }
+        drop(kept_lock);
         let slots = SlotAllocator::new(&options.slots_dir(), options.slots)?;
         let helper_cells =
             crate::helper_cell::HelperCells::new(&options.state_dir, options.helper_uid_base)?;
@@ -250,10 +294,17 @@ impl LocalBackend {
                 reaper,
                 spare,
                 runtime_views,
+                kept_refused,
                 _scratch_fs: scratch_fs,
             }),
             remove_cgroup_parent_on_drop: false,
         })
+    }
+
+    /// Why the configured kept folder is not used (the state folder holds the harness and
+    /// the views instead), if it is not.
+    pub fn kept_folder_refused(&self) -> Option<&str> {
+        self.shared.kept_refused.as_deref()
     }
 
     /// The same backend, which removes its cgroup parents when dropped (after tearing down
