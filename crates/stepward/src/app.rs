@@ -38,9 +38,34 @@ pub struct App {
 }
 
 impl App {
-    /// Opens (creating on first use) the data directory, its database, the vault and the local
-    /// account. Prints the vault's notice (where a new root key was put) to stderr.
+    /// Opens an installation that exists: for the commands that read or change one and have no
+    /// reason to make one (newcomer 3, friction 2: `runs list` in the wrong folder made a
+    /// second, empty installation and a new root key). Refuses, naming the folder, when its
+    /// database is not there; nothing is created.
+    pub fn open_installed(config: Config) -> anyhow::Result<App> {
+        if !config.database_path().exists() {
+            anyhow::bail!(
+                "there is no stepward installation in {} (no stepward.db there), and this \
+                 command does not make one: run it from the folder that holds `stepward-data`, \
+                 or give the installation's place with --data-dir DIR (or STEPWARD_DATA_DIR); \
+                 nothing was created",
+                shown_path(&config.data_dir)
+            );
+        }
+        App::open(config)
+    }
+
+    /// Opens (creating on first use, and saying so first) the data directory, its database,
+    /// the vault and the local account. Prints the vault's notice (where a new root key was
+    /// put) to stderr.
     pub fn open(config: Config) -> anyhow::Result<App> {
+        if !config.database_path().exists() {
+            errln!(
+                "No stepward installation in {} yet: making one there (its database, files and \
+                 vault; the vault's root key is said below).",
+                shown_path(&config.data_dir)
+            );
+        }
         private_data_dir(&config.data_dir)?;
         let store = Arc::new(SqliteStore::open(&config.database_path()).with_context(|| {
             format!(
@@ -95,6 +120,23 @@ impl App {
             scrub_sets,
             account,
         })
+    }
+
+    /// The run `run` of the local account, or an error that names the installation searched
+    /// (a run "missing" is most often a command run in another folder).
+    pub fn run_record(&self, run: &storage::RunId) -> anyhow::Result<storage::RunRecord> {
+        use storage::RunStore as _;
+        self.store
+            .run(run)
+            .context("cannot read the run")?
+            .filter(|record| record.account == self.account)
+            .with_context(|| {
+                format!(
+                    "there is no run {run} in the installation {}; `stepward runs list` shows \
+                     the runs there are (a run of another installation needs --data-dir)",
+                    shown_path(&self.config.data_dir)
+                )
+            })
     }
 
     /// Who the CLI acts as: the operating-system user (decisions record the door `cli`).
@@ -769,6 +811,15 @@ impl AccountReader {
     pub fn workspace_agents(&self) -> PathBuf {
         self.agents.clone()
     }
+}
+
+/// A folder as a person finds it: absolute (a relative `./stepward-data` names the folder it
+/// was run from).
+pub fn shown_path(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
 }
 
 #[cfg(test)]

@@ -339,13 +339,10 @@ pub(crate) fn generated_key_notice(path: &Path) -> Notice {
     Notice {
         root_key_path: Some(path.to_path_buf()),
         text: format!(
-            "Generated the vault's root key at {path} (readable only by you). It is kept outside \
-             the data directory on purpose: a copy or backup of the data directory alone opens \
-             nothing, and without this key the secrets in it are lost, so back it up \
-             separately. To move it to a key manager: store the file's contents (64 \
-             hexadecimal characters) there, start stepward with the root key read from the \
-             environment variable or the file that the key manager provides, check that the \
-             secrets still open, then delete {path}.",
+            "Made the vault's root key: {path} (readable only by you).\n\
+             It stays outside the data directory, so a backup of the data directory alone opens\n\
+             nothing: back the key up separately, since without it the secrets are lost.\n\
+             To keep it in a key manager instead, see docs/credentials.md (\"The root key\").",
             path = path.display()
         ),
     }

@@ -10,7 +10,7 @@ use crate::cli::AuditCommand;
 use crate::config::Config;
 
 pub fn run(command: &AuditCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    let app = App::open_installed(config)?;
     match command {
         AuditCommand::Verify => {
             let verification = app.store.verify_audit()?;

@@ -17,7 +17,8 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
     if !crate::commands::note_within_limit(&args.note) {
         return Ok(Outcome::Invalid);
     }
-    let app = App::open(config)?;
+    let app = App::open_installed(config)?;
+    app.run_record(&args.run)?;
     let verb = match kind {
         GateDecision::Approve => "approve",
         GateDecision::Reject => "reject",

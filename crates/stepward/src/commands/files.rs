@@ -19,7 +19,11 @@ use crate::config::Config;
 const MAX_PUT_BYTES: u64 = 64 * 1024 * 1024;
 
 pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    // Only `put` makes an installation; the others read or change one.
+    let app = match command {
+        FilesCommand::Put { .. } => App::open(config)?,
+        _ => App::open_installed(config)?,
+    };
     let workspace = app
         .workspaces()
         .for_account(&app.account)

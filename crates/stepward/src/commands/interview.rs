@@ -33,7 +33,7 @@ struct Shown {
 }
 
 pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    let app = App::open_installed(config)?;
     let account = app.account.clone();
     let (provider_name, model_id) = match assistant_of(&app.store, &account) {
         Assistant::On { provider, model } => (provider, model),

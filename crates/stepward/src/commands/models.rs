@@ -23,7 +23,11 @@ use crate::commands::Shown;
 use crate::config::Config;
 
 pub fn run(command: &ModelsCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    // Only `add` makes an installation; the others read or change one.
+    let app = match command {
+        ModelsCommand::Add { .. } => App::open(config)?,
+        _ => App::open_installed(config)?,
+    };
     match command {
         ModelsCommand::Add {
             name,

@@ -8,7 +8,7 @@
 
 use anyhow::Context;
 use engine::PersonDecision;
-use storage::{Door, RunId, RunStore};
+use storage::{Door, RunId};
 
 use crate::Outcome;
 use crate::app::App;
@@ -18,14 +18,10 @@ use crate::config::Config;
 use crate::engine_lock::segment;
 
 pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    let app = App::open_installed(config)?;
     let run = args.run.clone();
     let step = args.step.trim_end_matches('!');
-    app.store
-        .run(&run)
-        .context("cannot read the run")?
-        .filter(|record| record.account == app.account)
-        .with_context(|| format!("no run with id {run}"))?;
+    app.run_record(&run)?;
     let accept_route = if args.accept { "/accept" } else { "" };
     let (engine, _lock) = app.engine_acting_on(
         &run,
@@ -70,12 +66,7 @@ fn accept(
     step: &str,
 ) -> anyhow::Result<Outcome> {
     let person = crate::app::os_user();
-    let workflow = app
-        .store
-        .run(run)
-        .context("cannot read the run")?
-        .map(|record| record.workflow_name)
-        .with_context(|| format!("no run with id {run}"))?;
+    let workflow = app.run_record(run)?.workflow_name;
     // The intent first, as every workspace write (`stepward serve` settles one a stopped
     // process left open): an intent that cannot be written saves nothing.
     let intent = crate::app::random_hex_id()?;

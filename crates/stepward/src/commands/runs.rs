@@ -12,8 +12,23 @@ use crate::config::Config;
 use crate::engine_lock::segment;
 
 pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    // What is wrong with what was typed is said first, whatever the installation.
+    if let RunsCommand::Retry { note, .. } | RunsCommand::Stop { note, .. } = command
+        && !crate::commands::note_within_limit(note)
+    {
+        return Ok(Outcome::Invalid);
+    }
+    let app = App::open_installed(config)?;
     let shown = Shown::new(&app)?;
+    match command {
+        RunsCommand::Show { run, .. }
+        | RunsCommand::Events { run, .. }
+        | RunsCommand::Retry { run, .. }
+        | RunsCommand::Stop { run, .. } => {
+            app.run_record(run)?;
+        }
+        RunsCommand::List { .. } => {}
+    }
     match command {
         RunsCommand::List { json } => list(&app, *json, &shown),
         RunsCommand::Show { run, json } => {
@@ -111,10 +126,7 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
 
 fn events(app: &App, run_id: &RunId, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     let run = run_id;
-    let record = app.store.run(run_id)?;
-    if record.is_none_or(|record| record.account != app.account) {
-        anyhow::bail!("there is no run {run}; `stepward runs list` shows the runs there are");
-    }
+    app.run_record(run)?;
     // Every event read into its type (G25), then shown in the journal's shape.
     let events = engine::journal::read_all(&app.store.events(run_id)?)?
         .into_iter()

@@ -16,7 +16,11 @@ use crate::commands::print_json;
 use crate::config::Config;
 
 pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    // Only `set` makes an installation; the others read or change one.
+    let app = match command {
+        SecretsCommand::Set { .. } => App::open(config)?,
+        _ => App::open_installed(config)?,
+    };
     let account = app.account.clone();
     match command {
         SecretsCommand::Set { name } => {
@@ -71,7 +75,11 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
 }
 
 pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    // Only `add` makes an installation; the others read or change one.
+    let app = match command {
+        ConnectionsCommand::Add { .. } => App::open(config)?,
+        _ => App::open_installed(config)?,
+    };
     let account = app.account.clone();
     match command {
         ConnectionsCommand::Add { alias, fields } => {
@@ -153,7 +161,7 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
 }
 
 pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    let app = App::open_installed(config)?;
     match command {
         KeysCommand::RotateRoot {
             new_root_key_file,

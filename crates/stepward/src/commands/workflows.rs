@@ -29,7 +29,7 @@ fn missing(name: &str) -> String {
 }
 
 pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open(config)?;
+    let app = App::open_installed(config)?;
     let shown = Shown::new(&app)?;
     let engine = app.reading_engine();
     let account = app.account.clone();

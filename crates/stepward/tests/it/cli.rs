@@ -119,6 +119,9 @@ fn schema_prints_a_json_schema() {
 #[test]
 fn g5_a_closed_stdout_ends_the_command_quietly() {
     let home = crate::support::Home::new();
+    // `runs list` reads an installation: one is made first.
+    let made = home.stepward_with_stdin(&["secrets", "set", "TOKEN"], "a-value-0000000003\n");
+    assert!(made.status.success(), "{}", stderr(&made));
     for args in [vec!["schema"], vec!["runs", "list"]] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);

@@ -59,3 +59,62 @@ fn g5_check_and_reach_work_beside_a_data_directory_whose_root_key_cannot_be_foun
         stdout(&reached)
     );
 }
+
+/// newcomer 3, friction 2: a read command run in the wrong folder made a second, empty
+/// installation and a new root key, and "no run with id X" did not say where it looked. Read
+/// commands refuse a data directory that does not exist, naming it, and create nothing; a
+/// command that makes an installation says where first; a missing run names the installation.
+#[test]
+fn read_commands_never_create_an_installation_and_a_missing_run_names_where_it_was_sought() {
+    let home = Home::new();
+    for args in [
+        vec!["runs", "list"],
+        vec!["runs", "show", "run_0123456789abcdef0123456789abcdef"],
+        vec!["runs", "events", "run_0123456789abcdef0123456789abcdef"],
+        vec!["files", "list"],
+        vec!["files", "history"],
+        vec!["workflows", "list"],
+        vec!["secrets", "list"],
+        vec!["connections", "list"],
+        vec!["models", "list"],
+        vec!["audit", "verify"],
+    ] {
+        let output = home.stepward(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stdout(&output)
+        );
+        let said = stderr(&output);
+        assert!(
+            said.contains("there is no stepward installation in")
+                && said.contains(&home.data_dir().display().to_string())
+                && said.contains("--data-dir"),
+            "{args:?}: {said}"
+        );
+        assert!(!home.data_dir().exists(), "{args:?} made a data directory");
+        assert!(
+            !home.dir.path().join("config/stepward").exists(),
+            "{args:?} made a root key"
+        );
+    }
+    let made = home.stepward_with_stdin(&["secrets", "set", "TOKEN"], "a-value-0000000001\n");
+    assert!(made.status.success(), "{}", stderr(&made));
+    let said = stderr(&made);
+    let making = said
+        .find("No stepward installation in")
+        .unwrap_or_else(|| panic!("{said}"));
+    let key = said.find("root key").unwrap_or_else(|| panic!("{said}"));
+    assert!(making < key, "where it is made is said first: {said}");
+    let missing = home.stepward(&["runs", "show", "run_0123456789abcdef0123456789abcdef"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains(&format!(
+            "in the installation {}",
+            home.data_dir().display()
+        )),
+        "{}",
+        stderr(&missing)
+    );
+}

@@ -114,6 +114,9 @@ fn files_list_and_history_take_json() {
 #[test]
 fn an_empty_history_says_so() {
     let home = Home::new();
+    // An installation with nothing in its workspace (reading commands make none).
+    let made = home.stepward_with_stdin(&["secrets", "set", "TOKEN"], "a-value-0000000002\n");
+    assert!(made.status.success(), "{}", stderr(&made));
     let history = home.stepward(&["files", "history"]);
     assert_eq!(history.status.code(), Some(0), "{}", stderr(&history));
     let said = stdout(&history);

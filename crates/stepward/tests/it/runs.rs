@@ -329,12 +329,16 @@ fn g20_a_root_key_file_inside_the_data_directory_is_refused() {
     let inside = home.data_dir().join("root.key");
     std::fs::create_dir_all(home.data_dir()).unwrap();
     std::fs::write(&inside, "00".repeat(32)).unwrap();
-    let listed = home.stepward(&[
-        "secrets",
-        "list",
-        "--root-key-file",
-        inside.to_str().unwrap(),
-    ]);
+    let listed = home.stepward_with_stdin(
+        &[
+            "secrets",
+            "set",
+            "TOKEN",
+            "--root-key-file",
+            inside.to_str().unwrap(),
+        ],
+        "a-value-0000000004\n",
+    );
     assert_eq!(listed.status.code(), Some(2));
     assert!(
         stderr(&listed).contains("inside the data directory"),
@@ -390,6 +394,17 @@ fn g25_a_single_account_workspace_moves_to_the_local_accounts_folder() {
     std::fs::write(data.join("workspace/reports/old.txt"), b"kept").unwrap();
     std::fs::create_dir_all(data.join("revisions")).unwrap();
     std::fs::write(data.join("revisions/revisions.log"), b"").unwrap();
+    // Such a data directory had its database (an empty one here: migrations make the rest).
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(data.join("stepward.db"))
+            .unwrap();
+    }
     let listed = home.stepward(&["runs", "list"]);
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
     assert_eq!(
