@@ -344,7 +344,7 @@ impl Engine {
             let parsed = match kind {
                 DefinitionPath::Workflow => {
                     spec::parse_workflow_within(path.as_str(), text, &self.options.limit_maxima)
-                        .map(|_| ())
+                        .and_then(|workflow| name_matches_file(path.as_str(), text, &workflow))
                 }
                 _ => spec::parse_agent_within(path.as_str(), text, &self.options.limit_maxima)
                     .map(|_| ()),
@@ -753,4 +753,41 @@ impl Engine {
         let rows = spec::reach(&workflow, &|name| pinned.agent(name, &maxima));
         Ok(Some((record, rows)))
     }
+}
+
+/// A saved workflow is run, listed and repaired by the name its file has, so its `name:` is
+/// that name (newcomer 3, friction 11: a text saved under another name was listed under one
+/// and run under the other).
+fn name_matches_file(
+    path: &str,
+    text: &str,
+    workflow: &Workflow,
+) -> Result<(), Vec<spec::Diagnostic>> {
+    let Some(file_name) = path
+        .strip_prefix("workflows/")
+        .and_then(|rest| rest.strip_suffix(".yaml"))
+    else {
+        return Ok(());
+    };
+    if workflow.name() == file_name {
+        return Ok(());
+    }
+    let line = text
+        .lines()
+        .position(|line| line.starts_with("name:"))
+        .map_or(1, |index| index + 1);
+    Err(vec![spec::Diagnostic {
+        file: path.to_owned(),
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        column: 7,
+        code: "name-differs-from-file",
+        message: format!(
+            "the workflow is named `{}`, but it is saved as {path}",
+            workflow.name()
+        ),
+        help: format!(
+            "write `name: {file_name}`, or save it as workflows/{}.yaml",
+            workflow.name()
+        ),
+    }])
 }

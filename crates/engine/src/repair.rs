@@ -262,6 +262,27 @@ impl Engine {
             });
         }
         let context = self.load_context(run)?;
+        // A proposal that could never be accepted costs a model call for nothing: a run of a
+        // file from elsewhere, or of a text the workspace has moved past, is told so first
+        // (newcomer 3, friction 9).
+        self.refuse_overwriting_newer(
+            &record.account,
+            context.workflow.name(),
+            context.workflow.source(),
+        )
+        .map_err(|reason| Error::RepairRefused {
+            run: run.clone(),
+            step: step.to_owned(),
+            reason: format!(
+                "{}; the assistant was not asked, since its repair could not be accepted \
+                 (`stepward run {}` runs the workspace's current version)",
+                reason
+                    .split(", so the repair was not saved")
+                    .next()
+                    .unwrap_or(&reason),
+                context.workflow.name()
+            ),
+        })?;
         let problem = attempt
             .reason
             .clone()

@@ -239,7 +239,9 @@ pub enum AccountsCommand {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The workflow file.
+    /// The workflow: a saved one's NAME (the workspace's current `workflows/NAME.yaml`), or a
+    /// file (an argument with a `/` in it or ending in `.yaml` or `.yml` is always a file).
+    #[arg(value_name = "NAME|FILE")]
     pub file: PathBuf,
     /// A workflow input, `NAME=VALUE`; repeat for each. A `string` input takes VALUE as is;
     /// any other type reads VALUE as JSON (`top=3`, `lines=[{"customer":"a","cents":5}]`).

@@ -40,6 +40,16 @@ fn needing_repair() -> (Harness, engine::Engine, storage::RunId) {
         )
     });
     let engine = harness.engine();
+    // Saved first: a repair is asked for only when it could be accepted, which needs the
+    // workspace's current version to be the text the run runs.
+    let saved = engine.save_workflow_version(
+        &account(),
+        "offline",
+        OFFLINE,
+        &workspace::Author::Person { id: "alice".into() },
+        "workflow offline: the text the run runs",
+    );
+    assert_eq!(saved.unwrap().number, 1);
     let summary = engine
         .start_run(
             &account(),
@@ -260,14 +270,6 @@ impl engine::RepairAssistant for HeldAssistant {
 #[test]
 fn g15_a_stop_while_a_repair_is_being_accepted_is_refused_and_the_saved_version_runs() {
     let (_harness, engine, run) = needing_repair();
-    let saved = engine.save_workflow_version(
-        &account(),
-        "offline",
-        OFFLINE,
-        &workspace::Author::Person { id: "alice".into() },
-        "workflow offline: the text the run runs",
-    );
-    assert_eq!(saved.unwrap().number, 1);
     let (in_check, checking) = std::sync::mpsc::sync_channel(1);
     let (release, go_on) = std::sync::mpsc::channel();
     let engine = engine.with_repairs(std::sync::Arc::new(HeldAssistant {

@@ -112,7 +112,7 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
         "/api/keys" => r#"{"name":"matrix","role":"viewer"}"#,
         "/api/runs" => r#"{"workflow":"gated"}"#,
         "/api/workflows/{name}" => {
-            r#"{"text":"name: matrix\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: One.\n    code: |\n      def main():\n          return 1\n","message":"matrix"}"#
+            r#"{"text":"name: matrix_saved\npython: \"3.11\"\nsteps:\n  - id: one\n    explain: One.\n    code: |\n      def main():\n          return 1\n","message":"matrix"}"#
         }
         "/api/vault/secrets/{name}" => r#"{"value":"matrix-value-0123456789"}"#,
         "/api/vault/connections/{alias}" => r#"{"fields":{"api_key":"matrix-value-0123456789"}}"#,

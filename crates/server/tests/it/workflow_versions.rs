@@ -9,6 +9,11 @@ use serde_json::{Value, json};
 
 use crate::support::{ACCOUNT, Caller, Credentials, GATED, Harness, VAULT_VALUE};
 
+/// The gated workflow under the name it is saved as: a saved workflow's `name:` is its file's.
+fn shipping() -> String {
+    GATED.replace("name: gated", "name: shipping")
+}
+
 fn body(text: &str) -> Option<(&'static str, String)> {
     Some((
         "application/json",
@@ -32,11 +37,11 @@ async fn g25_every_save_is_the_next_version_with_its_author_and_text() {
     let harness = Harness::new();
     let key = harness.credentials(Caller::Key(Role::Member));
     let person = harness.credentials(Caller::Person(Role::Member));
-    let (status, first) = save(&harness, &key, "shipping", GATED).await;
+    let (status, first) = save(&harness, &key, "shipping", &shipping()).await;
     assert_eq!(status, 201, "{first}");
     assert_eq!(first["number"], 1);
     assert_eq!(first["author_kind"], "api_key");
-    let edited = GATED.replace("Ships it.", "Ships it, checked.");
+    let edited = shipping().replace("Ships it.", "Ships it, checked.");
     let (status, second) = save(&harness, &person, "shipping", &edited).await;
     assert_eq!(status, 201, "{second}");
     assert_eq!(second["number"], 2);
@@ -58,7 +63,7 @@ async fn g25_every_save_is_the_next_version_with_its_author_and_text() {
         .call("GET", "/api/workflows/shipping/versions/1", &viewer, None)
         .await
         .json();
-    assert_eq!(shown["text"], GATED);
+    assert_eq!(shown["text"], shipping());
     let exported = harness
         .call("GET", "/api/workflows/shipping/export", &viewer, None)
         .await
@@ -82,7 +87,7 @@ async fn g25_every_save_is_the_next_version_with_its_author_and_text() {
     assert_eq!(workflow.status, 200, "{}", workflow.text());
     assert_eq!(workflow.json()["file"], "workflows/shipping.yaml");
     // A viewer saves nothing.
-    let (status, _) = save(&harness, &viewer, "shipping", GATED).await;
+    let (status, _) = save(&harness, &viewer, "shipping", &shipping()).await;
     assert_eq!(status, 403);
 }
 
@@ -90,7 +95,10 @@ async fn g25_every_save_is_the_next_version_with_its_author_and_text() {
 async fn g1_an_invalid_save_is_refused_with_its_diagnostics_and_loses_nothing() {
     let harness = Harness::new();
     let member = harness.credentials(Caller::Person(Role::Member));
-    assert_eq!(save(&harness, &member, "shipping", GATED).await.0, 201);
+    assert_eq!(
+        save(&harness, &member, "shipping", &shipping()).await.0,
+        201
+    );
     let (status, refused) = save(&harness, &member, "shipping", "name: shipping\nsteps: 7\n").await;
     assert_eq!(status, 422, "{refused}");
     assert_eq!(refused["code"], "definition_refused");
@@ -122,7 +130,7 @@ async fn g1_an_invalid_save_is_refused_with_its_diagnostics_and_loses_nothing() 
         .call("GET", "/api/workflows/shipping/export", &member, None)
         .await
         .json();
-    assert_eq!(exported["text"], GATED);
+    assert_eq!(exported["text"], shipping());
     let notes = harness
         .call("GET", "/api/workspace/file?path=notes.md", &member, None)
         .await;
@@ -133,7 +141,7 @@ async fn g1_an_invalid_save_is_refused_with_its_diagnostics_and_loses_nothing() 
 async fn g19_a_save_holding_a_value_is_refused_naming_the_line_and_export_holds_references_only() {
     let harness = Harness::new();
     let member = harness.credentials(Caller::Person(Role::Member));
-    let holding = GATED.replace("Prepares the shipment.", &format!("Uses {VAULT_VALUE}."));
+    let holding = shipping().replace("Prepares the shipment.", &format!("Uses {VAULT_VALUE}."));
     let (status, refused) = save(&harness, &member, "shipping", &holding).await;
     assert_eq!(status, 422, "{refused}");
     let message = refused.to_string();
@@ -141,7 +149,7 @@ async fn g19_a_save_holding_a_value_is_refused_naming_the_line_and_export_holds_
     assert!(!message.contains(VAULT_VALUE), "{message}");
     // A text saved before its value became the account's is shown masked.
     let later = "sk_live_LaterValue5Hb8Wc2Nq";
-    let text = GATED.replace("Ships it.", &format!("Ships it with {later}."));
+    let text = shipping().replace("Ships it.", &format!("Ships it with {later}."));
     assert_eq!(save(&harness, &member, "shipping", &text).await.0, 201);
     assert_eq!(
         save(

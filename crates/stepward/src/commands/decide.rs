@@ -18,7 +18,6 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
         return Ok(Outcome::Invalid);
     }
     let app = App::open_installed(config)?;
-    app.run_record(&args.run)?;
     let verb = match kind {
         GateDecision::Approve => "approve",
         GateDecision::Reject => "reject",
@@ -27,6 +26,8 @@ pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Res
         &args.run,
         format!("steps/{}/{verb}", segment(args.step.trim_end_matches('!'))),
     )?;
+    // After the engine lock, which names a live server first.
+    app.run_record(&args.run)?;
     let run = args.run.clone();
     let already = app.store.last_event_seq(&run).unwrap_or(0);
     let decision = Decision {

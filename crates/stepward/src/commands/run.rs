@@ -1,5 +1,7 @@
 //! `stepward run FILE`: parse, then run in sandboxes to the end, a gate, or a person.
 
+use std::path::PathBuf;
+
 use anyhow::Context;
 use serde_json::{Map, Value};
 use storage::EventLog;
@@ -18,8 +20,9 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     // The sandbox backend and the first code step's sandbox first, from a first reading of
     // the file; its interpreter loads while the store and the vault open (the parse below,
     // against the account, is the one that decides; a file it refuses drops the sandbox unused).
-    let text = crate::definitions::read_text(&args.file)?;
-    let early = EarlyBackend::start(&config, first_step_of(&args.file, &text, &maxima))?;
+    let file = workflow_argument(&config, &args.file)?;
+    let text = crate::definitions::read_text(&file)?;
+    let early = EarlyBackend::start(&config, first_step_of(&file, &text, &maxima))?;
     let app = App::open(config)?;
     // A refusal or a diagnostic quotes what was typed or written, which may be a value of the
     // account (review N3, N4): everything printed from here on is scrubbed.
@@ -27,7 +30,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     // Checked against the account: a step must not be granted a model key (G19).
     let names = account_names(&app.store, &app.account)?;
     let Some(workflow) = parse_workflow_text_for(
-        &args.file,
+        &file,
         &text,
         &maxima,
         "nothing ran",
@@ -77,6 +80,37 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             Ok(Outcome::Invalid)
         }
         Err(error) => Err(error).context("the run could not start"),
+    }
+}
+
+/// What `stepward run ARG` runs (newcomer 3, friction 10): an argument with a `/` in it or
+/// ending in `.yaml` or `.yml` is a file; any other is the name of a saved workflow, the
+/// workspace's current `workflows/NAME.yaml`, unless a file of that name is here too, when
+/// `run` refuses and names both rather than guess.
+fn workflow_argument(config: &Config, argument: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let text = argument.to_string_lossy();
+    let is_path = text.contains('/') || text.ends_with(".yaml") || text.ends_with(".yml");
+    if is_path {
+        return Ok(argument.to_path_buf());
+    }
+    let saved = config
+        .accounts_dir()
+        .join("local/workspace/workflows")
+        .join(format!("{text}.yaml"));
+    match (saved.is_file(), argument.is_file()) {
+        (true, false) => Ok(saved),
+        (false, true) => Ok(argument.to_path_buf()),
+        (true, true) => anyhow::bail!(
+            "`{text}` names both the saved workflow {} and the file ./{text}; say which: \
+             `stepward run ./{text}` for the file, or run from another folder for the saved one",
+            saved.display()
+        ),
+        (false, false) => anyhow::bail!(
+            "there is no saved workflow `{text}` in the installation {} and no file `{text}` \
+             here; `stepward workflows list` lists the saved ones, and a file is named by its \
+             path (`stepward run ./{text}.yaml`)",
+            crate::app::shown_path(&config.data_dir)
+        ),
     }
 }
 

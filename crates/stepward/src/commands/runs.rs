@@ -21,13 +21,11 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open_installed(config)?;
     let shown = Shown::new(&app)?;
     match command {
-        RunsCommand::Show { run, .. }
-        | RunsCommand::Events { run, .. }
-        | RunsCommand::Retry { run, .. }
-        | RunsCommand::Stop { run, .. } => {
+        // A decision finds the run after the engine lock, which names a live server first.
+        RunsCommand::Show { run, .. } | RunsCommand::Events { run, .. } => {
             app.run_record(run)?;
         }
-        RunsCommand::List { .. } => {}
+        RunsCommand::List { .. } | RunsCommand::Retry { .. } | RunsCommand::Stop { .. } => {}
     }
     match command {
         RunsCommand::List { json } => list(&app, *json, &shown),
@@ -69,6 +67,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                     segment(step.trim_end_matches('!'))
                 ),
             )?;
+            app.run_record(run)?;
             let id = run.clone();
             let already = app.store.last_event_seq(&id).unwrap_or(0);
             let summary = engine
@@ -88,6 +87,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                 return Ok(Outcome::Invalid);
             }
             let (engine, _lock) = app.engine_acting_on(run, String::from("stop"))?;
+            app.run_record(run)?;
             let summary = engine
                 .stop(run, app.decision(note))
                 .with_context(|| format!("cannot stop run {run}"))?;

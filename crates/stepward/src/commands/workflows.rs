@@ -29,7 +29,11 @@ fn missing(name: &str) -> String {
 }
 
 pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome> {
-    let app = App::open_installed(config)?;
+    // Only `save` makes an installation; the others read one.
+    let app = match command {
+        WorkflowsCommand::Save { .. } => App::open(config)?,
+        _ => App::open_installed(config)?,
+    };
     let shown = Shown::new(&app)?;
     let engine = app.reading_engine();
     let account = app.account.clone();

@@ -74,6 +74,9 @@ fn g1_a_cli_interview_shows_checked_proposals_with_reach_and_lints_and_confirm_s
 #[test]
 fn g15_without_a_provider_the_cli_has_no_interview_and_says_so() {
     let home = Home::new();
+    // An installation without a model provider.
+    let made = home.stepward_with_stdin(&["secrets", "set", "TOKEN"], "a-value-0000000005\n");
+    assert!(made.status.success(), "{}", stderr(&made));
     let talked = home.stepward_with_stdin(&["interview"], "Refund a ticket.\n");
     assert!(!talked.status.success());
     assert!(

@@ -36,6 +36,7 @@ mod reach_confirm;
 mod repair;
 mod repair_console;
 mod review_credentials;
+mod run_by_name;
 mod runs;
 mod serve;
 mod state_dir;

@@ -96,7 +96,7 @@ fn g20_the_root_key_is_refused_inside_the_data_directory_from_every_source() {
     let home = Home::new();
     let data = home.dir.path().join("data");
     // A service user whose configuration directory is inside the data directory.
-    let refused = stepward_with_config(&data, &data.join("cfg"), &["connections", "list"]);
+    let refused = stepward_with_config(&data, &data.join("cfg"), &["secrets", "set", "TOKEN"]);
     assert_ne!(refused.status.code(), Some(0), "{}", stdout(&refused));
     assert!(
         stderr(&refused).contains("inside the data directory"),

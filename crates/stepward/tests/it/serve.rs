@@ -342,6 +342,8 @@ fn g26_the_owner_is_never_locked_out_busy_port_invite_owner_and_fresh_links_need
 #[test]
 fn g24_rotate_links_replaces_only_the_approve_link_key() {
     let home = Home::new();
+    let made = home.stepward_with_stdin(&["secrets", "set", "TOKEN"], "a-value-0000000006\n");
+    assert!(made.status.success(), "{}", stderr(&made));
     let first = home.stepward(&["keys", "rotate-links"]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let files = server_key_files(&home);
