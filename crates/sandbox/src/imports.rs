@@ -926,3 +926,38 @@ fn literal_argument(tokens: &[Token<'_>], mut at: usize) -> Option<String> {
 #[cfg(test)]
 #[path = "imports_tests.rs"]
 mod tests;
+
+/// What the platform's import reader finds wrong with a step's code before any sandbox (G9),
+/// for `stepward check` to report where the code is: the line of the code, and the same
+/// words the run would record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportProblem {
+    /// The line of the code (1-based).
+    pub line: usize,
+    /// The module outside the standard library; empty when the imports could not be read.
+    pub module: String,
+    /// What the run records as the step's reason for needing repair.
+    pub detail: String,
+}
+
+/// The first import of `code` outside `stdlib` (`sys.stdlib_module_names` of the pinned
+/// interpreter), or why its imports cannot be read: what the run refuses before any sandbox.
+pub fn import_problem(
+    code: &str,
+    stdlib: &[String],
+    python: crate::PythonPin,
+) -> Option<ImportProblem> {
+    match verdict(code, stdlib) {
+        Verdict::Clean => None,
+        Verdict::Foreign(import) => Some(ImportProblem {
+            line: import.line,
+            detail: needs_repair_detail(&import, python),
+            module: import.module,
+        }),
+        Verdict::Unread(unread) => Some(ImportProblem {
+            line: unread.line,
+            module: String::new(),
+            detail: unread_detail(&unread),
+        }),
+    }
+}

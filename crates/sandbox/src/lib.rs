@@ -10,6 +10,7 @@
 
 pub mod copyback;
 mod imports;
+pub use crate::imports::{ImportProblem, import_problem};
 pub mod net;
 mod request;
 pub mod session;

@@ -62,6 +62,9 @@ for code in codes:
                              "parameters": parameters,
                              "takes_any_keyword": arguments.kwarg is not None},
                     "lints": lint(tree, main)})
+# The standard library of this interpreter, for the import check (G9), once.
+if answers:
+    answers[0]["stdlib"] = sorted(sys.stdlib_module_names)
 print(json.dumps(answers))
 "#
 );
@@ -86,6 +89,9 @@ pub struct Answer {
     /// What the authoring lints found (only when there is a `main`).
     #[serde(default)]
     pub lints: Option<crate::lints::Found>,
+    /// `sys.stdlib_module_names` of the interpreter (in the first answer only).
+    #[serde(default)]
+    pub stdlib: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

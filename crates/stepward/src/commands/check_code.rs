@@ -89,8 +89,25 @@ pub fn check_workflow(
         let codes: Vec<&str> = code_steps.iter().map(|(_, code)| *code).collect();
         match interpreter.read(&codes) {
             Ok(answers) => {
-                for ((step, _), answer) in code_steps.iter().zip(answers) {
+                let stdlib = answers
+                    .first()
+                    .and_then(|answer| answer.stdlib.clone())
+                    .unwrap_or_default();
+                let pin = Some(sandbox::PythonPin {
+                    major: version.major,
+                    minor: version.minor,
+                });
+                for ((step, code), answer) in code_steps.iter().zip(answers) {
                     code_findings(&file, step, &answer, &mut findings);
+                    // The import check the run makes before any sandbox (G9), with the
+                    // pinned interpreter's standard library, where the code is (newcomer 3,
+                    // friction 3). Only with the pinned interpreter: another's library differs.
+                    let pinned = interpreter.is_pinned && !stdlib.is_empty();
+                    if let (true, None, Some(pin)) = (pinned, &answer.syntax_error, pin)
+                        && let Some(problem) = sandbox::import_problem(code, &stdlib, pin)
+                    {
+                        findings.errors.push(import_finding(&file, step, &problem));
+                    }
                 }
             }
             Err(error) => findings.warnings.push(diagnostic(
@@ -477,4 +494,41 @@ pub fn check_agent(path: &Path, agent: &spec::Agent, maxima: &spec::LimitMaxima)
         }
     }
     findings
+}
+
+/// An import the run would refuse before any sandbox, at its line in the workflow file.
+fn import_finding(
+    file: &str,
+    step: &spec::Step,
+    problem: &sandbox::ImportProblem,
+) -> spec::Diagnostic {
+    let line = u32::try_from(problem.line).unwrap_or(u32::MAX);
+    let (message, help) = if problem.module.is_empty() {
+        (
+            format!(
+                "the imports of step {} cannot be read: {}",
+                step.id(),
+                problem.detail
+            ),
+            "write the imports as plain `import` and `from ... import` statements".to_owned(),
+        )
+    } else {
+        (
+            format!(
+                "step {} {}: `run` sends it to repair before any of it runs",
+                step.id(),
+                problem.detail.replacen("step.py:", "line ", 1)
+            ),
+            "use the standard library instead (a step's sandbox has nothing else), or ask \
+             the assistant for a repair"
+                .to_owned(),
+        )
+    };
+    diagnostic(
+        file,
+        step.body_origin().locate(line, 1),
+        "import-outside-stdlib",
+        message,
+        help,
+    )
 }

@@ -142,3 +142,32 @@ fn g5_a_closed_stdout_ends_the_command_quietly() {
         assert!(!stderr.contains("backtrace"), "{args:?}: {stderr}");
     }
 }
+
+/// newcomer 3, friction 3: `check` passed a step importing `requests`, which the run then sent
+/// to repair after the earlier steps ran. `check` reads the imports with the platform's own
+/// reader (G9) against the pinned standard library and reports the import at the workflow
+/// file's line and column.
+#[test]
+fn g9_check_reports_an_import_outside_the_standard_library_where_it_is_written() {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("m2_requests.yaml");
+    std::fs::write(
+        &file,
+        "name: m2_requests\npython: \"3.11\"\nsteps:\n  - id: total\n    explain: Adds.\n    code: |\n      def main():\n          return 1\n  - id: fetch\n    explain: Fetches.\n    code: |\n      import json\n      import requests\n      def main():\n          return requests.get('https://example.test').status_code\n",
+    )
+    .unwrap();
+    let checked = stepward(&["check", file.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(1), "{}", stdout(&checked));
+    let said = stderr(&checked);
+    assert!(
+        said.contains("error[import-outside-stdlib]")
+            && said.contains("m2_requests.yaml:13:7")
+            && said.contains("'requests'")
+            && said.contains("Python 3.11's standard library"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("'json'"),
+        "json is in the standard library: {said}"
+    );
+}
