@@ -67,6 +67,10 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
             if !args.json && !args.quiet {
                 show_printed(&app, &summary.run, &shown, 0)?;
             }
+            if !args.json {
+                let name = crate::definitions::display_name(&file);
+                show_tracebacks(&app, &summary.run, &name, &workflow, &shown, 0)?;
+            }
             print_summary(&summary, args.json, &shown)?;
             Ok(summary_outcome(&summary))
         }
@@ -125,6 +129,80 @@ fn first_step_of(
     let name = crate::definitions::display_name(path);
     let workflow = spec::parse_workflow_within(&name, text, maxima).ok()?;
     FirstStep::of(&workflow)
+}
+
+/// The most traceback lines of one failed attempt that `run` shows: the innermost.
+const MAX_TRACEBACK_LINES: usize = 5;
+
+/// Where each failed attempt's code raised (newcomer 3, friction 7): the last lines of its
+/// traceback, each `step.py:N` mapped to the workflow file's line when the code is a literal
+/// block (`code: |`), and said to be unmappable otherwise. Only the attempts after `after`.
+pub(crate) fn show_tracebacks(
+    app: &App,
+    run: &storage::RunId,
+    file: &str,
+    workflow: &spec::Workflow,
+    shown: &Shown,
+    after: u64,
+) -> anyhow::Result<()> {
+    let entries = engine::journal::read_all(&app.store.events(run)?)
+        .with_context(|| format!("cannot read the record of run {}", run.as_str()))?;
+    for entry in entries.into_iter().filter(|entry| entry.seq > after) {
+        let engine::journal::Event::AttemptFinished(finished) = entry.event else {
+            continue;
+        };
+        let Some(error) = finished
+            .error
+            .filter(|error| !error.traceback.trim().is_empty())
+        else {
+            continue;
+        };
+        let origin = workflow
+            .steps()
+            .iter()
+            .find(|step| step.id() == finished.step)
+            .map(|step| step.body_origin());
+        shown.line(&format!(
+            "step {} (attempt {}) raised {}: {}",
+            printable(&finished.step),
+            finished.attempt,
+            printable(&error.kind),
+            printable(&error.message)
+        ));
+        let lines: Vec<&str> = error.traceback.lines().collect();
+        let start = lines.len().saturating_sub(MAX_TRACEBACK_LINES);
+        if start > 0 {
+            shown.line(&format!(
+                "  ... {start} earlier line(s) in `stepward runs events`"
+            ));
+        }
+        for line in &lines[start..] {
+            shown.line(&format!(
+                "  {}",
+                shown_line(&traceback_line(line, file, origin))
+            ));
+        }
+        if origin.is_some_and(|origin| !origin.line_for_line) {
+            shown.line(&format!(
+                "  (the code of step {} is quoted or folded in {file}, so its lines cannot be \
+                 mapped to the file's; write it as a literal block, `code: |`)",
+                printable(&finished.step)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `step.py:N in F: text` as `FILE:LINE in F: text` for a literal block.
+fn traceback_line(line: &str, file: &str, origin: Option<spec::Origin>) -> String {
+    let mapped = line.strip_prefix("step.py:").and_then(|rest| {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let number: u32 = digits.parse().ok()?;
+        let origin = origin.filter(|origin| origin.line_for_line)?;
+        let (at, _) = origin.locate(number, 1);
+        Some(format!("{file}:{at}{}", &rest[digits.len()..]))
+    });
+    mapped.unwrap_or_else(|| line.to_owned())
 }
 
 /// The most lines of one printed stream of one attempt that `run` shows.

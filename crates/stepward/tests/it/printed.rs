@@ -205,3 +205,39 @@ steps:
     );
     assert!(!shown.contains("fail is True"), "{shown}");
 }
+
+/// newcomer 3, friction 7: a step's runtime error pointed at a `step.py` the user never wrote,
+/// and `run` showed only the exception. `run` shows the traceback's last lines at the workflow
+/// file's lines for a literal block, and says when a quoted one cannot be mapped.
+#[test]
+fn g5_run_shows_where_a_steps_code_raised_at_the_workflow_files_line_needs_root() {
+    let home = Home::new();
+    let file = home.dir.path().join("raises.yaml");
+    std::fs::write(
+        &file,
+        "name: raises\npython: \"3.11\"\nsteps:\n  - id: count\n    explain: Fails on purpose.\n    code: |\n      def check(top):\n          if top < 1:\n              raise ValueError(f\"top must be at least 1, got {top}\")\n      def main():\n          check(0)\n          return 1\n",
+    )
+    .unwrap();
+    let ran = home.stepward(&["run", file.to_str().unwrap()]);
+    let said = stdout(&ran);
+    assert!(
+        said.contains("step count (attempt 1) raised ValueError: top must be at least 1, got 0"),
+        "{said}"
+    );
+    // Line 5 of the code (`check(0)`) is line 11 of the file; line 3 (the raise) is line 9.
+    assert!(said.contains("raises.yaml:11 in main: check(0)"), "{said}");
+    assert!(
+        said.contains("raises.yaml:9 in check: raise ValueError"),
+        "{said}"
+    );
+    let quoted = home.dir.path().join("quoted.yaml");
+    std::fs::write(
+        &quoted,
+        "name: quoted\npython: \"3.11\"\nsteps:\n  - id: count\n    explain: Fails on purpose.\n    code: \"def main():\\n    raise ValueError('no')\\n\"\n",
+    )
+    .unwrap();
+    let ran = home.stepward(&["run", quoted.to_str().unwrap()]);
+    let said = stdout(&ran);
+    assert!(said.contains("step.py:2 in main"), "{said}");
+    assert!(said.contains("cannot be mapped to the file's"), "{said}");
+}
