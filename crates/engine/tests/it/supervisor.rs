@@ -106,19 +106,19 @@ fn g15_a_retried_workflow_input_matches_its_declared_type() {
         "{}",
         refused[0]
     );
-    // A literal input takes any value: only `from: input.X` has a declared type.
-    let (harness, _, run) = retried_with(json!({"count": 4, "factor": "ten"}));
+    // A workflow input of its declared type is retried with.
+    let (harness, _, run) = retried_with(json!({"count": 4, "factor": 2}));
     assert_eq!(harness.executor.calls_of("compute").len(), 2);
     assert_eq!(
         harness.executor.calls_of("compute")[1].inputs,
-        json!({"count": 4, "factor": "ten"})
+        json!({"count": 4, "factor": 2})
     );
     let _ = run;
 }
 
 #[test]
 fn g15_a_decision_is_recorded_with_who_its_note_and_what_it_changed() {
-    let (harness, engine, run) = retried_with(json!({"count": 3, "factor": 10}));
+    let (harness, engine, run) = retried_with(json!({"count": 5, "factor": 2}));
     assert_eq!(harness.executor.calls_of("compute").len(), 2);
     let decisions = decided(&engine, &run);
     assert_eq!(decisions.len(), 1);
@@ -128,7 +128,7 @@ fn g15_a_decision_is_recorded_with_who_its_note_and_what_it_changed() {
     assert_eq!(
         decision.decision,
         SupervisorChoice::Retry {
-            inputs: json!({"count": 3, "factor": 10})
+            inputs: json!({"count": 5, "factor": 2})
         }
     );
     assert_eq!(decision.note.as_deref(), Some("scripted"));
@@ -139,7 +139,60 @@ fn g15_a_decision_is_recorded_with_who_its_note_and_what_it_changed() {
             model: "script-1".into()
         })
     );
-    assert_eq!(decision.changed, vec!["factor".to_owned()]);
+    assert_eq!(decision.changed, vec!["count".to_owned()]);
+}
+
+/// newcomer 3, friction 4: a supervisor replaced an earlier step's output and a literal the
+/// author wrote, and the run "succeeded" on data that was never in it. A retry may change the
+/// inputs that come from the workflow's inputs; a change to one the author wrote or to an
+/// earlier step's output is a proposal: nothing runs, the run waits for a person with the
+/// proposed values and the assistant's note in its reason.
+#[test]
+fn g15_a_change_to_an_authors_literal_or_an_earlier_steps_output_is_a_proposal_for_a_person() {
+    let (harness, engine, run) = retried_with(json!({"count": 3, "factor": 10}));
+    assert_eq!(
+        harness.executor.calls_of("compute").len(),
+        1,
+        "nothing ran again"
+    );
+    let record = harness.store.run(&run).unwrap().unwrap();
+    assert_eq!(record.status, RunStatus::NeedsAttention);
+    assert!(decided(&engine, &run).is_empty(), "no retry was decided");
+    let refused = refusals(&engine, &run);
+    assert_eq!(refused.len(), 1);
+    assert!(
+        refused[0].contains("proposes")
+            && refused[0].contains("`factor` (written in the workflow)")
+            && refused[0].contains("factor=10")
+            && refused[0].contains("scripted")
+            && refused[0].contains("only a person"),
+        "{}",
+        refused[0]
+    );
+
+    let harness = Harness::new();
+    harness
+        .executor
+        .then("report", |_| failed_after_code_started("bad value"));
+    let engine = harness.engine_with(ScriptedSupervisor::new(|_| SupervisorDecision::Retry {
+        inputs: json!({"value": 99}),
+    }));
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("alice"),
+        )
+        .unwrap();
+    assert_eq!(summary.status, RunStatus::NeedsAttention);
+    assert_eq!(harness.executor.calls_of("report").len(), 1);
+    let refused = refusals(&engine, &summary.run);
+    assert!(
+        refused[0].contains("`value` (the output of step `compute`)"),
+        "{}",
+        refused[0]
+    );
 }
 
 #[test]
