@@ -626,6 +626,29 @@ impl Engine {
                 // record like every value.
                 let recorded = redactor.scrub_json(&inputs).into_inner();
                 let changed = changed_inputs(step, started.scrubbed_inputs.get(), &recorded);
+                // The data flow is the author's: a change to an input the author wrote or to
+                // an earlier step's output is the assistant's proposal, for a person (newcomer
+                // 3, friction 4). Only inputs from the workflow's inputs are its to change.
+                let held: Vec<String> = changed
+                    .iter()
+                    .filter_map(|name| authors_input(step, name))
+                    .collect();
+                if !held.is_empty() {
+                    let reason = proposal_reason(step_id, attempt, &held, &recorded, &by, &note);
+                    let reason = redactor.scrub(&reason).into_inner();
+                    self.event(
+                        context,
+                        Event::SupervisorRetryRefused(SupervisorRetryRefused {
+                            step: step_id.to_owned(),
+                            attempt,
+                            reason: reason.clone(),
+                        }),
+                    )?;
+                    return Ok(StepEnd::Halt {
+                        status: RunStatus::NeedsAttention,
+                        reason,
+                    });
+                }
                 self.event(
                     context,
                     decided(SupervisorChoice::Retry { inputs: recorded }, changed),
@@ -769,6 +792,68 @@ impl Finished {
 }
 
 /// The names of the step's inputs whose value a retry changed, in the step's order.
+/// `name` in words when it is an input the supervisor may not change on its own: one the
+/// author wrote, or an earlier step's output. `None` for a workflow input.
+fn authors_input(step: &Step, name: &str) -> Option<String> {
+    let (_, source) = step.inputs().iter().find(|(input, _)| input == name)?;
+    match source {
+        spec::InputSource::WorkflowInput(_) => None,
+        spec::InputSource::Literal(_) => Some(format!("`{name}` (written in the workflow)")),
+        spec::InputSource::StepOutput(from) => {
+            Some(format!("`{name}` (the output of step `{from}`)"))
+        }
+    }
+}
+
+/// The most characters of a proposed value a reason quotes.
+const MAX_PROPOSED_VALUE_CHARS: usize = 300;
+
+/// Why the run waits for a person after a supervisor's retry that changes what only a person
+/// may: the inputs, the proposed values (cut), who proposed it and its note, and how to take it.
+fn proposal_reason(
+    step_id: &str,
+    attempt: u32,
+    held: &[String],
+    proposed: &Value,
+    by: &SupervisorBy,
+    note: &str,
+) -> String {
+    let who = match by {
+        SupervisorBy::Model { provider, model } => {
+            format!("the assistant ({provider}, model {model})")
+        }
+        SupervisorBy::NoModel { .. } => "the supervisor".to_owned(),
+    };
+    let values = proposed
+        .as_object()
+        .map(|inputs| {
+            inputs
+                .iter()
+                .map(|(name, value)| {
+                    let mut shown = value.to_string();
+                    if shown.chars().count() > MAX_PROPOSED_VALUE_CHARS {
+                        shown = shown.chars().take(MAX_PROPOSED_VALUE_CHARS).collect();
+                        shown.push('…');
+                    }
+                    format!("{name}={shown}")
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    let note = if note.is_empty() {
+        String::new()
+    } else {
+        format!(" (its note: {note})")
+    };
+    format!(
+        "{who} proposes to retry step `{step_id}` (attempt {attempt} failed) with {values}{note}; \
+         it changes {}, which only a person may change, so nothing ran: a person retries the \
+         step with these inputs (`runs retry` with --input NAME=VALUE) or its own, or stops the run",
+        held.join(", ")
+    )
+}
+
 fn changed_inputs(step: &Step, before: &Value, after: &Value) -> Vec<String> {
     step.inputs()
         .iter()

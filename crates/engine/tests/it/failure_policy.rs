@@ -258,7 +258,7 @@ fn g15_offline_failure_retried_by_supervisor_with_new_inputs() {
     let supervisor = ScriptedSupervisor::new(|view| {
         assert_eq!(view.retry, RetryPermission::Allowed);
         SupervisorDecision::Retry {
-            inputs: json!({"count": 3, "factor": 10}),
+            inputs: json!({"count": 5, "factor": 2}),
         }
     });
     let engine = harness.engine_with(supervisor);
@@ -274,7 +274,7 @@ fn g15_offline_failure_retried_by_supervisor_with_new_inputs() {
     let calls = harness.executor.calls_of("compute");
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].inputs, json!({"count": 3, "factor": 2}));
-    assert_eq!(calls[1].inputs, json!({"count": 3, "factor": 10}));
+    assert_eq!(calls[1].inputs, json!({"count": 5, "factor": 2}));
 }
 
 #[test]
