@@ -134,8 +134,8 @@ fn first_step_of(
 /// The most traceback lines of one failed attempt that `run` shows: the innermost.
 const MAX_TRACEBACK_LINES: usize = 5;
 
-/// Where each failed attempt's code raised (newcomer 3, friction 7): the last lines of its
-/// traceback, each `step.py:N` mapped to the workflow file's line when the code is a literal
+/// Who retried a step and what they changed (the supervisor), and where each failed attempt's
+/// code raised (newcomer 3, frictions 4 and 7): the last lines of its traceback, each `step.py:N` mapped to the workflow file's line when the code is a literal
 /// block (`code: |`), and said to be unmappable otherwise. Only the attempts after `after`.
 pub(crate) fn show_tracebacks(
     app: &App,
@@ -148,6 +148,34 @@ pub(crate) fn show_tracebacks(
     let entries = engine::journal::read_all(&app.store.events(run)?)
         .with_context(|| format!("cannot read the record of run {}", run.as_str()))?;
     for entry in entries.into_iter().filter(|entry| entry.seq > after) {
+        // What an assistant changed when it retried a step, with its note (newcomer 3,
+        // friction 4): a run that "succeeded" says who stepped in.
+        if let engine::journal::Event::SupervisorDecision(decided) = &entry.event
+            && let engine::journal::SupervisorChoice::Retry { .. } = decided.decision
+        {
+            let who = match &decided.by {
+                Some(engine::journal::SupervisorBy::Model { provider, model }) => {
+                    format!("the assistant ({provider}, model {model})")
+                }
+                _ => "the supervisor".to_owned(),
+            };
+            let changed = if decided.changed.is_empty() {
+                "with the same inputs".to_owned()
+            } else {
+                format!("with inputs changed: {}", decided.changed.join(", "))
+            };
+            let note = decided
+                .note
+                .as_deref()
+                .map(|note| format!("; its note: {}", printable(note)))
+                .unwrap_or_default();
+            shown.line(&format!(
+                "{who} retried step {} after attempt {} {changed}{note}",
+                printable(&decided.step),
+                decided.attempt
+            ));
+            continue;
+        }
         let engine::journal::Event::AttemptFinished(finished) = entry.event else {
             continue;
         };

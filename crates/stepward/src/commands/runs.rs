@@ -34,6 +34,23 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             let summary = engine
                 .summary(run)
                 .with_context(|| format!("cannot show run {run}"))?;
+            if !*json {
+                let record = app.run_record(run)?;
+                if let Ok(workflow) = spec::parse_workflow_within(
+                    &record.workflow_file_name,
+                    &record.workflow_source,
+                    &spec::LimitMaxima::UNBOUNDED,
+                ) {
+                    crate::commands::run::show_tracebacks(
+                        &app,
+                        run,
+                        &record.workflow_file_name,
+                        &workflow,
+                        &shown,
+                        0,
+                    )?;
+                }
+            }
             print_summary(&summary, *json, &shown)?;
             Ok(Outcome::Done)
         }

@@ -102,6 +102,12 @@ fn g15_an_offline_failure_retried_with_new_inputs_succeeds_needs_root() {
     let ran = run(&home, &fake.endpoint(), OFFLINE, -8, &[]);
     assert!(ran.status.success(), "{}{}", stdout(&ran), stderr(&ran));
     assert!(stdout(&ran).contains("succeeded"), "{}", stdout(&ran));
+    // `run` and `runs show` say who stepped in and what it changed (newcomer 3, friction 4).
+    let said = "the assistant (fake, model fake-assistant) retried step halve after attempt 1 \
+                with inputs changed: n; its note: A negative number cannot be halved";
+    assert!(stdout(&ran).contains(said), "{}", stdout(&ran));
+    let shown = home.stepward(&["runs", "show", &run_id(&ran)]);
+    assert!(stdout(&shown).contains(said), "{}", stdout(&shown));
     let events = events(&home, &run_id(&ran));
     let decided = of_kind(&events, "supervisor.decision");
     assert_eq!(decided.len(), 1);
