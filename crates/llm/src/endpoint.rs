@@ -212,13 +212,18 @@ pub(crate) fn host_addresses() -> Result<Vec<ExtraRange>, String> {
         .collect())
 }
 
-/// Checks `url` against the policy, resolves it once, and checks every address.
-pub(crate) async fn check(
-    url: &Url,
-    policy: &EndpointPolicy,
-    resolver: &dyn Resolve,
-    resolve_timeout: Duration,
-) -> Result<Checked, Error> {
+/// What the rules say of `url` before any name is resolved.
+struct Parsed {
+    host: Host,
+    host_text: String,
+    port: u16,
+    exempt: bool,
+    endpoint_words: String,
+}
+
+/// The checks of `url` that need no resolution: the scheme, no credentials in it, the
+/// operator's exemptions, `https` unless exempt.
+fn parse_checked(url: &Url, policy: &EndpointPolicy) -> Result<Parsed, Error> {
     let shown = url.as_str().to_owned();
     let invalid = |reason: &str| Error::InvalidBaseUrl {
         url: shown.clone(),
@@ -274,6 +279,62 @@ pub(crate) async fn check(
             )));
         }
     }
+    Ok(Parsed {
+        host,
+        host_text,
+        port,
+        exempt,
+        endpoint_words,
+    })
+}
+
+/// Whether this process may reach `url` as far as that is known without resolving a name
+/// (newcomer 3, friction 8: a run of an agent whose provider this process may not reach was
+/// created and then failed): the checks before resolution, and for an address written in the
+/// URL, the denied ranges. A name is resolved, and its addresses checked, when it is called.
+pub fn check_unresolved(url: &Url, policy: &EndpointPolicy) -> Result<(), Error> {
+    let parsed = parse_checked(url, policy)?;
+    if parsed.exempt {
+        return Ok(());
+    }
+    if let Host::Address(address) = parsed.host {
+        let mut denied = policy.denied.clone();
+        if let Ok(own) = host_addresses() {
+            denied.extend(own);
+        }
+        if let Err(denial) = netguard::check(address, &denied) {
+            return Err(Error::EndpointRefused {
+                url: url.as_str().to_owned(),
+                reason: format!(
+                    "{denial}; a model endpoint must be a public address. For a server on this \
+                     host or your own network, the operator exempts it with \
+                     --allow-model-endpoint {}",
+                    parsed.endpoint_words
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks `url` against the policy, resolves it once, and checks every address.
+pub(crate) async fn check(
+    url: &Url,
+    policy: &EndpointPolicy,
+    resolver: &dyn Resolve,
+    resolve_timeout: Duration,
+) -> Result<Checked, Error> {
+    let Parsed {
+        host,
+        host_text,
+        port,
+        exempt,
+        endpoint_words,
+    } = parse_checked(url, policy)?;
+    let refused = |reason: String| Error::EndpointRefused {
+        url: url.as_str().to_owned(),
+        reason,
+    };
     let addresses = match &host {
         Host::Address(address) => vec![*address],
         Host::Name(name) => {

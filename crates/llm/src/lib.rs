@@ -43,7 +43,7 @@ use std::pin::Pin;
 
 pub use crate::endpoint::{
     Endpoint, EndpointParseError, EndpointPolicy, PublicEndpoints, Resolve, Resolving,
-    StaticResolver, SystemResolver,
+    StaticResolver, SystemResolver, check_unresolved,
 };
 pub use crate::error::Error;
 pub use crate::http::{BusyScope, Client, ClientOptions, MAX_RETRIES, RetryPolicy};

@@ -3,6 +3,7 @@
 //! `apply-before-gate` rule, which the start and the step itself both apply.
 
 use std::path::Path;
+use std::str::FromStr;
 
 use engine::PinnedDefinitions;
 use sandbox::{NetworkMode, PythonPin};
@@ -93,6 +94,26 @@ impl AgentRuntime {
                 .any(|known: &engine::journal::PinnedModel| known.agent == member.name())
             {
                 continue;
+            }
+            // Refused before the run exists when this process may not reach the endpoint
+            // (newcomer 3, friction 8), as a missing egress network is: a loopback or plain
+            // `http` endpoint the operator did not exempt.
+            if let Some(kind) = llm::ProviderKind::from_str(&provider.kind).ok()
+                && let Ok(url) = llm::endpoint_url(
+                    kind,
+                    provider
+                        .base_url
+                        .as_deref()
+                        .unwrap_or(kind.default_base_url()),
+                )
+                && let Err(error) = llm::check_unresolved(&url, self.client.endpoints())
+            {
+                return Err(format!(
+                    "the agent `{}` talks to the model provider `{}`, which this process may \
+                     not reach: {error}",
+                    member.name(),
+                    provider.name
+                ));
             }
             models.push(engine::journal::PinnedModel {
                 agent: member.name().to_owned(),

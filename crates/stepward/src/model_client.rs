@@ -20,6 +20,11 @@ impl LazyModelClient {
         }
     }
 
+    /// Which endpoints this process may reach (the operator's exemptions).
+    pub fn endpoints(&self) -> &llm::EndpointPolicy {
+        &self.options.endpoints
+    }
+
     /// The client, built now if no holder built it yet. A client that cannot be built (the
     /// host's root certificates are unreadable) fails every call the same way.
     pub fn get(&self) -> anyhow::Result<llm::Client> {

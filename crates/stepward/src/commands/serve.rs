@@ -198,6 +198,21 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             "stepward serves {base_url} (data directory {})",
             app.config.data_dir.display()
         );
+        // The exemptions in force, so an operator sees which private or plain-http model
+        // endpoints this server reaches (newcomer 3, friction 8).
+        let exempt = &app.config.model_endpoints.exempt;
+        if exempt.is_empty() {
+            errln!("model endpoints: public https only (no --allow-model-endpoint)");
+        } else {
+            errln!(
+                "model endpoints: public https, and exempted by the operator: {}",
+                exempt
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         match &invitation {
             Some(StartInvitation::First(invitation)) => {
                 outln!(

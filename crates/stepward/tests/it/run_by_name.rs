@@ -141,3 +141,45 @@ fn a_repair_that_could_not_be_accepted_is_refused_before_the_assistant_is_asked_
         stdout(&accepted)
     );
 }
+
+/// newcomer 3, friction 8: an agent step whose provider endpoint this process may not reach
+/// (plain http on loopback, not exempted) made a run that then failed "after it may have done
+/// part of its work". It is refused before the run exists, as a missing egress network is.
+#[test]
+fn an_agent_whose_endpoint_this_process_may_not_reach_is_refused_before_the_run_exists() {
+    let fake = BlockingFakeModel::start(Script::new(vec![ScriptTurn::text("done")])).unwrap();
+    let home = Home::new();
+    crate::support::add_fake_assistant(&home, &fake, "sk-refused-at-start-model-key-1414");
+    let agent = home.dir.path().join("AGENT.md");
+    std::fs::write(
+        &agent,
+        "---\nname: summarise\ndescription: Summarises.\nmodel: fake/fake-large\ntools: [Read]\n---\nSummarise.\n",
+    )
+    .unwrap();
+    let put = home.stepward(&[
+        "files",
+        "put",
+        "agents/summarise/AGENT.md",
+        "--from",
+        agent.to_str().unwrap(),
+    ]);
+    assert!(put.status.success(), "{}", stderr(&put));
+    let file = home.dir.path().join("summary.yaml");
+    std::fs::write(
+        &file,
+        "name: summary\npython: \"3.11\"\nsteps:\n  - id: summarise\n    agent: summarise\n    task: Summarise the notes.\n",
+    )
+    .unwrap();
+    let refused = home.stepward(&["run", file.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("which this process may not reach")
+            && stderr(&refused).contains("--allow-model-endpoint")
+            && stderr(&refused).contains("no run was started"),
+        "{}",
+        stderr(&refused)
+    );
+    let listed = home.stepward(&["runs", "list", "--json"]);
+    assert_eq!(stdout(&listed).trim(), "[]", "{}", stderr(&listed));
+    assert!(fake.requests().is_empty());
+}
