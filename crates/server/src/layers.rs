@@ -69,8 +69,14 @@ pub(crate) async fn finish(
 ) -> Response {
     let request_id = new_request_id();
     let is_api = request.uri().path().starts_with("/api/");
+    let is_home = request.uri().path() == "/";
     let method = request.method().clone();
     let mut response = rejection_as_report(next.run(request).await).await;
+    // The console's front door signed out is the sign-in form, not an error page (newcomer 3,
+    // friction 13).
+    if is_home && method == Method::GET && response.status() == StatusCode::UNAUTHORIZED {
+        response = axum::response::Redirect::to("/signin").into_response();
+    }
     if let Some(report) = response.extensions_mut().remove::<ErrorReport>() {
         let status = response.status();
         // The raw path is not logged: it can hold a share or sign-in token. The detail names

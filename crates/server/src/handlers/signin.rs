@@ -466,6 +466,11 @@ struct SignInPage {
     csrf: String,
     /// Where to go after signing in, when it is a path of ours.
     next: Option<String>,
+    /// Why the last try was refused, shown beside the form (newcomer 3, friction 13).
+    error: Option<String>,
+    /// What was typed, kept on a refusal (never the password).
+    account: String,
+    email: String,
 }
 
 /// `?next=PATH` of `GET /signin`: where an approve link opened without a session goes back to.
@@ -488,6 +493,9 @@ pub(crate) async fn sign_in_form(
         live: false,
         csrf: guard.csrf.as_str().to_owned(),
         next: console_path(&query.next),
+        error: None,
+        account: String::new(),
+        email: String::new(),
     });
     with_cookie(html.into_response(), &guard.set_cookie)
 }
@@ -512,7 +520,29 @@ pub(crate) async fn sign_in_with_form(
     Form(form): Form<SignInForm>,
 ) -> Result<Response, Error> {
     check_form_guard(&state.shared, &headers, &form.csrf)?;
-    let signed_in = sign_in(&state, remote, &form.account, &form.email, form.password).await?;
+    let signed_in = match sign_in(&state, remote, &form.account, &form.email, form.password).await {
+        Ok(signed_in) => signed_in,
+        // A wrong account, email or password answers the form again, what was typed kept
+        // (not the password), the refusal beside it.
+        Err(error @ Error::SignInFailed { .. }) => {
+            let (_, said) = error.status_and_public_message();
+            let guard = new_form_guard(&state.shared)?;
+            let html = render(&SignInPage {
+                title: "Sign in",
+                chrome: chrome::current(),
+                live: false,
+                csrf: guard.csrf.as_str().to_owned(),
+                next: console_path(&form.next),
+                error: Some(said.to_owned()),
+                account: form.account.clone(),
+                email: form.email.clone(),
+            });
+            let mut response = html.into_response();
+            *response.status_mut() = StatusCode::UNAUTHORIZED;
+            return with_cookie(response, &guard.set_cookie);
+        }
+        Err(other) => return Err(other),
+    };
     let back = console_path(&form.next).unwrap_or_else(|| "/".to_owned());
     with_cookie(Redirect::to(&back).into_response(), &signed_in.set_cookie)
 }
@@ -556,6 +586,8 @@ struct WelcomePage {
     min_chars: usize,
     action: String,
     csrf: String,
+    /// Why the last try was refused, beside the field (newcomer 3, friction 13).
+    error: Option<String>,
 }
 
 /// `GET /welcome/{token}`: the set-password form of a usable one-time link, guarded like the
@@ -581,6 +613,7 @@ pub(crate) async fn welcome_form(
         min_chars: auth::MIN_PASSWORD_CHARS,
         action,
         csrf: guard.csrf.as_str().to_owned(),
+        error: None,
     });
     with_cookie(html.into_response(), &guard.set_cookie)
 }
@@ -631,16 +664,30 @@ pub(crate) async fn welcome_set_password(
         audit_welcome_refused(shared, remote, "unknown_link")?;
         return Err(link_not_found());
     };
-    if form.password != form.password_again {
-        return Err(Error::InvalidInput {
-            field: "password",
-            reason: "the two passwords differ".to_owned(),
+    // A password refused answers the form again with why beside it: the link stays usable.
+    let refusal = if form.password != form.password_again {
+        Some("The two passwords differ; type the same one twice.".to_owned())
+    } else {
+        auth::check_new_password(&form.password)
+            .err()
+            .map(|error| format!("{}.", capitalised(&error.to_string())))
+    };
+    if let Some(refusal) = refusal {
+        let guard = new_form_guard(shared)?;
+        let html = render(&WelcomePage {
+            title: "Set your password",
+            chrome: chrome::current(),
+            live: false,
+            name: link.person.display_name,
+            min_chars: auth::MIN_PASSWORD_CHARS,
+            action: format!("/welcome/{}", token.reveal_once()),
+            csrf: guard.csrf.as_str().to_owned(),
+            error: Some(refusal),
         });
+        let mut response = html.into_response();
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        return with_cookie(response, &guard.set_cookie);
     }
-    auth::check_new_password(&form.password).map_err(|error| Error::InvalidInput {
-        field: "password",
-        reason: error.to_string(),
-    })?;
     let password = form.password;
     let hash = shared
         .password_work
@@ -843,5 +890,14 @@ mod tests {
         assert_eq!(super::limit_address(one), super::limit_address(other));
         let v4: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(super::limit_address(v4), v4);
+    }
+}
+
+/// `text` with its first letter upper-case, for a sentence of its own.
+fn capitalised(text: &str) -> String {
+    let mut characters = text.chars();
+    match characters.next() {
+        Some(first) => first.to_uppercase().chain(characters).collect(),
+        None => String::new(),
     }
 }

@@ -183,6 +183,15 @@ fn check(method: &str, pattern: &str, caller: Caller, answer: &Answer, secrets: 
     };
     let person_only = policy.caller == PolicyCaller::PersonOnly;
     match caller {
+        // The console's front door sends a caller with no session to the sign-in form.
+        Caller::Nobody if method == "GET" && pattern == "/" => {
+            assert_eq!(answer.status, 303, "{context}");
+            assert_eq!(
+                answer.header("location").as_deref(),
+                Some("/signin"),
+                "{context}"
+            );
+        }
         Caller::Nobody => assert_eq!(answer.status, 401, "{context}"),
         Caller::StrangerPerson | Caller::StrangerKey => {
             let is_key = caller == Caller::StrangerKey;

@@ -480,3 +480,111 @@ async fn g26_a_sign_in_naming_no_account_id_is_answered_as_an_unknown_account() 
     // Nothing was made for the text: no account, no folder.
     assert_eq!(harness.store.accounts().unwrap().len(), 2);
 }
+
+/// newcomer 3, friction 13: the first sign-in was a dead end on every mistake (an error page,
+/// no form). A refused password or sign-in answers the form again with the refusal beside
+/// it and what was typed kept (never a password); the link stays usable; `GET /` signed out
+/// is the sign-in form.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_sign_in_forgives_mistakes() {
+    let harness = Harness::new();
+    let home = harness.call("GET", "/", &Credentials::None, None).await;
+    assert_eq!(home.status, 303, "{}", home.text());
+    assert_eq!(home.header("location").as_deref(), Some("/signin"));
+
+    harness
+        .store
+        .create_person(&NewPerson {
+            id: "p-forgiven".into(),
+            account: AccountId::parse("acct").unwrap(),
+            display_name: "Forgiven".into(),
+            email: "forgiven@example.test".into(),
+            role: RoleName::Viewer,
+            password_hash: None,
+            created_at: Timestamp(START_MILLIS),
+        })
+        .unwrap();
+    let (token, hash) = SignInLinkToken::generate().unwrap();
+    harness
+        .store
+        .create_sign_in_link(&NewSignInLink {
+            token_hash: TokenHash(*hash.as_bytes()),
+            person_id: "p-forgiven".into(),
+            created_at: Timestamp(START_MILLIS),
+            expires_at: Timestamp(START_MILLIS + 60_000),
+        })
+        .unwrap();
+    let path = format!("/welcome/{}", token.reveal_once());
+    let form = harness.call("GET", &path, &Credentials::None, None).await;
+    let (cookie, csrf) = form_guard(&form);
+    let post = |uri: String, body: String| {
+        harness.send(
+            axum::http::Request::builder()
+                .method("POST")
+                .uri(uri)
+                .header("cookie", &cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(axum::body::Body::from(body))
+                .unwrap(),
+        )
+    };
+    for (first, second, says) in [
+        (
+            "a+long+enough+phrase",
+            "another+long+phrase",
+            "The two passwords differ",
+        ),
+        ("short", "short", "at least 12"),
+    ] {
+        let refused = post(
+            path.clone(),
+            format!("csrf={csrf}&password={first}&password_again={second}"),
+        )
+        .await;
+        assert_eq!(refused.status, 400);
+        let page = refused.text();
+        assert!(
+            page.contains("id=\"password-error\"") && page.contains(says),
+            "{page}"
+        );
+        assert!(
+            page.contains("name=\"password_again\""),
+            "the form again: {page}"
+        );
+        assert!(!page.contains(first), "no password is sent back");
+    }
+    assert_eq!(
+        harness
+            .call("GET", &path, &Credentials::None, None)
+            .await
+            .status,
+        200,
+        "the link is still usable"
+    );
+
+    let page = harness
+        .call("GET", "/signin", &Credentials::None, None)
+        .await;
+    let (cookie, csrf) = form_guard(&page);
+    let wrong = harness
+        .send(
+            axum::http::Request::builder()
+                .method("POST")
+                .uri("/signin")
+                .header("cookie", &cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(axum::body::Body::from(format!(
+                    "csrf={csrf}&account=acct&email=member%40example.test&password=not+the+password+at+all"
+                )))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(wrong.status, 401);
+    let page = wrong.text();
+    assert!(page.contains("id=\"signin-error\""), "{page}");
+    assert!(
+        page.contains("value=\"acct\"") && page.contains("value=\"member@example.test\""),
+        "{page}"
+    );
+    assert!(!page.contains("not the password"), "{page}");
+}
