@@ -842,6 +842,15 @@ struct HomePage {
     csrf: String,
 }
 
+/// `text` with its first letter upper-case, for a sentence of its own.
+fn capitalised(text: &str) -> String {
+    let mut characters = text.chars();
+    match characters.next() {
+        Some(first) => first.to_uppercase().chain(characters).collect(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::IpAddr;
@@ -890,14 +899,5 @@ mod tests {
         assert_eq!(super::limit_address(one), super::limit_address(other));
         let v4: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(super::limit_address(v4), v4);
-    }
-}
-
-/// `text` with its first letter upper-case, for a sentence of its own.
-fn capitalised(text: &str) -> String {
-    let mut characters = text.chars();
-    match characters.next() {
-        Some(first) => first.to_uppercase().chain(characters).collect(),
-        None => String::new(),
     }
 }
