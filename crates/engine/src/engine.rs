@@ -211,7 +211,7 @@ impl Engine {
         let work_dir = pinned.files_dir().ok_or_else(|| Error::Pin {
             detail: String::from("the account's workspace was not opened"),
         })?;
-        let unavailable: Vec<String> = workflow
+        let unavailable: Vec<(String, String)> = workflow
             .steps()
             .iter()
             .filter_map(|step| {
@@ -221,9 +221,11 @@ impl Engine {
                     work_dir,
                     definitions: &pinned,
                 };
-                self.executor.availability(query, workflow.python()).err()
+                let problem = self.executor.availability(query, workflow.python()).err()?;
+                Some((step.id().to_owned(), problem))
             })
             .collect();
+        let unavailable = one_sentence_per_cause(unavailable);
         if !unavailable.is_empty() {
             return Err(Error::CannotRunHere {
                 workflow: workflow.name().to_owned(),
@@ -898,4 +900,26 @@ pub(crate) fn step_id(step: &str) -> Result<StepId, Error> {
     StepId::parse(step).map_err(|_| Error::NotAStepId {
         step: step.to_owned(),
     })
+}
+
+/// One sentence per cause, not per step (newcomer 3, friction 17: a workflow pinned to a
+/// Python the server lacks was refused with the same sentence once per step): the problems of
+/// steps that differ only by the step's name are said once, naming every step.
+fn one_sentence_per_cause(problems: Vec<(String, String)>) -> Vec<String> {
+    let mut causes: Vec<(String, Vec<String>)> = Vec::new();
+    for (step, problem) in problems {
+        let named = format!("step {step} ");
+        let cause = problem.replacen(&named, "", 1);
+        match causes.iter_mut().find(|(known, _)| *known == cause) {
+            Some((_, steps)) => steps.push(step),
+            None => causes.push((cause, vec![step])),
+        }
+    }
+    causes
+        .into_iter()
+        .map(|(cause, steps)| match steps.as_slice() {
+            [one] => format!("step {one} {cause}"),
+            many => format!("steps {}: each {cause}", many.join(", ")),
+        })
+        .collect()
 }

@@ -71,7 +71,21 @@ pub(crate) async fn finish(
     let is_api = request.uri().path().starts_with("/api/");
     let is_home = request.uri().path() == "/";
     let method = request.method().clone();
+    let started = std::time::Instant::now();
     let mut response = rejection_as_report(next.run(request).await).await;
+    // One line per request (newcomer 3, friction 18): method, route, status, time, request id.
+    let route = response
+        .extensions()
+        .get::<RouteName>()
+        .map_or_else(|| "(no route)".to_owned(), |route| route.0.clone());
+    tracing::info!(
+        %request_id,
+        %method,
+        %route,
+        status = response.status().as_u16(),
+        millis = started.elapsed().as_millis() as u64,
+        "request"
+    );
     // The console's front door signed out is the sign-in form, not an error page (newcomer 3,
     // friction 13).
     if is_home && method == Method::GET && response.status() == StatusCode::UNAUTHORIZED {
@@ -169,7 +183,13 @@ pub(crate) async fn enforce_policy(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let (response, signed_in) = match admit(&state, &mut request).await {
+    // The route's pattern, for the request's log line (never the raw path, which can hold a
+    // share or sign-in token).
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|matched| RouteName(matched.as_str().to_owned()));
+    let (mut response, signed_in) = match admit(&state, &mut request).await {
         Ok(()) => {
             // What the handler shows is scrubbed again on its way out, with the account's
             // values as they are now (G16).
@@ -201,8 +221,15 @@ pub(crate) async fn enforce_policy(
         ))
         .await;
     }
+    if let Some(route) = route {
+        response.extensions_mut().insert(route);
+    }
     response
 }
+
+/// The matched route's pattern, carried on the response to the request's log line.
+#[derive(Clone)]
+struct RouteName(String);
 
 /// The limit of every route that needs no sign-in, per remote address (an IPv6 address by its
 /// /64), checked before anything else is done for the request.

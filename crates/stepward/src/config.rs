@@ -8,8 +8,10 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use sha2::{Digest, Sha256};
 
-/// Flags every command accepts.
+/// Flags every command accepts, shown under their own heading after a command's own options
+/// (newcomer 3, friction 14).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Options of every command")]
 pub struct GlobalArgs {
     /// Where runs, the vault's ciphertexts and the workspace live.
     #[arg(

@@ -50,12 +50,16 @@ pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome>
                 base.url,
                 invitation.sign_in_path
             );
+            outln!(
+                "the password set with it replaces the owner's current one, if they had one; \
+                 until it is used, the current password still signs in"
+            );
             outln!("{}", base.said);
             Ok(Outcome::Done)
         }
         AccountsCommand::InviteOwner { account, base_url } => {
             let base = LinkBase::choose(base_url.as_deref(), &config)?;
-            let app = App::open(config)?;
+            let app = App::open_installed(config)?;
             let (owner, invitation, ended) = invite_owner(&app, account)?;
             outln!(
                 "a new one-time link for {} ({}), the owner of account {account}; {}",
@@ -71,6 +75,10 @@ pub fn run(command: &AccountsCommand, config: Config) -> anyhow::Result<Outcome>
                 "the owner sets a password once, within 72 hours, at: {}{}",
                 base.url,
                 invitation.sign_in_path
+            );
+            outln!(
+                "the password set with it replaces the owner's current one, if they had one; \
+                 until it is used, the current password still signs in"
             );
             outln!("{}", base.said);
             Ok(Outcome::Done)
@@ -303,8 +311,8 @@ pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerIn
     })
 }
 
-/// The example workflows (and the agent one of them uses), compiled in, so a newcomer's first
-/// start has something to look at, check and run.
+/// Every example workflow and every agent they use, compiled in, so a newcomer's first start
+/// has something to look at, check and run (a test holds this list to `examples/`).
 const EXAMPLE_WORKFLOWS: &[(&str, &str)] = &[
     (
         "word_count.yaml",
@@ -322,6 +330,10 @@ const EXAMPLE_WORKFLOWS: &[(&str, &str)] = &[
         "weekly_digest.yaml",
         include_str!("../../../../examples/workflows/weekly_digest.yaml"),
     ),
+    (
+        "triage.yaml",
+        include_str!("../../../../examples/workflows/triage.yaml"),
+    ),
 ];
 const EXAMPLE_AGENT: &[(&str, &str)] = &[
     (
@@ -331,6 +343,18 @@ const EXAMPLE_AGENT: &[(&str, &str)] = &[
     (
         "digest/tools/release_notes.py",
         include_str!("../../../../examples/agents/digest/tools/release_notes.py"),
+    ),
+    (
+        "triage/AGENT.md",
+        include_str!("../../../../examples/agents/triage/AGENT.md"),
+    ),
+    (
+        "ticket_filer/AGENT.md",
+        include_str!("../../../../examples/agents/ticket_filer/AGENT.md"),
+    ),
+    (
+        "ticket_filer/tools/file_ticket.py",
+        include_str!("../../../../examples/agents/ticket_filer/tools/file_ticket.py"),
     ),
 ];
 
@@ -379,7 +403,7 @@ fn seed_examples(app: &App) -> anyhow::Result<()> {
             &workspace::Author::Platform {
                 reason: "the examples of a first start".to_owned(),
             },
-            "the example workflows and the agent one of them uses",
+            "the example workflows and the agents they use",
             changes,
             &|content: &[u8]| redactor.holds_secret(content),
         )
@@ -481,5 +505,39 @@ mod tests {
             assert!(check_email(bad).is_err(), "{bad}");
         }
         assert_eq!(display_name_from_email("ada@example.test"), "ada");
+    }
+}
+
+#[cfg(test)]
+mod example_tests {
+    /// newcomer 3, friction 18: the first start installed four of the five examples. Every file
+    /// of `examples/` is one the first start installs.
+    #[test]
+    fn the_first_start_installs_every_example() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let mut files = Vec::new();
+        let mut pending = vec![root.clone()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    files.push(path.strip_prefix(&root).unwrap().display().to_string());
+                }
+            }
+        }
+        files.sort();
+        let mut installed: Vec<String> = super::EXAMPLE_WORKFLOWS
+            .iter()
+            .map(|(name, _)| format!("workflows/{name}"))
+            .chain(
+                super::EXAMPLE_AGENT
+                    .iter()
+                    .map(|(name, _)| format!("agents/{name}")),
+            )
+            .collect();
+        installed.sort();
+        assert_eq!(installed, files);
     }
 }

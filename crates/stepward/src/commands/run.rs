@@ -324,10 +324,21 @@ pub fn workflow_inputs(
         };
         let value = match declared.kind() {
             spec::InputKind::String => Value::String(raw.to_owned()),
-            kind => serde_json::from_str(raw).map_err(|error| {
+            // In words, not the parser's (newcomer 3, friction 18): what was declared, what
+            // was given, and what a right one looks like.
+            kind => serde_json::from_str(raw).map_err(|_| {
+                let example = match kind {
+                    spec::InputKind::Integer => "a whole number, such as `--input top=3`",
+                    spec::InputKind::Number => "a number, such as `--input rate=0.5`",
+                    spec::InputKind::Boolean => "`true` or `false`",
+                    spec::InputKind::Array => "a JSON list, such as `--input ids='[1, 2]'`",
+                    spec::InputKind::Object => {
+                        "a JSON object, such as `--input options='{\"dry_run\": true}'`"
+                    }
+                    spec::InputKind::String => "text",
+                };
                 format!(
-                    "`{name}` is declared `{}`, and `{raw}` is not a JSON value of that kind \
-                     ({error})",
+                    "{name} is declared {}, and `{raw}` is not one: give {example}",
                     kind.as_str()
                 )
             })?,

@@ -150,7 +150,8 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     }
     // The server logs an error's details (never sent to clients) through `tracing`; they go
     // to stderr, scrubbed of every account's values (G16), at the level `RUST_LOG` asks for
-    // (warnings and errors by default).
+    // (by default warnings and errors, and one line per request: method, route, status, time
+    // and request id).
     let _ = tracing_subscriber::fmt()
         .with_writer(redact::ScrubbingWriter::new(
             app.config.scrub_registry.clone(),
@@ -158,7 +159,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         ))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,server::layers=info")),
         )
         .try_init();
     // Each connection is a file descriptor: the cap on connections is half the soft limit, so

@@ -183,3 +183,24 @@ fn an_agent_whose_endpoint_this_process_may_not_reach_is_refused_before_the_run_
     assert_eq!(stdout(&listed).trim(), "[]", "{}", stderr(&listed));
     assert!(fake.requests().is_empty());
 }
+
+/// newcomer 3, friction 17: a workflow pinned to a Python this server lacks was refused with
+/// the same sentence once per step. One sentence per cause, naming every step.
+#[test]
+fn a_refusal_says_each_cause_once_naming_every_step() {
+    let home = Home::new();
+    let file = home.dir.path().join("pinned.yaml");
+    std::fs::write(
+        &file,
+        "name: pinned\npython: \"3.99\"\nsteps:\n  - id: one\n    explain: One.\n    code: |\n      def main():\n          return 1\n  - id: two\n    explain: Two.\n    code: |\n      def main():\n          return 2\n  - id: three\n    explain: Three.\n    code: |\n      def main():\n          return 3\n",
+    )
+    .unwrap();
+    let refused = home.stepward(&["run", file.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
+    let said = stderr(&refused);
+    assert_eq!(said.matches("needs Python 3.99").count(), 1, "{said}");
+    assert!(
+        said.contains("steps one, two, three: each needs Python 3.99"),
+        "{said}"
+    );
+}
