@@ -47,6 +47,7 @@ pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner,
 pub use crate::error::Error;
 pub use crate::handlers::files::revision_view as workspace_revision_view;
 pub use crate::handlers::models::remove_provider as remove_model_provider;
+pub use crate::html::when as record_time;
 pub use crate::html::when as utc_time;
 pub use crate::interviews::AuthoringLints;
 pub use crate::layers::{SECURITY_HEADERS, STRICT_TRANSPORT_SECURITY};

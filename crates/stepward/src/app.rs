@@ -139,6 +139,29 @@ impl App {
             })
     }
 
+    /// Who wrote a revision, in words a person reads (newcomer 3, friction 12): a person by
+    /// name and email (as the store has them now, or the id of one removed since), a key by its
+    /// name; the rest as [`workspace::Author::describe`] says.
+    pub fn author_words(&self, author: &workspace::Author) -> String {
+        use storage::people::PeopleStore as _;
+        let person = |id: &str| match self.store.person(id) {
+            Ok(Some(person)) => format!("{} ({})", person.display_name, person.email),
+            _ => format!("person {id} (no longer in the account)"),
+        };
+        match author {
+            workspace::Author::Person { id } => person(id),
+            workspace::Author::Assistant { accepted_by } => {
+                format!("the assistant, accepted by {}", person(accepted_by))
+            }
+            workspace::Author::Cli { os_user } => format!("{os_user} (command line)"),
+            workspace::Author::ApiKey { id } => match self.store.api_key(id) {
+                Ok(Some(key)) => format!("the API key {}", key.name),
+                _ => format!("the API key {id}"),
+            },
+            other => other.describe(),
+        }
+    }
+
     /// Who the CLI acts as: the operating-system user (decisions record the door `cli`).
     pub fn cli_actor() -> Actor {
         Actor::Cli { os_user: os_user() }

@@ -124,18 +124,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 );
             }
             for revision in history.iter().rev() {
-                let author = match &revision.author {
-                    Author::Person { id } => format!("person {id}"),
-                    Author::ApiKey { id } => format!("API key {id}"),
-                    Author::Agent { name } => format!("agent {name}"),
-                    Author::RunStep {
-                        run_id,
-                        step,
-                        attempt,
-                    } => format!("run {run_id} step {step} attempt {attempt}"),
-                    Author::Cli { os_user } => format!("{os_user} (command line)"),
-                    other => other.describe(),
-                };
+                let author = app.author_words(&revision.author);
                 let paths: Vec<String> = revision
                     .changes
                     .iter()

@@ -52,6 +52,9 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                 }
             }
             print_summary(&summary, *json, &shown)?;
+            if !*json {
+                show_decisions(&app, run, &shown)?;
+            }
             Ok(Outcome::Done)
         }
         RunsCommand::Events { run, json } => events(&app, run, *json, &shown),
@@ -127,18 +130,86 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
         })
         .collect();
     if json {
+        // Each time also as ISO 8601 (UTC), beside the milliseconds.
+        let items: Vec<serde_json::Value> = items
+            .iter()
+            .map(|item| {
+                let mut value = serde_json::to_value(item)?;
+                if let Some(object) = value.as_object_mut() {
+                    object.insert("created".into(), iso_time(item.created_at).into());
+                    object.insert("updated".into(), iso_time(item.updated_at).into());
+                }
+                Ok(value)
+            })
+            .collect::<anyhow::Result<_>>()?;
         shown.json(&items)?;
     } else if items.is_empty() {
-        outln!("no runs yet; start one with `stepward run FILE`");
+        outln!("no runs yet; start one with `stepward run NAME` or `stepward run FILE`");
     } else {
         for item in &items {
             shown.line(&format!(
-                "{}  {:<18} {}",
-                item.run, item.status, item.workflow
+                "{}  {:<18} {:<20} updated {}",
+                item.run,
+                item.status,
+                item.workflow,
+                server::record_time(item.updated_at)
             ));
         }
     }
     Ok(Outcome::Done)
+}
+
+/// A time of the record as ISO 8601 in UTC (`2026-12-06T20:59:47.123Z`).
+pub(crate) fn iso_time(millis: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+        .ok()
+        .and_then(|moment| {
+            moment
+                .format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| millis.to_string())
+}
+
+/// A decision's who in words: a person by name, the CLI's user, a key by its id.
+fn who(actor: &storage::Actor) -> String {
+    match actor {
+        storage::Actor::Person { name, .. } => name.clone(),
+        storage::Actor::Cli { os_user } => format!("{os_user} (the CLI)"),
+        storage::Actor::ApiKey { id } => format!("the API key {id}"),
+        storage::Actor::Engine => "the engine".to_owned(),
+        storage::Actor::Supervisor => "the supervisor".to_owned(),
+    }
+}
+
+/// The people's decisions on a run (gates, retries, stops): who, when, through which door,
+/// and the note (newcomer 3, friction 12).
+fn show_decisions(app: &App, run: &RunId, shown: &Shown) -> anyhow::Result<()> {
+    use storage::DecisionStore as _;
+    let decisions = app
+        .store
+        .decisions(run)
+        .context("cannot read the run's decisions")?;
+    if decisions.is_empty() {
+        return Ok(());
+    }
+    shown.line("  decisions:");
+    for decision in decisions {
+        let on = decision
+            .step_id
+            .as_deref()
+            .map(|step| format!(" `{step}`"))
+            .unwrap_or_default();
+        shown.line(&format!(
+            "    {}  {}{on} by {} through the {}: {}",
+            server::record_time(decision.at.0),
+            decision.kind.as_str(),
+            crate::commands::printable(&who(&decision.who)),
+            decision.door.as_str(),
+            crate::commands::printable(&decision.note)
+        ));
+    }
+    Ok(())
 }
 
 fn events(app: &App, run_id: &RunId, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
@@ -158,12 +229,25 @@ fn events(app: &App, run_id: &RunId, json: bool, shown: &Shown) -> anyhow::Resul
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     if json {
+        let events: Vec<serde_json::Value> = events
+            .iter()
+            .map(|event| {
+                let mut value = serde_json::to_value(event)?;
+                if let Some(object) = value.as_object_mut() {
+                    object.insert("time".into(), iso_time(event.at).into());
+                }
+                Ok(value)
+            })
+            .collect::<anyhow::Result<_>>()?;
         shown.json(&events)?;
     } else {
         for event in &events {
             shown.line(&format!(
-                "{:>4}  {:<24} {}",
-                event.seq, event.kind, event.payload
+                "{:>4}  {}  {:<24} {}",
+                event.seq,
+                server::record_time(event.at),
+                event.kind,
+                crate::commands::printable(&event.payload.to_string())
             ));
         }
     }

@@ -53,7 +53,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
                 rows.push(serde_json::json!({
                     "name": name,
                     "version": newest.as_ref().map(|version| version.number),
-                    "author": newest.as_ref().map(|version| version.author.describe()),
+                    "author": newest.as_ref().map(|version| app.author_words(&version.author)),
                     "at": newest.as_ref().map(|version| when(version.unix_millis)),
                 }));
             }
@@ -87,7 +87,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
                     "version {}  {}  {}  {}",
                     each.number,
                     when(each.unix_millis),
-                    each.author.describe(),
+                    app.author_words(&each.author),
                     each.message
                 ));
             }

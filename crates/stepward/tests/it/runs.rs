@@ -88,6 +88,29 @@ fn g23_cli_run_parks_at_the_gate_and_approve_records_who_door_and_note_needs_roo
             .iter()
             .any(|event| event["kind"] == "workspace.revision")
     );
+    // The record reads from the CLI (newcomer 3, friction 12): the decision with who, when
+    // and the note in `runs show`; times in `runs list` and `runs events`, ISO 8601 in JSON.
+    assert!(
+        decision["time"]
+            .as_str()
+            .is_some_and(|time| time.contains('T') && time.ends_with('Z')),
+        "{decision}"
+    );
+    let shown = stdout(&home.stepward(&["runs", "show", &run]));
+    assert!(
+        shown.contains("decisions:")
+            && shown.contains("approve `file_summary` by")
+            && shown.contains("(the CLI) through the cli: totals checked")
+            && shown.contains(" UTC"),
+        "{shown}"
+    );
+    let listed = stdout(&home.stepward(&["runs", "list"]));
+    assert!(
+        listed.contains("updated 20") && listed.contains(" UTC"),
+        "{listed}"
+    );
+    let listed = stdout(&home.stepward(&["runs", "list", "--json"]));
+    assert!(listed.contains("\"updated\": \"20"), "{listed}");
 }
 
 #[test]
