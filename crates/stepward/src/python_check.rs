@@ -62,7 +62,7 @@ for code in codes:
                              "parameters": parameters,
                              "takes_any_keyword": arguments.kwarg is not None},
                     "lints": lint(tree, main)})
-# The standard library of this interpreter, for the import check (G9), once.
+# The standard library of this interpreter, for the import check, once.
 if answers:
     answers[0]["stdlib"] = sorted(sys.stdlib_module_names)
 print(json.dumps(answers))

@@ -46,7 +46,31 @@ pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
         proposal.provider,
         proposal.model
     );
-    outln!("{}", proposal.code);
+    // As a diff of the step's code, the way a person reviews a change (newcomer 3, friction 9).
+    let record = app.run_record(&run)?;
+    let old_code = spec::parse_workflow_within(
+        &record.workflow_file_name,
+        &record.workflow_source,
+        &spec::LimitMaxima::UNBOUNDED,
+    )
+    .ok()
+    .and_then(|workflow| {
+        workflow
+            .steps()
+            .iter()
+            .find(|each| each.id() == step)
+            .and_then(|each| match each.body() {
+                spec::StepBody::Code { source } => Some(source.clone()),
+                spec::StepBody::Agent { .. } => None,
+            })
+    });
+    match old_code {
+        Some(old_code) => {
+            let shown = Shown::new(&app)?;
+            shown.line(engine::code_diff(step, &old_code, &proposal.code).trim_end());
+        }
+        None => outln!("{}", proposal.code),
+    }
     outln!("\nnote: {}", proposal.note);
     for refused in &proposal.refused {
         outln!("(an earlier proposal was refused before it was shown: {refused})");

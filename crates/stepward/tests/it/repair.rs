@@ -83,8 +83,12 @@ fn g9_a_third_party_import_gets_a_stdlib_repair_that_a_person_accepts_needs_root
     );
     let shown = stdout(&proposed);
     assert!(shown.contains("urllib.parse.quote(word)"), "{shown}");
+    // Shown as a diff of the step's code: the code the run has is the only `requests` in it.
     assert!(
-        !shown.contains("requests.utils"),
+        shown.contains("-    return requests.utils.quote(word)")
+            && !shown
+                .lines()
+                .any(|line| line.starts_with('+') && line.contains("requests")),
         "a refused proposal is never shown: {shown}"
     );
     assert!(
