@@ -247,6 +247,14 @@ impl Step {
         &self.body
     }
 
+    /// A code step's Python source; `None` for an agent step.
+    pub fn code(&self) -> Option<&str> {
+        match &self.body {
+            StepBody::Code { source } => Some(source),
+            StepBody::Agent { .. } => None,
+        }
+    }
+
     /// How an agent step's answer becomes its output (`output: json` parses it).
     pub fn output(&self) -> OutputKind {
         self.output

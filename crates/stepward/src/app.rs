@@ -139,6 +139,17 @@ impl App {
             })
     }
 
+    /// The workflow a run runs, read again from its record (any limits: it is read, not run);
+    /// `None` when the stored text no longer parses.
+    pub fn workflow_of(record: &storage::RunRecord) -> Option<spec::Workflow> {
+        spec::parse_workflow_within(
+            &record.workflow_file_name,
+            &record.workflow_source,
+            &spec::LimitMaxima::UNBOUNDED,
+        )
+        .ok()
+    }
+
     /// Who wrote a revision, in words a person reads (newcomer 3, friction 12): a person by
     /// name and email (as the store has them now, or the id of one removed since), a key by its
     /// name; the rest as [`workspace::Author::describe`] says.

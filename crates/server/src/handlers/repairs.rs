@@ -52,11 +52,9 @@ pub(crate) fn proposal_view(
     let old_code = workflow
         .as_ref()
         .and_then(|workflow| workflow.step(step))
-        .and_then(|found| match found.body() {
-            spec::StepBody::Code { source } => Some(source.clone()),
-            _ => None,
-        })
-        .unwrap_or_default();
+        .and_then(spec::Step::code)
+        .unwrap_or_default()
+        .to_owned();
     let python = workflow
         .as_ref()
         .map(|workflow| workflow.python().to_string())

@@ -80,10 +80,7 @@ pub fn check_workflow(
     let code_steps: Vec<(&spec::Step, &str)> = workflow
         .steps()
         .iter()
-        .filter_map(|step| match step.body() {
-            spec::StepBody::Code { source } => Some((step, source.as_str())),
-            spec::StepBody::Agent { .. } => None,
-        })
+        .filter_map(|step| Some((step, step.code()?)))
         .collect();
     if let Some(interpreter) = &interpreter {
         let codes: Vec<&str> = code_steps.iter().map(|(_, code)| *code).collect();

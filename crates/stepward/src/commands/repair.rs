@@ -48,21 +48,11 @@ pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
     );
     // As a diff of the step's code, the way a person reviews a change (newcomer 3, friction 9).
     let record = app.run_record(&run)?;
-    let old_code = spec::parse_workflow_within(
-        &record.workflow_file_name,
-        &record.workflow_source,
-        &spec::LimitMaxima::UNBOUNDED,
-    )
-    .ok()
-    .and_then(|workflow| {
+    let old_code = App::workflow_of(&record).and_then(|workflow| {
         workflow
-            .steps()
-            .iter()
-            .find(|each| each.id() == step)
-            .and_then(|each| match each.body() {
-                spec::StepBody::Code { source } => Some(source.clone()),
-                spec::StepBody::Agent { .. } => None,
-            })
+            .step(step)
+            .and_then(spec::Step::code)
+            .map(str::to_owned)
     });
     match old_code {
         Some(old_code) => {
