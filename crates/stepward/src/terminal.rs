@@ -14,17 +14,8 @@ use std::io::Write;
 /// Whether `character` may never reach a terminal raw: a control character (C0, DEL, C1) or a
 /// character that changes the direction text is shown in, or a line or paragraph separator.
 pub fn drives_terminal(character: char) -> bool {
-    character.is_control()
-        || matches!(
-            character,
-            '\u{061C}'
-                | '\u{200E}'
-                | '\u{200F}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2066}'..='\u{2069}'
-        )
+    // What a name may not hold (C0, DEL, C1, bidi controls), and the line separators.
+    workspace::is_forbidden_in_names(character) || matches!(character, '\u{2028}' | '\u{2029}')
 }
 
 /// `text` as one line: a line break or a tab as a space, every other character that drives a

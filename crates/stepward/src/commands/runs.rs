@@ -36,11 +36,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                 .with_context(|| format!("cannot show run {run}"))?;
             if !*json {
                 let record = app.run_record(run)?;
-                if let Ok(workflow) = spec::parse_workflow_within(
-                    &record.workflow_file_name,
-                    &record.workflow_source,
-                    &spec::LimitMaxima::UNBOUNDED,
-                ) {
+                if let Some(workflow) = App::workflow_of(&record) {
                     crate::commands::run::show_tracebacks(
                         &app,
                         run,
@@ -159,9 +155,9 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// A time of the record as ISO 8601 in UTC (`2026-12-06T20:59:47.123Z`).
+/// A time of the record as ISO 8601 in UTC, to the second (`2026-12-06T20:59:47Z`).
 pub(crate) fn iso_time(millis: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+    time::OffsetDateTime::from_unix_timestamp(millis.div_euclid(1000))
         .ok()
         .and_then(|moment| {
             moment

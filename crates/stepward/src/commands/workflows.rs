@@ -14,14 +14,10 @@ use crate::commands::Shown;
 use crate::config::Config;
 
 fn when(unix_millis: u64) -> String {
-    let seconds = i64::try_from(unix_millis / 1000).unwrap_or(i64::MAX);
-    time::OffsetDateTime::from_unix_timestamp(seconds)
-        .ok()
-        .and_then(|at| {
-            at.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| unix_millis.to_string())
+    match i64::try_from(unix_millis) {
+        Ok(millis) => crate::commands::runs::iso_time(millis),
+        Err(_) => unix_millis.to_string(),
+    }
 }
 
 fn missing(name: &str) -> String {
