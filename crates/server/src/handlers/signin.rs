@@ -486,18 +486,35 @@ pub(crate) async fn sign_in_form(
     State(state): State<AppState>,
     Query(query): Query<SignInQuery>,
 ) -> Result<Response, Error> {
-    let guard = new_form_guard(&state.shared)?;
+    sign_in_page(&state.shared, &query.next, None, "", "")
+}
+
+/// The sign-in form with a fresh guard: empty, or answered again after a refusal with the
+/// refusal beside it and what was typed kept (never the password).
+fn sign_in_page(
+    shared: &Shared,
+    next: &str,
+    error: Option<String>,
+    account: &str,
+    email: &str,
+) -> Result<Response, Error> {
+    let guard = new_form_guard(shared)?;
+    let refused = error.is_some();
     let html = render(&SignInPage {
         title: "Sign in",
         chrome: chrome::current(),
         live: false,
         csrf: guard.csrf.as_str().to_owned(),
-        next: console_path(&query.next),
-        error: None,
-        account: String::new(),
-        email: String::new(),
+        next: console_path(next),
+        error,
+        account: account.to_owned(),
+        email: email.to_owned(),
     });
-    with_cookie(html.into_response(), &guard.set_cookie)
+    let mut response = html.into_response();
+    if refused {
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+    }
+    with_cookie(response, &guard.set_cookie)
 }
 
 #[derive(Deserialize)]
@@ -526,20 +543,13 @@ pub(crate) async fn sign_in_with_form(
         // (not the password), the refusal beside it.
         Err(error @ Error::SignInFailed { .. }) => {
             let (_, said) = error.status_and_public_message();
-            let guard = new_form_guard(&state.shared)?;
-            let html = render(&SignInPage {
-                title: "Sign in",
-                chrome: chrome::current(),
-                live: false,
-                csrf: guard.csrf.as_str().to_owned(),
-                next: console_path(&form.next),
-                error: Some(said.to_owned()),
-                account: form.account.clone(),
-                email: form.email.clone(),
-            });
-            let mut response = html.into_response();
-            *response.status_mut() = StatusCode::UNAUTHORIZED;
-            return with_cookie(response, &guard.set_cookie);
+            return sign_in_page(
+                &state.shared,
+                &form.next,
+                Some(said.to_owned()),
+                &form.account,
+                &form.email,
+            );
         }
         Err(other) => return Err(other),
     };
@@ -604,18 +614,34 @@ pub(crate) async fn welcome_form(
         .map_err(Error::storage("read sign-in link"))?
         .ok_or_else(link_not_found)?;
     let action = format!("/welcome/{}", token.reveal_once());
-    let guard = new_form_guard(&state.shared)?;
+    welcome_page(&state.shared, action, link.person.display_name, None)
+}
+
+/// The set-password form posting to `action` (the link's own path) with a fresh guard: empty,
+/// or answered again with why the password was refused beside its field.
+fn welcome_page(
+    shared: &Shared,
+    action: String,
+    name: String,
+    error: Option<String>,
+) -> Result<Response, Error> {
+    let guard = new_form_guard(shared)?;
+    let refused = error.is_some();
     let html = render(&WelcomePage {
         title: "Set your password",
         chrome: chrome::current(),
         live: false,
-        name: link.person.display_name,
+        name,
         min_chars: auth::MIN_PASSWORD_CHARS,
         action,
         csrf: guard.csrf.as_str().to_owned(),
-        error: None,
+        error,
     });
-    with_cookie(html.into_response(), &guard.set_cookie)
+    let mut response = html.into_response();
+    if refused {
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+    }
+    with_cookie(response, &guard.set_cookie)
 }
 
 #[derive(Deserialize)]
@@ -673,20 +699,8 @@ pub(crate) async fn welcome_set_password(
             .map(|error| format!("{}.", capitalised(&error.to_string())))
     };
     if let Some(refusal) = refusal {
-        let guard = new_form_guard(shared)?;
-        let html = render(&WelcomePage {
-            title: "Set your password",
-            chrome: chrome::current(),
-            live: false,
-            name: link.person.display_name,
-            min_chars: auth::MIN_PASSWORD_CHARS,
-            action: format!("/welcome/{}", token.reveal_once()),
-            csrf: guard.csrf.as_str().to_owned(),
-            error: Some(refusal),
-        });
-        let mut response = html.into_response();
-        *response.status_mut() = StatusCode::BAD_REQUEST;
-        return with_cookie(response, &guard.set_cookie);
+        let action = format!("/welcome/{}", token.reveal_once());
+        return welcome_page(shared, action, link.person.display_name, Some(refusal));
     }
     let password = form.password;
     let hash = shared
