@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Browser, PASSWORD, start_server};
 use crate::http::{owner_session, send};
-use crate::support::{Home, stderr};
+use crate::support::Home;
 
 const GATED: &str = r#"name: gated
 python: "3.11"
@@ -35,16 +35,7 @@ const LIVE_PATIENCE: Duration = Duration::from_secs(30);
 #[test]
 fn g23_a_run_page_shows_a_decision_and_the_end_without_a_reload_needs_root() {
     let home = Home::new();
-    let file = home.dir.path().join("gated.yaml");
-    std::fs::write(&file, GATED).unwrap();
-    let saved = home.stepward(&[
-        "files",
-        "put",
-        "workflows/gated.yaml",
-        "--from",
-        file.to_str().unwrap(),
-    ]);
-    assert!(saved.status.success(), "{}", stderr(&saved));
+    home.put("workflows/gated.yaml", GATED);
     let (_server, address, sign_in_path) = start_server(&home);
     let base = format!("http://{address}");
     let (owner, csrf) = owner_session(address, &sign_in_path, "local", "ada@example.test");

@@ -3,19 +3,9 @@
 //! audit append failing (a trigger on the data directory's database, as the review did), each
 //! command fails and the vault is as it was.
 
-use crate::support::{Home, stderr, stdout};
+use crate::support::{Home, fail_every_audit_append, stderr, stdout};
 
 const VALUE: &str = "first-value-of-the-token-0001";
-
-fn fail_every_audit_append(home: &Home) {
-    let connection = rusqlite::Connection::open(home.data_dir().join("stepward.db")).unwrap();
-    connection
-        .execute_batch(
-            "CREATE TRIGGER test_audit_fails BEFORE INSERT ON audit_log
-             BEGIN SELECT RAISE(ABORT, 'simulated audit failure'); END;",
-        )
-        .unwrap();
-}
 
 fn listing(home: &Home) -> String {
     let secrets = home.stepward(&["secrets", "list", "--json"]);

@@ -7,7 +7,9 @@
 use fake_model::{BlockingFakeModel, Script, ScriptTurn};
 use serde_json::{Value, json};
 
-use crate::support::{Home, run_id, stderr, stdout};
+use crate::support::{
+    Home, fail_every_audit_append, let_audit_appends_through, run_id, stderr, stdout,
+};
 
 pub(crate) const WORKFLOW: &str = r#"name: quote
 python: "3.11"
@@ -231,16 +233,7 @@ fn g25_a_cli_repair_whose_audit_entry_cannot_be_written_asks_and_saves_nothing_n
     let exempt = fake.endpoint();
     let home = Home::new();
     crate::support::add_fake_assistant(&home, &fake, "sk-repair-audit-model-key-7788");
-    let file = home.dir.path().join("quote.yaml");
-    std::fs::write(&file, WORKFLOW).unwrap();
-    let saved = home.stepward(&[
-        "files",
-        "put",
-        "workflows/quote.yaml",
-        "--from",
-        file.to_str().unwrap(),
-    ]);
-    assert!(saved.status.success(), "{}", stderr(&saved));
+    let file = home.put("workflows/quote.yaml", WORKFLOW);
     let ran = home.stepward(&[
         "run",
         file.to_str().unwrap(),
@@ -257,20 +250,8 @@ fn g25_a_cli_repair_whose_audit_entry_cannot_be_written_asks_and_saves_nothing_n
     );
     let run = run_id(&ran);
     let events = |home: &Home| stdout(&home.stepward(&["runs", "events", &run]));
-    let database = home.data_dir().join("stepward.db");
-    let trigger = |on: bool| {
-        let connection = rusqlite::Connection::open(&database).unwrap();
-        connection
-            .execute_batch(if on {
-                "CREATE TRIGGER test_audit_fails BEFORE INSERT ON audit_log
-                 BEGIN SELECT RAISE(ABORT, 'simulated audit failure'); END;"
-            } else {
-                "DROP TRIGGER test_audit_fails;"
-            })
-            .unwrap();
-    };
 
-    trigger(true);
+    fail_every_audit_append(&home);
     let asked = home.stepward(&["repair", &run, "quote", "--allow-model-endpoint", &exempt]);
     assert!(!asked.status.success(), "{}", stdout(&asked));
     assert!(fake.requests().is_empty(), "no model was asked");
@@ -279,12 +260,12 @@ fn g25_a_cli_repair_whose_audit_entry_cannot_be_written_asks_and_saves_nothing_n
         "nothing recorded"
     );
 
-    trigger(false);
+    let_audit_appends_through(&home);
     let asked = home.stepward(&["repair", &run, "quote", "--allow-model-endpoint", &exempt]);
     assert!(asked.status.success(), "{}", stderr(&asked));
     let versions_before = stdout(&home.stepward(&["workflows", "show", "quote"]));
 
-    trigger(true);
+    fail_every_audit_append(&home);
     let accepted = home.stepward(&[
         "repair",
         &run,

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::support::{Home, TINY_WORKFLOW, run_id, stderr, stdout};
 
+/// `files put` of `text` as `path`, whatever it answers (a refusal is what is tested).
 fn save(home: &Home, path: &str, text: &str) -> std::process::Output {
     let file = home.dir.path().join("saved.yaml");
     std::fs::write(&file, text).unwrap();
@@ -17,8 +18,7 @@ fn save(home: &Home, path: &str, text: &str) -> std::process::Output {
 #[test]
 fn a_saved_workflow_runs_by_its_name_and_an_ambiguous_argument_is_refused_needs_root() {
     let home = Home::new();
-    let saved = save(&home, "workflows/tiny.yaml", TINY_WORKFLOW);
-    assert!(saved.status.success(), "{}", stderr(&saved));
+    home.put("workflows/tiny.yaml", TINY_WORKFLOW);
     let ran = home.stepward(&["run", "tiny"]);
     assert!(ran.status.success(), "{}{}", stdout(&ran), stderr(&ran));
     assert!(stdout(&ran).contains("succeeded"), "{}", stdout(&ran));
@@ -114,8 +114,7 @@ fn a_repair_that_could_not_be_accepted_is_refused_before_the_assistant_is_asked_
     );
     assert!(fake.requests().is_empty(), "no model call was spent");
     // Saved and run by name, the same repair is asked for and accepted from the CLI.
-    let saved = save(&home, "workflows/quote.yaml", NEEDS_REPAIR);
-    assert!(saved.status.success(), "{}", stderr(&saved));
+    home.put("workflows/quote.yaml", NEEDS_REPAIR);
     let ran = home.stepward(&["run", "quote", "--allow-model-endpoint", &exempt]);
     assert!(stdout(&ran).contains("needs_repair"), "{}", stdout(&ran));
     let run = run_id(&ran);
@@ -150,20 +149,10 @@ fn an_agent_whose_endpoint_this_process_may_not_reach_is_refused_before_the_run_
     let fake = BlockingFakeModel::start(Script::new(vec![ScriptTurn::text("done")])).unwrap();
     let home = Home::new();
     crate::support::add_fake_assistant(&home, &fake, "sk-refused-at-start-model-key-1414");
-    let agent = home.dir.path().join("AGENT.md");
-    std::fs::write(
-        &agent,
-        "---\nname: summarise\ndescription: Summarises.\nmodel: fake/fake-large\ntools: [Read]\n---\nSummarise.\n",
-    )
-    .unwrap();
-    let put = home.stepward(&[
-        "files",
-        "put",
+    home.put(
         "agents/summarise/AGENT.md",
-        "--from",
-        agent.to_str().unwrap(),
-    ]);
-    assert!(put.status.success(), "{}", stderr(&put));
+        "---\nname: summarise\ndescription: Summarises.\nmodel: fake/fake-large\ntools: [Read]\n---\nSummarise.\n",
+    );
     let file = home.dir.path().join("summary.yaml");
     std::fs::write(
         &file,

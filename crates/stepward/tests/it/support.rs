@@ -95,6 +95,26 @@ pub fn example_workflows() -> Vec<String> {
     found
 }
 
+/// Makes every audit append of `home`'s database fail (a trigger, as the reviews did), to
+/// test that a write whose audit entry cannot be written does not happen.
+pub fn fail_every_audit_append(home: &Home) {
+    let connection = rusqlite::Connection::open(home.data_dir().join("stepward.db")).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TRIGGER test_audit_fails BEFORE INSERT ON audit_log
+             BEGIN SELECT RAISE(ABORT, 'simulated audit failure'); END;",
+        )
+        .unwrap();
+}
+
+/// Undoes [`fail_every_audit_append`].
+pub fn let_audit_appends_through(home: &Home) {
+    let connection = rusqlite::Connection::open(home.data_dir().join("stepward.db")).unwrap();
+    connection
+        .execute_batch("DROP TRIGGER test_audit_fails;")
+        .unwrap();
+}
+
 /// A data directory and a configuration directory of its own, removed when dropped, so a test
 /// never touches the person's real vault key or data.
 pub struct Home {
@@ -144,6 +164,21 @@ impl Home {
 
     pub fn stepward(&self, args: &[&str]) -> Output {
         self.stepward_with_stdin(args, "")
+    }
+
+    /// Writes `text` to a file of this home named after `path`'s last part and saves it as
+    /// `path` of the workspace (`files put`), which must succeed; gives the file written.
+    pub fn put(&self, path: &str, text: &str) -> PathBuf {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let file = self.dir.path().join(name);
+        std::fs::write(&file, text).expect("the file to put is written");
+        let saved = self.stepward(&["files", "put", path, "--from", file.to_str().unwrap()]);
+        assert!(
+            saved.status.success(),
+            "files put {path}: {}",
+            stderr(&saved)
+        );
+        file
     }
 
     /// `program` (a `stepward` binary) set up as this home runs it: the repository as its

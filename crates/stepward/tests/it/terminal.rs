@@ -166,16 +166,7 @@ fn what_a_model_says_in_a_repair_or_an_interview_never_drives_the_terminal_needs
     let exempt = fake.endpoint();
     let home = Home::new();
     crate::support::add_fake_assistant(&home, &fake, "sk-terminal-test-model-key-3141");
-    let file = home.dir.path().join("quote.yaml");
-    std::fs::write(&file, NEEDS_REPAIR).unwrap();
-    let saved = home.stepward(&[
-        "files",
-        "put",
-        "workflows/quote.yaml",
-        "--from",
-        file.to_str().unwrap(),
-    ]);
-    assert!(saved.status.success(), "{}", stderr(&saved));
+    let file = home.put("workflows/quote.yaml", NEEDS_REPAIR);
     let ran = home.stepward(&[
         "run",
         file.to_str().unwrap(),
