@@ -390,33 +390,41 @@ fn g10_the_file_tool_helper_limits_itself_before_it_reads_its_request() {
         .spawn()
         .unwrap();
     let pid = helper.id();
-    // It waits on its request: its limits are set by then.
+    let expected = [
+        ("Max address space", "1073741824"),
+        ("Max file size", "4194304"),
+        ("Max open files", "64"),
+        ("Max processes", "0"),
+        ("Max core file size", "0"),
+    ];
+    let soft_and_hard = |limits: &str, name: &str| -> Option<(String, String)> {
+        let line = limits.lines().find(|line| line.starts_with(name))?;
+        let mut fields = line[name.len()..].split_whitespace();
+        Some((fields.next()?.to_owned(), fields.next()?.to_owned()))
+    };
+    // It waits on its request: its limits are all set by then (it sets them one by one, so
+    // the read waits for every one, not only the first seen).
     let mut limits = String::new();
     for _ in 0..200 {
         limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
-        let file_size = limits
-            .lines()
-            .find_map(|line| line.strip_prefix("Max file size"))
-            .and_then(|rest| rest.split_whitespace().next().map(str::to_owned));
-        if file_size.as_deref() == Some("4194304") {
+        let all_set = expected.iter().all(|(name, value)| {
+            soft_and_hard(&limits, name)
+                .is_some_and(|(soft, hard)| soft == *value && hard == *value)
+        });
+        if all_set {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     drop(helper.stdin.take());
     let _ = helper.wait();
-    for (name, value) in [
-        ("Max address space", "1073741824"),
-        ("Max file size", "4194304"),
-        ("Max open files", "64"),
-        ("Max processes", "0"),
-        ("Max core file size", "0"),
-    ] {
-        let line = limits
-            .lines()
-            .find(|line| line.starts_with(name))
-            .unwrap_or_else(|| panic!("{name} not in {limits}"));
-        let fields: Vec<&str> = line[name.len()..].split_whitespace().collect();
-        assert_eq!(&fields[..2], [value, value], "{line}");
+    for (name, value) in expected {
+        let (soft, hard) =
+            soft_and_hard(&limits, name).unwrap_or_else(|| panic!("{name} not in {limits}"));
+        assert_eq!(
+            [soft.as_str(), hard.as_str()],
+            [value, value],
+            "{name} in {limits}"
+        );
     }
 }
