@@ -13,6 +13,7 @@ mod browser_repair;
 mod check_agents;
 mod cli;
 mod docs;
+mod error_first;
 mod first_use;
 mod flood;
 mod g11_audit_verify;
