@@ -24,7 +24,7 @@ pub fn run(command: &AuditCommand, config: Config) -> anyhow::Result<Outcome> {
                     Ok(entries) => {
                         outln!("{chain}: intact, {entries} entries, each chained to the one before")
                     }
-                    Err(broken) => errln!("the audit log was changed: {broken}"),
+                    Err(broken) => errln!("error: the audit log was changed: {broken}"),
                 }
             }
             match &verification.legacy {
@@ -33,7 +33,7 @@ pub fn run(command: &AuditCommand, config: Config) -> anyhow::Result<Outcome> {
                     "the {entries} entries written before each account had its own chain: \
                      intact, each chained to the one before"
                 ),
-                Err(broken) => errln!("the audit log was changed: {broken}"),
+                Err(broken) => errln!("error: the audit log was changed: {broken}"),
             }
             if verification.first_break().is_some() {
                 Ok(Outcome::Invalid)

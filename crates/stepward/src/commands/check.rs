@@ -117,7 +117,10 @@ pub fn run(args: &CheckArgs, config: &Config) -> anyhow::Result<Outcome> {
                 }
             } else {
                 print_each_with_its_file(&diagnostics, &name, &text, shown);
-                let line = format!("{name}: {} problem(s)", diagnostics.len());
+                let line = format!(
+                    "error: {name} is invalid: {} problem(s), each said above",
+                    diagnostics.len()
+                );
                 match shown {
                     Some(shown) => shown.error(&line),
                     None => errln!("{line}"),

@@ -91,7 +91,8 @@ pub fn parse_workflow_text_for(
         Ok(workflow) => Ok(Some(workflow)),
         Err(diagnostics) => {
             print_diagnostics(&diagnostics, text, shown);
-            let line = format!("{name}: invalid, so {consequence}; fix the problems above");
+            let line =
+                format!("error: {name} is invalid, so {consequence}; fix the problems above");
             match shown {
                 Some(shown) => shown.error(&line),
                 None => errln!("{line}"),
