@@ -629,7 +629,7 @@ pub struct WorkflowDiff {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveWorkflowRequest {
-    #[schemars(length(max = limits::CONTENT_CHARS))]
+    #[schemars(length(max = limits::WORKFLOW_TEXT_CHARS))]
     pub text: String,
     #[serde(default)]
     #[schemars(length(max = limits::REVISION_MESSAGE_CHARS))]

@@ -33,6 +33,10 @@ pub const REVISION_MESSAGE_CHARS: usize = 2_000;
 pub const PATH_CHARS: usize = 4_096;
 /// A file's content in a write (the request body is at most 2 MiB in all).
 pub const CONTENT_CHARS: usize = 2 * 1024 * 1024;
+/// A workflow's text in a save.
+pub const WORKFLOW_TEXT_CHARS: usize = 2 * 1024 * 1024;
+/// A request body, in bytes.
+pub const BODY_BYTES: usize = 2 * 1024 * 1024;
 /// A person's message in an interview with the assistant.
 pub const INTERVIEW_MESSAGE_CHARS: usize = 8_000;
 /// The highest proposal number an interview confirmation names.

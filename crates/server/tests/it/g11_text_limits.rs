@@ -376,3 +376,49 @@ async fn g11_the_consoles_forms_have_the_same_limits() {
         .json();
     assert!(!secrets.to_string().contains("LONG_ONE"), "{secrets}");
 }
+
+/// Newcomer 3, item 13: the limits of one thing agree at every door. A workflow's text is held
+/// to the parser's limit (`spec::limits::MAX_FILE_BYTES`) by the document, by `PUT
+/// /api/workflows/{name}` (a text one over it is refused as too long, naming the field), and
+/// the largest text a field of the document allows fits in a request body.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflow_text_and_a_file_content_have_the_limits_the_parser_and_the_body_allow() {
+    use api_types::limits;
+    let harness = Harness::new();
+    let answer = harness
+        .call("GET", "/api/openapi.json", &Credentials::None, None)
+        .await;
+    let schemas = &answer.json()["components"]["schemas"];
+    assert_eq!(
+        schemas["SaveWorkflowRequest"]["properties"]["text"]["maxLength"],
+        spec::limits::MAX_FILE_BYTES,
+        "the document's limit of a workflow text is the parser's"
+    );
+    assert_eq!(limits::WORKFLOW_TEXT_CHARS, spec::limits::MAX_FILE_BYTES);
+    // Every text the document allows, at its limit and in ASCII, fits in a body with room for
+    // the request's other fields.
+    for (schema, field, max) in [
+        ("SaveWorkflowRequest", "text", limits::WORKFLOW_TEXT_CHARS),
+        ("WorkspaceChange", "content", limits::CONTENT_CHARS),
+    ] {
+        assert_eq!(schemas[schema]["properties"][field]["maxLength"], max);
+        assert!(
+            max + 64 * 1024 <= limits::BODY_BYTES,
+            "{schema}.{field} allows {max} characters, which a body of at most {} bytes \
+             cannot carry",
+            limits::BODY_BYTES
+        );
+    }
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let over = limits::WORKFLOW_TEXT_CHARS + 1;
+    let text = format!("name: big\n#{}", "x".repeat(over - "name: big\n#".len()));
+    let answer = harness
+        .call(
+            "PUT",
+            "/api/workflows/big",
+            &member,
+            json_body(&json!({ "text": text })),
+        )
+        .await;
+    assert_too_long(&answer, "text", limits::WORKFLOW_TEXT_CHARS, over);
+}
