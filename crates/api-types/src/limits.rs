@@ -31,11 +31,14 @@ pub const FIELD_NAME_CHARS: usize = 64;
 pub const REVISION_MESSAGE_CHARS: usize = 2_000;
 /// A workspace path (`workspace::MAX_PATH_BYTES`; the workspace also counts its bytes).
 pub const PATH_CHARS: usize = 4_096;
-/// A file's content in a write (the request body is at most 2 MiB in all).
-pub const CONTENT_CHARS: usize = 2 * 1024 * 1024;
-/// A workflow's text in a save.
-pub const WORKFLOW_TEXT_CHARS: usize = 2 * 1024 * 1024;
-/// A request body, in bytes.
+/// A file's content in one write through the API: what a request body carries with room for
+/// its other fields. A larger file goes in with `stepward files put` (up to 64 MiB).
+pub const CONTENT_CHARS: usize = BODY_BYTES - 64 * 1024;
+/// A workflow's text in a save: the parser's limit of a workflow file
+/// (`spec::limits::MAX_FILE_BYTES`; a server test keeps the two equal), so the document says
+/// what a save will take.
+pub const WORKFLOW_TEXT_CHARS: usize = 256 * 1024;
+/// A request body of the API or a console form, in bytes (the server reads no more).
 pub const BODY_BYTES: usize = 2 * 1024 * 1024;
 /// A person's message in an interview with the assistant.
 pub const INTERVIEW_MESSAGE_CHARS: usize = 8_000;

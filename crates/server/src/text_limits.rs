@@ -14,9 +14,9 @@ use serde_json::{Map, Value};
 
 use crate::Error;
 
-/// The largest body read here: axum's default limit for a JSON body, which the handlers'
-/// extractors apply as well.
-const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// The largest body read here: the document's (`api_types::limits::BODY_BYTES`), which is
+/// axum's default limit for a JSON body, the one the handlers' extractors apply as well.
+const MAX_BODY_BYTES: usize = api_types::limits::BODY_BYTES;
 
 static SCHEMAS: LazyLock<Map<String, Value>> = LazyLock::new(api_types::schemas::component_schemas);
 

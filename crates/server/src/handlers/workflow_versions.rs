@@ -17,7 +17,7 @@ use crate::handlers::{audit, blocking};
 use crate::{AppState, Error};
 
 /// The most bytes of a saved workflow's text.
-const MAX_TEXT_BYTES: usize = 1024 * 1024;
+const MAX_TEXT_BYTES: usize = spec::limits::MAX_FILE_BYTES;
 
 pub(crate) fn version_view(version: &engine::WorkflowVersion) -> WorkflowVersionView {
     let (author_kind, author) = author_parts(&version.author);
@@ -151,10 +151,15 @@ pub(crate) async fn save(
     Path(name): Path<String>,
     Json(request): Json<SaveWorkflowRequest>,
 ) -> Result<(StatusCode, Json<WorkflowVersionView>), Error> {
+    // The text's length in characters is held to the document's limit (the parser's) before
+    // this runs; a text within it but longer in bytes is the parser's to refuse, at its place.
     if request.text.len() > MAX_TEXT_BYTES {
         return Err(Error::InvalidInput {
             field: "text",
-            reason: format!("at most {MAX_TEXT_BYTES} bytes"),
+            reason: format!(
+                "at most {MAX_TEXT_BYTES} bytes, the largest workflow file there is; {} given",
+                request.text.len()
+            ),
         });
     }
     if !engine::is_definition_name(&name) {
