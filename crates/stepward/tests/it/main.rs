@@ -31,6 +31,7 @@ mod lints;
 mod migration;
 mod model_pin;
 mod models;
+mod operator_config;
 mod pinning;
 mod printed;
 mod reach_confirm;
