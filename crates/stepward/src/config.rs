@@ -78,6 +78,17 @@ pub struct GlobalArgs {
     /// all run locally, or a test that must never reach the internet).
     #[arg(long, env = "STEPWARD_ONLY_EXEMPT_MODEL_ENDPOINTS", global = true)]
     pub only_exempt_model_endpoints: bool,
+    /// The operator's configuration file, which may exempt model endpoints as
+    /// `--allow-model-endpoint` does (`allow_model_endpoints = ["HOST:PORT"]`); default:
+    /// `operator.toml` in stepward's configuration folder, when it exists. It must be outside
+    /// the data directory and changeable by its owner alone.
+    #[arg(
+        long = "operator-config",
+        env = "STEPWARD_OPERATOR_CONFIG",
+        value_name = "FILE",
+        global = true
+    )]
+    pub operator_config: Option<PathBuf>,
     /// Where runtime discovery keeps what it found (which host files every sandbox binds), so
     /// a command does not ask Python again on every start. Root's and 0700, outside the data
     /// directory; checked at every load and rebuilt when anything is off or Python changed.
@@ -184,6 +195,8 @@ pub struct Config {
     pub scrub_registry: redact::ScrubRegistry,
     /// Which model endpoints providers may reach: the operator's exemptions (G11).
     pub model_endpoints: llm::EndpointPolicy,
+    /// The operator file whose exemptions are in force, if one was read.
+    pub operator_file: Option<PathBuf>,
     /// The platform's own addresses (`serve`'s listen address and public URL), denied to
     /// model endpoints and to `public_egress` steps even when public (G11).
     pub platform_addresses: Vec<IpAddr>,
@@ -224,6 +237,7 @@ impl Config {
             timings,
             scrub_registry,
             platform_addresses: Vec::new(),
+            operator_file: None,
             model_endpoints: llm::EndpointPolicy {
                 exempt: args.allow_model_endpoint.clone(),
                 public: if args.only_exempt_model_endpoints {
@@ -241,6 +255,23 @@ impl Config {
                     .collect(),
             },
         }
+    }
+
+    /// Adds the exemptions of the operator's file (`--operator-config`, or the default one if it
+    /// exists) to those of `--allow-model-endpoint`; refused as [`crate::operator_file::read`]
+    /// says.
+    pub fn read_operator_file(&mut self, explicit: Option<&std::path::Path>) -> anyhow::Result<()> {
+        let Some(file) = crate::operator_file::read(explicit, &self.data_dir)? else {
+            return Ok(());
+        };
+        let exempt = &mut self.model_endpoints.exempt;
+        for endpoint in file.allow_model_endpoints {
+            if !exempt.contains(&endpoint) {
+                exempt.push(endpoint);
+            }
+        }
+        self.operator_file = Some(file.path);
+        Ok(())
     }
 
     /// For `stepward serve`: the platform's own addresses are denied to model endpoints and

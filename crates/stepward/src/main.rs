@@ -26,6 +26,7 @@ mod jail_helper;
 mod layout;
 mod lints;
 mod model_client;
+mod operator_file;
 mod python_check;
 mod repair;
 mod secret_input;
@@ -112,7 +113,11 @@ fn main() -> ExitCode {
         started
     };
     timings.mark("arguments");
-    let config = Config::from_args(&cli.global, scrub_registry.clone(), timings.clone());
+    let mut config = Config::from_args(&cli.global, scrub_registry.clone(), timings.clone());
+    if let Err(error) = config.read_operator_file(cli.global.operator_config.as_deref()) {
+        errln!("error: {error:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Check(args) => commands::check::run(&args, &config),
         Command::Reach(args) => commands::reach::run(&args, &config),

@@ -202,11 +202,20 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         // The exemptions in force, so an operator sees which private or plain-http model
         // endpoints this server reaches (newcomer 3, friction 8).
         let exempt = &app.config.model_endpoints.exempt;
+        let from_file = app
+            .config
+            .operator_file
+            .as_ref()
+            .map(|file| format!(" (--allow-model-endpoint and {})", file.display()))
+            .unwrap_or_default();
         if exempt.is_empty() {
-            errln!("model endpoints: public https only (no --allow-model-endpoint)");
+            errln!(
+                "model endpoints: public https only (no --allow-model-endpoint, no \
+                 allow_model_endpoints in an operator file)"
+            );
         } else {
             errln!(
-                "model endpoints: public https, and exempted by the operator: {}",
+                "model endpoints: public https, and exempted by the operator{from_file}: {}",
                 exempt
                     .iter()
                     .map(ToString::to_string)

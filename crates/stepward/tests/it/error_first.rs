@@ -14,8 +14,7 @@ fn refusal_line(output: &Output) -> String {
     stderr(output)
         .lines()
         .filter(|line| !line.is_empty() && !line.starts_with(' '))
-        .filter(|line| !HINTS.iter().any(|hint| line.starts_with(hint)))
-        .last()
+        .rfind(|line| !HINTS.iter().any(|hint| line.starts_with(hint)))
         .unwrap_or_default()
         .to_owned()
 }
