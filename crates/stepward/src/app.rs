@@ -22,7 +22,7 @@ use crate::backend_setup::{
 };
 use crate::config::{Backend, Config};
 pub use crate::engine_lock::EngineLock;
-use crate::executor::SandboxExecutor;
+use worker::executor::SandboxExecutor;
 
 /// The id of the one account the CLI acts for without a server (DESIGN section 2).
 pub const LOCAL_ACCOUNT_ID: &str = "local";
@@ -243,7 +243,7 @@ impl App {
         Engine::new(
             self.engine_options(),
             self.store.clone(),
-            Arc::new(RefusingExecutor),
+            Arc::new(worker::guards::RefusingExecutor),
             self.scrub_sets.clone(),
             Arc::new(PersonSupervisor),
             Arc::new(SystemClock),
@@ -339,17 +339,17 @@ impl App {
         let lock = Arc::new(lock);
         // The backend removes this data directory's cgroup parent when it goes: it must go
         // while the lock is still held, whichever of the engine and the lock is dropped first.
-        let backend: Arc<dyn Isolation> = Arc::new(UnderEngineLock {
+        // The backend drops first, then the state folder goes, then this clone of the lock.
+        let backend: Arc<dyn Isolation> = Arc::new(worker::guards::Holding::new(
             backend,
-            _state_dir: state_dir,
-            _lock: lock.clone(),
-        });
+            (state_dir, lock.clone()),
+        ));
         // One client for the agent steps and the supervisor, made only if a model is called.
         let models = self.config.lazy_model_client();
         let models_for_repairs = models.clone();
         let views_dir = self.config.sandbox_state_dir().join("agent-views");
-        crate::agent_view::sweep_views(&views_dir);
-        let runtime = crate::agent_step::AgentRuntime {
+        worker::agent_view::sweep_views(&views_dir);
+        let runtime = worker::agent_step::AgentRuntime {
             backend: backend.clone(),
             store: self.store.clone(),
             secrets: self.vault.clone(),
@@ -371,14 +371,14 @@ impl App {
         let executor: Arc<dyn engine::StepExecutor> = match self.config.backend {
             // Counted before every attempt, not only at start: an account created beside a
             // running server must not get steps run without isolation (G13).
-            Backend::Unisolated => Arc::new(OneAccountOnly {
+            Backend::Unisolated => Arc::new(worker::guards::OneAccountOnly {
                 inner: executor,
                 store: self.store.clone(),
             }),
             Backend::Local | Backend::Gvisor => Arc::new(executor),
         };
         // G15: the account's assistant sees failures; without a provider, a person does.
-        let supervisor = Arc::new(crate::supervisor::ModelSupervisor {
+        let supervisor = Arc::new(worker::supervisor::ModelSupervisor {
             store: self.store.clone(),
             secrets: self.vault.clone(),
             scrub_sets: self.scrub_sets.clone(),
@@ -395,7 +395,7 @@ impl App {
         )
         // G9: the account's assistant proposes repairs, each checked before it is shown and
         // again when a person accepts it, through any door.
-        .with_repairs(Arc::new(crate::repair::ModelRepairs {
+        .with_repairs(Arc::new(worker::repair::ModelRepairs {
             store: self.store.clone(),
             secrets: self.vault.clone(),
             scrub_sets: self.scrub_sets.clone(),
@@ -481,19 +481,10 @@ impl FirstStep {
         };
         let python = workflow.python();
         Some(FirstStep {
-            python: crate::executor::sandbox_python(python),
-            network: crate::executor::sandbox_network(step.network()),
+            python: worker::executor::sandbox_python(python),
+            network: worker::executor::sandbox_network(step.network()),
         })
     }
-}
-
-/// A backend that keeps the engine lock for as long as it lives: its fields drop in order, so
-/// the backend (and its cleanup) is gone before the default state folder is removed, and that
-/// before this clone of the lock is.
-struct UnderEngineLock {
-    backend: Arc<dyn Isolation>,
-    _state_dir: RemoveStateDir,
-    _lock: Arc<EngineLock>,
 }
 
 /// The default sandbox state folder (`/run/stepward/<id>`), removed when dropped. Only the
@@ -555,88 +546,6 @@ fn mount_below(folder: &Path) -> std::io::Result<Option<PathBuf>> {
         .find(|point| point.starts_with(folder)))
 }
 
-impl Isolation for UnderEngineLock {
-    fn name(&self) -> &'static str {
-        self.backend.name()
-    }
-
-    fn run(&self, invocation: sandbox::Invocation) -> Result<sandbox::Observation, sandbox::Error> {
-        self.backend.run(invocation)
-    }
-
-    fn availability(
-        &self,
-        python: sandbox::PythonPin,
-        network: sandbox::NetworkMode,
-    ) -> Result<(), sandbox::Unavailable> {
-        self.backend.availability(python, network)
-    }
-
-    fn open_session(
-        &self,
-        spec: sandbox::session::SessionSpec,
-    ) -> Result<Box<dyn sandbox::session::Session + '_>, sandbox::Error> {
-        self.backend.open_session(spec)
-    }
-
-    fn helper_cell(&self) -> Result<sandbox::HelperCell, sandbox::Error> {
-        self.backend.helper_cell()
-    }
-}
-
-/// The unisolated backend's executor: refuses every attempt once the store holds more than one
-/// account, however that account came to be (G13).
-struct OneAccountOnly<E> {
-    inner: E,
-    store: Arc<SqliteStore>,
-}
-
-impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
-    fn network_of(&self, query: engine::NetworkQuery<'_>) -> Result<spec::Network, String> {
-        self.inner.network_of(query)
-    }
-
-    fn execute(&self, request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
-        let allowed = self
-            .store
-            .accounts()
-            .map_err(|error| {
-                format!(
-                    "the accounts could not be counted: {:#}",
-                    anyhow::Error::new(error)
-                )
-            })
-            .and_then(|accounts| {
-                sandbox::unisolated::unisolated_allowed(accounts.len())
-                    .map_err(|error| error.to_string())
-            });
-        match allowed {
-            Ok(()) => self.inner.execute(request),
-            Err(reason) => engine::ExecutionReport::outcome_only(
-                engine::ExecutionOutcome::Refused {
-                    reason: format!("step {} was not run: {reason}", request.step.id()),
-                },
-                "unisolated",
-            ),
-        }
-    }
-
-    fn availability(
-        &self,
-        query: engine::NetworkQuery<'_>,
-        python: spec::PythonVersion,
-    ) -> Result<(), String> {
-        self.inner.availability(query, python)
-    }
-
-    fn models_of(
-        &self,
-        query: engine::NetworkQuery<'_>,
-    ) -> Result<Vec<engine::journal::PinnedModel>, String> {
-        self.inner.models_of(query)
-    }
-}
-
 /// What recovery did, one sentence per run or step, with the commands a person types where
 /// a run now waits for them.
 fn recovery_said(report: &engine::RecoveryReport) -> Vec<String> {
@@ -663,23 +572,6 @@ fn recovery_said(report: &engine::RecoveryReport) -> Vec<String> {
         ));
     }
     said
-}
-
-/// The executor of [`App::reading_engine`]: reading a run never runs a step.
-struct RefusingExecutor;
-
-impl engine::StepExecutor for RefusingExecutor {
-    fn execute(&self, request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
-        engine::ExecutionReport::outcome_only(
-            engine::ExecutionOutcome::Refused {
-                reason: format!(
-                    "step {} was not run: this command only reads runs",
-                    request.step.id()
-                ),
-            },
-            "none",
-        )
-    }
 }
 
 /// Data directories made before each account had a workspace of its own kept the local
@@ -858,88 +750,7 @@ pub fn shown_path(path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use super::*;
-
-    /// Counts the attempts that reached it.
-    #[derive(Default)]
-    struct Counting(AtomicUsize);
-
-    impl engine::StepExecutor for Counting {
-        fn execute(&self, _request: engine::ExecutionRequest<'_>) -> engine::ExecutionReport {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            engine::ExecutionReport::outcome_only(
-                engine::ExecutionOutcome::Succeeded {
-                    output: engine::StepOutput::from_value(&serde_json::json!(1)),
-                },
-                "unisolated",
-            )
-        }
-    }
-
-    #[test]
-    fn g13_unisolated_refuses_every_attempt_once_a_second_account_exists() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
-        let account = |id: &str| Account {
-            id: AccountId::parse(id).unwrap(),
-            name: id.to_owned(),
-            created_at: Timestamp(0),
-        };
-        store.ensure_account(&account("local")).unwrap();
-        let executor = OneAccountOnly {
-            inner: Counting::default(),
-            store: store.clone(),
-        };
-        let workflow = spec::parse_workflow(
-            "w.yaml",
-            "name: w\npython: \"3.11\"\nsteps:\n  - id: s\n    explain: Does it.\n    code: |\n      \
-             def main():\n          return 1\n",
-        )
-        .unwrap();
-        let redactor = ScrubSets::new(Arc::new(redact::testing::MemorySource::new()))
-            .for_account(&AccountId::parse("local").unwrap())
-            .unwrap();
-        struct NoJournal;
-        impl engine::StepJournal for NoJournal {
-            fn record(&self, _event: engine::AgentEvent) -> Result<(), String> {
-                Err("a code step writes no agent events".to_owned())
-            }
-        }
-        let unpinned = engine::PinnedDefinitions::unpinned();
-        let local = AccountId::parse("local").unwrap();
-        let run = storage::RunId::parse("run_1").unwrap();
-        let request = || engine::ExecutionRequest {
-            account: &local,
-            run_id: &run,
-            step: &workflow.steps()[0],
-            python: workflow.python(),
-            inputs: serde_json::json!({}),
-            env: Vec::new(),
-            attempt: 1,
-            work_dir: dir.path(),
-            redactor: &redactor,
-            journal: &NoJournal,
-            definitions: &unpinned,
-        };
-        use engine::StepExecutor as _;
-        let alone = executor.execute(request());
-        assert!(matches!(
-            alone.outcome,
-            engine::ExecutionOutcome::Succeeded { .. }
-        ));
-        // An account created beside the running process (by `stepward accounts create`
-        // without `--backend unisolated`): from the next attempt on, nothing runs.
-        store.ensure_account(&account("acme")).unwrap();
-        let refused = executor.execute(request());
-        assert!(
-            matches!(&refused.outcome, engine::ExecutionOutcome::Refused { reason } if reason.contains("one account")),
-            "{:?}",
-            refused.outcome
-        );
-        assert_eq!(executor.inner.0.load(Ordering::SeqCst), 1);
-    }
 
     /// A folder with something mounted at or below it is found (and so left whole); a plain
     /// one is not (mount points are unescaped by `sandbox::mountinfo`, tested there).

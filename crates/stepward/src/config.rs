@@ -338,8 +338,8 @@ impl Config {
 
     /// [`Config::model_client`], built when a model is first called: a run whose steps call
     /// none never loads the host's root certificates.
-    pub fn lazy_model_client(&self) -> crate::model_client::LazyModelClient {
-        crate::model_client::LazyModelClient::new(self.model_client_options())
+    pub fn lazy_model_client(&self) -> worker::model_client::LazyModelClient {
+        worker::model_client::LazyModelClient::new(self.model_client_options())
     }
 
     fn model_client_options(&self) -> llm::ClientOptions {

@@ -2,7 +2,7 @@
 //! workflow, read with the machine's Python exactly as `stepward check` reads them (nothing is
 //! executed), for the server's interview page and `stepward interview`.
 
-use crate::python_check::Interpreter;
+use worker::python_check::Interpreter;
 
 /// The lints of `stepward check` over a workflow's code steps.
 pub struct PythonLints;
@@ -26,7 +26,7 @@ pub fn lint_workflow(workflow: &spec::Workflow) -> Option<Vec<spec::Diagnostic>>
         let Some(lints) = &answer.lints else {
             continue;
         };
-        for (line, column, code, message, help) in crate::lints::lint_step(step, lints) {
+        for (line, column, code, message, help) in worker::lints::lint_step(step, lints) {
             let (line, column) = step.body_origin().locate(line, column);
             found.push(spec::Diagnostic {
                 file: workflow.file_name().to_owned(),
@@ -62,7 +62,7 @@ mod tests {
         }
         assert!(prompt.contains(&format!(
             "at most {} statements",
-            crate::lints::OFFLINE_WORK_STATEMENTS
+            worker::lints::OFFLINE_WORK_STATEMENTS
         )));
     }
 }

@@ -8,11 +8,6 @@
 // First: its macros are what every module below prints with.
 #[macro_use]
 mod terminal;
-mod agent_colleagues;
-mod agent_readiness;
-mod agent_record;
-mod agent_step;
-mod agent_view;
 mod app;
 mod backend_setup;
 mod cli;
@@ -20,18 +15,12 @@ mod commands;
 mod config;
 mod definitions;
 mod engine_lock;
-mod executor;
 mod interview;
 mod jail_helper;
 mod layout;
-mod lints;
-mod model_client;
 mod operator_file;
-mod python_check;
-mod repair;
 mod secret_input;
 mod server_keys;
-mod supervisor;
 mod timings;
 
 use std::process::ExitCode;

@@ -3,12 +3,12 @@
 //! workflow's own line and column), `def main(...)` is held to the step's declared inputs, an
 //! agent a step names must exist, a custom tool's script must exist and parse, and a `python:`
 //! version this machine lacks is a warning (the file may be meant for another server; `run`
-//! refuses it here). The authoring lints (`crate::lints`) are warnings too.
+//! refuses it here). The authoring lints (`worker::lints`) are warnings too.
 
 use std::path::Path;
 
 use crate::definitions::{AgentLookup, AgentNote, display_name, load_agent, read_text};
-use crate::python_check::{Interpreter, signature_problems};
+use worker::python_check::{Interpreter, signature_problems};
 
 /// Errors (the file would fail) and warnings (it would fail on this machine).
 #[derive(Default)]
@@ -336,7 +336,7 @@ fn colleague_position(source: &str, name: &str) -> (u32, u32) {
 fn code_findings(
     file: &str,
     step: &spec::Step,
-    answer: &crate::python_check::Answer,
+    answer: &worker::python_check::Answer,
     findings: &mut Findings,
 ) {
     let origin = step.body_origin();
@@ -385,7 +385,7 @@ fn code_findings(
         ));
     }
     if let Some(found) = &answer.lints {
-        for (line, column, code, message, help) in crate::lints::lint_step(step, found) {
+        for (line, column, code, message, help) in worker::lints::lint_step(step, found) {
             findings.warnings.push(diagnostic(
                 file,
                 origin.locate(line, column),

@@ -20,7 +20,7 @@ use crate::Outcome;
 use crate::app::App;
 use crate::cli::InterviewArgs;
 use crate::config::Config;
-use crate::supervisor::{Assistant, assistant_of};
+use worker::supervisor::{Assistant, assistant_of};
 
 /// A proposal shown, kept for `confirm`.
 struct Shown {
@@ -35,15 +35,15 @@ struct Shown {
 pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open_installed(config)?;
     let account = app.account.clone();
-    let (provider_name, model_id) = match assistant_of(&app.store, &account) {
+    let (provider_name, model_id) = match assistant_of(app.store.as_ref(), &account) {
         Assistant::On { provider, model } => (provider, model),
         Assistant::Nobody { why } => bail!(
             "there is no assistant to interview you ({why}); write the workflow yourself and save \
              it with `stepward workflows save NAME FILE`"
         ),
     };
-    let (_, provider) = crate::commands::models::provider(
-        &app.store,
+    let (_, provider) = worker::providers::provider(
+        app.store.as_ref(),
         app.vault.as_ref(),
         &app.account,
         &provider_name,

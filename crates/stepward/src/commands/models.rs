@@ -10,17 +10,16 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use redact::{SecretName, SecretRequest, SecretSource, SecretValue};
+use redact::SecretValue;
 use serde_json::json;
-use storage::AccountId;
 use storage::models::{ModelProvider, ModelProviderStore, NewModelProvider};
-use storage_sqlite::SqliteStore;
 
 use crate::Outcome;
 use crate::app::{App, now};
 use crate::cli::{DevCommand, ModelsCommand};
 use crate::commands::Shown;
 use crate::config::Config;
+use worker::providers::{check_name, provider};
 
 pub fn run(command: &ModelsCommand, config: Config) -> anyhow::Result<Outcome> {
     // Only `add` makes an installation; the others read or change one.
@@ -46,51 +45,6 @@ pub fn run(command: &ModelsCommand, config: Config) -> anyhow::Result<Outcome> {
         ModelsCommand::Default { name } => set_default(&app, name),
         ModelsCommand::Test { name, model, json } => test(&app, name, model.as_deref(), *json),
         ModelsCommand::Supervisor { retries } => supervisor(&app, retries.as_deref()),
-    }
-}
-
-/// The account's names that definitions are checked against (G19: no script is handed a
-/// model key; `model:` names a provider the account has).
-pub fn account_names(
-    store: &SqliteStore,
-    account: &AccountId,
-) -> anyhow::Result<spec::AccountNames> {
-    let providers = store
-        .model_providers(account)
-        .context("cannot read the account's model providers")?;
-    Ok(spec::AccountNames {
-        default_provider: providers
-            .iter()
-            .find(|provider| provider.is_default)
-            .map(|provider| provider.name.clone()),
-        model_providers: providers
-            .into_iter()
-            .map(|provider| provider.name)
-            .collect(),
-    })
-}
-
-/// A provider's name becomes the name of its vault key and the part of `model:` before the
-/// first `/`.
-fn check_name(name: &str) -> anyhow::Result<()> {
-    let mut characters = name.chars();
-    let first_ok = characters
-        .next()
-        .is_some_and(|first| first.is_ascii_lowercase());
-    let rest_ok = characters.all(|character| {
-        character.is_ascii_lowercase()
-            || character.is_ascii_digit()
-            || character == '-'
-            || character == '_'
-    });
-    if first_ok && rest_ok && name.len() <= 64 {
-        Ok(())
-    } else {
-        bail!(
-            "`{name}` is not a provider name: agent files write `model: NAME/MODEL_ID`, so a \
-             name is 1 to 64 lower-case letters, digits, `-` and `_`, starting with a letter \
-             (such as `anthropic` or `local-llama`)"
-        )
     }
 }
 
@@ -379,12 +333,12 @@ fn supervisor(app: &App, retries: Option<&str>) -> anyhow::Result<Outcome> {
         .store
         .supervisor_retries(&app.account)
         .context("cannot read the supervisor's retries")?;
-    let who = match crate::supervisor::assistant_of(&app.store, &app.account) {
-        crate::supervisor::Assistant::On { provider, model } => format!(
+    let who = match worker::supervisor::assistant_of(app.store.as_ref(), &app.account) {
+        worker::supervisor::Assistant::On { provider, model } => format!(
             "failures go to the assistant on {provider} (model {model}): a failed step's \
              inputs, error and printed text (scrubbed) are sent to it"
         ),
-        crate::supervisor::Assistant::Nobody { why } => format!("failures go to a person: {why}"),
+        worker::supervisor::Assistant::Nobody { why } => format!("failures go to a person: {why}"),
     };
     outln!("{who}");
     outln!(
@@ -397,45 +351,10 @@ fn supervisor(app: &App, retries: Option<&str>) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-/// The account's provider `name`, ready to call: its settings and its key from the vault.
-pub fn provider(
-    store: &SqliteStore,
-    secrets: &dyn SecretSource,
-    account: &AccountId,
-    name: &str,
-    client: llm::Client,
-) -> anyhow::Result<(ModelProvider, llm::Provider)> {
-    let settings = store
-        .model_providers(account)?
-        .into_iter()
-        .find(|provider| provider.name == name)
-        .with_context(|| {
-            format!("the account has no model provider `{name}`; `stepward models list` shows them")
-        })?;
-    let kind = llm::ProviderKind::from_str(&settings.kind)?;
-    let request = SecretRequest {
-        model_keys: vec![name.to_owned()],
-        ..SecretRequest::default()
-    };
-    let key = secrets
-        .resolve(account, &request)
-        .with_context(|| {
-            format!(
-                "the key of {name} cannot be read; add it again with `stepward models add {name}`"
-            )
-        })?
-        .into_iter()
-        .find(|(found, _)| matches!(found, SecretName::ModelKey { provider } if provider == name))
-        .map(|(_, value)| value)
-        .with_context(|| format!("the vault has no key for {name}"))?;
-    let provider = llm::Provider::new(account, kind, settings.base_url.as_deref(), key, client)?;
-    Ok((settings, provider))
-}
-
 fn test(app: &App, name: &str, model: Option<&str>, json: bool) -> anyhow::Result<Outcome> {
     check_name(name)?;
     let (settings, provider) = provider(
-        &app.store,
+        app.store.as_ref(),
         app.vault.as_ref(),
         &app.account,
         name,

@@ -10,9 +10,9 @@ use crate::Outcome;
 use crate::app::{App, FirstStep};
 use crate::backend_setup::EarlyBackend;
 use crate::cli::RunArgs;
-use crate::commands::models::account_names;
 use crate::commands::{Shown, parse_workflow_text_for, print_summary, printable, summary_outcome};
 use crate::config::Config;
+use worker::providers::account_names;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     let timings = config.timings.clone();
@@ -28,7 +28,7 @@ pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     // account (review N3, N4): everything printed from here on is scrubbed.
     let shown = Shown::new(&app)?;
     // Checked against the account: a step must not be granted a model key (G19).
-    let names = account_names(&app.store, &app.account)?;
+    let names = account_names(app.store.as_ref(), &app.account)?;
     let Some(workflow) = parse_workflow_text_for(
         &file,
         &text,

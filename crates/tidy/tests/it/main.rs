@@ -1,5 +1,6 @@
 //! The tidy checks: house rules that hold for every file in the workspace.
 
+mod binary_ports;
 mod error_chains;
 mod scripts;
 mod terminal_writes;

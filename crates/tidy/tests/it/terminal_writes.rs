@@ -1,7 +1,8 @@
 //! The stepward binary writes to its terminal only through `terminal.rs` (sandbox review 3,
 //! finding 4): its `outln!`/`out!`/`errln!`/`err!` show every control and bidirectional
 //! character as `?`, so text a step, a model or a file chose never drives the terminal. A
-//! `println!` or a raw `stdout()` elsewhere would be a way around it.
+//! `println!` or a raw `stdout()` elsewhere would be a way around it. The step runtime
+//! (`crates/worker`, issue 37) is a library: it writes to no terminal at all.
 
 use std::fs;
 
@@ -22,8 +23,14 @@ fn raw_writers() -> Vec<String> {
 
 #[test]
 fn the_binary_writes_to_its_terminal_only_through_the_sanitising_writer() {
+    for (crate_dir, least) in [("crates/stepward/src", 20), ("crates/worker/src", 10)] {
+        check_terminal_writes(crate_dir, least);
+    }
+}
+
+fn check_terminal_writes(crate_dir: &str, least: usize) {
     let root = repo_root();
-    let source = root.join("crates/stepward/src");
+    let source = root.join(crate_dir);
     let mut offenders = Vec::new();
     let mut seen = 0;
     for path in rust_files(&root) {
@@ -53,7 +60,7 @@ fn the_binary_writes_to_its_terminal_only_through_the_sanitising_writer() {
                 });
                 if found {
                     offenders.push(format!(
-                        "crates/stepward/src/{}:{}: {}",
+                        "{crate_dir}/{}:{}: {}",
                         relative.display(),
                         index + 1,
                         line.trim()
@@ -62,7 +69,11 @@ fn the_binary_writes_to_its_terminal_only_through_the_sanitising_writer() {
             }
         }
     }
-    assert!(seen > 20, "found too few files under {}", source.display());
+    assert!(
+        seen > least,
+        "found too few files under {}",
+        source.display()
+    );
     assert!(
         offenders.is_empty(),
         "write with `outln!`, `out!`, `errln!` or `err!` (terminal.rs), which keep text a step \

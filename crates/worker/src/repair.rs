@@ -199,7 +199,7 @@ pub fn check_proposal(
 /// proposal passes [`check_proposal`] before it is returned; the engine calls the same check
 /// again when a person accepts, whichever door they accept through.
 pub struct ModelRepairs {
-    pub store: std::sync::Arc<storage_sqlite::SqliteStore>,
+    pub store: std::sync::Arc<dyn crate::Stores>,
     pub secrets: std::sync::Arc<dyn redact::SecretSource>,
     pub scrub_sets: redact::ScrubSets,
     /// Built when a repair is first proposed: a run that never asks for one never loads the
@@ -214,7 +214,7 @@ impl engine::RepairAssistant for ModelRepairs {
         request: &engine::RepairRequest<'_>,
     ) -> Result<engine::ProposedRepair, String> {
         use crate::supervisor::{Assistant, assistant_of};
-        let (provider_name, model_id) = match assistant_of(&self.store, request.account) {
+        let (provider_name, model_id) = match assistant_of(self.store.as_ref(), request.account) {
             Assistant::On { provider, model } => (provider, model),
             Assistant::Nobody { why } => {
                 return Err(format!(
@@ -223,8 +223,8 @@ impl engine::RepairAssistant for ModelRepairs {
                 ));
             }
         };
-        let (_, provider) = crate::commands::models::provider(
-            &self.store,
+        let (_, provider) = crate::providers::provider(
+            self.store.as_ref(),
             self.secrets.as_ref(),
             request.account,
             &provider_name,

@@ -12,12 +12,11 @@ use agent::supervisor::{Failure, Verdict};
 use engine::{FailureView, Supervised, Supervisor, SupervisorDecision, SupervisorIdentity};
 use redact::{ScrubSets, SecretSource};
 use storage::AccountId;
-use storage::models::{ModelProvider, ModelProviderStore};
-use storage_sqlite::SqliteStore;
+use storage::models::ModelProvider;
 
 /// The account's assistant as the supervisor.
 pub struct ModelSupervisor {
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<dyn crate::Stores>,
     pub secrets: Arc<dyn SecretSource>,
     pub scrub_sets: ScrubSets,
     pub client: crate::model_client::LazyModelClient,
@@ -32,7 +31,7 @@ pub enum Assistant {
 }
 
 /// The account's assistant: its default provider and that provider's assistant model.
-pub fn assistant_of(store: &SqliteStore, account: &AccountId) -> Assistant {
+pub fn assistant_of(store: &dyn crate::Stores, account: &AccountId) -> Assistant {
     let providers = match store.model_providers(account) {
         Ok(providers) => providers,
         Err(error) => {
@@ -83,7 +82,7 @@ fn to_person(why: String) -> Supervised {
 
 impl Supervisor for ModelSupervisor {
     fn on_failure(&self, view: &FailureView) -> Supervised {
-        let (name, model_id) = match assistant_of(&self.store, &view.account) {
+        let (name, model_id) = match assistant_of(self.store.as_ref(), &view.account) {
             Assistant::On { provider, model } => (provider, model),
             Assistant::Nobody { why } => return to_person(why),
         };
@@ -92,8 +91,8 @@ impl Supervisor for ModelSupervisor {
             Ok(client) => client,
             Err(error) => return to_person(format!("{error:#}")),
         };
-        let provider = match crate::commands::models::provider(
-            &self.store,
+        let provider = match crate::providers::provider(
+            self.store.as_ref(),
             self.secrets.as_ref(),
             &account,
             &name,
@@ -176,7 +175,7 @@ impl Supervisor for ModelSupervisor {
     }
 
     fn who_sees_failures(&self, account: &AccountId) -> Option<String> {
-        match assistant_of(&self.store, account) {
+        match assistant_of(self.store.as_ref(), account) {
             Assistant::On { provider, model } => Some(format!("{provider} (model {model})")),
             Assistant::Nobody { .. } => None,
         }

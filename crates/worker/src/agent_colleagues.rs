@@ -39,7 +39,7 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
         }
         let runtime = self.runtime;
         let (agent, _) = load_agent(
-            &runtime.store,
+            runtime.store.as_ref(),
             &self.account,
             &self.work_dir,
             self.definitions,

@@ -26,8 +26,7 @@ use sandbox::session::{Call, Session, SessionSpec};
 use sandbox::{EnvVar, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use serde_json::{Map, Value};
 use storage::AccountId;
-use storage::models::ModelProviderStore;
-use storage_sqlite::SqliteStore;
+
 use workspace::{AgentView, RelPath, StepWriterRules, Tree};
 use zeroize::Zeroizing;
 
@@ -43,7 +42,7 @@ pub(crate) const RESERVED: &[&str] = &["shared", "library"];
 /// What an agent step needs of the platform.
 pub struct AgentRuntime {
     pub backend: Arc<dyn Isolation>,
-    pub store: Arc<SqliteStore>,
+    pub store: Arc<dyn crate::Stores>,
     pub secrets: Arc<dyn SecretSource>,
     pub client: crate::model_client::LazyModelClient,
     pub helper: HelperCommand,
@@ -56,7 +55,7 @@ pub struct AgentRuntime {
 /// Reads the agent `name` as the run pinned it when it started (issue 16 §1), parsed against
 /// the account; a run from before runs pinned reads the working folder `work_dir`.
 pub fn load_agent(
-    store: &SqliteStore,
+    store: &dyn crate::Stores,
     account: &AccountId,
     work_dir: &Path,
     definitions: &PinnedDefinitions,
@@ -117,7 +116,7 @@ impl AgentRuntime {
         agent: &str,
     ) -> Result<spec::Network, String> {
         let (agent, _) = load_agent(
-            &self.store,
+            self.store.as_ref(),
             account,
             work_dir,
             definitions,
@@ -141,7 +140,7 @@ impl AgentRuntime {
     ) -> Result<spec::Closure, String> {
         let closure = spec::colleague_closure(agent, &|name| {
             load_agent(
-                &self.store,
+                self.store.as_ref(),
                 account,
                 work_dir,
                 definitions,
@@ -167,7 +166,7 @@ impl AgentRuntime {
             ExecutionReport::outcome_only(ExecutionOutcome::Refused { reason }, backend)
         };
         let (agent, _) = match load_agent(
-            &self.store,
+            self.store.as_ref(),
             request.account,
             request.work_dir,
             request.definitions,
@@ -466,8 +465,8 @@ impl AgentRuntime {
                         .to_owned()
                 })?,
         };
-        let (_, provider) = crate::commands::models::provider(
-            &self.store,
+        let (_, provider) = crate::providers::provider(
+            self.store.as_ref(),
             self.secrets.as_ref(),
             account,
             &name,

@@ -8,7 +8,6 @@ use std::str::FromStr;
 use engine::PinnedDefinitions;
 use sandbox::{NetworkMode, PythonPin};
 use storage::AccountId;
-use storage::models::ModelProviderStore;
 
 use crate::agent_step::{AgentRuntime, load_agent};
 
@@ -60,7 +59,7 @@ impl AgentRuntime {
         agent_name: &str,
     ) -> Result<Vec<engine::journal::PinnedModel>, String> {
         let Ok((agent, _)) = load_agent(
-            &self.store,
+            self.store.as_ref(),
             account,
             work_dir,
             definitions,
@@ -136,7 +135,7 @@ impl AgentRuntime {
         python: PythonPin,
     ) -> Result<(), String> {
         let Ok((agent, _)) = load_agent(
-            &self.store,
+            self.store.as_ref(),
             account,
             work_dir,
             definitions,

@@ -1,0 +1,122 @@
+//! The binary wires and prints (issue 37): it implements no port of `engine`, `agent`,
+//! `sandbox` or `storage`, whose implementations live in libraries that are tested in-process
+//! (the step runtime in `crates/worker`); and the step runtime names no storage backend, so a
+//! second store needs no change there.
+
+use std::fs;
+use std::path::Path;
+
+use tidy::{repo_root, rust_files};
+
+/// The traits every `pub trait NAME` of the crates under `crates/<name>/src` declares.
+fn traits_of(root: &Path, crates: &[&str]) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for name in crates {
+        let source = root.join("crates").join(name).join("src");
+        for path in rust_files(root) {
+            if !path.starts_with(&source) {
+                continue;
+            }
+            for line in fs::read_to_string(&path).unwrap_or_default().lines() {
+                let Some(rest) = line.trim_start().strip_prefix("pub trait ") else {
+                    continue;
+                };
+                let trait_name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !trait_name.is_empty() {
+                    found.push(((*name).to_owned(), trait_name));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_binary_implements_no_port_of_the_engine_the_agent_the_sandbox_or_the_store() {
+    let root = repo_root();
+    let ports = traits_of(&root, &["engine", "agent", "sandbox", "storage"]);
+    assert!(
+        ports.iter().any(|(_, name)| name == "StepExecutor")
+            && ports.iter().any(|(_, name)| name == "Isolation"),
+        "the ports were not found: {ports:?}"
+    );
+    let binary = root.join("crates/stepward/src");
+    let mut offenders = Vec::new();
+    for path in rust_files(&root) {
+        if !path.starts_with(&binary) {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        for (index, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or(line).trim_start();
+            if !code.starts_with("impl") || !code.contains(" for ") {
+                continue;
+            }
+            let implemented = code.split(" for ").next().unwrap_or_default();
+            let last = implemented
+                .rsplit("::")
+                .next()
+                .unwrap_or(implemented)
+                .rsplit(' ')
+                .next()
+                .unwrap_or_default()
+                .split('<')
+                .next()
+                .unwrap_or_default();
+            if let Some((owner, name)) = ports.iter().find(|(_, name)| name == last) {
+                offenders.push(format!(
+                    "{}:{}: implements {owner}::{name}",
+                    path.strip_prefix(&root).unwrap_or(&path).display(),
+                    index + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "the binary wires and prints; a port's implementation belongs in a library (the step \
+         runtime is crates/worker):\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn the_step_runtime_names_no_storage_backend() {
+    let root = repo_root();
+    let manifest = fs::read_to_string(root.join("crates/worker/Cargo.toml")).unwrap();
+    let dependencies = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .unwrap_or_default();
+    assert!(
+        !dependencies.contains("storage-sqlite"),
+        "crates/worker depends on a storage backend:\n{dependencies}"
+    );
+    let source = root.join("crates/worker/src");
+    let mut offenders = Vec::new();
+    for path in rust_files(&root) {
+        if !path.starts_with(&source) {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        for (index, line) in text
+            .lines()
+            .enumerate()
+            .take_while(|(_, line)| line.trim() != "#[cfg(test)]")
+        {
+            if line.contains("storage_sqlite") || line.contains("SqliteStore") {
+                offenders.push(format!(
+                    "{}:{}: {}",
+                    path.strip_prefix(&root).unwrap_or(&path).display(),
+                    index + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{}", offenders.join("\n"));
+}

@@ -1,0 +1,36 @@
+//! The step runtime (issue 37): everything that executes a step, out of the binary, so that
+//! whichever process drives runs (the CLI, `serve`, a worker of its own later) runs them the
+//! same way, and so that it can be tested in-process.
+//!
+//! - [`executor`]: the engine's [`engine::StepExecutor`] over a sandbox backend
+//!   ([`sandbox::Isolation`]): code steps, and agent steps through [`agent_step`].
+//! - [`agent_step`] with [`agent_view`], [`agent_record`], [`agent_readiness`] and
+//!   [`agent_colleagues`]: an agent step's tools, view, record and colleagues.
+//! - [`supervisor`] and [`repair`]: the account's assistant, for failures and repairs.
+//! - [`python_check`] and [`lints`]: the Python a step may run, read before any sandbox.
+//! - [`providers`] and [`model_client`]: the account's model providers, ready to call.
+//!
+//! It names no storage backend: it takes any store of the [`storage`] traits ([`Stores`]), so a
+//! second store needs no change here.
+
+#![forbid(unsafe_code)]
+
+pub mod agent_colleagues;
+pub mod agent_readiness;
+pub mod agent_record;
+pub mod agent_step;
+pub mod agent_view;
+pub mod executor;
+pub mod guards;
+pub mod lints;
+pub mod model_client;
+pub mod providers;
+pub mod python_check;
+pub mod repair;
+pub mod supervisor;
+
+/// What the runtime reads and writes of a store: the run's record (the engine's [`storage::Store`])
+/// and the account's model providers. Every store of both traits is one.
+pub trait Stores: storage::Store + storage::models::ModelProviderStore {}
+
+impl<T: storage::Store + storage::models::ModelProviderStore + ?Sized> Stores for T {}
