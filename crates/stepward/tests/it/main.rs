@@ -46,3 +46,4 @@ mod supervisor;
 mod support;
 mod terminal;
 mod workflow_versions;
+mod write_recovery;
