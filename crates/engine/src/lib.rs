@@ -29,6 +29,7 @@ mod record;
 mod recovery;
 mod repair;
 mod supervisor;
+pub mod workspace_writes;
 
 use workspace::Workspaces;
 
@@ -277,6 +278,15 @@ pub enum Error {
     /// The store failed (also what an injected crash looks like).
     #[error(transparent)]
     Storage(#[from] storage::Error),
+    /// An account's workspace could not be opened or read.
+    #[error("the workspace could not be read")]
+    Workspace(#[from] workspace::Error),
+    /// The system's random source failed.
+    #[error("no randomness for {purpose}: {detail}")]
+    Randomness {
+        purpose: &'static str,
+        detail: String,
+    },
 }
 
 /// An error and its causes as one sentence, `context: cause: cause`, for a reason that goes

@@ -220,6 +220,13 @@ pub enum Error {
     /// ours, safe to show.
     #[error("no assistant: {why}")]
     NoAssistant { why: String },
+    /// A workspace write's intent could not be announced, or an interrupted one recorded.
+    #[error("cannot {operation}")]
+    WorkspaceWrites {
+        operation: &'static str,
+        #[source]
+        source: Box<engine::Error>,
+    },
     /// A blocking task (password hashing, the engine) panicked or was cancelled.
     #[error("a blocking task during {operation} did not finish")]
     Blocking {
@@ -444,6 +451,7 @@ impl Error {
             | Error::WorkflowSource(_)
             | Error::Vault { .. }
             | Error::Engine { .. }
+            | Error::WorkspaceWrites { .. }
             | Error::Storage { .. }
             | Error::PeopleRefused { .. }
             | Error::Auth { .. }
@@ -522,6 +530,7 @@ impl Error {
             | Error::WorkflowSource(_)
             | Error::Vault { .. }
             | Error::Engine { .. }
+            | Error::WorkspaceWrites { .. }
             | Error::Storage { .. }
             | Error::PeopleRefused { .. }
             | Error::Auth { .. }

@@ -113,13 +113,31 @@ impl App {
             errln!("{line}");
         }
         config.timings.mark("vault, account and redactor");
-        Ok(App {
+        let app = App {
             config,
             store,
             vault,
             scrub_sets,
             account,
-        })
+        };
+        // A workspace write a stopped process left announced but unsettled is settled by the
+        // next process that opens the data, whichever it is (issue 37): not only by `serve`.
+        match app.reading_engine().recover_workspace_writes() {
+            Ok(0) => {}
+            Ok(recovered) => errln!(
+                "recorded the outcome of {recovered} workspace write(s) an earlier process \
+                 left unfinished (its audit entry `workspace.write_recovered`)"
+            ),
+            Err(error) => errln!(
+                "warning: the workspace writes an earlier process left unfinished could not be \
+                 recorded now ({:#}); the next command tries again",
+                anyhow::Error::new(error)
+            ),
+        }
+        app.config
+            .timings
+            .mark("recovery of interrupted workspace writes");
+        Ok(app)
     }
 
     /// The run `run` of the local account, or an error that names the installation searched
@@ -662,13 +680,6 @@ pub fn now() -> Timestamp {
         .map(|elapsed| elapsed.as_millis())
         .unwrap_or_default();
     Timestamp(i64::try_from(millis).unwrap_or(i64::MAX))
-}
-
-/// A random id (`wsi_` and 16 random bytes in hex) for a workspace write's intent entry.
-pub fn random_hex_id() -> anyhow::Result<String> {
-    let mut bytes = [0_u8; 16];
-    getrandom::fill(&mut bytes).context("cannot draw random bytes for an id")?;
-    Ok(format!("wsi_{}", hex::encode(bytes)))
 }
 
 /// The operating-system user running this command, for the record of CLI decisions.

@@ -451,6 +451,25 @@ impl AuditLog for SqliteStore {
         rows.into_iter().map(audit_from_row).collect()
     }
 
+    fn audit_entries_of_actions(&self, actions: &[&str]) -> Result<Vec<AuditEntry>, Error> {
+        if actions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks = vec!["?"; actions.len()].join(", ");
+        let rows = self
+            .with_reader(|connection| {
+                let mut statement = connection.prepare(&format!(
+                    "SELECT {AUDIT_COLUMNS} FROM audit_log INDEXED BY audit_by_action
+                     WHERE action IN ({marks}) ORDER BY rowid"
+                ))?;
+                let rows =
+                    statement.query_map(rusqlite::params_from_iter(actions), read_audit_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(backend("read audit log"))?;
+        rows.into_iter().map(audit_from_row).collect()
+    }
+
     fn audit_page(
         &self,
         account: &AccountId,

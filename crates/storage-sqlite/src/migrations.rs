@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "interviews",
         sql: include_str!("../migrations/0014_interviews.sql"),
     },
+    Migration {
+        version: 15,
+        name: "audit_by_action",
+        sql: include_str!("../migrations/0015_audit_by_action.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

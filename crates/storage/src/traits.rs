@@ -186,6 +186,16 @@ pub trait AuditLog: Send + Sync {
     }
     /// Every entry of every account, each account's in sequence order.
     fn audit_entries(&self) -> Result<Vec<AuditEntry>, Error>;
+    /// The entries whose action is one of `actions`, in the order of [`AuditLog::audit_entries`]
+    /// (what the recovery of interrupted workspace writes reads at every start). A backend
+    /// reads them through an index; this default reads every entry.
+    fn audit_entries_of_actions(&self, actions: &[&str]) -> Result<Vec<AuditEntry>, Error> {
+        Ok(self
+            .audit_entries()?
+            .into_iter()
+            .filter(|entry| actions.contains(&entry.action.as_str()))
+            .collect())
+    }
     /// One page of the account's entries that `filter` keeps, newest first (by time, then
     /// sequence number). A backend reads at most `limit + 1` rows (keyset pagination, so a
     /// page costs the same however deep it is); this default reads every entry and is for

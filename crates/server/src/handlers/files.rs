@@ -29,7 +29,6 @@ use crate::chrome::{self, Chrome};
 use crate::handlers::{account_redactor, audit, blocking};
 use crate::html::{FormMistake, csrf_token, render, when};
 use crate::state::Shared;
-use crate::workspace_recovery::write_intent;
 use crate::{AppState, Error};
 
 /// The most bytes of one file an answer carries; the rest is cut, and said to be.
@@ -364,29 +363,13 @@ async fn commit(
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
     blocking("write to the workspace", move || {
-        let workspace = open(&shared, &account)?;
         let screen = account_redactor(&shared, &account)?;
         let paths: Vec<String> = changes.iter().map(|(path, _)| path.to_string()).collect();
         // The intent comes first and must be written: a write the log cannot announce does
         // not happen. Its outcome follows the commit; a process stopped in between is
-        // recovered at start-up (`workspace_recovery`).
-        let base = workspace
-            .latest(1)
-            .map_err(|source| Error::Workspace {
-                operation: "read the workspace's head revision",
-                source,
-            })?
-            .into_iter()
-            .next()
-            .map(|revision| revision.id.as_str().to_owned());
-        let intent = write_intent(
-            &shared,
-            &account,
-            actor.clone(),
-            &author,
-            base.as_deref(),
-            &paths,
-        )?;
+        // recovered by the next process that opens the data (`engine::workspace_writes`).
+        let intent =
+            crate::workspace_recovery::announce(&shared, &account, actor.clone(), &author, &paths)?;
         // Every workflow and agent file is parsed first (G1); one revision or nothing.
         let confirmation = engine::ReachConfirmation {
             confirmed: request.confirm_reach,

@@ -7,7 +7,7 @@ use std::io::Read;
 
 use anyhow::{Context, bail};
 use serde_json::json;
-use workspace::{Author, Change, RelPath, Workspace};
+use workspace::{Author, Change, RelPath};
 
 use crate::Outcome;
 use crate::app::App;
@@ -83,27 +83,13 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 .with_context(|| format!("cannot read {}", file.display()))?,
                 None => read_bounded(std::io::stdin()).context("cannot read stdin")?,
             };
-            write(
-                &app,
-                &workspace,
-                path,
-                Change::Write(contents),
-                message,
-                confirm_reach,
-            )
+            write(&app, path, Change::Write(contents), message, confirm_reach)
         }
         FilesCommand::Rm {
             path,
             message,
             confirm_reach,
-        } => write(
-            &app,
-            &workspace,
-            path,
-            Change::Delete,
-            message,
-            confirm_reach,
-        ),
+        } => write(&app, path, Change::Delete, message, confirm_reach),
         FilesCommand::History { json } => {
             let history = workspace
                 .history()
@@ -162,7 +148,6 @@ fn read_bounded(source: impl Read) -> anyhow::Result<Vec<u8>> {
 
 fn write(
     app: &App,
-    workspace: &Workspace,
     path: &str,
     change: Change,
     message: &str,
@@ -173,20 +158,17 @@ fn write(
         os_user: crate::app::os_user(),
     };
     // The intent first, and it must be written (issue 11, finding 4); the outcome after the
-    // commit. `stepward serve` records the outcome of an intent a stopped process left open,
-    // from the revision log (server::recover_workspace_writes).
-    let base = workspace
-        .latest(1)
-        .context("cannot read the workspace's head revision")?
-        .into_iter()
-        .next()
-        .map(|revision| revision.id.as_str().to_owned());
-    let intent = crate::app::random_hex_id()?;
-    app.audit(
-        "workspace.write_intent",
-        json!({"intent": intent, "base": base, "author": author, "paths": [relative.as_str()]}),
-    )
-    .with_context(|| format!("nothing was written to {path}"))?;
+    // commit. The next process that opens the data records the outcome of an intent a stopped
+    // process left open, from the revision log (`engine::workspace_writes`).
+    let intent = app
+        .reading_engine()
+        .announce_workspace_write(
+            &app.account,
+            App::cli_actor(),
+            &author,
+            &[relative.as_str().to_owned()],
+        )
+        .with_context(|| format!("nothing was written to {path}"))?;
     // A workflow or agent file is parsed first (G1) and refused whole when invalid.
     let written = app.reading_engine().write_definitions_confirming(
         &app.account,

@@ -81,18 +81,20 @@ fn accept(
 ) -> anyhow::Result<Outcome> {
     let person = crate::app::os_user();
     let workflow = app.run_record(run)?.workflow_name;
-    // The intent first, as every workspace write (`stepward serve` settles one a stopped
-    // process left open): an intent that cannot be written saves nothing.
-    let intent = crate::app::random_hex_id()?;
+    // The intent first, as every workspace write (the next process that opens the data
+    // settles one a stopped process left open): an intent that cannot be written saves nothing.
     let author = workspace::Author::Assistant {
         accepted_by: person.clone(),
     };
-    app.audit(
-        "workspace.write_intent",
-        serde_json::json!({"intent": intent, "author": author,
-                           "paths": [format!("workflows/{workflow}.yaml")]}),
-    )
-    .context("nothing was saved")?;
+    let intent = app
+        .reading_engine()
+        .announce_workspace_write(
+            &app.account,
+            App::cli_actor(),
+            &author,
+            &[format!("workflows/{workflow}.yaml")],
+        )
+        .context("nothing was saved")?;
     let accepted = engine.accept_repair(
         run,
         step,

@@ -132,8 +132,12 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     );
     state.set_authoring_lints(Arc::new(crate::interview::PythonLints));
     // A workspace write the last process stopped between its commit and its outcome entry
-    // gets its outcome from the revision log, before any request (issue 11, finding 4).
-    let recovered = server::recover_workspace_writes(&state)
+    // got its outcome from the revision log when the data was opened (issue 11, finding 4;
+    // issue 37); a server takes no request until that is done, so it tries again here and
+    // refuses to start when it cannot.
+    let recovered = app
+        .reading_engine()
+        .recover_workspace_writes()
         .context("cannot recover the outcome of interrupted workspace writes")?;
     if recovered > 0 {
         errln!(

@@ -316,3 +316,44 @@ fn g14_paging_the_audit_log_visits_every_entry_once_forwards_and_back() {
         println!("{name}: {} entries in {pages} pages", seen.len());
     }
 }
+
+/// The entries of a few actions (what the recovery of interrupted workspace writes reads at
+/// every start, issue 37) are exactly those the trait's default finds by reading every entry,
+/// in the same order, of every account; read through the index of the action, without a scan
+/// of the log.
+#[test]
+fn the_entries_of_some_actions_are_the_defaults_through_the_index() {
+    let (dir, store) = filled_store();
+    let actions = ["rare.action", "role.change"];
+    let indexed = store.audit_entries_of_actions(&actions).unwrap();
+    let read_all: Vec<_> = store
+        .audit_entries()
+        .unwrap()
+        .into_iter()
+        .filter(|entry| actions.contains(&entry.action.as_str()))
+        .collect();
+    assert!(!indexed.is_empty());
+    assert!(
+        indexed
+            .iter()
+            .any(|entry| entry.account.as_str() == "other")
+    );
+    assert_eq!(indexed, read_all);
+    assert!(store.audit_entries_of_actions(&[]).unwrap().is_empty());
+    let connection = rusqlite::Connection::open(dir.path().join("stepward.db")).unwrap();
+    let plan: Vec<String> = connection
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT * FROM audit_log INDEXED BY audit_by_action
+             WHERE action IN ('rare.action', 'role.change') ORDER BY rowid",
+        )
+        .unwrap()
+        .query_map([], |row| row.get::<_, String>(3))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("USING INDEX audit_by_action")),
+        "{plan:?}"
+    );
+}

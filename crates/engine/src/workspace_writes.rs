@@ -1,0 +1,188 @@
+//! The workspace's audit entries around a commit (issue 11, finding 4; in one place for every
+//! door since issue 37). A workspace is files and a revision log outside the database, so a
+//! write and its entry cannot be one transaction: a write appends `workspace.write_intent`
+//! first (when that fails, nothing is written), commits, then appends its outcome
+//! (`workspace.write`, or `workspace.write_refused`). A process that stops between the commit
+//! and the outcome leaves an intent without one; [`Engine::recover_workspace_writes`], run
+//! wherever a process opens the data (the CLI's every command, `serve` before it takes
+//! requests), finds each and records what the revision log shows happened
+//! (`workspace.write_recovered`, `committed` with the revision or `not_committed`).
+//!
+//! An intent names the head revision it was made on (`base`), its author and its paths; the
+//! revision that carried it out is the first later one in the log with the same author and
+//! paths that no other outcome names (writers are serialised by the workspace's lock, so the
+//! revisions after `base` are in commit order).
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+use storage::{AccountId, Actor, NewAuditEntry};
+use workspace::{Author, Revision};
+
+use crate::Error;
+use crate::engine::Engine;
+
+/// The action of the entry before a workspace commit.
+pub const WRITE_INTENT: &str = "workspace.write_intent";
+/// The action of the entry that settles an intent a stopped process left open.
+pub const WRITE_RECOVERED: &str = "workspace.write_recovered";
+/// The entries that record an intent's outcome (each carries the intent's id): a file write's,
+/// and those of the writes that save definitions (a workflow version, an interview's proposal,
+/// an accepted repair), which announce themselves the same way.
+pub const WRITE_OUTCOMES: [&str; 9] = [
+    "workspace.write",
+    "workspace.write_refused",
+    WRITE_RECOVERED,
+    "workflow.save",
+    "workflow.save_refused",
+    "interview.confirmed",
+    "interview.confirm_refused",
+    "workflow.version",
+    "repair.accept_refused",
+];
+
+impl Engine {
+    /// Appends the intent of a write of `paths` by `author` to `account`'s workspace, on its
+    /// head revision as it is now, and answers the intent's id (which the write's outcome
+    /// entry carries); an error means the write must not happen.
+    pub fn announce_workspace_write(
+        &self,
+        account: &AccountId,
+        actor: Actor,
+        author: &Author,
+        paths: &[String],
+    ) -> Result<String, Error> {
+        let workspace = self.options.workspaces.for_account(account)?;
+        let base = workspace
+            .latest(1)?
+            .into_iter()
+            .next()
+            .map(|revision| revision.id.as_str().to_owned());
+        let intent = intent_id()?;
+        self.append_workspace_entry(
+            account,
+            actor,
+            WRITE_INTENT,
+            &json!({"intent": intent, "base": base, "author": author, "paths": paths}),
+        )?;
+        Ok(intent)
+    }
+
+    /// Records the outcome of every workspace write whose intent has none (a process stopped
+    /// between its commit and its outcome entry), from what the account's revision log shows.
+    /// Answers how many it recorded.
+    pub fn recover_workspace_writes(&self) -> Result<usize, Error> {
+        let mut actions = vec![WRITE_INTENT];
+        actions.extend(WRITE_OUTCOMES);
+        let entries = self.store.audit_entries_of_actions(&actions)?;
+        let mut closed = HashSet::new();
+        let mut claimed = HashSet::new();
+        let mut intents = Vec::new();
+        for entry in entries {
+            let Some(intent) = entry.detail["intent"].as_str().map(str::to_owned) else {
+                continue;
+            };
+            if entry.action == WRITE_INTENT {
+                intents.push((entry.account, intent, entry.detail));
+            } else if WRITE_OUTCOMES.contains(&entry.action.as_str()) {
+                if let Some(revision) = entry.detail["revision"].as_str() {
+                    claimed.insert(revision.to_owned());
+                }
+                closed.insert(intent);
+            }
+        }
+        let mut recovered = 0;
+        for (account, intent, detail) in intents {
+            if closed.contains(&intent) {
+                continue;
+            }
+            let history = self.options.workspaces.for_account(&account)?.history()?;
+            let outcome = match carried_out(&history, &detail, &claimed) {
+                Some(revision) => {
+                    claimed.insert(revision.id.as_str().to_owned());
+                    json!({"intent": intent, "outcome": "committed", "revision": revision.id.as_str()})
+                }
+                None => json!({"intent": intent, "outcome": "not_committed"}),
+            };
+            self.append_workspace_entry(&account, Actor::Engine, WRITE_RECOVERED, &outcome)?;
+            recovered += 1;
+        }
+        Ok(recovered)
+    }
+
+    /// Appends an entry of `account`, its actor and detail scrubbed with the account's values.
+    fn append_workspace_entry(
+        &self,
+        account: &AccountId,
+        actor: Actor,
+        action: &'static str,
+        detail: &Value,
+    ) -> Result<(), Error> {
+        let redactor =
+            self.scrub_sets
+                .for_account(account)
+                .map_err(|source| Error::AccountValues {
+                    account: account.clone(),
+                    source,
+                })?;
+        self.store.append_audit(&NewAuditEntry {
+            account: account.clone(),
+            run: None,
+            actor: redactor.scrub_fields(actor),
+            action,
+            detail: redactor.scrub_json(detail),
+            at: self.clock.now(),
+        })?;
+        Ok(())
+    }
+}
+
+/// A fresh intent id, `wsi_` and 32 hex digits.
+fn intent_id() -> Result<String, Error> {
+    let mut bytes = [0_u8; 16];
+    getrandom::fill(&mut bytes).map_err(|source| Error::Randomness {
+        purpose: "a workspace write's intent id",
+        detail: source.to_string(),
+    })?;
+    Ok(format!("wsi_{}", hex::encode(bytes)))
+}
+
+fn sorted(mut paths: Vec<String>) -> Vec<String> {
+    paths.sort();
+    paths
+}
+
+/// The revision of `history` that carried out the intent `detail`, if the log shows one.
+fn carried_out<'a>(
+    history: &'a [Revision],
+    detail: &Value,
+    claimed: &HashSet<String>,
+) -> Option<&'a Revision> {
+    let start = match detail["base"].as_str() {
+        Some(base) => {
+            history
+                .iter()
+                .position(|revision| revision.id.as_str() == base)?
+                + 1
+        }
+        None => 0,
+    };
+    let paths = sorted(
+        detail["paths"]
+            .as_array()?
+            .iter()
+            .filter_map(|path| path.as_str().map(str::to_owned))
+            .collect(),
+    );
+    history.get(start..)?.iter().find(|revision| {
+        !claimed.contains(revision.id.as_str())
+            && serde_json::to_value(&revision.author).ok().as_ref() == Some(&detail["author"])
+            && sorted(
+                revision
+                    .changes
+                    .iter()
+                    .map(|change| change.path.clone())
+                    .collect(),
+            ) == paths
+    })
+}
