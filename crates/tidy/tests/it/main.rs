@@ -2,6 +2,7 @@
 
 mod binary_ports;
 mod error_chains;
+mod module_loops;
 mod scripts;
 mod terminal_writes;
 mod time_arithmetic;
