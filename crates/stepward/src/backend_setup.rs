@@ -1,16 +1,19 @@
 //! Setting up the sandbox backend of a data directory: its options, the egress network, the
 //! start-up sweep, and for `stepward run` the early start of the backend and its first sandbox
-//! ([`EarlyBackend`]). The composition root (`app.rs`) builds the engine on what this returns.
+//! ([`EarlyBackend`]), the first step it is built for ([`FirstStep`]), the default state
+//! folder it removes ([`RemoveStateDir`]) and the private data directory it lives beside
+//! ([`private_data_dir`]). The composition root (`app.rs`) builds the engine on what this
+//! returns.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use sandbox::Isolation;
 
-use crate::app::{EngineLock, FirstStep, RemoveStateDir, private_data_dir};
 use crate::config::{Backend, Config};
+use crate::engine_lock::EngineLock;
 
 /// The egress network, when a resolver is configured; otherwise `public_egress` steps are
 /// refused by the backend (never run with a broader network).
@@ -209,5 +212,153 @@ impl EarlyBackend {
     /// The first step its sandbox was built for.
     pub fn first(&self) -> Option<FirstStep> {
         self.first
+    }
+}
+
+/// The first step of a run about to start, when it is a code step: what its sandbox is built
+/// from (see [`App::engine_ahead`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstStep {
+    pub python: sandbox::PythonPin,
+    pub network: sandbox::NetworkMode,
+}
+
+impl FirstStep {
+    /// The workflow's first step, when it is a code step (an agent step's sandboxes are its
+    /// tools' business, and a gate runs nothing).
+    pub fn of(workflow: &spec::Workflow) -> Option<FirstStep> {
+        let step = workflow.steps().first()?;
+        let spec::StepBody::Code { .. } = step.body() else {
+            return None;
+        };
+        let python = workflow.python();
+        Some(FirstStep {
+            python: worker::executor::sandbox_python(python),
+            network: worker::executor::sandbox_network(step.network()),
+        })
+    }
+}
+
+/// The default sandbox state folder (`/run/stepward/<id>`), removed when dropped. Only the
+/// process holding the engine lock uses it, so when that process lets go of its backend
+/// (every sandbox torn down) the folder has no other user: it goes. `/run/stepward` itself
+/// stays (mode 0711): another data directory's process may be creating its folder there.
+pub(crate) struct RemoveStateDir(Option<PathBuf>);
+
+impl RemoveStateDir {
+    /// The default folder is this process's to remove; one the operator named is not.
+    pub(crate) fn of(config: &Config) -> RemoveStateDir {
+        RemoveStateDir(
+            config
+                .sandbox_state_dir
+                .is_none()
+                .then(|| config.sandbox_state_dir()),
+        )
+    }
+}
+
+impl Drop for RemoveStateDir {
+    fn drop(&mut self) {
+        let Some(folder) = &self.0 else {
+            return;
+        };
+        // Never across a mount: a folder still mounted below (a sandbox's view that outlived
+        // its backend) stays whole rather than have what is mounted there removed.
+        match mount_below(folder) {
+            Ok(None) => {}
+            Ok(Some(mounted)) => {
+                errln!(
+                    "note: {} is left in place: {} below it is still mounted",
+                    folder.display(),
+                    mounted.display()
+                );
+                return;
+            }
+            Err(error) => {
+                errln!("note: {} is left in place: {error}", folder.display());
+                return;
+            }
+        }
+        if let Err(error) = std::fs::remove_dir_all(folder)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            errln!("note: cannot remove {}: {error}", folder.display());
+        }
+    }
+}
+
+/// The first mount point at or below `folder` in this process's mount namespace
+/// (`/proc/self/mountinfo`), if any: a bind mount of the same file system included.
+fn mount_below(folder: &Path) -> std::io::Result<Option<PathBuf>> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
+    Ok(mounts
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|point| PathBuf::from(sandbox::mountinfo::unescape_mount_point(point)))
+        .find(|point| point.starts_with(folder)))
+}
+
+/// Creates the data directory private (0700, whatever the umask), or checks an existing one:
+/// owned by this user and writable by nobody else (a folder someone else can write could hold
+/// what they planted: a database, a workspace file, a link); then makes it 0700, so nothing
+/// inside (the database, every workspace and history) is readable by other users (G20).
+pub(crate) fn private_data_dir(data_dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if !data_dir.exists() {
+        if let Some(parent) = data_dir
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(data_dir)
+            .with_context(|| format!("cannot create the data directory {}", data_dir.display()))?;
+    }
+    let metadata = std::fs::symlink_metadata(data_dir)
+        .with_context(|| format!("cannot read the data directory {}", data_dir.display()))?;
+    if !metadata.is_dir() {
+        bail!(
+            "the data directory {} is not a folder (a link or a file): give a folder of its own",
+            data_dir.display()
+        );
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if metadata.uid() != me {
+        bail!(
+            "the data directory {} belongs to user id {}, not to the user stepward runs as ({me}): \
+             run stepward as its owner, or give a folder of your own",
+            data_dir.display(),
+            metadata.uid()
+        );
+    }
+    if metadata.mode() & 0o022 != 0 {
+        bail!(
+            "the data directory {} is a folder others can write (mode {:o}): whatever they put \
+             there would be taken for stepward's own; check its contents, then `chmod 700 {}`",
+            data_dir.display(),
+            metadata.mode() & 0o777,
+            data_dir.display()
+        );
+    }
+    std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", data_dir.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder with something mounted at or below it is found (and so left whole); a plain
+    /// one is not (mount points are unescaped by `sandbox::mountinfo`, tested there).
+    #[test]
+    fn the_state_folder_is_never_removed_across_a_mount() {
+        let below_proc = mount_below(Path::new("/proc")).unwrap();
+        assert!(below_proc.is_some_and(|point| point.starts_with("/proc")));
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(mount_below(dir.path()).unwrap(), None);
     }
 }

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 use storage::EventLog;
 
 use crate::Outcome;
-use crate::app::{App, FirstStep};
-use crate::backend_setup::EarlyBackend;
+use crate::app::App;
+use crate::backend_setup::{EarlyBackend, FirstStep};
 use crate::cli::RunArgs;
 use crate::commands::{Shown, parse_workflow_text_for, print_summary, printable, summary_outcome};
 use crate::config::Config;
