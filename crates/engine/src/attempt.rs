@@ -136,13 +136,6 @@ impl crate::executor::StepJournal for AttemptJournal<'_> {
     }
 }
 
-pub(crate) fn network_mode(step: &Step) -> NetworkMode {
-    match step.network() {
-        spec::Network::None => NetworkMode::None,
-        spec::Network::PublicEgress => NetworkMode::PublicEgress,
-    }
-}
-
 /// The status of an attempt from what the executor observed (G14): the engine never takes a
 /// status the step's code could have written. A networked step that failed after its code
 /// started may have had effects outside, so its outcome is `unknown`, whatever the code
@@ -259,18 +252,17 @@ impl Engine {
         // An agent step's network is its agent file's (the executor reads it); an agent that
         // cannot be read refuses the attempt, recorded with the step's own network.
         let network = match &workspace {
-            Err(_) => network_mode(step),
+            Err(_) => step.network(),
             Ok(workspace) => match self.executor.network_of(crate::executor::NetworkQuery {
                 account: &context.run.account,
                 step,
                 work_dir: workspace.files_dir(),
                 definitions: &context.pinned,
             }) {
-                Ok(spec::Network::None) => NetworkMode::None,
-                Ok(spec::Network::PublicEgress) => NetworkMode::PublicEgress,
+                Ok(network) => network,
                 Err(reason) => {
                     refusal.get_or_insert(reason);
-                    network_mode(step)
+                    step.network()
                 }
             },
         };

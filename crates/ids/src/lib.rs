@@ -10,6 +10,9 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The longest id of either kind, in bytes.
+mod network;
+pub use network::{Network, UnknownName};
+
 pub const MAX_ID_BYTES: usize = 64;
 
 /// The reserved id of the server's own audit chain: entries about no account (a refused

@@ -49,14 +49,9 @@ impl std::fmt::Display for PythonPin {
     }
 }
 
-/// What the step may reach over the network (G11).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NetworkMode {
-    /// A loopback and nothing else, no resolver.
-    None,
-    /// The public internet through the egress policy, and nothing else.
-    PublicEgress,
-}
+/// What the step may reach over the network (G11): the one network type of every layer
+/// (`ids::Network`).
+pub use ids::Network as NetworkMode;
 
 /// The resource limits of one invocation (G10).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

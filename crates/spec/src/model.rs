@@ -147,24 +147,9 @@ impl InputKind {
     }
 }
 
-/// What a step, or an agent's scripts and tools, may reach on the network (G3, G11).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Network {
-    /// A loopback and nothing else; no DNS. The default.
-    #[default]
-    None,
-    /// The public internet and nothing else.
-    PublicEgress,
-}
-
-impl Network {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Network::None => "none",
-            Network::PublicEgress => "public_egress",
-        }
-    }
-}
+/// What a step, or an agent's scripts and tools, may reach on the network (G3, G11): the one
+/// network type of every layer (`ids::Network`).
+pub use ids::Network;
 
 /// One step of a workflow.
 ///

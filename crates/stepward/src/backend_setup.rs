@@ -234,7 +234,7 @@ impl FirstStep {
         let python = workflow.python();
         Some(FirstStep {
             python: worker::executor::sandbox_python(python),
-            network: worker::executor::sandbox_network(step.network()),
+            network: step.network(),
         })
     }
 }

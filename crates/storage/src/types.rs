@@ -84,12 +84,7 @@ impl fmt::Display for Sha256Hex {
 pub struct Timestamp(pub i64);
 
 /// A stored name that this version does not know.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {vocabulary} `{name}`")]
-pub struct UnknownName {
-    pub vocabulary: &'static str,
-    pub name: String,
-}
+pub use ids::UnknownName;
 
 /// Declares a closed vocabulary with its stable stored names.
 macro_rules! vocabulary {
@@ -152,13 +147,9 @@ vocabulary!(
     }
 );
 
-vocabulary!(
-    /// What an attempt could reach on the network; recorded before the sandbox starts (G14).
-    NetworkMode, "network mode" {
-        None => "none",
-        PublicEgress => "public_egress",
-    }
-);
+/// What an attempt could reach on the network; recorded before the sandbox starts (G14). The
+/// one network type of every layer (`ids::Network`).
+pub use ids::Network as NetworkMode;
 
 vocabulary!(
     /// The door a decision came through (G23).

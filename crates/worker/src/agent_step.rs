@@ -377,7 +377,7 @@ impl AgentRuntime {
             .iter()
             .map(|tool| format!("agents/{}/{}", agent.name(), tool.script()))
             .collect();
-        let network = crate::executor::sandbox_network(agent.network());
+        let network = agent.network();
         // One session for this agent's part of the step; dropped with the host on any end.
         let session = self
             .backend

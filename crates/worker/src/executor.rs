@@ -113,7 +113,7 @@ impl StepExecutor for SandboxExecutor {
             }
         };
         let limits = declared_limits(&self.limits, request.step.limits());
-        let network = sandbox_network(request.step.network());
+        let network = request.step.network();
         let invocation = Invocation {
             python: sandbox_python(request.python),
             code,
@@ -150,7 +150,7 @@ impl StepExecutor for SandboxExecutor {
         match (query.step.body(), &self.agents) {
             (spec::StepBody::Code { .. }, _) => self
                 .backend
-                .availability(pin, sandbox_network(query.step.network()))
+                .availability(pin, query.step.network())
                 .map_err(|missing| unavailable_message(query.step.id(), &missing)),
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => runtime.availability(
                 query.account,
@@ -174,14 +174,6 @@ impl StepExecutor for SandboxExecutor {
             }
             _ => Ok(Vec::new()),
         }
-    }
-}
-
-/// The sandbox's network for a declared one (a code step's, an agent's).
-pub fn sandbox_network(network: spec::Network) -> NetworkMode {
-    match network {
-        spec::Network::None => NetworkMode::None,
-        spec::Network::PublicEgress => NetworkMode::PublicEgress,
     }
 }
 
