@@ -17,7 +17,7 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 use storage::{AccountId, Actor, NewAuditEntry};
-use workspace::{Author, Revision};
+use workspace::{Author, Revision, WriteInFlight};
 
 use crate::Error;
 use crate::engine::Engine;
@@ -41,18 +41,40 @@ pub const WRITE_OUTCOMES: [&str; 9] = [
     "repair.accept_refused",
 ];
 
+/// A write announced in the audit log: its intent's id (which the write's outcome entry
+/// carries), and the workspace's writes lock, held shared until this is dropped, so that no
+/// recovery settles the intent while its writer is still at work. Keep it until the outcome
+/// entry is written.
+pub struct AnnouncedWrite {
+    pub intent: String,
+    _in_flight: WriteInFlight,
+}
+
+/// What [`Engine::recover_workspace_writes`] did.
+#[derive(Debug, Default)]
+pub struct WritesRecovered {
+    /// Intents whose outcome it recorded.
+    pub recorded: usize,
+    /// Accounts it left for the next process: a writer of theirs was at work.
+    pub busy: usize,
+    /// Accounts whose intents could not be settled, and why; the others were.
+    pub failed: Vec<(AccountId, String)>,
+}
+
 impl Engine {
     /// Appends the intent of a write of `paths` by `author` to `account`'s workspace, on its
-    /// head revision as it is now, and answers the intent's id (which the write's outcome
-    /// entry carries); an error means the write must not happen.
+    /// head revision as it is now, and answers it with the workspace's writes lock held; an
+    /// error means the write must not happen.
     pub fn announce_workspace_write(
         &self,
         account: &AccountId,
         actor: Actor,
         author: &Author,
         paths: &[String],
-    ) -> Result<String, Error> {
+    ) -> Result<AnnouncedWrite, Error> {
         let workspace = self.options.workspaces.for_account(account)?;
+        // Taken before the intent exists: a recovery never sees this intent unlocked.
+        let in_flight = workspace.writing()?;
         let base = workspace
             .latest(1)?
             .into_iter()
@@ -65,38 +87,46 @@ impl Engine {
             WRITE_INTENT,
             &json!({"intent": intent, "base": base, "author": author, "paths": paths}),
         )?;
-        Ok(intent)
+        Ok(AnnouncedWrite {
+            intent,
+            _in_flight: in_flight,
+        })
     }
 
     /// Records the outcome of every workspace write whose intent has none (a process stopped
     /// between its commit and its outcome entry), from what the account's revision log shows.
-    /// Answers how many it recorded.
-    pub fn recover_workspace_writes(&self) -> Result<usize, Error> {
-        let mut actions = vec![WRITE_INTENT];
-        actions.extend(WRITE_OUTCOMES);
-        let entries = self.store.audit_entries_of_actions(&actions)?;
-        let mut closed = HashSet::new();
-        let mut claimed = HashSet::new();
-        let mut intents = Vec::new();
-        for entry in entries {
-            let Some(intent) = entry.detail["intent"].as_str().map(str::to_owned) else {
-                continue;
-            };
-            if entry.action == WRITE_INTENT {
-                intents.push((entry.account, intent, entry.detail));
-            } else if WRITE_OUTCOMES.contains(&entry.action.as_str()) {
-                if let Some(revision) = entry.detail["revision"].as_str() {
-                    claimed.insert(revision.to_owned());
-                }
-                closed.insert(intent);
+    /// An account one of whose writers is at work is left for the next process; an account
+    /// whose workspace cannot be read is said, and the others are settled.
+    pub fn recover_workspace_writes(&self) -> Result<WritesRecovered, Error> {
+        let mut done = WritesRecovered::default();
+        let accounts: Vec<AccountId> = self
+            .open_intents()?
+            .into_iter()
+            .map(|(account, _, _)| account)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for account in accounts {
+            match self.settle_account(&account) {
+                Ok(Some(recorded)) => done.recorded += recorded,
+                Ok(None) => done.busy += 1,
+                Err(error) => done.failed.push((account, crate::with_causes(&error))),
             }
         }
-        let mut recovered = 0;
-        for (account, intent, detail) in intents {
-            if closed.contains(&intent) {
-                continue;
-            }
-            let history = self.options.workspaces.for_account(&account)?.history()?;
+        Ok(done)
+    }
+
+    /// Settles `account`'s open intents under its writes lock; `None` when a writer holds it.
+    fn settle_account(&self, account: &AccountId) -> Result<Option<usize>, Error> {
+        let workspace = self.options.workspaces.for_account(account)?;
+        let Some(_settling) = workspace.settling()? else {
+            return Ok(None);
+        };
+        // Read again under the lock: another process may have settled them meanwhile.
+        let (open, mut claimed) = self.open_intents_and_claimed()?;
+        let history = workspace.history()?;
+        let mut recorded = 0;
+        for (_, intent, detail) in open.into_iter().filter(|(of, _, _)| of == account) {
             let outcome = match carried_out(&history, &detail, &claimed) {
                 Some(revision) => {
                     claimed.insert(revision.id.as_str().to_owned());
@@ -104,10 +134,45 @@ impl Engine {
                 }
                 None => json!({"intent": intent, "outcome": "not_committed"}),
             };
-            self.append_workspace_entry(&account, Actor::Engine, WRITE_RECOVERED, &outcome)?;
-            recovered += 1;
+            self.append_workspace_entry(account, Actor::Engine, WRITE_RECOVERED, &outcome)?;
+            recorded += 1;
         }
-        Ok(recovered)
+        Ok(Some(recorded))
+    }
+
+    fn open_intents(&self) -> Result<Vec<(AccountId, String, Value)>, Error> {
+        Ok(self.open_intents_and_claimed()?.0)
+    }
+
+    /// The intents without an outcome (account, id, detail), and every revision an outcome
+    /// already names (with an intent or without one: a revision is carried out once).
+    #[allow(clippy::type_complexity)]
+    fn open_intents_and_claimed(
+        &self,
+    ) -> Result<(Vec<(AccountId, String, Value)>, HashSet<String>), Error> {
+        let mut actions = vec![WRITE_INTENT];
+        actions.extend(WRITE_OUTCOMES);
+        let entries = self.store.audit_entries_of_actions(&actions)?;
+        let mut closed = HashSet::new();
+        let mut claimed = HashSet::new();
+        let mut intents = Vec::new();
+        for entry in entries {
+            if entry.action != WRITE_INTENT {
+                if let Some(revision) = entry.detail["revision"].as_str() {
+                    claimed.insert(revision.to_owned());
+                }
+            }
+            let Some(intent) = entry.detail["intent"].as_str().map(str::to_owned) else {
+                continue;
+            };
+            if entry.action == WRITE_INTENT {
+                intents.push((entry.account, intent, entry.detail));
+            } else {
+                closed.insert(intent);
+            }
+        }
+        intents.retain(|(_, intent, _)| !closed.contains(intent));
+        Ok((intents, claimed))
     }
 
     /// Appends an entry of `account`, its actor and detail scrubbed with the account's values.

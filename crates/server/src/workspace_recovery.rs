@@ -22,15 +22,15 @@ fn server_error(operation: &'static str, error: engine::Error) -> Error {
 }
 
 /// Appends the intent of a write of `paths` by `author` on the account's workspace as it is
-/// now (its head revision the base), and answers its id; an error means the write must not
-/// happen.
+/// now (its head revision the base), and answers it with the workspace's writes lock held
+/// (keep it until the outcome entry is written); an error means the write must not happen.
 pub(crate) fn announce(
     shared: &Shared,
     account: &AccountId,
     actor: Actor,
     author: &Author,
     paths: &[String],
-) -> Result<String, Error> {
+) -> Result<engine::workspace_writes::AnnouncedWrite, Error> {
     shared
         .engine
         .announce_workspace_write(account, actor, author, paths)
@@ -38,9 +38,10 @@ pub(crate) fn announce(
 }
 
 /// Records the outcome of every workspace write whose intent has none, from what the
-/// account's revision log shows. Answers how many it recorded. `serve` runs it before it takes
-/// requests (every CLI command runs the same when it opens the data).
-pub fn recover_workspace_writes(state: &AppState) -> Result<usize, Error> {
+/// account's revision log shows (see `engine::workspace_writes`).
+pub fn recover_workspace_writes(
+    state: &AppState,
+) -> Result<engine::workspace_writes::WritesRecovered, Error> {
     state
         .shared
         .engine

@@ -124,14 +124,10 @@ impl App {
         // A workspace write a stopped process left announced but unsettled is settled by the
         // next process that opens the data, whichever it is (issue 37): not only by `serve`.
         match app.reading_engine().recover_workspace_writes() {
-            Ok(0) => {}
-            Ok(recovered) => errln!(
-                "recorded the outcome of {recovered} workspace write(s) an earlier process \
-                 left unfinished (its audit entry `workspace.write_recovered`)"
-            ),
+            Ok(done) => say_writes_recovered(&done),
             Err(error) => errln!(
                 "warning: the workspace writes an earlier process left unfinished could not be \
-                 recorded now ({:#}); the next command tries again",
+                 read now ({:#}); the next command tries again",
                 anyhow::Error::new(error)
             ),
         }
@@ -548,6 +544,24 @@ pub fn now() -> Timestamp {
         .map(|elapsed| elapsed.as_millis())
         .unwrap_or_default();
     Timestamp(i64::try_from(millis).unwrap_or(i64::MAX))
+}
+
+/// What the recovery of interrupted workspace writes did, for the person at the terminal:
+/// nothing when there was nothing to do.
+pub fn say_writes_recovered(done: &engine::workspace_writes::WritesRecovered) {
+    if done.recorded > 0 {
+        errln!(
+            "recorded the outcome of {} workspace write(s) an earlier process left unfinished, \
+             from the revision log (the audit log's workspace.write_recovered)",
+            done.recorded
+        );
+    }
+    for (account, why) in &done.failed {
+        errln!(
+            "warning: the unfinished workspace writes of account {account} could not be \
+             settled ({why}); the next command tries again"
+        );
+    }
 }
 
 /// The operating-system user running this command, for the record of CLI decisions.

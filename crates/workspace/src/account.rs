@@ -115,6 +115,12 @@ pub(crate) fn private_dirs(folder: &Path) -> std::io::Result<()> {
         .create(folder)
 }
 
+/// A lock on a workspace's writes ([`Workspace::writing`], [`Workspace::settling`]), let go
+/// when dropped.
+pub struct WriteInFlight {
+    _file: File,
+}
+
 /// One account's working folder and revision store.
 pub struct Workspace {
     pub(crate) files: PathBuf,
@@ -127,6 +133,47 @@ impl Workspace {
     /// The working folder: what a step's `/work` is staged from and copied back into.
     pub fn files_dir(&self) -> &Path {
         &self.files
+    }
+
+    /// Marks a write of this workspace as in flight, from the audit entry that announces it
+    /// to the one that records its outcome: a shared lock, which any number of writers hold
+    /// at once and which [`Workspace::settling`] waits for none of (issue 37: the recovery of
+    /// interrupted writes must never settle an intent whose writer is still at work).
+    pub fn writing(&self) -> Result<WriteInFlight, Error> {
+        let file = self.writes_lock()?;
+        file.lock_shared()
+            .map_err(io_error("lock", &self.writes_lock_path()))?;
+        Ok(WriteInFlight { _file: file })
+    }
+
+    /// The lock that no writer holds, taken now for settling what stopped writers left, or
+    /// `None` when a writer (or another process settling) holds it.
+    pub fn settling(&self) -> Result<Option<WriteInFlight>, Error> {
+        let file = self.writes_lock()?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(WriteInFlight { _file: file })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(source)) => Err(Error::Io {
+                operation: "lock",
+                path: self.writes_lock_path(),
+                source,
+            }),
+        }
+    }
+
+    fn writes_lock_path(&self) -> PathBuf {
+        self.revisions.join("writes.lock")
+    }
+
+    fn writes_lock(&self) -> Result<File, Error> {
+        private_dirs(&self.revisions).map_err(io_error("create", &self.revisions))?;
+        let path = self.writes_lock_path();
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_error("open", &path))
     }
 
     /// Records `changes` as one revision by `author` and applies them to the working folder,

@@ -24,7 +24,7 @@ mod versions;
 // them, so they are exported at the root rather than behind module paths.
 pub use crate::account::{
     DEFAULT_QUOTA_BYTES, FileContents, ListedFile, Listing, MAX_LISTED_ENTRIES, Workspace,
-    Workspaces,
+    Workspaces, WriteInFlight,
 };
 pub use crate::folder::apply_to_folder;
 pub use crate::path::{

@@ -27,3 +27,4 @@ mod scrubbing;
 mod superseded;
 mod supervisor;
 mod support;
+mod workspace_writes;

@@ -368,8 +368,9 @@ async fn commit(
         // The intent comes first and must be written: a write the log cannot announce does
         // not happen. Its outcome follows the commit; a process stopped in between is
         // recovered by the next process that opens the data (`engine::workspace_writes`).
-        let intent =
+        let announced =
             crate::workspace_recovery::announce(&shared, &account, actor.clone(), &author, &paths)?;
+        let intent = announced.intent.clone();
         // Every workflow and agent file is parsed first (G1); one revision or nothing.
         let confirmation = engine::ReachConfirmation {
             confirmed: request.confirm_reach,

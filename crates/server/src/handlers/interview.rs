@@ -683,7 +683,7 @@ pub(crate) async fn accept(
     );
     // Announced first: an intent that cannot be written saves nothing (audit or nothing). Its
     // paths are the proposal's: its workflow and its files.
-    let intent = {
+    let announced = {
         let mut paths = vec![format!("workflows/{name}.yaml")];
         paths.extend(shown.view.files.iter().map(|file| file.path.clone()));
         crate::workspace_recovery::announce(
@@ -696,6 +696,7 @@ pub(crate) async fn accept(
             &paths,
         )?
     };
+    let intent = announced.intent.clone();
     let saved = {
         let shared = shared.clone();
         let account = account.clone();

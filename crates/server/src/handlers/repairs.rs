@@ -245,7 +245,7 @@ async fn accept_for(
             note,
         };
         // Announced first: an intent that cannot be written saves no version and runs nothing.
-        let intent = crate::workspace_recovery::announce(
+        let announced = crate::workspace_recovery::announce(
             &shared,
             &record.account,
             actor.clone(),
@@ -254,6 +254,7 @@ async fn accept_for(
             },
             &[format!("workflows/{}.yaml", record.workflow_name)],
         )?;
+        let intent = announced.intent.clone();
         let accepted = shared
             .engine
             .accept_repair(&record.id, &step, &person, decision, shown.as_deref())

@@ -179,13 +179,14 @@ pub(crate) async fn save(
             request.message
         };
         // Announced first: an intent that cannot be written saves nothing (audit or nothing).
-        let intent = crate::workspace_recovery::announce(
+        let announced = crate::workspace_recovery::announce(
             &shared,
             &account,
             actor.clone(),
             &author,
             &[format!("workflows/{name}.yaml")],
         )?;
+        let intent = announced.intent.clone();
         let saved = shared.engine.save_workflow_version(
             &account,
             &name,

@@ -128,7 +128,7 @@ async fn g11_recovery_records_the_outcome_of_a_write_stopped_after_its_commit() 
 
     // The restart: recovery reads the revision log and records what happened.
     let recovered = server::recover_workspace_writes(&harness.state).unwrap();
-    assert_eq!(recovered, 2);
+    assert_eq!(recovered.recorded, 2);
     let outcomes = entries(&harness, "workspace.write_recovered");
     let intents = entries(&harness, "workspace.write_intent");
     let history = harness
@@ -151,5 +151,10 @@ async fn g11_recovery_records_the_outcome_of_a_write_stopped_after_its_commit() 
         .unwrap();
     assert_eq!(not_committed["outcome"], "not_committed");
     // A second start finds nothing left to recover.
-    assert_eq!(server::recover_workspace_writes(&harness.state).unwrap(), 0);
+    assert_eq!(
+        server::recover_workspace_writes(&harness.state)
+            .unwrap()
+            .recorded,
+        0
+    );
 }

@@ -160,7 +160,7 @@ fn write(
     // The intent first, and it must be written (issue 11, finding 4); the outcome after the
     // commit. The next process that opens the data records the outcome of an intent a stopped
     // process left open, from the revision log (`engine::workspace_writes`).
-    let intent = app
+    let announced = app
         .reading_engine()
         .announce_workspace_write(
             &app.account,
@@ -169,6 +169,7 @@ fn write(
             &[relative.as_str().to_owned()],
         )
         .with_context(|| format!("nothing was written to {path}"))?;
+    let intent = announced.intent.clone();
     // A workflow or agent file is parsed first (G1) and refused whole when invalid.
     let written = app.reading_engine().write_definitions_confirming(
         &app.account,

@@ -86,7 +86,7 @@ fn accept(
     let author = workspace::Author::Assistant {
         accepted_by: person.clone(),
     };
-    let intent = app
+    let announced = app
         .reading_engine()
         .announce_workspace_write(
             &app.account,
@@ -95,6 +95,7 @@ fn accept(
             &[format!("workflows/{workflow}.yaml")],
         )
         .context("nothing was saved")?;
+    let intent = announced.intent.clone();
     let accepted = engine.accept_repair(
         run,
         step,

@@ -139,12 +139,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         .reading_engine()
         .recover_workspace_writes()
         .context("cannot recover the outcome of interrupted workspace writes")?;
-    if recovered > 0 {
-        errln!(
-            "Recorded the outcome of {recovered} workspace write(s) interrupted by the last \
-             stop, from the revision log (see the audit log's workspace.write_recovered)."
-        );
-    }
+    crate::app::say_writes_recovered(&recovered);
     // Every account's set is built now, so the logs scrub every account's values from the
     // first line on (the app's registration holds every set the process builds).
     for account in app.store.accounts().context("cannot list the accounts")? {
