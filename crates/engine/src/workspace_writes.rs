@@ -157,10 +157,10 @@ impl Engine {
         let mut claimed = HashSet::new();
         let mut intents = Vec::new();
         for entry in entries {
-            if entry.action != WRITE_INTENT {
-                if let Some(revision) = entry.detail["revision"].as_str() {
-                    claimed.insert(revision.to_owned());
-                }
+            if entry.action != WRITE_INTENT
+                && let Some(revision) = entry.detail["revision"].as_str()
+            {
+                claimed.insert(revision.to_owned());
             }
             let Some(intent) = entry.detail["intent"].as_str().map(str::to_owned) else {
                 continue;
