@@ -11,9 +11,12 @@
 //! stepward's configuration folder (`$XDG_CONFIG_HOME/stepward`, else `~/.config/stepward`,
 //! beside the root keys) when that file exists. The API, the console and every step reach
 //! only the data directory, so a file there is refused, as is one that a user other than its
-//! owner may change: either would let an account's writer exempt an endpoint.
+//! owner may change, or one in a folder (at any depth above it) that others may change:
+//! each would let someone else exempt an endpoint. The file is resolved once, opened without
+//! following a link and checked on the open file, so the file checked is the file read.
 
-use std::os::unix::fs::MetadataExt;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -48,7 +51,28 @@ pub fn read(explicit: Option<&Path>, data_dir: &Path) -> anyhow::Result<Option<O
         },
     };
     let shown = path.display();
-    let metadata = std::fs::metadata(&path)
+    // Resolved once, then opened without following a link and checked on the open file, so
+    // the file checked is the file read; every folder above it must be as private as it is.
+    let real = std::fs::canonicalize(&path)
+        .with_context(|| format!("cannot read the operator file {shown}"))?;
+    if inside(&real, data_dir) {
+        bail!(
+            "the operator file {shown} is inside the data directory {}, where an account's \
+             files live; keep it outside (the default is operator.toml in stepward's \
+             configuration folder)",
+            data_dir.display()
+        );
+    }
+    for folder in real.ancestors().skip(1) {
+        private_enough(folder, &shown.to_string())?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(open_flags())
+        .open(&real)
+        .with_context(|| format!("cannot open the operator file {shown}"))?;
+    let metadata = file
+        .metadata()
         .with_context(|| format!("cannot read the operator file {shown}"))?;
     if !metadata.is_file() {
         bail!("the operator file {shown} is not a file; give a file (--operator-config)");
@@ -68,23 +92,18 @@ pub fn read(explicit: Option<&Path>, data_dir: &Path) -> anyhow::Result<Option<O
             metadata.mode() & 0o777
         );
     }
-    if inside(&path, data_dir) {
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the operator file {shown}"))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
         bail!(
-            "the operator file {shown} is inside the data directory {}, where an account's \
-             files live; keep it outside (the default is operator.toml in stepward's \
-             configuration folder)",
-            data_dir.display()
+            "the operator file {shown} is more than the {MAX_FILE_BYTES} bytes an operator file \
+             may be"
         );
     }
-    if metadata.len() > MAX_FILE_BYTES {
-        bail!(
-            "the operator file {shown} is {} bytes, more than the {MAX_FILE_BYTES} an operator \
-             file may be",
-            metadata.len()
-        );
-    }
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read the operator file {shown} as UTF-8 text"))?;
+    let text = String::from_utf8(bytes)
+        .with_context(|| format!("the operator file {shown} is not UTF-8 text"))?;
     let parsed: Text = toml::from_str(&text).map_err(|error| {
         let place = error
             .span()
@@ -110,15 +129,49 @@ pub fn read(explicit: Option<&Path>, data_dir: &Path) -> anyhow::Result<Option<O
     }))
 }
 
-/// `operator.toml` in stepward's configuration folder, when the environment says where that is.
+/// `operator.toml` in stepward's configuration folder, when the environment says where that
+/// is (an absolute `$XDG_CONFIG_HOME`, else an absolute `$HOME`'s `.config`).
 fn default_path() -> Option<PathBuf> {
     let config = match std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from) {
         Some(xdg) if xdg.is_absolute() => xdg,
         _ => {
-            PathBuf::from(std::env::var_os("HOME").filter(|home| !home.is_empty())?).join(".config")
+            let home = PathBuf::from(std::env::var_os("HOME")?);
+            if !home.is_absolute() {
+                return None;
+            }
+            home.join(".config")
         }
     };
     Some(config.join("stepward").join("operator.toml"))
+}
+
+/// The flags the operator file is opened with: never through a link (it was resolved), and
+/// never waiting on a FIFO put in its place.
+fn open_flags() -> i32 {
+    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
+        .bits()
+        .cast_signed()
+}
+
+/// Refuses a folder above the operator file that someone else could change: one not owned by
+/// this user or root, or writable by others without the sticky bit (as `/tmp` has), where
+/// they could put another file in its place.
+fn private_enough(folder: &Path, shown: &str) -> anyhow::Result<()> {
+    let metadata = std::fs::metadata(folder)
+        .with_context(|| format!("cannot read {}, a folder above {shown}", folder.display()))?;
+    let me = rustix::process::geteuid().as_raw();
+    let sticky = metadata.mode() & 0o1000 != 0;
+    if (metadata.uid() != me && metadata.uid() != 0) || (metadata.mode() & 0o022 != 0 && !sticky) {
+        bail!(
+            "the folder {} above the operator file {shown} may be changed by other users \
+             (owner {}, mode {:o}), who could then put another operator file in its place; keep \
+             the file in folders that only you or root can change",
+            folder.display(),
+            metadata.uid(),
+            metadata.mode() & 0o7777
+        );
+    }
+    Ok(())
 }
 
 /// Whether `path` is inside `folder`, both resolved as far as they exist (a link into the

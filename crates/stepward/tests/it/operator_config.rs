@@ -118,3 +118,41 @@ fn an_operator_file_with_a_key_stepward_does_not_know_is_refused_at_its_line() {
         stderr(&refused)
     );
 }
+
+/// Review of this change: a folder above the operator file that others may change would let
+/// them put another file in its place between the checks and the read; it is refused, as a
+/// link to a file in such a folder is.
+#[test]
+fn an_operator_file_in_a_folder_others_may_change_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = BlockingFakeModel::start(Script::new(vec![ScriptTurn::text("ok")])).unwrap();
+    let home = Home::new();
+    let file = operator_file(
+        &home,
+        &format!("allow_model_endpoints = [\"{}\"]\n", fake.endpoint()),
+    );
+    let folder = file.parent().unwrap().to_path_buf();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = add_model(&home, &fake, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains(&format!("the folder {}", folder.display())),
+        "{}",
+        stderr(&refused)
+    );
+    // The same file reached through a link from a private folder is still refused.
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = home.dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let moved = shared.join("operator.toml");
+    std::fs::rename(&file, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &file).unwrap();
+    let refused = add_model(&home, &fake, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains(&format!("the folder {}", shared.display())),
+        "{}",
+        stderr(&refused)
+    );
+}
