@@ -285,6 +285,21 @@ fn confirm(
     model: &str,
 ) -> anyhow::Result<u32> {
     let person = crate::app::os_user();
+    // Announced first, as every workspace write at every door (issue 37): an intent that
+    // cannot be written saves nothing; its outcome follows.
+    let mut paths = vec![format!("workflows/{}.yaml", shown.name)];
+    paths.extend(shown.draft.files.iter().map(|(path, _)| path.clone()));
+    let announced = engine
+        .announce_workspace_write(
+            &app.account,
+            App::cli_actor(),
+            &workspace::Author::Assistant {
+                accepted_by: person.clone(),
+            },
+            &paths,
+        )
+        .context("nothing was saved")?;
+    let intent = announced.intent.clone();
     let version = engine
         .save_draft(
             &app.account,
@@ -306,14 +321,15 @@ fn confirm(
         .map_err(|error| {
             let _ = app.audit(
                 "interview.confirm_refused",
-                serde_json::json!({"workflow": shown.name, "proposal": shown.number,
-                                   "reason": error.to_string(), "door": "cli"}),
+                serde_json::json!({"intent": intent, "workflow": shown.name,
+                                   "proposal": shown.number, "reason": error.to_string(),
+                                   "door": "cli"}),
             );
             anyhow::anyhow!(error)
         })?;
     app.audit(
         "interview.confirmed",
-        serde_json::json!({"workflow": shown.name, "version": version.number,
+        serde_json::json!({"intent": intent, "workflow": shown.name, "version": version.number,
                            "revision": version.revision, "door": "cli",
                            "author": format!("the assistant ({provider}, model {model})"),
                            "accepted_by": person}),

@@ -147,11 +147,32 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
             let author = Author::Cli {
                 os_user: crate::app::os_user(),
             };
-            match engine.save_workflow_version(&account, name, &text, &author, message) {
+            // Announced first, as every workspace write at every door (issue 37): an intent
+            // that cannot be written saves nothing; its outcome follows.
+            let announced = engine
+                .announce_workspace_write(
+                    &account,
+                    App::cli_actor(),
+                    &author,
+                    &[format!("workflows/{name}.yaml")],
+                )
+                .context("nothing was saved")?;
+            let intent = announced.intent.clone();
+            let saved = engine.save_workflow_version(&account, name, &text, &author, message);
+            if let Err(error) = &saved {
+                app.audit(
+                    "workflow.save_refused",
+                    serde_json::json!({"intent": intent, "workflow": name,
+                                       "reason": error.to_string()}),
+                )?;
+            }
+            match saved {
                 Ok(version) => {
                     app.audit(
                         "workflow.save",
-                        serde_json::json!({"workflow": name, "version": version.number}),
+                        serde_json::json!({"intent": intent, "workflow": name,
+                                           "version": version.number,
+                                           "revision": version.revision}),
                     )?;
                     shown.line(&format!("{name}: version {}", version.number));
                     Ok(Outcome::Done)

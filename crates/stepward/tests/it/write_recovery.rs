@@ -86,3 +86,41 @@ fn an_intent_left_open_by_a_cli_write_is_recovered_by_the_next_command_that_open
         .count();
     assert_eq!(count, 1);
 }
+
+/// Every workspace write of the CLI (a file put and removed, a workflow saved) announces
+/// itself and records its outcome with the intent's id, so none is left open for a recovery
+/// to guess about (review of issue 37: `workflows save` wrote without an intent).
+#[test]
+fn g25_every_cli_workspace_write_announces_itself_and_closes_its_intent() {
+    let home = Home::new();
+    home.put("workflows/tiny.yaml", TINY_WORKFLOW);
+    let file = home.dir.path().join("tiny.yaml");
+    std::fs::write(
+        &file,
+        TINY_WORKFLOW.replace("Returns one.", "Returns one, again."),
+    )
+    .unwrap();
+    let saved = home.stepward(&["workflows", "save", "tiny", file.to_str().unwrap()]);
+    assert!(saved.status.success(), "{}", stderr(&saved));
+    let removed = home.stepward(&["files", "rm", "workflows/tiny.yaml"]);
+    assert!(removed.status.success(), "{}", stderr(&removed));
+    let entries = actions(&home);
+    let detail = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    let intents: Vec<String> = entries
+        .iter()
+        .filter(|(action, _)| action == "workspace.write_intent")
+        .map(|(_, text)| detail(text)["intent"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(intents.len(), 3, "{entries:?}");
+    for intent in &intents {
+        let outcomes: Vec<&String> = entries
+            .iter()
+            .filter(|(action, text)| {
+                action != "workspace.write_intent" && detail(text)["intent"] == intent.as_str()
+            })
+            .map(|(action, _)| action)
+            .collect();
+        assert_eq!(outcomes.len(), 1, "intent {intent}: {entries:?}");
+        assert_ne!(outcomes[0], "workspace.write_recovered", "{entries:?}");
+    }
+}
