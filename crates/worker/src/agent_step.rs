@@ -465,7 +465,7 @@ impl AgentRuntime {
                         .to_owned()
                 })?,
         };
-        let (_, provider) = crate::providers::provider(
+        let (_, provider) = platform::providers::provider(
             self.store.as_ref(),
             self.secrets.as_ref(),
             account,

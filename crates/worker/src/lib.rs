@@ -8,7 +8,8 @@
 //!   [`agent_colleagues`]: an agent step's tools, view, record and colleagues.
 //! - [`supervisor`] and [`repair`]: the account's assistant, for failures and repairs.
 //! - [`python_check`] and [`lints`]: the Python a step may run, read before any sandbox.
-//! - [`providers`] and [`model_client`]: the account's model providers, ready to call.
+//! - [`model_client`]: the one model client of a process (the account's providers, ready to
+//!   call, are `platform::providers`).
 //!
 //! It names no storage backend: it takes any store of the [`storage`] traits ([`Stores`]), so a
 //! second store needs no change here.
@@ -24,7 +25,6 @@ pub mod executor;
 pub mod guards;
 pub mod lints;
 pub mod model_client;
-pub mod providers;
 pub mod python_check;
 pub mod repair;
 pub mod supervisor;

@@ -223,7 +223,7 @@ impl engine::RepairAssistant for ModelRepairs {
                 ));
             }
         };
-        let (_, provider) = crate::providers::provider(
+        let (_, provider) = platform::providers::provider(
             self.store.as_ref(),
             self.secrets.as_ref(),
             request.account,

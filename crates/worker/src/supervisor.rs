@@ -91,7 +91,7 @@ impl Supervisor for ModelSupervisor {
             Ok(client) => client,
             Err(error) => return to_person(format!("{error:#}")),
         };
-        let provider = match crate::providers::provider(
+        let provider = match platform::providers::provider(
             self.store.as_ref(),
             self.secrets.as_ref(),
             &account,

@@ -21,7 +21,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::{Extension, Form, Json};
-use redact::{Redactor, SecretName, SecretRequest, SecretValue};
+use redact::{Redactor, SecretValue};
 use serde::Deserialize;
 use serde_json::json;
 use storage::models::{ModelProvider, NewModelProvider};
@@ -45,25 +45,41 @@ fn client_of(shared: &Shared, operation: &'static str) -> Result<llm::Client, Er
         .ok_or(Error::ModelsUnavailable { operation })
 }
 
-/// The account's names its definitions are checked against: its providers and its default.
+/// The account's names its definitions are checked against: its providers and its default
+/// (`platform::providers`, as every door reads them).
 pub(crate) fn account_names(
     shared: &Shared,
     account: &AccountId,
 ) -> Result<spec::AccountNames, Error> {
-    let providers = shared
-        .store
-        .model_providers(account)
-        .map_err(Error::storage("read the account's model providers"))?;
-    Ok(spec::AccountNames {
-        default_provider: providers
-            .iter()
-            .find(|provider| provider.is_default)
-            .map(|provider| provider.name.clone()),
-        model_providers: providers
-            .into_iter()
-            .map(|provider| provider.name)
-            .collect(),
-    })
+    platform::providers::account_names(shared.store.as_ref(), account)
+        .map_err(|error| provider_error("read the account's model providers", error))
+}
+
+/// A provider that cannot be named or used, as this server answers it.
+fn provider_error(operation: &'static str, error: platform::providers::ProviderError) -> Error {
+    use platform::providers::ProviderError;
+    match error {
+        ProviderError::Storage(source) => Error::Storage { operation, source },
+        ProviderError::Unknown { name } => Error::NotFound {
+            what: "model provider",
+            id: name,
+        },
+        ProviderError::InvalidName { .. } => invalid(
+            "provider name",
+            "agent files write `model: NAME/MODEL_ID`, so a name is 1 to 64 lower-case letters, \
+             digits, `-` and `_`, starting with a letter",
+        ),
+        ProviderError::UnknownKind { .. } => invalid(
+            "provider",
+            "write `anthropic` (Anthropic's Messages API) or `openai` (any OpenAI-compatible \
+             Chat Completions endpoint: OpenAI, llama.cpp, vLLM, Ollama)",
+        ),
+        ProviderError::KeyUnreadable { .. } | ProviderError::NoKey { .. } => invalid(
+            "provider",
+            "its key is missing from the vault; add the provider again with its key",
+        ),
+        ProviderError::Unusable { source, .. } => invalid("base_url", source.kind()),
+    }
 }
 
 fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
@@ -75,22 +91,7 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
 
 /// A provider's name: the name of its vault key and what agent files write before the `/`.
 fn check_name(name: &str) -> Result<(), Error> {
-    let mut characters = name.chars();
-    let first_ok = characters
-        .next()
-        .is_some_and(|first| first.is_ascii_lowercase());
-    let rest_ok = characters.all(|character| {
-        character.is_ascii_lowercase() || character.is_ascii_digit() || "-_".contains(character)
-    });
-    if first_ok && rest_ok && name.len() <= 64 {
-        Ok(())
-    } else {
-        Err(invalid(
-            "provider name",
-            "agent files write `model: NAME/MODEL_ID`, so a name is 1 to 64 lower-case letters, \
-             digits, `-` and `_`, starting with a letter",
-        ))
-    }
+    platform::providers::check_name(name).map_err(|error| provider_error("check a name", error))
 }
 
 fn kind_of(text: &str) -> Result<llm::ProviderKind, Error> {
@@ -390,42 +391,14 @@ pub(crate) async fn callable(
     let account = account.clone();
     let name = name.to_owned();
     blocking("read a model provider", move || {
-        let settings = shared
-            .store
-            .model_providers(&account)
-            .map_err(Error::storage("read a model provider"))?
-            .into_iter()
-            .find(|provider| provider.name == name)
-            .ok_or_else(|| Error::NotFound {
-                what: "model provider",
-                id: name.clone(),
-            })?;
-        let kind = kind_of(&settings.kind)?;
-        let request = SecretRequest {
-            model_keys: vec![name.clone()],
-            ..SecretRequest::default()
-        };
-        let key = shared
-            .engine
-            .scrub_sets()
-            .source()
-            .resolve(&account, &request)
-            .ok()
-            .and_then(|values| {
-                values
-                    .into_iter()
-                    .find(|(found, _)| matches!(found, SecretName::ModelKey { provider } if *provider == name))
-                    .map(|(_, value)| value)
-            })
-            .ok_or_else(|| {
-                invalid(
-                    "provider",
-                    "its key is missing from the vault; add the provider again with its key",
-                )
-            })?;
-        let provider = llm::Provider::new(&account, kind, settings.base_url.as_deref(), key, client)
-            .map_err(|error| invalid("base_url", error.kind()))?;
-        Ok((settings, provider))
+        platform::providers::provider(
+            shared.store.as_ref(),
+            shared.engine.scrub_sets().source().as_ref(),
+            &account,
+            &name,
+            client,
+        )
+        .map_err(|error| provider_error("read a model provider", error))
     })
     .await?
 }

@@ -24,7 +24,7 @@ fn local_account(config: &Config) -> anyhow::Result<Option<LocalAccount>> {
     let Some(reader) = AccountReader::open_existing(config)? else {
         return Ok(None);
     };
-    let names = worker::providers::account_names(reader.store.as_ref(), &reader.account)?;
+    let names = platform::providers::account_names(reader.store.as_ref(), &reader.account)?;
     // The values need the vault; without its root key the names are still checked, and the
     // person is told what was not (newcomer 3, friction 1).
     let shown = match App::open(config.clone()) {

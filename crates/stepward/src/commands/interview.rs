@@ -42,27 +42,11 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
              it with `stepward workflows save NAME FILE`"
         ),
     };
-    let (_, provider) = worker::providers::provider(
-        app.store.as_ref(),
-        app.vault.as_ref(),
-        &app.account,
-        &provider_name,
-        app.config.model_client()?,
-    )?;
+    let (_, provider) = crate::commands::models::provider(&app, &provider_name)?;
     let redactor = app
         .redactor()
         .context("cannot build the account's redactor")?;
-    let providers = app.store.model_providers(&app.account)?;
-    let names = spec::AccountNames {
-        default_provider: providers
-            .iter()
-            .find(|provider| provider.is_default)
-            .map(|provider| provider.name.clone()),
-        model_providers: providers
-            .into_iter()
-            .map(|provider| provider.name)
-            .collect(),
-    };
+    let names = platform::providers::account_names(app.store.as_ref(), &app.account)?;
     let engine = app.reading_engine();
     let mut about = args.name.clone();
     let mut base: Vec<(RelPath, Option<String>)> = Vec::new();

@@ -19,7 +19,7 @@ use crate::app::{App, now};
 use crate::cli::{DevCommand, ModelsCommand};
 use crate::commands::Shown;
 use crate::config::Config;
-use worker::providers::{check_name, provider};
+use platform::providers::{ProviderError, check_name};
 
 pub fn run(command: &ModelsCommand, config: Config) -> anyhow::Result<Outcome> {
     // Only `add` makes an installation; the others read or change one.
@@ -351,15 +351,35 @@ fn supervisor(app: &App, retries: Option<&str>) -> anyhow::Result<Outcome> {
     Ok(Outcome::Done)
 }
 
-fn test(app: &App, name: &str, model: Option<&str>, json: bool) -> anyhow::Result<Outcome> {
-    check_name(name)?;
-    let (settings, provider) = provider(
+/// The account's provider `name`, ready to call, or what is wrong with it and the command that
+/// mends it.
+pub fn provider(app: &App, name: &str) -> anyhow::Result<(ModelProvider, llm::Provider)> {
+    platform::providers::provider(
         app.store.as_ref(),
         app.vault.as_ref(),
         &app.account,
         name,
         app.config.model_client()?,
-    )?;
+    )
+    .map_err(|error| {
+        let hint = match &error {
+            ProviderError::Unknown { .. } => "`stepward models list` shows the account's providers",
+            ProviderError::KeyUnreadable { .. } | ProviderError::NoKey { .. } => {
+                "add the provider again with its key: `stepward models add NAME`"
+            }
+            _ => "",
+        };
+        if hint.is_empty() {
+            anyhow::Error::new(error)
+        } else {
+            anyhow::Error::new(error).context(hint.replace("NAME", name))
+        }
+    })
+}
+
+fn test(app: &App, name: &str, model: Option<&str>, json: bool) -> anyhow::Result<Outcome> {
+    check_name(name)?;
+    let (settings, provider) = provider(app, name)?;
     let Some(model) = model
         .map(str::to_owned)
         .or_else(|| settings.assistant_model.clone())

@@ -12,7 +12,7 @@ use crate::backend_setup::{EarlyBackend, FirstStep};
 use crate::cli::RunArgs;
 use crate::commands::{Shown, parse_workflow_text_for, print_summary, printable, summary_outcome};
 use crate::config::Config;
-use worker::providers::account_names;
+use platform::providers::account_names;
 
 pub fn run(args: &RunArgs, config: Config) -> anyhow::Result<Outcome> {
     let timings = config.timings.clone();

@@ -84,9 +84,16 @@ fn the_binary_implements_no_port_of_the_engine_the_agent_the_sandbox_or_the_stor
 }
 
 #[test]
-fn the_step_runtime_names_no_storage_backend() {
+fn the_step_runtime_and_the_doors_library_name_no_storage_backend() {
+    for crate_name in ["worker", "platform"] {
+        names_no_storage_backend(crate_name);
+    }
+}
+
+fn names_no_storage_backend(crate_name: &str) {
     let root = repo_root();
-    let manifest = fs::read_to_string(root.join("crates/worker/Cargo.toml")).unwrap();
+    let manifest =
+        fs::read_to_string(root.join("crates").join(crate_name).join("Cargo.toml")).unwrap();
     let dependencies = manifest
         .split("[dependencies]")
         .nth(1)
@@ -94,14 +101,16 @@ fn the_step_runtime_names_no_storage_backend() {
         .unwrap_or_default();
     assert!(
         !dependencies.contains("storage-sqlite"),
-        "crates/worker depends on a storage backend:\n{dependencies}"
+        "crates/{crate_name} depends on a storage backend:\n{dependencies}"
     );
-    let source = root.join("crates/worker/src");
+    let source = root.join("crates").join(crate_name).join("src");
     let mut offenders = Vec::new();
+    let mut seen = 0;
     for path in rust_files(&root) {
         if !path.starts_with(&source) {
             continue;
         }
+        seen += 1;
         let text = fs::read_to_string(&path).unwrap_or_default();
         for (index, line) in text
             .lines()
@@ -118,5 +127,6 @@ fn the_step_runtime_names_no_storage_backend() {
             }
         }
     }
+    assert!(seen > 0, "no source of crates/{crate_name} was found");
     assert!(offenders.is_empty(), "{}", offenders.join("\n"));
 }
