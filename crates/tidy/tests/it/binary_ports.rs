@@ -92,8 +92,10 @@ fn the_step_runtime_and_the_doors_library_name_no_storage_backend() {
 
 fn names_no_storage_backend(crate_name: &str) {
     let root = repo_root();
-    let manifest =
-        fs::read_to_string(root.join("crates").join(crate_name).join("Cargo.toml")).unwrap();
+    let manifest_path = root.join("crates").join(crate_name).join("Cargo.toml");
+    let Ok(manifest) = fs::read_to_string(&manifest_path) else {
+        panic!("{} cannot be read", manifest_path.display());
+    };
     let dependencies = manifest
         .split("[dependencies]")
         .nth(1)
