@@ -261,7 +261,7 @@ impl Engine {
             }) {
                 Ok(network) => network,
                 Err(reason) => {
-                    refusal.get_or_insert(reason);
+                    refusal.get_or_insert(reason.to_string());
                     step.network()
                 }
             },

@@ -222,7 +222,7 @@ impl Engine {
                     definitions: &pinned,
                 };
                 let problem = self.executor.availability(query, workflow.python()).err()?;
-                Some((step.id().to_owned(), problem))
+                Some((step.id().to_owned(), problem.to_string()))
             })
             .collect();
         let unavailable = one_sentence_per_cause(unavailable);
@@ -250,7 +250,7 @@ impl Engine {
                         }
                     }
                 }
-                Err(problem) => problems.push(problem),
+                Err(problem) => problems.push(problem.to_string()),
             }
         }
         if !problems.is_empty() {

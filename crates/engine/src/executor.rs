@@ -171,6 +171,29 @@ impl ExecutionReport {
     }
 }
 
+/// Why an executor refuses a step before it runs, or cannot say what it needs (issue 37: a
+/// typed seam, where each port answered a bare `String`). The words are for a person and go
+/// into the record as they are; the kind tells the engine (and a worker deciding whether to try
+/// again) what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepRefusal {
+    /// What the step needs is not here: a Python version, a network, an isolation the backend
+    /// cannot give. Another host (or setting) could run it.
+    #[error("{0}")]
+    Unavailable(String),
+    /// What the step names refuses it: its agent file or a colleague cannot be read or is not
+    /// valid, or its definitions require what the workflow does not give (a gate).
+    #[error("{0}")]
+    Definition(String),
+    /// A setting of the operator or the account refuses it: a model endpoint this process may
+    /// not reach, a provider the account lacks.
+    #[error("{0}")]
+    Setting(String),
+    /// The store could not be read to decide; nothing is wrong with the step itself.
+    #[error("{0}")]
+    Store(String),
+}
+
 /// Runs one attempt of one step. The binary adapts the sandbox to this trait.
 pub trait StepExecutor: Send + Sync {
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport;
@@ -178,7 +201,7 @@ pub trait StepExecutor: Send + Sync {
     /// The network the step's code will have, recorded durably with the attempt before it
     /// starts (G14). A code step declares its own; an agent step's is its agent file's, which
     /// only the executor reads. `Err` refuses the attempt with that reason.
-    fn network_of(&self, query: NetworkQuery<'_>) -> Result<spec::Network, String> {
+    fn network_of(&self, query: NetworkQuery<'_>) -> Result<spec::Network, StepRefusal> {
         Ok(query.step.network())
     }
 
@@ -193,7 +216,7 @@ pub trait StepExecutor: Send + Sync {
         &self,
         query: NetworkQuery<'_>,
         python: spec::PythonVersion,
-    ) -> Result<(), String> {
+    ) -> Result<(), StepRefusal> {
         let _ = (query, python);
         Ok(())
     }
@@ -204,7 +227,7 @@ pub trait StepExecutor: Send + Sync {
     fn models_of(
         &self,
         query: NetworkQuery<'_>,
-    ) -> Result<Vec<crate::journal::PinnedModel>, String> {
+    ) -> Result<Vec<crate::journal::PinnedModel>, StepRefusal> {
         let _ = query;
         Ok(Vec::new())
     }

@@ -57,7 +57,7 @@ impl AgentRuntime {
         work_dir: &Path,
         definitions: &PinnedDefinitions,
         agent_name: &str,
-    ) -> Result<Vec<engine::journal::PinnedModel>, String> {
+    ) -> Result<Vec<engine::journal::PinnedModel>, engine::StepRefusal> {
         let Ok((agent, _)) = load_agent(
             self.store.as_ref(),
             account,
@@ -71,10 +71,11 @@ impl AgentRuntime {
         let Ok(closure) = self.closure(account, work_dir, definitions, &agent) else {
             return Ok(Vec::new());
         };
-        let providers = self
-            .store
-            .model_providers(account)
-            .map_err(|error| format!("the account's model providers cannot be read: {error}"))?;
+        let providers = self.store.model_providers(account).map_err(|error| {
+            engine::StepRefusal::Store(format!(
+                "the account's model providers cannot be read: {error}"
+            ))
+        })?;
         let mut models = Vec::new();
         for member in std::iter::once(&agent).chain(closure.agents.iter()) {
             let Some(model) = member.model() else {
@@ -107,12 +108,12 @@ impl AgentRuntime {
                 )
                 && let Err(error) = llm::check_unresolved(&url, self.client.endpoints())
             {
-                return Err(format!(
+                return Err(engine::StepRefusal::Setting(format!(
                     "the agent `{}` talks to the model provider `{}`, which this process may \
                      not reach: {error}",
                     member.name(),
                     provider.name
-                ));
+                )));
             }
             models.push(engine::journal::PinnedModel {
                 agent: member.name().to_owned(),
@@ -133,7 +134,7 @@ impl AgentRuntime {
         step: &spec::Step,
         agent_name: &str,
         python: PythonPin,
-    ) -> Result<(), String> {
+    ) -> Result<(), engine::StepRefusal> {
         let Ok((agent, _)) = load_agent(
             self.store.as_ref(),
             account,
@@ -148,7 +149,7 @@ impl AgentRuntime {
             return Ok(());
         };
         if let Some(refusal) = apply_before_gate(step, &agent, &closure) {
-            return Err(refusal);
+            return Err(engine::StepRefusal::Definition(refusal));
         }
         let scripted: Vec<&spec::Agent> = closure
             .agents
@@ -171,12 +172,12 @@ impl AgentRuntime {
         self.backend
             .availability(python, network)
             .map_err(|missing| {
-                crate::executor::agent_unavailable_message(
+                engine::StepRefusal::Unavailable(crate::executor::agent_unavailable_message(
                     step.id(),
                     agent.name(),
                     &networked,
                     &missing,
-                )
+                ))
             })
     }
 }

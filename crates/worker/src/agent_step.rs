@@ -114,7 +114,7 @@ impl AgentRuntime {
         work_dir: &Path,
         definitions: &PinnedDefinitions,
         agent: &str,
-    ) -> Result<spec::Network, String> {
+    ) -> Result<spec::Network, engine::StepRefusal> {
         let (agent, _) = load_agent(
             self.store.as_ref(),
             account,
@@ -122,9 +122,11 @@ impl AgentRuntime {
             definitions,
             agent,
             &self.maxima,
-        )?;
+        )
+        .map_err(engine::StepRefusal::Definition)?;
         Ok(self
-            .closure(account, work_dir, definitions, &agent)?
+            .closure(account, work_dir, definitions, &agent)
+            .map_err(engine::StepRefusal::Definition)?
             .network())
     }
 

@@ -73,7 +73,10 @@ impl sandbox::copyback::SecretScreen for RedactorScreen {
 }
 
 impl StepExecutor for SandboxExecutor {
-    fn network_of(&self, query: engine::NetworkQuery<'_>) -> Result<spec::Network, String> {
+    fn network_of(
+        &self,
+        query: engine::NetworkQuery<'_>,
+    ) -> Result<spec::Network, engine::StepRefusal> {
         match (query.step.body(), &self.agents) {
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
                 runtime.network_of(query.account, query.work_dir, query.definitions, agent)
@@ -145,13 +148,15 @@ impl StepExecutor for SandboxExecutor {
         &self,
         query: engine::NetworkQuery<'_>,
         python: spec::PythonVersion,
-    ) -> Result<(), String> {
+    ) -> Result<(), engine::StepRefusal> {
         let pin = sandbox_python(python);
         match (query.step.body(), &self.agents) {
             (spec::StepBody::Code { .. }, _) => self
                 .backend
                 .availability(pin, query.step.network())
-                .map_err(|missing| unavailable_message(query.step.id(), &missing)),
+                .map_err(|missing| {
+                    engine::StepRefusal::Unavailable(unavailable_message(query.step.id(), &missing))
+                }),
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => runtime.availability(
                 query.account,
                 query.work_dir,
@@ -167,7 +172,7 @@ impl StepExecutor for SandboxExecutor {
     fn models_of(
         &self,
         query: engine::NetworkQuery<'_>,
-    ) -> Result<Vec<engine::journal::PinnedModel>, String> {
+    ) -> Result<Vec<engine::journal::PinnedModel>, engine::StepRefusal> {
         match (query.step.body(), &self.agents) {
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
                 runtime.models_of(query.account, query.work_dir, query.definitions, agent)

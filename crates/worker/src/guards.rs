@@ -62,7 +62,10 @@ pub struct OneAccountOnly<E> {
 }
 
 impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
-    fn network_of(&self, query: engine::NetworkQuery<'_>) -> Result<spec::Network, String> {
+    fn network_of(
+        &self,
+        query: engine::NetworkQuery<'_>,
+    ) -> Result<spec::Network, engine::StepRefusal> {
         self.inner.network_of(query)
     }
 
@@ -95,14 +98,14 @@ impl<E: engine::StepExecutor> engine::StepExecutor for OneAccountOnly<E> {
         &self,
         query: engine::NetworkQuery<'_>,
         python: spec::PythonVersion,
-    ) -> Result<(), String> {
+    ) -> Result<(), engine::StepRefusal> {
         self.inner.availability(query, python)
     }
 
     fn models_of(
         &self,
         query: engine::NetworkQuery<'_>,
-    ) -> Result<Vec<engine::journal::PinnedModel>, String> {
+    ) -> Result<Vec<engine::journal::PinnedModel>, engine::StepRefusal> {
         self.inner.models_of(query)
     }
 }

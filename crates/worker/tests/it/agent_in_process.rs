@@ -73,3 +73,50 @@ fn g15_a_failed_code_step_is_seen_by_the_accounts_assistant_in_process() {
         "the assistant stopped it"
     );
 }
+
+/// The executor's refusals before a run say what kind they are (issue 37, typed seams): a
+/// Python this host lacks is `Unavailable`, an agent file that cannot be read is
+/// `Definition`, a model endpoint this process may not reach is `Setting`.
+#[test]
+fn g11_a_refusal_before_a_run_says_what_kind_it_is() {
+    use engine::{NetworkQuery, PinnedDefinitions, StepExecutor as _, StepRefusal};
+    // Only another endpoint is exempted: the provider's plain-http loopback one is not.
+    let harness = Harness::new("127.0.0.1:9");
+    harness.add_provider("http://127.0.0.1:1", "fake-assistant", KEY);
+    harness.write(&[("agents/summarise/AGENT.md", AGENT)]);
+    let executor = harness.executor();
+    let workspace = harness.options.workspaces.for_account(&account()).unwrap();
+    let unpinned = PinnedDefinitions::unpinned();
+    let local = account();
+    let query = |step| NetworkQuery {
+        account: &local,
+        step,
+        work_dir: workspace.files_dir(),
+        definitions: &unpinned,
+    };
+    let agent_step = spec::parse_workflow("workflows/summary.yaml", WORKFLOW).unwrap();
+    let models = executor.models_of(query(&agent_step.steps()[0]));
+    assert!(matches!(models, Err(StepRefusal::Setting(_))), "{models:?}");
+
+    let missing = spec::parse_workflow(
+        "workflows/other.yaml",
+        &WORKFLOW.replace("agent: summarise", "agent: nobody"),
+    )
+    .unwrap();
+    let network = executor.network_of(query(&missing.steps()[0]));
+    assert!(
+        matches!(network, Err(StepRefusal::Definition(_))),
+        "{network:?}"
+    );
+
+    let pinned_away = spec::parse_workflow(
+        "workflows/old.yaml",
+        "name: old\npython: \"3.99\"\nsteps:\n  - id: one\n    explain: Returns one.\n    code: |\n      def main():\n          return 1\n",
+    )
+    .unwrap();
+    let available = executor.availability(query(&pinned_away.steps()[0]), pinned_away.python());
+    assert!(
+        matches!(available, Err(StepRefusal::Unavailable(_))),
+        "{available:?}"
+    );
+}

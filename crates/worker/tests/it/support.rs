@@ -106,10 +106,8 @@ impl Harness {
             .unwrap();
     }
 
-    /// The engine as the binary builds it: this crate's executor (code and agent steps) over
-    /// the backend, and the account's assistant as the supervisor.
-    pub fn engine(&self) -> Engine {
-        let scrub_sets = ScrubSets::new(self.secrets.clone());
+    /// This crate's executor (code and agent steps) over the backend, as the binary builds it.
+    pub fn executor(&self) -> worker::executor::SandboxExecutor {
         let runtime = worker::agent_step::AgentRuntime {
             backend: self.backend.clone(),
             store: self.store.clone(),
@@ -124,12 +122,19 @@ impl Harness {
             limits: sandbox::Limits::default(),
             maxima: spec::LimitMaxima::BUILT_IN,
         };
-        let executor = worker::executor::SandboxExecutor::new(
+        worker::executor::SandboxExecutor::new(
             self.backend.clone(),
-            scrub_sets.clone(),
+            ScrubSets::new(self.secrets.clone()),
             sandbox::Limits::default(),
         )
-        .with_agents(Arc::new(runtime));
+        .with_agents(Arc::new(runtime))
+    }
+
+    /// The engine as the binary builds it: [`Harness::executor`], and the account's assistant
+    /// as the supervisor.
+    pub fn engine(&self) -> Engine {
+        let scrub_sets = ScrubSets::new(self.secrets.clone());
+        let executor = self.executor();
         let supervisor = Arc::new(worker::supervisor::ModelSupervisor {
             store: self.store.clone(),
             secrets: self.secrets.clone(),
