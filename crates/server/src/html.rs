@@ -15,16 +15,7 @@ use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome};
 use crate::state::Shared;
 
-/// A time of the record (milliseconds since the epoch) as people read it, in UTC:
-/// `2026-11-29 12:59:16 UTC`. Out of range: the milliseconds as they are.
-pub fn when(millis: i64) -> String {
-    let format =
-        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
-        .ok()
-        .and_then(|moment| moment.format(&format).ok())
-        .unwrap_or_else(|| format!("{millis} ms"))
-}
+pub use platform::views::utc_time as when;
 
 /// A page template rendered; a template that fails to render (a formatting error inside a
 /// value's `Display`) answers a plain page that says so rather than half a page.

@@ -45,10 +45,7 @@ mod workspace_recovery;
 
 pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
 pub use crate::error::Error;
-pub use crate::handlers::files::revision_view as workspace_revision_view;
 pub use crate::handlers::models::remove_provider as remove_model_provider;
-pub use crate::html::when as record_time;
-pub use crate::html::when as utc_time;
 pub use crate::interviews::AuthoringLints;
 pub use crate::layers::{SECURITY_HEADERS, STRICT_TRANSPORT_SECURITY};
 pub use crate::listener::{

@@ -8,8 +8,8 @@
 //! rules and audit entries.
 
 use api_types::workspace::{
-    WorkspaceChange, WorkspaceChangedPath, WorkspaceFileItem, WorkspaceFileView,
-    WorkspaceRevisionView, WorkspaceWriteRequest,
+    WorkspaceChange, WorkspaceFileItem, WorkspaceFileView, WorkspaceRevisionView,
+    WorkspaceWriteRequest,
 };
 use askama::Template;
 use auth::Role;
@@ -92,45 +92,6 @@ impl PathQuery {
             });
         };
         parse_path(path)
-    }
-}
-
-/// A revision's author as a kind and an id.
-pub(crate) fn author_parts(author: &Author) -> (&'static str, String) {
-    match author {
-        Author::Person { id } => ("person", id.clone()),
-        Author::ApiKey { id } => ("api_key", id.clone()),
-        Author::Agent { name } => ("agent", name.clone()),
-        Author::RunStep {
-            run_id,
-            step,
-            attempt,
-        } => ("run_step", format!("{run_id}/{step}/{attempt}")),
-        Author::Cli { os_user } => ("cli", os_user.clone()),
-        Author::Assistant { accepted_by } => ("assistant", accepted_by.clone()),
-        Author::Platform { reason } => ("platform", reason.clone()),
-    }
-}
-
-/// A revision as the API (and the CLI's `files history --json`) shows it, unscrubbed.
-pub fn revision_view(revision: &Revision) -> WorkspaceRevisionView {
-    let (author_kind, author) = author_parts(&revision.author);
-    WorkspaceRevisionView {
-        id: revision.id.to_string(),
-        parent: revision.parent.as_ref().map(ToString::to_string),
-        author_kind: author_kind.to_owned(),
-        author,
-        at: i64::try_from(revision.unix_millis).unwrap_or(i64::MAX),
-        message: revision.message.clone(),
-        changes: revision
-            .changes
-            .iter()
-            .map(|change| WorkspaceChangedPath {
-                path: change.path.clone(),
-                deleted: change.blob.is_none(),
-                blob: change.blob.clone(),
-            })
-            .collect(),
     }
 }
 
@@ -279,7 +240,7 @@ async fn revisions(
 /// values.
 fn scrubbed_view(redactor: &Redactor, revision: &Revision) -> WorkspaceRevisionView {
     let scrub = |text: &str| redactor.scrub(text).into_inner();
-    let mut view = revision_view(revision);
+    let mut view = platform::views::revision_view(revision);
     view.message = scrub(&view.message);
     view.author = scrub(&view.author);
     for change in &mut view.changes {

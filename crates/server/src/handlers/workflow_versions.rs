@@ -12,9 +12,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::authn::Authenticated;
-use crate::handlers::files::{author_of, author_parts};
+use crate::handlers::files::author_of;
 use crate::handlers::{audit, blocking};
 use crate::{AppState, Error};
+use platform::views::author_parts;
 
 /// The most bytes of a saved workflow's text.
 const MAX_TEXT_BYTES: usize = spec::limits::MAX_FILE_BYTES;

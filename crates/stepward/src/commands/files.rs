@@ -98,7 +98,7 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 let revisions: Vec<api_types::workspace::WorkspaceRevisionView> = history
                     .iter()
                     .rev()
-                    .map(server::workspace_revision_view)
+                    .map(platform::views::revision_view)
                     .collect();
                 return shown.json(&revisions).map(|()| Outcome::Done);
             }
@@ -122,7 +122,9 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
                 shown.line(&format!(
                     "{}  {}  by {}: {} ({})",
                     &revision.id.as_str()[..12],
-                    server::utc_time(i64::try_from(revision.unix_millis).unwrap_or(i64::MAX)),
+                    platform::views::utc_time(
+                        i64::try_from(revision.unix_millis).unwrap_or(i64::MAX)
+                    ),
                     printable(&author),
                     printable(&revision.message),
                     paths.join(", ")

@@ -238,7 +238,7 @@ fn print_proposal(
         outln!("\n--- {path}\n{}", text.trim_end());
     }
     let mut rows = checked.reach.clone();
-    server::reach::with_model_hosts(&mut rows, &app.store.model_providers(&app.account)?);
+    platform::views::with_model_hosts(&mut rows, &app.store.model_providers(&app.account)?);
     outln!("\nWhat each step can reach");
     out!("{}", spec::render_reach_table(&rows));
     match crate::interview::lint_workflow(&checked.workflow) {

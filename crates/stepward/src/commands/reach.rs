@@ -31,15 +31,16 @@ pub fn run(args: &ReachArgs, config: &Config) -> anyhow::Result<Outcome> {
         Some(app) => app.store.model_providers(&app.account)?,
         None => Vec::new(),
     };
-    server::reach::with_model_hosts(&mut rows, &providers);
-    let isolation = (config.backend == Backend::Unisolated).then_some(server::reach::NOT_ISOLATED);
+    platform::views::with_model_hosts(&mut rows, &providers);
+    let isolation =
+        (config.backend == Backend::Unisolated).then_some(platform::views::NOT_ISOLATED);
     if args.json {
         print_json(&api_types::ReachReport {
             workflow: workflow.name().to_string(),
             caption: spec::REACH_CAPTION.to_string(),
             rows: rows
                 .into_iter()
-                .map(server::reach::reach_row_json)
+                .map(platform::views::reach_row_json)
                 .collect(),
             isolation: isolation.map(str::to_owned),
         })?;

@@ -148,7 +148,7 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
                 item.run,
                 item.status,
                 item.workflow,
-                server::record_time(item.updated_at)
+                platform::views::utc_time(item.updated_at)
             ));
         }
     }
@@ -198,7 +198,7 @@ fn show_decisions(app: &App, run: &RunId, shown: &Shown) -> anyhow::Result<()> {
             .unwrap_or_default();
         shown.line(&format!(
             "    {}  {}{on} by {} through the {}: {}",
-            server::record_time(decision.at.0),
+            platform::views::utc_time(decision.at.0),
             decision.kind.as_str(),
             crate::commands::printable(&who(&decision.who)),
             decision.door.as_str(),
@@ -241,7 +241,7 @@ fn events(app: &App, run_id: &RunId, json: bool, shown: &Shown) -> anyhow::Resul
             shown.line(&format!(
                 "{:>4}  {}  {:<24} {}",
                 event.seq,
-                server::record_time(event.at),
+                platform::views::utc_time(event.at),
                 event.kind,
                 crate::commands::printable(&event.payload.to_string())
             ));
