@@ -50,6 +50,13 @@ pub struct AnnouncedWrite {
     _in_flight: WriteInFlight,
 }
 
+/// An intent without an outcome: its account, its id and its detail as recorded.
+struct OpenIntent {
+    account: AccountId,
+    intent: String,
+    detail: Value,
+}
+
 /// What [`Engine::recover_workspace_writes`] did.
 #[derive(Debug, Default)]
 pub struct WritesRecovered {
@@ -100,9 +107,10 @@ impl Engine {
     pub fn recover_workspace_writes(&self) -> Result<WritesRecovered, Error> {
         let mut done = WritesRecovered::default();
         let accounts: Vec<AccountId> = self
-            .open_intents()?
+            .open_intents_and_claimed()?
+            .0
             .into_iter()
-            .map(|(account, _, _)| account)
+            .map(|open| open.account)
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -126,7 +134,9 @@ impl Engine {
         let (open, mut claimed) = self.open_intents_and_claimed()?;
         let history = workspace.history()?;
         let mut recorded = 0;
-        for (_, intent, detail) in open.into_iter().filter(|(of, _, _)| of == account) {
+        for OpenIntent { intent, detail, .. } in
+            open.into_iter().filter(|open| open.account == *account)
+        {
             let outcome = match carried_out(&history, &detail, &claimed) {
                 Some(revision) => {
                     claimed.insert(revision.id.as_str().to_owned());
@@ -140,16 +150,9 @@ impl Engine {
         Ok(Some(recorded))
     }
 
-    fn open_intents(&self) -> Result<Vec<(AccountId, String, Value)>, Error> {
-        Ok(self.open_intents_and_claimed()?.0)
-    }
-
-    /// The intents without an outcome (account, id, detail), and every revision an outcome
-    /// already names (with an intent or without one: a revision is carried out once).
-    #[allow(clippy::type_complexity)]
-    fn open_intents_and_claimed(
-        &self,
-    ) -> Result<(Vec<(AccountId, String, Value)>, HashSet<String>), Error> {
+    /// The intents without an outcome, and every revision an outcome already names (with an
+    /// intent or without one: a revision is carried out once).
+    fn open_intents_and_claimed(&self) -> Result<(Vec<OpenIntent>, HashSet<String>), Error> {
         let mut actions = vec![WRITE_INTENT];
         actions.extend(WRITE_OUTCOMES);
         let entries = self.store.audit_entries_of_actions(&actions)?;
@@ -166,12 +169,16 @@ impl Engine {
                 continue;
             };
             if entry.action == WRITE_INTENT {
-                intents.push((entry.account, intent, entry.detail));
+                intents.push(OpenIntent {
+                    account: entry.account,
+                    intent,
+                    detail: entry.detail,
+                });
             } else {
                 closed.insert(intent);
             }
         }
-        intents.retain(|(_, intent, _)| !closed.contains(intent));
+        intents.retain(|open| !closed.contains(&open.intent));
         Ok((intents, claimed))
     }
 

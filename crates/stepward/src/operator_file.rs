@@ -129,19 +129,13 @@ pub fn read(explicit: Option<&Path>, data_dir: &Path) -> anyhow::Result<Option<O
     }))
 }
 
-/// `operator.toml` in stepward's configuration folder, when the environment says where that
-/// is (an absolute `$XDG_CONFIG_HOME`, else an absolute `$HOME`'s `.config`).
+/// `operator.toml` in stepward's configuration folder (`vault::user_config_dir`, where the
+/// root keys are), when the environment names one that is absolute: a relative `$HOME` names
+/// no default.
 fn default_path() -> Option<PathBuf> {
-    let config = match std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from) {
-        Some(xdg) if xdg.is_absolute() => xdg,
-        _ => {
-            let home = PathBuf::from(std::env::var_os("HOME")?);
-            if !home.is_absolute() {
-                return None;
-            }
-            home.join(".config")
-        }
-    };
+    let config = vault::user_config_dir(None)
+        .ok()
+        .filter(|dir| dir.is_absolute())?;
     Some(config.join("stepward").join("operator.toml"))
 }
 

@@ -146,20 +146,13 @@ impl ServerKeyFiles {
     }
 }
 
-/// `$XDG_CONFIG_HOME` when absolute, else `$HOME/.config` (as the vault finds its root key).
+/// `$XDG_CONFIG_HOME` when absolute, else `$HOME/.config`: where the vault finds its root key.
 fn user_config_dir() -> anyhow::Result<PathBuf> {
-    if let Some(xdg) = std::env::var_os("XDG_CONFIG_HOME") {
-        let xdg = PathBuf::from(xdg);
-        if xdg.is_absolute() {
-            return Ok(xdg);
-        }
-    }
-    match std::env::var_os("HOME") {
-        Some(home) if !home.is_empty() => Ok(PathBuf::from(home).join(".config")),
-        _ => bail!(
+    vault::user_config_dir(None).map_err(|_| {
+        anyhow::anyhow!(
             "neither $XDG_CONFIG_HOME nor $HOME says where the server's key files live; set one"
-        ),
-    }
+        )
+    })
 }
 
 /// The text of a key file, `None` if there is none. A file others may read is refused.

@@ -71,7 +71,7 @@ mod vault;
 
 pub use crate::error::Error;
 pub use crate::items::{ConnectionInfo, Connections, ItemAudit, ModelKeys, SecretInfo, Secrets};
-pub use crate::root_key::{Notice, RootKeySource, VaultOptions};
+pub use crate::root_key::{Notice, RootKeySource, VaultOptions, user_config_dir};
 pub use crate::vault::{DEFAULT_SUPERSEDED_RETENTION, Vault};
 
 /// The fewest bytes a stored value may have (counted as given, nothing trimmed). Every value

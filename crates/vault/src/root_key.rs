@@ -145,8 +145,9 @@ const MISSING_ENV_HINT: &str = "set the variable to the vault's root key (64 hex
                                 characters) before starting stepward";
 
 /// The user's configuration directory: the override, else `$XDG_CONFIG_HOME` (when absolute),
-/// else `$HOME/.config`.
-pub(crate) fn user_config_dir(options_override: Option<&Path>) -> Result<PathBuf, Error> {
+/// else `$HOME/.config`. The one reading of it: the root keys, the server's key files and the
+/// operator's file all live below it.
+pub fn user_config_dir(options_override: Option<&Path>) -> Result<PathBuf, Error> {
     if let Some(directory) = options_override {
         return Ok(directory.to_path_buf());
     }

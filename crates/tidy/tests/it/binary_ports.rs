@@ -10,24 +10,25 @@ use tidy::{repo_root, rust_files};
 
 /// The traits every `pub trait NAME` of the crates under `crates/<name>/src` declares.
 fn traits_of(root: &Path, crates: &[&str]) -> Vec<(String, String)> {
+    let sources: Vec<(&str, std::path::PathBuf)> = crates
+        .iter()
+        .map(|name| (*name, root.join("crates").join(name).join("src")))
+        .collect();
     let mut found = Vec::new();
-    for name in crates {
-        let source = root.join("crates").join(name).join("src");
-        for path in rust_files(root) {
-            if !path.starts_with(&source) {
+    for path in rust_files(root) {
+        let Some((name, _)) = sources.iter().find(|(_, source)| path.starts_with(source)) else {
+            continue;
+        };
+        for line in fs::read_to_string(&path).unwrap_or_default().lines() {
+            let Some(rest) = line.trim_start().strip_prefix("pub trait ") else {
                 continue;
-            }
-            for line in fs::read_to_string(&path).unwrap_or_default().lines() {
-                let Some(rest) = line.trim_start().strip_prefix("pub trait ") else {
-                    continue;
-                };
-                let trait_name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !trait_name.is_empty() {
-                    found.push(((*name).to_owned(), trait_name));
-                }
+            };
+            let trait_name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !trait_name.is_empty() {
+                found.push(((*name).to_owned(), trait_name));
             }
         }
     }
