@@ -5,5 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod accounts;
 pub mod providers;
 pub mod views;
+pub mod workflows;

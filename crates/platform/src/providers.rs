@@ -5,8 +5,8 @@
 use std::str::FromStr;
 
 use redact::{SecretName, SecretRequest, SecretSource};
-use storage::AccountId;
 use storage::models::{ModelProvider, ModelProviderStore};
+use storage::{AccountId, AuditLog, NewAuditEntry};
 
 /// Why a provider cannot be named or used; each door says it in its own words.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +130,72 @@ pub fn provider(
             source,
         })?;
     Ok((settings, provider))
+}
+
+/// Why a provider was not removed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    /// The vault refused or failed to remove the provider's key.
+    #[error("cannot remove the key of model provider `{name}`")]
+    Vault {
+        name: String,
+        #[source]
+        source: vault::Error,
+    },
+    /// The store failed.
+    #[error("cannot {operation}")]
+    Storage {
+        operation: &'static str,
+        #[source]
+        source: storage::Error,
+    },
+}
+
+/// Removes the model provider `name` of `entry`'s account and its key, for the API, the
+/// console and `stepward models rm` alike; `false` when the account has neither (nothing is
+/// recorded then).
+///
+/// The key goes first, with the audit entry in the same transaction, the settings row only
+/// after: when the entry cannot be written nothing is removed. A provider whose key is
+/// already gone has its entry written before its row goes.
+pub fn remove_provider(
+    store: &(impl ModelProviderStore + AuditLog + ?Sized),
+    vault: Option<&vault::Vault>,
+    entry: &NewAuditEntry,
+    name: &str,
+) -> Result<bool, RemoveError> {
+    let account = &entry.account;
+    let removed_key = match vault {
+        Some(vault) => match vault.model_keys().remove_audited(account, name, entry) {
+            Ok(()) => true,
+            Err(vault::Error::NotFound { .. }) => false,
+            Err(source) => {
+                return Err(RemoveError::Vault {
+                    name: name.to_owned(),
+                    source,
+                });
+            }
+        },
+        None => false,
+    };
+    let storage = |operation| move |source| RemoveError::Storage { operation, source };
+    if !removed_key {
+        let exists = store
+            .model_providers(account)
+            .map_err(storage("read the model providers"))?
+            .iter()
+            .any(|provider| provider.name == name);
+        if !exists {
+            return Ok(false);
+        }
+        store
+            .append_audit(entry)
+            .map_err(storage("write the audit log"))?;
+    }
+    store
+        .remove_model_provider(account, name)
+        .map_err(storage("remove the model provider"))?;
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The interviews in progress (issue 17 §4), kept in the store for the people who started
-//! them, and the authoring lints the binary hands in.
+//! them.
 //!
 //! An interview is a conversation, not a record: it is kept in the store's `interviews`
 //! (so no one process holds it, and no account's load ends another's), bounded per account,
@@ -33,13 +33,6 @@ pub const MAX_ENTRIES: usize = 200;
 /// The most bytes of one entry's text (a question, a note, a platform message); longer ones
 /// are cut, and say so.
 pub const MAX_ENTRY_BYTES: usize = 64 * 1024;
-
-/// The authoring lints of a workflow's code steps (`stepward check`'s warnings), which read
-/// the code with the machine's Python; the binary implements it.
-pub trait AuthoringLints: Send + Sync {
-    /// The warnings of `workflow`; `None` when they cannot be run here.
-    fn lint(&self, workflow: &spec::Workflow) -> Option<Vec<spec::Diagnostic>>;
-}
 
 /// A proposal shown to the person, kept for their confirmation.
 #[derive(Debug, Clone, Serialize, Deserialize)]

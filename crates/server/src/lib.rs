@@ -40,13 +40,10 @@ mod state;
 mod tallies;
 mod text_limits;
 mod tls;
-mod workflows;
 mod workspace_recovery;
 
-pub use crate::bootstrap::{NewOwner, OwnerInvitation, create_account_with_owner, serve};
+pub use crate::bootstrap::serve;
 pub use crate::error::Error;
-pub use crate::handlers::models::remove_provider as remove_model_provider;
-pub use crate::interviews::AuthoringLints;
 pub use crate::layers::{SECURITY_HEADERS, STRICT_TRANSPORT_SECURITY};
 pub use crate::listener::{
     HEADER_READ_TIMEOUT, ListenerLimits, MAX_CONNECTIONS_PER_ADDRESS, MAX_HANDSHAKES_PER_ADDRESS,
@@ -58,10 +55,11 @@ pub use crate::password_work::PasswordHashing;
 pub use crate::routes::{registered_routes, router};
 pub use crate::state::{AppOptions, AppState, Backends, ServerKeys, ServerStore, StepIsolation};
 pub use crate::tls::{serve_tls, tls_server_config};
-pub use crate::workflows::{
-    WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText, WorkspaceWorkflows,
-};
 pub use crate::workspace_recovery::recover_workspace_writes;
+pub use platform::workflows::{
+    AuthoringLints, WorkflowDirectories, WorkflowSource, WorkflowSourceError, WorkflowText,
+    WorkspaceWorkflows,
+};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

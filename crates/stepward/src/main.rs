@@ -15,7 +15,6 @@ mod commands;
 mod config;
 mod definitions;
 mod engine_lock;
-mod interview;
 mod jail_helper;
 mod layout;
 mod operator_file;

@@ -21,6 +21,7 @@ pub mod agent_readiness;
 pub mod agent_record;
 pub mod agent_step;
 pub mod agent_view;
+pub mod authoring;
 pub mod executor;
 pub mod guards;
 pub mod lints;

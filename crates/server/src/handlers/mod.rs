@@ -137,13 +137,5 @@ pub(crate) async fn blocking<T: Send + 'static>(
 
 /// A random public id (`<prefix>_` and 16 random bytes in hex), for sessions and share links.
 pub(crate) fn random_id(prefix: &str) -> Result<String, Error> {
-    let mut bytes = [0_u8; 16];
-    getrandom::fill(&mut bytes).map_err(|source| Error::Auth {
-        operation: "generate a public id",
-        source: auth::Error::Randomness {
-            purpose: "a public id",
-            source,
-        },
-    })?;
-    Ok(format!("{prefix}_{}", hex::encode(bytes)))
+    platform::accounts::public_id(prefix).map_err(Error::auth("generate a public id"))
 }

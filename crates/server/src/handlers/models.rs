@@ -304,44 +304,20 @@ async fn remove(
     .await?
 }
 
-/// Removes the model provider `name` of `entry`'s account and its key, for the API, the
-/// console and `stepward models rm` alike; `false` when the account has neither.
-///
-/// The key goes first, with the audit entry in the same transaction, the settings row only
-/// after: when the entry cannot be written nothing is removed (issue 11, finding 4). A
-/// provider whose key is already gone has its entry written before its row goes.
-pub fn remove_provider(
+/// Removes the model provider `name` of `entry`'s account and its key
+/// (`platform::providers::remove_provider`, as every door removes it); `false` when the
+/// account has neither.
+fn remove_provider(
     store: &dyn ServerStore,
     vault: Option<&vault::Vault>,
     entry: &NewAuditEntry,
     name: &str,
 ) -> Result<bool, Error> {
-    let account = &entry.account;
-    let removed_key = match vault {
-        Some(vault) => match vault.model_keys().remove_audited(account, name, entry) {
-            Ok(()) => true,
-            Err(vault::Error::NotFound { .. }) => false,
-            Err(error) => return Err(vault_failure("remove a model key")(error)),
-        },
-        None => false,
-    };
-    if !removed_key {
-        let exists = store
-            .model_providers(account)
-            .map_err(Error::storage("read the model providers"))?
-            .iter()
-            .any(|provider| provider.name == name);
-        if !exists {
-            return Ok(false);
-        }
-        store
-            .append_audit(entry)
-            .map_err(Error::storage("append audit entry"))?;
-    }
-    store
-        .remove_model_provider(account, name)
-        .map_err(Error::storage("remove a model provider"))?;
-    Ok(true)
+    use platform::providers::RemoveError;
+    platform::providers::remove_provider(store, vault, entry, name).map_err(|error| match error {
+        RemoveError::Vault { source, .. } => vault_failure("remove a model key")(source),
+        RemoveError::Storage { operation, source } => Error::Storage { operation, source },
+    })
 }
 
 async fn make_default(

@@ -1,6 +1,6 @@
 //! A new account gets exactly one owner, invited with a one-time link that sets a password.
 
-use server::{Error, NewOwner, create_account_with_owner};
+use platform::accounts::{AccountError, NewOwner, create_account_with_owner};
 use storage::people::{PeopleStore, RoleName};
 use storage::{Account, AccountId, Actor, AuditLog, Timestamp};
 
@@ -52,7 +52,16 @@ async fn g26_new_account_has_one_owner_with_a_one_time_link() {
         operator,
         60_000,
     );
-    assert!(matches!(again, Err(Error::Conflict { .. })), "{again:?}");
+    assert!(
+        matches!(
+            again,
+            Err(AccountError::Storage {
+                source: storage::Error::AlreadyExists { .. },
+                ..
+            })
+        ),
+        "{again:?}"
+    );
     assert_eq!(
         harness
             .store

@@ -6,18 +6,15 @@
 //!
 //! The server's accounts keep their workflows and agents in their workspaces
 //! (`<data-dir>/accounts/<account id>/workspace/`: `workflows/<name>.yaml`,
-//! `agents/<name>/AGENT.md`), read by [`server::WorkspaceWorkflows`].
+//! `agents/<name>/AGENT.md`), read by [`platform::workflows::WorkspaceWorkflows`].
 
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use auth::SignInLinkToken;
+use platform::accounts::{NewOwner, OwnerInvitation};
 use serde_json::json;
-use server::{NewOwner, OwnerInvitation};
-use storage::people::{
-    NewPerson, NewSignInLink, PeopleChange, PeopleStore, PersonRecord, RoleName, TokenHash,
-};
-use storage::{Account, AccountId, AccountStore, AuditLog, NewAuditEntry, Timestamp};
+use storage::people::{PeopleStore, PersonRecord, RoleName};
+use storage::{Account, AccountId, AccountStore, AuditLog, NewAuditEntry};
 
 use crate::Outcome;
 use crate::app::{App, now};
@@ -170,16 +167,12 @@ pub fn invite_owner(
         );
     };
     let created_at = now();
-    let (token, token_hash) = SignInLinkToken::generate()?;
-    let expires_at = Timestamp(created_at.0.saturating_add(OWNER_LINK_LIFETIME_MILLIS));
+    let (token, link) =
+        platform::accounts::new_sign_in_link(&owner.id, created_at, OWNER_LINK_LIFETIME_MILLIS)?;
+    let expires_at = link.expires_at;
     let ended = app
         .store
-        .replace_sign_in_links(&NewSignInLink {
-            token_hash: TokenHash(*token_hash.as_bytes()),
-            person_id: owner.id.clone(),
-            created_at,
-            expires_at,
-        })
+        .replace_sign_in_links(&link)
         .context("cannot store the owner's sign-in link")?;
     let redactor = app
         .scrub_sets
@@ -223,7 +216,7 @@ pub fn create_account(app: &App, name: &str, owner: &NewOwner) -> anyhow::Result
         name: name.to_owned(),
         created_at: now(),
     };
-    let invitation = server::create_account_with_owner(
+    let invitation = platform::accounts::create_account_with_owner(
         app.store.as_ref(),
         &app.scrub_sets,
         &account,
@@ -256,59 +249,18 @@ pub fn anybody_exists(app: &App) -> anyhow::Result<bool> {
 /// Audited as done by the operator.
 pub fn invite_local_owner(app: &App, owner: &NewOwner) -> anyhow::Result<OwnerInvitation> {
     check_email(&owner.email)?;
-    let person_id = random_person_id()?;
-    let created_at = now();
-    let change = app
-        .store
-        .create_person(&NewPerson {
-            id: person_id.clone(),
-            account: app.account.clone(),
-            display_name: owner.display_name.trim().to_owned(),
-            email: owner.email.trim().to_lowercase(),
-            role: RoleName::Owner,
-            password_hash: None,
-            created_at,
-        })
-        .context("cannot create the owner of the local account")?;
-    if change != PeopleChange::Done {
-        bail!(
-            "the owner of the local account was refused: {}",
-            people_change_said(&change)
-        );
-    }
-    let (token, token_hash) = SignInLinkToken::generate()?;
-    let expires_at = Timestamp(created_at.0.saturating_add(OWNER_LINK_LIFETIME_MILLIS));
-    app.store
-        .create_sign_in_link(&NewSignInLink {
-            token_hash: TokenHash(*token_hash.as_bytes()),
-            person_id: person_id.clone(),
-            created_at,
-            expires_at,
-        })
-        .context("cannot store the owner's sign-in link")?;
-    let redactor = app
-        .redactor()
-        .context("cannot build the account's redactor for the audit log")?;
-    app.store
-        .append_audit(&NewAuditEntry {
-            account: app.account.clone(),
-            run: None,
-            actor: redactor.scrub_fields(App::cli_actor()),
-            action: "account.invite_owner",
-            detail: redactor.scrub_json(&json!({
-                "account": app.account.as_str(),
-                "owner": person_id,
-                "email": owner.email,
-            })),
-            at: created_at,
-        })
-        .context("cannot write the audit log")?;
+    let invitation = platform::accounts::invite_first_owner(
+        app.store.as_ref(),
+        &app.scrub_sets,
+        &app.account,
+        owner,
+        App::cli_actor(),
+        now(),
+        OWNER_LINK_LIFETIME_MILLIS,
+    )
+    .context("cannot invite the owner of the local account")?;
     seed_examples(app)?;
-    Ok(OwnerInvitation {
-        person_id,
-        sign_in_path: format!("/welcome/{}", token.reveal_once()),
-        expires_at,
-    })
+    Ok(invitation)
 }
 
 /// Every example workflow and every agent they use, compiled in, so a newcomer's first start
@@ -445,43 +397,6 @@ fn check_email(email: &str) -> anyhow::Result<()> {
         bail!("`{email}` is not an email address: write it as name@example.com");
     }
     Ok(())
-}
-
-/// A refused change of people in words.
-fn people_change_said(change: &PeopleChange) -> String {
-    match change {
-        PeopleChange::Done => "it was done".to_owned(),
-        PeopleChange::NoSuchPerson { account, person_id } => {
-            format!("account {} has no person {person_id}", account.as_str())
-        }
-        PeopleChange::WouldBreakSingleOwner { account, owners } => format!(
-            "account {} would have {owners} owners; an account has exactly one",
-            account.as_str()
-        ),
-        PeopleChange::OwnerOnlyByTransfer { account } => format!(
-            "the owner of account {} changes only by a transfer of ownership",
-            account.as_str()
-        ),
-        PeopleChange::KeysChanged { account, person_id } => format!(
-            "the API keys of {person_id} in account {} are not the ones listed; look again",
-            account.as_str()
-        ),
-        PeopleChange::NewOwnerNeverSignedIn { account, person_id } => format!(
-            "{person_id} of account {} has never signed in, and ownership goes only to a \
-             person who has",
-            account.as_str()
-        ),
-        PeopleChange::AlreadySignedIn { account, person_id } => format!(
-            "{person_id} of account {} has signed in already and signs in with a password",
-            account.as_str()
-        ),
-    }
-}
-
-fn random_person_id() -> anyhow::Result<String> {
-    let mut bytes = [0_u8; 16];
-    getrandom::fill(&mut bytes).context("cannot draw random bytes for a person id")?;
-    Ok(format!("per_{}", hex::encode(bytes)))
 }
 
 #[cfg(test)]

@@ -241,7 +241,7 @@ fn print_proposal(
     platform::views::with_model_hosts(&mut rows, &app.store.model_providers(&app.account)?);
     outln!("\nWhat each step can reach");
     out!("{}", spec::render_reach_table(&rows));
-    match crate::interview::lint_workflow(&checked.workflow) {
+    match worker::authoring::lint_workflow(&checked.workflow) {
         None => outln!("\nThe authoring lints were not run: this machine has no Python."),
         Some(lints) if lints.is_empty() => outln!("\nAuthoring warnings: none."),
         Some(lints) => {

@@ -280,8 +280,9 @@ fn remove(app: &App, name: &str) -> anyhow::Result<Outcome> {
     let entry = app.audit_entry(&redactor, "model.remove", &json!({ "name": name }));
     // The same removal as the server's: the key with its audit entry first, nothing removed
     // when the entry cannot be written (issue 11, finding 4).
-    let removed = server::remove_model_provider(app.store.as_ref(), Some(&app.vault), &entry, name)
-        .with_context(|| format!("cannot remove the model provider {name}"))?;
+    let removed =
+        platform::providers::remove_provider(app.store.as_ref(), Some(&app.vault), &entry, name)
+            .with_context(|| format!("cannot remove the model provider {name}"))?;
     if !removed {
         bail!("the account has no model provider `{name}`; `stepward models list` shows them");
     }

@@ -22,10 +22,12 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow, bail};
 use auth::TlsMode;
 use engine::SystemClock;
+use platform::accounts::{NewOwner, OwnerInvitation};
+use platform::workflows::WorkspaceWorkflows;
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::json;
-use server::{AppOptions, AppState, Backends, NewOwner, WorkspaceWorkflows};
+use server::{AppOptions, AppState, Backends};
 use storage::people::{PeopleStore, RoleName};
 use storage::{AccountStore, AuditLog, NewAuditEntry};
 
@@ -130,7 +132,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         },
         keys,
     );
-    state.set_authoring_lints(Arc::new(crate::interview::PythonLints));
+    state.set_authoring_lints(Arc::new(worker::authoring::PythonLints));
     // A workspace write the last process stopped between its commit and its outcome entry
     // got its outcome from the revision log when the data was opened (issue 11, finding 4;
     // issue 37); a server takes no request until that is done, so it tries again here and
@@ -259,10 +261,10 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
 /// later start, while that owner has never set a password, prints a fresh link (so a link
 /// lost, expired or never seen locks nobody out).
 enum StartInvitation {
-    First(server::OwnerInvitation),
+    First(OwnerInvitation),
     Again {
         email: String,
-        invitation: server::OwnerInvitation,
+        invitation: OwnerInvitation,
     },
 }
 

@@ -4,7 +4,7 @@
 //! so it holds connection references only. `save` is parsed first (G1).
 
 use anyhow::Context;
-use server::WorkflowSource as _;
+use platform::workflows::WorkflowSource as _;
 use workspace::Author;
 
 use crate::Outcome;
@@ -40,7 +40,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
     };
     match command {
         WorkflowsCommand::List { json } => {
-            let names = server::WorkspaceWorkflows::new(app.workspaces())
+            let names = platform::workflows::WorkspaceWorkflows::new(app.workspaces())
                 .workflow_names(&account)
                 .context("cannot list the workflows")?;
             let mut rows = Vec::new();

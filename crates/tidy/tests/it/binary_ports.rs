@@ -1,7 +1,8 @@
 //! The binary wires and prints (issue 37): it implements no port of `engine`, `agent`,
-//! `sandbox` or `storage`, whose implementations live in libraries that are tested in-process
-//! (the step runtime in `crates/worker`); and the step runtime names no storage backend, so a
-//! second store needs no change there.
+//! `sandbox`, `storage`, `platform` or `server`, whose implementations live in libraries that
+//! are tested in-process (the step runtime in `crates/worker`); it names nothing of the server
+//! but what serves it; and the step runtime names no storage backend, so a second store needs
+//! no change there.
 
 use std::fs;
 use std::path::Path;
@@ -38,7 +39,12 @@ fn traits_of(root: &Path, crates: &[&str]) -> Vec<(String, String)> {
 #[test]
 fn the_binary_implements_no_port_of_the_engine_the_agent_the_sandbox_or_the_store() {
     let root = repo_root();
-    let ports = traits_of(&root, &["engine", "agent", "sandbox", "storage"]);
+    let ports = traits_of(
+        &root,
+        &[
+            "engine", "agent", "sandbox", "storage", "platform", "server",
+        ],
+    );
     assert!(
         ports.iter().any(|(_, name)| name == "StepExecutor")
             && ports.iter().any(|(_, name)| name == "Isolation"),
@@ -132,4 +138,133 @@ fn names_no_storage_backend(crate_name: &str) {
     }
     assert!(seen > 0, "no source of crates/{crate_name} was found");
     assert!(offenders.is_empty(), "{}", offenders.join("\n"));
+}
+
+/// What the binary may name in `server`: the router and what serves it (its settings, its
+/// state, its keys, the listener). Everything else both doors do is in `platform` or
+/// `worker`, so the CLI never calls the server's handlers' code.
+const SERVING: &[&str] = &[
+    "AppOptions",
+    "AppState",
+    "Backends",
+    "ListenerLimits",
+    "ServerKeys",
+    "StepIsolation",
+    "raise_open_file_limit",
+    "router",
+    "serve",
+    "serve_tls",
+    "tls_server_config",
+];
+
+/// Every name the text takes from `server::` (`server::a`, `server::{a, b::c as d}`), with the
+/// line it starts on. Comments and the text of string literals (a log filter names a module)
+/// are left out.
+fn names_from_server(text: &str) -> Vec<(usize, String)> {
+    let code: String = text
+        .lines()
+        .map(|line| without_strings(line.split("//").next().unwrap_or(line)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut found = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("server::") {
+        let before = rest[..at].chars().next_back();
+        let after = &rest[at + "server::".len()..];
+        let line = code.len() - rest.len() + at;
+        let line = code[..line].matches('\n').count() + 1;
+        rest = after;
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let group = if let Some(inner) = after.strip_prefix('{') {
+            inner.split('}').next().unwrap_or_default()
+        } else {
+            after
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default()
+        };
+        for item in group.split(',') {
+            let name: String = item
+                .trim()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                found.push((line, name));
+            }
+        }
+    }
+    found
+}
+
+/// The line with the text between double quotes taken out (escapes kept in).
+fn without_strings(line: &str) -> String {
+    let mut kept = String::new();
+    let mut inside = false;
+    let mut escaped = false;
+    for c in line.chars() {
+        if inside {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                inside = false;
+                kept.push(c);
+            }
+        } else {
+            if c == '"' {
+                inside = true;
+            }
+            kept.push(c);
+        }
+    }
+    kept
+}
+
+#[test]
+fn the_cli_reaches_the_server_only_to_serve_it() {
+    let root = repo_root();
+    let binary = root.join("crates/stepward/src");
+    let mut offenders = Vec::new();
+    let mut seen = 0;
+    for path in rust_files(&root) {
+        if !path.starts_with(&binary) {
+            continue;
+        }
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        for (line, name) in names_from_server(&text) {
+            seen += 1;
+            if !SERVING.contains(&name.as_str()) {
+                offenders.push(format!(
+                    "{}:{line}: server::{name}",
+                    path.strip_prefix(&root).unwrap_or(&path).display()
+                ));
+            }
+        }
+    }
+    assert!(
+        seen > 0,
+        "the binary names nothing of the server: is it still the one that serves?"
+    );
+    assert!(
+        offenders.is_empty(),
+        "the CLI calls the server only to serve it; what both doors do belongs in `platform` \
+         (or `worker`), called by both:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn names_from_the_server_are_read_from_paths_and_groups() {
+    let text = "use server::{AppState, Backends as B};\n// server::hidden\nlet x = \
+                server::router(y); platform::server::no; my_server::no;\n\
+                let f = \"warn,server::layers=info\"; server::serve(\"a\\\"b\");\n";
+    let names: Vec<String> = names_from_server(text)
+        .into_iter()
+        .map(|(_, name)| name)
+        .collect();
+    assert_eq!(names, ["AppState", "Backends", "router", "serve"]);
 }

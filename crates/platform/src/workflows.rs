@@ -1,5 +1,6 @@
-//! Where the server finds an account's workflows and agents: a trait the binary implements
-//! over its workspaces, and [`WorkflowDirectories`], a plain directory layout
+//! Where every door finds an account's workflows and agents: [`WorkspaceWorkflows`], the
+//! accounts' workspaces (the server's pages and `stepward workflows list` read the same
+//! names), and [`WorkflowDirectories`], a plain directory layout
 //! (`<root>/<account>/workflows/<name>.yaml`, `<root>/<account>/agents/<name>/AGENT.md`).
 //!
 //! Names reach file paths, so only plain names are looked up (letters, digits, `_`, `-`; at
@@ -25,7 +26,8 @@ pub struct WorkflowSourceError {
     pub source: std::io::Error,
 }
 
-/// An account's workflows and agents, by name.
+/// An account's workflows and agents, by name. Also an authoring lint: the checks that read
+/// a workflow's code with the machine's Python are [`AuthoringLints`].
 pub trait WorkflowSource: Send + Sync {
     /// The names of the account's workflows, sorted.
     fn workflow_names(&self, account: &AccountId) -> Result<Vec<String>, WorkflowSourceError>;
@@ -41,7 +43,7 @@ pub trait WorkflowSource: Send + Sync {
 }
 
 /// Whether `name` is a plain name that may be joined to a path.
-pub(crate) fn is_plain_name(name: &str) -> bool {
+pub fn is_plain_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name
@@ -140,7 +142,7 @@ impl WorkflowSource for WorkflowDirectories {
     }
 }
 
-/// The accounts' workflows and agents in their workspaces (issue 16 §1):
+/// The accounts' workflows and agents in their workspaces:
 /// `workflows/<name>.yaml` and `agents/<name>/AGENT.md` of each account's working folder, read
 /// beneath it without following a link.
 #[derive(Debug, Clone)]
@@ -244,6 +246,13 @@ impl WorkflowSource for WorkspaceWorkflows {
         let text = self.read(account, &path).ok()??;
         spec::parse_agent(&path, &text).ok()
     }
+}
+
+/// The authoring lints of a workflow's code steps (`stepward check`'s warnings), which read
+/// the code with the machine's Python (`worker::python_check`); nothing is executed.
+pub trait AuthoringLints: Send + Sync {
+    /// The warnings of `workflow`; `None` when they cannot be run here.
+    fn lint(&self, workflow: &spec::Workflow) -> Option<Vec<spec::Diagnostic>>;
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
-//! What the interview (issue 17 §4) needs from the binary: the authoring lints of a proposed
-//! workflow, read with the machine's Python exactly as `stepward check` reads them (nothing is
-//! executed), for the server's interview page and `stepward interview`.
+//! The authoring lints of a proposed workflow, read with the machine's Python exactly as
+//! `stepward check` reads them (nothing is executed), for the server's interview page and
+//! `stepward interview`.
 
-use worker::python_check::Interpreter;
+use crate::python_check::Interpreter;
 
 /// The lints of `stepward check` over a workflow's code steps.
 pub struct PythonLints;
@@ -26,7 +26,7 @@ pub fn lint_workflow(workflow: &spec::Workflow) -> Option<Vec<spec::Diagnostic>>
         let Some(lints) = &answer.lints else {
             continue;
         };
-        for (line, column, code, message, help) in worker::lints::lint_step(step, lints) {
+        for (line, column, code, message, help) in crate::lints::lint_step(step, lints) {
             let (line, column) = step.body_origin().locate(line, column);
             found.push(spec::Diagnostic {
                 file: workflow.file_name().to_owned(),
@@ -41,7 +41,7 @@ pub fn lint_workflow(workflow: &spec::Workflow) -> Option<Vec<spec::Diagnostic>>
     Some(found)
 }
 
-impl server::AuthoringLints for PythonLints {
+impl platform::workflows::AuthoringLints for PythonLints {
     fn lint(&self, workflow: &spec::Workflow) -> Option<Vec<spec::Diagnostic>> {
         lint_workflow(workflow)
     }
@@ -62,7 +62,7 @@ mod tests {
         }
         assert!(prompt.contains(&format!(
             "at most {} statements",
-            worker::lints::OFFLINE_WORK_STATEMENTS
+            crate::lints::OFFLINE_WORK_STATEMENTS
         )));
     }
 }
