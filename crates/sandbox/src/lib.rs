@@ -8,6 +8,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod backends;
 pub mod copyback;
 mod imports;
 pub use crate::imports::{ImportProblem, import_problem};
@@ -33,6 +34,7 @@ use std::time::Duration;
 
 use zeroize::Zeroizing;
 
+pub use crate::backends::{BackendKind, BackendOptions, Backends, EgressSettings};
 pub use crate::error::Error;
 pub use crate::helper_cell::{HELPER_CELLS, HELPER_MEMORY_BYTES, HELPER_TASKS, HelperCell};
 
@@ -316,6 +318,21 @@ pub enum Unavailable {
     },
     /// `public_egress` with no egress network configured.
     EgressNotConfigured,
+}
+
+/// [`Isolation::availability`] of a backend that isolates its steps (local, gVisor): the
+/// interpreter, and for `public_egress` an egress network.
+pub(crate) fn isolated_availability(
+    runtimes: &runtime::Runtimes,
+    egress: Option<&net::EgressOptions>,
+    python: PythonPin,
+    network: NetworkMode,
+) -> Result<(), Unavailable> {
+    python_available(runtimes, python)?;
+    if network == NetworkMode::PublicEgress && egress.is_none() {
+        return Err(Unavailable::EgressNotConfigured);
+    }
+    Ok(())
 }
 
 /// The runtime part of [`Isolation::availability`], shared by every backend.

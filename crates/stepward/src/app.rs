@@ -17,9 +17,7 @@ use vault::{Vault, VaultOptions};
 use workspace::Workspaces;
 
 use crate::backend_setup::FirstStep;
-use crate::backend_setup::{
-    EarlyBackend, Started, egress_options, local_backend, sandbox_state_parent,
-};
+use crate::backend_setup::{EarlyBackend, Started};
 use crate::backend_setup::{RemoveStateDir, private_data_dir};
 use crate::config::{Backend, Config};
 pub use crate::engine_lock::EngineLock;
@@ -434,47 +432,14 @@ impl App {
     }
 
     fn backend(&self, first: Option<FirstStep>) -> anyhow::Result<Arc<dyn Isolation>> {
-        match self.config.backend {
-            Backend::Local => {
-                let timings = self.config.timings.clone();
-                local_backend(&self.config, first, &mut |phase| timings.mark(phase))
-            }
-            Backend::Gvisor => {
-                let state_dir = sandbox_state_parent(&self.config)?;
-                let mut options = sandbox::gvisor::GvisorOptions::new(state_dir);
-                options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
-                options.cgroups.parent = format!("stepward-gvisor-{}", self.config.instance_id());
-                options.pool_size = self.config.warm_pool;
-                // Each gvisor slot maps a range of 1024 ids: 64 slots per data directory, in a
-                // band of its own, clear of the local backend's ids.
-                options.slots = 64;
-                options.uid_base = 2_000_000_000 + self.config.uid_band() * options.slots * 1024;
-                options.helper_uid_base =
-                    1_830_000_000 + self.config.uid_band() * sandbox::HELPER_CELLS;
-                // public_egress through the same platform-made namespaces and policy as the
-                // local backend's (the backend loads the policy when it starts).
-                options.egress = egress_options(&self.config)?;
-                sandbox::gvisor::sweep(&options)
-                    .context("cannot sweep gvisor sandboxes left by an earlier crash")?;
-                Ok(Arc::new(
-                    sandbox::gvisor::GvisorBackend::new(options)
-                        .context("cannot set up the gvisor backend")?
-                        .removing_cgroup_parents_on_drop(),
-                ))
-            }
-            Backend::Unisolated => {
-                let accounts = self.store.accounts()?.len();
-                sandbox::unisolated::unisolated_allowed(accounts)
-                    .context("the unisolated backend is refused")?;
-                let state_dir = sandbox_state_parent(&self.config)?;
-                let mut options = sandbox::unisolated::UnisolatedOptions::new(state_dir);
-                options.runtimes.cache_dir = Some(self.config.runtime_cache_dir.clone());
-                Ok(Arc::new(
-                    sandbox::unisolated::UnisolatedBackend::new(options)
-                        .context("cannot set up the unisolated backend")?,
-                ))
-            }
-        }
+        let accounts = match self.config.backend {
+            Backend::Unisolated => self.store.accounts()?.len(),
+            Backend::Local | Backend::Gvisor => 0,
+        };
+        let timings = self.config.timings.clone();
+        crate::backend_setup::backend(&self.config, accounts, first, &mut |phase| {
+            timings.mark(phase)
+        })
     }
 }
 

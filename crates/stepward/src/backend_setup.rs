@@ -17,9 +17,7 @@ use crate::engine_lock::EngineLock;
 
 /// The egress network, when a resolver is configured; otherwise `public_egress` steps are
 /// refused by the backend (never run with a broader network).
-pub(crate) fn egress_options(
-    config: &Config,
-) -> anyhow::Result<Option<sandbox::net::EgressOptions>> {
+pub(crate) fn egress_settings(config: &Config) -> anyhow::Result<Option<sandbox::EgressSettings>> {
     let Some(resolver) = config.egress_resolver else {
         if let Some(uplink) = &config.egress_uplink {
             anyhow::bail!(
@@ -30,107 +28,69 @@ pub(crate) fn egress_options(
         }
         return Ok(None);
     };
-    let mut options = sandbox::net::EgressOptions::with_resolver(resolver);
-    if let Some(uplink) = &config.egress_uplink {
-        options.uplink = sandbox::net::Uplink::Interface(uplink.clone());
-    }
-    // The platform's own API, even at a public address, is no step's destination (G11).
-    options.platform_endpoints = config
-        .platform_addresses
-        .iter()
-        .map(|address| sandbox::net::Cidr::from(*address))
-        .collect();
-    options
-        .validate()
-        .context("the egress settings are invalid")?;
-    Ok(Some(options))
+    Ok(Some(sandbox::EgressSettings {
+        resolver,
+        uplink: config.egress_uplink.clone(),
+        // The platform's own API, even at a public address, is no step's destination (G11).
+        platform_addresses: config.platform_addresses.clone(),
+    }))
 }
 
-/// The sandbox state folder, its parent made searchable by the sandboxes' host ids (never
-/// listable by them).
-pub(crate) fn sandbox_state_parent(config: &Config) -> anyhow::Result<PathBuf> {
-    let state_dir = config.sandbox_state_dir();
-    if let Some(parent) = state_dir.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-        std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o711))
-            .with_context(|| format!("cannot set the mode of {}", parent.display()))?;
-    }
-    Ok(state_dir)
-}
-
-/// The local backend: the egress policy, the start-up sweep, then the backend, which starts
-/// building `first`'s sandbox at once. The caller holds the engine lock. `mark` is told where
-/// each phase ends.
-pub(crate) fn local_backend(
+/// What this data directory chose for its sandboxes, for `sandbox::Backends`. `accounts` is
+/// how many accounts the store holds (the unisolated backend serves one only).
+pub(crate) fn backend_options(
     config: &Config,
+    accounts: usize,
+) -> anyhow::Result<sandbox::BackendOptions> {
+    Ok(sandbox::BackendOptions {
+        kind: match config.backend {
+            Backend::Local => sandbox::BackendKind::Local,
+            Backend::Gvisor => sandbox::BackendKind::Gvisor,
+            Backend::Unisolated => sandbox::BackendKind::Unisolated,
+        },
+        state_dir: config.sandbox_state_dir(),
+        runtime_cache_dir: Some(config.runtime_cache_dir.clone()),
+        kept_dir: Some(config.sandbox_cache_dir.clone()),
+        pool_size: config.warm_pool,
+        ceilings: sandbox::LimitCeilings {
+            memory_bytes: config.limit_maxima.memory_mib.saturating_mul(1024 * 1024),
+            cpu_seconds: config.limit_maxima.cpu_s,
+        },
+        instance: config.instance_id(),
+        uid_band: config.uid_band(),
+        egress: egress_settings(config)?,
+        jail_helper: match config.backend {
+            Backend::Local => Some(crate::jail_helper::command()?),
+            Backend::Gvisor | Backend::Unisolated => None,
+        },
+        accounts,
+    })
+}
+
+/// The data directory's backend: the egress policy, the start-up sweep, then the backend,
+/// which starts building `first`'s sandbox at once. The caller holds the engine lock. `mark`
+/// is told where each phase ends.
+pub(crate) fn backend(
+    config: &Config,
+    accounts: usize,
     first: Option<FirstStep>,
     mark: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Arc<dyn Isolation>> {
-    local_backend_with(local_options(config)?, first, None, mark)
+    let prepared = sandbox::Backends::prepare(&backend_options(config, accounts)?)?;
+    started(prepared, first, mark)
 }
 
-/// The local backend's options for this data directory.
-fn local_options(config: &Config) -> anyhow::Result<sandbox::local::LocalOptions> {
-    let state_dir = sandbox_state_parent(config)?;
-    let mut options = sandbox::local::LocalOptions::new(state_dir, crate::jail_helper::command()?);
-    options.egress = egress_options(config)?;
-    options.runtimes.cache_dir = Some(config.runtime_cache_dir.clone());
-    options.kept_dir = Some(config.sandbox_cache_dir.clone());
-    options.pool_size = config.warm_pool;
-    // A sandbox built before its step is known can take any declaration up to the maxima.
-    options.ceilings = sandbox::LimitCeilings {
-        memory_bytes: config.limit_maxima.memory_mib.saturating_mul(1024 * 1024),
-        cpu_seconds: config.limit_maxima.cpu_s,
-    };
-    // Per data directory: its own cgroup parent and its own band of host ids.
-    options.cgroups.parent = format!("stepward-{}", config.instance_id());
-    options.uid_base = 1_800_000_000 + config.uid_band() * options.slots;
-    options.helper_uid_base = 1_820_000_000 + config.uid_band() * sandbox::HELPER_CELLS;
-    Ok(options)
-}
-
-/// [`local_backend`] from its options, the first sandbox built with `early` when there is
-/// one (see [`EarlyBackend`]).
-fn local_backend_with(
-    options: sandbox::local::LocalOptions,
+/// The backend `prepared` starts, its warnings said.
+fn started(
+    prepared: sandbox::backends::Prepared,
     first: Option<FirstStep>,
-    early: Option<sandbox::local::EarlyHelper>,
     mark: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Arc<dyn Isolation>> {
-    if let Some(egress) = &options.egress {
-        sandbox::net::install_policy(egress)
-            .context("cannot install the egress policy (nftables)")?;
+    let started = prepared.start(first.map(|first| (first.python, first.network)), mark)?;
+    for warning in &started.warnings {
+        errln!("warning: {warning}");
     }
-    mark("egress policy");
-    let swept = sandbox::local::sweep_at_start(&options)
-        .context("cannot sweep sandboxes left by an earlier crash")?;
-    mark("sweep");
-    // This process holds the engine lock: nobody else uses this data directory's cgroup
-    // parent, so it goes with the backend.
-    let backend = sandbox::local::LocalBackend::new_after_sweep(options, swept)
-        .context("cannot set up the local sandbox backend")?
-        .removing_cgroup_parents_on_drop();
-    if let Some(reason) = backend.kept_folder_refused() {
-        errln!(
-            "warning: the sandbox cache folder is not used ({reason}); each process prepares \
-             the harness and the runtimes' views again (--sandbox-cache-dir)"
-        );
-    }
-    match (first, early) {
-        (Some(first), Some(early)) => {
-            backend.prepare_ahead_with(first.python, first.network, early)
-        }
-        (Some(first), None) => backend.prepare_ahead(first.python, first.network),
-        (None, _) => {}
-    }
-    mark(match backend.runtimes().cache_use() {
-        sandbox::runtime::CacheUse::Hit => {
-            "local backend (runtimes from the cache, harness, views, cgroups)"
-        }
-        _ => "local backend (runtime discovery, harness, views, cgroups)",
-    });
-    Ok(Arc::new(backend))
+    Ok(started.backend)
 }
 
 /// The local backend of a `stepward run`, set up before the command opens the store and the
@@ -144,19 +104,6 @@ fn local_backend_with(
 pub struct EarlyBackend {
     first: Option<FirstStep>,
     pub(crate) started: Started,
-}
-
-/// How the jail helper is run, for `--startup-timings`: `stepward-jail` or `stepward __jail`.
-fn helper_named(helper: &(PathBuf, Vec<std::ffi::OsString>)) -> String {
-    let program = helper
-        .0
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match helper.1.first() {
-        Some(arg) => format!("{program} {}", arg.to_string_lossy()),
-        None => program,
-    }
 }
 
 /// What the early start set up. The fields drop in this order: the backend (whose drop
@@ -184,21 +131,22 @@ impl EarlyBackend {
             return Ok(None);
         }
         private_data_dir(&config.data_dir)?;
-        let options = local_options(config)?;
+        // The local backend serves any number of accounts: the count is not read here.
+        let mut prepared = sandbox::Backends::prepare(&backend_options(config, 0)?)?;
         // It holds nothing until its plan (see `sandbox::local::EarlyHelper`); a helper that
         // cannot start leaves the sandbox to start as it would without it.
-        let early = sandbox::local::EarlyHelper::start(&options, first_step.network).ok();
-        config.timings.mark(&format!(
-            "the first sandbox's helper ({})",
-            helper_named(&options.helper)
-        ));
+        if let Some(helper) = prepared.start_first_helper(first_step.network) {
+            config
+                .timings
+                .mark(&format!("the first sandbox's helper ({helper})"));
+        }
         let Ok(lock) = EngineLock::of_data_dir(&config.data_dir) else {
             return Ok(None);
         };
         config.timings.mark("engine lock");
         let state_dir = RemoveStateDir::of(config);
         let timings = config.timings.clone();
-        let backend = local_backend_with(options, first, early, &mut |phase| timings.mark(phase))?;
+        let backend = started(prepared, first, &mut |phase| timings.mark(phase))?;
         Ok(Some(EarlyBackend {
             first,
             started: Started {
@@ -259,43 +207,12 @@ impl RemoveStateDir {
 
 impl Drop for RemoveStateDir {
     fn drop(&mut self) {
-        let Some(folder) = &self.0 else {
-            return;
-        };
-        // Never across a mount: a folder still mounted below (a sandbox's view that outlived
-        // its backend) stays whole rather than have what is mounted there removed.
-        match mount_below(folder) {
-            Ok(None) => {}
-            Ok(Some(mounted)) => {
-                errln!(
-                    "note: {} is left in place: {} below it is still mounted",
-                    folder.display(),
-                    mounted.display()
-                );
-                return;
-            }
-            Err(error) => {
-                errln!("note: {} is left in place: {error}", folder.display());
-                return;
-            }
-        }
-        if let Err(error) = std::fs::remove_dir_all(folder)
-            && error.kind() != std::io::ErrorKind::NotFound
+        if let Some(folder) = &self.0
+            && let Err(kept) = sandbox::backends::remove_state_dir(folder)
         {
-            errln!("note: cannot remove {}: {error}", folder.display());
+            errln!("note: {kept}");
         }
     }
-}
-
-/// The first mount point at or below `folder` in this process's mount namespace
-/// (`/proc/self/mountinfo`), if any: a bind mount of the same file system included.
-fn mount_below(folder: &Path) -> std::io::Result<Option<PathBuf>> {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")?;
-    Ok(mounts
-        .lines()
-        .filter_map(|line| line.split(' ').nth(4))
-        .map(|point| PathBuf::from(sandbox::mountinfo::unescape_mount_point(point)))
-        .find(|point| point.starts_with(folder)))
 }
 
 /// Creates the data directory private (0700, whatever the umask), or checks an existing one:
@@ -346,19 +263,4 @@ pub(crate) fn private_data_dir(data_dir: &Path) -> anyhow::Result<()> {
     std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
         .with_context(|| format!("cannot make {} private", data_dir.display()))?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A folder with something mounted at or below it is found (and so left whole); a plain
-    /// one is not (mount points are unescaped by `sandbox::mountinfo`, tested there).
-    #[test]
-    fn the_state_folder_is_never_removed_across_a_mount() {
-        let below_proc = mount_below(Path::new("/proc")).unwrap();
-        assert!(below_proc.is_some_and(|point| point.starts_with("/proc")));
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(mount_below(dir.path()).unwrap(), None);
-    }
 }

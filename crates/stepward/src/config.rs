@@ -470,34 +470,33 @@ mod tests {
         serve
             .deny_platform_addresses("198.100.1.9:8080".parse().unwrap(), Some(&public), &resolve)
             .unwrap();
-        let options = crate::backend_setup::egress_options(&serve)
+        let options = crate::backend_setup::egress_settings(&serve)
             .unwrap()
             .unwrap();
         for address in ["198.100.1.7", "2606:4700::6810:1", "198.100.1.9"] {
             let address: IpAddr = address.parse().unwrap();
             assert!(
-                options
-                    .platform_endpoints
-                    .iter()
-                    .any(|range| range.contains(address)),
+                options.platform_addresses.contains(&address),
                 "{address} is not a platform endpoint: {:?}",
-                options.platform_endpoints
+                options.platform_addresses
             );
         }
         // Without serve's addresses (`stepward run`), there are none to deny.
         let run = config(&["--egress-resolver", "192.0.2.53"]);
-        let options = crate::backend_setup::egress_options(&run).unwrap().unwrap();
-        assert!(options.platform_endpoints.is_empty());
+        let options = crate::backend_setup::egress_settings(&run)
+            .unwrap()
+            .unwrap();
+        assert!(options.platform_addresses.is_empty());
     }
 
     #[test]
     fn g11_an_egress_uplink_without_a_resolver_is_refused_not_ignored() {
         let config = config(&["--egress-uplink", "eth0"]);
-        let error = crate::backend_setup::egress_options(&config).unwrap_err();
+        let error = crate::backend_setup::egress_settings(&config).unwrap_err();
         let said = format!("{error:#}");
         assert!(said.contains("--egress-resolver"), "{said}");
         assert!(
-            crate::backend_setup::egress_options(&config_default())
+            crate::backend_setup::egress_settings(&config_default())
                 .unwrap()
                 .is_none()
         );

@@ -325,11 +325,12 @@ impl Isolation for GvisorBackend {
         python: crate::PythonPin,
         network: crate::NetworkMode,
     ) -> Result<(), crate::Unavailable> {
-        crate::python_available(&self.shared.runtimes, python)?;
-        if network == crate::NetworkMode::PublicEgress && self.shared.options.egress.is_none() {
-            return Err(crate::Unavailable::EgressNotConfigured);
-        }
-        Ok(())
+        crate::isolated_availability(
+            &self.shared.runtimes,
+            self.shared.options.egress.as_ref(),
+            python,
+            network,
+        )
     }
 
     /// Each call in a fresh runsc sandbox of its own (the cold path's hardening, or a warm

@@ -487,11 +487,12 @@ impl Isolation for LocalBackend {
         python: crate::PythonPin,
         network: crate::NetworkMode,
     ) -> Result<(), crate::Unavailable> {
-        crate::python_available(&self.shared.runtimes, python)?;
-        if network == crate::NetworkMode::PublicEgress && self.shared.options.egress.is_none() {
-            return Err(crate::Unavailable::EgressNotConfigured);
-        }
-        Ok(())
+        crate::isolated_availability(
+            &self.shared.runtimes,
+            self.shared.options.egress.as_ref(),
+            python,
+            network,
+        )
     }
 
     /// A fresh jail per call (a new pid namespace, cgroup and `/work`, staged from the

@@ -3,6 +3,7 @@
 mod binary_ports;
 mod error_chains;
 mod module_loops;
+mod sandbox_seam;
 mod scripts;
 mod terminal_writes;
 mod time_arithmetic;
