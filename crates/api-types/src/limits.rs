@@ -195,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn g11_a_note_over_its_limit_names_the_field_the_limit_and_the_length() {
+    fn a_note_over_its_limit_names_the_field_the_limit_and_the_length() {
         let found = check("DecisionRequest", json!({ "note": "n".repeat(2_001) }));
         assert_eq!(
             found.map(|found| found.to_string()).as_deref(),
@@ -209,7 +209,7 @@ mod tests {
 
     /// JSON Schema counts characters, not bytes: 2,000 two-byte letters are within the limit.
     #[test]
-    fn g11_limits_count_characters_not_bytes() {
+    fn limits_count_characters_not_bytes() {
         assert_eq!(
             check("DecisionRequest", json!({ "note": "é".repeat(2_000) })),
             None
@@ -218,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn g11_a_text_deep_in_a_body_is_found_by_its_place() {
+    fn a_text_deep_in_a_body_is_found_by_its_place() {
         let body = json!({
             "message": "m",
             "changes": [
@@ -231,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn g11_a_map_bounds_its_names_and_its_values() {
+    fn a_map_bounds_its_names_and_its_values() {
         let long_value = json!({ "fields": { "api_key": "v".repeat(65_537) } });
         let found = check("SetConnectionRequest", long_value).map(|found| found.field);
         assert_eq!(found.as_deref(), Some("fields.api_key"));
@@ -241,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn g11_an_optional_text_is_bounded_and_null_passes() {
+    fn an_optional_text_is_bounded_and_null_passes() {
         let body = json!({ "provider": "openai", "key": "k", "base_url": "u".repeat(2_049) });
         let found = check("SaveModelProviderRequest", body).map(|found| found.field);
         assert_eq!(found.as_deref(), Some("base_url"));

@@ -804,7 +804,7 @@ pub(crate) mod tests {
     /// Issue 11, finding 9: every text a request reads has its limit in the document (or is
     /// one of a few words), so the server's check by the same schema bounds it.
     #[test]
-    fn g11_every_text_a_request_reads_has_a_max_length_in_the_document() {
+    fn every_text_a_request_reads_has_a_max_length_in_the_document() {
         use schemars::generate::SchemaSettings;
         let schemas = component_schemas();
         let requests = generated(SchemaSettings::draft2020_12().for_deserialize(), REQUESTS);

@@ -401,7 +401,7 @@ mod tests {
     use storage::Timestamp;
 
     #[test]
-    fn g11_typed_text_is_cut_to_128_characters_and_the_cut_is_marked() {
+    fn typed_text_is_cut_to_128_characters_and_the_cut_is_marked() {
         let (kept, cut) = capped(&"é".repeat(300));
         assert!(cut);
         assert_eq!(kept.chars().count(), MAX_TEXT_CHARS + 1);

@@ -152,7 +152,7 @@ mod tests {
     /// Every form route of the table is served, and every schema it names exists: a route
     /// renamed in the router cannot leave its form unchecked.
     #[test]
-    fn g11_every_form_of_the_table_is_a_served_route_with_known_schemas() {
+    fn every_form_of_the_table_is_a_served_route_with_known_schemas() {
         let forms: Vec<(&str, &str)> = crate::registered_routes()
             .into_iter()
             .filter(|(method, path)| !form_schemas(method, path).is_empty())

@@ -1,8 +1,9 @@
 //! `scripts/bench`'s figure for issue 11, finding 1: a release `stepward serve` flooded on its
 //! password doors from 4 loopback addresses × 64 connections (`STEPWARD_BENCH_FLOOD_SECONDS`,
 //! default 10), beside the same signed-in client's p99 without the flood, measured in this
-//! run. The flood code is the test's (`tests/it/flood.rs`, `g11_flood`). Every packet goes to
-//! loopback; the server is stopped by its pid when this ends.
+//! run. The flood code is the test's (`tests/it/flood.rs`, run by
+//! `tests/it/unauthenticated_flood.rs`). Every packet goes to loopback; the server is stopped
+//! by its pid when this ends.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 

@@ -109,7 +109,7 @@ fn g26_sign_in_for_an_unknown_person_always_fails() {
 /// accepts argon2's (also with other parameters, which need another buffer size), and one
 /// memory serves many hashes and checks in a row without mixing them up.
 #[test]
-fn g11_hashes_in_reused_memory_are_argon2s_own() {
+fn g26_hashes_in_reused_memory_are_argon2s_own() {
     use argon2::password_hash::PasswordVerifier;
     let mut memory = auth::PasswordMemory::new();
     let ours = auth::hash_password_with(&mut memory, PASSWORD).unwrap();

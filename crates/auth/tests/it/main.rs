@@ -4,9 +4,9 @@
 // test code too, and a failed unwrap there is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod g11_access_docs;
 mod g24_approve_links;
 mod g24_share_links;
+mod g26_access_docs;
 mod g26_passwords;
 mod g26_roles;
 mod g26_route_policy;

@@ -7,6 +7,7 @@
 
 mod attempt_parts;
 mod crash;
+mod credential_path;
 mod definitions;
 mod failure_policy;
 mod g16_account_values;
@@ -21,7 +22,6 @@ mod reconstruct_property;
 mod record;
 mod recovery;
 mod repair;
-mod review_credential_path;
 mod scrub_table;
 mod scrubbing;
 mod superseded;

@@ -5,8 +5,8 @@
 // test code too, and a panic there is a test failure, which is what it should be.
 #![allow(clippy::unwrap_used)]
 
-mod g11_endpoints;
 mod limits;
+mod model_endpoints;
 mod suite;
 mod support;
 mod tls;

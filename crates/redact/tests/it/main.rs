@@ -5,13 +5,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod common_formats;
 mod encodings;
 mod framed;
 mod json_and_truncation;
 mod logging;
 mod properties;
-mod review_common_formats;
-mod review_python_forms;
+mod python_forms;
 mod run_secrets;
 mod streaming;
 mod type_rules;

@@ -280,7 +280,7 @@ mod tests {
     use super::fields;
 
     #[test]
-    fn g14_details_are_rows_of_fields_by_path() {
+    fn details_are_rows_of_fields_by_path() {
         let rows = fields(&json!({
             "email": "a@b.test",
             "nested": {"role": "member", "count": 2},

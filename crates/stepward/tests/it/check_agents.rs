@@ -205,7 +205,7 @@ fn g27_reach_shows_an_agent_steps_colleagues_their_secrets_with_holders_and_the_
 /// when the workspace lacks the agent, with a warning that `run` here would not find it, and a
 /// workspace copy that differs from the one beside the file is said to differ.
 #[test]
-fn g16_check_and_reach_read_agents_from_the_workspace_that_run_uses() {
+fn g27_check_and_reach_read_agents_from_the_workspace_that_run_uses() {
     use crate::agents::put;
     let home = crate::support::Home::new();
     let dir = tempfile::tempdir().unwrap();

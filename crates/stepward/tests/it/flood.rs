@@ -1,6 +1,6 @@
 //! An unauthenticated flood of a running `stepward serve`, and what it costs a signed-in
-//! client: the test of issue 11's finding 1 (`g11_flood`) and `scripts/bench`'s figure
-//! (`benches/flood.rs` includes this file) run the same code.
+//! client: the test of issue 11's finding 1 (`unauthenticated_flood.rs`) and
+//! `scripts/bench`'s figure (`benches/flood.rs` includes this file) run the same code.
 //!
 //! The flood: from each of a few loopback source addresses (127.0.0.2 and up are loopback
 //! too, each standing in for a separate client), many keep-alive connections, each taking a

@@ -29,7 +29,7 @@ fn append(store: &SqliteStore, account: &str, index: i64) -> storage::AuditEntry
 }
 
 #[test]
-fn g11_each_accounts_sequence_numbers_have_no_gaps_caused_by_other_accounts() {
+fn g25_each_accounts_sequence_numbers_have_no_gaps_caused_by_other_accounts() {
     let (_dir, store) = temp_store();
     for index in 0..30 {
         // Account b is busy: five of its entries between two of a's.
@@ -74,7 +74,7 @@ fn g11_each_accounts_sequence_numbers_have_no_gaps_caused_by_other_accounts() {
 }
 
 #[test]
-fn g11_a_changed_entry_is_found_and_named_by_account_and_sequence() {
+fn g25_a_changed_entry_is_found_and_named_by_account_and_sequence() {
     let (dir, store) = temp_store();
     for index in 0..6 {
         append(&store, "a", index);
@@ -109,7 +109,7 @@ fn g11_a_changed_entry_is_found_and_named_by_account_and_sequence() {
 }
 
 #[test]
-fn g11_a_removed_entry_breaks_its_accounts_chain() {
+fn g25_a_removed_entry_breaks_its_accounts_chain() {
     let (dir, store) = temp_store();
     for index in 0..5 {
         append(&store, "a", index);
@@ -169,7 +169,7 @@ fn write_shared_chain(path: &std::path::Path, entries: &[(&str, i64)]) -> Vec<St
 }
 
 #[test]
-fn g11_entries_written_before_the_chains_were_split_stay_verifiable() {
+fn g25_entries_written_before_the_chains_were_split_stay_verifiable() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stepward.db");
     drop(SqliteStore::open_at_version(&path, 9).unwrap());
@@ -231,7 +231,7 @@ fn g11_entries_written_before_the_chains_were_split_stay_verifiable() {
 }
 
 #[test]
-fn g11_an_old_entry_removed_from_the_shared_chain_is_found_by_the_operators_check() {
+fn g25_an_old_entry_removed_from_the_shared_chain_is_found_by_the_operators_check() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stepward.db");
     drop(SqliteStore::open_at_version(&path, 9).unwrap());
@@ -263,7 +263,7 @@ fn g11_an_old_entry_removed_from_the_shared_chain_is_found_by_the_operators_chec
 }
 
 #[test]
-fn g11_uses_in_one_window_make_one_entry_whose_count_says_how_many() {
+fn g25_uses_in_one_window_make_one_entry_whose_count_says_how_many() {
     let (dir, store) = temp_store();
     let key = Actor::ApiKey { id: "k_1".into() };
     let entry = |at: i64| {

@@ -148,7 +148,7 @@ fn expected(filter: &AuditFilter) -> Vec<(i64, u64)> {
 }
 
 #[test]
-fn g14_an_audit_page_reads_at_most_a_page_and_one_row_and_answers_in_50_ms_with_100000_entries() {
+fn an_audit_page_reads_at_most_a_page_and_one_row_and_answers_in_50_ms_with_100000_entries() {
     let (_dir, store) = filled_store();
     let (_, baseline) = store
         .audit_page_with_cost(
@@ -300,7 +300,7 @@ fn walk(store: &SqliteStore, filter: &AuditFilter, size: usize) -> (Vec<(i64, u6
 }
 
 #[test]
-fn g14_paging_the_audit_log_visits_every_entry_once_forwards_and_back() {
+fn g25_paging_the_audit_log_visits_every_entry_once_forwards_and_back() {
     let (_dir, store) = filled_store();
     for (name, filter) in filters() {
         let size = if filter == AuditFilter::default() {

@@ -527,7 +527,7 @@ fn key_by(key_id: &str, creator: &str, role: RoleName, byte: u8) -> NewApiKey {
 }
 
 #[test]
-fn g11_a_persons_keys_are_revoked_above_their_new_role_and_when_they_are_removed() {
+fn g26_a_persons_keys_are_revoked_above_their_new_role_and_when_they_are_removed() {
     let (_dir, store) = seeded();
     let people: &dyn PeopleStore = &store;
     people

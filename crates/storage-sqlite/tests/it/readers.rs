@@ -31,7 +31,7 @@ fn entry(index: i64) -> storage::NewAuditEntry {
 }
 
 #[test]
-fn g11_a_reader_holding_a_read_transaction_blocks_neither_a_write_nor_another_read() {
+fn a_reader_holding_a_read_transaction_blocks_neither_a_write_nor_another_read() {
     let (_dir, store) = temp_store();
     let store = Arc::new(store);
     store.append_audit(&entry(0)).unwrap();
@@ -95,7 +95,7 @@ fn g11_a_reader_holding_a_read_transaction_blocks_neither_a_write_nor_another_re
 }
 
 #[test]
-fn g11_as_many_slow_readers_as_the_pool_holds_leave_the_writer_free() {
+fn as_many_slow_readers_as_the_pool_holds_leave_the_writer_free() {
     let (_dir, store) = temp_store();
     let store = Arc::new(store);
     let mut releases = Vec::new();

@@ -2,6 +2,7 @@
 
 mod binary_ports;
 mod error_chains;
+mod guarantee_table;
 mod module_loops;
 mod sandbox_seam;
 mod scripts;

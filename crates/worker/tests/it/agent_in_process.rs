@@ -78,7 +78,7 @@ fn g15_a_failed_code_step_is_seen_by_the_accounts_assistant_in_process() {
 /// Python this host lacks is `Unavailable`, an agent file that cannot be read is
 /// `Definition`, a model endpoint this process may not reach is `Setting`.
 #[test]
-fn g11_a_refusal_before_a_run_says_what_kind_it_is() {
+fn a_refusal_before_a_run_says_what_kind_it_is() {
     use engine::{NetworkQuery, PinnedDefinitions, StepExecutor as _, StepRefusal};
     // Only another endpoint is exempted: the provider's plain-http loopback one is not.
     let harness = Harness::new("127.0.0.1:9");

@@ -7,5 +7,5 @@ mod definitions;
 mod g12_archives;
 mod paths;
 mod protected;
-mod review_secret_names;
 mod revisions;
+mod secrets_in_paths_and_messages;

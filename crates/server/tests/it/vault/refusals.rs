@@ -313,7 +313,7 @@ async fn g25_vault_writes_and_their_audit_entries_run_on_the_blocking_pool() {
 }
 
 #[tokio::test]
-async fn g11_a_vault_write_is_refused_when_its_audit_entry_cannot_be_built() {
+async fn g25_a_vault_write_is_refused_when_its_audit_entry_cannot_be_built() {
     // The account's redactor cannot be built (its secret source fails), so no audit entry can
     // be written: the write is refused before it changes anything (issue 11, finding 4; this
     // test once pinned the old behaviour, where the write stayed and an error was logged).

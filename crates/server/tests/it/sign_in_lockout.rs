@@ -42,7 +42,7 @@ fn default_limits() -> AppOptions {
 /// The review's reproduction: one address sends 60 bad sign-ins (5 refused as wrong, the rest
 /// 429 for that address); the owner, from another address, still signs in at once.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_one_limited_address_cannot_lock_an_account_out() {
+async fn one_limited_address_cannot_lock_an_account_out() {
     let harness = Harness::with_options(default_limits());
     let mut statuses = std::collections::BTreeMap::<u16, u32>::new();
     for _ in 0..60 {
@@ -58,7 +58,7 @@ async fn g11_one_limited_address_cannot_lock_an_account_out() {
 /// further guess from an address that already failed is refused. But a person whose address
 /// has no recent failures still reaches the password check, and the right password works.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_spent_account_allowance_still_lets_a_clean_address_try() {
+async fn a_spent_account_allowance_still_lets_a_clean_address_try() {
     let harness = Harness::with_options(default_limits());
     let burst = default_limits().sign_in_limit.burst;
     let account_burst = default_limits().account_sign_in_limit.burst;

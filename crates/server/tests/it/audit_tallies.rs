@@ -60,7 +60,7 @@ async fn close_the_window(harness: &Harness) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_refused_sign_ins_make_one_entry_per_address_reason_and_window_with_a_count() {
+async fn g25_refused_sign_ins_make_one_entry_per_address_reason_and_window_with_a_count() {
     let harness = Harness::with_options(options());
     let long_email = format!("{}@example.test", "e".repeat(300));
     let mut statuses = std::collections::BTreeMap::<u16, u64>::new();
@@ -95,7 +95,7 @@ async fn g11_refused_sign_ins_make_one_entry_per_address_reason_and_window_with_
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_attempts_at_an_account_that_does_not_exist_go_to_no_accounts_chain() {
+async fn g25_attempts_at_an_account_that_does_not_exist_go_to_no_accounts_chain() {
     let harness = Harness::with_options(options());
     let made_up = format!("nope-{}", "z".repeat(300));
     for _ in 0..50 {
@@ -123,7 +123,7 @@ async fn g11_attempts_at_an_account_that_does_not_exist_go_to_no_accounts_chain(
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_refused_keys_are_tallied_under_the_keys_account() {
+async fn g25_refused_keys_are_tallied_under_the_keys_account() {
     let harness = Harness::with_options(options());
     let key = harness.create_key(ACCOUNT, Role::Viewer);
     // The right key id with a wrong secret.
@@ -144,7 +144,7 @@ async fn g11_refused_keys_are_tallied_under_the_keys_account() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_made_up_welcome_link_is_tallied_in_the_servers_chain() {
+async fn g25_a_made_up_welcome_link_is_tallied_in_the_servers_chain() {
     let harness = Harness::with_options(options());
     for _ in 0..10 {
         let page = harness
@@ -184,7 +184,7 @@ async fn g11_a_made_up_welcome_link_is_tallied_in_the_servers_chain() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_every_read_by_a_key_is_in_the_audit_log_one_entry_per_route_class_and_window() {
+async fn g25_every_read_by_a_key_is_in_the_audit_log_one_entry_per_route_class_and_window() {
     let harness = Harness::with_options(options());
     let key = harness.credentials(Caller::Key(Role::Admin));
     let reads = |harness: &Harness| {
@@ -222,7 +222,7 @@ async fn g11_every_read_by_a_key_is_in_the_audit_log_one_entry_per_route_class_a
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_held_counts_of_refusals_are_written_without_a_further_refusal() {
+async fn g25_held_counts_of_refusals_are_written_without_a_further_refusal() {
     let harness = Harness::with_options(options());
     for _ in 0..25 {
         sign_in(&harness, "127.0.0.34", ACCOUNT, "nobody@example.test").await;
@@ -248,7 +248,7 @@ async fn g11_held_counts_of_refusals_are_written_without_a_further_refusal() {
 /// A server that stops writes the counts it held for its ticker: the clock here stands still,
 /// so only the stop can write them.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_held_counts_of_refusals_are_written_when_the_server_stops() {
+async fn g25_held_counts_of_refusals_are_written_when_the_server_stops() {
     let harness = Harness::with_options(options());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -277,7 +277,7 @@ async fn g11_held_counts_of_refusals_are_written_when_the_server_stops() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_refusals_from_many_addresses_share_one_entry_past_the_first_256() {
+async fn g25_refusals_from_many_addresses_share_one_entry_past_the_first_256() {
     let harness = Harness::with_options(options());
     let key = harness.create_key(ACCOUNT, Role::Viewer);
     let mut wrong = key.clone();

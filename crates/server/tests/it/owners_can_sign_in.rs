@@ -63,7 +63,7 @@ fn role_of(harness: &Harness, person: &str) -> RoleName {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_ownership_goes_only_to_a_person_who_has_signed_in() {
+async fn g26_ownership_goes_only_to_a_person_who_has_signed_in() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let (heir, path) = invite(&harness, &owner, "heir@example.test").await;
@@ -94,7 +94,7 @@ async fn g11_ownership_goes_only_to_a_person_who_has_signed_in() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_an_owner_or_admin_reissues_the_link_of_a_person_who_never_signed_in() {
+async fn g26_an_owner_or_admin_reissues_the_link_of_a_person_who_never_signed_in() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let admin = harness.credentials(Caller::Person(Role::Admin));

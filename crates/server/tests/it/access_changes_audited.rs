@@ -23,7 +23,7 @@ fn json(value: serde_json::Value) -> Option<(&'static str, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_change_whose_audit_entry_cannot_be_written_does_not_happen() {
+async fn g25_a_change_whose_audit_entry_cannot_be_written_does_not_happen() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let viewer = person_id(Role::Viewer);

@@ -65,7 +65,7 @@ fn vault_state(harness: &Harness) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_vault_write_whose_audit_entry_cannot_be_written_does_not_happen() {
+async fn g25_a_vault_write_whose_audit_entry_cannot_be_written_does_not_happen() {
     let harness = Harness::new();
     let admin = harness.credentials(Caller::Person(Role::Admin));
     // Things to change and remove, made while the audit still works.
@@ -155,7 +155,7 @@ async fn g11_a_vault_write_whose_audit_entry_cannot_be_written_does_not_happen()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_decision_whose_audit_entry_cannot_be_written_is_not_taken() {
+async fn g25_a_decision_whose_audit_entry_cannot_be_written_is_not_taken() {
     let harness = Harness::new();
     let member = harness.credentials(Caller::Person(Role::Member));
     let key = harness.credentials(Caller::Key(Role::Member));
@@ -181,7 +181,7 @@ async fn g11_a_decision_whose_audit_entry_cannot_be_written_is_not_taken() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_model_provider_whose_audit_entry_cannot_be_written_is_not_removed() {
+async fn g25_a_model_provider_whose_audit_entry_cannot_be_written_is_not_removed() {
     let harness = Harness::with_model_endpoints(&["127.0.0.1:9"]);
     let admin = harness.credentials(Caller::Person(Role::Admin));
     let added = harness

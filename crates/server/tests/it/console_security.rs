@@ -129,7 +129,7 @@ async fn g26_every_write_with_a_session_needs_its_csrf_token() {
 /// piece of markup that got onto a page could still point forms and relative addresses at
 /// another host.
 #[tokio::test(flavor = "multi_thread")]
-async fn g26_the_csp_allows_no_base_no_plugins_and_forms_to_this_origin_only() {
+async fn the_csp_allows_no_base_no_plugins_and_forms_to_this_origin_only() {
     let harness = Harness::new();
     let admin = harness.credentials(Caller::Person(Role::Admin));
     for path in ["/people", "/signin", "/s/nothing", "/api/runs"] {
@@ -159,7 +159,7 @@ const PAYLOAD: &str = "<img src=x onerror=alert(1)>";
 /// (a person's name, a key's name, a file's path, contents and message, a typed email in the
 /// audit log, a step's explanation) is text on every page, never markup.
 #[tokio::test(flavor = "multi_thread")]
-async fn g26_markup_in_every_field_people_and_authors_control_is_text_on_every_page() {
+async fn markup_in_every_field_people_and_authors_control_is_text_on_every_page() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let json = |value: serde_json::Value| json_body(value);
@@ -292,7 +292,7 @@ async fn g19_a_refused_file_form_keeps_what_was_typed_but_never_a_vault_value() 
 /// could open them all (a script, or a page opened in many tabs) and every other person's run
 /// page lost its live updates. A person now holds a few at most, over all their sessions.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_one_session_cannot_take_every_live_stream() {
+async fn one_session_cannot_take_every_live_stream() {
     use tower::ServiceExt;
 
     let harness = Harness::new();

@@ -42,7 +42,7 @@ fn add_entries(harness: &Harness, count: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_the_audit_api_pages_with_a_cursor_and_visits_every_entry_once() {
+async fn g25_the_audit_api_pages_with_a_cursor_and_visits_every_entry_once() {
     let harness = Harness::new();
     add_entries(&harness, 25);
     let admin = harness.credentials(Caller::Person(Role::Admin));
@@ -99,7 +99,7 @@ async fn g11_the_audit_api_pages_with_a_cursor_and_visits_every_entry_once() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_an_admin_verifies_the_accounts_chain_and_a_changed_entry_is_named() {
+async fn g25_an_admin_verifies_the_accounts_chain_and_a_changed_entry_is_named() {
     let harness = Harness::new();
     add_entries(&harness, 5);
     let admin = harness.credentials(Caller::Person(Role::Admin));
@@ -155,7 +155,7 @@ async fn g11_an_admin_verifies_the_accounts_chain_and_a_changed_entry_is_named()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g14_the_console_audit_page_filters_pages_and_shows_details_as_escaped_rows() {
+async fn the_console_audit_page_filters_pages_and_shows_details_as_escaped_rows() {
     let harness = Harness::new();
     add_entries(&harness, 120);
     let admin = harness.credentials(Caller::Person(Role::Admin));

@@ -69,7 +69,7 @@ fn revoked(harness: &Harness, key_id: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_key_records_and_shows_the_person_who_created_it() {
+async fn g26_a_key_records_and_shows_the_person_who_created_it() {
     let harness = Harness::new();
     let admin = harness.credentials(Caller::Person(Role::Admin));
     let (key_id, _) = key_made_by(&harness, &admin, "deploy bot", "member").await;
@@ -102,7 +102,7 @@ async fn g11_a_key_records_and_shows_the_person_who_created_it() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_removing_a_person_revokes_every_key_they_created() {
+async fn g26_removing_a_person_revokes_every_key_they_created() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let admin = harness.credentials(Caller::Person(Role::Admin));
@@ -143,7 +143,7 @@ async fn g11_removing_a_person_revokes_every_key_they_created() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_the_removal_confirmation_lists_the_keys_and_a_kept_key_moves_to_the_remover() {
+async fn g26_the_removal_confirmation_lists_the_keys_and_a_kept_key_moves_to_the_remover() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let admin = harness.credentials(Caller::Person(Role::Admin));
@@ -209,7 +209,7 @@ async fn g11_the_removal_confirmation_lists_the_keys_and_a_kept_key_moves_to_the
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_only_the_removed_persons_own_keys_can_be_kept() {
+async fn g26_only_the_removed_persons_own_keys_can_be_kept() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let admin = harness.credentials(Caller::Person(Role::Admin));
@@ -244,7 +244,7 @@ async fn g11_only_the_removed_persons_own_keys_can_be_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_demoting_a_person_revokes_their_keys_above_the_new_role() {
+async fn g26_demoting_a_person_revokes_their_keys_above_the_new_role() {
     let harness = Harness::new();
     let owner = harness.credentials(Caller::Person(Role::Owner));
     let admin = harness.credentials(Caller::Person(Role::Admin));

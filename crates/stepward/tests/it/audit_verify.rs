@@ -5,7 +5,7 @@
 use crate::support::{Home, stderr, stdout};
 
 #[test]
-fn g11_audit_verify_checks_every_accounts_chain_and_names_a_changed_entry() {
+fn g25_audit_verify_checks_every_accounts_chain_and_names_a_changed_entry() {
     let home = Home::new();
     let set = home.stepward_with_stdin(&["secrets", "set", "GITHUB_TOKEN"], "ghp-value-1");
     assert_eq!(set.status.code(), Some(0), "{}", stderr(&set));

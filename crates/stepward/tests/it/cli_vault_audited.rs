@@ -32,7 +32,7 @@ fn key_version(home: &Home) -> i64 {
 }
 
 #[test]
-fn g11_cli_vault_writes_whose_audit_entry_cannot_be_written_do_not_happen() {
+fn g25_cli_vault_writes_whose_audit_entry_cannot_be_written_do_not_happen() {
     let home = Home::new();
     let set = home.stepward_with_stdin(&["secrets", "set", "KEPT"], VALUE);
     assert_eq!(set.status.code(), Some(0), "{}", stderr(&set));

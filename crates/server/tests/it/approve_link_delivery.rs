@@ -78,7 +78,7 @@ async fn sign_in_then(harness: &Harness, encoded_next: &str) -> (String, Option<
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_its_link() {
+async fn g24_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_its_link() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
     let path = link(&harness, &run);
@@ -138,7 +138,7 @@ async fn g11_the_gate_page_the_approvals_list_and_the_api_give_each_parked_gate_
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_link_without_the_cookie_continues_on_our_origin_then_signs_in_and_back() {
+async fn g24_a_link_without_the_cookie_continues_on_our_origin_then_signs_in_and_back() {
     let harness = Harness::new();
     let run = harness.parked_run("acct");
     let path = link(&harness, &run);
@@ -183,7 +183,7 @@ async fn g11_a_link_without_the_cookie_continues_on_our_origin_then_signs_in_and
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_the_way_back_from_sign_in_never_leaves_the_console() {
+async fn g24_the_way_back_from_sign_in_never_leaves_the_console() {
     let harness = Harness::new();
     for hostile in [
         "//evil.example",

@@ -110,7 +110,7 @@ fn invite(harness: &Harness) -> String {
 /// before any hashing), while a real link reaches the hash and is answered busy: the 404 is
 /// not a refusal that would have come anyway.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_made_up_welcome_link_is_refused_before_any_hashing() {
+async fn a_made_up_welcome_link_is_refused_before_any_hashing() {
     let harness = Harness::with_options(options(PasswordHashing {
         concurrent: 0,
         waiting: 0,
@@ -129,7 +129,7 @@ async fn g11_a_made_up_welcome_link_is_refused_before_any_hashing() {
 /// account, so no limit stops them), the ones over the bound are answered 503 at once, the
 /// others 401, and the server is fine afterwards.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_password_checks_beyond_the_global_bound_are_answered_busy_at_once() {
+async fn password_checks_beyond_the_global_bound_are_answered_busy_at_once() {
     let harness = std::sync::Arc::new(Harness::with_options(options(PasswordHashing {
         concurrent: 1,
         waiting: 0,
@@ -186,7 +186,7 @@ async fn g11_password_checks_beyond_the_global_bound_are_answered_busy_at_once()
 /// 429 with `Retry-After`, while another address, or a signed-in person from the same one, is
 /// still served.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_every_route_that_needs_no_sign_in_is_limited_per_address() {
+async fn every_route_that_needs_no_sign_in_is_limited_per_address() {
     let burst = 3;
     let harness = Harness::with_options(AppOptions {
         unauthenticated_limit: RateLimit {
@@ -255,7 +255,7 @@ async fn g11_every_route_that_needs_no_sign_in_is_limited_per_address() {
 /// Setting a password through a link is limited per address on its own (it can reach a
 /// hash): after the burst, 429, even for a real link.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_the_welcome_form_is_limited_per_address() {
+async fn the_welcome_form_is_limited_per_address() {
     let harness = Harness::with_options(AppOptions {
         welcome_limit: RateLimit {
             burst: 2,
@@ -280,7 +280,7 @@ async fn g11_the_welcome_form_is_limited_per_address() {
 /// A refused client without a session waits for its 429 (the flood's brake); a signed-in
 /// client is never held back by it.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_refusals_of_clients_without_a_session_are_held_back() {
+async fn refusals_of_clients_without_a_session_are_held_back() {
     let harness = Harness::with_options(AppOptions {
         unauthenticated_limit: RateLimit {
             burst: 1,

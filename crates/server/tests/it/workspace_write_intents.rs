@@ -46,7 +46,7 @@ fn entries(harness: &Harness, action: &str) -> Vec<serde_json::Value> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_workspace_write_whose_intent_cannot_be_written_is_refused() {
+async fn g25_a_workspace_write_whose_intent_cannot_be_written_is_refused() {
     let harness = Harness::new();
     let member = harness.credentials(Caller::Person(Role::Member));
     fail_audit_action(&harness, "workspace.write_intent");
@@ -71,7 +71,7 @@ async fn g11_a_workspace_write_whose_intent_cannot_be_written_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_each_workspace_write_has_an_intent_and_an_outcome() {
+async fn g25_each_workspace_write_has_an_intent_and_an_outcome() {
     let harness = Harness::new();
     let member = harness.credentials(Caller::Person(Role::Member));
     let written = harness
@@ -92,7 +92,7 @@ async fn g11_each_workspace_write_has_an_intent_and_an_outcome() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_recovery_records_the_outcome_of_a_write_stopped_after_its_commit() {
+async fn g25_recovery_records_the_outcome_of_a_write_stopped_after_its_commit() {
     let harness = Harness::new();
     let member = harness.credentials(Caller::Person(Role::Member));
     // The process "stops" between the commit and the outcome entry: the outcome cannot be

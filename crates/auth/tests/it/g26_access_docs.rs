@@ -40,7 +40,7 @@ fn table() -> String {
 }
 
 #[test]
-fn g11_team_and_access_lists_every_route_as_the_policy_table_enforces_it() {
+fn g26_team_and_access_lists_every_route_as_the_policy_table_enforces_it() {
     let path = repo_file("docs/team-and-access.md");
     let page = std::fs::read_to_string(&path).unwrap_or_default();
     let (Some(start), Some(end)) = (page.find(BEGIN), page.find(END)) else {
@@ -61,7 +61,7 @@ fn g11_team_and_access_lists_every_route_as_the_policy_table_enforces_it() {
     assert_eq!(
         written, generated,
         "docs/team-and-access.md's route table differs from auth::policy_table; run \
-         `STEPWARD_WRITE_DOCS=1 cargo test -p auth g11_team_and_access` to rewrite it"
+         `STEPWARD_WRITE_DOCS=1 cargo test -p auth g26_team_and_access` to rewrite it"
     );
     for topic in [
         "`owner`",

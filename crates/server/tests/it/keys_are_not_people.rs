@@ -6,7 +6,7 @@ use auth::Role;
 use crate::support::{Caller, Harness};
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_key_can_neither_invite_a_person_nor_create_a_key() {
+async fn g26_a_key_can_neither_invite_a_person_nor_create_a_key() {
     let harness = Harness::new();
     let key = harness.credentials(Caller::Key(Role::Admin));
     let invite = harness

@@ -25,7 +25,7 @@ fn assert_too_long(answer: &crate::support::Answer, field: &str, max: usize, giv
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_the_document_says_the_limit_of_every_note() {
+async fn the_document_says_the_limit_of_every_note() {
     let harness = Harness::new();
     let answer = harness
         .call("GET", "/api/openapi.json", &Credentials::None, None)
@@ -120,7 +120,7 @@ async fn g23_a_note_over_its_limit_is_refused_on_every_door() {
 /// One over-long text on each kind of route: people, keys, the vault, the workspace, models,
 /// runs, and sign-in (refused before any password work). Nothing is created.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_a_text_over_its_limit_is_refused_naming_the_field_the_limit_and_the_length() {
+async fn a_text_over_its_limit_is_refused_naming_the_field_the_limit_and_the_length() {
     use api_types::limits;
     let harness = Harness::new();
     let admin = harness.credentials(Caller::Person(Role::Admin));
@@ -266,7 +266,7 @@ fn form(body: String) -> Option<(&'static str, String)> {
 /// The console's forms are doors to the same fields: the same limits, by the same schemas.
 /// Nothing is created.
 #[tokio::test(flavor = "multi_thread")]
-async fn g11_the_consoles_forms_have_the_same_limits() {
+async fn the_consoles_forms_have_the_same_limits() {
     use api_types::limits;
     let harness = Harness::new();
     let admin = harness.credentials(Caller::Person(Role::Admin));

@@ -1,5 +1,5 @@
 //! A second reviewer's probes of the local sandbox (issue 3, G6-G12): cases the hostile suite
-//! did not cover yet, and the gaps the review found. Tests named `review_gap_...` pin a gap
+//! did not cover yet, and the gaps the review found. Tests named `known_gap_...` pin a gap
 //! that is reported but not fixed in the sandbox yet: each asserts what a step can do today, so
 //! the test fails (and must be turned around) the day the gap is closed.
 //!
@@ -27,7 +27,7 @@ fn sweep_probe(which: &str) -> Probe {
 }
 
 #[test]
-fn review_g10_a_32_bit_int_0x80_call_kills_the_process_needs_root() {
+fn g10_a_32_bit_int_0x80_call_kills_the_process_needs_root() {
     let answer = report(&Probe::new(FOREIGN_ABI, json!({})).run(Filter::Enforced));
     assert_eq!(
         answer["signal"], "SIGSYS",
@@ -44,7 +44,7 @@ fn review_g10_a_32_bit_int_0x80_call_kills_the_process_needs_root() {
 }
 
 #[test]
-fn review_g10_syscalls_off_the_allowlist_never_reach_the_kernel_needs_root() {
+fn g10_syscalls_off_the_allowlist_never_reach_the_kernel_needs_root() {
     let answer = report(&sweep_probe("sweep").run(Filter::Enforced));
     let answers = answer.as_object().unwrap();
     assert!(answers.len() > 80, "the sweep ran too few calls: {answer}");
@@ -73,7 +73,7 @@ fn review_g10_syscalls_off_the_allowlist_never_reach_the_kernel_needs_root() {
 }
 
 #[test]
-fn review_g10_tioclinux_is_denied_needs_root() {
+fn g10_tioclinux_is_denied_needs_root() {
     let answer = report(&sweep_probe("tioclinux").run(Filter::Enforced));
     assert_eq!(answer["tioclinux"], json!([-1, "EPERM"]), "{answer}");
     // Without the filter the kernel looks at the descriptor (/dev/null) and says ENOTTY.
@@ -95,7 +95,7 @@ fn run_with_state(state: &Path, probe: &str, limits: Limits) -> Observation {
 }
 
 #[test]
-fn review_g10_host_kernel_logs_allocator_state_and_knobs_are_out_of_reach_needs_root() {
+fn g10_host_kernel_logs_allocator_state_and_knobs_are_out_of_reach_needs_root() {
     let state = tempfile::tempdir().unwrap();
     let answer = report(&run_with_state(
         state.path(),
@@ -162,7 +162,7 @@ fn host_kernel_state_is_out_of_reach(answer: &serde_json::Value) {
 /// filesystem of its own (a per-sandbox tmpfs mounted by the platform, which also caps /work,
 /// see the next gap), so the mount's root shows as `/`.
 #[test]
-fn review_gap_mountinfo_names_the_host_state_folder_needs_root() {
+fn known_gap_mountinfo_names_the_host_state_folder_needs_root() {
     let state = tempfile::tempdir().unwrap();
     let answer = report(&run_with_state(
         state.path(),
@@ -232,7 +232,7 @@ fn g10_work_has_a_size_cap_of_its_own_needs_root() {
 /// observable from outside after `run` returns; this test drives that error path (the folder to
 /// stage does not exist) and checks that it fails closed and leaves nothing behind.
 #[test]
-fn review_g6_an_error_after_the_sandbox_was_built_leaves_nothing_behind_needs_root() {
+fn g6_an_error_after_the_sandbox_was_built_leaves_nothing_behind_needs_root() {
     let state = tempfile::tempdir().unwrap();
     let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
     let backend = LocalBackend::for_tests(state.path(), helper).unwrap();
@@ -276,7 +276,7 @@ fn review_g6_an_error_after_the_sandbox_was_built_leaves_nothing_behind_needs_ro
 /// configuration could map sandboxes onto the host's system or login users (uid 1 is `daemon`,
 /// 65534 `nobody`), or run the slot range into (uid_t)-1. Both are refused now.
 #[test]
-fn review_g10_sandbox_ids_never_land_on_host_users_or_the_top_of_the_id_space_needs_root() {
+fn g10_sandbox_ids_never_land_on_host_users_or_the_top_of_the_id_space_needs_root() {
     let helper = Path::new(env!("CARGO_BIN_EXE_sandbox-jail"));
     for (uid_base, slots) in [(1, 64), (65_534 - 10, 64), (u32::MAX - 63, 64)] {
         let state = tempfile::tempdir().unwrap();

@@ -12,11 +12,11 @@ use crate::flood::{run, start_signed_in};
 use crate::support::Home;
 
 #[test]
-fn g11_an_unauthenticated_flood_neither_exhausts_memory_nor_slows_signed_in_clients() {
+fn an_unauthenticated_flood_neither_exhausts_memory_nor_slows_signed_in_clients() {
     let home = Home::new();
     let (mut server, plan) = start_signed_in(&home, Duration::from_secs(10));
     let report = run(&plan);
-    println!("g11 flood: {}", report.describe());
+    println!("flood: {}", report.describe());
     assert!(
         !report.stopped_early && report.growth_kib() < 256 * 1024,
         "the server's memory grew too much: {}",
