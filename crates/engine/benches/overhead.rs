@@ -245,7 +245,7 @@ impl AuditLog for MemoryStore {
             account: entry.account.clone(),
             run: entry.run.clone(),
             actor: entry.actor.get().clone(),
-            action: entry.action.to_owned(),
+            action: entry.action.as_str().to_owned(),
             detail: entry.detail.get().clone(),
             at: entry.at,
             prev_hash: String::new(),

@@ -285,7 +285,7 @@ impl Engine {
             account: account.clone(),
             run: Some(run_id.clone()),
             actor: redactor.scrub_fields(who.clone()),
-            action: "run.start",
+            action: storage::AuditAction::RunStart,
             detail: redactor
                 .scrub_json(&json!({"workflow": workflow.name(), "hash": hash.as_str()})),
             at: now,
@@ -656,10 +656,10 @@ impl Engine {
             run: Some(context.run.id.clone()),
             actor: context.redactor.scrub_fields(who.clone()),
             action: match kind {
-                DecisionKind::Approve => "run.approve",
-                DecisionKind::Reject => "run.reject",
-                DecisionKind::Retry => "run.retry",
-                DecisionKind::Stop => "run.stop",
+                DecisionKind::Approve => storage::AuditAction::RunApprove,
+                DecisionKind::Reject => storage::AuditAction::RunReject,
+                DecisionKind::Retry => storage::AuditAction::RunRetry,
+                DecisionKind::Stop => storage::AuditAction::RunStop,
             },
             detail: event.payload.clone(),
             at: now,

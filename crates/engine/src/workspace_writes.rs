@@ -16,29 +16,29 @@
 use std::collections::HashSet;
 
 use serde_json::{Value, json};
-use storage::{AccountId, Actor, NewAuditEntry};
+use storage::{AccountId, Actor, AuditAction, NewAuditEntry};
 use workspace::{Author, Revision, WriteInFlight};
 
 use crate::Error;
 use crate::engine::Engine;
 
 /// The action of the entry before a workspace commit.
-pub const WRITE_INTENT: &str = "workspace.write_intent";
+pub const WRITE_INTENT: AuditAction = AuditAction::WorkspaceWriteIntent;
 /// The action of the entry that settles an intent a stopped process left open.
-pub const WRITE_RECOVERED: &str = "workspace.write_recovered";
+pub const WRITE_RECOVERED: AuditAction = AuditAction::WorkspaceWriteRecovered;
 /// The entries that record an intent's outcome (each carries the intent's id): a file write's,
 /// and those of the writes that save definitions (a workflow version, an interview's proposal,
 /// an accepted repair), which announce themselves the same way.
-pub const WRITE_OUTCOMES: [&str; 9] = [
-    "workspace.write",
-    "workspace.write_refused",
+pub const WRITE_OUTCOMES: [AuditAction; 9] = [
+    AuditAction::WorkspaceWrite,
+    AuditAction::WorkspaceWriteRefused,
     WRITE_RECOVERED,
-    "workflow.save",
-    "workflow.save_refused",
-    "interview.confirmed",
-    "interview.confirm_refused",
-    "workflow.version",
-    "repair.accept_refused",
+    AuditAction::WorkflowSave,
+    AuditAction::WorkflowSaveRefused,
+    AuditAction::InterviewConfirmed,
+    AuditAction::InterviewConfirmRefused,
+    AuditAction::WorkflowVersion,
+    AuditAction::RepairAcceptRefused,
 ];
 
 /// A write announced in the audit log: its intent's id (which the write's outcome entry
@@ -153,14 +153,19 @@ impl Engine {
     /// The intents without an outcome, and every revision an outcome already names (with an
     /// intent or without one: a revision is carried out once).
     fn open_intents_and_claimed(&self) -> Result<(Vec<OpenIntent>, HashSet<String>), Error> {
-        let mut actions = vec![WRITE_INTENT];
-        actions.extend(WRITE_OUTCOMES);
+        // Read by their stored names, legacy ones too (there are none of these yet).
+        let actions: Vec<&str> = std::iter::once(WRITE_INTENT)
+            .chain(WRITE_OUTCOMES)
+            .flat_map(|action| {
+                std::iter::once(action.as_str()).chain(action.legacy_names().iter().copied())
+            })
+            .collect();
         let entries = self.store.audit_entries_of_actions(&actions)?;
         let mut closed = HashSet::new();
         let mut claimed = HashSet::new();
         let mut intents = Vec::new();
         for entry in entries {
-            if entry.action != WRITE_INTENT
+            if AuditAction::parse(&entry.action) != Some(WRITE_INTENT)
                 && let Some(revision) = entry.detail["revision"].as_str()
             {
                 claimed.insert(revision.to_owned());
@@ -168,7 +173,7 @@ impl Engine {
             let Some(intent) = entry.detail["intent"].as_str().map(str::to_owned) else {
                 continue;
             };
-            if entry.action == WRITE_INTENT {
+            if AuditAction::parse(&entry.action) == Some(WRITE_INTENT) {
                 intents.push(OpenIntent {
                     account: entry.account,
                     intent,
@@ -187,7 +192,7 @@ impl Engine {
         &self,
         account: &AccountId,
         actor: Actor,
-        action: &'static str,
+        action: AuditAction,
         detail: &Value,
     ) -> Result<(), Error> {
         let redactor =

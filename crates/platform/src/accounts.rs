@@ -7,7 +7,9 @@ use auth::SignInLinkToken;
 use redact::ScrubSets;
 use serde_json::json;
 use storage::people::{NewPerson, NewSignInLink, PeopleChange, PeopleStore, RoleName, TokenHash};
-use storage::{Account, AccountId, AccountStore, Actor, AuditLog, NewAuditEntry, Timestamp};
+use storage::{
+    Account, AccountId, AccountStore, Actor, AuditAction, AuditLog, NewAuditEntry, Timestamp,
+};
 
 /// A new account's owner, invited.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,7 +127,7 @@ pub fn create_account_with_owner(
         scrub_sets,
         &account.id,
         operator,
-        "account.create",
+        AuditAction::AccountCreate,
         &detail,
         account.created_at,
     )?;
@@ -155,7 +157,7 @@ pub fn invite_first_owner(
         scrub_sets,
         account,
         operator,
-        "account.invite_owner",
+        AuditAction::AccountInviteOwner,
         &detail,
         now,
     )?;
@@ -211,7 +213,7 @@ fn audit(
     scrub_sets: &ScrubSets,
     account: &AccountId,
     operator: Actor,
-    action: &'static str,
+    action: AuditAction,
     detail: &serde_json::Value,
     at: Timestamp,
 ) -> Result<(), AccountError> {

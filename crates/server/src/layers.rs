@@ -383,7 +383,7 @@ fn record_refused_key(state: &AppState, request: &Request) -> Result<(), Error> 
         shared,
         crate::tallies::Refusal {
             account: account.as_ref(),
-            action: "api_key.refused",
+            action: storage::AuditAction::ApiKeyRefused,
             reason,
             actor: storage::Actor::ApiKey { id: String::new() },
             remote,

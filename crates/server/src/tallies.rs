@@ -88,7 +88,7 @@ pub(crate) fn key_use(
         actor: redactor.scrub_fields(Actor::ApiKey {
             id: key_id.to_owned(),
         }),
-        action: "api_key.use",
+        action: storage::AuditAction::ApiKeyUse,
         detail: redactor.scrub_json(&json!({
             "key": key_id,
             "route_class": class,
@@ -98,7 +98,12 @@ pub(crate) fn key_use(
         })),
         at,
     };
-    let key = tally_key(&["api_key.use", key_id, &class, &window.to_string()]);
+    let key = tally_key(&[
+        storage::AuditAction::ApiKeyUse.as_str(),
+        key_id,
+        &class,
+        &window.to_string(),
+    ]);
     shared
         .store
         .tally_audit(&entry, &key)
@@ -110,7 +115,7 @@ pub(crate) fn key_use(
 pub(crate) struct Refusal<'a> {
     /// The account the attempt named, if it exists; otherwise the server's own chain.
     pub(crate) account: Option<&'a AccountId>,
-    pub(crate) action: &'static str,
+    pub(crate) action: storage::AuditAction,
     pub(crate) reason: &'static str,
     /// The person the attempt matched, if any.
     pub(crate) actor: Actor,
@@ -146,7 +151,7 @@ pub(crate) fn refused(shared: &Shared, refusal: Refusal<'_>) -> Result<(), Error
     detail.insert("reason".to_owned(), Value::from(refusal.reason));
     let group = tally_key(&[
         chain.as_str(),
-        refusal.action,
+        refusal.action.as_str(),
         refusal.reason,
         &window.to_string(),
     ]);
@@ -173,7 +178,7 @@ pub(crate) fn refused(shared: &Shared, refusal: Refusal<'_>) -> Result<(), Error
     // The chain is part of the key: the held counts of every chain share one map.
     let key = tally_key(&[
         chain.as_str(),
-        refusal.action,
+        refusal.action.as_str(),
         &counted,
         refusal.reason,
         refusal.actor.kind(),

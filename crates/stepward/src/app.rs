@@ -206,7 +206,7 @@ impl App {
     pub fn audit_entry(
         &self,
         redactor: &Redactor,
-        action: &'static str,
+        action: storage::AuditAction,
         detail: &serde_json::Value,
     ) -> NewAuditEntry {
         NewAuditEntry {
@@ -227,7 +227,11 @@ impl App {
 
     /// Appends an audit entry for the local account, its detail scrubbed of every current
     /// value of the account.
-    pub fn audit(&self, action: &'static str, detail: serde_json::Value) -> anyhow::Result<()> {
+    pub fn audit(
+        &self,
+        action: storage::AuditAction,
+        detail: serde_json::Value,
+    ) -> anyhow::Result<()> {
         let redactor = self
             .redactor()
             .context("cannot build the account's redactor for the audit log")?;

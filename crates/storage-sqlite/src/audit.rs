@@ -138,7 +138,7 @@ fn append_in(
         &entry.account,
         entry.run.as_ref(),
         entry.actor.get(),
-        entry.action,
+        entry.action.as_str(),
         &prepared.detail,
         entry.at,
     );
@@ -153,7 +153,7 @@ fn append_in(
             entry.actor.get().kind(),
             entry.actor.get().id(),
             entry.actor.get().display_name(),
-            entry.action,
+            entry.action.as_str(),
             prepared.detail_text,
             entry.at.0,
             prev_hash,
@@ -167,7 +167,7 @@ fn append_in(
         account: entry.account.clone(),
         run: entry.run.clone(),
         actor: entry.actor.get().clone(),
-        action: entry.action.to_owned(),
+        action: entry.action.as_str().to_owned(),
         detail: prepared.detail.clone(),
         at: entry.at,
         prev_hash,
@@ -226,6 +226,8 @@ pub(crate) struct PageQuery {
     actor_kind: Option<String>,
     actor_id: Option<String>,
     action: Option<String>,
+    /// The older name of the filtered action, when it has one.
+    legacy_action: Option<String>,
     lower_at: Option<i64>,
     upper_at: Option<i64>,
     pair_bound: Option<(i64, i64)>,
@@ -253,8 +255,27 @@ impl PageQuery {
         if filter.actor.is_some() {
             sql.push_str(" AND actor_kind = ?2 AND actor_id = ?3");
         }
-        if filter.action.is_some() {
-            sql.push_str(" AND action = ?4");
+        // An action's older name (the CLI's, before the closed vocabulary) is the same
+        // action: filtered by either name, both are found. Only the four vault actions have
+        // one; their pages are sorted after the search (two ranges of the index), the
+        // others stay one search in the index's order.
+        let (action, legacy_action) = match filter.action.as_deref() {
+            Some(name) => match storage::AuditAction::parse(name) {
+                Some(known) => (
+                    Some(known.as_str().to_owned()),
+                    known
+                        .legacy_names()
+                        .first()
+                        .map(|legacy| (*legacy).to_owned()),
+                ),
+                None => (Some(name.to_owned()), None),
+            },
+            None => (None, None),
+        };
+        match (&action, &legacy_action) {
+            (Some(_), Some(_)) => sql.push_str(" AND action IN (?4, ?10)"),
+            (Some(_), None) => sql.push_str(" AND action = ?4"),
+            (None, _) => {}
         }
         let from = filter.from.map(|from| from.0);
         let to = filter.to.map(|to| to.0);
@@ -298,7 +319,8 @@ impl PageQuery {
             account: account.as_str().to_owned(),
             actor_kind: filter.actor.as_ref().map(|(kind, _)| kind.clone()),
             actor_id: filter.actor.as_ref().map(|(_, id)| id.clone()),
-            action: filter.action.clone(),
+            action,
+            legacy_action,
             lower_at,
             upper_at,
             pair_bound,
@@ -306,10 +328,10 @@ impl PageQuery {
         }
     }
 
-    /// Binds the parameters the statement names (`?1`..`?9`; a filter left out leaves its
+    /// Binds the parameters the statement names (`?1`..`?10`; a filter left out leaves its
     /// slots unused).
     pub(crate) fn bind(&self, statement: &mut rusqlite::Statement<'_>) -> rusqlite::Result<()> {
-        let parameters: [&dyn rusqlite::ToSql; 9] = [
+        let parameters: [&dyn rusqlite::ToSql; 10] = [
             &self.account,
             &self.actor_kind,
             &self.actor_id,
@@ -319,6 +341,7 @@ impl PageQuery {
             &self.pair_bound.map(|(at, _)| at),
             &self.pair_bound.map(|(_, seq)| seq),
             &self.fetch,
+            &self.legacy_action,
         ];
         for (index, parameter) in parameters.iter().enumerate() {
             let slot = format!("?{}", index + 1);

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 mod audit;
+mod audit_action;
 mod error;
 pub mod interviews;
 pub mod models;
@@ -23,6 +24,7 @@ pub use crate::audit::{
     AuditBreak, AuditVerification, ChainCheck, GENESIS_HASH, LegacyChainCheck, SERVER_CHAIN,
     audit_entry_hash, verify_audit_entries,
 };
+pub use crate::audit_action::AuditAction;
 pub use crate::error::{Error, check_scope};
 pub use crate::records::{
     Account, AttemptFinish, AttemptRecord, AuditCursor, AuditEntry, AuditFilter, AuditPage,

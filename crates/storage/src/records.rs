@@ -238,8 +238,8 @@ pub struct NewAuditEntry {
     pub run: Option<RunId>,
     /// Scrubbed: a person's display name is text someone chose (`Redactor::scrub_fields`).
     pub actor: Redacted<Actor>,
-    /// A stable machine name (`gate.approve`, `secret.set`, `session.sign_in`, ...).
-    pub action: &'static str,
+    /// What was done, one of the closed vocabulary; stored by its stable name.
+    pub action: crate::AuditAction,
     pub detail: Redacted<serde_json::Value>,
     pub at: Timestamp,
 }
@@ -253,6 +253,8 @@ pub struct AuditEntry {
     pub account: AccountId,
     pub run: Option<RunId>,
     pub actor: Actor,
+    /// The action's stored name: one of [`crate::AuditAction`]'s for every entry this version
+    /// writes (a newer version's name is read as it is).
     pub action: String,
     pub detail: serde_json::Value,
     pub at: Timestamp,
@@ -272,6 +274,13 @@ pub struct AuditEntry {
     /// chain of the whole log, which its hash covers (and its `prev_hash` is the hash of the
     /// entry before it there, whichever account that was).
     pub legacy_seq: Option<u64>,
+}
+
+/// Whether two stored action names name the same action (an older name is its action).
+fn same_action(stored: &str, filtered: &str) -> bool {
+    stored == filtered
+        || crate::AuditAction::parse(stored)
+            .is_some_and(|action| crate::AuditAction::parse(filtered) == Some(action))
 }
 
 /// What [`crate::AuditLog::audit_page`] keeps: every field optional, `None` meaning "any".
@@ -295,7 +304,7 @@ impl AuditFilter {
         }) && self
             .action
             .as_ref()
-            .is_none_or(|action| entry.action == *action)
+            .is_none_or(|action| same_action(&entry.action, action))
             && self.from.is_none_or(|from| entry.at >= from)
             && self.to.is_none_or(|to| entry.at <= to)
     }

@@ -95,7 +95,7 @@ fn g25_a_revision_an_outcome_names_without_an_intent_is_credited_to_no_open_inte
             account: account(),
             run: None,
             actor: redactor.scrub_fields(cli("alice")),
-            action: "workflow.save",
+            action: storage::AuditAction::WorkflowSave,
             detail: redactor.scrub_json(&serde_json::json!({"revision": revision})),
             at: storage::Timestamp(1),
         })

@@ -82,25 +82,14 @@ struct VerifyPage {
     message: String,
 }
 
-/// The actions the "What" field suggests (any other name can be typed).
-const KNOWN_ACTIONS: &[&str] = &[
-    "session.sign_in",
-    "session.sign_in_failed",
-    "session.sign_out",
-    "welcome.refused",
-    "api_key.use",
-    "api_key.refused",
-    "key.create",
-    "key.revoke",
-    "person.invite",
-    "role.change",
-    "person.remove",
-    "ownership.transfer",
-    "run.start",
-    "run.approve",
-    "run.reject",
-    "secret.set",
-];
+/// The actions the "What" field suggests: every action an entry can carry (any other name
+/// can be typed; an older version's is found by its stored name).
+fn known_actions() -> Vec<&'static str> {
+    storage::AuditAction::ALL
+        .iter()
+        .map(|action| action.as_str())
+        .collect()
+}
 
 /// An entry's details as rows: every scalar at its path, strings as they are.
 fn fields(detail: &Value) -> Vec<Field> {
@@ -236,7 +225,7 @@ pub(crate) async fn page(
         chrome: chrome::current(),
         live: false,
         actors: actor_choices(shared, &account)?,
-        actions: KNOWN_ACTIONS.to_vec(),
+        actions: known_actions(),
         filtered,
         paged: !(query.older.is_empty() && query.newer.is_empty()),
         first_href: audit_href(&query, None),

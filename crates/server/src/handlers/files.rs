@@ -353,7 +353,7 @@ async fn commit(
                     &shared,
                     &account,
                     actor,
-                    "workspace.write_refused",
+                    storage::AuditAction::WorkspaceWriteRefused,
                     &json!({"intent": intent, "paths": paths, "reason": "no such file"}),
                 )?;
                 return Err(Error::NotFound {
@@ -369,7 +369,7 @@ async fn commit(
                     &shared,
                     &account,
                     actor,
-                    "workspace.write_refused",
+                    storage::AuditAction::WorkspaceWriteRefused,
                     &json!({
                         "intent": intent,
                         "paths": paths,
@@ -383,7 +383,7 @@ async fn commit(
             &shared,
             &account,
             actor,
-            "workspace.write",
+            storage::AuditAction::WorkspaceWrite,
             &json!({"intent": intent, "revision": revision.id.as_str(), "paths": paths}),
         )?;
         Ok(scrubbed_view(&screen, &revision))

@@ -232,7 +232,7 @@ pub(crate) async fn begin(
         shared,
         &account,
         authenticated.actor.clone(),
-        "interview.started",
+        storage::AuditAction::InterviewStarted,
         &json!({"interview": id, "workflow": about, "provider": provider, "model": model}),
     )?;
     shared.interviews.insert(
@@ -732,7 +732,7 @@ pub(crate) async fn accept(
                 &shared,
                 &account,
                 authenticated.actor.clone(),
-                "interview.confirmed",
+                storage::AuditAction::InterviewConfirmed,
                 &json!({"intent": intent, "interview": id, "workflow": name, "version": version.number,
                         "revision": version.revision, "files": files,
                         "author": format!("the assistant ({provider}, model {model})"),
@@ -765,7 +765,7 @@ pub(crate) async fn accept(
                 &shared,
                 &account,
                 authenticated.actor.clone(),
-                "interview.confirm_refused",
+                storage::AuditAction::InterviewConfirmRefused,
                 &json!({"intent": intent, "interview": id, "workflow": name,
                         "reason": error.status_and_public_message().1}),
             )?;
@@ -777,7 +777,7 @@ pub(crate) async fn accept(
                 &shared,
                 &account,
                 authenticated.actor.clone(),
-                "interview.confirm_refused",
+                storage::AuditAction::InterviewConfirmRefused,
                 &json!({"intent": intent, "interview": id, "workflow": name, "reason": reason}),
             )?;
             shared.interviews.with(

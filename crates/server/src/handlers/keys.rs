@@ -107,7 +107,7 @@ pub(crate) async fn create(
         Audited {
             account: &account,
             actor: authenticated.actor.clone(),
-            action: "api_key.create",
+            action: storage::AuditAction::ApiKeyCreate,
             detail: &json!({"key": stored.key_id, "name": name, "role": role.as_str()}),
         },
         PeopleWrite::CreateApiKey(&NewApiKey {
@@ -156,7 +156,7 @@ pub(crate) async fn revoke(
         Audited {
             account: &key.account,
             actor: authenticated.actor.clone(),
-            action: "api_key.revoke",
+            action: storage::AuditAction::ApiKeyRevoke,
             detail: &json!({"key": key.key_id, "name": key.name}),
         },
         PeopleWrite::RevokeApiKey {

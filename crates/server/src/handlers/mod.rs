@@ -72,7 +72,7 @@ pub(crate) fn audit(
     shared: &Shared,
     account: &AccountId,
     actor: Actor,
-    action: &'static str,
+    action: storage::AuditAction,
     detail: &serde_json::Value,
 ) -> Result<(), Error> {
     let redactor = account_redactor(shared, account)?;
@@ -121,7 +121,7 @@ pub(crate) fn audited_write(
 pub(crate) struct Audited<'a> {
     pub(crate) account: &'a AccountId,
     pub(crate) actor: Actor,
-    pub(crate) action: &'static str,
+    pub(crate) action: storage::AuditAction,
     pub(crate) detail: &'a serde_json::Value,
 }
 

@@ -238,7 +238,7 @@ async fn save(
             account: account.clone(),
             run: None,
             actor: redactor.scrub_fields(actor.clone()),
-            action: "model.add",
+            action: storage::AuditAction::ModelAdd,
             detail: redactor.scrub_json(&json!({
                 "name": name,
                 "provider": kind.as_str(),
@@ -283,7 +283,7 @@ async fn remove(
             account: account.clone(),
             run: None,
             actor: redactor.scrub_fields(actor),
-            action: "model.remove",
+            action: storage::AuditAction::ModelRemove,
             detail: redactor.scrub_json(&json!({ "name": name })),
             at: shared.now(),
         };
@@ -336,7 +336,7 @@ async fn make_default(
             Audited {
                 account: &account,
                 actor,
-                action: "model.default",
+                action: storage::AuditAction::ModelDefault,
                 detail: &json!({ "name": name }),
             },
             PeopleWrite::SetDefaultModelProvider {
@@ -433,7 +433,7 @@ async fn test(
             &shared,
             &account,
             actor,
-            "model.test",
+            storage::AuditAction::ModelTest,
             &json!({
                 "name": name,
                 "model": result.model,

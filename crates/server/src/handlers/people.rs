@@ -157,7 +157,7 @@ pub(crate) async fn invite(
         Audited {
             account: &account,
             actor: authenticated.actor.clone(),
-            action: "person.invite",
+            action: storage::AuditAction::PersonInvite,
             detail: &json!({"person": person_id, "email": email, "role": role.as_str()}),
         },
         PeopleWrite::Invite {
@@ -202,7 +202,7 @@ pub(crate) async fn change_role(
         Audited {
             account: &person.account,
             actor: authenticated.actor.clone(),
-            action: "role.change",
+            action: storage::AuditAction::RoleChange,
             detail: &json!({
                 "person": person.id,
                 "from": current.as_str(),
@@ -318,7 +318,7 @@ pub(crate) fn remove_keeping(
         Audited {
             account: &person.account,
             actor: authenticated.actor.clone(),
-            action: "person.remove",
+            action: storage::AuditAction::PersonRemove,
             detail: &json!({
                 "person": person.id,
                 "role": person.role.as_str(),
@@ -372,7 +372,7 @@ pub(crate) async fn reissue_link(
         Audited {
             account: &person.account,
             actor: authenticated.actor.clone(),
-            action: "person.sign_in_link_reissue",
+            action: storage::AuditAction::PersonSignInLinkReissue,
             detail: &json!({"person": person.id, "expires_at": expires_at.0}),
         },
         PeopleWrite::ReissueSignInLink {
@@ -416,7 +416,7 @@ pub(crate) async fn transfer(
         Audited {
             account: &new_owner.account,
             actor: authenticated.actor.clone(),
-            action: "ownership.transfer",
+            action: storage::AuditAction::OwnershipTransfer,
             detail: &json!({
                 "from": transfer.previous_owner.person_id,
                 "to": transfer.new_owner.person_id,

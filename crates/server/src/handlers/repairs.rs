@@ -188,7 +188,7 @@ async fn propose_for(
             &shared,
             &record.account,
             actor,
-            "repair.proposed",
+            storage::AuditAction::RepairProposed,
             &json!({"run": run, "step": step}),
         )?;
         let proposed = shared
@@ -269,7 +269,7 @@ async fn accept_for(
                     &shared,
                     &record.account,
                     actor,
-                    "repair.accept_refused",
+                    storage::AuditAction::RepairAcceptRefused,
                     &json!({"intent": intent, "run": run, "step": step,
                             "reason": error.status_and_public_message().1}),
                 )?;
@@ -280,7 +280,7 @@ async fn accept_for(
             &shared,
             &record.account,
             actor,
-            "workflow.version",
+            storage::AuditAction::WorkflowVersion,
             &json!({"intent": intent, "workflow": accepted.version.name,
                     "revision": accepted.version.revision,
                     "version": accepted.version.number, "author": "assistant",

@@ -66,7 +66,7 @@ pub(crate) async fn revoke_all_own(
         Audited {
             account: &authenticated.account(),
             actor: authenticated.actor.clone(),
-            action: "session.revoke_all",
+            action: storage::AuditAction::SessionRevokeAll,
             detail: &json!({"person": person_id}),
         },
         PeopleWrite::RevokeSessionsOf {
@@ -91,7 +91,7 @@ pub(crate) async fn revoke_own(
         Audited {
             account: &authenticated.account(),
             actor: authenticated.actor.clone(),
-            action: "session.revoke",
+            action: storage::AuditAction::SessionRevoke,
             detail: &json!({"person": person_id, "session": session_id}),
         },
         PeopleWrite::RevokeSession {
@@ -139,7 +139,7 @@ pub(crate) async fn revoke_all_of_person(
         Audited {
             account: &person.account,
             actor: authenticated.actor.clone(),
-            action: "session.revoke_all_by_admin",
+            action: storage::AuditAction::SessionRevokeAllByAdmin,
             detail: &json!({"person": person.id}),
         },
         PeopleWrite::RevokeSessionsOf {

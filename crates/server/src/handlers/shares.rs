@@ -58,7 +58,7 @@ pub(crate) fn create_share(
         Audited {
             account: &record.account,
             actor: authenticated.actor.clone(),
-            action: "share.create",
+            action: storage::AuditAction::ShareCreate,
             detail: &json!({
                 "share": link_id,
                 "run": record.id.as_str(),
@@ -125,7 +125,7 @@ pub(crate) async fn revoke(
         Audited {
             account: &account,
             actor: authenticated.actor.clone(),
-            action: "share.revoke",
+            action: storage::AuditAction::ShareRevoke,
             detail: &json!({"share": link_id}),
         },
         PeopleWrite::RevokeShareLink {

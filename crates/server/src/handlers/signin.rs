@@ -178,7 +178,7 @@ pub(crate) fn start_session(
         Audited {
             account: &person.account,
             actor: attempt_actor(Some(&person)),
-            action: "session.sign_in",
+            action: storage::AuditAction::SessionSignIn,
             detail,
         },
         PeopleWrite::CreateSession(&session),
@@ -217,7 +217,7 @@ fn audit_failure(
         shared,
         crate::tallies::Refusal {
             account: existing,
-            action: "session.sign_in_failed",
+            action: storage::AuditAction::SessionSignInFailed,
             reason,
             actor: attempt_actor(person),
             remote,
@@ -243,7 +243,7 @@ fn audit_welcome_refused(
         shared,
         crate::tallies::Refusal {
             account: None,
-            action: "welcome.refused",
+            action: storage::AuditAction::WelcomeRefused,
             reason,
             actor: attempt_actor(None),
             remote,
@@ -727,7 +727,7 @@ pub(crate) async fn welcome_set_password(
         Audited {
             account: &person.account,
             actor: attempt_actor(Some(&person)),
-            action: "session.sign_in",
+            action: storage::AuditAction::SessionSignIn,
             detail: &json!({"method": "sign_in_link", "password_set": true, "remote": remote.to_string()}),
         },
         PeopleWrite::RedeemSignInLink {
@@ -765,7 +765,7 @@ fn sign_out(shared: &Shared, authenticated: &Authenticated) -> Result<(), Error>
         Audited {
             account: &authenticated.account(),
             actor: authenticated.actor.clone(),
-            action: "session.sign_out",
+            action: storage::AuditAction::SessionSignOut,
             detail: &json!({"session": session.id}),
         },
         PeopleWrite::RevokeSession {

@@ -76,7 +76,7 @@ async fn set(
             crate::handlers::Audited {
                 account: &account,
                 actor,
-                action: "supervisor.retries",
+                action: storage::AuditAction::SupervisorRetries,
                 detail: &json!({ "retries": retries.map_or_else(|| json!("default"), |n| json!(n)) }),
             },
             storage::people::PeopleWrite::SetSupervisorRetries {

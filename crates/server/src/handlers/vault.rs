@@ -147,7 +147,11 @@ pub(crate) struct VaultAuditor {
 
 impl VaultAuditor {
     /// The entry of `action` with `detail` (names and versions, never a value).
-    pub(crate) fn entry(&self, action: &'static str, detail: &serde_json::Value) -> NewAuditEntry {
+    pub(crate) fn entry(
+        &self,
+        action: storage::AuditAction,
+        detail: &serde_json::Value,
+    ) -> NewAuditEntry {
         NewAuditEntry {
             account: self.account.clone(),
             run: None,
@@ -251,10 +255,18 @@ impl NamedValue {
     }
 
     /// The audit actions (set, remove) and the detail's key for the name.
-    fn audit_words(self) -> (&'static str, &'static str, &'static str) {
+    fn audit_words(self) -> (storage::AuditAction, storage::AuditAction, &'static str) {
         match self {
-            NamedValue::Secret => ("vault.secret_set", "vault.secret_remove", "name"),
-            NamedValue::ModelKey => ("vault.model_key_set", "vault.model_key_remove", "provider"),
+            NamedValue::Secret => (
+                storage::AuditAction::VaultSecretSet,
+                storage::AuditAction::VaultSecretRemove,
+                "name",
+            ),
+            NamedValue::ModelKey => (
+                storage::AuditAction::VaultModelKeySet,
+                storage::AuditAction::VaultModelKeyRemove,
+                "provider",
+            ),
         }
     }
 }
@@ -409,7 +421,7 @@ pub(crate) async fn store_connection(
         move |vault, auditor| {
             let audit = |item: &ItemSummary| {
                 auditor.entry(
-                    "vault.connection_set",
+                    storage::AuditAction::VaultConnectionSet,
                     &json!({"alias": item.name, "fields": item.fields, "version": item.version}),
                 )
             };
@@ -434,7 +446,10 @@ pub(crate) async fn delete_connection(
         authenticated,
         "remove a vault connection",
         move |vault, auditor| {
-            let audit = auditor.entry("vault.connection_remove", &json!({"alias": alias}));
+            let audit = auditor.entry(
+                storage::AuditAction::VaultConnectionRemove,
+                &json!({"alias": alias}),
+            );
             vault.connections().remove_audited(&account, &alias, &audit)
         },
     )
@@ -454,7 +469,10 @@ pub(crate) async fn revoke_connection_by_alias(
         authenticated,
         "revoke a vault connection",
         move |vault, auditor| {
-            let audit = auditor.entry("vault.connection_revoke", &json!({"alias": alias}));
+            let audit = auditor.entry(
+                storage::AuditAction::VaultConnectionRevoke,
+                &json!({"alias": alias}),
+            );
             vault.connections().revoke_audited(&account, &alias, &audit)
         },
     )

@@ -201,7 +201,7 @@ pub(crate) async fn save(
                     &shared,
                     &account,
                     actor,
-                    "workflow.save",
+                    storage::AuditAction::WorkflowSave,
                     &json!({"intent": intent, "workflow": name, "version": version.number, "revision": version.revision}),
                 )?;
                 Ok((StatusCode::CREATED, Json(version_view(&version))))
@@ -212,7 +212,7 @@ pub(crate) async fn save(
                     &shared,
                     &account,
                     actor,
-                    "workflow.save_refused",
+                    storage::AuditAction::WorkflowSaveRefused,
                     &json!({"intent": intent, "workflow": name, "reason": refused.status_and_public_message().1}),
                 )?;
                 Err(refused)

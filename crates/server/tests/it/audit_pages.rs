@@ -26,9 +26,9 @@ fn add_entries(harness: &Harness, count: usize) {
                     name: "<b>Bold</b> Person".into(),
                 }),
                 action: if index.is_multiple_of(2) {
-                    "role.change"
+                    storage::AuditAction::RoleChange
                 } else {
-                    "key.create"
+                    storage::AuditAction::ApiKeyCreate
                 },
                 detail: redactor.scrub_json(&json!({
                     "index": index,
@@ -190,12 +190,12 @@ async fn the_console_audit_page_filters_pages_and_shows_details_as_escaped_rows(
     let filtered = harness
         .call(
             "GET",
-            "/audit?action=key.create&actor=person%3Ap-1",
+            "/audit?action=api_key.create&actor=person%3Ap-1",
             &admin,
             None,
         )
         .await;
     assert_eq!(filtered.status, 200);
     assert!(!filtered.text().contains(">role.change<"));
-    assert!(filtered.text().contains("key.create"));
+    assert!(filtered.text().contains("api_key.create"));
 }

@@ -183,7 +183,7 @@ pub fn invite_owner(
             account: account.clone(),
             run: None,
             actor: redactor.scrub_fields(App::cli_actor()),
-            action: "account.invite_owner",
+            action: storage::AuditAction::AccountInviteOwner,
             detail: redactor.scrub_json(&json!({
                 "account": account.as_str(),
                 "owner": owner.id,

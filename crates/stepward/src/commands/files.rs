@@ -188,7 +188,7 @@ fn write(
         Ok(revision) => revision,
         Err(engine::DefinitionWriteError::Invalid { diagnostics, .. }) => {
             app.audit(
-                "workspace.write_refused",
+                storage::AuditAction::WorkspaceWriteRefused,
                 json!({"intent": intent, "paths": [relative.as_str()], "reason": "invalid"}),
             )?;
             let shown = crate::commands::Shown::new(app)?;
@@ -200,7 +200,7 @@ fn write(
         }
         Err(engine::DefinitionWriteError::ChangesReach { workflows }) => {
             app.audit(
-                "workspace.write_refused",
+                storage::AuditAction::WorkspaceWriteRefused,
                 json!({"intent": intent, "paths": [relative.as_str()], "reason": "changes reach"}),
             )?;
             let shown = crate::commands::Shown::new(app)?;
@@ -230,7 +230,7 @@ fn write(
         }
         Err(error) => {
             app.audit(
-                "workspace.write_refused",
+                storage::AuditAction::WorkspaceWriteRefused,
                 json!({"intent": intent, "paths": [relative.as_str()]}),
             )?;
             return Err(anyhow::Error::new(error))
@@ -238,7 +238,7 @@ fn write(
         }
     };
     app.audit(
-        "workspace.write",
+        storage::AuditAction::WorkspaceWrite,
         json!({"intent": intent, "revision": revision.id.as_str(), "paths": [relative.as_str()]}),
     )?;
     outln!("revision {}: {}", revision.id, printable(path));

@@ -78,7 +78,7 @@ pub fn run(args: &InterviewArgs, config: Config) -> anyhow::Result<Outcome> {
             .unwrap_or_default()
     );
     app.audit(
-        "interview.started",
+        storage::AuditAction::InterviewStarted,
         serde_json::json!({"workflow": about, "provider": provider_name, "model": model_id,
                            "door": "cli"}),
     )?;
@@ -304,7 +304,7 @@ fn confirm(
         )
         .map_err(|error| {
             let _ = app.audit(
-                "interview.confirm_refused",
+                storage::AuditAction::InterviewConfirmRefused,
                 serde_json::json!({"intent": intent, "workflow": shown.name,
                                    "proposal": shown.number, "reason": error.to_string(),
                                    "door": "cli"}),
@@ -312,7 +312,7 @@ fn confirm(
             anyhow::anyhow!(error)
         })?;
     app.audit(
-        "interview.confirmed",
+        storage::AuditAction::InterviewConfirmed,
         serde_json::json!({"intent": intent, "workflow": shown.name, "version": version.number,
                            "revision": version.revision, "door": "cli",
                            "author": format!("the assistant ({provider}, model {model})"),

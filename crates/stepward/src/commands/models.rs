@@ -112,7 +112,7 @@ fn add(
         .context("cannot store the provider")?;
     let provider = &saved.provider;
     app.audit(
-        "model.add",
+        storage::AuditAction::ModelAdd,
         json!({
             "name": name,
             "provider": kind.as_str(),
@@ -277,7 +277,11 @@ fn remove(app: &App, name: &str) -> anyhow::Result<Outcome> {
     let redactor = app
         .redactor()
         .context("cannot read the account's values to write the audit entry")?;
-    let entry = app.audit_entry(&redactor, "model.remove", &json!({ "name": name }));
+    let entry = app.audit_entry(
+        &redactor,
+        storage::AuditAction::ModelRemove,
+        &json!({ "name": name }),
+    );
     // The same removal as the server's: the key with its audit entry first, nothing removed
     // when the entry cannot be written (issue 11, finding 4).
     let removed =
@@ -299,7 +303,7 @@ fn set_default(app: &App, name: &str) -> anyhow::Result<Outcome> {
     {
         bail!("the account has no model provider `{name}`; `stepward models list` shows them");
     }
-    app.audit("model.default", json!({ "name": name }))?;
+    app.audit(storage::AuditAction::ModelDefault, json!({ "name": name }))?;
     errln!("{name} is the account's default model provider");
     Ok(Outcome::Done)
 }
@@ -326,7 +330,7 @@ fn supervisor(app: &App, retries: Option<&str>) -> anyhow::Result<Outcome> {
             .set_supervisor_retries(&app.account, wanted)
             .context("cannot set the supervisor's retries")?;
         app.audit(
-            "supervisor.retries",
+            storage::AuditAction::SupervisorRetries,
             json!({ "retries": wanted.map_or_else(|| json!("default"), |n| json!(n)) }),
         )?;
     }
@@ -393,7 +397,7 @@ fn test(app: &App, name: &str, model: Option<&str>, json: bool) -> anyhow::Resul
     let probe = runtime()?.block_on(provider.probe(&model));
     let result = probe_result(&probe);
     app.audit(
-        "model.test",
+        storage::AuditAction::ModelTest,
         json!({
             "name": name,
             "model": model,

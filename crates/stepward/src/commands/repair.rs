@@ -33,7 +33,7 @@ pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
     // Audited first (who asked, for which step), as through the API: an entry that cannot be
     // written asks no model and records no proposal. Who proposed what is in the run's journal.
     app.audit(
-        "repair.proposed",
+        storage::AuditAction::RepairProposed,
         serde_json::json!({"run": run.as_str(), "step": step}),
     )
     .context("no model was asked")?;
@@ -118,7 +118,7 @@ fn accept(
                 "cannot go on with the repair of step {step} of run {run}"
             ));
             app.audit(
-                "repair.accept_refused",
+                storage::AuditAction::RepairAcceptRefused,
                 serde_json::json!({"intent": intent, "run": run.as_str(), "step": step,
                                    "reason": format!("{error:#}")}),
             )?;
@@ -127,7 +127,7 @@ fn accept(
     };
     let version = &accepted.version;
     app.audit(
-        "workflow.version",
+        storage::AuditAction::WorkflowVersion,
         serde_json::json!({"intent": intent, "workflow": version.name,
                            "revision": version.revision, "version": version.number,
                            "author": "assistant", "accepted_by": person,

@@ -316,7 +316,7 @@ pub fn rotate_links(app: &App) -> anyhow::Result<Outcome> {
                 account: account.id.clone(),
                 run: None,
                 actor: redactor.scrub_fields(App::cli_actor()),
-                action: "key.rotate_links",
+                action: storage::AuditAction::KeyRotateLinks,
                 detail: redactor.scrub_json(&json!({ "key_id": key_id.to_hex() })),
                 at: now(),
             })

@@ -30,7 +30,7 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
             let audit = |item: &ItemSummary| {
                 app.audit_entry(
                     &redactor,
-                    "secret.set",
+                    storage::AuditAction::VaultSecretSet,
                     &json!({ "name": item.name, "version": item.version }),
                 )
             };
@@ -66,7 +66,11 @@ pub fn secrets(command: &SecretsCommand, config: Config) -> anyhow::Result<Outco
         }
         SecretsCommand::Rm { name } => {
             let redactor = app.audit_redactor()?;
-            let audit = app.audit_entry(&redactor, "secret.remove", &json!({ "name": name }));
+            let audit = app.audit_entry(
+                &redactor,
+                storage::AuditAction::VaultSecretRemove,
+                &json!({ "name": name }),
+            );
             app.vault.secrets().remove_audited(&account, name, &audit)?;
             errln!("secret {name} removed");
         }
@@ -93,7 +97,7 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
             let audit = |item: &ItemSummary| {
                 app.audit_entry(
                     &redactor,
-                    "connection.add",
+                    storage::AuditAction::VaultConnectionSet,
                     &json!({ "alias": item.name, "fields": item.fields, "version": item.version }),
                 )
             };
@@ -150,7 +154,11 @@ pub fn connections(command: &ConnectionsCommand, config: Config) -> anyhow::Resu
         }
         ConnectionsCommand::Rm { alias } => {
             let redactor = app.audit_redactor()?;
-            let audit = app.audit_entry(&redactor, "connection.remove", &json!({ "alias": alias }));
+            let audit = app.audit_entry(
+                &redactor,
+                storage::AuditAction::VaultConnectionRemove,
+                &json!({ "alias": alias }),
+            );
             app.vault
                 .connections()
                 .remove_audited(&account, alias, &audit)?;
@@ -177,7 +185,10 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                     .vault
                     .finish_account_rotations()
                     .context("cannot finish the root key's rotation")?;
-                app.audit("key.rotate_root_finished", json!({ "accounts": rotated }))?;
+                app.audit(
+                    storage::AuditAction::KeyRotateRootFinished,
+                    json!({ "accounts": rotated }),
+                )?;
                 errln!(
                     "Finished the rotation of the root key begun earlier: the data keys of {} \
                      account(s) were rotated and their values re-encrypted. Run the command \
@@ -209,7 +220,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
                 Err(error) => return Err(error).context("cannot rotate the root key"),
             };
             app.audit(
-                "key.rotate_root",
+                storage::AuditAction::KeyRotateRoot,
                 json!({ "location": app.vault.root_key_location() }),
             )?;
             errln!("{notice}");
@@ -219,7 +230,7 @@ pub fn keys(command: &KeysCommand, config: Config) -> anyhow::Result<Outcome> {
             let audit = |version: u32| {
                 app.audit_entry(
                     &redactor,
-                    "key.rotate_account",
+                    storage::AuditAction::KeyRotateAccount,
                     &json!({ "account": account.as_str(), "key_version": version }),
                 )
             };

@@ -161,7 +161,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
             let saved = engine.save_workflow_version(&account, name, &text, &author, message);
             if let Err(error) = &saved {
                 app.audit(
-                    "workflow.save_refused",
+                    storage::AuditAction::WorkflowSaveRefused,
                     serde_json::json!({"intent": intent, "workflow": name,
                                        "reason": error.to_string()}),
                 )?;
@@ -169,7 +169,7 @@ pub fn run(command: &WorkflowsCommand, config: Config) -> anyhow::Result<Outcome
             match saved {
                 Ok(version) => {
                     app.audit(
-                        "workflow.save",
+                        storage::AuditAction::WorkflowSave,
                         serde_json::json!({"intent": intent, "workflow": name,
                                            "version": version.number,
                                            "revision": version.revision}),

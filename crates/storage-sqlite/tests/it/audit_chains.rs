@@ -20,7 +20,7 @@ fn append(store: &SqliteStore, account: &str, index: i64) -> storage::AuditEntry
     store
         .append_audit(&account_entry(
             account,
-            "role.change",
+            storage::AuditAction::RoleChange,
             person("p1"),
             json!({"index": index}),
             1_000 + index,
@@ -142,7 +142,7 @@ fn write_shared_chain(path: &std::path::Path, entries: &[(&str, i64)]) -> Vec<St
             &AccountId::parse(account).unwrap(),
             None,
             &actor,
-            "role.change",
+            storage::AuditAction::RoleChange.as_str(),
             &detail,
             storage::Timestamp(*index),
         );
@@ -269,7 +269,7 @@ fn g25_uses_in_one_window_make_one_entry_whose_count_says_how_many() {
     let entry = |at: i64| {
         account_entry(
             "a",
-            "api_key.use",
+            storage::AuditAction::ApiKeyUse,
             key.clone(),
             json!({"key": "k_1", "route_class": "read /api/runs", "window_start": 60_000}),
             at,

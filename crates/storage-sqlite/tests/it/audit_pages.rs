@@ -357,3 +357,55 @@ fn the_entries_of_some_actions_are_the_defaults_through_the_index() {
         "{plan:?}"
     );
 }
+
+/// An action the CLI stored under its older name (`secret.set`, before the closed vocabulary
+/// of issue 37) is the same action: a filter by either name finds both, in the store and in
+/// the filter's own reading; an unknown name is read as it is and found only by itself.
+#[test]
+fn g25_a_filter_by_an_action_finds_its_entries_stored_under_its_older_name() {
+    let (dir, store) = temp_store();
+    let connection = rusqlite::Connection::open(dir.path().join("stepward.db")).unwrap();
+    for (seq, name) in [
+        (1, "secret.set"),
+        (2, "vault.secret_set"),
+        (3, "role.change"),
+        (4, "someday.new_action"),
+    ] {
+        connection
+            .execute(
+                "INSERT INTO audit_log (account_id, seq, actor_kind, actor_id, actor_name,
+                     action, detail, at, prev_hash, hash, count, last_at)
+                 VALUES ('acct', ?1, 'cli', 'root', '', ?2, '{}', ?1, '', '', 1, ?1)",
+                params![seq, name],
+            )
+            .unwrap();
+    }
+    let seqs = |name: &str| -> Vec<u64> {
+        let filter = AuditFilter {
+            action: Some(name.to_owned()),
+            ..AuditFilter::default()
+        };
+        let page = store
+            .audit_page(&account(), &filter, AuditPosition::Newest, 10)
+            .unwrap();
+        let kept: Vec<u64> = store
+            .audit_entries()
+            .unwrap()
+            .iter()
+            .filter(|entry| filter.keeps(entry))
+            .map(|entry| entry.seq)
+            .rev()
+            .collect();
+        let paged: Vec<u64> = page.entries.iter().map(|entry| entry.seq).collect();
+        assert_eq!(paged, kept, "the store and the filter disagree on {name}");
+        paged
+    };
+    assert_eq!(seqs("vault.secret_set"), [2, 1]);
+    assert_eq!(seqs("secret.set"), [2, 1]);
+    assert_eq!(seqs("role.change"), [3]);
+    assert_eq!(seqs("someday.new_action"), [4]);
+    assert_eq!(
+        storage::AuditAction::parse("secret.set"),
+        Some(storage::AuditAction::VaultSecretSet)
+    );
+}

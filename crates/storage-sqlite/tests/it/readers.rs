@@ -23,7 +23,7 @@ fn count(connection: &rusqlite::Connection) -> i64 {
 fn entry(index: i64) -> storage::NewAuditEntry {
     account_entry(
         "a",
-        "role.change",
+        storage::AuditAction::RoleChange,
         Actor::Engine,
         json!({"index": index}),
         1_000 + index,

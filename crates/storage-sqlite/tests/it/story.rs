@@ -31,7 +31,7 @@ fn new_run(id: &RunId, redactor: &Redactor) -> NewRun {
 }
 
 /// The audit entry a decision on `run` is recorded with.
-fn decided(redactor: &Redactor, run: &RunId, action: &'static str) -> NewAuditEntry {
+fn decided(redactor: &Redactor, run: &RunId, action: storage::AuditAction) -> NewAuditEntry {
     NewAuditEntry {
         account: AccountId::parse("acct").unwrap(),
         run: Some(run.clone()),
@@ -39,7 +39,7 @@ fn decided(redactor: &Redactor, run: &RunId, action: &'static str) -> NewAuditEn
             os_user: "alice".into(),
         }),
         action,
-        detail: redactor.scrub_json(&json!({"decision": action})),
+        detail: redactor.scrub_json(&json!({"decision": action.as_str()})),
         at: Timestamp(16),
     }
 }
@@ -279,7 +279,7 @@ fn story(store: &dyn Store) {
         .record_decision(
             &approve,
             &event(&redactor, "decision"),
-            &decided(&redactor, &run, "run.approve"),
+            &decided(&redactor, &run, storage::AuditAction::RunApprove),
         )
         .unwrap();
     assert_eq!(recorded.note, "looks right");
@@ -291,7 +291,7 @@ fn story(store: &dyn Store) {
         decisions.record_decision(
             &reject,
             &event(&redactor, "decision"),
-            &decided(&redactor, &run, "run.reject")
+            &decided(&redactor, &run, storage::AuditAction::RunReject)
         ),
         Err(Error::AlreadyDecided { .. })
     ));
@@ -305,7 +305,7 @@ fn story(store: &dyn Store) {
         .record_decision(
             &stop,
             &event(&redactor, "decision"),
-            &decided(&redactor, &run, "run.stop"),
+            &decided(&redactor, &run, storage::AuditAction::RunStop),
         )
         .unwrap();
     let all = decisions.decisions(&run).unwrap();
@@ -350,7 +350,7 @@ fn story(store: &dyn Store) {
             actor: redactor.scrub_fields(Actor::Cli {
                 os_user: "alice".into(),
             }),
-            action: "gate.approve",
+            action: storage::AuditAction::RunApprove,
             detail: redactor.scrub_json(&json!({"note": "looks right"})),
             at: Timestamp(16),
         })
@@ -367,7 +367,7 @@ fn story(store: &dyn Store) {
                 id: "p1".into(),
                 name: "Alice".into(),
             }),
-            action: "secret.set",
+            action: storage::AuditAction::VaultSecretSet,
             detail: account_redactor.scrub_json(&json!({"name": "payments", "pasted": SECRET})),
             at: Timestamp(20),
         })
@@ -380,7 +380,7 @@ fn story(store: &dyn Store) {
             account: local.id.clone(),
             run: None,
             actor: redactor.scrub_fields(Actor::Engine),
-            action: "x",
+            action: storage::AuditAction::WorkspaceWrite,
             detail: redactor.scrub_json(&json!({})),
             at: Timestamp(21),
         }),

@@ -97,7 +97,7 @@ pub fn temp_store() -> (tempfile::TempDir, SqliteStore) {
 /// An audit entry of `account` that belongs to no run, scrubbed with the account's values.
 pub fn account_entry(
     account: &str,
-    action: &'static str,
+    action: storage::AuditAction,
     actor: storage::Actor,
     detail: serde_json::Value,
     at: i64,

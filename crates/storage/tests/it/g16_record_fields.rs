@@ -19,6 +19,7 @@ const NOT_TEXT: &[&str] = &[
     "NetworkMode",
     "DecisionKind",
     "Door",
+    "AuditAction",
     "u32",
     "u64",
     "i64",
