@@ -104,7 +104,10 @@ struct AttemptJournal<'a> {
 }
 
 impl crate::executor::StepJournal for AttemptJournal<'_> {
-    fn record(&self, event: crate::executor::AgentEvent) -> Result<(), String> {
+    fn record(
+        &self,
+        event: crate::executor::AgentEvent,
+    ) -> Result<(), crate::executor::NotJournalled> {
         use crate::executor::AgentEvent;
         // The executor names its step and attempt; the engine's own stand, whatever it said.
         let event = match event {
@@ -132,7 +135,7 @@ impl crate::executor::StepJournal for AttemptJournal<'_> {
         self.engine
             .event(self.context, event)
             .map(|_| ())
-            .map_err(|error| crate::with_causes(&error))
+            .map_err(|error| crate::executor::NotJournalled::Store(Box::new(error)))
     }
 }
 

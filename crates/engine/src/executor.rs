@@ -41,7 +41,19 @@ pub struct ExecutionRequest<'a> {
 /// stored before the call returns; an error means it was not stored, and the executor must
 /// not go on to run what it describes.
 pub trait StepJournal: Sync {
-    fn record(&self, event: AgentEvent) -> Result<(), String>;
+    fn record(&self, event: AgentEvent) -> Result<(), NotJournalled>;
+}
+
+/// An event [`StepJournal::record`] did not store: the executor must not run what it
+/// describes.
+#[derive(Debug, thiserror::Error)]
+pub enum NotJournalled {
+    /// The store failed, or the run's values to scrub the event with could not be read.
+    #[error("the step's journal did not store the event")]
+    Store(#[source] Box<crate::Error>),
+    /// This journal takes no events of this kind (a code step's takes no agent events).
+    #[error("this step's journal takes no {kind} events")]
+    Refused { kind: &'static str },
 }
 
 /// What [`StepJournal::record`] takes.

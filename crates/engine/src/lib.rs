@@ -41,7 +41,8 @@ pub use crate::definitions::{
 pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
 pub use crate::executor::{
     AgentEvent, CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest,
-    FileChange, NetworkQuery, StepError, StepExecutor, StepJournal, StepOutput, StepRefusal,
+    FileChange, NetworkQuery, NotJournalled, StepError, StepExecutor, StepJournal, StepOutput,
+    StepRefusal,
 };
 pub use crate::interview::{AsRead, CheckedDraft, Draft, DraftSaveError};
 pub use crate::reach_change::AffectedWorkflow;

@@ -130,9 +130,26 @@ fn bounded(text: &str) -> String {
     )
 }
 
+impl Journal<'_> {
+    /// Records `event` in the step's journal; the loop is told why one was not stored, in
+    /// words with every cause (its `LoopJournal` speaks text, scrubbed where it is shown).
+    fn record(&self, event: AgentEvent) -> Result<(), String> {
+        self.journal.record(event).map_err(|error| {
+            let mut said = error.to_string();
+            let mut cause = std::error::Error::source(&error);
+            while let Some(current) = cause {
+                said.push_str(": ");
+                said.push_str(&current.to_string());
+                cause = current.source();
+            }
+            said
+        })
+    }
+}
+
 impl agent::LoopJournal for Journal<'_> {
     fn turn(&mut self, turn: u64, usage: llm::Usage, stop_reason: &str) -> Result<(), String> {
-        self.journal.record(AgentEvent::Turn(AgentTurn {
+        self.record(AgentEvent::Turn(AgentTurn {
             step: String::new(),
             attempt: 0,
             turn,
@@ -149,7 +166,7 @@ impl agent::LoopJournal for Journal<'_> {
         tool: &str,
         arguments: &Value,
     ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolCalled(ToolCalled {
+        self.record(AgentEvent::ToolCalled(ToolCalled {
             step: String::new(),
             attempt: 0,
             turn,
@@ -167,7 +184,7 @@ impl agent::LoopJournal for Journal<'_> {
         result: &str,
         refusal: Option<&agent::PathRefusal>,
     ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolFinished(ToolFinished {
+        self.record(AgentEvent::ToolFinished(ToolFinished {
             step: String::new(),
             attempt: 0,
             call: cut(call_id, MAX_JOURNAL_NAME_BYTES),
@@ -188,7 +205,7 @@ impl agent::LoopJournal for Journal<'_> {
         tool: &str,
         reason: &str,
     ) -> Result<(), String> {
-        self.journal.record(AgentEvent::ToolRefused(ToolRefused {
+        self.record(AgentEvent::ToolRefused(ToolRefused {
             step: String::new(),
             attempt: 0,
             turn,
@@ -199,7 +216,7 @@ impl agent::LoopJournal for Journal<'_> {
     }
 
     fn limit(&mut self, limit: &str, detail: &str) -> Result<(), String> {
-        self.journal.record(AgentEvent::Limit(AgentLimit {
+        self.record(AgentEvent::Limit(AgentLimit {
             step: String::new(),
             attempt: 0,
             limit: limit.to_owned(),

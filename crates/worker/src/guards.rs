@@ -179,8 +179,8 @@ mod tests {
             .unwrap();
         struct NoJournal;
         impl engine::StepJournal for NoJournal {
-            fn record(&self, _event: engine::AgentEvent) -> Result<(), String> {
-                Err("a code step writes no agent events".to_owned())
+            fn record(&self, _event: engine::AgentEvent) -> Result<(), engine::NotJournalled> {
+                Err(engine::NotJournalled::Refused { kind: "agent" })
             }
         }
         let unpinned = engine::PinnedDefinitions::unpinned();
