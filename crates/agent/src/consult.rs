@@ -30,17 +30,46 @@ pub struct Colleague<'h> {
 
 /// Opens colleagues for a step. Implemented by the binary.
 pub trait Colleagues<'h> {
-    /// The colleague `name`, consulted by `caller`; `Err` says why it cannot work (its file
-    /// is missing or invalid, its model is not configured): the caller is told, nothing runs.
-    fn open(&mut self, caller: &spec::Agent, name: &str) -> Result<Colleague<'h>, String>;
+    /// The colleague `name`, consulted by `caller`; `Err` says why it cannot work: the caller
+    /// is told, nothing runs.
+    fn open(
+        &mut self,
+        caller: &spec::Agent,
+        name: &str,
+    ) -> Result<Colleague<'h>, ColleagueUnavailable>;
+}
+
+/// Why a colleague cannot work, told to the agent that consulted it (scrubbed like every
+/// tool result).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ColleagueUnavailable {
+    /// The caller's file does not name it, or the step has no colleagues at all.
+    #[error("`{name}` is not a colleague of {caller}")]
+    NotNamed { name: String, caller: String },
+    /// Its agent file is missing, invalid, or past the platform's maxima.
+    #[error("its agent file cannot be used: {reason}")]
+    Definition { reason: String },
+    /// Its model cannot be called (no such provider, no key, an endpoint refused).
+    #[error("its model cannot be called: {reason}")]
+    Model { reason: String },
+    /// Its tools cannot be offered (a sandbox session that did not open, a script missing).
+    #[error("its tools cannot be offered: {reason}")]
+    Tools { reason: String },
 }
 
 /// For a step without colleagues: every consult is refused.
 pub struct NoColleagues;
 
 impl<'h> Colleagues<'h> for NoColleagues {
-    fn open(&mut self, _: &spec::Agent, name: &str) -> Result<Colleague<'h>, String> {
-        Err(format!("no colleague `{name}` is available to this step"))
+    fn open(
+        &mut self,
+        caller: &spec::Agent,
+        name: &str,
+    ) -> Result<Colleague<'h>, ColleagueUnavailable> {
+        Err(ColleagueUnavailable::NotNamed {
+            name: name.to_owned(),
+            caller: caller.name().to_owned(),
+        })
     }
 }
 

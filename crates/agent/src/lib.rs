@@ -24,7 +24,7 @@ pub mod repair;
 pub mod supervisor;
 
 pub use crate::catalogue::{CONSULT, CallRefusal, Catalogue, Offered, ToolKind};
-pub use crate::consult::{Colleague, Colleagues, MAX_DEPTH, NoColleagues};
+pub use crate::consult::{Colleague, ColleagueUnavailable, Colleagues, MAX_DEPTH, NoColleagues};
 pub use crate::looping::{
     CallOutcome, End, HostStop, Limits, LoopJournal, PREAMBLE, PathRefusal, ReplyOutcome, Report,
     Setup, ToolHost, ToolReply, first_message, run, run_with,

@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use agent::{Colleague, Colleagues};
+use agent::{Colleague, ColleagueUnavailable, Colleagues};
 use engine::PinnedDefinitions;
 use sandbox::PythonPin;
 use storage::AccountId;
@@ -27,7 +27,11 @@ pub struct StepColleagues<'a> {
 }
 
 impl<'a> Colleagues<'a> for StepColleagues<'a> {
-    fn open(&mut self, caller: &spec::Agent, name: &str) -> Result<Colleague<'a>, String> {
+    fn open(
+        &mut self,
+        caller: &spec::Agent,
+        name: &str,
+    ) -> Result<Colleague<'a>, ColleagueUnavailable> {
         // The loop holds the name to the caller's file; the opener holds it again, so a
         // colleague is only ever what an agent file of the step names.
         if !caller
@@ -35,7 +39,10 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
             .iter()
             .any(|colleague| colleague == name)
         {
-            return Err(format!("`{name}` is not a colleague of {}", caller.name()));
+            return Err(ColleagueUnavailable::NotNamed {
+                name: name.to_owned(),
+                caller: caller.name().to_owned(),
+            });
         }
         let runtime = self.runtime;
         let (agent, _) = load_agent(
@@ -45,16 +52,21 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
             self.definitions,
             name,
             &runtime.maxima,
-        )?;
-        let (model_id, provider) = runtime.provider(&self.account, &agent, self.definitions)?;
-        let host = runtime.host_for(
-            &self.account,
-            &self.work_dir,
-            self.definitions,
-            &agent,
-            self.python,
-            &self.shared,
-        )?;
+        )
+        .map_err(|reason| ColleagueUnavailable::Definition { reason })?;
+        let (model_id, provider) = runtime
+            .provider(&self.account, &agent, self.definitions)
+            .map_err(|reason| ColleagueUnavailable::Model { reason })?;
+        let host = runtime
+            .host_for(
+                &self.account,
+                &self.work_dir,
+                self.definitions,
+                &agent,
+                self.python,
+                &self.shared,
+            )
+            .map_err(|reason| ColleagueUnavailable::Tools { reason })?;
         Ok(Colleague {
             agent,
             model_id,

@@ -71,14 +71,20 @@ struct Opener<'f> {
 }
 
 impl<'f> Colleagues<'f> for Opener<'f> {
-    fn open(&mut self, _: &spec::Agent, name: &str) -> Result<Colleague<'f>, String> {
+    fn open(
+        &mut self,
+        _: &spec::Agent,
+        name: &str,
+    ) -> Result<Colleague<'f>, agent::ColleagueUnavailable> {
         self.opened.push(name.to_owned());
         let agent = self
             .agents
             .iter()
             .find(|agent| agent.name() == name)
             .cloned()
-            .ok_or_else(|| format!("no agent file agents/{name}/AGENT.md"))?;
+            .ok_or_else(|| agent::ColleagueUnavailable::Definition {
+                reason: format!("no agent file agents/{name}/AGENT.md"),
+            })?;
         Ok(Colleague {
             model_id: "fake-small".into(),
             model: Box::new(provider(self.kind, self.fake)),
