@@ -237,7 +237,7 @@ fn audit(
 }
 
 /// A refused change of people in words.
-pub fn people_change_said(change: &PeopleChange) -> String {
+fn people_change_said(change: &PeopleChange) -> String {
     match change {
         PeopleChange::Done => "it was done".to_owned(),
         PeopleChange::NoSuchPerson { account, person_id } => {

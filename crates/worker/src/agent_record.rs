@@ -134,16 +134,9 @@ impl Journal<'_> {
     /// Records `event` in the step's journal; the loop is told why one was not stored, in
     /// words with every cause (its `LoopJournal` speaks text, scrubbed where it is shown).
     fn record(&self, event: AgentEvent) -> Result<(), String> {
-        self.journal.record(event).map_err(|error| {
-            let mut said = error.to_string();
-            let mut cause = std::error::Error::source(&error);
-            while let Some(current) = cause {
-                said.push_str(": ");
-                said.push_str(&current.to_string());
-                cause = current.source();
-            }
-            said
-        })
+        self.journal
+            .record(event)
+            .map_err(|error| crate::model_client::with_causes(&error))
     }
 }
 

@@ -45,7 +45,8 @@ impl LazyModelClient {
     }
 }
 
-fn with_causes(error: &dyn std::error::Error) -> String {
+/// `error` and every cause below it, in words, joined by `: `.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(next) = cause {
