@@ -60,3 +60,45 @@ pub fn crate_roots(root: &Path) -> Vec<(String, PathBuf)> {
     roots.sort();
     roots
 }
+
+/// A line's code: what stands before its `//` comment, with the text between double quotes
+/// taken out (the quotes and escapes kept), so a path named in a comment, a log filter or a
+/// message is not taken for one the code uses.
+pub fn code_of(line: &str) -> String {
+    let line = line.split("//").next().unwrap_or(line);
+    let mut kept = String::new();
+    let mut inside = false;
+    let mut escaped = false;
+    for c in line.chars() {
+        if inside {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                inside = false;
+                kept.push(c);
+            }
+        } else {
+            if c == '"' {
+                inside = true;
+            }
+            kept.push(c);
+        }
+    }
+    kept
+}
+
+/// Where in `code` the path `prefix` (such as `server::`) begins a path of its own: not the
+/// tail of a longer name (`my_server::`) or of another path (`platform::server::`).
+pub fn path_starts(code: &str, prefix: &str) -> Vec<usize> {
+    code.match_indices(prefix)
+        .map(|(at, _)| at)
+        .filter(|at| {
+            !code[..*at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+        })
+        .collect()
+}

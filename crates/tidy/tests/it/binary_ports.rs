@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::Path;
 
-use tidy::{repo_root, rust_files};
+use tidy::{code_of, path_starts, repo_root, rust_files};
 
 /// The traits every `pub trait NAME` of the crates under `crates/<name>/src` declares.
 fn traits_of(root: &Path, crates: &[&str]) -> Vec<(String, String)> {
@@ -161,22 +161,11 @@ const SERVING: &[&str] = &[
 /// line it starts on. Comments and the text of string literals (a log filter names a module)
 /// are left out.
 fn names_from_server(text: &str) -> Vec<(usize, String)> {
-    let code: String = text
-        .lines()
-        .map(|line| without_strings(line.split("//").next().unwrap_or(line)))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code: String = text.lines().map(code_of).collect::<Vec<_>>().join("\n");
     let mut found = Vec::new();
-    let mut rest = code.as_str();
-    while let Some(at) = rest.find("server::") {
-        let before = rest[..at].chars().next_back();
-        let after = &rest[at + "server::".len()..];
-        let line = code.len() - rest.len() + at;
-        let line = code[..line].matches('\n').count() + 1;
-        rest = after;
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-            continue;
-        }
+    for at in path_starts(&code, "server::") {
+        let line = code[..at].matches('\n').count() + 1;
+        let after = &code[at + "server::".len()..];
         let group = if let Some(inner) = after.strip_prefix('{') {
             inner.split('}').next().unwrap_or_default()
         } else {
@@ -197,31 +186,6 @@ fn names_from_server(text: &str) -> Vec<(usize, String)> {
         }
     }
     found
-}
-
-/// The line with the text between double quotes taken out (escapes kept in).
-fn without_strings(line: &str) -> String {
-    let mut kept = String::new();
-    let mut inside = false;
-    let mut escaped = false;
-    for c in line.chars() {
-        if inside {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                inside = false;
-                kept.push(c);
-            }
-        } else {
-            if c == '"' {
-                inside = true;
-            }
-            kept.push(c);
-        }
-    }
-    kept
 }
 
 #[test]

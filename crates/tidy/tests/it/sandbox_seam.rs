@@ -4,25 +4,20 @@
 
 use std::fs;
 
-use tidy::{repo_root, rust_files};
+use tidy::{code_of, path_starts, repo_root, rust_files};
 
 /// The modules of `sandbox` that only `sandbox` may name.
 const INSIDE: &[&str] = &["net", "mountinfo", "local", "gvisor"];
 
-/// Where `text` names one of [`INSIDE`] through `sandbox::`, comments left out.
+/// Where `text` names one of [`INSIDE`] through `sandbox::`, comments and strings left out.
 fn reaches_inside(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     for (index, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or(line);
+        let code = code_of(line);
         for module in INSIDE {
             let path = format!("sandbox::{module}::");
-            let mut rest = code;
-            while let Some(at) = rest.find(&path) {
-                let before = rest[..at].chars().next_back();
-                if !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
-                    found.push((index + 1, path.clone()));
-                }
-                rest = &rest[at + path.len()..];
+            for _ in path_starts(&code, &path) {
+                found.push((index + 1, path.clone()));
             }
         }
     }
