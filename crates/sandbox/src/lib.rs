@@ -27,6 +27,7 @@ pub mod runtime;
 pub mod slot;
 mod tail;
 pub mod unisolated;
+mod warm;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -58,7 +58,7 @@ pub(crate) fn run(
     let warm = backend.pool.claim(&class);
     let observed = run_in(backend, invocation, runtime, warm);
     // Refilled after the step, so the new sandbox's start does not compete with it.
-    backend.pool.refill(backend, &class);
+    crate::gvisor::pool::refill(backend, &class);
     observed
 }
 

@@ -375,9 +375,7 @@ impl LocalBackend {
     /// nothing: the request then runs cold and reports why.
     pub fn prepare_ahead(&self, python: crate::PythonPin, network: crate::NetworkMode) {
         let class = pool::Class::of(python, network, &crate::Limits::default());
-        self.shared
-            .pool
-            .prepare_ahead(&self.shared, &class, None, PlanAt::Thread);
+        pool::prepare_ahead(&self.shared, &class, None, PlanAt::Thread);
     }
 
     /// [`LocalBackend::prepare_ahead`] with a helper started before this backend existed
@@ -394,9 +392,7 @@ impl LocalBackend {
     ) {
         let class = pool::Class::of(python, network, &crate::Limits::default());
         let helper = (early.network == network).then_some(early.helper);
-        self.shared
-            .pool
-            .prepare_ahead(&self.shared, &class, helper, PlanAt::Here);
+        pool::prepare_ahead(&self.shared, &class, helper, PlanAt::Here);
     }
 
     /// The spare jail helper's pid, when one waits (tests check it holds nothing).

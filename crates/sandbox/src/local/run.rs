@@ -105,7 +105,7 @@ pub(crate) fn run(
             };
             // Refill after the step, so the new sandbox's start does not compete with the step
             // for the CPU; the refill itself runs on its own thread.
-            shared.pool.refill(shared, &class);
+            crate::local::pool::refill(shared, &class);
             observed
         }
         #[cfg(feature = "test-controls")]
