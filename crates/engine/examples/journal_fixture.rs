@@ -11,92 +11,26 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use engine::{
-    Clock, CodePhase, CopyBackRefusal, Decision, Engine, EngineOptions, ExecutionOutcome,
-    ExecutionReport, ExecutionRequest, FailureView, FileChange, GateDecision, IdSource,
-    PersonDecision, StepError, StepExecutor, StepOutput, Supervisor, SupervisorDecision,
+    CodePhase, CopyBackRefusal, Decision, Engine, EngineOptions, ExecutionOutcome, ExecutionReport,
+    FileChange, GateDecision, PersonDecision, StepError, StepOutput, SupervisorDecision,
 };
 use redact::SecretName;
 use redact::testing::MemorySource;
 use serde_json::{Value, json};
 use storage::{Account, AccountId, AccountStore, Actor, Door, RunId, RunStatus, Timestamp};
 use storage_sqlite::SqliteStore;
+use test_support::steps::{QueuedSupervisor, ScriptedExecutor};
+use test_support::time::{CountingClock, CountingIds};
+use test_support::workflows::{FETCH, OFFLINE, REFUND};
 
 const ACCOUNT: &str = "acct";
 /// The connection value every run can see; it must appear in no stored byte.
 const SECRET: &str = "sk_live_Fixture7Qm2Vx9Lp4Tn6Rw8";
-
-/// A gate before a networked step that holds a connection.
-const REFUND: &str = r#"name: refund
-python: "3.11"
-inputs: { ticket_id: string }
-steps:
-  - id: build_request
-    explain: Turns the ticket into a refund request.
-    inputs: { ticket_id: { from: input.ticket_id } }
-    code: |
-      def main(ticket_id):
-          return {"ticket": ticket_id}
-  - id: send_refund!
-    explain: Sends the refund to the payments provider.
-    network: public_egress
-    connections: [payments]
-    inputs: { request: { from: build_request } }
-    code: |
-      def main(request):
-          return request
-  - id: confirm
-    explain: Confirms the refund.
-    inputs: { sent: { from: send_refund } }
-    code: |
-      def main(sent):
-          return sent
-"#;
-
-/// A networked step, then an offline one.
-const FETCH: &str = r#"name: fetch
-python: "3.11"
-steps:
-  - id: fetch
-    explain: Fetches the orders.
-    network: public_egress
-    connections: [payments]
-    code: |
-      def main():
-          return {}
-  - id: summarize
-    explain: Summarizes them.
-    inputs: { orders: { from: fetch } }
-    code: |
-      def main(orders):
-          return orders
-"#;
-
-/// Two offline steps; the first holds the connection.
-const OFFLINE: &str = r#"name: offline
-python: "3.11"
-inputs: { count: integer }
-steps:
-  - id: compute
-    explain: Computes a number.
-    connections: [payments]
-    inputs: { count: { from: input.count }, factor: 2 }
-    code: |
-      def main(count, factor):
-          return count * factor
-  - id: report
-    explain: Reports it.
-    inputs: { value: { from: compute } }
-    code: |
-      def main(value):
-          return value
-"#;
 
 /// Two steps that write files back into the workspace.
 const FILES: &str = r#"name: files
@@ -144,95 +78,6 @@ steps:
           return None
 "#;
 
-type Script = Box<dyn Fn(&ExecutionRequest<'_>) -> ExecutionReport + Send + Sync>;
-
-/// Runs the queued script of a step; with none queued, succeeds with `{"step": id}`.
-#[derive(Default)]
-struct ScriptedExecutor {
-    scripts: Mutex<HashMap<String, VecDeque<Script>>>,
-}
-
-impl ScriptedExecutor {
-    fn then(
-        &self,
-        step: &str,
-        script: impl Fn(&ExecutionRequest<'_>) -> ExecutionReport + Send + Sync + 'static,
-    ) {
-        self.scripts
-            .lock()
-            .unwrap()
-            .entry(step.to_owned())
-            .or_default()
-            .push_back(Box::new(script));
-    }
-}
-
-impl StepExecutor for ScriptedExecutor {
-    fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
-        let script = self
-            .scripts
-            .lock()
-            .unwrap()
-            .get_mut(request.step.id())
-            .and_then(VecDeque::pop_front);
-        match script {
-            Some(script) => script(&request),
-            None => succeeded(json!({"step": request.step.id()})),
-        }
-    }
-}
-
-/// Answers failures from a queue; with nothing queued, brings the run to a person.
-#[derive(Default)]
-struct QueuedSupervisor(Mutex<VecDeque<SupervisorDecision>>);
-
-impl QueuedSupervisor {
-    fn then(&self, decision: SupervisorDecision) {
-        self.0.lock().unwrap().push_back(decision);
-    }
-}
-
-impl Supervisor for QueuedSupervisor {
-    fn on_failure(&self, _view: &FailureView) -> engine::Supervised {
-        engine::Supervised {
-            decision: self
-                .0
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or(SupervisorDecision::AskPerson),
-            note: String::new(),
-            by: engine::SupervisorIdentity::NoModel {
-                why: "queued".to_owned(),
-            },
-        }
-    }
-}
-
-/// Time that moves one millisecond per reading, from 2023-11-14.
-#[derive(Default)]
-struct CountingClock(AtomicI64);
-
-impl Clock for CountingClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(1_700_000_000_000 + self.0.fetch_add(1, Ordering::SeqCst))
-    }
-}
-
-/// `run-1`, `run-2`, ...
-#[derive(Default)]
-struct CountingIds(AtomicU64);
-
-impl IdSource for CountingIds {
-    fn new_run_id(&self) -> RunId {
-        RunId::parse(&format!(
-            "run-{}",
-            self.0.fetch_add(1, Ordering::SeqCst) + 1
-        ))
-        .unwrap()
-    }
-}
-
 fn report(outcome: ExecutionOutcome) -> ExecutionReport {
     ExecutionReport {
         interpreter_version: Some("3.11.2".into()),
@@ -241,6 +86,7 @@ fn report(outcome: ExecutionOutcome) -> ExecutionReport {
     }
 }
 
+/// What a step with no script queued reports here: its output, as the local backend would.
 fn succeeded(output: Value) -> ExecutionReport {
     report(ExecutionOutcome::Succeeded {
         output: StepOutput::from_value(&output),
@@ -583,7 +429,7 @@ fn write(out: &Path) {
         let fixture = Fixture {
             store,
             source,
-            executor: Arc::new(ScriptedExecutor::default()),
+            executor: Arc::new(ScriptedExecutor::with_fallback(succeeded)),
             supervisor: Arc::new(QueuedSupervisor::default()),
             clock: Arc::new(CountingClock::default()),
             ids: Arc::new(CountingIds::default()),

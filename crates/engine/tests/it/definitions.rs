@@ -34,23 +34,7 @@ fn colleague_file() -> String {
 }
 
 fn write(harness: &Harness, author: &Author, files: &[(&str, &str)]) {
-    let workspace = harness
-        .options
-        .workspaces
-        .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
-        .unwrap();
-    let changes = files
-        .iter()
-        .map(|(path, text)| {
-            (
-                RelPath::parse(path).unwrap(),
-                Change::Write(text.as_bytes().to_vec()),
-            )
-        })
-        .collect();
-    workspace
-        .commit(author, "edit", changes, &|_: &[u8]| false)
-        .unwrap();
+    test_support::workflows::commit_files(&harness.options.workspaces, &account(), author, files);
 }
 
 fn person() -> Author {

@@ -1,245 +1,28 @@
 //! Test harness: a scripted executor, a counting clock and ids, scripted supervisors, and an
 //! engine over a SQLite file in a temp dir.
 
-use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use engine::{
-    Clock, CodePhase, Engine, EngineOptions, ExecutionOutcome, ExecutionReport, ExecutionRequest,
-    FailureView, IdSource, PersonSupervisor, StepError, StepExecutor, Supervisor,
-    SupervisorDecision,
-};
+use engine::{Engine, EngineOptions, PersonSupervisor, Supervisor};
 use redact::testing::MemorySource;
-use serde_json::{Value, json};
-use storage::{Account, AccountId, AccountStore, RunId, RunStore, Store, Timestamp};
+use storage::{AccountId, AccountStore, RunId, RunStore, Store};
 use storage_sqlite::SqliteStore;
+use test_support::store::TempStore;
 
 pub const ACCOUNT: &str = "acct";
 pub const SECRET: &str = "sk_live_Zq8vX2mN4pL7tR1wY6kJ";
 pub const ROTATED: &str = "sk_live_Rotated9Hc3Vb5Nm7Qw2";
 
-/// A workflow with a gate before a networked step that holds a connection.
-pub const REFUND: &str = r#"name: refund
-python: "3.11"
-inputs: { ticket_id: string }
-steps:
-  - id: build_request
-    explain: Turns the ticket into a refund request.
-    inputs: { ticket_id: { from: input.ticket_id } }
-    code: |
-      def main(ticket_id):
-          return {"ticket": ticket_id}
-  - id: send_refund!
-    explain: Sends the refund to the payments provider.
-    network: public_egress
-    connections: [payments]
-    inputs: { request: { from: build_request } }
-    code: |
-      def main(request):
-          return request
-  - id: confirm
-    explain: Confirms the refund.
-    inputs: { sent: { from: send_refund } }
-    code: |
-      def main(sent):
-          return sent
-"#;
-
-/// A networked step then an offline one, no gate.
-pub const FETCH: &str = r#"name: fetch
-python: "3.11"
-steps:
-  - id: fetch
-    explain: Fetches the orders.
-    network: public_egress
-    connections: [payments]
-    code: |
-      def main():
-          return {}
-  - id: summarize
-    explain: Summarizes them.
-    inputs: { orders: { from: fetch } }
-    code: |
-      def main(orders):
-          return orders
-"#;
-
-/// Two offline steps; the first holds the connection.
-pub const OFFLINE: &str = r#"name: offline
-python: "3.11"
-inputs: { count: integer }
-steps:
-  - id: compute
-    explain: Computes a number.
-    connections: [payments]
-    inputs: { count: { from: input.count }, factor: 2 }
-    code: |
-      def main(count, factor):
-          return count * factor
-  - id: report
-    explain: Reports it.
-    inputs: { value: { from: compute } }
-    code: |
-      def main(value):
-          return value
-"#;
-
-pub fn workflow(text: &str) -> spec::Workflow {
-    spec::parse_workflow("workflow.yaml", text).unwrap()
-}
+pub use test_support::bytes::contains;
+pub use test_support::steps::{
+    ScriptedExecutor, ScriptedSupervisor, failed_after_code_started, succeeded,
+};
+pub use test_support::time::{CountingClock, CountingIds};
+pub use test_support::workflows::{FETCH, OFFLINE, REFUND, workflow};
 
 pub fn account() -> AccountId {
     AccountId::parse(ACCOUNT).unwrap()
-}
-
-pub type Script = Box<dyn Fn(&ExecutionRequest<'_>) -> ExecutionReport + Send + Sync>;
-
-/// One call the executor saw.
-#[derive(Debug, Clone)]
-pub struct Call {
-    pub step: String,
-    pub inputs: Value,
-    /// The environment, values exposed (only tests look at them).
-    pub env: Vec<(String, String)>,
-}
-
-/// Runs queued scripts per step; with none queued, succeeds with `{"step": id}`.
-#[derive(Default)]
-pub struct ScriptedExecutor {
-    scripts: Mutex<HashMap<String, VecDeque<Script>>>,
-    pub calls: Mutex<Vec<Call>>,
-}
-
-impl ScriptedExecutor {
-    pub fn then(
-        &self,
-        step: &str,
-        script: impl Fn(&ExecutionRequest<'_>) -> ExecutionReport + Send + Sync + 'static,
-    ) {
-        self.scripts
-            .lock()
-            .unwrap()
-            .entry(step.to_owned())
-            .or_default()
-            .push_back(Box::new(script));
-    }
-
-    pub fn calls_of(&self, step: &str) -> Vec<Call> {
-        self.calls
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|call| call.step == step)
-            .cloned()
-            .collect()
-    }
-}
-
-impl StepExecutor for ScriptedExecutor {
-    fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
-        self.calls.lock().unwrap().push(Call {
-            step: request.step.id().to_owned(),
-            inputs: request.inputs.clone(),
-            env: request
-                .env
-                .iter()
-                .map(|(name, value)| (name.clone(), value.dangerously_expose().to_owned()))
-                .collect(),
-        });
-        let script = self
-            .scripts
-            .lock()
-            .unwrap()
-            .get_mut(request.step.id())
-            .and_then(VecDeque::pop_front);
-        match script {
-            Some(script) => script(&request),
-            None => succeeded(json!({"step": request.step.id()})),
-        }
-    }
-}
-
-pub fn succeeded(output: Value) -> ExecutionReport {
-    ExecutionReport {
-        interpreter_version: Some("3.11.2".into()),
-        ..ExecutionReport::outcome_only(
-            ExecutionOutcome::Succeeded {
-                output: engine::StepOutput::from_value(&output),
-            },
-            "fake",
-        )
-    }
-}
-
-pub fn failed_after_code_started(message: &str) -> ExecutionReport {
-    ExecutionReport::outcome_only(
-        ExecutionOutcome::Failed {
-            error: StepError {
-                kind: "RuntimeError".into(),
-                message: message.into(),
-                traceback: String::new(),
-            },
-            phase: CodePhase::CodeStarted,
-        },
-        "fake",
-    )
-}
-
-/// Time that moves one millisecond per reading.
-#[derive(Default)]
-pub struct CountingClock(AtomicI64);
-
-impl Clock for CountingClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(1_700_000_000_000 + self.0.fetch_add(1, Ordering::SeqCst))
-    }
-}
-
-/// `run-1`, `run-2`, ... continuing across engines that share it.
-#[derive(Default)]
-pub struct CountingIds(AtomicU64);
-
-impl IdSource for CountingIds {
-    fn new_run_id(&self) -> RunId {
-        RunId::parse(&format!(
-            "run-{}",
-            self.0.fetch_add(1, Ordering::SeqCst) + 1
-        ))
-        .unwrap()
-    }
-}
-
-/// A supervisor that answers from a script and remembers what it saw.
-pub struct ScriptedSupervisor {
-    pub answer: Box<dyn Fn(&FailureView) -> SupervisorDecision + Send + Sync>,
-    pub seen: Mutex<Vec<FailureView>>,
-}
-
-impl ScriptedSupervisor {
-    pub fn new(
-        answer: impl Fn(&FailureView) -> SupervisorDecision + Send + Sync + 'static,
-    ) -> Arc<ScriptedSupervisor> {
-        Arc::new(ScriptedSupervisor {
-            answer: Box::new(answer),
-            seen: Mutex::new(Vec::new()),
-        })
-    }
-}
-
-impl Supervisor for ScriptedSupervisor {
-    fn on_failure(&self, view: &FailureView) -> engine::Supervised {
-        self.seen.lock().unwrap().push(view.clone());
-        engine::Supervised {
-            decision: (self.answer)(view),
-            note: "scripted".to_owned(),
-            by: engine::SupervisorIdentity::Model {
-                provider: "scripted".to_owned(),
-                model: "script-1".to_owned(),
-            },
-        }
-    }
 }
 
 /// Everything a test needs, over one SQLite file.
@@ -255,15 +38,7 @@ pub struct Harness {
 
 impl Harness {
     pub fn new() -> Harness {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
-        store
-            .ensure_account(&Account {
-                id: account(),
-                name: "local".into(),
-                created_at: Timestamp(0),
-            })
-            .unwrap();
+        let TempStore { dir, store } = TempStore::with_account(ACCOUNT, "local");
         let source = Arc::new(MemorySource::new());
         source.set_connection_field(ACCOUNT, "payments", "api_key", SECRET);
         let options = EngineOptions::new(workspace::Workspaces::new(dir.path().join("accounts")));
@@ -361,12 +136,6 @@ impl Drop for Harness {
             }
         }
     }
-}
-
-pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
 }
 
 pub fn cli(user: &str) -> storage::Actor {

@@ -4,26 +4,17 @@
 //! a revision an outcome already names is never credited to another intent.
 
 use storage::AuditLog as _;
-use workspace::{Author, Change, RelPath};
+use workspace::Author;
 
 use crate::support::{Harness, account, cli};
 
 fn commit(harness: &Harness, author: &Author, path: &str, text: &str) {
-    harness
-        .options
-        .workspaces
-        .for_account(&account())
-        .unwrap()
-        .commit(
-            author,
-            "edit",
-            vec![(
-                RelPath::parse(path).unwrap(),
-                Change::Write(text.as_bytes().to_vec()),
-            )],
-            &|_: &[u8]| false,
-        )
-        .unwrap();
+    test_support::workflows::commit_files(
+        &harness.options.workspaces,
+        &account(),
+        author,
+        &[(path, text)],
+    );
 }
 
 fn recovered_entries(harness: &Harness) -> Vec<serde_json::Value> {

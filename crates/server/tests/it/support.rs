@@ -3,7 +3,6 @@
 //! `router(state)` driven with `oneshot` (no network).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use auth::{
     ApiKeySecret, ApproveLinkKey, CsrfKey, CsrfToken, KeyRing, Principal, RateLimit, Role,
@@ -13,7 +12,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, Response, header};
 use engine::{
-    Clock, Engine, EngineOptions, ExecutionOutcome, ExecutionReport, ExecutionRequest, IdSource,
+    Clock, Engine, EngineOptions, ExecutionOutcome, ExecutionReport, ExecutionRequest,
     PersonSupervisor, StepExecutor,
 };
 use http_body_util::BodyExt;
@@ -23,8 +22,9 @@ use server::{AppOptions, AppState, Backends, ServerKeys, WorkspaceWorkflows};
 use storage::people::{
     NewApiKey, NewPerson, NewSession, PeopleChange, PeopleStore, RoleName, TokenHash,
 };
-use storage::{Account, AccountId, AccountStore, Actor, RunId, RunStatus, Timestamp};
+use storage::{AccountId, Actor, RunId, RunStatus, Timestamp};
 use storage_sqlite::SqliteStore;
+use test_support::store::TempStore;
 use tower::ServiceExt;
 use vault::{RootKeySource, Vault, VaultOptions};
 
@@ -35,69 +35,8 @@ pub const VAULT_VALUE: &str = "sk_live_Harness9Vx2Qm7Lp4Tz";
 pub const PASSWORD: &str = "correct horse battery staple";
 pub const START_MILLIS: i64 = 1_800_000_000_000;
 
-/// A workflow that parks at the gate `ship` after one offline step.
-pub const GATED: &str = r#"name: gated
-python: "3.11"
-steps:
-  - id: prepare
-    explain: Prepares the shipment.
-    code: |
-      def main():
-          return {"ready": True}
-  - id: ship!
-    explain: Ships it.
-    code: |
-      def main():
-          return {"shipped": True}
-"#;
-
-/// A networked step holding a connection, then an offline step that reaches nothing.
-pub const FETCH: &str = r#"name: fetch
-python: "3.11"
-steps:
-  - id: fetch
-    explain: Fetches the orders.
-    network: public_egress
-    connections: [payments]
-    code: |
-      def main():
-          return {}
-  - id: summarize
-    explain: Summarizes them.
-    inputs: { orders: { from: fetch } }
-    code: |
-      def main(orders):
-          return orders
-"#;
-
-/// Time that moves only when a test says so.
-pub struct ManualClock(AtomicI64);
-
-impl ManualClock {
-    pub fn advance(&self, millis: i64) {
-        self.0.fetch_add(millis, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Timestamp {
-        Timestamp(self.0.load(Ordering::SeqCst))
-    }
-}
-
-/// `run-1`, `run-2`, ...
-#[derive(Default)]
-pub struct CountingIds(AtomicU64);
-
-impl IdSource for CountingIds {
-    fn new_run_id(&self) -> RunId {
-        RunId::parse(&format!(
-            "run-{}",
-            self.0.fetch_add(1, Ordering::SeqCst) + 1
-        ))
-        .unwrap()
-    }
-}
+pub use test_support::time::{CountingIds, ManualClock};
+pub use test_support::workflows::{FETCH, GATED};
 
 /// A networked step whose first attempt ends `unknown` (it may have acted), so its run needs
 /// a person; later attempts succeed.
@@ -332,17 +271,9 @@ impl Harness {
         exempt: &[&str],
         repairs: Option<Arc<dyn engine::RepairAssistant>>,
     ) -> Harness {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
-        for id in [ACCOUNT, OTHER_ACCOUNT] {
-            store
-                .create_account(&Account {
-                    id: AccountId::parse(id).unwrap(),
-                    name: id.into(),
-                    created_at: Timestamp(0),
-                })
-                .unwrap();
-        }
+        let temp = TempStore::with_account(ACCOUNT, ACCOUNT);
+        temp.add_account(OTHER_ACCOUNT, OTHER_ACCOUNT);
+        let TempStore { dir, store } = temp;
         let password_hash = hash_password(PASSWORD).unwrap();
         for role in [Role::Owner, Role::Admin, Role::Member, Role::Viewer] {
             let change = store
@@ -387,7 +318,7 @@ impl Harness {
                 SecretValue::new(VAULT_VALUE.into()),
             )
             .unwrap();
-        let clock = Arc::new(ManualClock(AtomicI64::new(START_MILLIS)));
+        let clock = Arc::new(ManualClock::at(START_MILLIS));
         let engine_options = EngineOptions::new(
             workspace::Workspaces::new(dir.path().join("workspaces")).with_quota(quota_bytes),
         );
@@ -406,31 +337,18 @@ impl Harness {
         });
         // The account's workflows are files of its workspace (issue 16 §1); `broken.yaml` as an
         // older layout could have left it (a person's save is parsed first).
-        engine_options
-            .workspaces
-            .for_account(&AccountId::parse(ACCOUNT).unwrap())
-            .unwrap()
-            .commit(
-                &workspace::Author::Platform {
-                    reason: "test setup".into(),
-                },
-                "seed",
-                [
-                    ("workflows/gated.yaml", GATED),
-                    ("workflows/fetch.yaml", FETCH),
-                    ("workflows/broken.yaml", "name: broken\nsteps: 7\n"),
-                ]
-                .iter()
-                .map(|(path, text)| {
-                    (
-                        workspace::RelPath::parse(path).unwrap(),
-                        workspace::Change::Write(text.as_bytes().to_vec()),
-                    )
-                })
-                .collect(),
-                &|_: &[u8]| false,
-            )
-            .unwrap();
+        test_support::workflows::commit_files(
+            &engine_options.workspaces,
+            &AccountId::parse(ACCOUNT).unwrap(),
+            &workspace::Author::Platform {
+                reason: "test setup".into(),
+            },
+            &[
+                ("workflows/gated.yaml", GATED),
+                ("workflows/fetch.yaml", FETCH),
+                ("workflows/broken.yaml", "name: broken\nsteps: 7\n"),
+            ],
+        );
         let csrf_key = CsrfKey::generate().unwrap();
         let server_key = CsrfKey::decode_key_file(&csrf_key.dangerously_encode_key_file()).unwrap();
         let state = AppState::new(

@@ -8,7 +8,8 @@ use fake_model::{Format, Script, ScriptTurn};
 use serde_json::{Value, json};
 
 use crate::agents::{MODEL_KEY, TOKEN, put, run_workflow, with_model};
-use crate::support::{Home, contains, run_id, stderr, stdout};
+use crate::support::{Home, run_id, stderr, stdout};
+use test_support::bytes::contains;
 
 const COLLEAGUE_TOKEN: &str = "chk-colleague-token-91d2e7a4b3";
 

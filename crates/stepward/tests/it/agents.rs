@@ -5,7 +5,8 @@
 use fake_model::{BlockingFakeModel, Format, Script, ScriptTurn};
 use serde_json::{Value, json};
 
-use crate::support::{Home, contains, run_id, stderr, stdout};
+use crate::support::{Home, run_id, stderr, stdout};
+use test_support::bytes::contains;
 
 pub const MODEL_KEY: &str = "sk-agent-test-model-key-0123456789";
 pub const TOKEN: &str = "rel-token-3f9a1c77e2b04d6d9a51";

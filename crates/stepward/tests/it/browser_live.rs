@@ -12,20 +12,7 @@ use super::{Browser, PASSWORD, start_server};
 use crate::http::{owner_session, send};
 use crate::support::Home;
 
-const GATED: &str = r#"name: gated
-python: "3.11"
-steps:
-  - id: prepare
-    explain: Prepares the shipment.
-    code: |
-      def main():
-          return {"ready": True}
-  - id: ship!
-    explain: Ships it.
-    code: |
-      def main():
-          return {"shipped": True}
-"#;
+use test_support::workflows::GATED;
 
 const NOTE: &str = "shipped from the API while the page watched";
 

@@ -2,7 +2,8 @@
 //! root, as CI has): each writes a value of the account through one of the platform's own
 //! writers and searches the data directory and what the CLI shows for it.
 
-use crate::support::{Home, contains, stderr, stdout};
+use crate::support::{Home, stderr, stdout};
+use test_support::bytes::contains;
 
 /// A numeric credential of 23 digits: as a JSON float only 16 of them would survive.
 const ACCOUNT_NUMBER: &str = "98765432109876543210987";

@@ -18,7 +18,8 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD
 use proptest::prelude::*;
 
 use crate::http::{Server, owner_session, send};
-use crate::support::{Home, contains, run_id, stderr, stdout};
+use crate::support::{Home, run_id, stderr, stdout};
+use test_support::bytes::contains;
 
 /// Letters, digits, every character the common formats escape, and non-ASCII ones; no `/`
 /// (the value also names a file) and no line break (a connection value is one line).

@@ -5,7 +5,8 @@
 //! stay at rest (`docs/credentials.md`).
 
 use crate::http::{Server, owner_session, send};
-use crate::support::{Home, contains, stderr, stdout};
+use crate::support::{Home, stderr, stdout};
+use test_support::bytes::contains;
 
 /// Typed into a run's input before it was ever in the vault.
 const TYPED_BEFORE: &str = "tok-typed-before-the-vault-knew-it-4Qw8Zr";

@@ -7,7 +7,8 @@ use std::process::{Command, Stdio};
 use fake_model::{BlockingFakeModel, Script, ScriptTurn};
 use serde_json::Value;
 
-use crate::support::{Home, contains, repo_root, stderr, stdout};
+use crate::support::{Home, repo_root, stderr, stdout};
+use test_support::bytes::contains;
 
 const KEY: &str = "sk-ant-cli-test-0123456789-zyxwvut";
 const OTHER_KEY: &str = "sk-local-cli-test-9876543210-abc";

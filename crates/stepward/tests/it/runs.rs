@@ -1,7 +1,8 @@
 //! `run`, `approve`, `reject`, `runs`, `secrets`, `connections`, `audit` end to end, with real
 //! sandboxes (these tests need root, as CI has).
 
-use crate::support::{Home, contains, run_id, stderr, stdout};
+use crate::support::{Home, run_id, stderr, stdout};
+use test_support::bytes::contains;
 
 const SIGNING_KEY: &str = "sk-signing-7f3a9c1e5b2d4068";
 const INVOICES: &str = "examples/workflows/monthly_invoices.yaml";

@@ -196,19 +196,7 @@ impl Home {
 
     /// Every byte of the data directory's files, to search for what must never be stored.
     pub fn data_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        let mut pending = vec![self.data_dir()];
-        while let Some(dir) = pending.pop() {
-            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    pending.push(path);
-                } else {
-                    bytes.extend(std::fs::read(&path).unwrap_or_default());
-                }
-            }
-        }
-        bytes
+        test_support::bytes::bytes_under(&self.data_dir())
     }
 }
 
@@ -286,10 +274,4 @@ pub fn run_id(output: &Output) -> String {
         .chars()
         .take_while(|character| character.is_ascii_alphanumeric() || *character == '_')
         .collect()
-}
-
-pub fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle.as_bytes())
 }

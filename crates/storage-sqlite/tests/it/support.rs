@@ -89,8 +89,8 @@ pub fn run_secrets(run_id: &str, value: &str) -> RunSecrets {
 
 /// A fresh database in a temp dir (kept alive by the returned guard).
 pub fn temp_store() -> (tempfile::TempDir, SqliteStore) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("stepward.db")).unwrap();
+    let test_support::store::TempStore { dir, store } = test_support::store::TempStore::new();
+    let store = Arc::into_inner(store).unwrap_or_else(|| panic!("a fresh store has one holder"));
     (dir, store)
 }
 

@@ -103,26 +103,7 @@ pub fn resolve_secret(vault: &Vault, account: &str, name: &str) -> String {
     resolved.remove(0).1.dangerously_expose().to_owned()
 }
 
-/// Every file of a directory tree, as bytes (the database, its WAL and shared memory).
-pub fn all_bytes_under(directory: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(directory).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(all_bytes_under(&path));
-        } else {
-            found.push((path.clone(), std::fs::read(&path).unwrap()));
-        }
-    }
-    found
-}
-
-pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty()
-        && haystack
-            .windows(needle.len())
-            .any(|window| window == needle)
-}
+pub use test_support::bytes::{contains, files_under as all_bytes_under};
 
 /// Copies every file of a directory (flat) to another.
 pub fn copy_dir(from: &Path, to: &Path) {

@@ -8,10 +8,10 @@ use engine::{Engine, EngineOptions, RandomRunIds, SystemClock};
 use redact::ScrubSets;
 use redact::testing::MemorySource;
 use sandbox::Isolation;
-use storage::models::{ModelProviderStore as _, NewModelProvider};
-use storage::{Account, AccountId, AccountStore as _, Timestamp};
+use storage::AccountId;
 use storage_sqlite::SqliteStore;
-use workspace::{Author, Change, RelPath};
+use test_support::store::TempStore;
+use workspace::Author;
 
 pub const ACCOUNT: &str = "local";
 
@@ -32,15 +32,7 @@ impl Harness {
     /// Everything but a model provider; `endpoint` (`HOST:PORT`) is exempted for providers, as
     /// the operator's `--allow-model-endpoint` does.
     pub fn new(endpoint: &str) -> Harness {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteStore::open(&dir.path().join("stepward.db")).unwrap());
-        store
-            .ensure_account(&Account {
-                id: account(),
-                name: "local".into(),
-                created_at: Timestamp(0),
-            })
-            .unwrap();
+        let TempStore { dir, store } = TempStore::with_account(ACCOUNT, "local");
         let options = EngineOptions::new(workspace::Workspaces::new(dir.path().join("accounts")));
         let backend: Arc<dyn Isolation> = Arc::new(
             sandbox::unisolated::UnisolatedBackend::new(
@@ -68,42 +60,25 @@ impl Harness {
     /// The fake model at `url` as the account's default provider `fake`, with `assistant` as
     /// its assistant model and `key` as its key.
     pub fn add_provider(&self, url: &str, assistant: &str, key: &str) {
-        self.store
-            .save_model_provider(&NewModelProvider {
-                account: account(),
-                name: "fake".into(),
-                kind: "anthropic".into(),
-                base_url: Some(url.to_owned()),
-                assistant_model: Some(assistant.to_owned()),
-                at: Timestamp(0),
-            })
-            .unwrap();
-        self.store
-            .set_default_model_provider(&account(), "fake", Timestamp(0))
-            .unwrap();
-        self.secrets.set_model_key(ACCOUNT, "fake", key);
+        test_support::model::add_default_provider(
+            self.store.as_ref(),
+            &self.secrets,
+            &account(),
+            "fake",
+            url,
+            assistant,
+            key,
+        );
     }
 
     /// Saves `files` as one revision of the account's workspace.
     pub fn write(&self, files: &[(&str, &str)]) {
-        let workspace = self.options.workspaces.for_account(&account()).unwrap();
-        let changes = files
-            .iter()
-            .map(|(path, text)| {
-                (
-                    RelPath::parse(path).unwrap(),
-                    Change::Write(text.as_bytes().to_vec()),
-                )
-            })
-            .collect();
-        workspace
-            .commit(
-                &Author::Person { id: "p-1".into() },
-                "test files",
-                changes,
-                &|_: &[u8]| false,
-            )
-            .unwrap();
+        test_support::workflows::commit_files(
+            &self.options.workspaces,
+            &account(),
+            &Author::Person { id: "p-1".into() },
+            files,
+        );
     }
 
     /// This crate's executor (code and agent steps) over the backend, as the binary builds it.
