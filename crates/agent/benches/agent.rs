@@ -159,11 +159,17 @@ impl ToolHost for Quiet {
 struct Memory(Vec<String>);
 
 impl LoopJournal for Memory {
-    fn turn(&mut self, turn: u64, _: Usage, _: &str) -> Result<(), String> {
+    fn turn(&mut self, turn: u64, _: Usage, _: &str) -> Result<(), agent::NotRecorded> {
         self.0.push(format!("turn {turn}"));
         Ok(())
     }
-    fn tool_called(&mut self, _: u64, id: &str, _: &str, _: &Value) -> Result<(), String> {
+    fn tool_called(
+        &mut self,
+        _: u64,
+        id: &str,
+        _: &str,
+        _: &Value,
+    ) -> Result<(), agent::NotRecorded> {
         self.0.push(id.to_owned());
         Ok(())
     }
@@ -174,15 +180,21 @@ impl LoopJournal for Memory {
         _: CallOutcome,
         _: &str,
         _: Option<&PathRefusal>,
-    ) -> Result<(), String> {
+    ) -> Result<(), agent::NotRecorded> {
         self.0.push(id.to_owned());
         Ok(())
     }
-    fn call_refused(&mut self, _: u64, id: &str, _: &str, _: &str) -> Result<(), String> {
+    fn call_refused(
+        &mut self,
+        _: u64,
+        id: &str,
+        _: &str,
+        _: &str,
+    ) -> Result<(), agent::NotRecorded> {
         self.0.push(id.to_owned());
         Ok(())
     }
-    fn limit(&mut self, limit: &str, _: &str) -> Result<(), String> {
+    fn limit(&mut self, limit: &str, _: &str) -> Result<(), agent::NotRecorded> {
         self.0.push(limit.to_owned());
         Ok(())
     }

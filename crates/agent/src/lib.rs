@@ -26,6 +26,6 @@ pub mod supervisor;
 pub use crate::catalogue::{CONSULT, CallRefusal, Catalogue, Offered, ToolKind};
 pub use crate::consult::{Colleague, ColleagueUnavailable, Colleagues, MAX_DEPTH, NoColleagues};
 pub use crate::looping::{
-    CallOutcome, End, HostStop, Limits, LoopJournal, PREAMBLE, PathRefusal, ReplyOutcome, Report,
-    Setup, ToolHost, ToolReply, first_message, run, run_with,
+    CallOutcome, End, HostStop, Limits, LoopJournal, NotRecorded, PREAMBLE, PathRefusal,
+    ReplyOutcome, Report, Setup, ToolHost, ToolReply, first_message, run, run_with,
 };

@@ -169,10 +169,19 @@ pub trait ToolHost {
     ) -> Result<ToolReply, HostStop>;
 }
 
+/// Why the journal did not take an event (issue 37: the port said it in a `String`): the
+/// loop stops at once and ends with [`End::Journal`], saying `reason`. The journal puts every
+/// cause into `reason`, in words: the loop's end is kept and shown as text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct NotRecorded {
+    pub reason: String,
+}
+
 /// Where the loop records what happens, in order. An error stops the loop: nothing runs that
 /// was not journalled first.
 pub trait LoopJournal {
-    fn turn(&mut self, turn: u64, usage: Usage, stop_reason: &str) -> Result<(), String>;
+    fn turn(&mut self, turn: u64, usage: Usage, stop_reason: &str) -> Result<(), NotRecorded>;
     /// Before the call runs; `arguments` scrubbed.
     fn tool_called(
         &mut self,
@@ -180,7 +189,7 @@ pub trait LoopJournal {
         call_id: &str,
         tool: &str,
         arguments: &Value,
-    ) -> Result<(), String>;
+    ) -> Result<(), NotRecorded>;
     /// After it ran; `result` scrubbed.
     fn tool_finished(
         &mut self,
@@ -189,7 +198,7 @@ pub trait LoopJournal {
         outcome: CallOutcome,
         result: &str,
         refusal: Option<&PathRefusal>,
-    ) -> Result<(), String>;
+    ) -> Result<(), NotRecorded>;
     /// A call refused before it could run (an unknown tool, arguments that do not fit).
     fn call_refused(
         &mut self,
@@ -197,8 +206,8 @@ pub trait LoopJournal {
         call_id: &str,
         tool: &str,
         reason: &str,
-    ) -> Result<(), String>;
-    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), String>;
+    ) -> Result<(), NotRecorded>;
+    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), NotRecorded>;
 }
 
 /// What the loop is started with.
@@ -399,7 +408,9 @@ pub(crate) async fn agent_loop(step: &mut StepState<'_, '_>, mut frame: Frame<'_
             step.journal
                 .turn(step.report.turns, turn.usage, turn.stop_reason.as_str())
         {
-            return End::Journal { error };
+            return End::Journal {
+                error: error.reason,
+            };
         }
         if turn.tool_calls.is_empty() {
             return End::Answered {
@@ -473,7 +484,9 @@ fn remaining(
 
 fn trip(journal: &mut dyn LoopJournal, limit: &'static str, detail: String) -> End {
     if let Err(error) = journal.limit(limit, &detail) {
-        return End::Journal { error };
+        return End::Journal {
+            error: error.reason,
+        };
     }
     End::Limit { limit, detail }
 }
@@ -589,7 +602,9 @@ async fn one_call(
             let reason = redactor.scrub(&refusal.to_string()).into_inner();
             step.journal
                 .call_refused(turn, &call_id, &call.name, &reason)
-                .map_err(|error| End::Journal { error })?;
+                .map_err(|error| End::Journal {
+                    error: error.reason,
+                })?;
             return Ok(ToolResult {
                 call_id: call.id.clone(),
                 content: reason,
@@ -602,7 +617,9 @@ async fn one_call(
         .into_inner();
     step.journal
         .tool_called(turn, &call_id, &tool.name, &bounded_arguments(&arguments))
-        .map_err(|error| End::Journal { error })?;
+        .map_err(|error| End::Journal {
+            error: error.reason,
+        })?;
     step.report.calls += 1;
     let own = frame.setup.limits;
     let (remaining, step_wide) = remaining(step, own, own_started);
@@ -626,7 +643,9 @@ async fn one_call(
             let reason = redactor.scrub(&reason).into_inner();
             step.journal
                 .tool_finished(&call_id, &tool.name, CallOutcome::Error, &reason, None)
-                .map_err(|error| End::Journal { error })?;
+                .map_err(|error| End::Journal {
+                    error: error.reason,
+                })?;
             return Err(match stop {
                 HostStop::Ended(end) => *end,
                 other => End::Host(other),
@@ -653,7 +672,9 @@ async fn one_call(
             &content,
             refusal.as_ref(),
         )
-        .map_err(|error| End::Journal { error })?;
+        .map_err(|error| End::Journal {
+            error: error.reason,
+        })?;
     Ok(ToolResult {
         call_id: call.id.clone(),
         content,

@@ -49,8 +49,9 @@ pub use crate::reach_change::AffectedWorkflow;
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
 pub use crate::repair::{
-    AcceptedRepair, MAX_REPAIR_PROPOSALS, NoRepairAssistant, ProposedRepair, RepairAssistant,
-    RepairError, RepairOutcome, RepairRequest, changes_besides_code, code_diff,
+    AcceptedRepair, MAX_REPAIR_PROPOSALS, NoProposal, NoRepairAssistant, ProposedRepair,
+    RefusedProposal, RepairAssistant, RepairError, RepairOutcome, RepairRequest,
+    changes_besides_code, code_diff,
 };
 pub use crate::supervisor::{
     DEFAULT_SUPERVISOR_RETRIES, FailureView, MAX_SUPERVISOR_RETRIES, NO_MODEL_CONFIGURED,

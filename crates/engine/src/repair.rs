@@ -55,17 +55,63 @@ pub struct ProposedRepair {
     pub refused: Vec<String>,
 }
 
+/// Why no repair was proposed (issue 37: the repair port said it in a `String`).
+#[derive(Debug, thiserror::Error)]
+pub enum NoProposal {
+    /// No assistant can be asked: none in this process, or none for the account (`why`).
+    #[error(
+        "no assistant can propose a repair ({why}); fix the step's code yourself, start a new \
+         run, and stop this one"
+    )]
+    NoAssistant { why: String },
+    /// The step is not one the assistant repairs (not in the run's workflow, or an agent's).
+    #[error("{what}")]
+    NotRepairable { what: String },
+    /// The assistant could not be asked: its provider, its client or the account's values
+    /// (`what` says which).
+    #[error("{what}")]
+    Unreachable {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// It was asked, and no proposal passed the checks.
+    #[error("the assistant made no acceptable proposal")]
+    NoneAcceptable {
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// Why a proposal's code is refused (G9): anything besides the step's code changed, an import
+/// outside the pinned Python's standard library, `def main(...)` with other parameters, or
+/// the workflow it makes does not parse. `reason` is said to the person as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct RefusedProposal {
+    pub reason: String,
+}
+
+impl From<String> for RefusedProposal {
+    fn from(reason: String) -> Self {
+        RefusedProposal { reason }
+    }
+}
+
 /// The assistant that repairs steps, installed by the binary (it holds the model and the
 /// pinned interpreters). Both doors go through the same `check`: before a proposal is shown
 /// (inside `propose`) and again when a person accepts it.
 pub trait RepairAssistant: Send + Sync {
-    /// A proposal for `request`'s step that passed `check`, or why there is none (no
-    /// assistant configured, the provider failed, no proposal passed the checks).
-    fn propose(&self, request: &RepairRequest<'_>) -> Result<ProposedRepair, String>;
+    /// A proposal for `request`'s step that passed `check`, or why there is none.
+    fn propose(&self, request: &RepairRequest<'_>) -> Result<ProposedRepair, NoProposal>;
     /// The run's workflow with `step`'s code replaced by `code`, parsed (G1), or why it is
-    /// refused: anything besides that code changed, an import outside the pinned Python's
-    /// standard library, `def main(...)` with other parameters.
-    fn check(&self, workflow: &Workflow, step: &str, code: &str) -> Result<Workflow, String>;
+    /// refused.
+    fn check(
+        &self,
+        workflow: &Workflow,
+        step: &str,
+        code: &str,
+    ) -> Result<Workflow, RefusedProposal>;
 }
 
 /// No assistant: nothing is proposed, nothing can be checked (so nothing is accepted).
@@ -73,16 +119,21 @@ pub trait RepairAssistant: Send + Sync {
 pub struct NoRepairAssistant;
 
 impl RepairAssistant for NoRepairAssistant {
-    fn propose(&self, _request: &RepairRequest<'_>) -> Result<ProposedRepair, String> {
-        Err(
-            "this process has no assistant for repairs; fix the step's code yourself, start a \
-             new run, and stop this one"
-                .to_owned(),
-        )
+    fn propose(&self, _request: &RepairRequest<'_>) -> Result<ProposedRepair, NoProposal> {
+        Err(NoProposal::NoAssistant {
+            why: "this process has none".to_owned(),
+        })
     }
 
-    fn check(&self, _workflow: &Workflow, _step: &str, _code: &str) -> Result<Workflow, String> {
-        Err("this process cannot check a proposal, so none is accepted".to_owned())
+    fn check(
+        &self,
+        _workflow: &Workflow,
+        _step: &str,
+        _code: &str,
+    ) -> Result<Workflow, RefusedProposal> {
+        Err(RefusedProposal {
+            reason: "this process cannot check a proposal, so none is accepted".to_owned(),
+        })
     }
 }
 
@@ -296,10 +347,10 @@ impl Engine {
                 step,
                 problem: &problem,
             })
-            .map_err(|reason| Error::RepairRefused {
+            .map_err(|no_proposal| Error::RepairRefused {
                 run: run.clone(),
                 step: step.to_owned(),
-                reason,
+                reason: with_causes(&no_proposal),
             })?;
         if context.redactor.scrub(&proposal.code).get() != &proposal.code {
             return Err(Error::RepairRefused {
@@ -391,7 +442,7 @@ impl Engine {
         workflow: &Workflow,
         step: &str,
         code: &str,
-    ) -> Result<Workflow, String> {
+    ) -> Result<Workflow, RefusedProposal> {
         self.repairs.check(workflow, step, code)
     }
 
@@ -452,7 +503,7 @@ impl Engine {
         let repaired = self
             .repairs
             .check(&context.workflow, step, &proposal.code)
-            .map_err(|reason| refused(format!("the proposal is refused: {reason}")))?;
+            .map_err(|refusal| refused(format!("the proposal is refused: {refusal}")))?;
         // Everything the retry checks, before anything is saved.
         let _ = self.check_repaired(run, step, &record.account, &context.workflow, &repaired)?;
         let name = context.workflow.name().to_owned();

@@ -133,15 +133,22 @@ fn bounded(text: &str) -> String {
 impl Journal<'_> {
     /// Records `event` in the step's journal; the loop is told why one was not stored, in
     /// words with every cause (its `LoopJournal` speaks text, scrubbed where it is shown).
-    fn record(&self, event: AgentEvent) -> Result<(), String> {
+    fn record(&self, event: AgentEvent) -> Result<(), agent::NotRecorded> {
         self.journal
             .record(event)
-            .map_err(|error| crate::model_client::with_causes(&error))
+            .map_err(|error| agent::NotRecorded {
+                reason: crate::model_client::with_causes(&error),
+            })
     }
 }
 
 impl agent::LoopJournal for Journal<'_> {
-    fn turn(&mut self, turn: u64, usage: llm::Usage, stop_reason: &str) -> Result<(), String> {
+    fn turn(
+        &mut self,
+        turn: u64,
+        usage: llm::Usage,
+        stop_reason: &str,
+    ) -> Result<(), agent::NotRecorded> {
         self.record(AgentEvent::Turn(AgentTurn {
             step: String::new(),
             attempt: 0,
@@ -158,7 +165,7 @@ impl agent::LoopJournal for Journal<'_> {
         call_id: &str,
         tool: &str,
         arguments: &Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), agent::NotRecorded> {
         self.record(AgentEvent::ToolCalled(ToolCalled {
             step: String::new(),
             attempt: 0,
@@ -176,7 +183,7 @@ impl agent::LoopJournal for Journal<'_> {
         outcome: agent::CallOutcome,
         result: &str,
         refusal: Option<&agent::PathRefusal>,
-    ) -> Result<(), String> {
+    ) -> Result<(), agent::NotRecorded> {
         self.record(AgentEvent::ToolFinished(ToolFinished {
             step: String::new(),
             attempt: 0,
@@ -197,7 +204,7 @@ impl agent::LoopJournal for Journal<'_> {
         call_id: &str,
         tool: &str,
         reason: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), agent::NotRecorded> {
         self.record(AgentEvent::ToolRefused(ToolRefused {
             step: String::new(),
             attempt: 0,
@@ -208,7 +215,7 @@ impl agent::LoopJournal for Journal<'_> {
         }))
     }
 
-    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), String> {
+    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), agent::NotRecorded> {
         self.record(AgentEvent::Limit(AgentLimit {
             step: String::new(),
             attempt: 0,

@@ -11,6 +11,7 @@
 //! version cannot check, and refuses); and `def main(...)` must take the same parameters as
 //! before (or, when the old code did not parse, exactly the step's inputs).
 
+use engine::{NoProposal, RefusedProposal};
 use serde::Deserialize;
 use spec::{StepBody, Workflow};
 
@@ -212,40 +213,45 @@ impl engine::RepairAssistant for ModelRepairs {
     fn propose(
         &self,
         request: &engine::RepairRequest<'_>,
-    ) -> Result<engine::ProposedRepair, String> {
+    ) -> Result<engine::ProposedRepair, NoProposal> {
         use crate::supervisor::{Assistant, assistant_of};
         let (provider_name, model_id) = match assistant_of(self.store.as_ref(), request.account) {
             Assistant::On { provider, model } => (provider, model),
-            Assistant::Nobody { why } => {
-                return Err(format!(
-                    "no assistant can propose a repair ({why}); fix the step's code yourself, \
-                     start a new run, and stop this one"
-                ));
-            }
+            Assistant::Nobody { why } => return Err(NoProposal::NoAssistant { why }),
         };
+        let client = self.client.get().map_err(unreachable(
+            "the assistant's model client could not be built".to_owned(),
+        ))?;
         let (_, provider) = platform::providers::provider(
             self.store.as_ref(),
             self.secrets.as_ref(),
             request.account,
             &provider_name,
-            self.client.get().map_err(|error| format!("{error:#}"))?,
+            client,
         )
-        .map_err(|error| {
-            format!("the assistant's provider `{provider_name}` cannot be used: {error:#}")
-        })?;
+        .map_err(unreachable(format!(
+            "the assistant's provider `{provider_name}` cannot be used"
+        )))?;
         let redactor = self
             .scrub_sets
             .for_account(request.account)
-            .map_err(|error| format!("the account's values could not be read: {error}"))?;
+            .map_err(|error| NoProposal::Unreachable {
+                what: "the account's values could not be read".to_owned(),
+                source: Box::new(error),
+            })?;
         let workflow = request.workflow;
         let step = workflow
             .step(request.step)
-            .ok_or_else(|| format!("the run's workflow has no step `{}`", request.step))?;
+            .ok_or_else(|| NoProposal::NotRepairable {
+                what: format!("the run's workflow has no step `{}`", request.step),
+            })?;
         let StepBody::Code { source } = step.body() else {
-            return Err(format!(
-                "step {} hands its task to an agent; only a code step is repaired",
-                request.step
-            ));
+            return Err(NoProposal::NotRepairable {
+                what: format!(
+                    "step {} hands its task to an agent; only a code step is repaired",
+                    request.step
+                ),
+            });
         };
         let broken = agent::repair::Broken {
             workflow: workflow.name().to_owned(),
@@ -274,12 +280,17 @@ impl engine::RepairAssistant for ModelRepairs {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|error| format!("the assistant could not start: {error}"))?;
+            .map_err(|error| NoProposal::Unreachable {
+                what: "the assistant could not start".to_owned(),
+                source: Box::new(error),
+            })?;
         let proposal = runtime
             .block_on(agent::repair::propose(
                 &provider, &model_id, &redactor, &broken, &mut check,
             ))
-            .map_err(|error| format!("the assistant made no acceptable proposal: {error}"))?;
+            .map_err(|error| NoProposal::NoneAcceptable {
+                source: Box::new(error),
+            })?;
         Ok(engine::ProposedRepair {
             code: proposal.code,
             note: proposal.note,
@@ -289,8 +300,25 @@ impl engine::RepairAssistant for ModelRepairs {
         })
     }
 
-    fn check(&self, workflow: &Workflow, step: &str, code: &str) -> Result<Workflow, String> {
-        check_proposal(workflow, step, code, &self.maxima)
+    fn check(
+        &self,
+        workflow: &Workflow,
+        step: &str,
+        code: &str,
+    ) -> Result<Workflow, RefusedProposal> {
+        check_proposal(workflow, step, code, &self.maxima).map_err(RefusedProposal::from)
+    }
+}
+
+/// Turns the error of a part the assistant needs into why it could not be asked, `what`
+/// naming the part.
+fn unreachable<E>(what: String) -> impl FnOnce(E) -> NoProposal
+where
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    move |error| NoProposal::Unreachable {
+        what,
+        source: error.into(),
     }
 }
 

@@ -66,14 +66,22 @@ pub(crate) struct Record {
 }
 
 impl LoopJournal for Record {
-    fn turn(&mut self, turn: u64, usage: Usage, stop: &str) -> Result<(), String> {
+    fn turn(&mut self, turn: u64, usage: Usage, stop: &str) -> Result<(), agent::NotRecorded> {
         self.log
             .push(format!("turn {turn} {} {stop}", usage.input_tokens));
         Ok(())
     }
-    fn tool_called(&mut self, _: u64, id: &str, tool: &str, args: &Value) -> Result<(), String> {
+    fn tool_called(
+        &mut self,
+        _: u64,
+        id: &str,
+        tool: &str,
+        args: &Value,
+    ) -> Result<(), agent::NotRecorded> {
         if self.refuse_tool_called {
-            return Err("the disk is full".into());
+            return Err(agent::NotRecorded {
+                reason: "the disk is full".into(),
+            });
         }
         self.log.push(format!("called {tool} {id} {args}"));
         Ok(())
@@ -85,16 +93,22 @@ impl LoopJournal for Record {
         outcome: CallOutcome,
         result: &str,
         _: Option<&PathRefusal>,
-    ) -> Result<(), String> {
+    ) -> Result<(), agent::NotRecorded> {
         self.log
             .push(format!("finished {tool} {} {result}", outcome.as_str()));
         Ok(())
     }
-    fn call_refused(&mut self, _: u64, _: &str, tool: &str, reason: &str) -> Result<(), String> {
+    fn call_refused(
+        &mut self,
+        _: u64,
+        _: &str,
+        tool: &str,
+        reason: &str,
+    ) -> Result<(), agent::NotRecorded> {
         self.log.push(format!("refused {tool} {reason}"));
         Ok(())
     }
-    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), String> {
+    fn limit(&mut self, limit: &str, detail: &str) -> Result<(), agent::NotRecorded> {
         self.log.push(format!("limit {limit} {detail}"));
         Ok(())
     }

@@ -242,7 +242,7 @@ impl engine::RepairAssistant for HeldAssistant {
     fn propose(
         &self,
         _request: &engine::RepairRequest<'_>,
-    ) -> Result<engine::ProposedRepair, String> {
+    ) -> Result<engine::ProposedRepair, engine::NoProposal> {
         Ok(engine::ProposedRepair {
             code: "def main(value):\n    return {\"value\": value}\n".into(),
             note: "returns an object".into(),
@@ -257,7 +257,7 @@ impl engine::RepairAssistant for HeldAssistant {
         _workflow: &spec::Workflow,
         _step: &str,
         _code: &str,
-    ) -> Result<spec::Workflow, String> {
+    ) -> Result<spec::Workflow, engine::RefusedProposal> {
         let _ = self.in_check.send(());
         let _ = self.go_on.lock().unwrap().recv();
         Ok(workflow(&self.new_text))
@@ -486,7 +486,7 @@ impl engine::RepairAssistant for SameProposal {
     fn propose(
         &self,
         _request: &engine::RepairRequest<'_>,
-    ) -> Result<engine::ProposedRepair, String> {
+    ) -> Result<engine::ProposedRepair, engine::NoProposal> {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(engine::ProposedRepair {
             code: format!(
@@ -500,7 +500,12 @@ impl engine::RepairAssistant for SameProposal {
         })
     }
 
-    fn check(&self, workflow: &spec::Workflow, _: &str, _: &str) -> Result<spec::Workflow, String> {
+    fn check(
+        &self,
+        workflow: &spec::Workflow,
+        _: &str,
+        _: &str,
+    ) -> Result<spec::Workflow, engine::RefusedProposal> {
         Ok(workflow.clone())
     }
 }

@@ -135,7 +135,7 @@ impl engine::RepairAssistant for Mender {
     fn propose(
         &self,
         _request: &engine::RepairRequest<'_>,
-    ) -> Result<engine::ProposedRepair, String> {
+    ) -> Result<engine::ProposedRepair, engine::NoProposal> {
         Ok(engine::ProposedRepair {
             code: REPAIRED_CODE.into(),
             note: "returns two".into(),
@@ -150,9 +150,10 @@ impl engine::RepairAssistant for Mender {
         _workflow: &spec::Workflow,
         _step: &str,
         _code: &str,
-    ) -> Result<spec::Workflow, String> {
+    ) -> Result<spec::Workflow, engine::RefusedProposal> {
         let text = REPAIRABLE.replace("return 1", "return 2");
-        spec::parse_workflow("workflows/repairable.yaml", &text).map_err(|_| "no".to_owned())
+        spec::parse_workflow("workflows/repairable.yaml", &text)
+            .map_err(|_| engine::RefusedProposal::from("no".to_owned()))
     }
 }
 

@@ -6,4 +6,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent_in_process;
+mod repair_in_process;
 mod support;
