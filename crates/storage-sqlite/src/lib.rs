@@ -35,6 +35,7 @@ mod key_owners;
 pub mod migrations;
 mod models;
 mod people;
+mod queue;
 mod rows;
 mod runs;
 mod vault;

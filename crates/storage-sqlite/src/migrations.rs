@@ -95,6 +95,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "audit_by_action",
         sql: include_str!("../migrations/0015_audit_by_action.sql"),
     },
+    Migration {
+        version: 16,
+        name: "work_queue",
+        sql: include_str!("../migrations/0016_work_queue.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

@@ -15,6 +15,7 @@ mod error;
 pub mod interviews;
 pub mod models;
 pub mod people;
+pub mod queue;
 mod records;
 mod traits;
 mod types;

@@ -24,6 +24,7 @@ pub mod agent_view;
 pub mod authoring;
 pub mod executor;
 pub mod guards;
+pub mod holder;
 pub mod lints;
 pub mod model_client;
 pub mod python_check;

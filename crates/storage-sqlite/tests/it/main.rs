@@ -17,3 +17,4 @@ mod runs_list;
 mod stored_ids;
 mod story;
 mod support;
+mod work_queue;
