@@ -7,6 +7,7 @@
 //! - [`steps`]: an executor and a supervisor that answer from a script.
 //! - [`workflows`]: the workflows the suites run, and committing files to a workspace.
 //! - [`model`]: a fake model server as an account's provider.
+//! - [`runs`]: a run as a store holds it, made without an engine.
 //! - [`bytes`]: searching every stored byte for what must never be stored.
 //!
 //! Tests only: this crate panics on every failure, as a test should.
@@ -16,6 +17,7 @@
 
 pub mod bytes;
 pub mod model;
+pub mod runs;
 pub mod steps;
 pub mod store;
 pub mod time;

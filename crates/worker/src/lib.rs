@@ -10,6 +10,8 @@
 //! - [`python_check`] and [`lints`]: the Python a step may run, read before any sandbox.
 //! - [`model_client`]: the one model client of a process (the account's providers, ready to
 //!   call, are `platform::providers`).
+//! - [`run`] ([`Options`] → [`Handle`]): a worker's claim loop over the run queue, with
+//!   [`holder`] to name this process and prove a holder dead.
 //!
 //! It names no storage backend: it takes any store of the [`storage`] traits ([`Stores`]), so a
 //! second store needs no change here.
@@ -29,6 +31,7 @@ pub mod lints;
 pub mod model_client;
 pub mod python_check;
 pub mod repair;
+mod service;
 pub mod supervisor;
 
 /// What the runtime reads and writes of a store: the run's record (the engine's [`storage::Store`])
@@ -36,3 +39,8 @@ pub mod supervisor;
 pub trait Stores: storage::Store + storage::models::ModelProviderStore {}
 
 impl<T: storage::Store + storage::models::ModelProviderStore + ?Sized> Stores for T {}
+
+pub use crate::service::{
+    Claimed, DEFAULT_LEASE, DEFAULT_MODEL_SLOTS, Handle, Jobs, MAX_INTERVAL, Options, Report,
+    Shutdown, run,
+};

@@ -8,14 +8,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use storage::queue::{Fence, Holder, JobState, NewJob, Release, SlotKind, Slots, WorkQueue};
-use storage::{Account, AccountId, Actor, NewEvent, NewRun, RunId, RunStatus, Store, Timestamp};
+use storage::{Account, AccountId, RunId, Store, Timestamp};
 use storage_sqlite::SqliteStore;
 
-use crate::support::{run_secrets, temp_store};
+use crate::support::temp_store;
 
-const SECRET: &str = "sk_live_queue_0123456789abcdef";
 const SHORT: Duration = Duration::from_millis(150);
 const LONG: Duration = Duration::from_secs(60);
 const BOTH: Slots = Slots {
@@ -45,33 +43,7 @@ fn run(store: &dyn Store, id: &str) -> RunId {
             created_at: Timestamp(0),
         })
         .unwrap();
-    let run = RunId::parse(id).unwrap();
-    let redactor = run_secrets(id, SECRET).redactor();
-    store
-        .create_run(
-            &NewRun {
-                id: run.clone(),
-                account: account(),
-                status: RunStatus::Running,
-                workflow_name: redactor.scrub("queued"),
-                workflow_file_name: redactor.scrub("queued.yaml"),
-                workflow_source: redactor.scrub("name: queued\n"),
-                workflow_hash: storage::Sha256Hex::of(b"name: queued\n"),
-                inputs: redactor.scrub_json(&json!({})),
-                started_by: redactor.scrub_fields(Actor::Cli {
-                    os_user: "queue".into(),
-                }),
-                created_at: Timestamp(1),
-            },
-            &NewEvent {
-                kind: "run_started",
-                version: 1,
-                payload: redactor.scrub_json(&json!({})),
-                at: Timestamp(1),
-            },
-        )
-        .unwrap();
-    run
+    test_support::runs::create_run(store, &account(), id)
 }
 
 fn job(run: &RunId, step: &str, attempt: u32, slot: SlotKind) -> NewJob {

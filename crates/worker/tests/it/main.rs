@@ -7,4 +7,5 @@
 
 mod agent_in_process;
 mod repair_in_process;
+mod service;
 mod support;
