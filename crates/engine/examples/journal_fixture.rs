@@ -175,7 +175,10 @@ impl Fixture {
             )
         }));
         std::panic::set_hook(previous_hook);
-        assert!(crashed.is_err(), "the step was meant to crash the platform");
+        assert!(
+            crashed.is_err(),
+            "the step was meant to crash the platform: {crashed:?}"
+        );
     }
 }
 
@@ -301,8 +304,9 @@ fn scenarios(fixture: &Fixture) {
     // An offline step keeps failing; the supervisor's retries run out; left for a person.
     for _ in 0..4 {
         executor.then("compute", |_| failed("still broken"));
+        // A retry gives every input of the step (the engine refuses one that leaves any out).
         supervisor.then(SupervisorDecision::Retry {
-            inputs: json!({"count": 3}),
+            inputs: json!({"count": 3, "factor": 2}),
         });
     }
     fixture.start(OFFLINE, json!({"count": 1}));
