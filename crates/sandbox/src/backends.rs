@@ -71,10 +71,12 @@ pub struct BackendOptions {
 }
 
 /// Host ids: the local backend's sandboxes, then each backend's helpers, then gVisor's
-/// sandboxes, each in a band per data directory, so no two ranges meet.
-const LOCAL_UID_BASE: u32 = 1_800_000_000;
-const LOCAL_HELPER_UID_BASE: u32 = 1_820_000_000;
-const GVISOR_HELPER_UID_BASE: u32 = 1_830_000_000;
+/// sandboxes, each in a band per data directory, so no two ranges meet. The first three are
+/// also the backends' own defaults (`LocalOptions::new`, `GvisorOptions::new`): one number
+/// each, named here.
+pub(crate) const LOCAL_UID_BASE: u32 = 1_800_000_000;
+pub(crate) const LOCAL_HELPER_UID_BASE: u32 = 1_820_000_000;
+pub(crate) const GVISOR_HELPER_UID_BASE: u32 = 1_830_000_000;
 const GVISOR_UID_BASE: u32 = 2_000_000_000;
 /// gVisor's slots per data directory; each maps a range of 1024 ids.
 const GVISOR_SLOTS: u32 = 64;

@@ -113,7 +113,7 @@ impl GvisorOptions {
             platform: Platform::SystrapOrPtrace,
             pool_size: 0,
             egress: None,
-            helper_uid_base: 1_830_000_000,
+            helper_uid_base: crate::backends::GVISOR_HELPER_UID_BASE,
         }
     }
 

@@ -92,7 +92,7 @@ impl LocalOptions {
         Self {
             state_dir,
             cgroups: CgroupOptions::default(),
-            uid_base: 1_800_000_000,
+            uid_base: crate::backends::LOCAL_UID_BASE,
             slots: 1024,
             runtimes: RuntimeOptions::default(),
             helper,
@@ -100,7 +100,7 @@ impl LocalOptions {
             egress: None,
             copy_back: CopyBackPolicy::default(),
             ceilings: crate::LimitCeilings::default(),
-            helper_uid_base: 1_820_000_000,
+            helper_uid_base: crate::backends::LOCAL_HELPER_UID_BASE,
             kept_dir: None,
             #[cfg(feature = "test-controls")]
             test_whole_proc: false,
