@@ -4,15 +4,22 @@
 //! and says how). It holds a run killed mid-step, a run parked at its gate and an agent file
 //! above the new maxima: each reads, resumes or is refused with its reason, and nothing
 //! panics.
+//!
+//! Issue 38: a data directory written before the run queue (`main` at 03420bc, the same
+//! script with `NEEDS_ATTENTION=1 ABOVE_MAXIMA=0`) holds a run killed mid-step, a run parked
+//! at its gate and a run waiting for a person: the queue's migration applies when it is
+//! opened, and each run reads, resumes or is recovered.
 
 use serde_json::Value;
 
 use crate::support::{Home, stderr, stdout};
 
-fn fixture_home() -> Home {
+/// A home holding the data directory and configuration of `tests/fixtures/<tarball>`.
+fn fixture_home(tarball: &str) -> Home {
     let home = Home::new();
     let tarball = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/data-before-round-3.tar.gz");
+        .join("tests/fixtures")
+        .join(tarball);
     let unpacked = std::process::Command::new("tar")
         .arg("-C")
         .arg(home.dir.path())
@@ -51,7 +58,7 @@ fn run_of(runs: &[Value], workflow: &str) -> String {
 
 #[test]
 fn g25_a_data_directory_from_before_this_round_reads_resumes_and_refuses_with_reasons_needs_root() {
-    let home = fixture_home();
+    let home = fixture_home("data-before-round-3.tar.gz");
     let before = runs(&home);
     assert_eq!(before.len(), 2, "{before:?}");
     let parked = run_of(&before, "gated");
@@ -137,6 +144,75 @@ fn g25_a_data_directory_from_before_this_round_reads_resumes_and_refuses_with_re
         stdout(&secrets).contains("FIXTURE_TOKEN"),
         "{}",
         stdout(&secrets)
+    );
+    let verified = home.stepward(&["audit", "verify"]);
+    assert!(
+        verified.status.success(),
+        "{}{}",
+        stdout(&verified),
+        stderr(&verified)
+    );
+}
+
+/// The store's schema version, read beside the binary (after it closed the database).
+fn schema_version(home: &Home) -> i64 {
+    let connection = rusqlite::Connection::open(home.data_dir().join("stepward.db")).unwrap();
+    connection
+        .query_row("SELECT max(version) FROM schema_migrations", [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+}
+
+#[test]
+fn g25_a_data_directory_from_before_the_run_queue_reads_resumes_and_recovers_needs_root() {
+    let home = fixture_home("data-before-run-queue.tar.gz");
+    assert_eq!(schema_version(&home), 15, "written before the run queue");
+    let before = runs(&home);
+    let status_in = |listed: &[Value], workflow: &str| {
+        listed
+            .iter()
+            .find(|run| run["workflow"] == workflow)
+            .map(|run| run["status"].as_str().unwrap_or_default().to_owned())
+            .unwrap_or_default()
+    };
+    assert_eq!(before.len(), 3, "{before:?}");
+    assert_eq!(status_in(&before, "gated"), "waiting_approval");
+    assert_eq!(status_in(&before, "failing"), "needs_attention");
+    assert_eq!(status_in(&before, "slow"), "running", "killed mid-step");
+    assert_eq!(
+        schema_version(&home),
+        16,
+        "the queue's migration applies on open"
+    );
+
+    // The parked run resumes with a decision; the command that takes the data directory
+    // recovers the run killed mid-step (its offline step runs again).
+    let parked = run_of(&before, "gated");
+    let approved = home.stepward(&["approve", &parked, "ship", "--note", "after the upgrade"]);
+    no_panic(&approved, "approve");
+    assert!(
+        approved.status.success(),
+        "{}{}",
+        stdout(&approved),
+        stderr(&approved)
+    );
+    assert!(
+        stderr(&approved).contains("recovered after an interruption"),
+        "{}",
+        stderr(&approved)
+    );
+    // The run waiting for a person is stopped by one.
+    let waiting = run_of(&before, "failing");
+    let stopped = home.stepward(&["runs", "stop", &waiting, "--note", "not needed any more"]);
+    no_panic(&stopped, "runs stop");
+    assert!(stopped.status.success(), "{}", stderr(&stopped));
+    let after = runs(&home);
+    assert_eq!(status_in(&after, "gated"), "succeeded");
+    assert_eq!(status_in(&after, "failing"), "stopped");
+    assert!(
+        ["succeeded", "needs_attention"].contains(&status_in(&after, "slow").as_str()),
+        "the interrupted run is resumed or waits for a person: {after:?}"
     );
     let verified = home.stepward(&["audit", "verify"]);
     assert!(
