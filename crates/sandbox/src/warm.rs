@@ -83,6 +83,10 @@ where
             .checked_add(AHEAD_WAIT)
             .unwrap_or_else(Instant::now);
         loop {
+            // A closing pool hands out nothing: what is idle is being destroyed.
+            if state.closed {
+                return None;
+            }
             if let Some(sandbox) = state.idle.get_mut(class).and_then(Vec::pop) {
                 return Some(sandbox);
             }
@@ -108,33 +112,77 @@ where
     where
         F: Fn() -> Option<S> + Clone + Send + 'static,
     {
+        let mut state = self.inner.lock();
+        // Builds that ended are joined here (also those announced ahead, with size 0), so the
+        // handles kept are only of builds under way.
+        let (ended, running): (Vec<_>, Vec<_>) = std::mem::take(&mut state.threads)
+            .into_iter()
+            .partition(JoinHandle::is_finished);
+        state.threads = running;
+        drop(state);
+        for handle in ended {
+            let _ = handle.join();
+        }
         if self.inner.size == 0 {
             return;
         }
+        // Counted as pending under the lock (so concurrent refills do not overfill), built on
+        // threads started outside it: a thread that cannot start drops its `Pending`, which
+        // takes the lock to give the count back.
+        let announced: Vec<Pending<C, S>> = {
+            let mut state = self.inner.lock();
+            if state.closed {
+                return;
+            }
+            let idle = state.idle.get(class).map_or(0, Vec::len);
+            let pending = state.pending.get(class).copied().unwrap_or(0);
+            (idle + pending..self.inner.size)
+                .map(|_| {
+                    *state.pending.entry(class.clone()).or_default() += 1;
+                    Pending {
+                        inner: Arc::clone(&self.inner),
+                        class: class.clone(),
+                    }
+                })
+                .collect()
+        };
+        let mut started = Vec::new();
+        for pending in announced {
+            let build = build.clone();
+            let spawned = std::thread::Builder::new()
+                .name(String::from("stepward-warm"))
+                .spawn(move || {
+                    // Gives the pending count back however the build ends: pooled, failed or
+                    // panicked (dropped after the guard below).
+                    let pending = pending;
+                    let built = build();
+                    let mut state = pending.inner.lock();
+                    if let Some(sandbox) = built
+                        && !state.closed
+                    {
+                        state
+                            .idle
+                            .entry(pending.class.clone())
+                            .or_default()
+                            .push(sandbox);
+                    }
+                });
+            // No thread: this class is one short until the next refill; the request runs
+            // cold meanwhile.
+            if let Ok(handle) = spawned {
+                started.push(handle);
+            }
+        }
         let mut state = self.inner.lock();
         if state.closed {
-            return;
-        }
-        state.threads.retain(|handle| !handle.is_finished());
-        let idle = state.idle.get(class).map_or(0, Vec::len);
-        let pending = state.pending.get(class).copied().unwrap_or(0);
-        for _ in idle + pending..self.inner.size {
-            *state.pending.entry(class.clone()).or_default() += 1;
-            let inner = Arc::clone(&self.inner);
-            let class = class.clone();
-            let build = build.clone();
-            state.threads.push(std::thread::spawn(move || {
-                let built = build();
-                let mut state = inner.lock();
-                if let Some(count) = state.pending.get_mut(&class) {
-                    *count = count.saturating_sub(1);
-                }
-                if let Some(sandbox) = built
-                    && !state.closed
-                {
-                    state.idle.entry(class).or_default().push(sandbox);
-                }
-            }));
+            // The pool closed meanwhile and no longer joins its threads: these are joined
+            // here (each pools nothing once it sees the pool closed).
+            drop(state);
+            for handle in started {
+                let _ = handle.join();
+            }
+        } else {
+            state.threads.extend(started);
         }
     }
 
@@ -171,6 +219,23 @@ where
         }
         let idle = std::mem::take(&mut self.inner.lock().idle);
         drop(idle);
+    }
+}
+
+/// A refill under way for `class`: its pending count is given back when this is dropped.
+struct Pending<C: Eq + Hash, S> {
+    inner: Arc<Inner<C, S>>,
+    class: C,
+}
+
+impl<C: Eq + Hash, S> Drop for Pending<C, S> {
+    fn drop(&mut self) {
+        // Never dropped under the pool's lock: the refill thread drops it after its own guard,
+        // and `refill` starts its threads outside the lock.
+        let mut state = self.inner.lock();
+        if let Some(count) = state.pending.get_mut(&self.class) {
+            *count = count.saturating_sub(1);
+        }
     }
 }
 
@@ -294,6 +359,30 @@ mod tests {
         );
         drop(claimed);
         assert_eq!(dropped.load(Ordering::SeqCst), 4);
+    }
+
+    #[test]
+    fn a_build_that_panics_leaves_no_count_behind_and_the_next_refill_builds_again() {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let pool = WarmPool::<u8, Counted>::new(1);
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        pool.refill(&1, || panic!("the build failed badly"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while pool.inner.lock().pending.get(&1).copied().unwrap_or(0) != 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the pending count was never given back"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::panic::set_hook(previous);
+        let counted = Arc::clone(&dropped);
+        pool.refill(&1, move || Some(Counted(Arc::clone(&counted))));
+        wait_for(&pool, 1);
+        pool.close();
+        assert!(pool.claim(&1).is_none(), "a closed pool hands out nothing");
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -194,7 +194,8 @@ impl WorkQueue for SqliteStore {
         self.transaction(Durability::Synced, |transaction| {
             let changed = transaction.execute(
                 &format!(
-                    "UPDATE work_queue SET state = 'started' WHERE {HELD} AND state = 'claimed'"
+                    "UPDATE work_queue SET state = 'started' WHERE {HELD} AND state = 'claimed' \
+                     AND lease_until > {NOW}"
                 ),
                 params![
                     lease.job.0,
@@ -216,7 +217,7 @@ impl WorkQueue for SqliteStore {
                 .query_row(
                     &format!(
                         "UPDATE work_queue SET lease_until = {NOW} + ?7 WHERE {HELD} \
-                         RETURNING lease_until"
+                         AND lease_until > {NOW} RETURNING lease_until"
                     ),
                     params![
                         lease.job.0,
@@ -280,40 +281,52 @@ impl WorkQueue for SqliteStore {
                 if !expired && !holder_dead {
                     continue;
                 }
-                match job.state {
-                    JobState::Claimed => {
-                        transaction.execute(
-                            "UPDATE work_queue SET state = 'queued', holder_host = NULL, \
-                             holder_boot = NULL, holder_pid = NULL, holder_start = NULL, \
-                             lease_until = NULL WHERE id = ?1",
-                            params![job.id.0],
-                        )?;
-                        reaped.requeued.push(job.id);
-                    }
-                    _ => {
-                        transaction.execute(
-                            "UPDATE work_queue SET state = 'stranded', lease_until = NULL \
-                             WHERE id = ?1",
-                            params![job.id.0],
-                        )?;
-                        let before: i64 = transaction.query_row(
-                            "SELECT count(*) FROM work_queue WHERE run_id = ?1 AND step = ?2 \
-                             AND state = 'stranded' AND id <> ?3",
-                            params![job.run.as_str(), job.step, job.id.0],
-                            |row| row.get(0),
-                        )?;
-                        reaped.stranded.push(Stranded {
-                            stranded_before: to_u32("stranded jobs", before)?,
-                            job: JobRecord {
-                                state: JobState::Stranded,
-                                lease_until: None,
-                                ..job
-                            },
-                        });
-                    }
+                if job.state == JobState::Claimed {
+                    transaction.execute(
+                        "UPDATE work_queue SET state = 'queued', holder_host = NULL, \
+                         holder_boot = NULL, holder_pid = NULL, holder_start = NULL, \
+                         lease_until = NULL WHERE id = ?1",
+                        params![job.id.0],
+                    )?;
+                    reaped.requeued.push(job.id);
+                } else {
+                    transaction.execute(
+                        "UPDATE work_queue SET state = 'stranded', lease_until = NULL \
+                         WHERE id = ?1",
+                        params![job.id.0],
+                    )?;
                 }
             }
+            // Every stranded job not yet settled, this reaping's and earlier ones' (a reaper
+            // that died before the engine applied its rules leaves them here).
+            let stranded = {
+                let mut statement = transaction.prepare(&format!(
+                    "SELECT {COLUMNS}, (SELECT count(*) FROM work_queue AS other \
+                     WHERE other.run_id = work_queue.run_id AND other.step = work_queue.step \
+                     AND other.state IN ('stranded', 'settled') AND other.id <> work_queue.id) \
+                     FROM work_queue WHERE state = 'stranded' ORDER BY id"
+                ))?;
+                let rows =
+                    statement.query_map([], |row| Ok((read(row)?, row.get::<_, i64>(14)?)))?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            for (row, before) in stranded {
+                reaped.stranded.push(Stranded {
+                    job: record(row)?,
+                    stranded_before: to_u32("stranded jobs", before)?,
+                });
+            }
             Ok(reaped)
+        })
+    }
+
+    fn settle(&self, job: JobId) -> Result<(), Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            transaction.execute(
+                "UPDATE work_queue SET state = 'settled' WHERE id = ?1 AND state = 'stranded'",
+                params![job.0],
+            )?;
+            Ok(())
         })
     }
 

@@ -106,17 +106,21 @@ pub enum JobState {
     Started,
     /// Released with an outcome.
     Done,
-    /// Started, and its lease ended without an outcome: handed to the engine's rules once.
+    /// Started, and its lease ended without an outcome: handed to the engine's rules at every
+    /// reaping until the engine says it applied them ([`WorkQueue::settle`]).
     Stranded,
+    /// Stranded, and the engine applied its rules.
+    Settled,
 }
 
 impl JobState {
-    pub const ALL: [JobState; 5] = [
+    pub const ALL: [JobState; 6] = [
         JobState::Queued,
         JobState::Claimed,
         JobState::Started,
         JobState::Done,
         JobState::Stranded,
+        JobState::Settled,
     ];
 
     /// The stored name: stable across versions.
@@ -127,6 +131,7 @@ impl JobState {
             JobState::Started => "started",
             JobState::Done => "done",
             JobState::Stranded => "stranded",
+            JobState::Settled => "settled",
         }
     }
 
@@ -223,8 +228,10 @@ pub enum Release {
 pub struct Reaped {
     /// Claimed and never started: queued again.
     pub requeued: Vec<JobId>,
-    /// Started and never finished: now [`JobState::Stranded`]; the caller applies the
-    /// engine's rules to each, with how often this step was stranded before.
+    /// Started and never finished, now or at an earlier reaping, and not yet settled: the
+    /// caller applies the engine's rules to each (with how often this step was stranded
+    /// before), then [`WorkQueue::settle`]s it. Handed on at least once: two reapers may both
+    /// see one, so the rules are applied so that twice is once.
     pub stranded: Vec<Stranded>,
 }
 
@@ -232,8 +239,8 @@ pub struct Reaped {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stranded {
     pub job: JobRecord,
-    /// Earlier jobs of the same run and step that were stranded too: a step whose workers
-    /// keep dying is not claimed a third time.
+    /// Other jobs of the same run and step that were stranded too: a step whose workers keep
+    /// dying is not claimed a third time.
     pub stranded_before: u32,
 }
 
@@ -255,11 +262,12 @@ pub trait WorkQueue: Send + Sync {
     ) -> Result<Option<Lease>, Error>;
 
     /// Marks the lease's step as started: from now on its end is the engine's to judge, never
-    /// a re-run. [`Fence::Lost`] when the lease is no longer held.
+    /// a re-run. [`Fence::Lost`] when the lease is no longer held or has ended by the store's
+    /// clock (then the job, never started, goes back to the queue at the next reaping).
     fn start(&self, lease: &Lease) -> Result<Fence, Error>;
 
     /// Extends the lease by `lease_for` from the store's clock; the new end, or `None` when
-    /// it is no longer held (the worker must stop writing for this job).
+    /// it is no longer held or has already ended (the worker must stop writing for this job).
     fn renew(&self, lease: &Lease, lease_for: Duration) -> Result<Option<Timestamp>, Error>;
 
     /// Gives the job back. [`Fence::Lost`] when the lease was no longer held: nothing changed.
@@ -267,8 +275,11 @@ pub trait WorkQueue: Send + Sync {
 
     /// Ends every lease that expired by the store's clock, or whose holder `dead` proves dead
     /// (a process of this host that no longer runs): claimed jobs are queued again, started
-    /// ones become [`JobState::Stranded`] and are returned to the caller.
+    /// ones become [`JobState::Stranded`]; every stranded job not yet settled is returned.
     fn reap(&self, dead: &dyn Fn(&Holder) -> bool) -> Result<Reaped, Error>;
+
+    /// The engine applied its rules to a stranded job: it is not handed on again.
+    fn settle(&self, job: JobId) -> Result<(), Error>;
 
     /// One job, as stored.
     fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error>;
@@ -298,7 +309,9 @@ mod tests {
         let names: Vec<&str> = JobState::ALL.iter().map(|state| state.as_str()).collect();
         assert_eq!(
             names,
-            ["queued", "claimed", "started", "done", "stranded"],
+            [
+                "queued", "claimed", "started", "done", "stranded", "settled"
+            ],
             "stored names never change"
         );
         assert!(JobState::parse("running").is_err());

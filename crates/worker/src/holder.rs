@@ -1,7 +1,10 @@
 //! Who holds a lease of the run queue (issue 38), and whether a holder is provably dead: a
-//! process of this host and this boot whose pid no longer runs, or runs another program
-//! started at another time (a reused pid), or any process of an earlier boot of this host.
-//! A holder on another host is never judged here: its lease ends by the store's clock.
+//! process of this machine, this pid namespace and this boot whose pid no longer runs, or
+//! runs another program started at another time (a reused pid). Nothing else is judged here:
+//! a holder of another machine or pid namespace (another container sharing the machine id),
+//! of another boot (a clone of this machine's disk shares its id), or whose process this one
+//! cannot see (`/proc` mounted with `hidepid`), keeps its lease until it ends by the store's
+//! clock.
 
 use storage::queue::Holder;
 
@@ -30,29 +33,39 @@ pub fn dead_here(holder: &Holder) -> bool {
     let (Ok(host), Ok(boot)) = (host_id(), boot_id()) else {
         return false;
     };
-    if holder.host != host {
+    if holder.host != host || holder.boot != boot {
         return false;
     }
-    if holder.boot != boot {
-        // This host booted again since: every process of the earlier boot is gone.
+    let Some(pid) = i32::try_from(holder.pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    // The kernel says whether any process has the pid (signal 0 sends nothing); `/proc` may
+    // hide processes of other users.
+    if let Err(rustix::io::Errno::SRCH) = rustix::process::test_kill_process(pid) {
         return true;
     }
     match process_start(holder.pid) {
         Ok(Some(start)) => start != holder.process_start,
-        Ok(None) => true,
-        Err(_) => false,
+        // Running by the kernel's word, unseen in `/proc` (or gone since): not proven.
+        Ok(None) | Err(_) => false,
     }
 }
 
-/// The machine's id (`/etc/machine-id`), or its host name where it has none.
+/// The machine's id (`/etc/machine-id`, else its host name) and this process's pid namespace:
+/// a pid names one process only within both.
 fn host_id() -> std::io::Result<String> {
-    match std::fs::read_to_string("/etc/machine-id") {
-        Ok(id) if !id.trim().is_empty() => Ok(id.trim().to_owned()),
-        _ => Ok(rustix::system::uname()
+    let machine = match std::fs::read_to_string("/etc/machine-id") {
+        Ok(id) if !id.trim().is_empty() => id.trim().to_owned(),
+        _ => rustix::system::uname()
             .nodename()
             .to_string_lossy()
-            .into_owned()),
-    }
+            .into_owned(),
+    };
+    let namespace = std::fs::read_link("/proc/self/ns/pid")?;
+    Ok(format!("{machine} {}", namespace.display()))
 }
 
 fn boot_id() -> std::io::Result<String> {
@@ -101,11 +114,25 @@ mod tests {
         child.wait().unwrap();
         let ended = Holder { pid, ..me.clone() };
         assert!(dead_here(&ended), "an ended process (pid {pid}) is dead");
-        let earlier_boot = Holder {
-            boot: "an-earlier-boot".into(),
+        let other_boot = Holder {
+            boot: "another-boot".into(),
+            pid,
             ..me.clone()
         };
-        assert!(dead_here(&earlier_boot));
+        assert!(
+            !dead_here(&other_boot),
+            "a clone of this machine shares its id: another boot is not proof"
+        );
+        let other_namespace = Holder {
+            host: me.host.replace("pid:[", "pid:[9"),
+            pid,
+            ..me.clone()
+        };
+        assert_ne!(other_namespace.host, me.host);
+        assert!(
+            !dead_here(&other_namespace),
+            "a pid of another namespace is not ours"
+        );
         let elsewhere = Holder {
             host: "another-host".into(),
             pid,

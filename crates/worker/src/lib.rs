@@ -41,6 +41,6 @@ pub trait Stores: storage::Store + storage::models::ModelProviderStore {}
 impl<T: storage::Store + storage::models::ModelProviderStore + ?Sized> Stores for T {}
 
 pub use crate::service::{
-    Claimed, DEFAULT_LEASE, DEFAULT_MODEL_SLOTS, Handle, Jobs, MAX_INTERVAL, Options, Report,
-    Shutdown, run,
+    BadOptions, Claimed, DEFAULT_LEASE, DEFAULT_MODEL_SLOTS, Handle, Jobs, MAX_INTERVAL, MAX_SLOTS,
+    MIN_POLL, Options, Report, Shutdown, StartError, run,
 };

@@ -9,12 +9,13 @@
 //! inline for one CLI command.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use storage::queue::{Fence, Holder, JobId, Lease, Release, SlotKind, Slots, Stranded, WorkQueue};
+use storage::queue::{Fence, Holder, Lease, Release, SlotKind, Slots, Stranded, WorkQueue};
 
 /// How a worker works. The defaults are the documented ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,13 +39,23 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// waits on the network, so it is bounded apart from the cores.
 pub const DEFAULT_MODEL_SLOTS: u32 = 8;
 
+/// The most jobs of one slot kind a worker runs at once (a thread each).
+pub const MAX_SLOTS: u32 = 1024;
+
+/// The shortest wait between two claims of an idle worker: each claim is a write.
+pub const MIN_POLL: Duration = Duration::from_millis(10);
+
+/// The longest interval a worker waits for anything.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
 impl Options {
     /// One sandboxed step per core (a step is bounded by its own cgroup; more would only queue
     /// on the CPU), and [`DEFAULT_MODEL_SLOTS`] agent steps.
     pub fn for_this_machine() -> Options {
         let cores = std::thread::available_parallelism()
-            .map(|cores| u32::try_from(cores.get()).unwrap_or(u32::MAX))
-            .unwrap_or(1);
+            .map(|cores| u32::try_from(cores.get()).unwrap_or(MAX_SLOTS))
+            .unwrap_or(1)
+            .min(MAX_SLOTS);
         Options {
             slots: Slots {
                 sandbox: cores,
@@ -56,25 +67,87 @@ impl Options {
             reap_every: Duration::from_secs(5),
         }
     }
+
+    /// Why these options cannot work, naming the setting; `Ok` when they can.
+    pub fn check(&self) -> Result<(), BadOptions> {
+        let bad = |setting: &'static str, why: String| Err(BadOptions { setting, why });
+        if self.slots.sandbox > MAX_SLOTS || self.slots.model > MAX_SLOTS {
+            return bad("slots", format!("at most {MAX_SLOTS} of each kind"));
+        }
+        if self.lease < storage::queue::MIN_LEASE || self.lease > storage::queue::MAX_LEASE {
+            return bad(
+                "lease",
+                format!(
+                    "between {:?} and {:?}",
+                    storage::queue::MIN_LEASE,
+                    storage::queue::MAX_LEASE
+                ),
+            );
+        }
+        if self.renew_every.is_zero() || self.renew_every * 2 > self.lease {
+            return bad(
+                "renew_every",
+                "above zero and at most half the lease, so that a late renewal still comes in \
+                 time"
+                    .to_owned(),
+            );
+        }
+        for (setting, interval) in [("poll", self.poll), ("reap_every", self.reap_every)] {
+            if interval < MIN_POLL || interval > MAX_INTERVAL {
+                return bad(
+                    setting,
+                    format!("between {MIN_POLL:?} and {MAX_INTERVAL:?}"),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A worker's options that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the worker's {setting} must be {why}")]
+pub struct BadOptions {
+    pub setting: &'static str,
+    pub why: String,
+}
+
+/// Why a worker did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Options(#[from] BadOptions),
+    #[error("the worker's thread could not start")]
+    Thread(#[source] std::io::Error),
 }
 
 /// What the worker's jobs do (the engine's step attempts).
 pub trait Jobs: Send + Sync {
     /// Runs the claimed job. It calls [`Claimed::start`] just before the step's code or agent
     /// starts (from then on the job is never re-run by itself), stops writing for the job once
-    /// [`Claimed::held`] is false, and says how the job is given back.
+    /// [`Claimed::held`] is false, gives an unstarted job back ([`Release::Unstarted`]) when
+    /// [`Claimed::stopping`], and says how the job is given back.
     fn run(&self, claimed: &Claimed) -> Release;
 
     /// A started job whose lease ended without an outcome (its worker died or stalled): the
-    /// engine's rules decide what becomes of its run.
-    fn stranded(&self, stranded: &Stranded);
+    /// engine's rules decide what becomes of its run; `true` once they were applied (the job
+    /// is then settled), `false` to be handed it again at the next reaping. Handed on at least
+    /// once: applying the rules twice must be applying them once.
+    fn stranded(&self, stranded: &Stranded) -> bool;
 }
 
 /// A job this worker holds, as its [`Jobs::run`] sees it.
 pub struct Claimed {
     lease: Lease,
     queue: Arc<dyn WorkQueue>,
+    /// False once the store said the lease is gone.
     held: AtomicBool,
+    /// By this process's clock, when the lease may have ended unless a renewal comes in: a
+    /// renewal that keeps failing (the store unreachable) ends the hold here.
+    held_until: Mutex<Instant>,
+    stopping: Shutdown,
+    /// Set before the job is given back: a renewal that then finds it gone lost nothing.
+    finished: AtomicBool,
 }
 
 impl Claimed {
@@ -83,8 +156,11 @@ impl Claimed {
     }
 
     /// Marks the job started in the queue; [`Fence::Lost`] when the lease was taken from this
-    /// worker (then nothing of the job may run).
+    /// worker or has ended (then nothing of the job may run).
     pub fn start(&self) -> Result<Fence, storage::Error> {
+        if !self.held() {
+            return Ok(Fence::Lost);
+        }
         let fence = self.queue.start(&self.lease)?;
         if fence == Fence::Lost {
             self.held.store(false, Ordering::SeqCst);
@@ -92,9 +168,21 @@ impl Claimed {
         Ok(fence)
     }
 
-    /// Whether this worker still holds the lease, as far as its last renewal knows.
+    /// Whether this worker still holds the lease, as far as it can know: the store has not
+    /// said otherwise, and the last renewal's hold has not run out by this process's clock.
     pub fn held(&self) -> bool {
-        self.held.load(Ordering::SeqCst)
+        self.held.load(Ordering::SeqCst) && Instant::now() < *lock(&self.held_until)
+    }
+
+    /// Whether the worker is stopping: a job not yet started gives itself back.
+    pub fn stopping(&self) -> bool {
+        self.stopping.is_triggered()
+    }
+
+    /// A renewal came in: held for `lease` less one renewal interval from `renewed_at`.
+    fn renewed(&self, renewed_at: Instant, options: &Options) {
+        let margin = options.lease.saturating_sub(options.renew_every);
+        *lock(&self.held_until) = later(renewed_at, margin);
     }
 }
 
@@ -119,22 +207,27 @@ impl Shutdown {
         *lock(&self.inner.0)
     }
 
-    /// Waits up to `limit`, returning early (true) when shutdown is asked.
-    fn wait(&self, limit: Duration) -> bool {
+    /// Waits up to `limit`, returning early when shutdown is asked.
+    fn wait(&self, limit: Duration) {
         let (stopped, wake) = &*self.inner;
         let guard = lock(stopped);
-        let (guard, _) = wake
+        let _ = wake
             .wait_timeout_while(guard, limit, |stopped| !*stopped)
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        *guard
     }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Counters and flags stay consistent whatever panicked while the lock was held.
+    // Counters, flags and instants stay consistent whatever panicked while the lock was held.
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `interval` (at most [`MAX_INTERVAL`]) after `now`. An hour after any instant a process
+/// reads cannot overflow; if it ever did, the time would only come early (at `now`).
+fn later(now: Instant, interval: Duration) -> Instant {
+    now.checked_add(interval.min(MAX_INTERVAL)).unwrap_or(now)
 }
 
 /// What a worker did, when it ended.
@@ -142,10 +235,17 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Report {
     /// Jobs it claimed and gave back.
     pub jobs: u64,
-    /// Leases it lost while working (renewal found them taken).
+    /// Jobs whose work panicked: not given back, so their leases end and the reaper hands
+    /// them on.
+    pub panicked: u64,
+    /// Leases it lost while working (a renewal found them taken or ended).
     pub leases_lost: u64,
-    /// Queue calls that failed (each retried at the next tick).
+    /// Queue calls that failed (each tried again at the next tick).
     pub queue_errors: u64,
+    /// Stranded jobs it handed to the engine's rules and settled.
+    pub settled: u64,
+    /// Whether its loop itself panicked (its jobs then ended with their leases).
+    pub loop_panicked: bool,
 }
 
 /// A running worker. Cheap: a thread handle and the shutdown it listens to.
@@ -163,7 +263,10 @@ impl Handle {
 
     /// Waits until the worker ends (after its shutdown was triggered elsewhere).
     pub fn join(self) -> Report {
-        self.thread.join().unwrap_or_default()
+        self.thread.join().unwrap_or_else(|_| Report {
+            loop_panicked: true,
+            ..Report::default()
+        })
     }
 }
 
@@ -174,7 +277,8 @@ pub fn run(
     holder: Holder,
     options: Options,
     shutdown: Shutdown,
-) -> std::io::Result<Handle> {
+) -> Result<Handle, StartError> {
+    options.check()?;
     let loop_shutdown = shutdown.clone();
     let thread = std::thread::Builder::new()
         .name(String::from("stepward-worker"))
@@ -186,15 +290,17 @@ pub fn run(
                 options,
                 shutdown: loop_shutdown,
                 held: Arc::new(Held::default()),
+                next_key: 0,
                 report: Report::default(),
             }
             .work()
-        })?;
+        })
+        .map_err(StartError::Thread)?;
     Ok(Handle { thread, shutdown })
 }
 
 /// A job being worked on: its slot kind, its lease as the worker shares it, its thread, and
-/// whether it was given back.
+/// whether its thread gave it back.
 struct Running {
     slot: SlotKind,
     claimed: Arc<Claimed>,
@@ -202,10 +308,12 @@ struct Running {
     done: bool,
 }
 
-/// The jobs being worked on, and the signal a job gives when it is given back.
+/// The jobs being worked on, each under a key of this worker's own (a job claimed again by
+/// this worker is another entry: its earlier thread may still be ending), and the signal a
+/// job's thread gives when it ends.
 #[derive(Default)]
 struct Held {
-    running: Mutex<HashMap<JobId, Running>>,
+    running: Mutex<HashMap<u64, Running>>,
     changed: Condvar,
 }
 
@@ -216,16 +324,8 @@ struct Worker {
     options: Options,
     shutdown: Shutdown,
     held: Arc<Held>,
+    next_key: u64,
     report: Report,
-}
-
-/// The longest interval a worker waits for anything: a longer setting is held to it.
-pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// `interval` (at most [`MAX_INTERVAL`]) after `now`. An hour after any instant a process
-/// reads cannot overflow; if it ever did, the tick would only come early (at `now`).
-fn later(now: Instant, interval: Duration) -> Instant {
-    now.checked_add(interval.min(MAX_INTERVAL)).unwrap_or(now)
 }
 
 impl Worker {
@@ -235,13 +335,15 @@ impl Worker {
         while !self.shutdown.is_triggered() {
             self.collect_finished();
             let now = Instant::now();
-            if now >= next_reaping {
-                self.reap();
-                next_reaping = later(now, self.options.reap_every);
-            }
+            // Renewed before reaping: after a stall, this worker's own leases are kept, not
+            // stranded by its own reaper.
             if now >= next_renewal {
                 self.renew();
                 next_renewal = later(now, self.options.renew_every);
+            }
+            if now >= next_reaping {
+                self.reap();
+                next_reaping = later(now, self.options.reap_every);
             }
             if self.claim_one() {
                 continue;
@@ -249,8 +351,8 @@ impl Worker {
             let until_renewal = next_renewal.saturating_duration_since(Instant::now());
             self.shutdown.wait(self.options.poll.min(until_renewal));
         }
-        // Shutdown: nothing more is claimed; the jobs held are finished and given back, their
-        // leases renewed meanwhile.
+        // Shutdown: nothing more is claimed; the jobs held are finished (an unstarted one
+        // gives itself back) and given back, their leases renewed meanwhile.
         loop {
             self.collect_finished();
             {
@@ -297,6 +399,7 @@ impl Worker {
         if free == Slots::default() {
             return false;
         }
+        let claimed_at = Instant::now();
         let lease = match self.queue.claim(&self.holder, free, self.options.lease) {
             Ok(Some(lease)) => lease,
             Ok(None) => return false,
@@ -305,84 +408,93 @@ impl Worker {
                 return false;
             }
         };
-        let job = lease.job;
         let slot = lease.slot;
         let claimed = Arc::new(Claimed {
             lease,
             queue: Arc::clone(&self.queue),
             held: AtomicBool::new(true),
+            held_until: Mutex::new(claimed_at),
+            stopping: self.shutdown.clone(),
+            finished: AtomicBool::new(false),
         });
-        let thread_claimed = Arc::clone(&claimed);
-        let jobs = Arc::clone(&self.jobs);
-        let queue = Arc::clone(&self.queue);
+        claimed.renewed(claimed_at, &self.options);
+        let key = self.next_key;
+        self.next_key = self.next_key.wrapping_add(1);
         // Registered before the thread starts, so that a fast job is never collected before
         // it was counted.
         lock(&self.held.running).insert(
-            job,
+            key,
             Running {
                 slot,
-                claimed,
+                claimed: Arc::clone(&claimed),
                 thread: None,
                 done: false,
             },
         );
+        let jobs = Arc::clone(&self.jobs);
+        let queue = Arc::clone(&self.queue);
         let held = Arc::clone(&self.held);
+        let thread_claimed = Arc::clone(&claimed);
         let spawned = std::thread::Builder::new()
             .name(String::from("stepward-job"))
             .spawn(move || {
-                let release = jobs.run(&thread_claimed);
-                // A lease lost meanwhile changes nothing here: the fence says so.
-                let _ = queue.release(thread_claimed.lease(), release);
-                if let Some(entry) = lock(&held.running).get_mut(&job) {
-                    entry.done = true;
+                let ran = std::panic::catch_unwind(AssertUnwindSafe(|| jobs.run(&thread_claimed)));
+                // A panic gives nothing back: the lease ends and the reaper hands the job on
+                // (started: to the engine's rules; not started: to the queue).
+                if let Ok(release) = ran {
+                    thread_claimed.finished.store(true, Ordering::SeqCst);
+                    // A lease lost meanwhile changes nothing here: the fence says so.
+                    let _ = queue.release(thread_claimed.lease(), release);
+                }
+                if let Some(entry) = lock(&held.running).get_mut(&key) {
+                    entry.done = ran.is_ok();
                 }
                 held.changed.notify_all();
             });
         match spawned {
             Ok(handle) => {
-                if let Some(entry) = lock(&self.held.running).get_mut(&job) {
+                if let Some(entry) = lock(&self.held.running).get_mut(&key) {
                     entry.thread = Some(handle);
                 }
                 true
             }
             Err(_) => {
                 // No thread for it: given back as never started, for another worker.
-                if let Some(entry) = lock(&self.held.running).remove(&job) {
-                    let _ = self
-                        .queue
-                        .release(entry.claimed.lease(), Release::Unstarted);
-                }
+                lock(&self.held.running).remove(&key);
+                let _ = self.queue.release(claimed.lease(), Release::Unstarted);
                 false
             }
         }
     }
 
-    /// Joins the jobs whose threads ended.
+    /// Joins the jobs whose threads ended: given back, or ended by a panic.
     fn collect_finished(&mut self) {
         let finished: Vec<Running> = {
             let mut running = lock(&self.held.running);
-            // Given back, or its thread ended without giving it back (a panic: its lease ends
-            // and the reaper hands it on).
-            let done: Vec<JobId> = running
+            let ended: Vec<u64> = running
                 .iter()
-                .filter(|(_, job)| {
-                    job.done || job.thread.as_ref().is_some_and(JoinHandle::is_finished)
-                })
-                .map(|(id, _)| *id)
+                .filter(|(_, job)| job.thread.as_ref().is_some_and(JoinHandle::is_finished))
+                .map(|(key, _)| *key)
                 .collect();
-            done.into_iter()
-                .filter_map(|id| running.remove(&id))
+            ended
+                .into_iter()
+                .filter_map(|key| running.remove(&key))
                 .collect()
         };
         for mut job in finished {
             if let Some(thread) = job.thread.take() {
                 let _ = thread.join();
             }
-            self.report.jobs += 1;
+            if job.done {
+                self.report.jobs += 1;
+            } else {
+                self.report.panicked += 1;
+            }
         }
     }
 
-    /// Renews every lease held; one found taken is marked lost for its job.
+    /// Renews every lease held and not yet given back; one found taken or ended is marked
+    /// lost for its job.
     fn renew(&mut self) {
         let held: Vec<Arc<Claimed>> = lock(&self.held.running)
             .values()
@@ -390,30 +502,46 @@ impl Worker {
             .map(|job| Arc::clone(&job.claimed))
             .collect();
         for claimed in held {
-            if !claimed.held() {
+            if !claimed.held.load(Ordering::SeqCst) {
                 continue;
             }
+            let asked_at = Instant::now();
             match self.queue.renew(claimed.lease(), self.options.lease) {
-                Ok(Some(_)) => {}
+                Ok(Some(_)) => claimed.renewed(asked_at, &self.options),
                 Ok(None) => {
                     claimed.held.store(false, Ordering::SeqCst);
-                    self.report.leases_lost += 1;
+                    // Given back meanwhile by its own thread: nothing was lost.
+                    if !claimed.finished.load(Ordering::SeqCst) {
+                        self.report.leases_lost += 1;
+                    }
                 }
+                // Held until its last hold runs out (`Claimed::held`); tried again next tick.
                 Err(_) => self.report.queue_errors += 1,
             }
         }
     }
 
     /// Ends the leases that ended (or whose holder on this host is dead) and hands stranded
-    /// work to the engine's rules.
+    /// work to the engine's rules, settling each once they were applied.
     fn reap(&mut self) {
-        match self.queue.reap(&crate::holder::dead_here) {
-            Ok(reaped) => {
-                for stranded in &reaped.stranded {
-                    self.jobs.stranded(stranded);
-                }
+        let reaped = match self.queue.reap(&crate::holder::dead_here) {
+            Ok(reaped) => reaped,
+            Err(_) => {
+                self.report.queue_errors += 1;
+                return;
             }
-            Err(_) => self.report.queue_errors += 1,
+        };
+        for stranded in &reaped.stranded {
+            let applied =
+                std::panic::catch_unwind(AssertUnwindSafe(|| self.jobs.stranded(stranded)))
+                    .unwrap_or(false);
+            if !applied {
+                continue;
+            }
+            match self.queue.settle(stranded.job.id) {
+                Ok(()) => self.report.settled += 1,
+                Err(_) => self.report.queue_errors += 1,
+            }
         }
     }
 }

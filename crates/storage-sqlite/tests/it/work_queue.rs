@@ -186,11 +186,54 @@ fn a_started_job_whose_lease_ends_is_stranded_never_queued_again_and_counted_per
             "never re-run"
         );
         assert_eq!(queue.release(&lease, Release::Done).unwrap(), Fence::Lost);
+        let again = queue.reap(&|_| false).unwrap();
+        assert_eq!(
+            again.stranded.len(),
+            1,
+            "handed on again until the engine settles it (a reaper may die first)"
+        );
+        queue.settle(id).unwrap();
+        assert_eq!(queue.job(id).unwrap().unwrap().state, JobState::Settled);
         assert!(
             queue.reap(&|_| false).unwrap().stranded.is_empty(),
-            "handed over once"
+            "settled once"
         );
     }
+}
+
+/// The same holder (workers of one process share it) claiming a job again after its lease
+/// was taken: the earlier claim is fenced off by its claim number alone.
+#[test]
+fn the_same_holders_earlier_claim_is_fenced_off_by_its_claim_number() {
+    let (_dir, store) = temp_store();
+    let queue: &dyn WorkQueue = &store;
+    let run = run(&store, "run-1");
+    let id = queue
+        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
+        .unwrap();
+    let first = queue.claim(&holder(1), BOTH, SHORT).unwrap().unwrap();
+    std::thread::sleep(SHORT * 2);
+    assert_eq!(
+        queue.start(&first).unwrap(),
+        Fence::Lost,
+        "a lease ended by the store's clock starts nothing, reaped or not"
+    );
+    assert_eq!(
+        queue.renew(&first, LONG).unwrap(),
+        None,
+        "nor is it renewed"
+    );
+    assert_eq!(queue.reap(&|_| false).unwrap().requeued, vec![id]);
+    let second = queue.claim(&holder(1), BOTH, LONG).unwrap().unwrap();
+    assert_eq!(second.holder, first.holder);
+    assert_eq!(second.claim, 2);
+    assert_eq!(
+        queue.release(&first, Release::Unstarted).unwrap(),
+        Fence::Lost
+    );
+    assert_eq!(queue.release(&first, Release::Done).unwrap(), Fence::Lost);
+    assert_eq!(queue.job(id).unwrap().unwrap().state, JobState::Claimed);
+    assert_eq!(queue.start(&second).unwrap(), Fence::Held);
 }
 
 #[test]

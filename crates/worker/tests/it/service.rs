@@ -25,7 +25,14 @@ struct Sleepy {
     most: AtomicUsize,
     ran: Mutex<HashMap<JobId, u32>>,
     fences: Mutex<Vec<Fence>>,
+    /// Jobs that found their lease gone while they ran (asserted on the test's thread: a
+    /// panic in a job's thread is the worker's to catch).
+    lost_while_running: Mutex<Vec<JobId>>,
     stranded: Mutex<Vec<Stranded>>,
+    /// Whether applying the engine's rules fails (the job is then handed on again).
+    rules_fail: std::sync::atomic::AtomicBool,
+    /// Whether a job panics after it started.
+    panics: std::sync::atomic::AtomicBool,
 }
 
 impl Jobs for Sleepy {
@@ -42,12 +49,21 @@ impl Jobs for Sleepy {
             .entry(claimed.lease().job)
             .or_default() += 1;
         self.now.fetch_sub(1, Ordering::SeqCst);
-        assert!(claimed.held(), "the lease was kept while the job ran");
+        if !claimed.held() {
+            self.lost_while_running
+                .lock()
+                .unwrap()
+                .push(claimed.lease().job);
+        }
+        if self.panics.load(Ordering::SeqCst) {
+            panic!("the step's runtime broke");
+        }
         Release::Done
     }
 
-    fn stranded(&self, stranded: &Stranded) {
+    fn stranded(&self, stranded: &Stranded) -> bool {
         self.stranded.lock().unwrap().push(stranded.clone());
+        !self.rules_fail.load(Ordering::SeqCst)
     }
 }
 
@@ -133,6 +149,7 @@ fn every_queued_job_runs_once_across_two_workers_within_their_slots() {
             .iter()
             .all(|fence| *fence == Fence::Held)
     );
+    assert!(jobs.lost_while_running.lock().unwrap().is_empty());
     let stored = temp.store.jobs_of_run(&run).unwrap();
     assert!(stored.iter().all(|job| job.state == JobState::Done));
 }
@@ -204,6 +221,10 @@ fn a_job_longer_than_its_lease_keeps_it_and_no_other_worker_takes_it() {
     let report = first.stop();
     second.stop();
     assert_eq!(report.leases_lost, 0);
+    assert!(
+        jobs.lost_while_running.lock().unwrap().is_empty(),
+        "the lease was kept while the job ran past it"
+    );
     assert_eq!(jobs.ran.lock().unwrap().get(&ids[0]), Some(&1), "run once");
     assert!(jobs.stranded.lock().unwrap().is_empty());
     assert_eq!(
@@ -228,7 +249,7 @@ fn a_started_job_of_a_dead_holder_on_this_host_is_handed_on_at_once() {
         .unwrap();
     assert_eq!(queue.start(&lease).unwrap(), Fence::Held);
     let jobs = Arc::new(Sleepy::default());
-    let started = Instant::now();
+    jobs.rules_fail.store(true, Ordering::SeqCst);
     let live = worker::run(
         queue.clone(),
         jobs.clone(),
@@ -242,11 +263,21 @@ fn a_started_job_of_a_dead_holder_on_this_host_is_handed_on_at_once() {
         Duration::from_secs(5),
         || !jobs.stranded.lock().unwrap().is_empty(),
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "not after its hour-long lease"
+    // Within seconds, not after its hour-long lease; while the rules fail it is handed on
+    // again at every reaping, and settled once they apply.
+    wait_until("handed on again", Duration::from_secs(5), || {
+        jobs.stranded.lock().unwrap().len() >= 2
+    });
+    assert_eq!(
+        queue.job(ids[0]).unwrap().unwrap().state,
+        JobState::Stranded
     );
-    live.stop();
+    jobs.rules_fail.store(false, Ordering::SeqCst);
+    wait_until("settled", Duration::from_secs(5), || {
+        queue.job(ids[0]).unwrap().unwrap().state == JobState::Settled
+    });
+    let report = live.stop();
+    assert_eq!(report.settled, 1);
     let stranded = jobs.stranded.lock().unwrap();
     assert_eq!(stranded[0].job.id, ids[0]);
     assert!(
@@ -284,4 +315,83 @@ fn a_stopping_worker_claims_nothing_more_and_finishes_what_it_holds() {
         .filter(|id| queue.job(**id).unwrap().unwrap().state == JobState::Queued)
         .count();
     assert_eq!(waiting, 2, "the others wait for the next worker");
+}
+
+#[test]
+fn a_job_that_panics_after_it_started_is_handed_to_the_engines_rules_when_its_lease_ends() {
+    let (temp, _run, ids) = queued(1, SlotKind::Sandbox);
+    let queue: Arc<dyn WorkQueue> = temp.store.clone();
+    let jobs = Arc::new(Sleepy::default());
+    jobs.panics.store(true, Ordering::SeqCst);
+    let handle = worker::run(
+        queue.clone(),
+        jobs.clone(),
+        holder(1),
+        options(1, 0),
+        Shutdown::new(),
+    )
+    .unwrap();
+    wait_until("handed to the rules", Duration::from_secs(10), || {
+        !jobs.stranded.lock().unwrap().is_empty()
+    });
+    let report = handle.stop();
+    assert_eq!(report.panicked, 1, "{report:?}");
+    assert_eq!(report.jobs, 0);
+    assert_eq!(
+        jobs.ran.lock().unwrap().get(&ids[0]),
+        Some(&1),
+        "never run again"
+    );
+    assert_eq!(queue.job(ids[0]).unwrap().unwrap().state, JobState::Settled);
+}
+
+#[test]
+fn options_that_cannot_work_are_refused_naming_the_setting() {
+    let (temp, _run, _ids) = queued(0, SlotKind::Sandbox);
+    let queue: Arc<dyn WorkQueue> = temp.store.clone();
+    let jobs: Arc<dyn Jobs> = Arc::new(Sleepy::default());
+    let cases = [
+        (
+            "renew_every",
+            Options {
+                renew_every: Duration::from_millis(200),
+                ..options(1, 0)
+            },
+        ),
+        (
+            "poll",
+            Options {
+                poll: Duration::ZERO,
+                ..options(1, 0)
+            },
+        ),
+        (
+            "slots",
+            Options {
+                slots: Slots {
+                    sandbox: worker::MAX_SLOTS + 1,
+                    model: 0,
+                },
+                ..options(1, 0)
+            },
+        ),
+        (
+            "lease",
+            Options {
+                lease: Duration::from_secs(7200),
+                renew_every: Duration::from_secs(60),
+                ..options(1, 0)
+            },
+        ),
+    ];
+    for (setting, bad) in cases {
+        let refused = worker::run(queue.clone(), jobs.clone(), holder(1), bad, Shutdown::new())
+            .err()
+            .unwrap_or_else(|| panic!("{setting} was taken"));
+        assert!(refused.to_string().contains(setting), "{refused}");
+    }
+    assert!(
+        Options::for_this_machine().check().is_ok(),
+        "the defaults work"
+    );
 }
