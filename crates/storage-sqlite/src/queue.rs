@@ -97,6 +97,18 @@ fn start_column(holder: &Holder) -> Result<i64, TxError> {
 const HELD: &str = "id = ?1 AND claims = ?2 AND holder_host = ?3 AND holder_boot = ?4 \
                     AND holder_pid = ?5 AND holder_start = ?6 AND state IN ('claimed', 'started')";
 
+/// The parameters ?1 to ?6 of [`HELD`] for `lease`.
+fn held_key(lease: &Lease) -> Result<(i64, u32, String, String, i64, i64), TxError> {
+    Ok((
+        lease.job.0,
+        lease.claim,
+        lease.holder.host.clone(),
+        lease.holder.boot.clone(),
+        pid_column(&lease.holder),
+        start_column(&lease.holder)?,
+    ))
+}
+
 fn fence(changed: usize) -> Fence {
     if changed == 1 {
         Fence::Held
@@ -197,14 +209,7 @@ impl WorkQueue for SqliteStore {
                     "UPDATE work_queue SET state = 'started' WHERE {HELD} AND state = 'claimed' \
                      AND lease_until > {NOW}"
                 ),
-                params![
-                    lease.job.0,
-                    lease.claim,
-                    lease.holder.host,
-                    lease.holder.boot,
-                    pid_column(&lease.holder),
-                    start_column(&lease.holder)?
-                ],
+                held_key(lease)?,
             )?;
             Ok(fence(changed))
         })
@@ -219,15 +224,10 @@ impl WorkQueue for SqliteStore {
                         "UPDATE work_queue SET lease_until = {NOW} + ?7 WHERE {HELD} \
                          AND lease_until > {NOW} RETURNING lease_until"
                     ),
-                    params![
-                        lease.job.0,
-                        lease.claim,
-                        lease.holder.host,
-                        lease.holder.boot,
-                        pid_column(&lease.holder),
-                        start_column(&lease.holder)?,
-                        millis
-                    ],
+                    {
+                        let (job, claim, host, boot, pid, start) = held_key(lease)?;
+                        (job, claim, host, boot, pid, start, millis)
+                    },
                     |row| row.get(0),
                 )
                 .optional()?;
@@ -248,17 +248,7 @@ impl WorkQueue for SqliteStore {
             ),
         };
         self.transaction(Durability::Synced, |transaction| {
-            let changed = transaction.execute(
-                &sql,
-                params![
-                    lease.job.0,
-                    lease.claim,
-                    lease.holder.host,
-                    lease.holder.boot,
-                    pid_column(&lease.holder),
-                    start_column(&lease.holder)?
-                ],
-            )?;
+            let changed = transaction.execute(&sql, held_key(lease)?)?;
             Ok(fence(changed))
         })
     }
