@@ -8,6 +8,8 @@
 //! - [`workflows`]: the workflows the suites run, and committing files to a workspace.
 //! - [`model`]: a fake model server as an account's provider.
 //! - [`runs`]: a run as a store holds it, made without an engine.
+//! - [`queue_suite`] and [`memory_queue`]: the run queue's conformance suite, written once,
+//!   and a queue held in memory that runs it beside SQLite's.
 //! - [`bytes`]: searching every stored byte for what must never be stored.
 //!
 //! Tests only: this crate panics on every failure, as a test should.
@@ -16,7 +18,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod bytes;
+pub mod memory_queue;
 pub mod model;
+pub mod queue_suite;
 pub mod runs;
 pub mod steps;
 pub mod store;

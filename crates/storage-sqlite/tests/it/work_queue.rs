@@ -1,25 +1,57 @@
-//! The run queue's conformance (issue 38), through the trait object so that a second backend
-//! runs the same checks: a job is held by one worker at a time, a lease's end is the store's
-//! clock, a lease taken from its worker fences off every later call of that worker, a claimed
-//! job whose lease ends goes back to the queue, a started one is handed to the engine's rules
-//! and never re-queued by the store, and a holder proven dead is reaped at once.
+//! The run queue's conformance suite (issue 38; written once in
+//! `test_support::queue_suite`) against SQLite, and what only SQLite can show: workers with
+//! connections of their own (as processes have) never hold a job twice.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use storage::queue::{Fence, Holder, JobState, NewJob, Release, SlotKind, Slots, WorkQueue};
-use storage::{Account, AccountId, RunId, Store, Timestamp};
+use storage::queue::{Fence, Holder, NewJob, SlotKind, Slots, WorkQueue};
+use storage::{Account, AccountId, AccountStore as _, RunId, Timestamp};
 use storage_sqlite::SqliteStore;
+use test_support::queue_suite::{ACCOUNT, QueueUnderTest};
 
 use crate::support::temp_store;
 
-const SHORT: Duration = Duration::from_millis(150);
 const LONG: Duration = Duration::from_secs(60);
 const BOTH: Slots = Slots {
     sandbox: 1,
     model: 1,
 };
+
+/// A fresh store in a temporary folder, with the suite's account.
+struct Sqlite {
+    _dir: tempfile::TempDir,
+    store: SqliteStore,
+}
+
+fn sqlite() -> Sqlite {
+    let (dir, store) = temp_store();
+    store
+        .ensure_account(&Account {
+            id: account(),
+            name: "local".into(),
+            created_at: Timestamp(0),
+        })
+        .unwrap();
+    Sqlite { _dir: dir, store }
+}
+
+impl QueueUnderTest for Sqlite {
+    fn queue(&self) -> &dyn WorkQueue {
+        &self.store
+    }
+
+    fn run(&self, id: &str) -> RunId {
+        test_support::runs::create_run(&self.store, &account(), id)
+    }
+}
+
+test_support::queue_conformance!(sqlite);
+
+fn account() -> AccountId {
+    AccountId::parse(ACCOUNT).unwrap()
+}
 
 fn holder(pid: u32) -> Holder {
     Holder {
@@ -30,273 +62,26 @@ fn holder(pid: u32) -> Holder {
     }
 }
 
-fn account() -> AccountId {
-    AccountId::parse("acct").unwrap()
-}
-
-/// Creates the account (once) and the run `id`, so its jobs have a run to belong to.
-fn run(store: &dyn Store, id: &str) -> RunId {
-    store
-        .ensure_account(&Account {
-            id: account(),
-            name: "local".into(),
-            created_at: Timestamp(0),
-        })
-        .unwrap();
-    test_support::runs::create_run(store, &account(), id)
-}
-
-fn job(run: &RunId, step: &str, attempt: u32, slot: SlotKind) -> NewJob {
+fn job(run: &RunId, step: &str) -> NewJob {
     NewJob {
         account: account(),
         run: run.clone(),
         step: step.into(),
-        attempt,
-        slot,
+        attempt: 1,
+        slot: SlotKind::Sandbox,
         at: Timestamp(2),
     }
-}
-
-#[test]
-fn a_claim_takes_the_oldest_job_its_slots_have_room_for_and_a_job_is_queued_once() {
-    let (_dir, store) = temp_store();
-    let queue: &dyn WorkQueue = &store;
-    let run = run(&store, "run-1");
-    let agent = queue
-        .enqueue(&job(&run, "ask", 1, SlotKind::Model))
-        .unwrap();
-    let code = queue
-        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
-        .unwrap();
-    assert_eq!(
-        queue
-            .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
-            .unwrap(),
-        code,
-        "the same attempt queued twice is one job"
-    );
-    assert!(
-        queue
-            .claim(&holder(1), Slots::default(), LONG)
-            .unwrap()
-            .is_none()
-    );
-    let sandboxed = queue
-        .claim(
-            &holder(1),
-            Slots {
-                sandbox: 1,
-                model: 0,
-            },
-            LONG,
-        )
-        .unwrap()
-        .expect("the sandboxed job");
-    assert_eq!(sandboxed.job, code, "an agent's job takes a model slot");
-    assert_eq!((sandboxed.attempt, sandboxed.claim), (1, 1));
-    let model = queue.claim(&holder(2), BOTH, LONG).unwrap().unwrap();
-    assert_eq!(model.job, agent);
-    assert!(queue.claim(&holder(3), BOTH, LONG).unwrap().is_none());
-    let stored = queue.job(code).unwrap().unwrap();
-    assert_eq!(stored.state, JobState::Claimed);
-    assert_eq!(stored.holder, Some(holder(1)));
-    assert_eq!(queue.jobs_of_run(&run).unwrap().len(), 2);
-}
-
-#[test]
-fn a_lease_ends_by_the_stores_clock_and_renewing_moves_its_end() {
-    let (_dir, store) = temp_store();
-    let queue: &dyn WorkQueue = &store;
-    let run = run(&store, "run-1");
-    queue
-        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
-        .unwrap();
-    let before = now_millis();
-    let lease = queue.claim(&holder(1), BOTH, SHORT).unwrap().unwrap();
-    let after = now_millis();
-    assert!(
-        lease.until.0 >= before + 150 - 5 && lease.until.0 <= after + 150 + 5,
-        "{} not about 150 ms after the claim",
-        lease.until.0
-    );
-    let renewed = queue.renew(&lease, LONG).unwrap().expect("still held");
-    assert!(renewed.0 >= before + 60_000 - 5, "{}", renewed.0);
-    std::thread::sleep(SHORT * 2);
-    let reaped = queue.reap(&|_| false).unwrap();
-    assert!(reaped.requeued.is_empty(), "a renewed lease has not ended");
-}
-
-#[test]
-fn a_claimed_job_whose_lease_ends_is_queued_again_and_its_old_holder_is_fenced_off() {
-    let (_dir, store) = temp_store();
-    let queue: &dyn WorkQueue = &store;
-    let run = run(&store, "run-1");
-    let id = queue
-        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
-        .unwrap();
-    let first = queue.claim(&holder(1), BOTH, SHORT).unwrap().unwrap();
-    assert!(
-        queue.reap(&|_| false).unwrap().requeued.is_empty(),
-        "not yet"
-    );
-    std::thread::sleep(SHORT * 2);
-    let reaped = queue.reap(&|_| false).unwrap();
-    assert_eq!(reaped.requeued, vec![id]);
-    assert!(reaped.stranded.is_empty());
-    let second = queue.claim(&holder(2), BOTH, LONG).unwrap().unwrap();
-    assert_eq!((second.job, second.attempt, second.claim), (id, 1, 2));
-    // Every later call of the first holder changes nothing.
-    assert_eq!(queue.start(&first).unwrap(), Fence::Lost);
-    assert_eq!(queue.renew(&first, LONG).unwrap(), None);
-    assert_eq!(queue.release(&first, Release::Done).unwrap(), Fence::Lost);
-    assert_eq!(queue.job(id).unwrap().unwrap().state, JobState::Claimed);
-    assert_eq!(queue.start(&second).unwrap(), Fence::Held);
-    assert_eq!(queue.release(&second, Release::Done).unwrap(), Fence::Held);
-    let done = queue.job(id).unwrap().unwrap();
-    assert_eq!((done.state, done.holder), (JobState::Done, None));
-    assert_eq!(queue.release(&second, Release::Done).unwrap(), Fence::Lost);
-}
-
-#[test]
-fn a_started_job_whose_lease_ends_is_stranded_never_queued_again_and_counted_per_step() {
-    let (_dir, store) = temp_store();
-    let queue: &dyn WorkQueue = &store;
-    let run = run(&store, "run-1");
-    for attempt in 1..=2 {
-        let id = queue
-            .enqueue(&job(&run, "fetch", attempt, SlotKind::Sandbox))
-            .unwrap();
-        let lease = queue.claim(&holder(attempt), BOTH, SHORT).unwrap().unwrap();
-        assert_eq!(queue.start(&lease).unwrap(), Fence::Held);
-        std::thread::sleep(SHORT * 2);
-        let reaped = queue.reap(&|_| false).unwrap();
-        assert!(reaped.requeued.is_empty());
-        assert_eq!(reaped.stranded.len(), 1);
-        let stranded = &reaped.stranded[0];
-        assert_eq!(stranded.job.id, id);
-        assert_eq!(stranded.job.state, JobState::Stranded);
-        assert_eq!(stranded.job.attempt, attempt);
-        assert_eq!(
-            stranded.stranded_before,
-            attempt - 1,
-            "the step's earlier strandings"
-        );
-        assert!(
-            queue.claim(&holder(9), BOTH, LONG).unwrap().is_none(),
-            "never re-run"
-        );
-        assert_eq!(queue.release(&lease, Release::Done).unwrap(), Fence::Lost);
-        let again = queue.reap(&|_| false).unwrap();
-        assert_eq!(
-            again.stranded.len(),
-            1,
-            "handed on again until the engine settles it (a reaper may die first)"
-        );
-        queue.settle(id).unwrap();
-        assert_eq!(queue.job(id).unwrap().unwrap().state, JobState::Settled);
-        assert!(
-            queue.reap(&|_| false).unwrap().stranded.is_empty(),
-            "settled once"
-        );
-    }
-}
-
-/// The same holder (workers of one process share it) claiming a job again after its lease
-/// was taken: the earlier claim is fenced off by its claim number alone.
-#[test]
-fn the_same_holders_earlier_claim_is_fenced_off_by_its_claim_number() {
-    let (_dir, store) = temp_store();
-    let queue: &dyn WorkQueue = &store;
-    let run = run(&store, "run-1");
-    let id = queue
-        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
-        .unwrap();
-    let first = queue.claim(&holder(1), BOTH, SHORT).unwrap().unwrap();
-    std::thread::sleep(SHORT * 2);
-    assert_eq!(
-        queue.start(&first).unwrap(),
-        Fence::Lost,
-        "a lease ended by the store's clock starts nothing, reaped or not"
-    );
-    assert_eq!(
-        queue.renew(&first, LONG).unwrap(),
-        None,
-        "nor is it renewed"
-    );
-    assert_eq!(queue.reap(&|_| false).unwrap().requeued, vec![id]);
-    let second = queue.claim(&holder(1), BOTH, LONG).unwrap().unwrap();
-    assert_eq!(second.holder, first.holder);
-    assert_eq!(second.claim, 2);
-    assert_eq!(
-        queue.release(&first, Release::Unstarted).unwrap(),
-        Fence::Lost
-    );
-    assert_eq!(queue.release(&first, Release::Done).unwrap(), Fence::Lost);
-    assert_eq!(queue.job(id).unwrap().unwrap().state, JobState::Claimed);
-    assert_eq!(queue.start(&second).unwrap(), Fence::Held);
-}
-
-#[test]
-fn a_holder_proven_dead_is_reaped_at_once_and_a_live_one_is_not() {
-    let (_dir, store) = temp_store();
-    let queue: &dyn WorkQueue = &store;
-    let run = run(&store, "run-1");
-    let claimed = queue
-        .enqueue(&job(&run, "one", 1, SlotKind::Sandbox))
-        .unwrap();
-    queue
-        .enqueue(&job(&run, "two", 1, SlotKind::Sandbox))
-        .unwrap();
-    let dead_lease = queue.claim(&holder(1), BOTH, LONG).unwrap().unwrap();
-    let live_lease = queue.claim(&holder(2), BOTH, LONG).unwrap().unwrap();
-    assert_eq!(dead_lease.job, claimed);
-    queue.start(&live_lease).unwrap();
-    let reaped = queue.reap(&|who| who.pid == 1).unwrap();
-    assert_eq!(
-        reaped.requeued,
-        vec![claimed],
-        "without waiting out its lease"
-    );
-    assert!(reaped.stranded.is_empty(), "the live holder keeps its job");
-    let reaped = queue.reap(&|who| who.pid == 2).unwrap();
-    assert_eq!(reaped.stranded.len(), 1);
-    assert_eq!(reaped.stranded[0].job.id, live_lease.job);
-}
-
-#[test]
-fn a_job_released_unstarted_is_claimed_again() {
-    let (_dir, store) = temp_store();
-    let queue: &dyn WorkQueue = &store;
-    let run = run(&store, "run-1");
-    let id = queue
-        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
-        .unwrap();
-    let lease = queue.claim(&holder(1), BOTH, LONG).unwrap().unwrap();
-    assert_eq!(
-        queue.release(&lease, Release::Unstarted).unwrap(),
-        Fence::Held
-    );
-    let again = queue.claim(&holder(2), BOTH, LONG).unwrap().unwrap();
-    assert_eq!((again.job, again.claim), (id, 2));
-    queue.start(&again).unwrap();
-    assert_eq!(
-        queue.release(&again, Release::Unstarted).unwrap(),
-        Fence::Lost,
-        "a started job is never handed back as if it had not run"
-    );
 }
 
 /// Workers with connections of their own (as processes have) claim at once: every job is
 /// held by exactly one of them.
 #[test]
 fn concurrent_claims_over_separate_connections_never_hold_a_job_twice() {
-    let (dir, store) = temp_store();
-    let run = run(&store, "run-1");
+    let Sqlite { _dir: dir, store } = sqlite();
+    let run = test_support::runs::create_run(&store, &account(), "run-1");
     const JOBS: u32 = 60;
     for step in 0..JOBS {
-        store
-            .enqueue(&job(&run, &format!("s{step}"), 1, SlotKind::Sandbox))
-            .unwrap();
+        store.enqueue(&job(&run, &format!("s{step}"))).unwrap();
     }
     drop(store);
     let path = Arc::new(dir.path().join("stepward.db"));
@@ -321,14 +106,4 @@ fn concurrent_claims_over_separate_connections_never_hold_a_job_twice() {
     let distinct: HashSet<_> = all.iter().copied().collect();
     assert_eq!(all.len(), JOBS as usize, "every job claimed");
     assert_eq!(distinct.len(), all.len(), "no job claimed twice");
-}
-
-fn now_millis() -> i64 {
-    i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
 }
