@@ -12,6 +12,8 @@ use storage::queue::{
 };
 use storage::{Error, RunId, Timestamp};
 
+use crate::time::now_millis;
+
 /// The queue. Every call holds one lock, as a transaction.
 #[derive(Default)]
 pub struct MemoryQueue {
@@ -30,16 +32,6 @@ impl MemoryQueue {
     }
 }
 
-fn now() -> i64 {
-    i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis(),
-    )
-    .unwrap_or(i64::MAX)
-}
-
 /// The job `lease` holds, if this claim of it still holds it (not reaped, not released).
 fn held<'a>(jobs: &'a mut [JobRecord], lease: &Lease) -> Option<&'a mut JobRecord> {
     jobs.iter_mut().find(|job| {
@@ -51,7 +43,7 @@ fn held<'a>(jobs: &'a mut [JobRecord], lease: &Lease) -> Option<&'a mut JobRecor
 }
 
 fn unexpired(job: &JobRecord) -> bool {
-    job.lease_until.is_some_and(|until| until.0 > now())
+    job.lease_until.is_some_and(|until| until.0 > now_millis())
 }
 
 fn free(job: &mut JobRecord, state: JobState) {
@@ -102,7 +94,7 @@ impl WorkQueue for MemoryQueue {
         job.state = JobState::Claimed;
         job.claims += 1;
         job.holder = Some(holder.clone());
-        let until = Timestamp(now().saturating_add(lease_millis(lease_for)));
+        let until = Timestamp(now_millis().saturating_add(lease_millis(lease_for)));
         job.lease_until = Some(until);
         Ok(Some(Lease {
             job: job.id,
@@ -132,7 +124,7 @@ impl WorkQueue for MemoryQueue {
         let mut jobs = self.lock();
         Ok(match held(&mut jobs, lease) {
             Some(job) if unexpired(job) => {
-                let until = Timestamp(now().saturating_add(lease_millis(lease_for)));
+                let until = Timestamp(now_millis().saturating_add(lease_millis(lease_for)));
                 job.lease_until = Some(until);
                 Some(until)
             }

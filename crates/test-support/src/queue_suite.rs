@@ -14,6 +14,8 @@ use std::time::Duration;
 use storage::queue::{Fence, Holder, JobState, NewJob, Release, SlotKind, Slots, WorkQueue};
 use storage::{AccountId, RunId, Timestamp};
 
+use crate::time::now_millis;
+
 /// A queue for one check, fresh for each.
 pub trait QueueUnderTest {
     fn queue(&self) -> &dyn WorkQueue;
@@ -53,16 +55,6 @@ fn job(run: &RunId, step: &str, attempt: u32, slot: SlotKind) -> NewJob {
         slot,
         at: Timestamp(2),
     }
-}
-
-fn now_millis() -> i64 {
-    i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
 }
 
 pub fn a_claim_takes_the_oldest_job_its_slots_have_room_for_and_a_job_is_queued_once(

@@ -6,6 +6,18 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use engine::{Clock, IdSource};
 use storage::{RunId, Timestamp};
 
+/// This process's clock in milliseconds since the epoch (the store's clock of a store in
+/// this process, and what a test compares a store's lease ends with).
+pub fn now_millis() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis(),
+    )
+    .unwrap_or(i64::MAX)
+}
+
 /// Where [`CountingClock`] starts: 2023-11-14, in milliseconds.
 pub const COUNTING_FROM: i64 = 1_700_000_000_000;
 

@@ -11,12 +11,27 @@ use storage::queue::Holder;
 /// Where the host's boot id is (read only).
 const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 
+/// This machine (with this process's pid namespace) and boot, read once: neither changes in
+/// a process's life, and a worker asks at every reaping, once per lease it finds. `None` when
+/// they cannot be read: nothing is then proven dead from here.
+fn here() -> Option<&'static (String, String)> {
+    static HERE: std::sync::OnceLock<Option<(String, String)>> = std::sync::OnceLock::new();
+    HERE.get_or_init(|| Some((host_id().ok()?, boot_id().ok()?)))
+        .as_ref()
+}
+
 /// This process as a lease holder.
 pub fn this_process() -> std::io::Result<Holder> {
     let pid = std::process::id();
+    let (host, boot) = here().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "this machine's id, pid namespace or boot id cannot be read",
+        )
+    })?;
     Ok(Holder {
-        host: host_id()?,
-        boot: boot_id()?,
+        host: host.clone(),
+        boot: boot.clone(),
         pid,
         process_start: process_start(pid)?.ok_or_else(|| {
             std::io::Error::new(
@@ -30,10 +45,10 @@ pub fn this_process() -> std::io::Result<Holder> {
 /// Whether `holder` is provably dead, as seen from this host. `false` whenever it cannot be
 /// proven (another host, an unreadable `/proc`): its lease then ends by the store's clock.
 pub fn dead_here(holder: &Holder) -> bool {
-    let (Ok(host), Ok(boot)) = (host_id(), boot_id()) else {
+    let Some((host, boot)) = here() else {
         return false;
     };
-    if holder.host != host || holder.boot != boot {
+    if &holder.host != host || &holder.boot != boot {
         return false;
     }
     let Some(pid) = i32::try_from(holder.pid)

@@ -79,7 +79,7 @@ fn options(sandbox: u32, model: u32) -> Options {
 
 /// This process: several workers of one process share their holder (as `serve --workers N`
 /// does); each claim still fences its own lease.
-fn holder(_worker: u32) -> Holder {
+fn holder() -> Holder {
     worker::holder::this_process().unwrap()
 }
 
@@ -121,11 +121,11 @@ fn every_queued_job_runs_once_across_two_workers_within_their_slots() {
         ..Sleepy::default()
     });
     let workers: Vec<_> = (1..=2)
-        .map(|pid| {
+        .map(|_| {
             worker::run(
                 queue.clone(),
                 jobs.clone(),
-                holder(pid),
+                holder(),
                 options(2, 0),
                 Shutdown::new(),
             )
@@ -162,7 +162,7 @@ fn a_worker_takes_only_the_slot_kinds_it_has_room_for() {
     let sandbox_only = worker::run(
         queue.clone(),
         jobs.clone(),
-        holder(1),
+        holder(),
         options(2, 0),
         Shutdown::new(),
     )
@@ -176,7 +176,7 @@ fn a_worker_takes_only_the_slot_kinds_it_has_room_for() {
     let model = worker::run(
         queue,
         jobs.clone(),
-        holder(2),
+        holder(),
         options(0, 1),
         Shutdown::new(),
     )
@@ -199,7 +199,7 @@ fn a_job_longer_than_its_lease_keeps_it_and_no_other_worker_takes_it() {
     let first = worker::run(
         queue.clone(),
         jobs.clone(),
-        holder(1),
+        holder(),
         options(1, 0),
         Shutdown::new(),
     )
@@ -210,7 +210,7 @@ fn a_job_longer_than_its_lease_keeps_it_and_no_other_worker_takes_it() {
     let second = worker::run(
         queue.clone(),
         jobs.clone(),
-        holder(2),
+        holder(),
         options(1, 0),
         Shutdown::new(),
     )
@@ -240,7 +240,7 @@ fn a_started_job_of_a_dead_holder_on_this_host_is_handed_on_at_once() {
     let mut ended = std::process::Command::new("/bin/true").spawn().unwrap();
     let dead = Holder {
         pid: ended.id(),
-        ..holder(0)
+        ..holder()
     };
     ended.wait().unwrap();
     let lease = queue
@@ -253,7 +253,7 @@ fn a_started_job_of_a_dead_holder_on_this_host_is_handed_on_at_once() {
     let live = worker::run(
         queue.clone(),
         jobs.clone(),
-        holder(std::process::id()),
+        holder(),
         options(1, 0),
         Shutdown::new(),
     )
@@ -298,7 +298,7 @@ fn a_stopping_worker_claims_nothing_more_and_finishes_what_it_holds() {
     let handle = worker::run(
         queue.clone(),
         jobs.clone(),
-        holder(1),
+        holder(),
         options(1, 0),
         shutdown.clone(),
     )
@@ -326,7 +326,7 @@ fn a_job_that_panics_after_it_started_is_handed_to_the_engines_rules_when_its_le
     let handle = worker::run(
         queue.clone(),
         jobs.clone(),
-        holder(1),
+        holder(),
         options(1, 0),
         Shutdown::new(),
     )
@@ -385,7 +385,7 @@ fn options_that_cannot_work_are_refused_naming_the_setting() {
         ),
     ];
     for (setting, bad) in cases {
-        let refused = worker::run(queue.clone(), jobs.clone(), holder(1), bad, Shutdown::new())
+        let refused = worker::run(queue.clone(), jobs.clone(), holder(), bad, Shutdown::new())
             .err()
             .unwrap_or_else(|| panic!("{setting} was taken"));
         assert!(refused.to_string().contains(setting), "{refused}");
