@@ -117,6 +117,48 @@ fn fence(changed: usize) -> Fence {
     }
 }
 
+/// Claims the job `id` for `holder` when it is queued, inside `transaction`.
+fn take(
+    transaction: &rusqlite::Transaction<'_>,
+    id: i64,
+    holder: &Holder,
+    lease_for: Duration,
+) -> Result<Option<Lease>, TxError> {
+    let row = transaction
+        .query_row(
+            &format!(
+                "UPDATE work_queue SET state = 'claimed', claims = claims + 1, \
+                 holder_host = ?2, holder_boot = ?3, holder_pid = ?4, holder_start = ?5, \
+                 lease_until = {NOW} + ?6 WHERE id = ?1 AND state = 'queued' RETURNING {COLUMNS}"
+            ),
+            params![
+                id,
+                holder.host,
+                holder.boot,
+                pid_column(holder),
+                start_column(holder)?,
+                lease_millis(lease_for)
+            ],
+            read,
+        )
+        .optional()?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let job = record(row)?;
+    Ok(Some(Lease {
+        job: job.id,
+        account: job.account,
+        run: job.run,
+        step: job.step,
+        attempt: job.attempt,
+        claim: job.claims,
+        slot: job.slot,
+        holder: holder.clone(),
+        until: job.lease_until.unwrap_or(Timestamp(0)),
+    }))
+}
+
 impl WorkQueue for SqliteStore {
     fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {
         self.transaction(Durability::Synced, |transaction| {
@@ -156,7 +198,6 @@ impl WorkQueue for SqliteStore {
         if kinds.is_empty() {
             return Ok(None);
         }
-        let millis = lease_millis(lease_for);
         // A claim lost in a power loss is no loss: its worker died with it.
         self.transaction(Durability::ProcessCrashSafe, |transaction| {
             let waiting: Option<i64> = transaction
@@ -167,37 +208,21 @@ impl WorkQueue for SqliteStore {
                     |row| row.get(0),
                 )
                 .optional()?;
-            let Some(id) = waiting else {
-                return Ok(None);
-            };
-            let row = transaction.query_row(
-                &format!(
-                    "UPDATE work_queue SET state = 'claimed', claims = claims + 1, \
-                     holder_host = ?2, holder_boot = ?3, holder_pid = ?4, holder_start = ?5, \
-                     lease_until = {NOW} + ?6 WHERE id = ?1 RETURNING {COLUMNS}"
-                ),
-                params![
-                    id,
-                    holder.host,
-                    holder.boot,
-                    pid_column(holder),
-                    start_column(holder)?,
-                    millis
-                ],
-                read,
-            )?;
-            let job = record(row)?;
-            Ok(Some(Lease {
-                job: job.id,
-                account: job.account,
-                run: job.run,
-                step: job.step,
-                attempt: job.attempt,
-                claim: job.claims,
-                slot: job.slot,
-                holder: holder.clone(),
-                until: job.lease_until.unwrap_or(Timestamp(0)),
-            }))
+            match waiting {
+                Some(id) => take(transaction, id, holder, lease_for),
+                None => Ok(None),
+            }
+        })
+    }
+
+    fn claim_job(
+        &self,
+        job: JobId,
+        holder: &Holder,
+        lease_for: Duration,
+    ) -> Result<Option<Lease>, Error> {
+        self.transaction(Durability::ProcessCrashSafe, |transaction| {
+            take(transaction, job.0, holder, lease_for)
         })
     }
 
@@ -317,6 +342,18 @@ impl WorkQueue for SqliteStore {
                 params![job.0],
             )?;
             Ok(())
+        })
+    }
+
+    fn requeue_stranded(&self, job: JobId) -> Result<bool, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let changed = transaction.execute(
+                "UPDATE work_queue SET state = 'queued', holder_host = NULL, holder_boot = NULL, \
+                 holder_pid = NULL, holder_start = NULL, lease_until = NULL \
+                 WHERE id = ?1 AND state = 'stranded'",
+                params![job.0],
+            )?;
+            Ok(changed == 1)
         })
     }
 

@@ -261,6 +261,15 @@ pub trait WorkQueue: Send + Sync {
         lease_for: Duration,
     ) -> Result<Option<Lease>, Error>;
 
+    /// [`WorkQueue::claim`] of the one job `job`, whatever its slot kind: `None` unless it is
+    /// queued. What a command driving its own run inline claims (the job it just queued).
+    fn claim_job(
+        &self,
+        job: JobId,
+        holder: &Holder,
+        lease_for: Duration,
+    ) -> Result<Option<Lease>, Error>;
+
     /// Marks the lease's step as started: from now on its end is the engine's to judge, never
     /// a re-run. [`Fence::Lost`] when the lease is no longer held or has ended by the store's
     /// clock (then the job, never started, goes back to the queue at the next reaping).
@@ -280,6 +289,11 @@ pub trait WorkQueue: Send + Sync {
 
     /// The engine applied its rules to a stranded job: it is not handed on again.
     fn settle(&self, job: JobId) -> Result<(), Error>;
+
+    /// A stranded job whose step never began (its worker died between the start and the
+    /// step's first record) goes back to the queue, as if never started; whether it did (it
+    /// was stranded).
+    fn requeue_stranded(&self, job: JobId) -> Result<bool, Error>;
 
     /// One job, as stored.
     fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error>;

@@ -52,6 +52,26 @@ fn free(job: &mut JobRecord, state: JobState) {
     job.lease_until = None;
 }
 
+/// Claims the queued `job` for `holder`.
+fn take(job: &mut JobRecord, holder: &Holder, lease_for: Duration) -> Lease {
+    job.state = JobState::Claimed;
+    job.claims += 1;
+    job.holder = Some(holder.clone());
+    let until = Timestamp(now_millis().saturating_add(lease_millis(lease_for)));
+    job.lease_until = Some(until);
+    Lease {
+        job: job.id,
+        account: job.account.clone(),
+        run: job.run.clone(),
+        step: job.step.clone(),
+        attempt: job.attempt,
+        claim: job.claims,
+        slot: job.slot,
+        holder: holder.clone(),
+        until,
+    }
+}
+
 impl WorkQueue for MemoryQueue {
     fn enqueue(&self, new: &NewJob) -> Result<JobId, Error> {
         let mut jobs = self.lock();
@@ -85,28 +105,23 @@ impl WorkQueue for MemoryQueue {
         lease_for: Duration,
     ) -> Result<Option<Lease>, Error> {
         let mut jobs = self.lock();
-        let Some(job) = jobs
+        let job = jobs
             .iter_mut()
-            .find(|job| job.state == JobState::Queued && slots.free(job.slot) > 0)
-        else {
-            return Ok(None);
-        };
-        job.state = JobState::Claimed;
-        job.claims += 1;
-        job.holder = Some(holder.clone());
-        let until = Timestamp(now_millis().saturating_add(lease_millis(lease_for)));
-        job.lease_until = Some(until);
-        Ok(Some(Lease {
-            job: job.id,
-            account: job.account.clone(),
-            run: job.run.clone(),
-            step: job.step.clone(),
-            attempt: job.attempt,
-            claim: job.claims,
-            slot: job.slot,
-            holder: holder.clone(),
-            until,
-        }))
+            .find(|job| job.state == JobState::Queued && slots.free(job.slot) > 0);
+        Ok(job.map(|job| take(job, holder, lease_for)))
+    }
+
+    fn claim_job(
+        &self,
+        id: JobId,
+        holder: &Holder,
+        lease_for: Duration,
+    ) -> Result<Option<Lease>, Error> {
+        let mut jobs = self.lock();
+        let job = jobs
+            .iter_mut()
+            .find(|job| job.id == id && job.state == JobState::Queued);
+        Ok(job.map(|job| take(job, holder, lease_for)))
     }
 
     fn start(&self, lease: &Lease) -> Result<Fence, Error> {
@@ -193,6 +208,14 @@ impl WorkQueue for MemoryQueue {
             job.state = JobState::Settled;
         }
         Ok(())
+    }
+
+    fn requeue_stranded(&self, id: JobId) -> Result<bool, Error> {
+        let mut jobs = self.lock();
+        let job = jobs
+            .iter_mut()
+            .find(|job| job.id == id && job.state == JobState::Stranded);
+        Ok(job.map(|job| free(job, JobState::Queued)).is_some())
     }
 
     fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {

@@ -284,6 +284,62 @@ pub fn a_job_released_unstarted_is_claimed_again(under_test: &dyn QueueUnderTest
     );
 }
 
+/// A command driving its own run claims the one job it queued, of any slot kind, only while
+/// it is queued.
+pub fn a_named_job_is_claimed_only_while_queued(under_test: &dyn QueueUnderTest) {
+    let queue = under_test.queue();
+    let run = under_test.run("run-1");
+    let older = queue
+        .enqueue(&job(&run, "one", 1, SlotKind::Sandbox))
+        .unwrap();
+    let named = queue
+        .enqueue(&job(&run, "two", 1, SlotKind::Model))
+        .unwrap();
+    let lease = queue.claim_job(named, &holder(1), LONG).unwrap().unwrap();
+    assert_eq!(
+        (lease.job, lease.claim, lease.step.as_str()),
+        (named, 1, "two")
+    );
+    assert!(
+        queue.claim_job(named, &holder(2), LONG).unwrap().is_none(),
+        "held by another"
+    );
+    assert_eq!(queue.job(older).unwrap().unwrap().state, JobState::Queued);
+    assert_eq!(queue.start(&lease).unwrap(), Fence::Held);
+    assert_eq!(queue.release(&lease, Release::Done).unwrap(), Fence::Held);
+    assert!(
+        queue.claim_job(named, &holder(1), LONG).unwrap().is_none(),
+        "a done job is never claimed again"
+    );
+}
+
+/// A stranded job whose step never began goes back to the queue once the engine says so; a
+/// job in any other state does not move.
+pub fn a_stranded_job_is_queued_again_only_when_the_engine_says_so(
+    under_test: &dyn QueueUnderTest,
+) {
+    let queue = under_test.queue();
+    let run = under_test.run("run-1");
+    let id = queue
+        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
+        .unwrap();
+    assert!(
+        !queue.requeue_stranded(id).unwrap(),
+        "queued: nothing to do"
+    );
+    let lease = queue.claim(&holder(1), BOTH, LONG).unwrap().unwrap();
+    assert!(!queue.requeue_stranded(id).unwrap(), "held: never taken");
+    assert_eq!(queue.start(&lease).unwrap(), Fence::Held);
+    assert!(!queue.requeue_stranded(id).unwrap(), "started: never taken");
+    let reaped = queue.reap(&|who| who.pid == 1).unwrap();
+    assert_eq!(reaped.stranded.len(), 1);
+    assert!(queue.requeue_stranded(id).unwrap());
+    assert_eq!(queue.job(id).unwrap().unwrap().state, JobState::Queued);
+    let again = queue.claim(&holder(2), BOTH, LONG).unwrap().unwrap();
+    assert_eq!((again.job, again.claim), (id, 2));
+    assert_eq!(queue.release(&lease, Release::Done).unwrap(), Fence::Lost);
+}
+
 /// One `#[test]` per check of this suite, each on the fresh queue `$make()` returns (a value
 /// of a type implementing [`QueueUnderTest`]).
 #[macro_export]
@@ -316,6 +372,14 @@ macro_rules! queue_conformance {
         #[test]
         fn a_job_released_unstarted_is_claimed_again() {
             $crate::queue_suite::a_job_released_unstarted_is_claimed_again(&$make());
+        }
+        #[test]
+        fn a_named_job_is_claimed_only_while_queued() {
+            $crate::queue_suite::a_named_job_is_claimed_only_while_queued(&$make());
+        }
+        #[test]
+        fn a_stranded_job_is_queued_again_only_when_the_engine_says_so() {
+            $crate::queue_suite::a_stranded_job_is_queued_again_only_when_the_engine_says_so(&$make());
         }
     };
 }
