@@ -17,6 +17,9 @@ use engine::{
 };
 use redact::Redacted;
 use serde_json::{Value, json};
+use storage::queue::{
+    Fence, Holder, JobId, JobRecord, Lease, NewJob, Reaped, Release, Slots, WorkQueue,
+};
 use storage::{
     Account, AccountId, AccountStore, Actor, AttemptFinish, AttemptRecord, AttemptStatus,
     AuditEntry, AuditLog, DecisionRecord, DecisionStore, Error, EventLog, EventRecord, NewAttempt,
@@ -51,6 +54,53 @@ struct MemoryStore {
     attempts: Mutex<HashMap<RunId, Vec<AttemptRecord>>>,
     seqs: Mutex<HashMap<RunId, u64>>,
     audit: AtomicU64,
+    queue: test_support::memory_queue::MemoryQueue,
+}
+
+impl WorkQueue for MemoryStore {
+    fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {
+        self.queue.enqueue(job)
+    }
+    fn claim(
+        &self,
+        holder: &Holder,
+        slots: Slots,
+        lease: Duration,
+    ) -> Result<Option<Lease>, Error> {
+        self.queue.claim(holder, slots, lease)
+    }
+    fn claim_job(
+        &self,
+        job: JobId,
+        holder: &Holder,
+        lease: Duration,
+    ) -> Result<Option<Lease>, Error> {
+        self.queue.claim_job(job, holder, lease)
+    }
+    fn start(&self, lease: &Lease) -> Result<Fence, Error> {
+        self.queue.start(lease)
+    }
+    fn renew(&self, lease: &Lease, lease_for: Duration) -> Result<Option<Timestamp>, Error> {
+        self.queue.renew(lease, lease_for)
+    }
+    fn release(&self, lease: &Lease, release: Release) -> Result<Fence, Error> {
+        self.queue.release(lease, release)
+    }
+    fn reap(&self, dead: &dyn Fn(&Holder) -> bool) -> Result<Reaped, Error> {
+        self.queue.reap(dead)
+    }
+    fn settle(&self, job: JobId) -> Result<(), Error> {
+        self.queue.settle(job)
+    }
+    fn requeue_stranded(&self, job: JobId) -> Result<bool, Error> {
+        self.queue.requeue_stranded(job)
+    }
+    fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
+        self.queue.job(id)
+    }
+    fn jobs_of_run(&self, run: &RunId) -> Result<Vec<JobRecord>, Error> {
+        self.queue.jobs_of_run(run)
+    }
 }
 
 impl AccountStore for MemoryStore {

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use spec::Step;
+use storage::queue::{Fence, JobId};
 use storage::{AttemptRecord, AttemptStatus, DecisionKind, DecisionRecord, RunStatus};
 
 use crate::Error;
 use crate::attempt::StepEnd;
 use crate::context::RunContext;
-use crate::engine::{Engine, RunSummary};
+use crate::engine::Engine;
+use crate::jobs::JobClaim;
 use crate::journal::{Event, GateParked, SupervisorChoice};
 
 /// The key of a parked state that holds the supervisor's new inputs for the gated step.
@@ -22,6 +24,18 @@ pub(crate) enum Resume {
     Continue,
     /// As [`Resume::Continue`], with a person's new inputs for this step.
     Retry { step: String, inputs: Option<Value> },
+}
+
+/// Where a walk over a run's steps left it.
+pub(crate) enum Walk {
+    /// The run's next attempt is queued, with the inputs in force for it.
+    Queued(JobId, Resume),
+    /// The run parked, ended or waits for a person.
+    Ended,
+    /// The worker's job is no longer the run's next attempt: nothing was written.
+    Stale,
+    /// The worker's lease was taken before its attempt started: nothing was written.
+    Lost,
 }
 
 /// Why a step must not start: its latest attempt ended in a way only a person can get past.
@@ -114,19 +128,17 @@ impl Engine {
         Ok(retried.unwrap_or(0))
     }
 
-    /// Drives a run from where its record says it is, then returns its summary.
-    pub(crate) fn drive(
+    /// Walks a run's steps from where its record says it is. A door's walk (`job` `None`)
+    /// parks, stops or ends the run where no step must run, and queues the attempt where one
+    /// must. A worker's walk (`job`) runs its job's attempt first, when it is still the run's
+    /// next (otherwise it writes nothing: [`Walk::Stale`]), after marking the job started,
+    /// then walks on as a door does.
+    pub(crate) fn walk(
         &self,
-        mut context: RunContext,
+        context: &mut RunContext,
         resume: Resume,
-    ) -> Result<RunSummary, Error> {
-        let result = self.drive_steps(&mut context, resume);
-        let run = context.run.id.clone();
-        result?;
-        self.summary(&run)
-    }
-
-    fn drive_steps(&self, context: &mut RunContext, resume: Resume) -> Result<(), Error> {
+        job: Option<&dyn JobClaim>,
+    ) -> Result<Walk, Error> {
         let attempts = self.store.attempts(&context.run.id)?;
         let decisions = self.store.decisions(&context.run.id)?;
         let mut outputs: BTreeMap<String, Value> = BTreeMap::new();
@@ -143,14 +155,19 @@ impl Engine {
             Resume::Continue => (None, None),
             Resume::Retry { step, inputs } => (Some(step), inputs),
         };
+        // A worker's job is made once, before anything else is written.
+        let mut pending = job;
         let steps = context.workflow.steps().to_vec();
         for step in &steps {
             if outputs.contains_key(step.id()) {
                 continue;
             }
             if let Some(block) = latest_attempt_blocks(&attempts, &decisions, step.id()) {
+                if pending.is_some() {
+                    return Ok(Walk::Stale);
+                }
                 self.set_status(context, block.status, Some(&block.reason))?;
-                return Ok(());
+                return Ok(Walk::Ended);
             }
             if step.is_gate()
                 && !gate_approved(
@@ -159,6 +176,9 @@ impl Engine {
                     self.gate_decisions_from(context, step.id())?,
                 )
             {
+                if pending.is_some() {
+                    return Ok(Walk::Stale);
+                }
                 // A retry's new inputs wait in the parked state for the decision on them.
                 let waiting = match retry_step.as_deref() == Some(step.id()) {
                     true => retry_inputs
@@ -166,7 +186,8 @@ impl Engine {
                         .map(|inputs| (inputs, "the new inputs of a person's retry")),
                     false => None,
                 };
-                return self.park(context, step, &outputs, waiting);
+                self.park(context, step, &outputs, waiting)?;
+                return Ok(Walk::Ended);
             }
             let mut overrides = if retry_step.as_deref() == Some(step.id()) {
                 retry_step = None;
@@ -175,6 +196,26 @@ impl Engine {
                 None
             };
             loop {
+                let number = self.next_attempt_number(&context.run.id, step.id())?;
+                match pending.take() {
+                    Some(claim) => {
+                        let lease = claim.lease();
+                        if lease.step != step.id() || lease.attempt != number {
+                            return Ok(Walk::Stale);
+                        }
+                        if claim.start()? == Fence::Lost {
+                            return Ok(Walk::Lost);
+                        }
+                    }
+                    None => {
+                        let job = self.enqueue_attempt(context, step, number)?;
+                        let resume = Resume::Retry {
+                            step: step.id().to_owned(),
+                            inputs: overrides,
+                        };
+                        return Ok(Walk::Queued(job, resume));
+                    }
+                }
                 match self.run_attempt(context, step, &outputs, overrides.as_ref())? {
                     StepEnd::Succeeded(output) => {
                         outputs.insert(step.id().to_owned(), output);
@@ -182,19 +223,24 @@ impl Engine {
                     }
                     StepEnd::Halt { status, reason } => {
                         self.set_status(context, status, Some(&reason))?;
-                        return Ok(());
+                        return Ok(Walk::Ended);
                     }
                     StepEnd::RetryWith(inputs) => overrides = Some(inputs),
                     // A gate's approval was for the inputs it was shown: new inputs get a new
                     // decision (G15, G23).
                     StepEnd::ParkForRetry(inputs) => {
                         let waiting = (&inputs, "the supervisor's new inputs");
-                        return self.park(context, step, &outputs, Some(waiting));
+                        self.park(context, step, &outputs, Some(waiting))?;
+                        return Ok(Walk::Ended);
                     }
                 }
             }
         }
-        self.set_status(context, RunStatus::Succeeded, None)
+        if pending.is_some() {
+            return Ok(Walk::Stale);
+        }
+        self.set_status(context, RunStatus::Succeeded, None)?;
+        Ok(Walk::Ended)
     }
 
     /// Parks the run before a gate (G23), storing its state with credential values stripped

@@ -23,6 +23,7 @@ mod engine;
 mod executor;
 mod inputs;
 pub mod interview;
+mod jobs;
 pub mod journal;
 mod reach_change;
 mod record;
@@ -45,6 +46,7 @@ pub use crate::executor::{
     StepRefusal,
 };
 pub use crate::interview::{AsRead, CheckedDraft, Draft, DraftSaveError};
+pub use crate::jobs::{Driving, INLINE_LEASE, JobClaim, STOPPED_TWICE, slot_of, unnamed_holder};
 pub use crate::reach_change::AffectedWorkflow;
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;
@@ -80,6 +82,13 @@ pub struct EngineOptions {
     pub limit_maxima: spec::LimitMaxima,
     /// What one step's copy-back may return, whatever executor made it (G12).
     pub copy_back: CopyBackCaps,
+    /// How a door's caller waits for the run it acted on (issue 38).
+    pub driving: Driving,
+    /// Who this engine's inline jobs are held as: this process, as the binary names it.
+    pub holder: storage::queue::Holder,
+    /// Whether a lease's holder is proven dead (a process of this host that no longer runs):
+    /// recovery ends its leases at once instead of waiting for them to run out.
+    pub holder_dead: fn(&storage::queue::Holder) -> bool,
 }
 
 /// The caps of every step's copy-back, checked on each file's real size: a file past one is
@@ -115,6 +124,9 @@ impl EngineOptions {
             max_supervisor_retries: DEFAULT_SUPERVISOR_RETRIES,
             limit_maxima: spec::LimitMaxima::BUILT_IN,
             copy_back: CopyBackCaps::default(),
+            driving: Driving::Inline,
+            holder: unnamed_holder(),
+            holder_dead: |_| false,
         }
     }
 }

@@ -36,6 +36,9 @@ pub struct RecoveryReport {
     /// `needs_attention` with it, its running attempts finished (`unknown` with network,
     /// `failed` without), so a networked step is still never re-run.
     pub skipped: Vec<(RunId, String)>,
+    /// Attempts whose step's workers died twice running it (issue 38): their runs need a
+    /// person, and no worker claims the step again.
+    pub stopped_twice: Vec<(RunId, String, u32)>,
 }
 
 /// The words of a panic's payload.
@@ -57,8 +60,39 @@ impl Engine {
         let mut report = RecoveryReport::default();
         let mut to_drive: Vec<RunId> = Vec::new();
         let mut set_aside: Vec<RunId> = Vec::new();
+        // The queue's jobs first: leases that ran out, or whose holder is proven dead, end;
+        // a started job's run is judged by the engine's rules (see `Engine::strand`).
+        let reaped = self.store.reap(&self.options.holder_dead)?;
+        for stranded in &reaped.stranded {
+            let run = stranded.job.run.clone();
+            let applied = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                self.strand_into(stranded, &mut report, &mut to_drive)
+            }));
+            match applied {
+                Ok(Ok(())) => {}
+                Ok(Err(error @ Error::Storage(_))) => return Err(error),
+                Ok(Err(error)) => {
+                    self.set_aside(&run, &crate::with_causes(&error), &mut report)?;
+                    set_aside.push(run);
+                }
+                Err(payload) => {
+                    self.set_aside(&run, &panic_words(payload.as_ref()), &mut report)?;
+                    set_aside.push(run);
+                }
+            }
+            self.store.settle(stranded.job.id)?;
+        }
         for attempt in self.store.running_attempts()? {
             if set_aside.contains(&attempt.run) {
+                continue;
+            }
+            // An attempt of a job is the queue's: held by a live worker, or judged above.
+            let of_a_job = self
+                .store
+                .jobs_of_run(&attempt.run)?
+                .iter()
+                .any(|job| job.step == attempt.step_id && job.attempt == attempt.attempt);
+            if of_a_job {
                 continue;
             }
             let loaded =
@@ -79,7 +113,10 @@ impl Engine {
             .store
             .runs_with_status(&[RunStatus::Running, RunStatus::Queued])?
         {
-            if !to_drive.contains(&run.id) && !set_aside.contains(&run.id) {
+            if !to_drive.contains(&run.id)
+                && !set_aside.contains(&run.id)
+                && !self.held_by_a_worker(&run.id)?
+            {
                 to_drive.push(run.id);
             }
         }
@@ -115,8 +152,18 @@ impl Engine {
         Ok(report)
     }
 
+    /// Whether a job of the run is held by a worker whose lease has not ended.
+    fn held_by_a_worker(&self, run: &RunId) -> Result<bool, Error> {
+        Ok(self.store.jobs_of_run(run)?.iter().any(|job| {
+            matches!(
+                job.state,
+                storage::queue::JobState::Claimed | storage::queue::JobState::Started
+            )
+        }))
+    }
+
     /// Finishes one attempt a crash left running (see the module docs).
-    fn recover_attempt(
+    pub(crate) fn recover_attempt(
         &self,
         mut context: crate::context::RunContext,
         attempt: &storage::AttemptRecord,
@@ -188,7 +235,12 @@ impl Engine {
     /// running attempts are finished from outside as after a crash (`unknown` with network,
     /// `failed` without), and the run goes to `needs_attention` with the reason, written with
     /// the account's values scrubbed (the run's own set could not be loaded).
-    fn set_aside(&self, run: &RunId, why: &str, report: &mut RecoveryReport) -> Result<(), Error> {
+    pub(crate) fn set_aside(
+        &self,
+        run: &RunId,
+        why: &str,
+        report: &mut RecoveryReport,
+    ) -> Result<(), Error> {
         let reason = format!(
             "this run cannot be resumed: {why}; it waits for a person, who can retry its step or \
              stop it"

@@ -276,6 +276,13 @@ impl App {
     fn engine_options(&self) -> EngineOptions {
         let mut options = EngineOptions::new(self.workspaces());
         options.limit_maxima = self.config.limit_maxima;
+        // Its inline jobs are held as this process, which the next command can prove dead
+        // (issue 38): a killed `stepward run` never blocks the next one for a lease's length.
+        // A process whose identity cannot be read holds its jobs until their leases run out.
+        if let Ok(holder) = worker::holder::this_process() {
+            options.holder = holder;
+        }
+        options.holder_dead = worker::holder::dead_here;
         options
     }
 

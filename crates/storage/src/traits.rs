@@ -247,6 +247,12 @@ pub trait AuditLog: Send + Sync {
 }
 
 /// Everything the engine needs from one store.
-pub trait Store: AccountStore + RunStore + EventLog + DecisionStore + AuditLog {}
+pub trait Store:
+    AccountStore + RunStore + EventLog + DecisionStore + AuditLog + crate::queue::WorkQueue
+{
+}
 
-impl<T: AccountStore + RunStore + EventLog + DecisionStore + AuditLog> Store for T {}
+impl<T: AccountStore + RunStore + EventLog + DecisionStore + AuditLog + crate::queue::WorkQueue>
+    Store for T
+{
+}

@@ -9,6 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use engine::{Decision, GateDecision, PersonSupervisor};
 use redact::Redacted;
 use serde_json::{Value, json};
+use std::time::Duration;
+use storage::queue::{
+    Fence, Holder, JobId, JobRecord, Lease, NewJob, Reaped, Release, Slots, WorkQueue,
+};
 use storage::{
     Account, AccountId, AccountStore, AttemptFinish, AttemptRecord, AttemptStatus, AuditEntry,
     AuditLog, DecisionRecord, DecisionStore, Door, Error, EventLog, EventRecord, NewAttempt,
@@ -84,6 +88,52 @@ impl CrashingStore {
         } else {
             result
         }
+    }
+}
+
+impl WorkQueue for CrashingStore {
+    fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {
+        self.write(|| self.inner.enqueue(job))
+    }
+    fn claim(
+        &self,
+        holder: &Holder,
+        slots: Slots,
+        lease: Duration,
+    ) -> Result<Option<Lease>, Error> {
+        self.write(|| self.inner.claim(holder, slots, lease))
+    }
+    fn claim_job(
+        &self,
+        job: JobId,
+        holder: &Holder,
+        lease: Duration,
+    ) -> Result<Option<Lease>, Error> {
+        self.write(|| self.inner.claim_job(job, holder, lease))
+    }
+    fn start(&self, lease: &Lease) -> Result<Fence, Error> {
+        self.write(|| self.inner.start(lease))
+    }
+    fn renew(&self, lease: &Lease, lease_for: Duration) -> Result<Option<Timestamp>, Error> {
+        self.write(|| self.inner.renew(lease, lease_for))
+    }
+    fn release(&self, lease: &Lease, release: Release) -> Result<Fence, Error> {
+        self.write(|| self.inner.release(lease, release))
+    }
+    fn reap(&self, dead: &dyn Fn(&Holder) -> bool) -> Result<Reaped, Error> {
+        self.write(|| self.inner.reap(dead))
+    }
+    fn settle(&self, job: JobId) -> Result<(), Error> {
+        self.write(|| self.inner.settle(job))
+    }
+    fn requeue_stranded(&self, job: JobId) -> Result<bool, Error> {
+        self.write(|| self.inner.requeue_stranded(job))
+    }
+    fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
+        self.inner.job(id)
+    }
+    fn jobs_of_run(&self, run: &RunId) -> Result<Vec<JobRecord>, Error> {
+        self.inner.jobs_of_run(run)
     }
 }
 

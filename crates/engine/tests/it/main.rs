@@ -15,6 +15,7 @@ mod g17_cuts_and_outputs;
 mod gates;
 mod inputs;
 mod interview;
+mod jobs;
 mod journal_fixtures;
 mod kill;
 mod reach_change;

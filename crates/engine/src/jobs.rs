@@ -1,0 +1,335 @@
+//! Runs as jobs of the run queue (issue 38): a door records a person's or a key's decision
+//! and queues the run's next step attempt; only a worker holding that job's lease runs it.
+//!
+//! A job is one step attempt: the run, the step and the attempt number it will make, which is
+//! also its fencing token. The walk over a run's steps (`crate::drive`) is the same for a door
+//! and for a worker; a door's walk parks, stops or ends the run where no step must run, and
+//! queues the attempt where one must; a worker's walk checks that its job is still the run's
+//! next attempt, marks the job started ([`JobClaim::start`]) before anything of the attempt is
+//! written, runs it, and then walks on as a door does: the next attempt is queued, never run by
+//! the same job.
+//!
+//! How the caller of a door waits ([`Driving`]): a command with no worker beside it runs the
+//! run's jobs on its own thread, holding their leases as a worker does (inline); a command
+//! beside a live worker follows the run in the store; the server returns at once.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use spec::{Step, StepBody};
+use storage::queue::{Fence, Holder, JobId, Lease, NewJob, Release, SlotKind, Stranded};
+use storage::{AttemptStatus, NetworkMode, RunId, RunStatus};
+
+use crate::Error;
+use crate::attempt::Finished;
+use crate::context::RunContext;
+use crate::drive::{Resume, Walk};
+use crate::engine::Engine;
+use crate::journal::{Event, Recovered};
+
+/// How a door's caller waits for the run it acted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driving {
+    /// The caller's thread runs the run's jobs, holding their leases, until the run parks,
+    /// ends or waits for a person: a command when no worker holds the data directory, and the
+    /// tests.
+    Inline,
+    /// The caller's thread follows the run in the store while other processes' workers run
+    /// its jobs: a command beside a live worker.
+    Follow,
+    /// The door answers at once; workers run the jobs (the server).
+    Queue,
+}
+
+/// A job as its runner holds it: its lease, and the start that fences it.
+pub trait JobClaim {
+    fn lease(&self) -> &Lease;
+    /// Marks the job started in the queue just before its attempt is first recorded;
+    /// [`Fence::Lost`] when the lease was taken from this runner (then nothing is written).
+    fn start(&self) -> Result<Fence, storage::Error>;
+}
+
+/// How long an inline job's lease lasts, and how often it is renewed while the step runs.
+pub const INLINE_LEASE: Duration = Duration::from_secs(30);
+const INLINE_RENEW_EVERY: Duration = Duration::from_secs(10);
+/// How often a follower reads the run it follows.
+const FOLLOW_POLL: Duration = Duration::from_millis(100);
+
+/// The reason a run gets when the workers of two attempts of one step died running them.
+pub const STOPPED_TWICE: &str = "its worker stopped twice while running this step";
+
+/// The slot a step's attempt takes: an agent's turn waits on a model, code on a sandbox.
+pub fn slot_of(step: &Step) -> SlotKind {
+    match step.body() {
+        StepBody::Agent { .. } => SlotKind::Model,
+        StepBody::Code { .. } => SlotKind::Sandbox,
+    }
+}
+
+/// An inline job: claimed by the command itself, renewed on a thread of its own while the
+/// attempt runs.
+struct InlineClaim<'a> {
+    lease: Lease,
+    queue: &'a dyn storage::queue::WorkQueue,
+}
+
+impl JobClaim for InlineClaim<'_> {
+    fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    fn start(&self) -> Result<Fence, storage::Error> {
+        self.queue.start(&self.lease)
+    }
+}
+
+impl InlineClaim<'_> {
+    /// `work`, with the lease renewed every [`INLINE_RENEW_EVERY`] until it returns.
+    fn renewing<R>(&self, work: impl FnOnce() -> R) -> R {
+        std::thread::scope(|scope| {
+            let (done, wait) = mpsc::channel::<()>();
+            scope.spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) =
+                    wait.recv_timeout(INLINE_RENEW_EVERY)
+                {
+                    // A renewal refused or failed: the attempt's own writes are the engine's
+                    // record either way; the lease ends and recovery judges it.
+                    if !matches!(self.queue.renew(&self.lease, INLINE_LEASE), Ok(Some(_))) {
+                        break;
+                    }
+                }
+            });
+            let result = work();
+            drop(done);
+            result
+        })
+    }
+}
+
+impl Engine {
+    /// Queues `step`'s attempt `attempt` of the run; the job's id (the same one when it was
+    /// queued already).
+    pub(crate) fn enqueue_attempt(
+        &self,
+        context: &RunContext,
+        step: &Step,
+        attempt: u32,
+    ) -> Result<JobId, Error> {
+        Ok(self.store.enqueue(&NewJob {
+            account: context.run.account.clone(),
+            run: context.run.id.clone(),
+            step: step.id().to_owned(),
+            attempt,
+            slot: slot_of(step),
+            at: self.clock.now(),
+        })?)
+    }
+
+    /// Walks a run a door just acted on (queueing its next attempt if one must run), waits
+    /// as [`Driving`] says, and returns where the run stands.
+    pub(crate) fn drive(
+        &self,
+        mut context: RunContext,
+        resume: Resume,
+    ) -> Result<crate::RunSummary, Error> {
+        let run = context.run.id.clone();
+        if let Walk::Queued(job, resume) = self.walk(&mut context, resume, None)? {
+            self.follow(context, job, resume)?;
+        }
+        self.summary(&run)
+    }
+
+    /// Waits for the run after its job `first` was queued, as [`Driving`] says.
+    fn follow(&self, mut context: RunContext, first: JobId, resume: Resume) -> Result<(), Error> {
+        match self.options.driving {
+            Driving::Queue => return Ok(()),
+            Driving::Follow => return self.watch(&context.run.id),
+            Driving::Inline => {}
+        }
+        let mut next = Some((first, resume));
+        while let Some((job, resume)) = next.take() {
+            let claimed = self
+                .store
+                .claim_job(job, &self.options.holder, INLINE_LEASE)?;
+            let Some(lease) = claimed else {
+                // A worker took it: follow the run as it does.
+                return self.watch(&context.run.id);
+            };
+            let claim = InlineClaim {
+                lease,
+                queue: self.store.as_ref(),
+            };
+            let walked = claim.renewing(|| self.walk(&mut context, resume, Some(&claim)));
+            // Given back whatever the walk did: a lease lost meanwhile changes nothing here.
+            let _ = self.store.release(&claim.lease, Release::Done);
+            if let Walk::Queued(job, resume) = walked? {
+                next = Some((job, resume));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the run until it parks, ends or waits for a person.
+    fn watch(&self, run: &RunId) -> Result<(), Error> {
+        loop {
+            let record = self
+                .store
+                .run(run)?
+                .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+            if !matches!(record.status, RunStatus::Running | RunStatus::Queued) {
+                return Ok(());
+            }
+            std::thread::sleep(FOLLOW_POLL);
+        }
+    }
+
+    /// Runs a job a worker claimed: its attempt when it is still the run's next, then the
+    /// walk on (the next attempt queued, or the run parked or ended). A job whose run moved
+    /// on meanwhile (decided, stopped, or its attempt made) does nothing.
+    pub fn run_job(&self, claim: &dyn JobClaim) -> Result<(), Error> {
+        let run = &claim.lease().run;
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        if !matches!(record.status, RunStatus::Running | RunStatus::Queued) {
+            return Ok(());
+        }
+        let mut context = self.load_context(run)?;
+        let resume = match self.retry_inputs_in_force(run)? {
+            Some((step, inputs)) => Resume::Retry {
+                step,
+                inputs: Some(inputs),
+            },
+            None => Resume::Continue,
+        };
+        self.walk(&mut context, resume, Some(claim))?;
+        Ok(())
+    }
+
+    /// The engine's rules for a started job whose lease ended without its outcome (its
+    /// worker died or stalled), applied once: a step that never began is queued again; a
+    /// networked attempt left running is `unknown` and its run waits for a person; an
+    /// offline one is `failed` and runs again, unless an earlier attempt of the step was
+    /// stranded too: then the run needs attention ([`STOPPED_TWICE`]) and nothing claims it
+    /// again. An attempt that ended before its worker died: the run goes on.
+    pub fn strand(&self, stranded: &Stranded) -> Result<(), Error> {
+        let mut to_drive = Vec::new();
+        self.strand_into(
+            stranded,
+            &mut crate::RecoveryReport::default(),
+            &mut to_drive,
+        )?;
+        for run in to_drive {
+            self.resume_run(&run)?;
+        }
+        Ok(())
+    }
+
+    /// [`Engine::strand`], saying what it did in `report`; the runs to walk on are added to
+    /// `to_drive`.
+    pub(crate) fn strand_into(
+        &self,
+        stranded: &Stranded,
+        report: &mut crate::RecoveryReport,
+        to_drive: &mut Vec<RunId>,
+    ) -> Result<(), Error> {
+        let job = &stranded.job;
+        let attempt = self
+            .store
+            .attempts(&job.run)?
+            .into_iter()
+            .find(|attempt| attempt.step_id == job.step && attempt.attempt == job.attempt);
+        let Some(attempt) = attempt else {
+            self.store.requeue_stranded(job.id)?;
+            return Ok(());
+        };
+        if attempt.status != AttemptStatus::Running {
+            if !to_drive.contains(&job.run) {
+                to_drive.push(job.run.clone());
+            }
+            return Ok(());
+        }
+        if stranded.stranded_before == 0 {
+            let context = self.load_context(&job.run)?;
+            return self.recover_attempt(context, &attempt, report, to_drive);
+        }
+        let mut context = self.load_context(&job.run)?;
+        let now = match attempt.network {
+            NetworkMode::PublicEgress => AttemptStatus::Unknown,
+            NetworkMode::None => AttemptStatus::Failed,
+        };
+        let reason = format!(
+            "step `{}` attempt {} did not end: {STOPPED_TWICE}; no worker runs it again until a \
+             person decides",
+            attempt.step_id, attempt.attempt
+        );
+        self.finish(
+            &context,
+            &attempt.step_id,
+            attempt.attempt,
+            now,
+            Finished::reason(&context.redactor, &reason),
+        )?;
+        self.event(
+            &context,
+            Event::Recovery(Recovered {
+                step: attempt.step_id.clone(),
+                attempt: attempt.attempt,
+                found: AttemptStatus::Running,
+                now,
+            }),
+        )?;
+        if !context.run.status.is_terminal() {
+            self.set_status(&mut context, RunStatus::NeedsAttention, Some(&reason))?;
+        }
+        report
+            .stopped_twice
+            .push((job.run.clone(), attempt.step_id.clone(), attempt.attempt));
+        Ok(())
+    }
+
+    /// Queues the next attempt of a run that is running but has no job queued or held (a
+    /// crash between two steps, an interrupted offline attempt): its walk from its record.
+    pub(crate) fn resume_run(&self, run: &RunId) -> Result<(), Error> {
+        let open = self.store.jobs_of_run(run)?.iter().any(|job| {
+            matches!(
+                job.state,
+                storage::queue::JobState::Queued
+                    | storage::queue::JobState::Claimed
+                    | storage::queue::JobState::Started
+            )
+        });
+        if open {
+            return Ok(());
+        }
+        let mut context = self.load_context(run)?;
+        if !matches!(context.run.status, RunStatus::Running | RunStatus::Queued) {
+            return Ok(());
+        }
+        let resume = match self.retry_inputs_in_force(run)? {
+            Some((step, inputs)) => Resume::Retry {
+                step,
+                inputs: Some(inputs),
+            },
+            None => Resume::Continue,
+        };
+        if let Walk::Queued(job, resume) = self.walk(&mut context, resume, None)?
+            && self.options.driving == Driving::Inline
+        {
+            self.follow(context, job, resume)?;
+        }
+        Ok(())
+    }
+}
+
+/// The holder an engine's inline jobs are held as when the binary names none: this process,
+/// on no host anyone can judge (its leases end only by the store's clock).
+pub fn unnamed_holder() -> Holder {
+    Holder {
+        host: String::new(),
+        boot: String::new(),
+        pid: std::process::id(),
+        process_start: 0,
+    }
+}

@@ -1,0 +1,316 @@
+//! Runs as jobs of the run queue (issue 38): a door records and queues, only a holder of a
+//! job's lease runs its attempt, a job that is no longer the run's next or whose lease was
+//! taken writes nothing, and a step whose workers die twice sends its run to a person.
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use engine::{Driving, Engine, JobClaim, STOPPED_TWICE};
+use serde_json::json;
+use storage::queue::{Fence, Holder, JobState, Lease, NewJob, Release, SlotKind, Slots, WorkQueue};
+use storage::{AttemptStatus, RunId, RunStatus, RunStore, Store};
+
+use crate::support::{Harness, account, cli, workflow};
+use test_support::workflows::{GATED, OFFLINE, REFUND};
+
+const BOTH: Slots = Slots {
+    sandbox: 4,
+    model: 4,
+};
+
+/// A worker's hold on a job, as the worker crate's `Claimed` is.
+struct Held<'a> {
+    lease: Lease,
+    store: &'a dyn Store,
+}
+
+impl JobClaim for Held<'_> {
+    fn lease(&self) -> &Lease {
+        &self.lease
+    }
+    fn start(&self) -> Result<Fence, storage::Error> {
+        self.store.start(&self.lease)
+    }
+}
+
+fn worker_holder() -> Holder {
+    Holder {
+        host: "test-host".into(),
+        boot: "boot".into(),
+        pid: 4242,
+        process_start: 7,
+    }
+}
+
+/// A worker's turn: claims one job and runs it; whether there was one.
+fn work_one(engine: &Engine, store: &dyn Store) -> bool {
+    let Some(lease) = store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+    else {
+        return false;
+    };
+    let held = Held { lease, store };
+    engine.run_job(&held).unwrap();
+    store.release(&held.lease, Release::Done).unwrap();
+    true
+}
+
+fn queue_engine(harness: &Harness) -> Engine {
+    let mut options = harness.options.clone();
+    options.driving = Driving::Queue;
+    Engine::new(
+        options,
+        harness.store.clone(),
+        harness.executor.clone(),
+        redact::ScrubSets::new(harness.source.clone()),
+        std::sync::Arc::new(engine::PersonSupervisor),
+        harness.clock.clone(),
+        harness.ids.clone(),
+    )
+}
+
+#[test]
+fn a_door_answers_at_once_and_each_attempt_is_run_by_the_holder_of_its_job() {
+    let harness = Harness::new();
+    let engine = queue_engine(&harness);
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("alice"),
+        )
+        .unwrap();
+    assert_eq!(
+        summary.status,
+        RunStatus::Running,
+        "answered before any step ran"
+    );
+    assert!(summary.steps.is_empty());
+    assert!(harness.executor.calls_of("compute").is_empty());
+    let jobs = harness.store.jobs_of_run(&summary.run).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        (
+            jobs[0].step.as_str(),
+            jobs[0].attempt,
+            jobs[0].slot,
+            jobs[0].state
+        ),
+        ("compute", 1, SlotKind::Sandbox, JobState::Queued)
+    );
+    let mut turns = 0;
+    while work_one(&engine, harness.store.as_ref()) {
+        turns += 1;
+        assert!(turns <= 2, "one job per step");
+    }
+    assert_eq!(turns, 2);
+    let done = engine.summary(&summary.run).unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded);
+    assert_eq!(harness.executor.calls_of("compute").len(), 1);
+    assert_eq!(harness.executor.calls_of("report").len(), 1);
+    assert!(
+        harness
+            .store
+            .jobs_of_run(&summary.run)
+            .unwrap()
+            .iter()
+            .all(|job| job.state == JobState::Done)
+    );
+}
+
+#[test]
+fn a_decision_queues_the_gated_step_and_a_door_parks_without_a_job() {
+    let harness = Harness::new();
+    let engine = queue_engine(&harness);
+    let started = engine
+        .start_run(&account(), &workflow(GATED), json!({}), cli("alice"))
+        .unwrap();
+    while work_one(&engine, harness.store.as_ref()) {}
+    let parked = engine.summary(&started.run).unwrap();
+    assert_eq!(parked.status, RunStatus::WaitingApproval);
+    let gate = parked.waiting_at.clone().unwrap();
+    let jobs_before = harness.store.jobs_of_run(&started.run).unwrap().len();
+    let decided = engine
+        .decide(
+            &started.run,
+            &gate,
+            engine::Decision {
+                kind: engine::GateDecision::Approve,
+                who: cli("bob"),
+                door: storage::Door::Cli,
+                note: "looks right".into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(decided.status, RunStatus::Running);
+    let jobs = harness.store.jobs_of_run(&started.run).unwrap();
+    assert_eq!(jobs.len(), jobs_before + 1);
+    assert_eq!(jobs.last().unwrap().step, gate.trim_end_matches('!'));
+    while work_one(&engine, harness.store.as_ref()) {}
+    assert_eq!(
+        engine.summary(&started.run).unwrap().status,
+        RunStatus::Succeeded
+    );
+}
+
+#[test]
+fn a_job_that_is_not_the_runs_next_attempt_writes_nothing() {
+    let harness = Harness::new();
+    let engine = queue_engine(&harness);
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("alice"),
+        )
+        .unwrap();
+    // A job for an attempt the run is not at (a door's duplicate, a bug): claimed first.
+    harness
+        .store
+        .enqueue(&NewJob {
+            account: account(),
+            run: summary.run.clone(),
+            step: "report".into(),
+            attempt: 4,
+            slot: SlotKind::Sandbox,
+            at: storage::Timestamp(1),
+        })
+        .unwrap();
+    let events = harness.events_kinds(&summary.run).len();
+    let lease = harness
+        .store
+        .claim_job(
+            harness.store.jobs_of_run(&summary.run).unwrap()[1].id,
+            &worker_holder(),
+            Duration::from_secs(30),
+        )
+        .unwrap()
+        .unwrap();
+    let held = Held {
+        lease,
+        store: harness.store.as_ref(),
+    };
+    engine.run_job(&held).unwrap();
+    assert_eq!(harness.events_kinds(&summary.run).len(), events);
+    assert!(harness.store.attempts(&summary.run).unwrap().is_empty());
+    assert_eq!(
+        harness.store.job(held.lease.job).unwrap().unwrap().state,
+        JobState::Claimed,
+        "never marked started"
+    );
+}
+
+#[test]
+fn a_job_whose_lease_ended_before_its_step_started_runs_nothing() {
+    let harness = Harness::new();
+    let engine = queue_engine(&harness);
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("alice"),
+        )
+        .unwrap();
+    let lease = harness
+        .store
+        .claim(&worker_holder(), BOTH, Duration::from_millis(100))
+        .unwrap()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(250));
+    let held = Held {
+        lease,
+        store: harness.store.as_ref(),
+    };
+    engine.run_job(&held).unwrap();
+    assert!(harness.executor.calls_of("compute").is_empty());
+    assert!(harness.store.attempts(&summary.run).unwrap().is_empty());
+}
+
+#[test]
+fn a_step_whose_workers_die_twice_sends_its_run_to_a_person_and_is_not_claimed_again() {
+    let harness = Harness::new();
+    harness
+        .executor
+        .then("report", |_| panic!("the worker process died mid-step"));
+    harness
+        .executor
+        .then("report", |_| panic!("the worker process died mid-step"));
+    let engine = queue_engine(&harness);
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("alice"),
+        )
+        .unwrap();
+    assert!(work_one(&engine, harness.store.as_ref()), "compute");
+    for death in 1..=2 {
+        let died = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            work_one(&engine, harness.store.as_ref())
+        }));
+        assert!(died.is_err(), "death {death}");
+        // The next process to start finds the dead worker's lease (its holder proven dead).
+        let report = engine.recover().unwrap();
+        if death == 1 {
+            assert_eq!(
+                report.interrupted_offline,
+                vec![(summary.run.clone(), "report".to_owned(), 1)]
+            );
+            assert_eq!(
+                harness.store.run(&summary.run).unwrap().unwrap().status,
+                RunStatus::Running,
+                "an offline step runs again once"
+            );
+        } else {
+            assert_eq!(
+                report.stopped_twice,
+                vec![(summary.run.clone(), "report".to_owned(), 2)]
+            );
+        }
+    }
+    let run = harness.store.run(&summary.run).unwrap().unwrap();
+    assert_eq!(run.status, RunStatus::NeedsAttention);
+    let reason = engine.summary(&summary.run).unwrap().reason.unwrap();
+    assert!(reason.contains(STOPPED_TWICE), "{reason}");
+    let attempts = harness.store.attempts(&summary.run).unwrap();
+    assert_eq!(attempts.last().unwrap().status, AttemptStatus::Failed);
+    assert!(
+        !work_one(&engine, harness.store.as_ref()),
+        "no worker claims it again"
+    );
+    assert_eq!(harness.executor.calls_of("report").len(), 2);
+}
+
+#[test]
+fn a_job_stranded_before_its_step_began_is_queued_again() {
+    let harness = Harness::new();
+    let engine = queue_engine(&harness);
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(REFUND),
+            json!({"ticket_id": "T-1"}),
+            cli("alice"),
+        )
+        .unwrap();
+    let lease = harness
+        .store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    // Started, then the worker died before the attempt's first record.
+    assert_eq!(harness.store.start(&lease).unwrap(), Fence::Held);
+    engine.recover().unwrap();
+    assert_eq!(
+        harness.store.job(lease.job).unwrap().unwrap().state,
+        JobState::Queued
+    );
+    assert!(work_one(&engine, harness.store.as_ref()));
+    assert_eq!(harness.executor.calls_of("build_request").len(), 1);
+    let _: RunId = summary.run;
+}
