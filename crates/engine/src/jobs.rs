@@ -289,6 +289,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Sends a run whose job could not go on to a person with `why` (its running attempts
+    /// finished as after a crash: `unknown` with network, `failed` without).
+    pub fn set_run_aside(&self, run: &RunId, why: &str) -> Result<(), Error> {
+        self.set_aside(run, why, &mut crate::RecoveryReport::default())
+    }
+
     /// Queues the next attempt of a run that is running but has no job queued or held (a
     /// crash between two steps, an interrupted offline attempt): its walk from its record.
     pub(crate) fn resume_run(&self, run: &RunId) -> Result<(), Error> {

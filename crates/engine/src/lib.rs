@@ -306,7 +306,7 @@ pub enum Error {
 /// An error and its causes as one sentence, `context: cause: cause`, for a reason that goes
 /// into a record: each error states its own context once and leaves its cause to `source()`,
 /// so nothing is repeated and nothing is lost.
-pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+pub fn with_causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(current) = cause {

@@ -74,14 +74,14 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         }
         ("GET", "/api/workflows/{name}/diff") => (None, One(200, "WorkflowDiff")),
         ("GET", "/api/runs") => (None, List("RunListItem")),
-        ("POST", "/api/runs") => (Some("StartRunRequest"), One(201, "RunDetail")),
+        ("POST", "/api/runs") => (Some("StartRunRequest"), One(202, "RunDetail")),
         ("GET", "/api/runs/{id}") => (None, One(200, "RunDetail")),
         ("GET", "/api/runs/{id}/events") => (None, List("Event")),
         ("GET" | "POST", "/api/runs/{id}/steps/{step}/repair") => {
             (None, One(200, "RepairProposalView"))
         }
         ("POST", "/api/runs/{id}/steps/{step}/repair/accept") => {
-            (Some("AcceptRepairRequest"), One(200, "RepairAcceptedView"))
+            (Some("AcceptRepairRequest"), One(202, "RepairAcceptedView"))
         }
         ("GET", "/api/supervisor") => (None, One(200, "SupervisorSettingsView")),
         ("PUT", "/api/supervisor") => (
@@ -93,9 +93,9 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
             "/api/runs/{id}/steps/{step}/approve"
             | "/api/runs/{id}/steps/{step}/reject"
             | "/api/runs/{id}/stop",
-        ) => (Some("DecisionRequest"), One(200, "RunDetail")),
+        ) => (Some("DecisionRequest"), One(202, "RunDetail")),
         ("POST", "/api/runs/{id}/steps/{step}/attempts/{attempt}/retry") => {
-            (Some("RetryRequest"), One(200, "RunDetail"))
+            (Some("RetryRequest"), One(202, "RunDetail"))
         }
         ("GET", "/api/approvals") => (None, List("ApprovalView")),
         ("POST", "/api/people/{id}/sign-in-link") => (None, One(201, "PersonInvited")),

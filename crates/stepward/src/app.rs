@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use engine::{Engine, EngineOptions, PersonDecision, PersonSupervisor, RandomRunIds, SystemClock};
+use engine::{
+    Driving, Engine, EngineOptions, PersonDecision, PersonSupervisor, RandomRunIds, SystemClock,
+};
 use redact::{Redactor, ScrubSets};
 use sandbox::Isolation;
 use storage::{Account, AccountId, AccountStore, Actor, AuditLog, Door, NewAuditEntry, Timestamp};
@@ -288,52 +290,78 @@ impl App {
 
     /// Takes the engine lock, sweeps what a crash left in the sandbox, recovers interrupted
     /// runs, and returns an engine whose steps run in the configured backend.
-    pub fn engine(&self) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+    pub fn engine(&self) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
         self.engine_ahead(None)
-    }
-
-    /// [`App::engine`] for a command acting on `run` that a server does through `route` (under
-    /// `/api/runs/RUN/`): refused beside a live server, its error names the server, the run's
-    /// page in its console and that route.
-    pub fn engine_acting_on(
-        &self,
-        run: &storage::RunId,
-        route: String,
-    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
-        self.engine().map_err(|error| {
-            crate::engine_lock::beside_server(
-                error,
-                &crate::engine_lock::InsteadAtServer {
-                    run: run.as_str(),
-                    route,
-                },
-            )
-        })
     }
 
     /// [`App::engine`] for a command that is about to start a run whose first step is the
     /// code step `first`: the local backend starts building that step's sandbox right after
     /// its start-up sweep, so the sandbox's build overlaps recovery and the engine's writing
     /// of the run's record (`stepward run`; issue 13, part 2).
+    ///
+    /// When another live process holds the data directory's engine lock (a `stepward serve`
+    /// with workers, a `stepward worker`), its workers run the steps: the engine returned
+    /// runs none, and a door's command follows its run in the store ([`Driving::Follow`]).
     pub fn engine_ahead(
         &self,
         first: Option<FirstStep>,
-    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
-        let lock = self.take_engine_lock()?;
+    ) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
+        let lock = match self.take_engine_lock() {
+            Ok(lock) => lock,
+            Err(error) if error.is::<crate::engine_lock::LockHeld>() => {
+                return Ok((self.engine_elsewhere(Driving::Follow)?, None));
+            }
+            Err(error) => return Err(error),
+        };
         self.config.timings.mark("engine lock");
         let backend = self.backend(first)?;
-        self.engine_on(lock, RemoveStateDir::of(&self.config), backend)
+        self.engine_on(
+            lock,
+            RemoveStateDir::of(&self.config),
+            backend,
+            Driving::Inline,
+        )
+    }
+
+    /// An engine for `stepward serve`: with `workers`, it holds the engine lock (its
+    /// in-process workers run the steps) and recovers; without (`--workers 0`), it runs no
+    /// sandbox and leaves recovery to the process that runs the workers. Either way a door
+    /// answers at once ([`Driving::Queue`]).
+    pub fn serving_engine(
+        &self,
+        workers: bool,
+    ) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
+        if !workers {
+            return Ok((self.engine_elsewhere(Driving::Queue)?, None));
+        }
+        let lock = self.take_engine_lock()?;
+        let backend = self.backend(None)?;
+        self.engine_on(
+            lock,
+            RemoveStateDir::of(&self.config),
+            backend,
+            Driving::Queue,
+        )
+    }
+
+    /// An engine that runs no step, on a backend that builds and sweeps nothing
+    /// ([`worker::guards::Elsewhere`]): another process's workers run the steps.
+    fn engine_elsewhere(&self, driving: Driving) -> anyhow::Result<Engine> {
+        self.engine_over(Arc::new(worker::guards::Elsewhere), driving)
     }
 
     /// [`App::engine`] on the backend [`EarlyBackend::start`] set up before the app was opened
     /// (`stepward run`).
-    pub fn engine_early(&self, early: EarlyBackend) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+    pub fn engine_early(
+        &self,
+        early: EarlyBackend,
+    ) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
         let Started {
             backend,
             state_dir,
             lock,
         } = early.started;
-        self.engine_on(lock, state_dir, backend)
+        self.engine_on(lock, state_dir, backend, Driving::Inline)
     }
 
     /// [`App::engine_early`] for a file whose first step changed between the two readings:
@@ -343,7 +371,7 @@ impl App {
         &self,
         early: EarlyBackend,
         first: Option<FirstStep>,
-    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+    ) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
         let Started {
             backend,
             state_dir,
@@ -351,15 +379,18 @@ impl App {
         } = early.started;
         drop(backend);
         let backend = self.backend(first)?;
-        self.engine_on(lock, state_dir, backend)
+        self.engine_on(lock, state_dir, backend, Driving::Inline)
     }
 
+    /// The engine over `backend`, which runs steps under the engine lock `lock`, after
+    /// recovering what a crash left.
     fn engine_on(
         &self,
         lock: EngineLock,
         state_dir: RemoveStateDir,
         backend: Arc<dyn Isolation>,
-    ) -> anyhow::Result<(Engine, Arc<EngineLock>)> {
+        driving: Driving,
+    ) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
         let lock = Arc::new(lock);
         // The backend removes this data directory's cgroup parent when it goes: it must go
         // while the lock is still held, whichever of the engine and the lock is dropped first.
@@ -368,6 +399,19 @@ impl App {
             backend,
             (state_dir, lock.clone()),
         ));
+        let engine = self.engine_over(backend, driving)?;
+        let report = engine
+            .recover()
+            .context("cannot recover interrupted runs")?;
+        self.config.timings.mark("recovery of interrupted runs");
+        for line in recovery_said(&report) {
+            errln!("recovered after an interruption: {line}");
+        }
+        Ok((engine, Some(lock)))
+    }
+
+    /// The engine over `backend`, its waiting as `driving` says.
+    fn engine_over(&self, backend: Arc<dyn Isolation>, driving: Driving) -> anyhow::Result<Engine> {
         // One client for the agent steps and the supervisor, made only if a model is called.
         let models = self.config.lazy_model_client();
         let models_for_repairs = models.clone();
@@ -408,8 +452,10 @@ impl App {
             scrub_sets: self.scrub_sets.clone(),
             client: models,
         });
+        let mut options = self.engine_options();
+        options.driving = driving;
         let engine = Engine::new(
-            self.engine_options(),
+            options,
             self.store.clone(),
             executor,
             self.scrub_sets.clone(),
@@ -426,14 +472,7 @@ impl App {
             client: models_for_repairs,
             maxima: self.config.limit_maxima,
         }));
-        let report = engine
-            .recover()
-            .context("cannot recover interrupted runs")?;
-        self.config.timings.mark("recovery of interrupted runs");
-        for line in recovery_said(&report) {
-            errln!("recovered after an interruption: {line}");
-        }
-        Ok((engine, lock))
+        Ok(engine)
     }
 
     /// Takes the data directory's engine lock alone: for commands that must not run beside a
@@ -469,6 +508,14 @@ fn recovery_said(report: &engine::RecoveryReport) -> Vec<String> {
     for (run, step, attempt) in &report.interrupted_offline {
         said.push(format!(
             "step {step} of run {run} (attempt {attempt}) was interrupted offline and runs again"
+        ));
+    }
+    for (run, step, attempt) in &report.stopped_twice {
+        said.push(format!(
+            "step {step} of run {run} (attempt {attempt}) did not end: its worker stopped twice \
+             while running this step, so no worker runs it again; decide with \
+             `stepward runs retry {run} {step} --note \"why it is safe\"` or \
+             `stepward runs stop {run} --note \"why\"`"
         ));
     }
     for run in &report.resumed {

@@ -58,6 +58,9 @@ pub enum Command {
     /// Serve the console and the JSON API over this data directory. On first start it invites
     /// the owner of the local account and prints a one-time sign-in link.
     Serve(ServeArgs),
+    /// Run the data directory's steps for a `stepward serve --workers 0`: claims queued step
+    /// attempts and runs them, until SIGINT or SIGTERM.
+    Worker(WorkerArgs),
     /// The server's accounts (an operator command on the server's data).
     #[command(subcommand)]
     Accounts(AccountsCommand),
@@ -166,7 +169,20 @@ pub enum DevCommand {
 }
 
 #[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// How many steps this worker runs at once (sandboxed steps; agent turns waiting on a
+    /// model take separate slots, 8). Default: the machine's cores.
+    #[arg(long, env = "STEPWARD_WORKERS", value_name = "N")]
+    pub workers: Option<u32>,
+}
+
+#[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// How many steps this server runs at once in its own worker (sandboxed steps; agent
+    /// turns waiting on a model take separate slots, 8). 0: none, and `stepward worker` runs
+    /// them beside it. Default: the machine's cores.
+    #[arg(long, env = "STEPWARD_WORKERS", value_name = "N")]
+    pub workers: Option<u32>,
     /// The address to listen on (port 0: any free port; the address is printed).
     #[arg(long, env = "STEPWARD_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,

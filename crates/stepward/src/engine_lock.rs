@@ -1,13 +1,15 @@
-//! The data directory's engine lock: only the process holding it may drive runs (recovery
-//! marks every attempt it finds running as interrupted, which would be wrong for another live
-//! process).
+//! The data directory's engine lock: held by the one process whose workers run the data
+//! directory's steps (its sandboxes, its cgroup parent and the start-up sweep are that
+//! process's). Since issue 38 runs are driven through the run queue: a command that finds the
+//! lock held records its decision and follows the run while the holder's workers run it; the
+//! lock is taken at once after its holder dies (a released `flock`), and the leases of a
+//! holder proven dead are reaped at once by the next one.
 //!
 //! The holder names itself in the lock file (its pid, and for `stepward serve` the address it
-//! serves), so that a command refused beside it can say who holds the data directory and what
-//! to do instead: a person deciding a gate while a server runs is pointed at the server's
-//! console and API, not told to wait for a server to finish. What the file says is only ever
-//! printed, after checks that keep it to a pid and a plain URL; the lock itself is the kernel's
-//! (`flock`), held until the holder exits.
+//! serves), so that a command refused beside it (`stepward worker` beside a server with
+//! workers, `keys rotate-links` beside a server) can say who holds the data directory. What
+//! the file says is only ever printed, after checks that keep it to a pid and a plain URL;
+//! the lock itself is the kernel's (`flock`), held until the holder exits.
 
 use std::fmt;
 use std::fs::File;
@@ -173,59 +175,9 @@ impl fmt::Display for LockHeld {
 
 impl std::error::Error for LockHeld {}
 
-/// What a command acting on one run does through a server instead: the run's page in the
-/// console, and the API route (`route`, under `/api/runs/RUN/`, its parts as typed passed
-/// through [`segment`]) that does what the command would have done.
-pub(crate) struct InsteadAtServer<'a> {
-    pub(crate) run: &'a str,
-    pub(crate) route: String,
-}
-
-/// `text` as one path segment of a printed URL: everything but ASCII letters, digits, `-`, `_`
-/// and `~` percent-encoded, so a step name as typed never adds a segment, a query or a control
-/// character to what is printed.
-pub(crate) fn segment(text: &str) -> String {
-    const KEPT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'~');
-    percent_encoding::utf8_percent_encode(text, KEPT).to_string()
-}
-
-/// `error`, unless it says a server holds the lock: then an error that says which server, and
-/// where in its console and API a person does what the refused command would have done.
-pub(crate) fn beside_server(error: anyhow::Error, instead: &InsteadAtServer<'_>) -> anyhow::Error {
-    let Some(held) = error.downcast_ref::<LockHeld>() else {
-        return error;
-    };
-    let Some(Holder {
-        pid,
-        serving: Some(url),
-    }) = &held.holder
-    else {
-        return error;
-    };
-    anyhow::anyhow!(
-        "`stepward serve` (pid {pid}) drives the runs of this data directory, and only one \
-         process may: do this in its console, on the run's page {url}/runs/{run}, or through its \
-         API, POST {url}/api/runs/{run}/{route} with a note (docs/team-and-access.md says who \
-         may); or stop the server first",
-        run = segment(instead.run),
-        route = instead.route,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_segment_as_typed_stays_one_segment_of_printable_ascii() {
-        assert_eq!(segment("send_refund-2"), "send_refund-2");
-        assert_eq!(segment("a b/../x?y#z"), "a%20b%2F%2E%2E%2Fx%3Fy%23z");
-        assert_eq!(segment(".."), "%2E%2E");
-        assert_eq!(segment("\u{1b}[31mé"), "%1B%5B31m%C3%A9");
-    }
 
     #[test]
     fn a_holder_is_read_back_as_written() {
@@ -280,19 +232,6 @@ mod tests {
                 .to_string()
                 .contains("its console at http://127.0.0.1:8080/runs"),
             "{refused}"
-        );
-        let instead = beside_server(
-            refused,
-            &InsteadAtServer {
-                run: "run-1",
-                route: String::from("stop"),
-            },
-        );
-        assert!(
-            instead
-                .to_string()
-                .contains("POST http://127.0.0.1:8080/api/runs/run-1/stop"),
-            "{instead}"
         );
         drop(first);
         // Released: the next taker gets it and names itself.

@@ -121,6 +121,7 @@ fn main() -> ExitCode {
         Command::Keys(command) => commands::vault::keys(&command, config),
         Command::Audit(command) => commands::audit::run(&command, config),
         Command::Serve(args) => commands::serve::run(&args, config),
+        Command::Worker(args) => commands::worker::run(&args, config),
         Command::Accounts(command) => commands::accounts::run(&command, config),
         Command::Models(command) => commands::models::run(&command, config),
         Command::Dev(command) => commands::models::dev(&command),

@@ -127,6 +127,51 @@ impl engine::StepExecutor for RefusingExecutor {
     }
 }
 
+/// The backend of a process that runs no step (a `serve --workers 0`, a command following a
+/// run beside a live worker): it builds no sandbox and sweeps nothing, so it never touches
+/// the sandboxes of the process that runs the steps. A run's start asks it nothing it could
+/// answer: the worker that runs each attempt checks what the attempt needs, and refuses it
+/// with the reason, as every backend does.
+pub struct Elsewhere;
+
+fn runs_no_steps() -> sandbox::Error {
+    sandbox::Error::LayerFailed {
+        layer: "elsewhere".to_owned(),
+        detail: "this process runs no steps: the data directory's worker (`stepward worker`, \
+                 or a `stepward serve` with workers) runs them"
+            .to_owned(),
+    }
+}
+
+impl Isolation for Elsewhere {
+    fn name(&self) -> &'static str {
+        "elsewhere"
+    }
+
+    fn run(&self, _: sandbox::Invocation) -> Result<sandbox::Observation, sandbox::Error> {
+        Err(runs_no_steps())
+    }
+
+    fn availability(
+        &self,
+        _: sandbox::PythonPin,
+        _: sandbox::NetworkMode,
+    ) -> Result<(), sandbox::Unavailable> {
+        Ok(())
+    }
+
+    fn open_session(
+        &self,
+        _: sandbox::session::SessionSpec,
+    ) -> Result<Box<dyn sandbox::session::Session + '_>, sandbox::Error> {
+        Err(runs_no_steps())
+    }
+
+    fn helper_cell(&self) -> Result<sandbox::HelperCell, sandbox::Error> {
+        Err(runs_no_steps())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -24,6 +24,7 @@ pub mod agent_record;
 pub mod agent_step;
 pub mod agent_view;
 pub mod authoring;
+pub mod engine_jobs;
 pub mod executor;
 pub mod guards;
 pub mod holder;

@@ -139,3 +139,20 @@ pub(crate) async fn blocking<T: Send + 'static>(
 pub(crate) fn random_id(prefix: &str) -> Result<String, Error> {
     platform::accounts::public_id(prefix).map_err(Error::auth("generate a public id"))
 }
+
+/// `202 Accepted`: the request was recorded and its run's steps are queued for the workers;
+/// `Location` is the run's address, where its progress is read.
+pub(crate) type Accepted<T> = (
+    axum::http::StatusCode,
+    [(axum::http::header::HeaderName, String); 1],
+    axum::Json<T>,
+);
+
+/// [`Accepted`] for the run `run`, answering `body`.
+pub(crate) fn accepted<T>(run: &str, body: T) -> Accepted<T> {
+    (
+        axum::http::StatusCode::ACCEPTED,
+        [(axum::http::header::LOCATION, format!("/api/runs/{run}"))],
+        axum::Json(body),
+    )
+}

@@ -9,6 +9,8 @@ use api_types::repairs::AcceptRepairRequest;
 use api_types::repairs::{RepairAcceptedView, RepairProposalView};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::handlers::{Accepted, accepted};
 use axum::{Extension, Form, Json};
 use engine::journal::RepairProposed;
 use serde::Deserialize;
@@ -304,8 +306,9 @@ pub(crate) async fn accept(
     Extension(authenticated): Extension<Authenticated>,
     Path((run_id, step)): Path<(String, String)>,
     Json(request): Json<AcceptRepairRequest>,
-) -> Result<Json<RepairAcceptedView>, Error> {
-    Ok(Json(
+) -> Result<Accepted<RepairAcceptedView>, Error> {
+    Ok(accepted(
+        &run_id,
         accept_for(
             &state,
             &authenticated,

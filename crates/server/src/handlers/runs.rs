@@ -7,6 +7,8 @@ use api_types::{
 };
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::handlers::{Accepted, accepted};
 use axum::{Extension, Form, Json};
 use engine::journal::Entry;
 use engine::{Decision, GateDecision};
@@ -367,7 +369,7 @@ pub(crate) async fn approve(
     Extension(authenticated): Extension<Authenticated>,
     Path((run_id, step)): Path<(String, String)>,
     Json(request): Json<DecisionRequest>,
-) -> Result<Json<RunDetail>, Error> {
+) -> Result<Accepted<RunDetail>, Error> {
     let detail = decide(
         &state,
         &authenticated,
@@ -378,7 +380,7 @@ pub(crate) async fn approve(
         request.note,
     )
     .await?;
-    Ok(Json(detail))
+    Ok(accepted(&run_id, detail))
 }
 
 /// `POST /api/runs/{id}/steps/{step}/reject`.
@@ -387,7 +389,7 @@ pub(crate) async fn reject(
     Extension(authenticated): Extension<Authenticated>,
     Path((run_id, step)): Path<(String, String)>,
     Json(request): Json<DecisionRequest>,
-) -> Result<Json<RunDetail>, Error> {
+) -> Result<Accepted<RunDetail>, Error> {
     let detail = decide(
         &state,
         &authenticated,
@@ -398,7 +400,7 @@ pub(crate) async fn reject(
         request.note,
     )
     .await?;
-    Ok(Json(detail))
+    Ok(accepted(&run_id, detail))
 }
 
 /// What a person does with a run that needs attention.
@@ -468,13 +470,14 @@ pub(crate) async fn retry(
     Extension(authenticated): Extension<Authenticated>,
     Path((run_id, step, attempt)): Path<(String, String, u32)>,
     Json(request): Json<RetryRequest>,
-) -> Result<Json<RunDetail>, Error> {
+) -> Result<Accepted<RunDetail>, Error> {
     let what = Attention::Retry {
         step,
         attempt,
         inputs: request.inputs.map(serde_json::Value::Object),
     };
-    Ok(Json(
+    Ok(accepted(
+        &run_id,
         attend(
             &state,
             &authenticated,
@@ -493,8 +496,9 @@ pub(crate) async fn stop(
     Extension(authenticated): Extension<Authenticated>,
     Path(run_id): Path<String>,
     Json(request): Json<DecisionRequest>,
-) -> Result<Json<RunDetail>, Error> {
-    Ok(Json(
+) -> Result<Accepted<RunDetail>, Error> {
+    Ok(accepted(
+        &run_id,
         attend(
             &state,
             &authenticated,

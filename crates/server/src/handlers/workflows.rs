@@ -205,8 +205,8 @@ pub(crate) async fn reach(
     Ok(Json(reach_report(&state.shared, account, &workflow)?))
 }
 
-/// Starts a run of the account's workflow `name` as the principal, and drives it until it
-/// ends or parks.
+/// Starts a run of the account's workflow `name` as the principal: recorded, and its first
+/// step queued for the workers (or parked, or refused).
 async fn start(
     state: &AppState,
     authenticated: &Authenticated,
@@ -247,14 +247,16 @@ async fn start(
     detail(&state.shared, record)
 }
 
-/// `POST /api/runs`: starts a run; answers its detail once it ends or parks.
+/// `POST /api/runs`: starts a run; answers `202 Accepted` at once, with the run's detail as it
+/// stands and its address in `Location` (workers run its steps).
 pub(crate) async fn start_with_json(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Json(request): Json<StartRunRequest>,
-) -> Result<(StatusCode, Json<RunDetail>), Error> {
+) -> Result<crate::handlers::Accepted<RunDetail>, Error> {
     let detail = start(&state, &authenticated, &request.workflow, request.inputs).await?;
-    Ok((StatusCode::CREATED, Json(detail)))
+    let run = detail.summary.run.clone();
+    Ok(crate::handlers::accepted(run.as_str(), detail))
 }
 
 /// `POST /runs`: the workflow screen's start form (one field per declared input,

@@ -34,7 +34,7 @@ async fn g15_a_member_retries_the_step_of_a_run_that_needs_attention() {
     let answer = harness
         .call("POST", &path, &member, note("the notice never arrived"))
         .await;
-    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.status, 202, "{}", answer.text());
     assert_eq!(answer.json()["status"], "succeeded", "{}", answer.text());
     let decisions = harness.store.decisions(&run).unwrap();
     assert_eq!(decisions.len(), 1);
@@ -87,7 +87,7 @@ async fn g14_a_retry_in_progress_refuses_a_second_retry_and_a_stop() {
         later(retry.clone(), &owner),
         later(stop.clone(), &owner),
     );
-    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(first.status, 202, "{}", first.text());
     assert_eq!(first.json()["status"], "succeeded");
     for answer in [&second, &stopped] {
         assert_eq!(answer.status, 409, "{}", answer.text());
@@ -119,7 +119,7 @@ async fn g15_a_key_stops_a_run_that_needs_attention_and_is_recorded_as_the_key()
     let answer = harness
         .call("POST", &stop_path(&run), &key, note("sent by hand instead"))
         .await;
-    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.status, 202, "{}", answer.text());
     assert_eq!(answer.json()["status"], "stopped", "{}", answer.text());
     let decisions = harness.store.decisions(&run).unwrap();
     assert_eq!(decisions.len(), 1);
@@ -265,7 +265,7 @@ async fn g14_a_late_second_submit_never_retries_an_attempt_nobody_looked_at() {
     let first = harness
         .call("POST", &retry(1), &member, note("try again"))
         .await;
-    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(first.status, 202, "{}", first.text());
     assert_eq!(
         first.json()["status"],
         "needs_attention",
@@ -280,7 +280,7 @@ async fn g14_a_late_second_submit_never_retries_an_attempt_nobody_looked_at() {
     let seen = harness
         .call("POST", &retry(2), &member, note("looked at 2"))
         .await;
-    assert_eq!(seen.status, 200, "{}", seen.text());
+    assert_eq!(seen.status, 202, "{}", seen.text());
     assert_eq!(seen.json()["status"], "succeeded", "{}", seen.text());
     assert_eq!(harness.store.attempts(&run).unwrap().len(), 3);
 }
@@ -350,7 +350,7 @@ async fn g15_a_person_retries_with_new_inputs_through_the_api_and_the_run_page()
             )),
         )
         .await;
-    assert_eq!(retried.status, 200, "{}", retried.text());
+    assert_eq!(retried.status, 202, "{}", retried.text());
     assert_eq!(retried.json()["status"], "succeeded", "{}", retried.text());
     assert_eq!(latest_inputs(&run)["to"], "ops@example.com");
     assert_eq!(harness.store.attempts(&run).unwrap().len(), 2);

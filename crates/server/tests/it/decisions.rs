@@ -30,7 +30,7 @@ async fn g26_api_key_decision_is_recorded_as_the_key() {
             Some(("application/json", r#"{"note":"checked by CI"}"#.into())),
         )
         .await;
-    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.status, 202, "{}", answer.text());
     let body = answer.json();
     assert_eq!(body["status"], "succeeded");
     assert_eq!(body["decisions"][0]["actor_kind"], "api_key");
@@ -58,7 +58,7 @@ async fn g23_person_rejects_through_the_api_and_a_gate_is_decided_once() {
     let path = format!("/api/runs/{}/steps/ship/reject", run.as_str());
     let body = Some(("application/json", r#"{"note":"wrong address"}"#.to_owned()));
     let answer = harness.call("POST", &path, &member, body.clone()).await;
-    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.status, 202, "{}", answer.text());
     assert_eq!(answer.json()["status"], "stopped");
     let decisions = harness.store.decisions(&run).unwrap();
     assert_eq!(
@@ -211,7 +211,7 @@ async fn g16_an_actor_name_holding_a_value_is_stored_masked() {
             Some(("application/json", r#"{"note":"no"}"#.to_owned())),
         )
         .await;
-    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.status, 202, "{}", answer.text());
     let decisions = harness.store.decisions(&run).unwrap();
     assert_eq!(
         decisions[0].who,

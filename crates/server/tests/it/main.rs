@@ -34,6 +34,7 @@ mod models;
 mod owners_can_sign_in;
 mod people;
 mod repairs;
+mod run_queue;
 mod sessions;
 mod shares;
 mod sign_in_lockout;

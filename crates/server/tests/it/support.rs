@@ -150,6 +150,11 @@ pub enum Credentials {
     },
 }
 
+thread_local! {
+    /// Set while [`Harness::queued`] builds its harness.
+    static QUEUED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 pub struct Harness {
     pub _dir: tempfile::TempDir,
     pub store: Arc<SqliteStore>,
@@ -265,6 +270,15 @@ impl Harness {
         Harness::build(options, quota_bytes, exempt, None)
     }
 
+    /// The default harness whose engine answers every door at once ([`Driving::Queue`], as
+    /// `stepward serve` builds it): a worker the test starts runs the steps.
+    pub fn queued() -> Harness {
+        QUEUED.with(|queued| queued.set(true));
+        let harness = Harness::new();
+        QUEUED.with(|queued| queued.set(false));
+        harness
+    }
+
     fn build(
         options: AppOptions,
         quota_bytes: u64,
@@ -319,9 +333,12 @@ impl Harness {
             )
             .unwrap();
         let clock = Arc::new(ManualClock::at(START_MILLIS));
-        let engine_options = EngineOptions::new(
+        let mut engine_options = EngineOptions::new(
             workspace::Workspaces::new(dir.path().join("workspaces")).with_quota(quota_bytes),
         );
+        if QUEUED.with(std::cell::Cell::get) {
+            engine_options.driving = engine::Driving::Queue;
+        }
         let engine = Engine::new(
             engine_options.clone(),
             store.clone(),

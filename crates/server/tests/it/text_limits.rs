@@ -114,7 +114,7 @@ async fn g23_a_note_over_its_limit_is_refused_on_every_door() {
             json_body(&json!({ "note": "é".repeat(limit) })),
         )
         .await;
-    assert_eq!(answer.status, 200, "{}", answer.text());
+    assert_eq!(answer.status, 202, "{}", answer.text());
 }
 
 /// One over-long text on each kind of route: people, keys, the vault, the workspace, models,

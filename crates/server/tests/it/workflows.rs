@@ -116,7 +116,7 @@ async fn g23_member_starts_a_run_that_parks_at_its_gate() {
             Some(("application/json", r#"{"workflow":"gated"}"#.to_owned())),
         )
         .await;
-    assert_eq!(started.status, 201, "{}", started.text());
+    assert_eq!(started.status, 202, "{}", started.text());
     let body = started.json();
     assert_eq!(body["status"], "waiting_approval");
     assert_eq!(body["waiting_at"], "ship");

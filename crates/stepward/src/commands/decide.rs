@@ -11,22 +11,14 @@ use crate::cli::DecideArgs;
 use crate::commands::run::show_printed;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
-use crate::engine_lock::segment;
 
 pub fn run(args: &DecideArgs, kind: GateDecision, config: Config) -> anyhow::Result<Outcome> {
     if !crate::commands::note_within_limit(&args.note) {
         return Ok(Outcome::Invalid);
     }
     let app = App::open_installed(config)?;
-    let verb = match kind {
-        GateDecision::Approve => "approve",
-        GateDecision::Reject => "reject",
-    };
-    let (engine, _lock) = app.engine_acting_on(
-        &args.run,
-        format!("steps/{}/{verb}", segment(args.step.trim_end_matches('!'))),
-    )?;
-    // After the engine lock, which names a live server first.
+    // Beside a live server's workers, they run the steps and this command follows the run.
+    let (engine, _lock) = app.engine()?;
     app.run_record(&args.run)?;
     let run = args.run.clone();
     let already = app.store.last_event_seq(&run).unwrap_or(0);

@@ -15,6 +15,7 @@ pub mod runs;
 pub mod schema;
 pub mod serve;
 pub mod vault;
+pub mod worker;
 pub mod workflows;
 
 /// A decision's `--note` within the limit every door has (`api_types::limits::NOTE_CHARS`,

@@ -15,18 +15,13 @@ use crate::app::App;
 use crate::cli::RepairArgs;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
-use crate::engine_lock::segment;
 
 pub fn run(args: &RepairArgs, config: Config) -> anyhow::Result<Outcome> {
     let app = App::open_installed(config)?;
     let run = args.run.clone();
     let step = args.step.trim_end_matches('!');
     app.run_record(&run)?;
-    let accept_route = if args.accept { "/accept" } else { "" };
-    let (engine, _lock) = app.engine_acting_on(
-        &run,
-        format!("steps/{}/repair{accept_route}", segment(step)),
-    )?;
+    let (engine, _lock) = app.engine()?;
     if args.accept {
         return accept(&app, &engine, args, &run, step);
     }

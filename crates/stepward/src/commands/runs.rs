@@ -9,7 +9,6 @@ use crate::cli::RunsCommand;
 use crate::commands::run::step_inputs;
 use crate::commands::{Shown, print_summary, summary_outcome};
 use crate::config::Config;
-use crate::engine_lock::segment;
 
 pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
     // What is wrong with what was typed is said first, whatever the installation.
@@ -71,18 +70,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
                 }
             };
             let new_inputs = (!inputs.is_empty()).then_some(serde_json::Value::Object(inputs));
-            let with_inputs = if new_inputs.is_some() {
-                ", the new inputs as \"inputs\": {NAME: VALUE}"
-            } else {
-                ""
-            };
-            let (engine, _lock) = app.engine_acting_on(
-                run,
-                format!(
-                    "steps/{}/attempts/N/retry (N: the attempt you looked at{with_inputs})",
-                    segment(step.trim_end_matches('!'))
-                ),
-            )?;
+            let (engine, _lock) = app.engine()?;
             app.run_record(run)?;
             let id = run.clone();
             let already = app.store.last_event_seq(&id).unwrap_or(0);
@@ -102,7 +90,7 @@ pub fn run(command: &RunsCommand, config: Config) -> anyhow::Result<Outcome> {
             if !crate::commands::note_within_limit(note) {
                 return Ok(Outcome::Invalid);
             }
-            let (engine, _lock) = app.engine_acting_on(run, String::from("stop"))?;
+            let (engine, _lock) = app.engine()?;
             app.run_record(run)?;
             let summary = engine
                 .stop(run, app.decision(note))

@@ -78,7 +78,9 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let key_files = ServerKeyFiles::for_install(app.vault.install_id(), &app.config.data_dir)?;
     let keys = key_files.load_or_create()?;
     // Held until this function returns, after the server stopped.
-    let (engine, engine_lock) = app.engine()?;
+    let workers = crate::commands::worker::slots(args.workers)?;
+    let (engine, engine_lock) = app.serving_engine(workers.sandbox > 0)?;
+    let engine = Arc::new(engine);
     let tls_mode = if args.behind_tls || tls_config.is_some() {
         TlsMode::Tls
     } else {
@@ -90,7 +92,10 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     };
     // A command refused beside this server (a decision, a stop) names it and its address;
     // the lock holds without the name.
-    if let Err(error) = engine_lock.name_server(&link_base) {
+    if let Some(Err(error)) = engine_lock
+        .as_ref()
+        .map(|lock| lock.name_server(&link_base))
+    {
         errln!("warning: {error:#}");
     }
     // What `accounts create` and `accounts invite-owner` print their links with.
@@ -124,7 +129,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         },
         Backends {
             store: app.store.clone(),
-            engine: Arc::new(engine),
+            engine: engine.clone(),
             vault: Some(app.vault.clone()),
             workflows: Some(Arc::new(WorkspaceWorkflows::new(app.workspaces()))),
             clock: Arc::new(SystemClock),
@@ -191,7 +196,17 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             let _ = tokio::task::spawn_blocking(move || sets.refresh_all()).await;
         }
     });
-    runtime.block_on(async {
+    // The in-process worker runs the queued steps; stopped after the server, it finishes the
+    // steps it runs and gives back the ones it has not started.
+    let worker = match workers.sandbox {
+        0 => None,
+        _ => Some(crate::commands::worker::start(
+            &app,
+            engine.clone(),
+            workers,
+        )?),
+    };
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::from_std(std_listener)
             .context("cannot serve on the listening socket")?;
         let shutdown = shutdown_signal()?;
@@ -251,9 +266,13 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             None => server::serve(listener, state, shutdown, limits).await,
         }
         .context("the server failed")?;
-        errln!("stepward stopped");
         anyhow::Ok(())
-    })?;
+    });
+    if let Some(worker) = worker {
+        worker.stop();
+    }
+    served?;
+    errln!("stepward stopped");
     Ok(Outcome::Done)
 }
 

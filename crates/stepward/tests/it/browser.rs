@@ -707,10 +707,13 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     let run_id = run_url
         .trim_start_matches(&format!("{base}/runs/"))
         .to_owned();
-    assert_eq!(
-        browser.text(&browser.find("#run-status")),
-        "waiting for approval"
-    );
+    // The form answered at once (issue 38); the server's worker parks the run meanwhile.
+    let deadline = Instant::now() + PATIENCE;
+    while browser.text(&browser.find("#run-status")) != "waiting for approval" {
+        assert!(Instant::now() < deadline, "the run never parked");
+        std::thread::sleep(Duration::from_millis(100));
+        browser.open(&run_url);
+    }
     assert_eq!(
         browser.text(&browser.find("#gate-title")),
         "Waiting for a decision on file_summary"

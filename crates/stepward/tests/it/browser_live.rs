@@ -50,7 +50,9 @@ fn g23_a_run_page_shows_a_decision_and_the_end_without_a_reload_needs_root() {
     );
     assert_eq!(status, 201, "{invited}");
     let (status, run) = as_owner("POST", "/api/runs", json!({"workflow": "gated"}));
-    assert_eq!(status, 201, "{run}");
+    assert_eq!(status, 202, "{run}");
+    let run =
+        crate::http::until_settled(address, &[("Cookie", &owner)], run["run"].as_str().unwrap());
     assert_eq!(run["status"], "waiting_approval", "{run}");
     let run = run["run"].as_str().unwrap().to_owned();
 
@@ -77,7 +79,8 @@ fn g23_a_run_page_shows_a_decision_and_the_end_without_a_reload_needs_root() {
         &format!("/api/runs/{run}/steps/ship/approve"),
         json!({ "note": NOTE }),
     );
-    assert_eq!(status, 200, "{decided}");
+    assert_eq!(status, 202, "{decided}");
+    let decided = crate::http::until_settled(address, &[("Cookie", &owner)], &run);
     assert_eq!(decided["status"], "succeeded", "{decided}");
 
     let deadline = Instant::now() + LIVE_PATIENCE;

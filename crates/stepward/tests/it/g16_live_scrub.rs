@@ -64,8 +64,13 @@ fn g16_a_value_set_by_another_process_is_scrubbed_from_the_servers_next_write_an
         "/api/runs",
         &serde_json::json!({"workflow": "late", "inputs": {"note": TYPED_BEFORE}}).to_string(),
     );
-    assert_eq!(started.status, 201, "{}", started.body);
+    assert_eq!(started.status, 202, "{}", started.body);
     let run: serde_json::Value = serde_json::from_str(&started.body).unwrap();
+    let run = crate::http::until_settled(
+        address,
+        &[("Cookie", &session)],
+        run["run"].as_str().unwrap(),
+    );
     assert_eq!(run["status"], "waiting_approval", "{run}");
     let run_id = run["run"].as_str().unwrap().to_owned();
 
@@ -105,8 +110,13 @@ fn g16_a_value_set_by_another_process_is_scrubbed_from_the_servers_next_write_an
         &serde_json::json!({"note": format!("approved; the token is {SET_WHILE_SERVING}")})
             .to_string(),
     );
-    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert_eq!(approved.status, 202, "{}", approved.body);
     assert!(!approved.body.contains(SET_WHILE_SERVING));
+    let settled = crate::http::until_settled(address, &[("Cookie", &session)], &run_id);
+    assert!(
+        !settled.to_string().contains(SET_WHILE_SERVING),
+        "{settled}"
+    );
     // A refused request whose reason would quote the value is logged scrubbed.
     let refused = send(
         address,

@@ -354,3 +354,23 @@ pub(crate) fn person_session(
         answer["role"].as_str().unwrap_or_default().to_owned(),
     )
 }
+
+/// The run `run` once the server's worker parked or ended it (`202 Accepted` answers before it
+/// runs: issue 38), read with `headers` every 20 ms for at most 60 s.
+pub(crate) fn until_settled(
+    address: SocketAddr,
+    headers: &[(&str, &str)],
+    run: &str,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let read = send(address, "GET", &format!("/api/runs/{run}"), headers, "");
+        assert_eq!(read.status, 200, "{}", read.body);
+        let detail: serde_json::Value = serde_json::from_str(&read.body).unwrap_or_default();
+        if !matches!(detail["status"].as_str(), Some("running" | "queued")) {
+            return detail;
+        }
+        assert!(Instant::now() < deadline, "the run never settled: {detail}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

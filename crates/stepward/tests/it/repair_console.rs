@@ -117,8 +117,10 @@ fn g9_the_api_shows_a_checked_proposal_and_a_member_accepts_it_needs_root() {
         "/api/runs",
         json!({"workflow": "quote", "inputs": {"word": " a b "}}),
     );
-    assert_eq!(started.status, 201, "{}", started.body);
+    assert_eq!(started.status, 202, "{}", started.body);
     let run = json_of(&started);
+    let run =
+        crate::http::until_settled(address, &[("Cookie", member)], run["run"].as_str().unwrap());
     assert_eq!(run["status"], "needs_repair", "{run}");
     let run = run["run"].as_str().unwrap().to_owned();
     let repair = format!("/api/runs/{run}/steps/quote/repair");
@@ -183,7 +185,7 @@ fn g9_the_api_shows_a_checked_proposal_and_a_member_accepts_it_needs_root() {
         &format!("{repair}/accept"),
         json!({"note": "urllib does it", "proposal": proposal["proposal"]}),
     );
-    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    assert_eq!(accepted.status, 202, "{}", accepted.body);
     let accepted = json_of(&accepted);
     assert_eq!(accepted["version"]["number"], 2, "{accepted}");
     assert_eq!(accepted["version"]["author_kind"], "assistant");
@@ -194,7 +196,8 @@ fn g9_the_api_shows_a_checked_proposal_and_a_member_accepts_it_needs_root() {
             .contains("accepted by Mia Member"),
         "{accepted}"
     );
-    assert_eq!(accepted["run"]["status"], "succeeded", "{accepted}");
+    let settled = crate::http::until_settled(address, &[("Cookie", member)], &run);
+    assert_eq!(settled["status"], "succeeded", "{settled}");
     let events = call(
         member,
         member_csrf,

@@ -195,50 +195,87 @@ fn g24_serve_prints_a_sign_in_link_that_works_over_loopback_and_stops_cleanly_ne
     assert_eq!(keys_before, keys_after);
 }
 
-/// A command that must drive runs beside a live server (a gate's decision, a stop, a retry) is
-/// refused, since one process drives a data directory's runs. The refusal must say what to do
-/// instead: which server holds the data directory and where its console and API are, never
-/// "wait for it to finish" (a server does not finish).
+/// Beside a live server whose workers run the data directory's steps, a command that starts
+/// or decides a run records and queues it, then follows the run as the server's worker runs
+/// it, with the same output and exit codes as without a server (issue 38): it never builds a
+/// sandbox (the server's lock says whose they are), and it no longer sends the person to the
+/// server's console instead.
 #[test]
-fn g23_a_decision_beside_a_live_server_names_the_server_and_where_to_decide_needs_root() {
+fn g23_run_approve_and_reject_beside_a_live_server_follow_its_worker_needs_root() {
     let home = Home::new();
-    let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
-    let address = server.address();
-    let pid = server.child.id();
-    for command in [
-        &["approve", "run-1", "send", "--note", "yes"][..],
-        &["reject", "run-1", "send", "--note", "no"][..],
-        &["runs", "stop", "run-1", "--note", "enough"][..],
-    ] {
-        let refused = home.stepward(command);
-        let said = stderr(&refused);
-        assert_eq!(refused.status.code(), Some(2), "{command:?}: {said}");
-        assert!(
-            said.contains(&format!("`stepward serve` (pid {pid}) drives the runs")),
-            "{command:?}: {said}"
-        );
-        assert!(
-            said.contains(&format!("http://{address}/runs/run-1")),
-            "{command:?} names no console page: {said}"
-        );
-        assert!(
-            said.contains(&format!("http://{address}/api/runs/run-1")),
-            "{command:?} names no API route: {said}"
-        );
-        assert!(
-            !said.contains("wait for it to finish"),
-            "{command:?}: {said}"
-        );
-    }
-    assert!(server.terminate().success());
-    // With the server stopped, the lock names nobody: the same command now reaches the run
-    // (which does not exist) instead of the lock.
-    let unknown = home.stepward(&["runs", "stop", "run-1", "--note", "enough"]);
-    assert!(
-        !stderr(&unknown).contains("drives the runs"),
-        "{}",
-        stderr(&unknown)
+    let added = home.stepward_with_stdin(
+        &["connections", "add", "signing", "--field", "key"],
+        "sk-signing-7f3a9c1e5b2d4068\n",
     );
+    assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
+    let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
+    // Up, holding the data directory's engine lock, before any command runs.
+    let _ = server.address();
+    let lines = r#"lines=[{"customer":"acme","cents":1250},{"customer":"bolt","cents":990}]"#;
+    let start = |month: &str| {
+        home.stepward(&[
+            "run",
+            "examples/workflows/monthly_invoices.yaml",
+            "--input",
+            &format!("month={month}"),
+            "--input",
+            lines,
+        ])
+    };
+    let started = start("2026-11");
+    assert_eq!(
+        started.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&started),
+        stderr(&started)
+    );
+    assert!(
+        stdout(&started).contains("waiting_approval"),
+        "{}",
+        stdout(&started)
+    );
+    let run = crate::support::run_id(&started);
+    let approved = home.stepward(&["approve", &run, "file_summary!", "--note", "totals checked"]);
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&approved),
+        stderr(&approved)
+    );
+    assert!(
+        stdout(&approved).contains("succeeded"),
+        "{}",
+        stdout(&approved)
+    );
+    let report = home
+        .data_dir()
+        .join("accounts/local/workspace/reports/2026-11.txt");
+    let written = std::fs::read_to_string(&report).expect("the server's worker wrote the report");
+    assert!(written.contains("Total: 22.40"), "{written}");
+
+    let second = crate::support::run_id(&start("2026-12"));
+    let rejected = home.stepward(&["reject", &second, "file_summary", "--note", "wrong month"]);
+    assert!(
+        stdout(&rejected).contains("stopped"),
+        "{}",
+        stdout(&rejected)
+    );
+    let again = home.stepward(&[
+        "approve",
+        &second,
+        "file_summary",
+        "--note",
+        "changed my mind",
+    ]);
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "a decided gate is decided once"
+    );
+    let status = server.terminate();
+    assert!(status.success(), "{status}: {}", server.stderr());
 }
 
 /// The path of the first `/welcome/` link in `text`.
@@ -500,8 +537,13 @@ fn g26_a_second_accounts_owner_signs_in_and_its_steps_write_only_its_own_workspa
         ],
         r#"{"workflow":"hello"}"#,
     );
-    assert_eq!(started.status, 201, "{}", started.body);
+    assert_eq!(started.status, 202, "{}", started.body);
     let run: serde_json::Value = serde_json::from_str(&started.body).unwrap();
+    let run = crate::http::until_settled(
+        address,
+        &[("Cookie", &session)],
+        run["run"].as_str().unwrap(),
+    );
     assert_eq!(run["status"], "succeeded", "{run}");
     // The step's file is in acme's workspace, authored by the run's step, and nowhere else.
     let accounts = home.data_dir().join("accounts");
@@ -774,8 +816,13 @@ fn g25_a_killed_server_loses_nothing_it_acknowledged_needs_root() {
         "/api/runs",
         r#"{"workflow":"word_count","inputs":{"text":"a b a","top":1}}"#,
     );
-    assert_eq!(run.status, 201, "{}", run.body);
+    assert_eq!(run.status, 202, "{}", run.body);
     let run = serde_json::from_str::<serde_json::Value>(&run.body).unwrap();
+    let run = crate::http::until_settled(
+        address,
+        &[("Cookie", &session)],
+        run["run"].as_str().unwrap(),
+    );
     assert_eq!(run["status"], "succeeded", "{run}");
     let run_id = run["run"].as_str().unwrap().to_owned();
 
