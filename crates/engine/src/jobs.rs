@@ -41,6 +41,18 @@ pub enum Driving {
     Queue,
 }
 
+/// How a worker's job ended, for how it is given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobEnd {
+    /// Its attempt ran (and the run walked on), or its run needed nothing of it.
+    Ran,
+    /// It was no longer the run's next attempt (its run moved on): nothing was written.
+    NotNext,
+    /// Its lease ended before its step started: nothing was written; it goes back to the
+    /// queue as never started.
+    LeaseLost,
+}
+
 /// A job as its runner holds it: its lease, and the start that fences it.
 pub trait JobClaim {
     fn lease(&self) -> &Lease;
@@ -160,10 +172,17 @@ impl Engine {
                 queue: self.store.as_ref(),
             };
             let walked = claim.renewing(|| self.walk(&mut context, resume, Some(&claim)));
-            // Given back whatever the walk did: a lease lost meanwhile changes nothing here.
-            let _ = self.store.release(&claim.lease, Release::Done);
-            if let Walk::Queued(job, resume) = walked? {
-                next = Some((job, resume));
+            // Given back whatever the walk did (a lease lost meanwhile changes nothing here):
+            // one lost before its step started goes back to the queue, for a worker.
+            let release = match walked {
+                Ok(Walk::Lost) => Release::Unstarted,
+                _ => Release::Done,
+            };
+            let _ = self.store.release(&claim.lease, release);
+            match walked? {
+                Walk::Queued(job, resume) => next = Some((job, resume)),
+                Walk::Lost => return self.watch(&context.run.id),
+                Walk::Ended | Walk::Stale => {}
             }
         }
         Ok(())
@@ -186,14 +205,14 @@ impl Engine {
     /// Runs a job a worker claimed: its attempt when it is still the run's next, then the
     /// walk on (the next attempt queued, or the run parked or ended). A job whose run moved
     /// on meanwhile (decided, stopped, or its attempt made) does nothing.
-    pub fn run_job(&self, claim: &dyn JobClaim) -> Result<(), Error> {
+    pub fn run_job(&self, claim: &dyn JobClaim) -> Result<JobEnd, Error> {
         let run = &claim.lease().run;
         let record = self
             .store
             .run(run)?
             .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
         if !matches!(record.status, RunStatus::Running | RunStatus::Queued) {
-            return Ok(());
+            return Ok(JobEnd::NotNext);
         }
         let mut context = self.load_context(run)?;
         let resume = match self.retry_inputs_in_force(run)? {
@@ -203,8 +222,11 @@ impl Engine {
             },
             None => Resume::Continue,
         };
-        self.walk(&mut context, resume, Some(claim))?;
-        Ok(())
+        Ok(match self.walk(&mut context, resume, Some(claim))? {
+            Walk::Queued(..) | Walk::Ended => JobEnd::Ran,
+            Walk::Stale => JobEnd::NotNext,
+            Walk::Lost => JobEnd::LeaseLost,
+        })
     }
 
     /// The engine's rules for a started job whose lease ended without its outcome (its

@@ -46,7 +46,9 @@ pub use crate::executor::{
     StepRefusal,
 };
 pub use crate::interview::{AsRead, CheckedDraft, Draft, DraftSaveError};
-pub use crate::jobs::{Driving, INLINE_LEASE, JobClaim, STOPPED_TWICE, slot_of, unnamed_holder};
+pub use crate::jobs::{
+    Driving, INLINE_LEASE, JobClaim, JobEnd, STOPPED_TWICE, slot_of, unnamed_holder,
+};
 pub use crate::reach_change::AffectedWorkflow;
 pub use crate::record::{AttemptState, RunState, reconstruct};
 pub use crate::recovery::RecoveryReport;

@@ -161,7 +161,9 @@ fn take(
 
 impl WorkQueue for SqliteStore {
     fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {
-        self.transaction(Durability::Synced, |transaction| {
+        // Lost in a power loss, a run is left running with no job: recovery queues its next
+        // attempt again from its record.
+        self.transaction(Durability::ProcessCrashSafe, |transaction| {
             transaction.execute(
                 "INSERT INTO work_queue (account_id, run_id, step, attempt, slot, state, \
                  enqueued_at) VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6)
@@ -272,7 +274,9 @@ impl WorkQueue for SqliteStore {
                  WHERE {HELD} AND state = 'claimed'"
             ),
         };
-        self.transaction(Durability::Synced, |transaction| {
+        // Lost in a power loss, the job reads as still held: reaped, its rules find the
+        // attempt's own record (synced as the attempt requires) and the run goes on.
+        self.transaction(Durability::ProcessCrashSafe, |transaction| {
             let changed = transaction.execute(&sql, held_key(lease)?)?;
             Ok(fence(changed))
         })

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use engine::{Engine, JobClaim};
+use engine::{Engine, JobClaim, JobEnd};
 use storage::queue::{Fence, Lease, Release, Stranded};
 
 use crate::service::{Claimed, Jobs};
@@ -28,15 +28,20 @@ impl Jobs for EngineJobs {
         if claimed.stopping() {
             return Release::Unstarted;
         }
-        if let Err(error) = self.engine.run_job(claimed) {
-            // A run whose job cannot go on (its record does not load, a write failed) waits
-            // for a person with the reason, as recovery sets such a run aside; a store that
-            // cannot be written leaves it to the next recovery.
-            let _ = self
-                .engine
-                .set_run_aside(&claimed.lease().run, &engine::with_causes(&error));
+        match self.engine.run_job(claimed) {
+            Ok(JobEnd::Ran | JobEnd::NotNext) => Release::Done,
+            // Never started: back to the queue for a worker that holds it.
+            Ok(JobEnd::LeaseLost) => Release::Unstarted,
+            Err(error) => {
+                // A run whose job cannot go on (its record does not load, a write failed)
+                // waits for a person with the reason, as recovery sets such a run aside; a
+                // store that cannot be written leaves it to the next recovery.
+                let _ = self
+                    .engine
+                    .set_run_aside(&claimed.lease().run, &engine::with_causes(&error));
+                Release::Done
+            }
         }
-        Release::Done
     }
 
     fn stranded(&self, stranded: &Stranded) -> bool {

@@ -193,7 +193,7 @@ fn a_job_that_is_not_the_runs_next_attempt_writes_nothing() {
         lease,
         store: harness.store.as_ref(),
     };
-    engine.run_job(&held).unwrap();
+    assert_eq!(engine.run_job(&held).unwrap(), engine::JobEnd::NotNext);
     assert_eq!(harness.events_kinds(&summary.run).len(), events);
     assert!(harness.store.attempts(&summary.run).unwrap().is_empty());
     assert_eq!(
@@ -225,7 +225,7 @@ fn a_job_whose_lease_ended_before_its_step_started_runs_nothing() {
         lease,
         store: harness.store.as_ref(),
     };
-    engine.run_job(&held).unwrap();
+    assert_eq!(engine.run_job(&held).unwrap(), engine::JobEnd::LeaseLost);
     assert!(harness.executor.calls_of("compute").is_empty());
     assert!(harness.store.attempts(&summary.run).unwrap().is_empty());
 }

@@ -45,5 +45,6 @@ mod supervisor;
 mod support;
 mod terminal;
 mod unauthenticated_flood;
+mod worker_deaths;
 mod workflow_versions;
 mod write_recovery;
