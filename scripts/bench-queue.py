@@ -210,7 +210,9 @@ try:
     for label, times in (("POST /api/runs (a 30 s step)", starts),
                          ("POST .../approve (a 30 s step)", approvals),
                          ("POST .../retry", retries)):
-        p99 = line(label, times, "   %.2fx the baseline's p99" % (sorted(times)[-1] / baseline))
+        ordered = sorted(times)
+        p99 = ordered[max(0, int(len(ordered) * 0.99) - 1)]
+        line(label, times, "   %.2fx the baseline's p99" % (p99 / baseline))
         print("  target: %-36s <= 50 ms p99   %s" % (label, "met" if p99 <= 50 else "MISSED"))
 finally:
     server.stop()

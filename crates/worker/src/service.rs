@@ -189,7 +189,15 @@ impl Claimed {
 /// Asks a worker to stop: it claims nothing more and ends once its jobs are given back.
 #[derive(Clone, Default)]
 pub struct Shutdown {
-    inner: Arc<(Mutex<bool>, Condvar)>,
+    inner: Arc<(Mutex<Signals>, Condvar)>,
+}
+
+/// What the worker's loop is woken by: a stop, or a job that ended (its slot is free, and the
+/// job may have queued the next attempt of its run).
+#[derive(Default)]
+struct Signals {
+    stopped: bool,
+    nudged: bool,
 }
 
 impl Shutdown {
@@ -198,22 +206,31 @@ impl Shutdown {
     }
 
     pub fn trigger(&self) {
-        let (stopped, wake) = &*self.inner;
-        *lock(stopped) = true;
+        let (signals, wake) = &*self.inner;
+        lock(signals).stopped = true;
         wake.notify_all();
     }
 
     pub fn is_triggered(&self) -> bool {
-        *lock(&self.inner.0)
+        lock(&self.inner.0).stopped
     }
 
-    /// Waits up to `limit`, returning early when shutdown is asked.
+    /// Wakes the loop before its poll ends: a job ended.
+    fn nudge(&self) {
+        let (signals, wake) = &*self.inner;
+        lock(signals).nudged = true;
+        wake.notify_all();
+    }
+
+    /// Waits up to `limit`, returning early when shutdown is asked or a job ended.
     fn wait(&self, limit: Duration) {
-        let (stopped, wake) = &*self.inner;
-        let guard = lock(stopped);
-        let _ = wake
-            .wait_timeout_while(guard, limit, |stopped| !*stopped)
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (signals, wake) = &*self.inner;
+        let guard = lock(signals);
+        let mut guard = wake
+            .wait_timeout_while(guard, limit, |signals| !signals.stopped && !signals.nudged)
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .0;
+        guard.nudged = false;
     }
 }
 
@@ -450,6 +467,8 @@ impl Worker {
                     entry.done = ran.is_ok();
                 }
                 held.changed.notify_all();
+                // Its slot is free, and it may have queued its run's next attempt: claim now.
+                thread_claimed.stopping.nudge();
             });
         match spawned {
             Ok(handle) => {

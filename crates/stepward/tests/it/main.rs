@@ -8,6 +8,7 @@ mod agent_hostile;
 mod agent_kill;
 mod agents;
 mod audit_verify;
+mod beside_serve;
 mod browser;
 mod browser_pages;
 mod browser_repair;
