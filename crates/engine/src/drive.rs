@@ -197,7 +197,7 @@ impl Engine {
             };
             loop {
                 let number = self.next_attempt_number(&context.run.id, step.id())?;
-                match pending.take() {
+                let claim = match pending.take() {
                     Some(claim) => {
                         let lease = claim.lease();
                         if lease.step != step.id() || lease.attempt != number {
@@ -206,6 +206,7 @@ impl Engine {
                         if claim.start()? == Fence::Lost {
                             return Ok(Walk::Lost);
                         }
+                        claim
                     }
                     None => {
                         let job = self.enqueue_attempt(context, step, number)?;
@@ -215,8 +216,16 @@ impl Engine {
                         };
                         return Ok(Walk::Queued(job, resume));
                     }
+                };
+                let end = self.run_attempt(context, step, &outputs, overrides.as_ref())?;
+                // A worker whose lease was taken while its step ran (it stalled past its
+                // lease, and the step was judged stranded) walks no further: what comes next
+                // is the rules' to decide, and its outcome was written only if the attempt was
+                // still running.
+                if !claim.held() {
+                    return Ok(Walk::Lost);
                 }
-                match self.run_attempt(context, step, &outputs, overrides.as_ref())? {
+                match end {
                     StepEnd::Succeeded(output) => {
                         outputs.insert(step.id().to_owned(), output);
                         break;

@@ -59,11 +59,16 @@ pub trait JobClaim {
     /// Marks the job started in the queue just before its attempt is first recorded;
     /// [`Fence::Lost`] when the lease was taken from this runner (then nothing is written).
     fn start(&self) -> Result<Fence, storage::Error>;
+    /// Whether the runner still holds the lease, as far as it knows: once it does not, the
+    /// engine walks no further after the attempt.
+    fn held(&self) -> bool;
 }
 
 /// How long an inline job's lease lasts, and how often it is renewed while the step runs.
 pub const INLINE_LEASE: Duration = Duration::from_secs(30);
 const INLINE_RENEW_EVERY: Duration = Duration::from_secs(10);
+/// How often an inline command claims again a job whose lease ran out before its step began.
+const MAX_INLINE_RECLAIMS: u32 = 3;
 /// How often a follower reads the run it follows.
 const FOLLOW_POLL: Duration = Duration::from_millis(100);
 
@@ -93,6 +98,12 @@ impl JobClaim for InlineClaim<'_> {
     fn start(&self) -> Result<Fence, storage::Error> {
         self.queue.start(&self.lease)
     }
+
+    /// Always: nothing reaps beside a command that drives inline (it holds the engine lock),
+    /// so its lease is never taken from it while it lives.
+    fn held(&self) -> bool {
+        true
+    }
 }
 
 impl InlineClaim<'_> {
@@ -104,9 +115,9 @@ impl InlineClaim<'_> {
                 while let Err(mpsc::RecvTimeoutError::Timeout) =
                     wait.recv_timeout(INLINE_RENEW_EVERY)
                 {
-                    // A renewal refused or failed: the attempt's own writes are the engine's
-                    // record either way; the lease ends and recovery judges it.
-                    if !matches!(self.queue.renew(&self.lease, INLINE_LEASE), Ok(Some(_))) {
+                    // Refused: the lease ended, and recovery judges the attempt. A failed
+                    // renewal (the store busy) is tried again at the next tick.
+                    if let Ok(None) = self.queue.renew(&self.lease, INLINE_LEASE) {
                         break;
                     }
                 }
@@ -159,6 +170,7 @@ impl Engine {
             Driving::Inline => {}
         }
         let mut next = Some((first, resume));
+        let mut lost: u32 = 0;
         while let Some((job, resume)) = next.take() {
             let claimed = self
                 .store
@@ -181,7 +193,15 @@ impl Engine {
             let _ = self.store.release(&claim.lease, release);
             match walked? {
                 Walk::Queued(job, resume) => next = Some((job, resume)),
-                Walk::Lost => return self.watch(&context.run.id),
+                // Its lease ran out before its step started (this process stalled): claimed
+                // again, since no worker runs beside a command that drives inline.
+                Walk::Lost => {
+                    lost = lost.saturating_add(1);
+                    if lost > MAX_INLINE_RECLAIMS {
+                        return self.watch(&context.run.id);
+                    }
+                    next = Some((claim.lease.job, self.resume_from_record(&context.run.id)?));
+                }
                 Walk::Ended | Walk::Stale => {}
             }
         }
@@ -215,13 +235,7 @@ impl Engine {
             return Ok(JobEnd::NotNext);
         }
         let mut context = self.load_context(run)?;
-        let resume = match self.retry_inputs_in_force(run)? {
-            Some((step, inputs)) => Resume::Retry {
-                step,
-                inputs: Some(inputs),
-            },
-            None => Resume::Continue,
-        };
+        let resume = self.resume_from_record(run)?;
         Ok(match self.walk(&mut context, resume, Some(claim))? {
             Walk::Queued(..) | Walk::Ended => JobEnd::Ran,
             Walk::Stale => JobEnd::NotNext,
@@ -311,6 +325,17 @@ impl Engine {
         Ok(())
     }
 
+    /// How a run goes on as its record says: with the new inputs a retry put in force.
+    fn resume_from_record(&self, run: &RunId) -> Result<Resume, Error> {
+        Ok(match self.retry_inputs_in_force(run)? {
+            Some((step, inputs)) => Resume::Retry {
+                step,
+                inputs: Some(inputs),
+            },
+            None => Resume::Continue,
+        })
+    }
+
     /// Sends a run whose job could not go on to a person with `why` (its running attempts
     /// finished as after a crash: `unknown` with network, `failed` without).
     pub fn set_run_aside(&self, run: &RunId, why: &str) -> Result<(), Error> {
@@ -335,13 +360,7 @@ impl Engine {
         if !matches!(context.run.status, RunStatus::Running | RunStatus::Queued) {
             return Ok(());
         }
-        let resume = match self.retry_inputs_in_force(run)? {
-            Some((step, inputs)) => Resume::Retry {
-                step,
-                inputs: Some(inputs),
-            },
-            None => Resume::Continue,
-        };
+        let resume = self.resume_from_record(run)?;
         if let Walk::Queued(job, resume) = self.walk(&mut context, resume, None)?
             && self.options.driving == Driving::Inline
         {

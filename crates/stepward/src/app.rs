@@ -299,19 +299,27 @@ impl App {
     /// its start-up sweep, so the sandbox's build overlaps recovery and the engine's writing
     /// of the run's record (`stepward run`; issue 13, part 2).
     ///
-    /// When another live process holds the data directory's engine lock (a `stepward serve`
-    /// with workers, a `stepward worker`), its workers run the steps: the engine returned
-    /// runs none, and a door's command follows its run in the store ([`Driving::Follow`]).
+    /// When another live process holds the data directory's engine lock as a worker (a
+    /// `stepward serve` with workers, a `stepward worker`), its workers run the steps: the
+    /// engine returned runs none, and a door's command follows its run in the store
+    /// ([`Driving::Follow`]). Beside another command, it is refused, naming it.
     pub fn engine_ahead(
         &self,
         first: Option<FirstStep>,
     ) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
         let lock = match self.take_engine_lock() {
             Ok(lock) => lock,
-            Err(error) if error.is::<crate::engine_lock::LockHeld>() => {
+            Err(error) => {
+                let beside_workers = error
+                    .downcast_ref::<crate::engine_lock::LockHeld>()
+                    .is_some_and(crate::engine_lock::LockHeld::runs_workers);
+                if !beside_workers {
+                    // Another command drives its own run: it runs no one else's, so this one
+                    // waits for it to finish, as it always did.
+                    return Err(error);
+                }
                 return Ok((self.engine_elsewhere(Driving::Follow)?, None));
             }
-            Err(error) => return Err(error),
         };
         self.config.timings.mark("engine lock");
         let backend = self.backend(first)?;

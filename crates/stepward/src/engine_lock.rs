@@ -30,6 +30,8 @@ pub(crate) struct Holder {
     pub(crate) pid: u32,
     /// The address `stepward serve` prints its links with, when the holder is a server.
     pub(crate) serving: Option<String>,
+    /// Whether the holder is a `stepward worker`.
+    pub(crate) worker: bool,
 }
 
 /// Why a command could not take the engine lock: another live process holds it.
@@ -64,6 +66,7 @@ impl EngineLock {
                 let _ = lock.name(&Holder {
                     pid: std::process::id(),
                     serving: None,
+                    worker: false,
                 });
                 Ok(lock)
             }
@@ -82,8 +85,19 @@ impl EngineLock {
         self.name(&Holder {
             pid: std::process::id(),
             serving: Some(url.to_owned()),
+            worker: false,
         })
         .context("cannot name the server in the engine lock file")
+    }
+
+    /// Names this process in the lock file as a `stepward worker`.
+    pub(crate) fn name_worker(&self) -> anyhow::Result<()> {
+        self.name(&Holder {
+            pid: std::process::id(),
+            serving: None,
+            worker: true,
+        })
+        .context("cannot name the worker in the engine lock file")
     }
 
     /// Writes first and cuts after, so a refused reader never finds the file empty or cut
@@ -101,6 +115,8 @@ impl Holder {
         let mut text = format!("pid {}\n", self.pid);
         if let Some(url) = &self.serving {
             text.push_str(&format!("serve {url}\n"));
+        } else if self.worker {
+            text.push_str("worker\n");
         }
         text
     }
@@ -126,21 +142,37 @@ impl Holder {
             .parse::<u32>()
             .ok()
             .filter(|pid| *pid > 0)?;
-        let serving = match lines.next() {
-            None => None,
+        let (serving, worker) = match lines.next() {
+            None => (None, false),
+            Some("worker") => (None, true),
             Some(line) => {
                 let url = line.strip_prefix("serve ")?;
                 let plain = url.bytes().all(|byte| byte.is_ascii_graphic());
                 if !plain || !(url.starts_with("http://") || url.starts_with("https://")) {
                     return None;
                 }
-                Some(url.to_owned())
+                (Some(url.to_owned()), false)
             }
         };
         if lines.next().is_some() {
             return None;
         }
-        Some(Holder { pid, serving })
+        Some(Holder {
+            pid,
+            serving,
+            worker,
+        })
+    }
+}
+
+impl LockHeld {
+    /// Whether the holder runs the data directory's steps for every run (a server with
+    /// workers, a `stepward worker`): a command then only follows its run. Another holder (a
+    /// command driving its own run) runs only its own.
+    pub(crate) fn runs_workers(&self) -> bool {
+        self.holder
+            .as_ref()
+            .is_some_and(|holder| holder.serving.is_some() || holder.worker)
     }
 }
 
@@ -150,14 +182,23 @@ impl fmt::Display for LockHeld {
             Some(Holder {
                 pid,
                 serving: Some(url),
+                ..
             }) => write!(
                 f,
-                "`stepward serve` (pid {pid}) drives the runs of this data directory (it holds \
+                "`stepward serve` (pid {pid}) runs the steps of this data directory (it holds \
                  {}), and only one process may: use its console at {url}/runs or its API at \
                  {url}/api, or stop the server first",
                 self.path.display()
             ),
-            Some(Holder { pid, serving: None }) => write!(
+            Some(Holder {
+                pid, worker: true, ..
+            }) => write!(
+                f,
+                "`stepward worker` (pid {pid}) runs the steps of this data directory (it holds \
+                 {}), and only one process may: stop it first",
+                self.path.display()
+            ),
+            Some(Holder { pid, .. }) => write!(
                 f,
                 "another stepward process (pid {pid}) is driving runs of this data directory \
                  (it holds {}); wait for it to finish",
@@ -185,10 +226,17 @@ mod tests {
             Holder {
                 pid: 42,
                 serving: None,
+                worker: false,
             },
             Holder {
                 pid: 7,
                 serving: Some("https://stepward.example.test:8443".to_owned()),
+                worker: false,
+            },
+            Holder {
+                pid: 9,
+                serving: None,
+                worker: true,
             },
         ] {
             assert_eq!(Holder::parse(&holder.to_text()), Some(holder));
@@ -225,6 +273,20 @@ mod tests {
             "{said}"
         );
         assert!(said.contains("wait for it to finish"), "{said}");
+        // A command driving its own run runs no one else's: beside it, a command waits.
+        let held =
+            |refused: &anyhow::Error| refused.downcast_ref::<LockHeld>().unwrap().runs_workers();
+        assert!(!held(&refused));
+        first.name_worker().unwrap();
+        let refused = EngineLock::of_data_dir(dir.path()).err().unwrap();
+        assert!(
+            held(&refused),
+            "a worker runs every run's steps: a command follows"
+        );
+        assert!(
+            refused.to_string().contains("`stepward worker`"),
+            "{refused}"
+        );
         first.name_server("http://127.0.0.1:8080").unwrap();
         let refused = EngineLock::of_data_dir(dir.path()).err().unwrap();
         assert!(
@@ -233,6 +295,7 @@ mod tests {
                 .contains("its console at http://127.0.0.1:8080/runs"),
             "{refused}"
         );
+        assert!(held(&refused), "a server's worker runs every run's steps");
         drop(first);
         // Released: the next taker gets it and names itself.
         let again = EngineLock::of_data_dir(dir.path()).unwrap();

@@ -167,7 +167,10 @@ impl WorkQueue for SqliteStore {
             transaction.execute(
                 "INSERT INTO work_queue (account_id, run_id, step, attempt, slot, state, \
                  enqueued_at) VALUES (?1, ?2, ?3, ?4, ?5, 'queued', ?6)
-                 ON CONFLICT (run_id, step, attempt) DO NOTHING",
+                 ON CONFLICT (run_id, step, attempt) DO UPDATE SET state = 'queued', \
+                 slot = excluded.slot, holder_host = NULL, holder_boot = NULL, \
+                 holder_pid = NULL, holder_start = NULL, lease_until = NULL \
+                 WHERE work_queue.state = 'done'",
                 params![
                     job.account.as_str(),
                     job.run.as_str(),

@@ -248,7 +248,9 @@ pub struct Stranded {
 pub trait WorkQueue: Send + Sync {
     /// Queues a step attempt. The same run, step and attempt queued twice is one job (the
     /// second call returns the first's id): a door that retries its own request queues nothing
-    /// more.
+    /// more. A job of that key that is done is queued again: the engine asks for an attempt
+    /// only while the attempt has no record, so that job ended without making it (its run had
+    /// moved on, or its worker failed before the step began).
     fn enqueue(&self, job: &NewJob) -> Result<JobId, Error>;
 
     /// The oldest queued job whose slot kind `slots` has room for, now held by `holder` for

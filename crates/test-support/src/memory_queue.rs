@@ -76,9 +76,13 @@ impl WorkQueue for MemoryQueue {
     fn enqueue(&self, new: &NewJob) -> Result<JobId, Error> {
         let mut jobs = self.lock();
         if let Some(job) = jobs
-            .iter()
+            .iter_mut()
             .find(|job| job.run == new.run && job.step == new.step && job.attempt == new.attempt)
         {
+            if job.state == JobState::Done {
+                job.slot = new.slot;
+                free(job, JobState::Queued);
+            }
             return Ok(job.id);
         }
         let id = JobId(i64::try_from(jobs.len()).unwrap_or(i64::MAX) + 1);

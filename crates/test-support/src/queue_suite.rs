@@ -313,6 +313,44 @@ pub fn a_named_job_is_claimed_only_while_queued(under_test: &dyn QueueUnderTest)
     );
 }
 
+/// A job that is done is queued again when its key is asked for again (the engine asks only
+/// for an attempt never made); one queued, held or stranded is not touched.
+pub fn a_done_job_asked_for_again_is_queued_again(under_test: &dyn QueueUnderTest) {
+    let queue = under_test.queue();
+    let run = under_test.run("run-1");
+    let id = queue
+        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
+        .unwrap();
+    let lease = queue.claim(&holder(1), BOTH, LONG).unwrap().unwrap();
+    assert_eq!(
+        queue
+            .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
+            .unwrap(),
+        id
+    );
+    assert_eq!(
+        queue.job(id).unwrap().unwrap().state,
+        JobState::Claimed,
+        "held: untouched"
+    );
+    assert_eq!(queue.release(&lease, Release::Done).unwrap(), Fence::Held);
+    assert_eq!(
+        queue
+            .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
+            .unwrap(),
+        id
+    );
+    let again = queue.job(id).unwrap().unwrap();
+    assert_eq!((again.state, again.holder), (JobState::Queued, None));
+    let second = queue.claim(&holder(2), BOTH, LONG).unwrap().unwrap();
+    assert_eq!((second.job, second.claim), (id, 2));
+    assert_eq!(
+        queue.release(&lease, Release::Done).unwrap(),
+        Fence::Lost,
+        "the first claim stays fenced off"
+    );
+}
+
 /// A stranded job whose step never began goes back to the queue once the engine says so; a
 /// job in any other state does not move.
 pub fn a_stranded_job_is_queued_again_only_when_the_engine_says_so(
@@ -376,6 +414,10 @@ macro_rules! queue_conformance {
         #[test]
         fn a_named_job_is_claimed_only_while_queued() {
             $crate::queue_suite::a_named_job_is_claimed_only_while_queued(&$make());
+        }
+        #[test]
+        fn a_done_job_asked_for_again_is_queued_again() {
+            $crate::queue_suite::a_done_job_asked_for_again_is_queued_again(&$make());
         }
         #[test]
         fn a_stranded_job_is_queued_again_only_when_the_engine_says_so() {

@@ -21,6 +21,10 @@ impl JobClaim for Claimed {
     fn start(&self) -> Result<Fence, storage::Error> {
         Claimed::start(self)
     }
+
+    fn held(&self) -> bool {
+        Claimed::held(self)
+    }
 }
 
 impl Jobs for EngineJobs {
@@ -32,6 +36,8 @@ impl Jobs for EngineJobs {
             Ok(JobEnd::Ran | JobEnd::NotNext) => Release::Done,
             // Never started: back to the queue for a worker that holds it.
             Ok(JobEnd::LeaseLost) => Release::Unstarted,
+            // A worker that lost its lease writes nothing more: its run is the rules' now.
+            Err(_) if !claimed.held() => Release::Done,
             Err(error) => {
                 // A run whose job cannot go on (its record does not load, a write failed)
                 // waits for a person with the reason, as recovery sets such a run aside; a

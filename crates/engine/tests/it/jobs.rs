@@ -31,6 +31,9 @@ impl JobClaim for Held<'_> {
     fn start(&self) -> Result<Fence, storage::Error> {
         self.store.start(&self.lease)
     }
+    fn held(&self) -> bool {
+        true
+    }
 }
 
 fn worker_holder() -> Holder {
@@ -313,4 +316,68 @@ fn a_job_stranded_before_its_step_began_is_queued_again() {
     assert!(work_one(&engine, harness.store.as_ref()));
     assert_eq!(harness.executor.calls_of("build_request").len(), 1);
     let _: RunId = summary.run;
+}
+
+/// A job its worker gave back done before its step began (its run could not be loaded, say)
+/// leaves its key free: the person's retry that asks for the same attempt again gets it run,
+/// never a run left running with no job anyone can claim.
+#[test]
+fn a_job_given_back_before_its_step_began_is_queued_again_by_the_next_decision() {
+    let harness = Harness::new();
+    harness.executor.then("compute", |_| {
+        test_support::steps::failed_after_code_started("factor too small")
+    });
+    let engine = queue_engine(&harness);
+    let summary = engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("alice"),
+        )
+        .unwrap();
+    assert!(work_one(&engine, harness.store.as_ref()));
+    assert_eq!(
+        engine.summary(&summary.run).unwrap().status,
+        RunStatus::NeedsAttention
+    );
+    let retry = || {
+        engine
+            .retry_attempt(
+                &summary.run,
+                "compute",
+                1,
+                None,
+                engine::PersonDecision {
+                    who: cli("bob"),
+                    door: storage::Door::Cli,
+                    note: "try again".into(),
+                },
+            )
+            .unwrap()
+    };
+    retry();
+    // The worker fails before the attempt begins, gives the job back done, and sets the run
+    // aside for a person.
+    let lease = harness
+        .store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    assert_eq!((lease.step.as_str(), lease.attempt), ("compute", 2));
+    harness.store.release(&lease, Release::Done).unwrap();
+    engine
+        .set_run_aside(&summary.run, "the secret source did not answer")
+        .unwrap();
+    retry();
+    assert!(
+        work_one(&engine, harness.store.as_ref()),
+        "attempt 2 is claimable"
+    );
+    assert!(
+        work_one(&engine, harness.store.as_ref()),
+        "then the next step"
+    );
+    let done = engine.summary(&summary.run).unwrap();
+    assert_eq!(done.status, RunStatus::Succeeded, "{done:?}");
 }

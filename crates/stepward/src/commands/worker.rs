@@ -65,10 +65,14 @@ pub fn run(args: &WorkerArgs, config: Config) -> anyhow::Result<Outcome> {
         anyhow::bail!("--workers 0 runs no step; give at least 1");
     }
     let app = App::open_installed(config)?;
-    let (engine, _lock) = app.serving_engine(true).context(
+    let (engine, lock) = app.serving_engine(true).context(
         "cannot run the worker: another process runs this data directory's steps (a `stepward \
          serve` with workers, or another `stepward worker`)",
     )?;
+    // Named, so that a command beside it follows its runs rather than waiting for it.
+    if let Some(Err(error)) = lock.as_ref().map(|lock| lock.name_worker()) {
+        errln!("warning: {error:#}");
+    }
     let handle = start(&app, Arc::new(engine), slots)?;
     outln!(
         "stepward worker runs the steps of {} ({} at once)",
