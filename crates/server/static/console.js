@@ -1,6 +1,29 @@
 // stepward's console: live updates of a run page, the only script (the CSP allows
 // same-origin scripts only, none inline). Without it the page still works: reload it.
 "use strict";
+// A running run's and step's time counts on between updates: each `data-running-since` (the
+// start, by the server's clock) beside the server's `data-now` when the page was made.
+(function () {
+  function words(millis) {
+    var seconds = Math.floor(Math.max(0, millis) / 1000);
+    if (seconds < 60) {
+      return seconds + " s";
+    }
+    return Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
+  }
+  window.setInterval(function () {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-running-since]"), function (shown) {
+      // When this element (a live update replaces it) was first seen here.
+      if (!shown.hasAttribute("data-seen")) {
+        shown.setAttribute("data-seen", String(Date.now()));
+      }
+      var since = Number(shown.getAttribute("data-running-since"));
+      var seen = Number(shown.getAttribute("data-seen"));
+      var now = Number(shown.getAttribute("data-now")) + (Date.now() - seen);
+      shown.textContent = "running for " + words(now - since);
+    });
+  }, 1000);
+})();
 (function () {
   var live = document.querySelector("[data-live]");
   if (!live || typeof EventSource === "undefined") {

@@ -294,6 +294,13 @@ struct RetryOf {
 #[derive(Template)]
 #[template(path = "run.html")]
 struct RunPage {
+    /// The server's clock when the page was made (milliseconds since the epoch): the page's
+    /// script counts a running run's and step's time from it.
+    now: i64,
+    /// When the run started, while it runs.
+    running_since: Option<i64>,
+    /// How long the run has run, while it runs.
+    elapsed: Option<String>,
     title: String,
     chrome: Option<Chrome>,
     live: bool,
@@ -440,6 +447,7 @@ pub(crate) async fn run_page(
     let shared = &state.shared;
     let record = run_in_scope(shared, &authenticated, &run_id)?;
     let entries = journal(shared, &record)?;
+    let now = shared.clock.now().0;
     let workflow = spec::parse_workflow_within(
         &record.workflow_file_name,
         &record.workflow_source,
@@ -566,7 +574,12 @@ pub(crate) async fn run_page(
                 },
             )
             + &repaired_from(&entries),
-        cards: step_cards(&scrub, &order, &entries),
+        cards: step_cards(&scrub, &order, &entries, now),
+        now,
+        running_since: (record.status.as_str() == "running").then_some(record.created_at.0),
+        elapsed: (record.status.as_str() == "running").then(|| {
+            crate::handlers::run_view::duration(now.saturating_sub(record.created_at.0).max(0))
+        }),
         decisions,
         timeline: timeline(&scrub, &entries),
     }))

@@ -127,6 +127,8 @@ pub(crate) struct StepCard {
     pub(crate) attempt: u32,
     pub(crate) network: Option<&'static str>,
     pub(crate) duration: Option<String>,
+    /// When the running attempt started (milliseconds since the epoch), for the page's clock.
+    pub(crate) running_since: Option<i64>,
     pub(crate) inputs: Option<String>,
     pub(crate) output: Option<String>,
     pub(crate) reason: Option<String>,
@@ -152,6 +154,7 @@ impl StepCard {
             attempt: 0,
             network: None,
             duration: None,
+            running_since: None,
             inputs: None,
             output: None,
             reason: None,
@@ -184,7 +187,7 @@ fn pretty(value: &Value) -> String {
     cut
 }
 
-fn duration(millis: i64) -> String {
+pub(crate) fn duration(millis: i64) -> String {
     match millis {
         ..0 => "0 ms".to_owned(),
         0..1_000 => format!("{millis} ms"),
@@ -194,8 +197,14 @@ fn duration(millis: i64) -> String {
 }
 
 /// The cards of a run's steps, in `order` (the workflow's steps; a step the journal names that
-/// is not in `order` is added after them).
-pub(crate) fn step_cards(scrub: &Scrub<'_>, order: &[String], entries: &[Entry]) -> Vec<StepCard> {
+/// is not in `order` is added after them). A running attempt's card says how long it has run
+/// at `now` (milliseconds since the epoch).
+pub(crate) fn step_cards(
+    scrub: &Scrub<'_>,
+    order: &[String],
+    entries: &[Entry],
+    now: i64,
+) -> Vec<StepCard> {
     let mut cards: Vec<StepCard> = order.iter().map(|step| StepCard::new(step)).collect();
     let mut started_at: BTreeMap<(String, u32), i64> = BTreeMap::new();
     for entry in entries {
@@ -336,6 +345,18 @@ pub(crate) fn step_cards(scrub: &Scrub<'_>, order: &[String], entries: &[Entry])
                 ));
             }
             _ => {}
+        }
+    }
+    for card in &mut cards {
+        if card.status.name != "running" {
+            continue;
+        }
+        if let Some(start) = started_at.get(&(card.step.clone(), card.attempt)) {
+            card.running_since = Some(*start);
+            card.duration = Some(format!(
+                "running for {}",
+                duration(now.saturating_sub(*start).max(0))
+            ));
         }
     }
     cards
@@ -704,7 +725,7 @@ mod tests {
             text: &text,
             json: &json,
         };
-        let cards = step_cards(&scrub, &["load".into(), "later".into()], &entries);
+        let cards = step_cards(&scrub, &["load".into(), "later".into()], &entries, 0);
         assert_eq!(cards.len(), 2);
         let load = &cards[0];
         assert_eq!(load.attempt, 2);
@@ -721,6 +742,12 @@ mod tests {
             "what a card shows passes the account's scrub"
         );
         assert_eq!(cards[1].status.words, "not started");
+        // The same step while its second attempt still runs: how long, by the page's clock.
+        let running = step_cards(&scrub, &["load".into()], &entries[..2], 13_500);
+        assert_eq!(running[0].status.words, "running");
+        assert_eq!(running[0].duration.as_deref(), Some("running for 12.5 s"));
+        assert_eq!(running[0].running_since, Some(1_000));
+        assert_eq!(load.running_since, None, "an ended attempt counts nothing");
     }
 
     #[test]
@@ -772,7 +799,7 @@ mod tests {
             text: &text,
             json: &json,
         };
-        let cards = step_cards(&scrub, &["triage".into()], &entries);
+        let cards = step_cards(&scrub, &["triage".into()], &entries, 0);
         assert_eq!(cards[0].refusal_count, 2);
         let calls: Vec<(&str, &str)> = cards[0]
             .tool_calls

@@ -96,3 +96,29 @@ async fn a_start_and_a_decision_answer_202_at_once_and_a_worker_runs_the_steps()
     assert_eq!(report.jobs, 2, "one job per step attempt: {report:?}");
     assert_eq!(report.panicked, 0);
 }
+
+/// The run page of a run that is running says for how long, and carries what the page's
+/// script counts on from (issue 38: "the run page shows ... its elapsed time").
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_runs_page_says_how_long_it_has_run() {
+    let harness = Harness::queued();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let started = harness
+        .call(
+            "POST",
+            "/api/runs",
+            &member,
+            Some(("application/json", r#"{"workflow":"gated"}"#.to_owned())),
+        )
+        .await;
+    let run = started.json()["run"].as_str().unwrap().to_owned();
+    harness.clock.advance(75_000);
+    let viewer = harness.session_for(&crate::support::person_id(Role::Viewer));
+    let page = harness
+        .call("GET", &format!("/runs/{run}"), &viewer, None)
+        .await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let body = page.text();
+    assert!(body.contains("running for 1 min 15 s"), "{body}");
+    assert!(body.contains("data-running-since=\""), "{body}");
+}
