@@ -59,6 +59,18 @@ fn work_one(engine: &Engine, store: &dyn Store) -> bool {
     true
 }
 
+/// Starts a run of the two offline steps on `engine`.
+fn start_offline(engine: &Engine) -> engine::RunSummary {
+    engine
+        .start_run(
+            &account(),
+            &workflow(OFFLINE),
+            json!({"count": 3}),
+            cli("alice"),
+        )
+        .unwrap()
+}
+
 fn queue_engine(harness: &Harness) -> Engine {
     let mut options = harness.options.clone();
     options.driving = Driving::Queue;
@@ -77,14 +89,7 @@ fn queue_engine(harness: &Harness) -> Engine {
 fn a_door_answers_at_once_and_each_attempt_is_run_by_the_holder_of_its_job() {
     let harness = Harness::new();
     let engine = queue_engine(&harness);
-    let summary = engine
-        .start_run(
-            &account(),
-            &workflow(OFFLINE),
-            json!({"count": 3}),
-            cli("alice"),
-        )
-        .unwrap();
+    let summary = start_offline(&engine);
     assert_eq!(
         summary.status,
         RunStatus::Running,
@@ -162,14 +167,7 @@ fn a_decision_queues_the_gated_step_and_a_door_parks_without_a_job() {
 fn a_job_that_is_not_the_runs_next_attempt_writes_nothing() {
     let harness = Harness::new();
     let engine = queue_engine(&harness);
-    let summary = engine
-        .start_run(
-            &account(),
-            &workflow(OFFLINE),
-            json!({"count": 3}),
-            cli("alice"),
-        )
-        .unwrap();
+    let summary = start_offline(&engine);
     // A job for an attempt the run is not at (a door's duplicate, a bug): claimed first.
     harness
         .store
@@ -210,14 +208,7 @@ fn a_job_that_is_not_the_runs_next_attempt_writes_nothing() {
 fn a_job_whose_lease_ended_before_its_step_started_runs_nothing() {
     let harness = Harness::new();
     let engine = queue_engine(&harness);
-    let summary = engine
-        .start_run(
-            &account(),
-            &workflow(OFFLINE),
-            json!({"count": 3}),
-            cli("alice"),
-        )
-        .unwrap();
+    let summary = start_offline(&engine);
     let lease = harness
         .store
         .claim(&worker_holder(), BOTH, Duration::from_millis(100))
@@ -243,14 +234,7 @@ fn a_step_whose_workers_die_twice_sends_its_run_to_a_person_and_is_not_claimed_a
         .executor
         .then("report", |_| panic!("the worker process died mid-step"));
     let engine = queue_engine(&harness);
-    let summary = engine
-        .start_run(
-            &account(),
-            &workflow(OFFLINE),
-            json!({"count": 3}),
-            cli("alice"),
-        )
-        .unwrap();
+    let summary = start_offline(&engine);
     assert!(work_one(&engine, harness.store.as_ref()), "compute");
     for death in 1..=2 {
         let died = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -328,14 +312,7 @@ fn a_job_given_back_before_its_step_began_is_queued_again_by_the_next_decision()
         test_support::steps::failed_after_code_started("factor too small")
     });
     let engine = queue_engine(&harness);
-    let summary = engine
-        .start_run(
-            &account(),
-            &workflow(OFFLINE),
-            json!({"count": 3}),
-            cli("alice"),
-        )
-        .unwrap();
+    let summary = start_offline(&engine);
     assert!(work_one(&engine, harness.store.as_ref()));
     assert_eq!(
         engine.summary(&summary.run).unwrap().status,
