@@ -57,6 +57,9 @@ struct MemoryStore {
     queue: test_support::memory_queue::MemoryQueue,
 }
 
+/// Keeps no live view: a step's printed text is shown when it ends.
+impl storage::LiveOutputs for MemoryStore {}
+
 impl WorkQueue for MemoryStore {
     fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {
         self.queue.enqueue(job)

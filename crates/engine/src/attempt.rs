@@ -193,7 +193,9 @@ impl Engine {
             step: step.id(),
             attempt: started.attempt,
         };
-        let report = self.executor.execute(ExecutionRequest {
+        let view = std::sync::Arc::new(crate::live::LiveView::new(self.options.max_printed_bytes));
+        let live: std::sync::Arc<dyn crate::executor::LivePrinted> = view.clone();
+        let request = ExecutionRequest {
             account: &context.run.account,
             run_id: &context.run.id,
             step,
@@ -206,6 +208,10 @@ impl Engine {
             redactor: &context.redactor,
             journal: &journal,
             definitions: &context.pinned,
+            live: Some(live),
+        };
+        let report = self.with_live_view(context, step.id(), started.attempt, &view, || {
+            self.executor.execute(request)
         });
         self.after_started(context, step, &started, &report)?;
         self.outcome(context, step, &started, report)

@@ -33,6 +33,15 @@ pub struct ExecutionRequest<'a> {
     /// What the run pinned when it started: an agent step reads its agent file and scripts
     /// from here, never from the working folder (issue 16 §1).
     pub definitions: &'a crate::definitions::PinnedDefinitions,
+    /// Told what a code step prints as it prints it, for the run page's live view (issue
+    /// 38); the report still carries all of it. An executor that cannot tell leaves it.
+    pub live: Option<std::sync::Arc<dyn LivePrinted>>,
+}
+
+/// What a running code step prints, as it prints it (see [`ExecutionRequest::live`]). Called
+/// on the executor's own thread: it must return quickly (it only keeps the bytes).
+pub trait LivePrinted: Send + Sync {
+    fn printed(&self, stream: crate::journal::PrintedStream, bytes: &[u8]);
 }
 
 /// The events an executor may write while a step runs: an agent step's turns, tool calls

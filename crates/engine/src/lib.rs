@@ -25,6 +25,7 @@ mod inputs;
 pub mod interview;
 mod jobs;
 pub mod journal;
+mod live;
 mod reach_change;
 mod record;
 mod recovery;
@@ -42,8 +43,8 @@ pub use crate::definitions::{
 pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSummary, StepSummary};
 pub use crate::executor::{
     AgentEvent, CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest,
-    FileChange, NetworkQuery, NotJournalled, StepError, StepExecutor, StepJournal, StepOutput,
-    StepRefusal,
+    FileChange, LivePrinted, NetworkQuery, NotJournalled, StepError, StepExecutor, StepJournal,
+    StepOutput, StepRefusal,
 };
 pub use crate::interview::{AsRead, CheckedDraft, Draft, DraftSaveError};
 pub use crate::jobs::{

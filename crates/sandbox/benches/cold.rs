@@ -80,6 +80,7 @@ fn main() {
     let step = |backend: &LocalBackend| {
         let observation = backend
             .run(Invocation {
+                live: None,
                 python: pin,
                 code: String::from("def main():\n    return 1\n"),
                 inputs_json: String::from("{}"),

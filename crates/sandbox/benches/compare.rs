@@ -524,6 +524,7 @@ impl BenchBackend {
         network: NetworkMode,
     ) -> Result<Duration, BenchError> {
         let invocation = Invocation {
+            live: None,
             python: pin,
             code: STEP_CODE.to_owned(),
             inputs_json: String::from("{}"),

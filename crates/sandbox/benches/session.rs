@@ -67,6 +67,7 @@ fn cold_step(backend: &dyn Isolation, folder: &Path) -> Duration {
     let started = Instant::now();
     let observation = backend
         .run(Invocation {
+            live: None,
             python: PYTHON,
             code: STEP.to_owned(),
             inputs_json: "{}".to_owned(),
@@ -93,6 +94,7 @@ fn fresh_tool_call(backend: &dyn Isolation, view: &Path) -> Duration {
     let started = Instant::now();
     let observation = backend
         .run(Invocation {
+            live: None,
             python: PYTHON,
             code: TOOL.to_owned(),
             inputs_json: r#"{"start":"2026-11-23","end":"2026-11-29"}"#.to_owned(),

@@ -160,7 +160,22 @@ pub struct Invocation {
     pub work_dir: PathBuf,
     /// Decides which files hold a current credential and must not come back (G12).
     pub screen: Arc<dyn copyback::SecretScreen>,
+    /// Told what the step prints as it prints it (the bytes kept, within the output limit),
+    /// for a live view; the [`Observation`] still carries all of it. The local backend calls
+    /// it from its watch loop; the others print only at the end.
+    pub live: Option<LiveOutput>,
 }
+
+/// Which stream a step printed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// What a step prints, as it prints it (see [`Invocation::live`]). Called on the backend's
+/// watch thread: it must return quickly.
+pub type LiveOutput = Arc<dyn Fn(OutputStream, &[u8]) + Send + Sync>;
 
 /// What happened to the step, as observed from outside the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -69,6 +69,7 @@ mod tests {
     #[test]
     fn g19_the_request_buffer_is_allocated_once_to_its_exact_length() {
         let invocation = Invocation {
+            live: None,
             python: crate::PythonPin {
                 major: 3,
                 minor: 11,

@@ -115,6 +115,7 @@ impl<B: Isolation + ?Sized> Session for FreshPerCall<'_, B> {
         let mut limits = self.spec.limits.clone();
         limits.wall = call.wall;
         let invocation = Invocation {
+            live: None,
             python: self.spec.python,
             code: call.code,
             inputs_json: call.inputs_json,

@@ -32,6 +32,7 @@ mod decisions;
 mod events;
 mod interviews;
 mod key_owners;
+mod live;
 pub mod migrations;
 mod models;
 mod people;

@@ -100,6 +100,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "work_queue",
         sql: include_str!("../migrations/0016_work_queue.sql"),
     },
+    Migration {
+        version: 17,
+        name: "live_output",
+        sql: include_str!("../migrations/0017_live_output.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

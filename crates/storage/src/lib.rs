@@ -32,7 +32,19 @@ pub use crate::records::{
     AuditPosition, DecisionRecord, EventRecord, NewAttempt, NewAuditEntry, NewDecision, NewEvent,
     NewRun, ParkedRecord, RunCursor, RunFilter, RunRecord, RunsPage, Tallied,
 };
-pub use crate::traits::{AccountStore, AuditLog, DecisionStore, EventLog, RunStore, Store};
+pub use crate::traits::{
+    AccountStore, AuditLog, DecisionStore, EventLog, LiveOutputs, RunStore, Store,
+};
+
+/// One attempt's live view (see [`LiveOutputs`]): what it printed so far, scrubbed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveOutput {
+    pub step: String,
+    pub attempt: u32,
+    pub stdout: String,
+    pub stderr: String,
+    pub updated_at: Timestamp,
+}
 pub use crate::types::{
     AccountId, Actor, AttemptStatus, DecisionKind, Door, GateRef, InvalidId, NetworkMode, RunId,
     RunStatus, Sha256Hex, StepId, Timestamp, UnknownName,

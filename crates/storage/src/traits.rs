@@ -247,12 +247,53 @@ pub trait AuditLog: Send + Sync {
 }
 
 /// Everything the engine needs from one store.
+/// What a running step printed so far (issue 38): the run page's live view while the step
+/// runs, scrubbed and bounded as the record is, replaced as it grows and removed when the
+/// attempt ends; the record keeps what the step printed, at its end, as events. A store that
+/// keeps no live view (a benchmark's) takes the defaults: nothing is kept, nothing is shown
+/// until the attempt ends.
+pub trait LiveOutputs: Send + Sync {
+    /// Replaces the live view of one attempt.
+    fn set_live_output(
+        &self,
+        _run: &RunId,
+        _step: &str,
+        _attempt: u32,
+        _stdout: &Redacted<String>,
+        _stderr: &Redacted<String>,
+        _at: Timestamp,
+    ) -> Result<(), Error> {
+        Ok(())
+    }
+    /// The live views of a run's attempts that have one.
+    fn live_output(&self, _run: &RunId) -> Result<Vec<crate::LiveOutput>, Error> {
+        Ok(Vec::new())
+    }
+    /// Removes one attempt's live view (it ended: its record has what it printed).
+    fn clear_live_output(&self, _run: &RunId, _step: &str, _attempt: u32) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
 pub trait Store:
-    AccountStore + RunStore + EventLog + DecisionStore + AuditLog + crate::queue::WorkQueue
+    AccountStore
+    + RunStore
+    + EventLog
+    + DecisionStore
+    + AuditLog
+    + LiveOutputs
+    + crate::queue::WorkQueue
 {
 }
 
-impl<T: AccountStore + RunStore + EventLog + DecisionStore + AuditLog + crate::queue::WorkQueue>
-    Store for T
+impl<
+    T: AccountStore
+        + RunStore
+        + EventLog
+        + DecisionStore
+        + AuditLog
+        + LiveOutputs
+        + crate::queue::WorkQueue,
+> Store for T
 {
 }

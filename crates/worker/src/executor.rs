@@ -133,6 +133,18 @@ impl StepExecutor for SandboxExecutor {
             limits: limits.clone(),
             work_dir: request.work_dir.to_path_buf(),
             screen: Arc::new(screen),
+            live: request.live.clone().map(|sink| {
+                let live: sandbox::LiveOutput = Arc::new(move |stream, bytes: &[u8]| {
+                    sink.printed(
+                        match stream {
+                            sandbox::OutputStream::Stdout => engine::journal::PrintedStream::Stdout,
+                            sandbox::OutputStream::Stderr => engine::journal::PrintedStream::Stderr,
+                        },
+                        bytes,
+                    );
+                });
+                live
+            }),
         };
         match self.backend.run(invocation) {
             Ok(observation) => report(observation, &limits),

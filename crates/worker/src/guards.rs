@@ -243,6 +243,7 @@ mod tests {
             redactor: &redactor,
             journal: &NoJournal,
             definitions: &unpinned,
+            live: None,
         };
         use engine::StepExecutor as _;
         let alone = executor.execute(request());

@@ -91,6 +91,9 @@ impl CrashingStore {
     }
 }
 
+/// Keeps no live view: a step's printed text is shown when it ends.
+impl storage::LiveOutputs for CrashingStore {}
+
 impl WorkQueue for CrashingStore {
     fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {
         self.write(|| self.inner.enqueue(job))

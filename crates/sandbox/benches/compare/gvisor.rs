@@ -62,6 +62,7 @@ fn step(
     network: NetworkMode,
 ) -> Result<Duration, BenchError> {
     let invocation = Invocation {
+        live: None,
         python: pin,
         code: STEP_CODE.to_owned(),
         inputs_json: String::from("{}"),
@@ -104,6 +105,7 @@ fn platform_note(
     work: &Path,
 ) -> Result<String, BenchError> {
     let observation = backend.run(Invocation {
+        live: None,
         python: pin,
         code: STEP_CODE.to_owned(),
         inputs_json: String::from("{}"),

@@ -230,6 +230,7 @@ impl Helper {
         deadline: Instant,
         limits: &crate::Limits,
         cgroup: &mut crate::cgroup::SandboxCgroup,
+        live: Option<&crate::LiveOutput>,
     ) -> Result<Watched, Error> {
         let report_cap = limits.output_bytes.saturating_add(REPORT_ENVELOPE_BYTES);
         let mut watched = Watched {
@@ -328,8 +329,19 @@ impl Helper {
                     } else {
                         &mut watched.stderr
                     };
+                    let before = target.len();
                     if read_bounded(fd, target, budget) {
                         watched.output_truncated = true;
+                    }
+                    if let Some(live) = live
+                        && target.len() > before
+                    {
+                        let stream = if is_stdout {
+                            crate::OutputStream::Stdout
+                        } else {
+                            crate::OutputStream::Stderr
+                        };
+                        live(stream, &target[before..]);
                     }
                 }
             }

@@ -379,7 +379,13 @@ pub(crate) fn finish(
     // sandbox's first process before it exits).
     let watched = {
         let (helper, cgroup) = parts.helper_and_cgroup()?;
-        helper.watch(&request, deadline, &invocation.limits, cgroup)?
+        helper.watch(
+            &request,
+            deadline,
+            &invocation.limits,
+            cgroup,
+            invocation.live.as_ref(),
+        )?
     };
     if let Some((layer, detail)) = watched.layer_failure {
         // Fail closed: the sandbox never ran the step. The guard tears everything down.

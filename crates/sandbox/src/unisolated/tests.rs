@@ -40,6 +40,7 @@ fn fixture() -> Fixture {
 
 fn invocation(fixture: &Fixture, code: &str, network: NetworkMode, limits: Limits) -> Invocation {
     Invocation {
+        live: None,
         python: PythonPin {
             major: 3,
             minor: 11,

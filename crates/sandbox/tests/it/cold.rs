@@ -30,6 +30,7 @@ fn pin(backend: &LocalBackend) -> PythonPin {
 
 fn invocation(backend: &LocalBackend, work: &Path) -> Invocation {
     Invocation {
+        live: None,
         python: pin(backend),
         code: String::from(
             "import socket\n\
@@ -210,6 +211,7 @@ fn a_cold_sandbox_may_run_on_every_cpu_the_platform_may_needs_root() {
     for request in ["first (its own helper)", "second (the spare)"] {
         let observation = backend
             .run(Invocation {
+                live: None,
                 code: String::from(
                     "import os\ndef main():\n    return {'cpus': sorted(os.sched_getaffinity(0))}\n",
                 ),

@@ -59,6 +59,7 @@ fn run_everywhere(case: &Case<'_>) -> Vec<(&'static str, Observation)> {
         .into_iter()
         .map(|backend| {
             let invocation = Invocation {
+                live: None,
                 python: PythonPin {
                     major: 3,
                     minor: 11,

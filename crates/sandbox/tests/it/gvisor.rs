@@ -43,6 +43,7 @@ impl Fixture {
 
     fn invocation(&self, code: &str, inputs: serde_json::Value) -> Invocation {
         Invocation {
+            live: None,
             python: PythonPin {
                 major: 3,
                 minor: 11,
@@ -810,6 +811,7 @@ fn g6_gvisor_warm_sandboxes_serve_one_invocation_each_and_get_the_folder_after_t
         GvisorBackend::for_tests_with(state.path(), |options| options.pool_size = 1).unwrap();
     let work = tempfile::tempdir().unwrap();
     let invocation = |code: &str| Invocation {
+        live: None,
         python: PythonPin {
             major: 3,
             minor: 11,

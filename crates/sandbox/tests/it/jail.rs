@@ -53,6 +53,7 @@ fn system_pin(backend: &LocalBackend) -> PythonPin {
 
 fn invocation(fixture: &Fixture, code: &str, inputs_json: &str) -> Invocation {
     Invocation {
+        live: None,
         python: system_pin(&fixture.backend),
         code: code.to_string(),
         inputs_json: inputs_json.to_string(),

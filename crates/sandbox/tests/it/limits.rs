@@ -86,6 +86,7 @@ impl Warm {
 
     fn invocation(&self, code: &str, limits: Limits) -> Invocation {
         Invocation {
+            live: None,
             python: PythonPin {
                 major: 3,
                 minor: 11,
@@ -318,6 +319,7 @@ fn g10_every_limit_raised_to_its_maximum_reaches_a_cold_sandbox_and_is_used_need
     let work = tempfile::tempdir().unwrap();
     let observation = backend
         .run(Invocation {
+            live: None,
             python: PythonPin {
                 major: 3,
                 minor: 11,

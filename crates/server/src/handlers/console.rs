@@ -448,6 +448,10 @@ pub(crate) async fn run_page(
     let record = run_in_scope(shared, &authenticated, &run_id)?;
     let entries = journal(shared, &record)?;
     let now = shared.clock.now().0;
+    let live = shared
+        .store
+        .live_output(&record.id)
+        .map_err(Error::storage("read a run's live output"))?;
     let workflow = spec::parse_workflow_within(
         &record.workflow_file_name,
         &record.workflow_source,
@@ -574,7 +578,7 @@ pub(crate) async fn run_page(
                 },
             )
             + &repaired_from(&entries),
-        cards: step_cards(&scrub, &order, &entries, now),
+        cards: step_cards(&scrub, &order, &entries, now, &live),
         now,
         running_since: (record.status.as_str() == "running").then_some(record.created_at.0),
         elapsed: (record.status.as_str() == "running").then(|| {

@@ -119,6 +119,8 @@ struct Watch {
     probe: Probe,
     /// The sequence number of the newest event the page has been told of.
     seen_seq: u64,
+    /// The newest change of a running step's live output the page has been told of.
+    seen_live: i64,
     opened: Instant,
     checked: Instant,
     done: bool,
@@ -128,8 +130,9 @@ struct Watch {
 /// What one look found.
 enum Look {
     Same,
-    /// The run moved; the newest event is now this one.
-    Changed(u64),
+    /// The run moved, or a running step printed more; the newest event and the newest live
+    /// output's time are now these.
+    Changed(u64, i64),
     Ended,
     Closed(&'static str),
 }
@@ -151,7 +154,7 @@ fn still_signed_in(probe: &Probe) -> Result<bool, Error> {
     )
 }
 
-fn look(probe: &Probe, seen_seq: u64, reauth: bool) -> Result<Look, Error> {
+fn look(probe: &Probe, seen_seq: u64, seen_live: i64, reauth: bool) -> Result<Look, Error> {
     if reauth && !still_signed_in(probe)? {
         return Ok(Look::Closed(
             "Your session has ended; sign in again to follow this run.",
@@ -167,12 +170,23 @@ fn look(probe: &Probe, seen_seq: u64, reauth: bool) -> Result<Look, Error> {
         .run(&probe.run)
         .map_err(Error::storage("read a run for its live page"))?
         .is_none_or(|run| run.status.is_terminal());
+    // What a running step printed so far moves the page too (issue 38).
+    let live = store
+        .live_output(&probe.run)
+        .map_err(Error::storage("read a run's live output for its live page"))?
+        .iter()
+        .map(|view| view.updated_at.0)
+        .max()
+        .unwrap_or(seen_live);
     Ok(if ended {
         Look::Ended
-    } else if moved {
-        Look::Changed(store.last_event_seq(&probe.run).map_err(Error::storage(
-            "read a run's newest event for its live page",
-        ))?)
+    } else if moved || live > seen_live {
+        Look::Changed(
+            store.last_event_seq(&probe.run).map_err(Error::storage(
+                "read a run's newest event for its live page",
+            ))?,
+            live.max(seen_live),
+        )
     } else {
         Look::Same
     })
@@ -196,17 +210,21 @@ fn events(watch: Watch) -> impl Stream<Item = Result<Event, Infallible>> {
             let reauth = watch.checked.elapsed() >= REAUTH_EVERY;
             let probe = watch.probe.clone();
             let seen = watch.seen_seq;
-            let found = blocking("look at a live run", move || look(&probe, seen, reauth))
-                .await
-                .and_then(|found| found);
+            let seen_live = watch.seen_live;
+            let found = blocking("look at a live run", move || {
+                look(&probe, seen, seen_live, reauth)
+            })
+            .await
+            .and_then(|found| found);
             if reauth {
                 watch.checked = Instant::now();
             }
             let event = match found {
                 Ok(Look::Same) => continue,
                 // A browser drops an event whose data is empty: each carries some.
-                Ok(Look::Changed(newest)) => {
+                Ok(Look::Changed(newest, live)) => {
                     watch.seen_seq = newest;
+                    watch.seen_live = live;
                     Event::default()
                         .event("changed")
                         .id(newest.to_string())
@@ -275,6 +293,7 @@ pub(crate) async fn run_stream(
                         run: record.id,
                     },
                     seen_seq,
+                    seen_live: 0,
                     opened: Instant::now(),
                     checked: Instant::now(),
                     done: false,

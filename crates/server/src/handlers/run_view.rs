@@ -129,6 +129,8 @@ pub(crate) struct StepCard {
     pub(crate) duration: Option<String>,
     /// When the running attempt started (milliseconds since the epoch), for the page's clock.
     pub(crate) running_since: Option<i64>,
+    /// What the running attempt printed so far, scrubbed as the record is (issue 38).
+    pub(crate) live: Vec<Printed>,
     pub(crate) inputs: Option<String>,
     pub(crate) output: Option<String>,
     pub(crate) reason: Option<String>,
@@ -155,6 +157,7 @@ impl StepCard {
             network: None,
             duration: None,
             running_since: None,
+            live: Vec::new(),
             inputs: None,
             output: None,
             reason: None,
@@ -198,12 +201,13 @@ pub(crate) fn duration(millis: i64) -> String {
 
 /// The cards of a run's steps, in `order` (the workflow's steps; a step the journal names that
 /// is not in `order` is added after them). A running attempt's card says how long it has run
-/// at `now` (milliseconds since the epoch).
+/// at `now` (milliseconds since the epoch), and shows what it printed so far (`live`).
 pub(crate) fn step_cards(
     scrub: &Scrub<'_>,
     order: &[String],
     entries: &[Entry],
     now: i64,
+    live: &[storage::LiveOutput],
 ) -> Vec<StepCard> {
     let mut cards: Vec<StepCard> = order.iter().map(|step| StepCard::new(step)).collect();
     let mut started_at: BTreeMap<(String, u32), i64> = BTreeMap::new();
@@ -350,6 +354,23 @@ pub(crate) fn step_cards(
     for card in &mut cards {
         if card.status.name != "running" {
             continue;
+        }
+        if let Some(view) = live
+            .iter()
+            .find(|view| view.step == card.step && view.attempt == card.attempt)
+        {
+            for (stream, text) in [
+                ("standard output", &view.stdout),
+                ("standard error", &view.stderr),
+            ] {
+                if !text.is_empty() {
+                    card.live.push(Printed {
+                        stream,
+                        text: scrub.text(text),
+                        printed_bytes: u64::try_from(text.len()).unwrap_or(u64::MAX),
+                    });
+                }
+            }
         }
         if let Some(start) = started_at.get(&(card.step.clone(), card.attempt)) {
             card.running_since = Some(*start);
@@ -725,7 +746,7 @@ mod tests {
             text: &text,
             json: &json,
         };
-        let cards = step_cards(&scrub, &["load".into(), "later".into()], &entries, 0);
+        let cards = step_cards(&scrub, &["load".into(), "later".into()], &entries, 0, &[]);
         assert_eq!(cards.len(), 2);
         let load = &cards[0];
         assert_eq!(load.attempt, 2);
@@ -743,7 +764,25 @@ mod tests {
         );
         assert_eq!(cards[1].status.words, "not started");
         // The same step while its second attempt still runs: how long, by the page's clock.
-        let running = step_cards(&scrub, &["load".into()], &entries[..2], 13_500);
+        let printed_so_far = storage::LiveOutput {
+            step: "load".into(),
+            attempt: 2,
+            stdout: "loaded bad rows\n".into(),
+            stderr: String::new(),
+            updated_at: Timestamp(13_000),
+        };
+        let running = step_cards(
+            &scrub,
+            &["load".into()],
+            &entries[..2],
+            13_500,
+            std::slice::from_ref(&printed_so_far),
+        );
+        assert_eq!(running[0].live.len(), 1, "standard error printed nothing");
+        assert_eq!(
+            running[0].live[0].text, "loaded [REDACTED] rows\n",
+            "what the step printed so far, through the page's scrub too"
+        );
         assert_eq!(running[0].status.words, "running");
         assert_eq!(running[0].duration.as_deref(), Some("running for 12.5 s"));
         assert_eq!(running[0].running_since, Some(1_000));
@@ -799,7 +838,7 @@ mod tests {
             text: &text,
             json: &json,
         };
-        let cards = step_cards(&scrub, &["triage".into()], &entries, 0);
+        let cards = step_cards(&scrub, &["triage".into()], &entries, 0, &[]);
         assert_eq!(cards[0].refusal_count, 2);
         let calls: Vec<(&str, &str)> = cards[0]
             .tool_calls

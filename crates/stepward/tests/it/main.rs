@@ -29,6 +29,7 @@ mod interview;
 mod jail_helper;
 mod limits;
 mod lints;
+mod live_output;
 mod migration;
 mod model_pin;
 mod models;

@@ -92,6 +92,7 @@ impl Probe {
             }
         };
         Invocation {
+            live: None,
             python: PythonPin {
                 major: 3,
                 minor: 11,

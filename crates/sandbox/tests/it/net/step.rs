@@ -56,6 +56,7 @@ impl Backend {
 pub(crate) fn run_probe_step(backend: &dyn Isolation, request: &Value) -> Observation {
     let work = tempfile::tempdir().unwrap();
     let invocation = Invocation {
+        live: None,
         python: sandbox::PythonPin {
             major: 3,
             minor: 11,
@@ -197,6 +198,7 @@ fn g10_socket_buffers_of_a_public_egress_step_count_against_its_memory_limit_nee
     for kind in ["tcp", "udp"] {
         let work = tempfile::tempdir().unwrap();
         let invocation = Invocation {
+            live: None,
             python: sandbox::PythonPin {
                 major: 3,
                 minor: 11,
