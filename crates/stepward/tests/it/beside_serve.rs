@@ -136,3 +136,67 @@ fn g14_runs_retry_and_runs_stop_beside_a_live_server_follow_its_worker_needs_roo
     let status = server.terminate();
     assert!(status.success(), "{status}: {}", server.stderr());
 }
+
+#[test]
+fn g9_repair_and_its_accept_beside_a_live_server_follow_its_worker_needs_root() {
+    use fake_model::{BlockingFakeModel, Script, ScriptTurn};
+    let fake = BlockingFakeModel::start(Script::new(vec![ScriptTurn::call(
+        "propose",
+        serde_json::json!({"code": "import urllib.parse\n\ndef main(word):\n    return urllib.parse.quote(word)\n", "note": "urllib.parse instead of requests"}),
+    )]))
+    .unwrap();
+    let exempt = fake.endpoint();
+    let home = Home::new();
+    crate::support::add_fake_assistant(&home, &fake, "sk-repair-test-model-key-5566");
+    let file = home.put("workflows/quote.yaml", crate::repair::WORKFLOW);
+    let mut server = Server::start(
+        &home,
+        &[
+            "--owner-email",
+            "ada@example.test",
+            "--allow-model-endpoint",
+            &exempt,
+        ],
+    );
+    let _ = server.address();
+    let ran = home.stepward(&[
+        "run",
+        file.to_str().unwrap(),
+        "--input",
+        "word= a b ",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(
+        stdout(&ran).contains("needs_repair"),
+        "{}{}",
+        stdout(&ran),
+        stderr(&ran)
+    );
+    let run = run_id(&ran);
+    let proposed = home.stepward(&["repair", &run, "quote", "--allow-model-endpoint", &exempt]);
+    assert!(
+        stdout(&proposed).contains("urllib.parse.quote(word)"),
+        "{}{}",
+        stdout(&proposed),
+        stderr(&proposed)
+    );
+    let accepted = home.stepward(&[
+        "repair",
+        &run,
+        "quote",
+        "--accept",
+        "--note",
+        "urllib does it",
+        "--allow-model-endpoint",
+        &exempt,
+    ]);
+    assert!(
+        accepted.status.success() && stdout(&accepted).contains("succeeded"),
+        "the server's worker ran the repaired step: {}{}",
+        stdout(&accepted),
+        stderr(&accepted)
+    );
+    let status = server.terminate();
+    assert!(status.success(), "{status}: {}", server.stderr());
+}
