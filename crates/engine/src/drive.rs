@@ -92,6 +92,33 @@ fn gate_approved(decisions: &[DecisionRecord], step: &str, from: u32) -> bool {
 }
 
 impl Engine {
+    /// Whether `step`'s latest attempt is running and its job is held by a worker.
+    fn running_under_a_lease(
+        &self,
+        run: &storage::RunId,
+        attempts: &[AttemptRecord],
+        step: &str,
+    ) -> Result<bool, Error> {
+        let Some(latest) = attempts
+            .iter()
+            .rev()
+            .find(|attempt| attempt.step_id == step)
+        else {
+            return Ok(false);
+        };
+        if latest.status != AttemptStatus::Running {
+            return Ok(false);
+        }
+        Ok(self.store.jobs_of_run(run)?.iter().any(|job| {
+            job.step == step
+                && job.attempt == latest.attempt
+                && matches!(
+                    job.state,
+                    storage::queue::JobState::Claimed | storage::queue::JobState::Started
+                )
+        }))
+    }
+
     /// The first attempt a gate decision on `step` must be recorded against to count (G15,
     /// G23, G9): after a supervisor's retry of the gated step's attempt N, or an accepted repair
     /// of it, only a decision on attempt N + 1 or later (the new inputs, the new code) lets it
@@ -165,6 +192,11 @@ impl Engine {
             if let Some(block) = latest_attempt_blocks(&attempts, &decisions, step.id()) {
                 if pending.is_some() {
                     return Ok(Walk::Stale);
+                }
+                // A step a worker runs right now (another door's decision queued it a moment
+                // ago) is that worker's to end: this door writes nothing over it.
+                if self.running_under_a_lease(&context.run.id, &attempts, step.id())? {
+                    return Ok(Walk::Ended);
                 }
                 self.set_status(context, block.status, Some(&block.reason))?;
                 return Ok(Walk::Ended);
