@@ -43,6 +43,9 @@ pub struct Engine {
     /// people) could both pass the check and run a networked step twice (G14); a second one
     /// waits for nothing and is refused while the first holds the run.
     pub(crate) attended: Arc<std::sync::Mutex<std::collections::BTreeSet<RunId>>>,
+    /// For a command that follows runs another process's worker runs ([`crate::Driving::
+    /// Follow`]): whether that worker is still there.
+    pub(crate) worker_alive: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
 }
 
 /// Holds a run for one person's decision; dropping it lets the run go.
@@ -139,7 +142,16 @@ impl Engine {
             clock,
             ids,
             attended: Arc::default(),
+            worker_alive: None,
         }
+    }
+
+    /// This engine, following runs while `alive` says the process whose worker runs them is
+    /// still there ([`crate::Driving::Follow`]); once it is not, a follower stops with
+    /// [`Error::NoWorker`].
+    pub fn with_worker_check(mut self, alive: Arc<dyn Fn() -> bool + Send + Sync>) -> Engine {
+        self.worker_alive = Some(alive);
+        self
     }
 
     /// Holds `run` for a person's retry, stop or repair, or refuses when another one holds it.

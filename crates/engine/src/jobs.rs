@@ -208,7 +208,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Reads the run until it parks, ends or waits for a person.
+    /// Reads the run until it parks, ends or waits for a person; [`Error::NoWorker`] once
+    /// the worker that runs it is gone (see [`Engine::with_worker_check`]).
     fn watch(&self, run: &RunId) -> Result<(), Error> {
         loop {
             let record = self
@@ -216,6 +217,18 @@ impl Engine {
                 .run(run)?
                 .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
             if !matches!(record.status, RunStatus::Running | RunStatus::Queued) {
+                return Ok(());
+            }
+            if let Some(alive) = &self.worker_alive
+                && !alive()
+            {
+                // Read once more: the worker may have ended the run as it stopped.
+                let record = self.store.run(run)?;
+                if record.is_some_and(|record| {
+                    matches!(record.status, RunStatus::Running | RunStatus::Queued)
+                }) {
+                    return Err(Error::NoWorker { run: run.clone() });
+                }
                 return Ok(());
             }
             std::thread::sleep(FOLLOW_POLL);

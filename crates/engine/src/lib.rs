@@ -205,6 +205,14 @@ pub enum Error {
          now; look at the run again when it is done"
     )]
     DecisionInProgress { run: RunId },
+    /// A command following a run while another process's worker runs it (issue 38) found
+    /// that worker gone: the run waits in the queue for the next one.
+    #[error(
+        "run {run} was recorded, and waits for a worker: the process that ran this data \
+         directory's steps stopped; start `stepward serve` (or `stepward worker` beside a serve \
+         with --workers 0), and the run goes on (`stepward runs show {run}` follows it)"
+    )]
+    NoWorker { run: RunId },
     /// A retry of a run whose step needs repair: nothing of the step ran, and the same code
     /// would stop the same way before any of it runs.
     #[error(

@@ -310,15 +310,23 @@ impl App {
         let lock = match self.take_engine_lock() {
             Ok(lock) => lock,
             Err(error) => {
-                let beside_workers = error
-                    .downcast_ref::<crate::engine_lock::LockHeld>()
-                    .is_some_and(crate::engine_lock::LockHeld::runs_workers);
-                if !beside_workers {
+                let held = error.downcast_ref::<crate::engine_lock::LockHeld>();
+                let Some(worker) = held
+                    .filter(|held| held.runs_workers())
+                    .and_then(crate::engine_lock::LockHeld::holder_pid)
+                else {
                     // Another command drives its own run: it runs no one else's, so this one
                     // waits for it to finish, as it always did.
                     return Err(error);
-                }
-                return Ok((self.engine_elsewhere(Driving::Follow)?, None));
+                };
+                // Followed while that process lives: once it is gone, nobody runs the steps,
+                // and the command says so rather than wait for ever. Only looked at, never
+                // locked: a server starting meanwhile must get the lock.
+                let proc_entry = PathBuf::from(format!("/proc/{worker}"));
+                let engine = self
+                    .engine_elsewhere(Driving::Follow)?
+                    .with_worker_check(Arc::new(move || proc_entry.exists()));
+                return Ok((engine, None));
             }
         };
         self.config.timings.mark("engine lock");

@@ -166,6 +166,11 @@ impl Holder {
 }
 
 impl LockHeld {
+    /// The holder's pid, as its lock file names it.
+    pub(crate) fn holder_pid(&self) -> Option<u32> {
+        self.holder.as_ref().map(|holder| holder.pid)
+    }
+
     /// Whether the holder runs the data directory's steps for every run (a server with
     /// workers, a `stepward worker`): a command then only follows its run. Another holder (a
     /// command driving its own run) runs only its own.

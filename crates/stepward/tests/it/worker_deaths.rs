@@ -234,3 +234,58 @@ fn a_step_whose_workers_die_twice_needs_attention_and_the_other_runs_finish_need
     assert!(stopped.success(), "the worker stops on SIGTERM: {stopped}");
     assert!(server.terminate().success(), "{}", server.stderr());
 }
+
+#[test]
+fn a_command_following_a_run_whose_worker_dies_says_so_and_stops_waiting_needs_root() {
+    let home = Home::new();
+    let workflow = home.put("workflows/slow.yaml", SLOW);
+    let mut server = Server::start(
+        &home,
+        &["--owner-email", "ada@example.test", "--workers", "0"],
+    );
+    let (address, session, _csrf) = first_session(&mut server);
+    let mut running = worker(&home);
+    let lock = home.data_dir().join("engine.lock");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&lock).is_ok_and(|text| text.ends_with("worker\n")) {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never took the data directory"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let follower = home
+        .command(std::path::Path::new(env!("CARGO_BIN_EXE_stepward")))
+        .arg("run")
+        .arg(&workflow)
+        .arg("--data-dir")
+        .arg(home.data_dir())
+        .arg("--sandbox-state-dir")
+        .arg(home.dir.path().join("sandbox"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("stepward run starts");
+    // The run the command started, once the worker runs its step.
+    let run = loop {
+        let listed = send(address, "GET", "/api/runs", &[("Cookie", &session)], "");
+        let runs: Value = serde_json::from_str(&listed.body).unwrap_or_default();
+        if let Some(run) = runs
+            .as_array()
+            .and_then(|runs| runs.first())
+            .and_then(|run| run["run"].as_str())
+        {
+            break run.to_owned();
+        }
+        assert!(Instant::now() < deadline, "the command started no run");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    until_running(address, &session, &run, "wait", 1);
+    kill(&mut running);
+    let ended = follower.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&ended.stderr);
+    assert!(!ended.status.success(), "{said}");
+    assert!(said.contains("waits for a worker"), "{said}");
+    assert!(server.terminate().success(), "{}", server.stderr());
+}
