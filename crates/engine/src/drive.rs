@@ -109,14 +109,11 @@ impl Engine {
         if latest.status != AttemptStatus::Running {
             return Ok(false);
         }
-        Ok(self.store.jobs_of_run(run)?.iter().any(|job| {
-            job.step == step
-                && job.attempt == latest.attempt
-                && matches!(
-                    job.state,
-                    storage::queue::JobState::Claimed | storage::queue::JobState::Started
-                )
-        }))
+        Ok(self
+            .store
+            .jobs_of_run(run)?
+            .iter()
+            .any(|job| job.step == step && job.attempt == latest.attempt && job.state.is_held()))
     }
 
     /// The first attempt a gate decision on `step` must be recorded against to count (G15,

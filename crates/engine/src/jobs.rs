@@ -358,14 +358,11 @@ impl Engine {
     /// Queues the next attempt of a run that is running but has no job queued or held (a
     /// crash between two steps, an interrupted offline attempt): its walk from its record.
     pub(crate) fn resume_run(&self, run: &RunId) -> Result<(), Error> {
-        let open = self.store.jobs_of_run(run)?.iter().any(|job| {
-            matches!(
-                job.state,
-                storage::queue::JobState::Queued
-                    | storage::queue::JobState::Claimed
-                    | storage::queue::JobState::Started
-            )
-        });
+        let open = self
+            .store
+            .jobs_of_run(run)?
+            .iter()
+            .any(|job| job.state.is_open());
         if open {
             return Ok(());
         }

@@ -87,11 +87,14 @@ impl Engine {
                 continue;
             }
             // An attempt of a job is the queue's: held by a live worker, or judged above.
-            let of_a_job = self
-                .store
-                .jobs_of_run(&attempt.run)?
-                .iter()
-                .any(|job| job.step == attempt.step_id && job.attempt == attempt.attempt);
+            // An attempt of a job still queued, held or stranded is the queue's (a live
+            // worker's, or judged above); one whose job was given back without its outcome
+            // (its worker failed after the step began) is judged here, as after a crash.
+            let of_a_job = self.store.jobs_of_run(&attempt.run)?.iter().any(|job| {
+                job.step == attempt.step_id
+                    && job.attempt == attempt.attempt
+                    && (job.state.is_open() || job.state == storage::queue::JobState::Stranded)
+            });
             if of_a_job {
                 continue;
             }
@@ -154,12 +157,11 @@ impl Engine {
 
     /// Whether a job of the run is held by a worker whose lease has not ended.
     fn held_by_a_worker(&self, run: &RunId) -> Result<bool, Error> {
-        Ok(self.store.jobs_of_run(run)?.iter().any(|job| {
-            matches!(
-                job.state,
-                storage::queue::JobState::Claimed | storage::queue::JobState::Started
-            )
-        }))
+        Ok(self
+            .store
+            .jobs_of_run(run)?
+            .iter()
+            .any(|job| job.state.is_held()))
     }
 
     /// Finishes one attempt a crash left running (see the module docs).

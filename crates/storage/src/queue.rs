@@ -123,6 +123,16 @@ impl JobState {
         JobState::Settled,
     ];
 
+    /// Whether a worker holds the job under a lease (claimed or started).
+    pub fn is_held(self) -> bool {
+        matches!(self, JobState::Claimed | JobState::Started)
+    }
+
+    /// Whether the job is still to run or running: queued, or held.
+    pub fn is_open(self) -> bool {
+        self == JobState::Queued || self.is_held()
+    }
+
     /// The stored name: stable across versions.
     pub fn as_str(self) -> &'static str {
         match self {

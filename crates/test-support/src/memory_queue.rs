@@ -38,7 +38,7 @@ fn held<'a>(jobs: &'a mut [JobRecord], lease: &Lease) -> Option<&'a mut JobRecor
         job.id == lease.job
             && job.claims == lease.claim
             && job.holder.as_ref() == Some(&lease.holder)
-            && matches!(job.state, JobState::Claimed | JobState::Started)
+            && job.state.is_held()
     })
 }
 
@@ -170,7 +170,7 @@ impl WorkQueue for MemoryQueue {
         let mut jobs = self.lock();
         let mut reaped = Reaped::default();
         for job in jobs.iter_mut() {
-            if !matches!(job.state, JobState::Claimed | JobState::Started) {
+            if !job.state.is_held() {
                 continue;
             }
             let ended = !unexpired(job) || job.holder.as_ref().is_some_and(dead);

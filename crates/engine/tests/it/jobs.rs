@@ -358,3 +358,39 @@ fn a_job_given_back_before_its_step_began_is_queued_again_by_the_next_decision()
     let done = engine.summary(&summary.run).unwrap();
     assert_eq!(done.status, RunStatus::Succeeded, "{done:?}");
 }
+
+/// An attempt left running whose job was given back without its outcome (its runner failed
+/// after the step began) is judged by recovery as after a crash, never skipped as the
+/// queue's: offline, it failed and runs again.
+#[test]
+fn an_attempt_left_running_under_a_job_given_back_is_judged_by_recovery() {
+    let harness = Harness::new();
+    harness
+        .executor
+        .then("compute", |_| panic!("the runner failed mid-step"));
+    let engine = queue_engine(&harness);
+    let summary = start_offline(&engine);
+    let lease = harness
+        .store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    let held = Held {
+        lease,
+        store: harness.store.as_ref(),
+    };
+    let failed = std::panic::catch_unwind(AssertUnwindSafe(|| engine.run_job(&held)));
+    assert!(failed.is_err());
+    harness.store.release(&held.lease, Release::Done).unwrap();
+    let report = engine.recover().unwrap();
+    assert_eq!(
+        report.interrupted_offline,
+        vec![(summary.run.clone(), "compute".to_owned(), 1)]
+    );
+    assert!(harness.store.running_attempts().unwrap().is_empty());
+    while work_one(&engine, harness.store.as_ref()) {}
+    assert_eq!(
+        engine.summary(&summary.run).unwrap().status,
+        RunStatus::Succeeded
+    );
+}
