@@ -21,11 +21,9 @@ use storage::queue::{Fence, Holder, JobId, Lease, NewJob, Release, SlotKind, Str
 use storage::{AttemptStatus, NetworkMode, RunId, RunStatus};
 
 use crate::Error;
-use crate::attempt::Finished;
 use crate::context::RunContext;
 use crate::drive::{Resume, Walk};
 use crate::engine::Engine;
-use crate::journal::{Event, Recovered};
 
 /// How a door's caller waits for the run it acted on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,22 +311,7 @@ impl Engine {
              person decides",
             attempt.step_id, attempt.attempt
         );
-        self.finish(
-            &context,
-            &attempt.step_id,
-            attempt.attempt,
-            now,
-            Finished::reason(&context.redactor, &reason),
-        )?;
-        self.event(
-            &context,
-            Event::Recovery(Recovered {
-                step: attempt.step_id.clone(),
-                attempt: attempt.attempt,
-                found: AttemptStatus::Running,
-                now,
-            }),
-        )?;
+        self.finish_from_outside(&context, &attempt, now, &reason)?;
         if !context.run.status.is_terminal() {
             self.set_status(&mut context, RunStatus::NeedsAttention, Some(&reason))?;
         }
@@ -339,7 +322,7 @@ impl Engine {
     }
 
     /// How a run goes on as its record says: with the new inputs a retry put in force.
-    fn resume_from_record(&self, run: &RunId) -> Result<Resume, Error> {
+    pub(crate) fn resume_from_record(&self, run: &RunId) -> Result<Resume, Error> {
         Ok(match self.retry_inputs_in_force(run)? {
             Some((step, inputs)) => Resume::Retry {
                 step,

@@ -183,22 +183,7 @@ impl Engine {
                  access; what it did is not known, so it is not run again",
                 attempt.step_id, attempt.attempt
             );
-            self.finish(
-                &context,
-                &attempt.step_id,
-                attempt.attempt,
-                AttemptStatus::Unknown,
-                Finished::reason(&context.redactor, &reason),
-            )?;
-            self.event(
-                &context,
-                Event::Recovery(Recovered {
-                    step: attempt.step_id.clone(),
-                    attempt: attempt.attempt,
-                    found: AttemptStatus::Running,
-                    now: AttemptStatus::Unknown,
-                }),
-            )?;
+            self.finish_from_outside(&context, attempt, AttemptStatus::Unknown, &reason)?;
             if !context.run.status.is_terminal() {
                 self.set_status(&mut context, RunStatus::NeedsAttention, Some(&reason))?;
             }
@@ -209,27 +194,40 @@ impl Engine {
                  access; it runs again",
                 attempt.step_id, attempt.attempt
             );
-            self.finish(
-                &context,
-                &attempt.step_id,
-                attempt.attempt,
-                AttemptStatus::Failed,
-                Finished::reason(&context.redactor, &reason),
-            )?;
-            self.event(
-                &context,
-                Event::Recovery(Recovered {
-                    step: attempt.step_id.clone(),
-                    attempt: attempt.attempt,
-                    found: AttemptStatus::Running,
-                    now: AttemptStatus::Failed,
-                }),
-            )?;
+            self.finish_from_outside(&context, attempt, AttemptStatus::Failed, &reason)?;
             if !to_drive.contains(&attempt.run) {
                 to_drive.push(attempt.run.clone());
             }
             report.interrupted_offline.push(key);
         }
+        Ok(())
+    }
+
+    /// Ends an attempt found running with nobody running it (a crash, a dead worker) as `now`,
+    /// with `reason`, and records that recovery found it so.
+    pub(crate) fn finish_from_outside(
+        &self,
+        context: &crate::context::RunContext,
+        attempt: &storage::AttemptRecord,
+        now: AttemptStatus,
+        reason: &str,
+    ) -> Result<(), Error> {
+        self.finish(
+            context,
+            &attempt.step_id,
+            attempt.attempt,
+            now,
+            Finished::reason(&context.redactor, reason),
+        )?;
+        self.event(
+            context,
+            Event::Recovery(Recovered {
+                step: attempt.step_id.clone(),
+                attempt: attempt.attempt,
+                found: AttemptStatus::Running,
+                now,
+            }),
+        )?;
         Ok(())
     }
 
@@ -345,12 +343,7 @@ impl Engine {
             RunStatus::Running | RunStatus::Queued => {
                 // A retry's new inputs still to run (no attempt yet, or one the crash
                 // interrupted) run, never the inputs they corrected.
-                if let Some((step, inputs)) = self.retry_inputs_in_force(run)? {
-                    resume = Resume::Retry {
-                        step,
-                        inputs: Some(inputs),
-                    };
-                }
+                resume = self.resume_from_record(run)?;
             }
             RunStatus::WaitingApproval => {
                 let parked = self.store.parked(run)?;
