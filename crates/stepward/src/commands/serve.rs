@@ -209,7 +209,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::from_std(std_listener)
             .context("cannot serve on the listening socket")?;
-        let shutdown = shutdown_signal()?;
+        let shutdown = shutdown_signal("stepward stopping: finishing requests in flight")?;
         let base_url = base_url(address, tls);
         outln!(
             "stepward serves {base_url} (data directory {})",
@@ -480,10 +480,14 @@ fn base_url(address: SocketAddr, tls: TlsMode) -> String {
 }
 
 /// Resolves on the first SIGINT or SIGTERM, which starts the graceful shutdown (the server
-/// drains for at most its shutdown deadline). A second SIGINT or SIGTERM after that ends the
-/// process at once, whatever is still open. The handlers are installed before this returns,
-/// so a signal that arrives once the server is listening is never missed.
-fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
+/// drains for at most its shutdown deadline; a worker finishes the steps it runs), saying
+/// `stopping` (what the process finishes). A second SIGINT or SIGTERM after that ends the
+/// process at once, whatever is still open, while the runtime that awaited this lives. The
+/// handlers are installed before this returns, so a signal that arrives once the process
+/// serves or works is never missed.
+pub(crate) fn shutdown_signal(
+    stopping: &'static str,
+) -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
     let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
@@ -492,10 +496,7 @@ fn shutdown_signal() -> anyhow::Result<impl Future<Output = ()> + Send + 'static
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
         }
-        errln!(
-            "stepward stopping: finishing requests in flight (a second SIGINT or SIGTERM stops \
-             at once)"
-        );
+        errln!("{stopping} (a second SIGINT or SIGTERM stops at once)");
         tokio::spawn(async move {
             tokio::select! {
                 _ = interrupt.recv() => {}

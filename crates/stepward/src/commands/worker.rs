@@ -79,27 +79,21 @@ pub fn run(args: &WorkerArgs, config: Config) -> anyhow::Result<Outcome> {
         app.config.data_dir.display(),
         slots.sandbox
     );
-    wait_for_a_signal()?;
-    errln!("stepward worker stopping: finishing the steps it runs");
-    let report = handle.stop();
-    errln!("stepward worker stopped after {} job(s)", report.jobs);
-    Ok(Outcome::Done)
-}
-
-/// Blocks until SIGINT or SIGTERM.
-fn wait_for_a_signal() -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    // The runtime lives until the worker stopped: a second signal while it finishes the steps
+    // it runs ends the process at once.
+    let signals = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .context("cannot start the signal listener")?;
-    runtime.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
-        let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
+    signals.block_on(async {
+        crate::commands::serve::shutdown_signal(
+            "stepward worker stopping: finishing the steps it runs",
+        )?
+        .await;
         anyhow::Ok(())
-    })
+    })?;
+    let report = handle.stop();
+    errln!("stepward worker stopped after {} job(s)", report.jobs);
+    Ok(Outcome::Done)
 }
