@@ -24,21 +24,14 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream as AsyncTcpStream};
 
-use crate::http::{Server, owner_session};
+use crate::http::Server;
 use crate::support::Home;
 
 /// A fresh `stepward serve` with its owner signed in, and the plan the issue names: 4
 /// loopback addresses (127.0.0.2 to .5) × 64 connections for `flood`, after 2 s without it.
 pub fn start_signed_in(home: &Home, flood: Duration) -> (Server, FloodPlan) {
     let mut server = Server::start(home, &["--owner-email", "ada@example.test"]);
-    let address = server.address();
-    let _first_start = server.next_line();
-    let link = server.next_line();
-    let path = link
-        .strip_prefix(&format!("http://{address}"))
-        .expect("a link to this server")
-        .to_owned();
-    let (session, _csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let (address, session, _csrf) = server.first_owner_session();
     let plan = FloodPlan {
         target: address,
         server_pid: server.child.id(),

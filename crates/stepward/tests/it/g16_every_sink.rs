@@ -17,7 +17,7 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 use proptest::prelude::*;
 
-use crate::http::{Server, owner_session, send};
+use crate::http::{Server, send};
 use crate::support::{Home, run_id, stderr, stdout};
 use test_support::bytes::contains;
 
@@ -478,14 +478,7 @@ fn one_case(value: &str, offsets: &[u32]) {
         &["--owner-email", "ada@example.test"],
         &[("RUST_LOG", "debug")],
     );
-    let address = server.address();
-    let _first_start = server.next_line();
-    let link = server.next_line();
-    let path = link
-        .strip_prefix(&format!("http://{address}"))
-        .unwrap()
-        .to_owned();
-    let (session, csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let (address, session, csrf) = server.first_owner_session();
     let get = |route: &str| send(address, "GET", route, &[("Cookie", &session)], "");
     let shared = send(
         address,

@@ -4,7 +4,7 @@
 //! entered the vault after a record was written is masked there too. The bytes written before
 //! stay at rest (`docs/credentials.md`).
 
-use crate::http::{Server, owner_session, send};
+use crate::http::{Server, send};
 use crate::support::{Home, stderr, stdout};
 use test_support::bytes::contains;
 
@@ -38,14 +38,7 @@ fn g16_a_value_set_by_another_process_is_scrubbed_from_the_servers_next_write_an
         &["--owner-email", "ada@example.test"],
         &[("RUST_LOG", "info")],
     );
-    let address = server.address();
-    let _first_start = server.next_line();
-    let link = server.next_line();
-    let path = link
-        .strip_prefix(&format!("http://{address}"))
-        .expect("a link to this server")
-        .to_owned();
-    let (session, csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let (address, session, csrf) = server.first_owner_session();
     let as_owner = |method: &str, route: &str, body: &str| {
         send(
             address,

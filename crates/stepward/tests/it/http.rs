@@ -86,6 +86,21 @@ impl Server {
         line
     }
 
+    /// The first start's address, and a session of its owner (ada@example.test, invited at
+    /// that start), who sets a password through the printed link: the session cookie and its
+    /// CSRF token.
+    pub(crate) fn first_owner_session(&mut self) -> (SocketAddr, String, String) {
+        let address = self.address();
+        let _first_start = self.next_line();
+        let link = self.next_line();
+        let path = link
+            .strip_prefix(&format!("http://{address}"))
+            .expect("a link to this server")
+            .to_owned();
+        let (session, csrf) = owner_session(address, &path, "local", "ada@example.test");
+        (address, session, csrf)
+    }
+
     /// The address from `stepward serves http://<address> ...`.
     pub(crate) fn address(&mut self) -> SocketAddr {
         self.address_after("stepward serves http://")

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::http::{Server, owner_session, send, until_settled};
+use crate::http::{Server, send, until_settled};
 use crate::support::{Home, stderr};
 
 const SECRET: &str = "sk-signing-7f3a9c1e5b2d4068";
@@ -43,14 +43,7 @@ fn g16_the_live_view_of_a_running_step_shows_what_it_printed_and_never_a_value_e
     assert_eq!(added.status.code(), Some(0), "{}", stderr(&added));
     home.put("workflows/talking.yaml", TALKING);
     let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
-    let address = server.address();
-    let _first_start = server.next_line();
-    let link = server.next_line();
-    let path = link
-        .strip_prefix(&format!("http://{address}"))
-        .expect("a link to this server")
-        .to_owned();
-    let (session, csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let (address, session, csrf) = server.first_owner_session();
     let started = send(
         address,
         "POST",

@@ -9,7 +9,7 @@
 use fake_model::{BlockingFakeModel, Script, ScriptTurn};
 use serde_json::{Value, json};
 
-use crate::http::{Answer, Server, owner_session, person_session, send};
+use crate::http::{Answer, Server, person_session, send};
 use crate::repair::WORKFLOW;
 use crate::support::{Home, stderr};
 
@@ -63,14 +63,7 @@ fn g9_the_api_shows_a_checked_proposal_and_a_member_accepts_it_needs_root() {
             &fake.endpoint(),
         ],
     );
-    let address = server.address();
-    let _first_start = server.next_line();
-    let link = server.next_line();
-    let path = link
-        .strip_prefix(&format!("http://{address}"))
-        .expect("a link to this server")
-        .to_owned();
-    let (owner, owner_csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let (address, owner, owner_csrf) = server.first_owner_session();
     let call = |session: &str, csrf: &str, method: &str, route: &str, body: Value| {
         send(
             address,

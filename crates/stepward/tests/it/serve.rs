@@ -694,14 +694,7 @@ fn serve_stops_at_once_on_a_second_signal_needs_root() {
 fn g25_a_killed_server_loses_nothing_it_acknowledged_needs_root() {
     let home = Home::new();
     let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
-    let address = server.address();
-    let _first_start = server.next_line();
-    let link = server.next_line();
-    let path = link
-        .strip_prefix(&format!("http://{address}"))
-        .expect("a link to this server")
-        .to_owned();
-    let (session, csrf) = owner_session(address, &path, "local", "ada@example.test");
+    let (address, session, csrf) = server.first_owner_session();
     let write = |method: &str, route: &str, body: &str| {
         send(
             address,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::http::{Server, owner_session, send, until_settled};
+use crate::http::{Server, send, until_settled};
 use crate::support::Home;
 
 /// One offline step that sleeps long enough to be killed in, then a quick one.
@@ -107,19 +107,6 @@ fn until_running(
     }
 }
 
-/// The first start's owner session, through the printed link.
-fn first_session(server: &mut Server) -> (std::net::SocketAddr, String, String) {
-    let address = server.address();
-    let _first_start = server.next_line();
-    let link = server.next_line();
-    let path = link
-        .strip_prefix(&format!("http://{address}"))
-        .expect("a link to this server")
-        .to_owned();
-    let (session, csrf) = owner_session(address, &path, "local", "ada@example.test");
-    (address, session, csrf)
-}
-
 /// Ends `child` with SIGKILL, by its own pid.
 fn kill(child: &mut Child) {
     child.kill().unwrap();
@@ -131,7 +118,7 @@ fn a_serve_killed_mid_step_and_started_again_runs_the_offline_step_again_needs_r
     let home = Home::new();
     home.put("workflows/slow.yaml", SLOW);
     let mut server = Server::start(&home, &["--owner-email", "ada@example.test"]);
-    let (address, session, csrf) = first_session(&mut server);
+    let (address, session, csrf) = server.first_owner_session();
     let run = start(address, &session, &csrf, "slow");
     until_running(address, &session, &run, "wait", 1);
     kill(&mut server.child);
@@ -196,7 +183,7 @@ fn a_step_whose_workers_die_twice_needs_attention_and_the_other_runs_finish_need
         &home,
         &["--owner-email", "ada@example.test", "--workers", "0"],
     );
-    let (address, session, csrf) = first_session(&mut server);
+    let (address, session, csrf) = server.first_owner_session();
     let slow = start(address, &session, &csrf, "slow");
     for death in 1..=2u64 {
         let mut running = worker(&home);
@@ -243,7 +230,7 @@ fn a_command_following_a_run_whose_worker_dies_says_so_and_stops_waiting_needs_r
         &home,
         &["--owner-email", "ada@example.test", "--workers", "0"],
     );
-    let (address, session, _csrf) = first_session(&mut server);
+    let (address, session, _csrf) = server.first_owner_session();
     let mut running = worker(&home);
     let lock = home.data_dir().join("engine.lock");
     let deadline = Instant::now() + Duration::from_secs(60);
