@@ -209,28 +209,29 @@ impl Engine {
     /// Reads the run until it parks, ends or waits for a person; [`Error::NoWorker`] once
     /// the worker that runs it is gone (see [`Engine::with_worker_check`]).
     fn watch(&self, run: &RunId) -> Result<(), Error> {
-        loop {
-            let record = self
-                .store
-                .run(run)?
-                .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
-            if !matches!(record.status, RunStatus::Running | RunStatus::Queued) {
-                return Ok(());
-            }
+        while self.goes_on(run)? {
             if let Some(alive) = &self.worker_alive
                 && !alive()
             {
                 // Read once more: the worker may have ended the run as it stopped.
-                let record = self.store.run(run)?;
-                if record.is_some_and(|record| {
-                    matches!(record.status, RunStatus::Running | RunStatus::Queued)
-                }) {
-                    return Err(Error::NoWorker { run: run.clone() });
-                }
-                return Ok(());
+                return match self.goes_on(run)? {
+                    true => Err(Error::NoWorker { run: run.clone() }),
+                    false => Ok(()),
+                };
             }
             std::thread::sleep(FOLLOW_POLL);
         }
+        Ok(())
+    }
+
+    /// Whether the run is still to go on by itself (running, or queued): not parked, ended
+    /// or waiting for a person.
+    fn goes_on(&self, run: &RunId) -> Result<bool, Error> {
+        let record = self
+            .store
+            .run(run)?
+            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
+        Ok(matches!(record.status, RunStatus::Running | RunStatus::Queued))
     }
 
     /// Runs a job a worker claimed: its attempt when it is still the run's next, then the
@@ -238,11 +239,7 @@ impl Engine {
     /// on meanwhile (decided, stopped, or its attempt made) does nothing.
     pub fn run_job(&self, claim: &dyn JobClaim) -> Result<JobEnd, Error> {
         let run = &claim.lease().run;
-        let record = self
-            .store
-            .run(run)?
-            .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
-        if !matches!(record.status, RunStatus::Running | RunStatus::Queued) {
+        if !self.goes_on(run)? {
             return Ok(JobEnd::NotNext);
         }
         let mut context = self.load_context(run)?;
