@@ -231,7 +231,10 @@ impl Engine {
             .store
             .run(run)?
             .ok_or_else(|| Error::UnknownRun { run: run.clone() })?;
-        Ok(matches!(record.status, RunStatus::Running | RunStatus::Queued))
+        Ok(matches!(
+            record.status,
+            RunStatus::Running | RunStatus::Queued
+        ))
     }
 
     /// Runs a job a worker claimed: its attempt when it is still the run's next, then the

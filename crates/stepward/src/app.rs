@@ -329,14 +329,20 @@ impl App {
                 return Ok((engine, None));
             }
         };
+        self.engine_locked(lock, first, Driving::Inline)
+    }
+
+    /// The engine of the process holding `lock`: its backend started (building `first`'s
+    /// sandbox ahead), what a crash left recovered.
+    fn engine_locked(
+        &self,
+        lock: EngineLock,
+        first: Option<FirstStep>,
+        driving: Driving,
+    ) -> anyhow::Result<(Engine, Option<Arc<EngineLock>>)> {
         self.config.timings.mark("engine lock");
         let backend = self.backend(first)?;
-        self.engine_on(
-            lock,
-            RemoveStateDir::of(&self.config),
-            backend,
-            Driving::Inline,
-        )
+        self.engine_on(lock, RemoveStateDir::of(&self.config), backend, driving)
     }
 
     /// An engine for `stepward serve`: with `workers`, it holds the engine lock (its
@@ -350,14 +356,7 @@ impl App {
         if !workers {
             return Ok((self.engine_elsewhere(Driving::Queue)?, None));
         }
-        let lock = self.take_engine_lock()?;
-        let backend = self.backend(None)?;
-        self.engine_on(
-            lock,
-            RemoveStateDir::of(&self.config),
-            backend,
-            Driving::Queue,
-        )
+        self.engine_locked(self.take_engine_lock()?, None, Driving::Queue)
     }
 
     /// An engine that runs no step, on a backend that builds and sweeps nothing
