@@ -59,6 +59,8 @@ pub(crate) struct Started<'a> {
     scrubbed_inputs: Redacted<Value>,
     env: Vec<(String, &'a SecretValue)>,
     workspace: Workspace,
+    /// What the step may see, a snapshot of `workspace` staged by the executor.
+    files: workspace::StepFiles,
 }
 
 /// What came of the checks before the code starts.
@@ -182,6 +184,7 @@ impl Engine {
         step: &Step,
         outputs: &BTreeMap<String, Value>,
         overrides: Option<&Value>,
+        claim: &dyn crate::jobs::JobClaim,
     ) -> Result<StepEnd, Error> {
         let mut started = match self.before_code(context, step, outputs, overrides)? {
             BeforeCode::Ready(started) => started,
@@ -204,7 +207,7 @@ impl Engine {
             inputs: std::mem::take(&mut started.inputs),
             env: std::mem::take(&mut started.env),
             attempt: started.attempt,
-            work_dir: started.workspace.files_dir(),
+            files: &started.files,
             redactor: &context.redactor,
             journal: &journal,
             definitions: &context.pinned,
@@ -213,7 +216,7 @@ impl Engine {
         let report = self.with_live_view(context, step.id(), started.attempt, &view, || {
             self.executor.execute(request)
         });
-        self.after_started(context, step, &started, &report)?;
+        self.after_started(context, step, &started, &report, claim)?;
         self.outcome(context, step, &started, report)
     }
 
@@ -265,7 +268,7 @@ impl Engine {
             Ok(workspace) => match self.executor.network_of(crate::executor::NetworkQuery {
                 account: &context.run.account,
                 step,
-                work_dir: workspace.files_dir(),
+                files: &workspace.step_files(),
                 definitions: &context.pinned,
             }) {
                 Ok(network) => network,
@@ -319,6 +322,7 @@ impl Engine {
                 inputs,
                 scrubbed_inputs,
                 env,
+                files: workspace.step_files(),
                 workspace,
             })),
             (Some(reason), _) | (None, Err(reason)) => {
@@ -345,6 +349,7 @@ impl Engine {
         step: &Step,
         started: &Started<'_>,
         report: &ExecutionReport,
+        claim: &dyn crate::jobs::JobClaim,
     ) -> Result<(), Error> {
         let attempt = started.attempt;
         self.record_printed(
@@ -367,14 +372,14 @@ impl Engine {
         } else {
             workspace::UnreadableArchives::Refuse
         };
-        self.record_copy_back(
-            context,
-            step.id(),
+        let fence = crate::copyback::AttemptFence {
+            engine: self,
+            run: &context.run.id,
+            step: step.id(),
             attempt,
-            report,
-            &started.workspace,
-            unreadable,
-        )
+            claim,
+        };
+        self.record_copy_back(context, report, &started.workspace, unreadable, &fence)
     }
 
     /// The outcome: the attempt ends with the status the executor's observation gives

@@ -3,7 +3,7 @@
 
 use redact::Redactor;
 use workspace::{
-    Author, Change, RelPath, Screened, SecretScreen, UnreadableArchives, Workspace, screen_contents,
+    Author, RelPath, Screened, SecretScreen, UnreadableArchives, Workspace, screen_contents,
 };
 
 use crate::Error;
@@ -32,6 +32,38 @@ impl SecretScreen for Screen<'_> {
     }
 }
 
+/// What a step's revision is fenced on (issue 39): its attempt's token, current while the
+/// runner holds the run queue's lease on it (as the store says) and the record still says the
+/// attempt runs (recovery has not judged it from outside).
+pub(crate) struct AttemptFence<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) run: &'a storage::RunId,
+    pub(crate) step: &'a str,
+    pub(crate) attempt: u32,
+    pub(crate) claim: &'a dyn crate::jobs::JobClaim,
+}
+
+impl workspace::CommitFence for AttemptFence<'_> {
+    fn token(&self) -> u32 {
+        self.attempt
+    }
+
+    fn is_current(&self) -> bool {
+        if !self.claim.still_held() {
+            return false;
+        }
+        // A store that cannot answer lands nothing: the revision is never written for an
+        // attempt that may have been judged without it.
+        self.engine.store.attempts(self.run).is_ok_and(|attempts| {
+            attempts.iter().any(|attempt| {
+                attempt.step_id == self.step
+                    && attempt.attempt == self.attempt
+                    && attempt.status == storage::AttemptStatus::Running
+            })
+        })
+    }
+}
+
 /// What an event says in place of a path that holds a credential value of the account.
 const WITHHELD_PATH: &str = "(a path holding a current credential value, withheld)";
 
@@ -39,21 +71,20 @@ impl Engine {
     /// `text` with the host's workspaces folder named `<workspaces>`: a run's record is the
     /// account's to read, and the host's layout stays out of it.
     pub(crate) fn without_host_paths(&self, text: &str) -> String {
-        text.replace(
-            &*self.options.workspaces.root().to_string_lossy(),
-            "<workspaces>",
-        )
+        self.options.workspaces.without_host_paths(text)
     }
 
+    /// The copy-back of the attempt `fence` names: refusals recorded, accepted files one
+    /// revision fenced on that attempt.
     pub(crate) fn record_copy_back(
         &self,
         context: &RunContext,
-        step: &str,
-        attempt: u32,
         report: &ExecutionReport,
         workspace: &Workspace,
         unreadable: UnreadableArchives,
+        fence: &AttemptFence<'_>,
     ) -> Result<(), Error> {
+        let (step, attempt) = (fence.step, fence.attempt);
         // The run's redactor scrubs every event with every value of the account; a path naming
         // one of them is withheld from the record whole, not only masked.
         let screens = Screen {
@@ -99,7 +130,9 @@ impl Engine {
         let mut taken_files = 0usize;
         let over_pin_limit = agent_folders_past_the_pin_limit(workspace, &report.file_changes);
         for change in &report.file_changes {
-            let size = u64::try_from(change.bytes.len()).unwrap_or(u64::MAX);
+            let path_text = change.path.as_str();
+            let contents = change.contents().unwrap_or_default();
+            let size = u64::try_from(contents.len()).unwrap_or(u64::MAX);
             let capped = if size > caps.max_file_bytes {
                 Some(format!(
                     "the file is {size} bytes; a step may return files of at most {} bytes",
@@ -118,7 +151,7 @@ impl Engine {
             } else {
                 over_pin_limit
                     .iter()
-                    .find(|folder| change.path.starts_with(&format!("{folder}/")))
+                    .find(|folder| path_text.starts_with(&format!("{folder}/")))
                     .map(|folder| {
                         format!(
                             "it would take the folder {folder} past the {} files or {} bytes a \
@@ -132,14 +165,14 @@ impl Engine {
             if let Some(reason) = capped {
                 self.event(
                     context,
-                    refused(file(shown(&change.path)), reason, RefusedBy::Engine),
+                    refused(file(shown(path_text)), reason, RefusedBy::Engine),
                 )?;
                 continue;
             }
             taken_files += 1;
             taken_bytes = taken_bytes.saturating_add(size);
             // The path is written into the history and the working folder as it is (G19).
-            if screens.holds_secret(change.path.as_bytes()) {
+            if screens.holds_secret(path_text.as_bytes()) {
                 self.event(
                     context,
                     refused(
@@ -150,7 +183,7 @@ impl Engine {
                 )?;
                 continue;
             }
-            let refusal = match screen_contents(&screens, &change.bytes, unreadable) {
+            let refusal = match screen_contents(&screens, contents, unreadable) {
                 Screened::Clean => None,
                 Screened::HoldsSecret { .. } => {
                     Some("the file holds a current credential value".to_owned())
@@ -160,39 +193,26 @@ impl Engine {
             if let Some(reason) = refusal {
                 self.event(
                     context,
-                    refused(file(change.path.clone()), reason, RefusedBy::Engine),
+                    refused(file(path_text.to_owned()), reason, RefusedBy::Engine),
                 )?;
                 continue;
             }
-            match RelPath::parse(&change.path) {
-                Ok(path) if rules.refusal(&path).is_some() => {
-                    let reason = rules
-                        .refusal(&path)
-                        .map(|refusal| format!("{refusal}; no step may write it"))
-                        .unwrap_or_default();
-                    self.event(
-                        context,
-                        refused(file(change.path.clone()), reason, RefusedBy::Engine),
-                    )?;
-                }
-                Ok(path) => {
-                    files.push(FileWritten {
-                        path: change.path.clone(),
-                        bytes: u64::try_from(change.bytes.len()).unwrap_or(u64::MAX),
-                    });
-                    accepted.push((path, Change::Write(change.bytes.clone())));
-                }
-                Err(refusal) => {
-                    self.event(
-                        context,
-                        refused(
-                            file(change.path.clone()),
-                            refusal.to_string(),
-                            RefusedBy::Engine,
-                        ),
-                    )?;
-                }
+            if let Some(refusal) = rules.refusal(&change.path) {
+                self.event(
+                    context,
+                    refused(
+                        file(path_text.to_owned()),
+                        format!("{refusal}; no step may write it"),
+                        RefusedBy::Engine,
+                    ),
+                )?;
+                continue;
             }
+            files.push(FileWritten {
+                path: path_text.to_owned(),
+                bytes: size,
+            });
+            accepted.push((change.path.clone(), change.change.clone()));
         }
         if accepted.is_empty() {
             return Ok(());
@@ -205,7 +225,7 @@ impl Engine {
         let message = format!("copy-back of step {step}, attempt {attempt}");
         // The revision is the record; the working folder (what the next step is staged from)
         // follows it, all or nothing, under the workspace's lock.
-        match workspace.commit(&author, &message, accepted, &screens) {
+        match workspace.commit_fenced(&author, &message, accepted, &screens, fence) {
             Ok(revision) => {
                 self.event(
                     context,
@@ -216,6 +236,18 @@ impl Engine {
                         files,
                     }),
                 )?;
+            }
+            // The attempt is no longer this runner's: nothing of it lands, and nothing more is
+            // recorded by a runner that lost its lease (the record is the rules' now).
+            Err(workspace::Error::Fenced { attempt }) => {
+                tracing::warn!(
+                    run = %context.run.id,
+                    step,
+                    attempt,
+                    files = files.len(),
+                    "a late copy-back was fenced off: its attempt is no longer current, so \
+                     nothing of it was written"
+                );
             }
             Err(error) => {
                 let reason = self.without_host_paths(&crate::with_causes(&error));
@@ -246,15 +278,20 @@ fn agent_folders_past_the_pin_limit(
     use std::collections::BTreeMap;
     let mut touched: BTreeMap<String, BTreeMap<&str, u64>> = BTreeMap::new();
     for change in changes {
-        let mut parts = change.path.splitn(3, '/');
+        let mut parts = change.path.as_str().splitn(3, '/');
         if let (Some("agents"), Some(agent), Some(_)) = (parts.next(), parts.next(), parts.next()) {
             touched
                 .entry(format!("agents/{agent}"))
                 .or_default()
-                .insert(&change.path, change.bytes.len() as u64);
+                .insert(
+                    change.path.as_str(),
+                    change
+                        .contents()
+                        .map_or(0, |contents| contents.len() as u64),
+                );
         }
     }
-    let Ok(tree) = workspace::Tree::open(workspace.files_dir()) else {
+    let Ok(tree) = workspace.step_files().reader() else {
         return touched.into_keys().collect();
     };
     let mut past = Vec::new();
@@ -291,7 +328,7 @@ fn agent_folders_past_the_pin_limit(
 pub(crate) fn step_writer_rules(workspace: &Workspace) -> workspace::StepWriterRules {
     let mut scripts = Vec::new();
     let mut broken = Vec::new();
-    let tree = workspace::Tree::open(workspace.files_dir());
+    let tree = workspace.step_files().reader();
     let agents = RelPath::parse("agents").ok();
     let entries = match (&tree, &agents) {
         (Ok(tree), Some(agents)) => tree

@@ -59,10 +59,10 @@ impl PinnedDefinitions {
         }
     }
 
-    /// The working folder of the account whose definitions these are (a step's `work_dir`),
-    /// when the workspace was opened.
-    pub fn files_dir(&self) -> Option<&std::path::Path> {
-        self.workspace.as_ref().map(Workspace::files_dir)
+    /// What a step of the account whose definitions these are may see, when the workspace
+    /// was opened.
+    pub fn step_files(&self) -> Option<workspace::StepFiles> {
+        self.workspace.as_ref().map(Workspace::step_files)
     }
 
     /// Whether the run pinned its definitions.

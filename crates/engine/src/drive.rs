@@ -246,7 +246,7 @@ impl Engine {
                         return Ok(Walk::Queued(job, resume));
                     }
                 };
-                let end = self.run_attempt(context, step, &outputs, overrides.as_ref())?;
+                let end = self.run_attempt(context, step, &outputs, overrides.as_ref(), claim)?;
                 // A worker whose lease was taken while its step ran (it stalled past its
                 // lease, and the step was judged stranded) walks no further: what comes next
                 // is the rules' to decide, and its outcome was written only if the attempt was

@@ -220,7 +220,7 @@ impl Engine {
         let (mut pinned, mut pin) = self.pin_definitions(account, workflow)?;
         // Asked of the pinned definitions: an agent step needs what its pinned agent files
         // (and their colleagues') say.
-        let work_dir = pinned.files_dir().ok_or_else(|| Error::Pin {
+        let files = pinned.step_files().ok_or_else(|| Error::Pin {
             detail: String::from("the account's workspace was not opened"),
         })?;
         let unavailable: Vec<(String, String)> = workflow
@@ -230,7 +230,7 @@ impl Engine {
                 let query = NetworkQuery {
                     account,
                     step,
-                    work_dir,
+                    files: &files,
                     definitions: &pinned,
                 };
                 let problem = self.executor.availability(query, workflow.python()).err()?;
@@ -251,7 +251,7 @@ impl Engine {
             let query = NetworkQuery {
                 account,
                 step,
-                work_dir,
+                files: &files,
                 definitions: &pinned,
             };
             match self.executor.models_of(query) {

@@ -1,8 +1,6 @@
 //! The seam between the engine and whatever runs a step (the sandbox, an agent loop, a fake in
 //! tests). The engine knows nothing about how; it only sees what was observed from outside.
 
-use std::path::Path;
-
 use redact::{Redactor, SecretValue};
 use storage::{AccountId, RunId};
 use zeroize::Zeroizing;
@@ -22,8 +20,9 @@ pub struct ExecutionRequest<'a> {
     pub env: Vec<(String, &'a SecretValue)>,
     /// 1 for the first attempt of this step in this run.
     pub attempt: u32,
-    /// The account's working folder: the step's files are copied from and back into it.
-    pub work_dir: &'a Path,
+    /// What the step may see (issue 39): a read-only snapshot a backend stages; what it
+    /// changed comes back as [`ExecutionReport::file_changes`].
+    pub files: &'a workspace::StepFiles,
     /// The run's redactor: everything an executor sends out of the platform (an agent's model
     /// turns) passes through it first (G16).
     pub redactor: &'a Redactor,
@@ -80,7 +79,9 @@ pub enum AgentEvent {
 pub struct NetworkQuery<'a> {
     pub account: &'a AccountId,
     pub step: &'a spec::Step,
-    pub work_dir: &'a Path,
+    /// What the step may see: an agent step's network is read from its agent file there when
+    /// the run pinned nothing.
+    pub files: &'a workspace::StepFiles,
     /// What the run pinned: an agent step's network is its pinned agent file's.
     pub definitions: &'a crate::definitions::PinnedDefinitions,
 }
@@ -144,13 +145,9 @@ pub enum ExecutionOutcome {
     Refused { reason: String },
 }
 
-/// One file the copy-back filter accepted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
-    /// Relative to the work dir.
-    pub path: String,
-    pub bytes: Vec<u8>,
-}
+/// One file the copy-back filter accepted: the workspace's list entry (issue 39), which the
+/// copy-back screen and the revision commit take.
+pub use workspace::FileChange;
 
 /// One file the copy-back filter refused, with its reason (G12).
 #[derive(Debug, Clone, PartialEq, Eq)]

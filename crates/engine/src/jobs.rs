@@ -60,6 +60,11 @@ pub trait JobClaim {
     /// Whether the runner still holds the lease, as far as it knows: once it does not, the
     /// engine walks no further after the attempt.
     fn held(&self) -> bool;
+    /// Whether the runner holds the lease now, as the store says (a renewal): what a step's
+    /// revision is fenced on (issue 39). By default, [`JobClaim::held`].
+    fn still_held(&self) -> bool {
+        self.held()
+    }
 }
 
 /// How long an inline job's lease lasts, and how often it is renewed while the step runs.
@@ -101,6 +106,11 @@ impl JobClaim for InlineClaim<'_> {
     /// so its lease is never taken from it while it lives.
     fn held(&self) -> bool {
         true
+    }
+
+    /// As the store says: a renewal (one that fails leaves the answer `true`, as `held`).
+    fn still_held(&self) -> bool {
+        !matches!(self.queue.renew(&self.lease, INLINE_LEASE), Ok(None))
     }
 }
 

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use storage::AccountId;
-use workspace::{Change, RelPath, Tree, Workspace};
+use workspace::{Change, RelPath, Workspace};
 
 use crate::engine::Engine;
 
@@ -98,7 +98,7 @@ impl Engine {
         if touched.is_empty() {
             return Vec::new();
         }
-        let Ok(tree) = Tree::open(workspace.files_dir()) else {
+        let Ok(tree) = workspace.step_files().reader() else {
             return Vec::new();
         };
         let maxima = spec::LimitMaxima::UNBOUNDED;

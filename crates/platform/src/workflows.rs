@@ -197,7 +197,9 @@ impl WorkflowSource for WorkspaceWorkflows {
             what: "the workflows folder".to_owned(),
             source: std::io::Error::other(detail),
         };
-        let tree = workspace::Tree::open(workspace.files_dir())
+        let tree = workspace
+            .step_files()
+            .reader()
             .map_err(|error| failed(error.to_string()))?;
         let Ok(folder) = workspace::RelPath::parse("workflows") else {
             return Ok(Vec::new());

@@ -87,7 +87,7 @@ fn main() {
                 env: Vec::new(),
                 network: NetworkMode::None,
                 limits: Limits::default(),
-                work_dir: work.path().to_path_buf(),
+                files: workspace::StepFiles::scratch_folder(work.path().to_path_buf()),
                 screen: Arc::new(NoSecrets),
             })
             .unwrap();

@@ -531,7 +531,7 @@ impl BenchBackend {
             env: Vec::new(),
             network,
             limits: Limits::default(),
-            work_dir: work.to_path_buf(),
+            files: workspace::StepFiles::scratch_folder(work.to_path_buf()),
             screen: Arc::new(NoSecrets),
         };
         let started = Instant::now();

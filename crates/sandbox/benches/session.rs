@@ -74,7 +74,7 @@ fn cold_step(backend: &dyn Isolation, folder: &Path) -> Duration {
             env: Vec::new(),
             network: NetworkMode::None,
             limits: Limits::default(),
-            work_dir: folder.to_path_buf(),
+            files: workspace::StepFiles::scratch_folder(folder.to_path_buf()),
             screen: Arc::new(NoSecrets),
         })
         .unwrap();
@@ -101,7 +101,7 @@ fn fresh_tool_call(backend: &dyn Isolation, view: &Path) -> Duration {
             env: secret(),
             network: NetworkMode::None,
             limits: Limits::default(),
-            work_dir: view.to_path_buf(),
+            files: workspace::StepFiles::scratch_folder(view.to_path_buf()),
             screen: Arc::new(NoSecrets),
         })
         .unwrap();

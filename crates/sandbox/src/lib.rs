@@ -29,7 +29,6 @@ mod tail;
 pub mod unisolated;
 mod warm;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -155,9 +154,9 @@ pub struct Invocation {
     pub env: Vec<EnvVar>,
     pub network: NetworkMode,
     pub limits: Limits,
-    /// Host folder copied in at `/work`; results come back as data, this folder is never
-    /// written.
-    pub work_dir: PathBuf,
+    /// What the step may see, staged in at `/work` (issue 39); results come back as data, the
+    /// snapshot is never written.
+    pub files: workspace::StepFiles,
     /// Decides which files hold a current credential and must not come back (G12).
     pub screen: Arc<dyn copyback::SecretScreen>,
     /// Told what the step prints as it prints it (the bytes kept, within the output limit),

@@ -82,7 +82,7 @@ mod tests {
             }],
             network: crate::NetworkMode::None,
             limits: crate::Limits::default(),
-            work_dir: std::path::PathBuf::from("/nonexistent"),
+            files: workspace::StepFiles::empty(),
             screen: std::sync::Arc::new(NoSecrets),
         };
         let request = harness_request(&invocation).unwrap();

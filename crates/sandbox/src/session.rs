@@ -122,7 +122,7 @@ impl<B: Isolation + ?Sized> Session for FreshPerCall<'_, B> {
             env: call.env,
             network: self.spec.network,
             limits,
-            work_dir: self.spec.tree.clone(),
+            files: workspace::StepFiles::scratch_folder(self.spec.tree.clone()),
             screen: self.spec.screen.clone(),
         };
         let observed = self.backend.run(invocation);

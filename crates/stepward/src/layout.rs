@@ -237,7 +237,14 @@ mod tests {
         );
         assert!(local.join("older-layout/workflows/leaky.yaml").exists());
         assert_eq!(
-            std::fs::read(workspace.files_dir().join("agents/digest/tools/notes.py")).unwrap(),
+            workspace
+                .read_file(
+                    &RelPath::parse("agents/digest/tools/notes.py").unwrap(),
+                    1024
+                )
+                .unwrap()
+                .unwrap()
+                .bytes,
             b"the person's"
         );
         // Once: a second open finds nothing to move.

@@ -5,7 +5,6 @@
 //! what it changes comes back through the step's copy-back with the rest.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use agent::{Colleague, ColleagueUnavailable, Colleagues};
@@ -19,7 +18,7 @@ use crate::agent_step::{AgentRuntime, MAX_TOKENS_PER_TURN, Shared, load_agent};
 pub struct StepColleagues<'a> {
     pub runtime: &'a AgentRuntime,
     pub account: AccountId,
-    pub work_dir: PathBuf,
+    pub files: workspace::StepFiles,
     /// What the run pinned when it started: each colleague is read as it was then.
     pub definitions: &'a PinnedDefinitions,
     pub python: PythonPin,
@@ -48,7 +47,7 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
         let (agent, _) = load_agent(
             runtime.store.as_ref(),
             &self.account,
-            &self.work_dir,
+            &self.files,
             self.definitions,
             name,
             &runtime.maxima,
@@ -60,7 +59,7 @@ impl<'a> Colleagues<'a> for StepColleagues<'a> {
         let host = runtime
             .host_for(
                 &self.account,
-                &self.work_dir,
+                &self.files,
                 self.definitions,
                 &agent,
                 self.python,

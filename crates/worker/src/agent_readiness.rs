@@ -2,7 +2,6 @@
 //! could never finish is refused before any step runs or waits at a gate), and the
 //! `apply-before-gate` rule, which the start and the step itself both apply.
 
-use std::path::Path;
 use std::str::FromStr;
 
 use engine::PinnedDefinitions;
@@ -54,21 +53,21 @@ impl AgentRuntime {
     pub fn models_of(
         &self,
         account: &AccountId,
-        work_dir: &Path,
+        files: &workspace::StepFiles,
         definitions: &PinnedDefinitions,
         agent_name: &str,
     ) -> Result<Vec<engine::journal::PinnedModel>, engine::StepRefusal> {
         let Ok((agent, _)) = load_agent(
             self.store.as_ref(),
             account,
-            work_dir,
+            files,
             definitions,
             agent_name,
             &self.maxima,
         ) else {
             return Ok(Vec::new());
         };
-        let Ok(closure) = self.closure(account, work_dir, definitions, &agent) else {
+        let Ok(closure) = self.closure(account, files, definitions, &agent) else {
             return Ok(Vec::new());
         };
         let providers = self.store.model_providers(account).map_err(|error| {
@@ -129,7 +128,7 @@ impl AgentRuntime {
     pub fn availability(
         &self,
         account: &AccountId,
-        work_dir: &Path,
+        files: &workspace::StepFiles,
         definitions: &PinnedDefinitions,
         step: &spec::Step,
         agent_name: &str,
@@ -138,14 +137,14 @@ impl AgentRuntime {
         let Ok((agent, _)) = load_agent(
             self.store.as_ref(),
             account,
-            work_dir,
+            files,
             definitions,
             agent_name,
             &self.maxima,
         ) else {
             return Ok(());
         };
-        let Ok(closure) = self.closure(account, work_dir, definitions, &agent) else {
+        let Ok(closure) = self.closure(account, files, definitions, &agent) else {
             return Ok(());
         };
         if let Some(refusal) = apply_before_gate(step, &agent, &closure) {

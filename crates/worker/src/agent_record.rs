@@ -31,7 +31,7 @@ pub(crate) fn changes_of(
         for change in more {
             if changes.iter().any(|known| known.path == change.path) {
                 refusals.push(engine::CopyBackRefusal {
-                    path: change.path,
+                    path: change.path.to_string(),
                     reason: format!(
                         "another agent of this step changed it first; the change of {} is \
                          not kept",

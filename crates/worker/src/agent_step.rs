@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +27,7 @@ use sandbox::{EnvVar, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use serde_json::{Map, Value};
 use storage::AccountId;
 
-use workspace::{AgentView, RelPath, StepWriterRules, Tree};
+use workspace::{AgentView, RelPath, StepWriterRules};
 use zeroize::Zeroizing;
 
 use crate::agent_view::View;
@@ -53,11 +53,11 @@ pub struct AgentRuntime {
 }
 
 /// Reads the agent `name` as the run pinned it when it started (issue 16 §1), parsed against
-/// the account; a run from before runs pinned reads the working folder `work_dir`.
+/// the account; a run from before runs pinned reads the step's `files`.
 pub fn load_agent(
     store: &dyn crate::Stores,
     account: &AccountId,
-    work_dir: &Path,
+    files: &workspace::StepFiles,
     definitions: &PinnedDefinitions,
     name: &str,
     maxima: &spec::LimitMaxima,
@@ -74,7 +74,7 @@ pub fn load_agent(
             .agent_file(name, "AGENT.md")?
             .ok_or_else(|| missing("it was not there when the run started".to_owned()))?
     } else {
-        let tree = Tree::open(work_dir).map_err(|error| error.to_string())?;
+        let tree = files.reader().map_err(|error| error.to_string())?;
         tree.read(&path, 0, 1024 * 1024)
             .map_err(|error| missing(error.to_string()))?
             .0
@@ -111,21 +111,21 @@ impl AgentRuntime {
     pub fn network_of(
         &self,
         account: &AccountId,
-        work_dir: &Path,
+        files: &workspace::StepFiles,
         definitions: &PinnedDefinitions,
         agent: &str,
     ) -> Result<spec::Network, engine::StepRefusal> {
         let (agent, _) = load_agent(
             self.store.as_ref(),
             account,
-            work_dir,
+            files,
             definitions,
             agent,
             &self.maxima,
         )
         .map_err(engine::StepRefusal::Definition)?;
         Ok(self
-            .closure(account, work_dir, definitions, &agent)
+            .closure(account, files, definitions, &agent)
             .map_err(engine::StepRefusal::Definition)?
             .network())
     }
@@ -136,7 +136,7 @@ impl AgentRuntime {
     pub fn closure(
         &self,
         account: &AccountId,
-        work_dir: &Path,
+        files: &workspace::StepFiles,
         definitions: &PinnedDefinitions,
         agent: &spec::Agent,
     ) -> Result<spec::Closure, String> {
@@ -144,7 +144,7 @@ impl AgentRuntime {
             load_agent(
                 self.store.as_ref(),
                 account,
-                work_dir,
+                files,
                 definitions,
                 name,
                 &self.maxima,
@@ -170,7 +170,7 @@ impl AgentRuntime {
         let (agent, _) = match load_agent(
             self.store.as_ref(),
             request.account,
-            request.work_dir,
+            request.files,
             request.definitions,
             agent_name,
             &self.maxima,
@@ -178,15 +178,11 @@ impl AgentRuntime {
             Ok(loaded) => loaded,
             Err(reason) => return refused(reason),
         };
-        let closure = match self.closure(
-            request.account,
-            request.work_dir,
-            request.definitions,
-            &agent,
-        ) {
-            Ok(closure) => closure,
-            Err(reason) => return refused(reason),
-        };
+        let closure =
+            match self.closure(request.account, request.files, request.definitions, &agent) {
+                Ok(closure) => closure,
+                Err(reason) => return refused(reason),
+            };
         if let Some(refusal) =
             crate::agent_readiness::apply_before_gate(request.step, &agent, &closure)
         {
@@ -202,7 +198,7 @@ impl AgentRuntime {
         let shared = Rc::new(RefCell::new(Shared::default()));
         let mut host = match self.host_for(
             request.account,
-            request.work_dir,
+            request.files,
             request.definitions,
             &agent,
             python,
@@ -233,7 +229,7 @@ impl AgentRuntime {
         let mut colleagues = crate::agent_colleagues::StepColleagues {
             runtime: self,
             account: request.account.clone(),
-            work_dir: request.work_dir.to_path_buf(),
+            files: request.files.clone(),
             definitions: request.definitions,
             python,
             shared: shared.clone(),
@@ -337,7 +333,7 @@ impl AgentRuntime {
     pub(crate) fn host_for(
         &self,
         account: &AccountId,
-        work_dir: &Path,
+        files: &workspace::StepFiles,
         definitions: &PinnedDefinitions,
         agent: &spec::Agent,
         python: PythonPin,
@@ -360,7 +356,7 @@ impl AgentRuntime {
                     .backend
                     .helper_cell()
                     .map_err(|error| format!("the file tools cannot be set up: {error}"))?;
-                let mut view = View::stage(&self.views_dir, work_dir, agent.name(), cell)?;
+                let mut view = View::stage(&self.views_dir, files, agent.name(), cell)?;
                 // The view holds the agent file and scripts as the run pinned them, whatever
                 // the folder holds now (issue 16 §1).
                 view.overlay_pinned(definitions, agent)?;
@@ -653,7 +649,8 @@ impl StepHost<'_> {
             match allowed {
                 Some(reason) => refused.push(format!("{}: {reason}", file.path)),
                 None => {
-                    if let Err(error) = session.write_file(&file.path, &file.contents) {
+                    let contents = file.contents().unwrap_or_default();
+                    if let Err(error) = session.write_file(&file.path, contents) {
                         refused.push(format!("{}: {error}", file.path));
                     }
                 }

@@ -38,7 +38,7 @@ fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> String {
 impl View {
     pub(crate) fn stage(
         views_dir: &Path,
-        work_dir: &Path,
+        files: &workspace::StepFiles,
         agent: &str,
         cell: sandbox::HelperCell,
     ) -> Result<View, String> {
@@ -59,7 +59,7 @@ impl View {
             original: BTreeMap::new(),
             cell,
         };
-        let source = Tree::open(work_dir).map_err(|error| error.to_string())?;
+        let source = files.reader().map_err(|error| error.to_string())?;
         let target = Tree::open(&view.root).map_err(|error| error.to_string())?;
         let agent_folder = RelPath::parse(&format!("agents/{agent}")).map_err(|e| e.to_string())?;
         let (entries, _) = source
@@ -312,10 +312,7 @@ impl View {
                 });
                 continue;
             }
-            changes.push(FileChange {
-                path: target.to_string(),
-                bytes,
-            });
+            changes.push(FileChange::write(target, bytes));
         }
         (changes, refusals)
     }

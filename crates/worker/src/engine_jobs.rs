@@ -25,6 +25,10 @@ impl JobClaim for Claimed {
     fn held(&self) -> bool {
         Claimed::held(self)
     }
+
+    fn still_held(&self) -> bool {
+        Claimed::still_held(self)
+    }
 }
 
 impl Jobs for EngineJobs {

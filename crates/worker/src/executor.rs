@@ -8,8 +8,7 @@
 use std::sync::Arc;
 
 use engine::{
-    CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, FileChange,
-    StepExecutor,
+    CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, StepExecutor,
 };
 use redact::{Redactor, ScrubSets};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
@@ -79,7 +78,7 @@ impl StepExecutor for SandboxExecutor {
     ) -> Result<spec::Network, engine::StepRefusal> {
         match (query.step.body(), &self.agents) {
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
-                runtime.network_of(query.account, query.work_dir, query.definitions, agent)
+                runtime.network_of(query.account, query.files, query.definitions, agent)
             }
             _ => Ok(query.step.network()),
         }
@@ -131,7 +130,7 @@ impl StepExecutor for SandboxExecutor {
                 .collect(),
             network,
             limits: limits.clone(),
-            work_dir: request.work_dir.to_path_buf(),
+            files: request.files.clone(),
             screen: Arc::new(screen),
             live: request.live.clone().map(|sink| {
                 let live: sandbox::LiveOutput = Arc::new(move |stream, bytes: &[u8]| {
@@ -171,7 +170,7 @@ impl StepExecutor for SandboxExecutor {
                 }),
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => runtime.availability(
                 query.account,
-                query.work_dir,
+                query.files,
                 query.definitions,
                 query.step,
                 agent,
@@ -187,7 +186,7 @@ impl StepExecutor for SandboxExecutor {
     ) -> Result<Vec<engine::journal::PinnedModel>, engine::StepRefusal> {
         match (query.step.body(), &self.agents) {
             (spec::StepBody::Agent { agent, .. }, Some(runtime)) => {
-                runtime.models_of(query.account, query.work_dir, query.definitions, agent)
+                runtime.models_of(query.account, query.files, query.definitions, agent)
             }
             _ => Ok(Vec::new()),
         }
@@ -347,15 +346,7 @@ fn report(observation: sandbox::Observation, limits: &Limits) -> ExecutionReport
         interpreter_version: Some(observation.interpreter),
         backend: observation.backend.to_owned(),
         isolation_notes,
-        file_changes: observation
-            .copy_back
-            .files
-            .into_iter()
-            .map(|file| FileChange {
-                path: file.path.to_string(),
-                bytes: file.contents,
-            })
-            .collect(),
+        file_changes: observation.copy_back.files.into_iter().collect(),
         copy_back_refusals: observation
             .copy_back
             .refusals

@@ -229,6 +229,7 @@ mod tests {
             }
         }
         let unpinned = engine::PinnedDefinitions::unpinned();
+        let files = workspace::StepFiles::empty();
         let local = AccountId::parse("local").unwrap();
         let run = storage::RunId::parse("run_1").unwrap();
         let request = || engine::ExecutionRequest {
@@ -239,7 +240,7 @@ mod tests {
             inputs: serde_json::json!({}),
             env: Vec::new(),
             attempt: 1,
-            work_dir: dir.path(),
+            files: &files,
             redactor: &redactor,
             journal: &NoJournal,
             definitions: &unpinned,

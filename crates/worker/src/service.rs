@@ -148,6 +148,8 @@ pub struct Claimed {
     stopping: Shutdown,
     /// Set before the job is given back: a renewal that then finds it gone lost nothing.
     finished: AtomicBool,
+    /// How long a renewal holds the lease.
+    lease_for: Duration,
 }
 
 impl Claimed {
@@ -172,6 +174,28 @@ impl Claimed {
     /// said otherwise, and the last renewal's hold has not run out by this process's clock.
     pub fn held(&self) -> bool {
         self.held.load(Ordering::SeqCst) && Instant::now() < *lock(&self.held_until)
+    }
+
+    /// Whether this worker holds the lease now, as the store says: renewed, or lost (then
+    /// nothing more of the job is written). A store that cannot answer leaves
+    /// [`Claimed::held`]'s answer.
+    pub fn still_held(&self) -> bool {
+        if !self.held() {
+            return false;
+        }
+        let asked_at = Instant::now();
+        match self.queue.renew(&self.lease, self.lease_for) {
+            Ok(Some(_)) => {
+                let margin = self.lease_for.saturating_sub(self.lease_for / 3);
+                *lock(&self.held_until) = later(asked_at, margin);
+                true
+            }
+            Ok(None) => {
+                self.held.store(false, Ordering::SeqCst);
+                false
+            }
+            Err(_) => self.held(),
+        }
     }
 
     /// Whether the worker is stopping: a job not yet started gives itself back.
@@ -433,6 +457,7 @@ impl Worker {
             held_until: Mutex::new(claimed_at),
             stopping: self.shutdown.clone(),
             finished: AtomicBool::new(false),
+            lease_for: self.options.lease,
         });
         claimed.renewed(claimed_at, &self.options);
         let key = self.next_key;

@@ -18,17 +18,95 @@ use crate::Error;
 use crate::folder::stage;
 use crate::path::RelPath;
 use crate::protected::is_protected;
+use std::sync::Arc;
+
 use crate::revision::{
-    Author, Change, Revision, RevisionStore, SecretScreen, charged_bytes, check, content_hashes,
-    io_error,
+    Author, Change, FolderRevisions, MemoryRevisions, Revision, RevisionStore, SecretScreen,
+    charged_bytes, check, content_hashes, io_error,
 };
 
 /// The folder holding every account's workspace: `<root>/<account>/workspace/` is the working
-/// folder and `<root>/<account>/revisions/` its history.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// folder, and its history is in the account's [`RevisionStore`] (by default the host folder
+/// `<root>/<account>/revisions/`).
+#[derive(Clone)]
 pub struct Workspaces {
     root: PathBuf,
     quota_bytes: u64,
+    stores: Arc<dyn RevisionStores>,
+}
+
+impl std::fmt::Debug for Workspaces {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Workspaces")
+            .field("quota_bytes", &self.quota_bytes)
+            .field("stores", &self.stores.kind())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where each account's revisions live: the port's factory (issue 39). Opening is cheap and
+/// done on each use, so a step that writes nothing pays nothing for it.
+pub trait RevisionStores: Send + Sync {
+    /// The revision store of `account`, created on first use.
+    fn open(&self, account: &AccountId) -> Result<Arc<dyn RevisionStore>, Error>;
+    /// What kind of store, in a word, for logs: `folder`, `memory`.
+    fn kind(&self) -> &'static str;
+}
+
+/// Each account's revisions in the host folder `<root>/<account>/revisions/`: today's store.
+pub struct FolderRevisionStores {
+    root: PathBuf,
+}
+
+impl FolderRevisionStores {
+    /// The stores under `root`, the same folder [`Workspaces::new`] is given.
+    pub fn new(root: impl Into<PathBuf>) -> FolderRevisionStores {
+        FolderRevisionStores { root: root.into() }
+    }
+}
+
+impl RevisionStores for FolderRevisionStores {
+    fn open(&self, account: &AccountId) -> Result<Arc<dyn RevisionStore>, Error> {
+        let folder = self.root.join(account.as_str()).join("revisions");
+        Ok(Arc::new(FolderRevisions::open(&folder)?))
+    }
+
+    fn kind(&self) -> &'static str {
+        "folder"
+    }
+}
+
+/// Each account's revisions in memory, for as long as this value lives.
+#[derive(Default)]
+pub struct MemoryRevisionStores {
+    accounts: std::sync::Mutex<std::collections::HashMap<AccountId, Arc<MemoryRevisions>>>,
+}
+
+impl RevisionStores for MemoryRevisionStores {
+    fn open(&self, account: &AccountId) -> Result<Arc<dyn RevisionStore>, Error> {
+        let mut accounts = self
+            .accounts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let store = accounts.entry(account.clone()).or_default().clone();
+        Ok(store)
+    }
+
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+}
+
+/// What a step's revision carries (issue 39): the token of the attempt that made it, and how
+/// to ask whether that attempt is still current (its worker still holds the run queue's lease
+/// on it, and its record still says it runs). Asked under the workspace's write lease, just
+/// before the revision is recorded.
+pub trait CommitFence {
+    /// The attempt's number: its fencing token.
+    fn token(&self) -> u32;
+    /// Whether the attempt is still current; `false` lands nothing.
+    fn is_current(&self) -> bool;
 }
 
 /// How many bytes an account's history (contents and log) may hold unless the operator says
@@ -65,10 +143,17 @@ pub struct FileContents {
 impl Workspaces {
     /// Every account's workspace under `root`, each holding at most [`DEFAULT_QUOTA_BYTES`].
     pub fn new(root: impl Into<PathBuf>) -> Workspaces {
+        let root = root.into();
         Workspaces {
-            root: root.into(),
+            stores: Arc::new(FolderRevisionStores::new(root.clone())),
+            root,
             quota_bytes: DEFAULT_QUOTA_BYTES,
         }
+    }
+
+    /// The same workspaces, their revisions kept by `stores` instead of the host folder.
+    pub fn with_revision_stores(self, stores: Arc<dyn RevisionStores>) -> Workspaces {
+        Workspaces { stores, ..self }
     }
 
     /// The same workspaces, each account's history holding at most `quota_bytes` (the stored
@@ -81,9 +166,10 @@ impl Workspaces {
         }
     }
 
-    /// The folder every account's workspace lives under.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// `text` with the host folder every workspace lives under named `<workspaces>`: a record
+    /// an account reads never shows the host's layout.
+    pub fn without_host_paths(&self, text: &str) -> String {
+        text.replace(&*self.root.to_string_lossy(), "<workspaces>")
     }
 
     /// The workspace of `account`, its folders created on first use. The id becomes a folder
@@ -101,6 +187,8 @@ impl Workspaces {
             revisions: folder.join("revisions"),
             files,
             quota_bytes: self.quota_bytes,
+            account: account.clone(),
+            stores: self.stores.clone(),
         })
     }
 }
@@ -123,16 +211,27 @@ pub struct WriteInFlight {
 
 /// One account's working folder and revision store.
 pub struct Workspace {
+    /// The working folder: the head revision's files on this host, what a step's `/work` is
+    /// staged from ([`Workspace::step_files`]). Never handed above this crate (issue 39).
     pub(crate) files: PathBuf,
-    /// Opened when used, so a step that writes nothing pays nothing for it.
+    /// This host's folder of the account's write intents (`writes.lock`), beside the revision
+    /// store's own folder when that is the host folder.
     pub(crate) revisions: PathBuf,
     quota_bytes: u64,
+    account: AccountId,
+    stores: Arc<dyn RevisionStores>,
 }
 
 impl Workspace {
-    /// The working folder: what a step's `/work` is staged from and copied back into.
-    pub fn files_dir(&self) -> &Path {
-        &self.files
+    /// What a step of this account may see: the working folder, staged by the backend under
+    /// its shared lock ([`StepFiles::open`]).
+    pub fn step_files(&self) -> crate::StepFiles {
+        crate::StepFiles::folder(self.files.clone())
+    }
+
+    /// The account's revision store, opened now.
+    pub fn revisions(&self) -> Result<Arc<dyn RevisionStore>, Error> {
+        self.stores.open(&self.account)
     }
 
     /// Marks a write of this workspace as in flight, from the audit entry that announces it
@@ -204,11 +303,38 @@ impl Workspace {
         screen: &dyn SecretScreen,
         expected: &[(RelPath, Option<String>)],
     ) -> Result<Revision, Error> {
+        self.commit_checked(author, message, changes, screen, expected, None)
+    }
+
+    /// [`Workspace::commit`] of a step's changes, fenced (issue 39): it lands only if
+    /// `fence` says, under the write lease, that the attempt which made them is still
+    /// current; otherwise nothing is written and the answer is [`Error::Fenced`].
+    pub fn commit_fenced(
+        &self,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        screen: &dyn SecretScreen,
+        fence: &dyn CommitFence,
+    ) -> Result<Revision, Error> {
+        self.commit_checked(author, message, changes, screen, &[], Some(fence))
+    }
+
+    fn commit_checked(
+        &self,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        screen: &dyn SecretScreen,
+        expected: &[(RelPath, Option<String>)],
+        fence: Option<&dyn CommitFence>,
+    ) -> Result<Revision, Error> {
         check(message, &changes, screen)?;
-        let revisions = RevisionStore::open(&self.revisions)?;
-        // The working folder itself is the lock: writers hold it exclusively, and staging a
-        // step's `/work` holds it shared while it copies (the sandbox's `stage_in`), so a step
-        // never starts from half of a revision.
+        let revisions = self.revisions()?;
+        // One writer at a time: the store's lease first, then the working folder's own lock,
+        // which writers hold exclusively and staging a step's `/work` holds shared while it
+        // copies ([`crate::StepFiles`]), so a step never starts from half of a revision.
+        let lease = revisions.lease()?;
         let lock = File::open(&self.files).map_err(io_error("open", &self.files))?;
         lock.lock().map_err(io_error("lock", &self.files))?;
         for (path, hash) in expected {
@@ -225,7 +351,7 @@ impl Workspace {
             .saturating_add(self.folder_bytes()?);
         let hashes = content_hashes(&changes);
         let adding = revisions
-            .bytes_to_store(message, &changes, &hashes)
+            .bytes_to_store(message, &changes, &hashes)?
             .saturating_add(
                 changes
                     .iter()
@@ -243,7 +369,16 @@ impl Workspace {
             });
         }
         let staged = stage(&self.files, &changes)?;
-        let revision = revisions.append_checked(author, message, &changes, &hashes)?;
+        // Asked last, under the lease: nothing after this answer can make the attempt current
+        // again, and a lease lost after it is the attempt's outcome to judge, not its files.
+        if let Some(fence) = fence
+            && !fence.is_current()
+        {
+            return Err(Error::Fenced {
+                attempt: fence.token(),
+            });
+        }
+        let revision = revisions.record(&lease, author, message, &changes, &hashes)?;
         staged.finish()?;
         Ok(revision)
     }
@@ -270,12 +405,12 @@ impl Workspace {
 
     /// The last `count` revisions, newest first; reads only the end of the history.
     pub fn latest(&self, count: usize) -> Result<Vec<Revision>, Error> {
-        RevisionStore::open(&self.revisions)?.latest(count)
+        self.revisions()?.latest(count)
     }
 
     /// Every revision, oldest first.
     pub fn history(&self) -> Result<Vec<Revision>, Error> {
-        RevisionStore::open(&self.revisions)?.history()
+        self.revisions()?.history()
     }
 
     /// The regular files of the working folder, sorted by path, and whether the walk stopped
@@ -447,7 +582,7 @@ mod tests {
         alpha
             .commit(&person(), "add", write("a.txt", b"alpha's"), &NoSecrets)
             .unwrap();
-        assert_ne!(alpha.files_dir(), beta.files_dir());
+        assert_ne!(alpha.files.as_path(), beta.files.as_path());
         assert_eq!(alpha.list_files().unwrap().files.len(), 1);
         assert!(beta.list_files().unwrap().files.is_empty());
         assert!(beta.history().unwrap().is_empty());
@@ -519,14 +654,15 @@ mod tests {
         let workspace = Workspaces::new(root.path())
             .for_account(&AccountId::parse("alpha").unwrap())
             .unwrap();
-        std::os::unix::fs::symlink(outside.path(), workspace.files_dir().join("linked")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), workspace.files.as_path().join("linked"))
+            .unwrap();
         std::os::unix::fs::symlink(
             outside.path().join("host.txt"),
-            workspace.files_dir().join("file-link"),
+            workspace.files.as_path().join("file-link"),
         )
         .unwrap();
-        fs::write(workspace.files_dir().join(".secrets"), b"KEY=1").unwrap();
-        fs::write(workspace.files_dir().join("plain.txt"), b"plain").unwrap();
+        fs::write(workspace.files.as_path().join(".secrets"), b"KEY=1").unwrap();
+        fs::write(workspace.files.as_path().join("plain.txt"), b"plain").unwrap();
         let listed = workspace.list_files().unwrap().files;
         assert_eq!(
             listed,
@@ -569,7 +705,7 @@ mod tests {
     }
 
     fn folder_entries(workspace: &Workspace) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(workspace.files_dir())
+        let mut names: Vec<String> = fs::read_dir(workspace.files.as_path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
@@ -637,7 +773,8 @@ mod tests {
         // A file named like an earlier temporary one changes nothing.
         fs::write(
             workspace
-                .files_dir()
+                .files
+                .as_path()
                 .join(format!(".report.txt.{}.tmp", std::process::id())),
             b"planted",
         )
@@ -646,7 +783,10 @@ mod tests {
             workspace
                 .commit(&person(), "write", write(name, b"ok"), &NoSecrets)
                 .unwrap();
-            assert_eq!(fs::read(workspace.files_dir().join(name)).unwrap(), b"ok");
+            assert_eq!(
+                fs::read(workspace.files.as_path().join(name)).unwrap(),
+                b"ok"
+            );
         }
         assert!(
             folder_entries(&workspace)
@@ -716,7 +856,7 @@ mod tests {
                 matches!(refused, Err(Error::QuotaExceeded { .. })),
                 "{path}: {refused:?}"
             );
-            assert!(!workspace.files_dir().join(path).exists());
+            assert!(!workspace.files.as_path().join(path).exists());
         }
         assert_eq!(workspace.history().unwrap().len(), 3);
     }
@@ -775,7 +915,7 @@ mod tests {
             "{refused:?}"
         );
         assert_eq!(
-            fs::read(workspace.files_dir().join("note.txt")).unwrap(),
+            fs::read(workspace.files.as_path().join("note.txt")).unwrap(),
             b"1"
         );
         assert_eq!(workspace.history().unwrap().len(), 3);
@@ -788,7 +928,7 @@ mod tests {
             .for_account(&AccountId::parse("alpha").unwrap())
             .unwrap();
         // What staging holds while it copies the folder.
-        let staging = File::open(workspace.files_dir()).unwrap();
+        let staging = File::open(workspace.files.as_path()).unwrap();
         staging.lock_shared().unwrap();
         let (done, finished) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
@@ -809,6 +949,6 @@ mod tests {
                 .recv_timeout(std::time::Duration::from_secs(10))
                 .unwrap();
         });
-        assert!(workspace.files_dir().join("w.txt").exists());
+        assert!(workspace.files.as_path().join("w.txt").exists());
     }
 }

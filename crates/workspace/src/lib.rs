@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 mod account;
+mod files;
 mod folder;
 mod path;
 mod pin;
@@ -23,9 +24,10 @@ mod versions;
 // The path, protection and revision types are the crate's whole vocabulary; every caller needs
 // them, so they are exported at the root rather than behind module paths.
 pub use crate::account::{
-    DEFAULT_QUOTA_BYTES, FileContents, ListedFile, Listing, MAX_LISTED_ENTRIES, Workspace,
-    Workspaces, WriteInFlight,
+    CommitFence, DEFAULT_QUOTA_BYTES, FileContents, FolderRevisionStores, ListedFile, Listing,
+    MAX_LISTED_ENTRIES, MemoryRevisionStores, RevisionStores, Workspace, Workspaces, WriteInFlight,
 };
+pub use crate::files::{FileChange, FilesReader, LockedFolder, Snapshot, StepFiles};
 pub use crate::folder::apply_to_folder;
 pub use crate::path::{
     MAX_COMPONENT_BYTES, MAX_DEPTH, MAX_PATH_BYTES, Refusal, RefusalReason, RelPath, confine,
@@ -34,7 +36,8 @@ pub use crate::path::{
 pub use crate::pin::{MAX_PINNED_BYTES, MAX_PINNED_FILES, PinError, PinSession};
 pub use crate::protected::{ProtectedKind, is_protected};
 pub use crate::revision::{
-    Author, Change, ChangedPath, Revision, RevisionId, RevisionStore, SecretScreen,
+    Author, Change, ChangedPath, FolderRevisions, MemoryRevisions, Revision, RevisionId,
+    RevisionStore, SecretScreen, StoreLease,
 };
 pub use crate::screen::{
     MAX_ARCHIVE_DEPTH, MAX_INFLATED_BYTES, Screened, UnreadableArchives, screen_contents,
@@ -86,6 +89,18 @@ pub enum Error {
     /// A revision without any change.
     #[error("a revision needs at least one change")]
     EmptyRevision,
+    /// A revision whose parent is not the store's newest revision: another writer appended
+    /// first. Nothing was written.
+    #[error(
+        "revision {id} does not follow the newest revision of its workspace: nothing was written"
+    )]
+    NotHead { id: String },
+    /// A step's change whose attempt is no longer current (its worker lost its lease, and the
+    /// attempt was judged without it): nothing was written.
+    #[error(
+        "the change comes from attempt {attempt}, which is no longer current (its worker lost          its lease): nothing was written"
+    )]
+    Fenced { attempt: u32 },
     /// The same path appears twice in one revision.
     #[error("the path {path} appears twice in one revision")]
     DuplicatePath { path: String },

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::Error;
 use crate::account::Workspace;
 use crate::path::RelPath;
-use crate::revision::{RevisionId, RevisionStore, io_error, sync_folder};
+use crate::revision::{RevisionId, RevisionStore, io_error};
 use crate::tree::{Tree, TreeError};
 
 /// The most files one pinned folder may hold; beyond it the pin is refused (never partial).
@@ -42,7 +42,7 @@ pub enum PinError {
 /// The working folder seen at one moment, for pinning.
 pub struct PinSession<'a> {
     workspace: &'a Workspace,
-    store: RevisionStore,
+    store: std::sync::Arc<dyn RevisionStore>,
     tree: Tree,
     _lock: File,
 }
@@ -50,7 +50,7 @@ pub struct PinSession<'a> {
 impl Workspace {
     /// Starts pinning: holds the working folder's lock shared until the session is dropped.
     pub fn pin_session(&self) -> Result<PinSession<'_>, Error> {
-        let store = RevisionStore::open(&self.revisions)?;
+        let store = self.revisions()?;
         let lock = File::open(&self.files).map_err(io_error("open", &self.files))?;
         lock.lock_shared().map_err(io_error("lock", &self.files))?;
         let tree = Tree::open(&self.files).map_err(|error| Error::Io {
@@ -68,12 +68,12 @@ impl Workspace {
 
     /// The bytes a pin recorded under `hash` (checked against it: a damaged store is an error).
     pub fn pinned_bytes(&self, hash: &str) -> Result<Vec<u8>, Error> {
-        if hash.len() != 64 || !hash.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        if !crate::revision::is_hash(hash) {
             return Err(Error::BlobMismatch {
                 hash: hash.to_owned(),
             });
         }
-        RevisionStore::open(&self.revisions)?.load_blob(hash)
+        self.revisions()?.blob(hash)
     }
 
     /// The newest revision's id, `None` for an empty history.
@@ -126,11 +126,10 @@ impl PinSession<'_> {
                 });
             }
             let hash = hex::encode(Sha256::digest(&bytes));
-            self.store.store_blob(&hash, &bytes)?;
+            self.store.put_blob(&hash, &bytes)?;
             pinned.insert(entry.path.to_string(), hash);
         }
-        let blobs = self.workspace.revisions.join("blobs");
-        sync_folder(&blobs)?;
+        self.store.sync_blobs()?;
         Ok(pinned)
     }
 }

@@ -154,19 +154,230 @@ struct IdInput<'a> {
     changes: &'a [ChangedPath],
 }
 
-/// An on-disk, append-only store of revisions for one workspace.
-pub struct RevisionStore {
+/// Where one workspace's revisions live (issue 39): the revision log, the content-addressed
+/// blobs (a run's pinned definitions are blobs too), and the workspace's write lease. The
+/// host-folder store ([`FolderRevisions`]) and the in-memory one ([`MemoryRevisions`])
+/// implement it today; a Postgres or object store adds an implementation, and the conformance
+/// suite (`tests/it/revision_store.rs`) is written once and runs against each.
+///
+/// All synchronous and `&self`, like every storage port. The required methods are the store's;
+/// the provided ones ([`RevisionStore::write`], [`RevisionStore::record`],
+/// [`RevisionStore::read`], [`RevisionStore::tree`]) are the same for every store.
+pub trait RevisionStore: Send + Sync {
+    /// Takes the workspace's write lease: one writer at a time, in any process that shares the
+    /// store, until the lease is dropped. Waits for the writer holding it.
+    fn lease(&self) -> Result<StoreLease<'_>, Error>;
+
+    /// Every revision, oldest first.
+    fn history(&self) -> Result<Vec<Revision>, Error>;
+
+    /// The last `count` revisions, newest first; a store reads only what it needs of them.
+    fn latest(&self, count: usize) -> Result<Vec<Revision>, Error>;
+
+    /// Whether the blob `hash` is stored.
+    fn has_blob(&self, hash: &str) -> Result<bool, Error>;
+
+    /// Stores `contents` under `hash` (its SHA-256, hex) unless it is there already; durable
+    /// only once [`RevisionStore::sync_blobs`] returns.
+    fn put_blob(&self, hash: &str, contents: &[u8]) -> Result<(), Error>;
+
+    /// Makes every blob stored so far durable.
+    fn sync_blobs(&self) -> Result<(), Error>;
+
+    /// The bytes stored under `hash`, checked against it: a damaged store is
+    /// [`Error::BlobMismatch`].
+    fn blob(&self, hash: &str) -> Result<Vec<u8>, Error>;
+
+    /// Appends `revision`, whose blobs are stored and synced, under `lease`; durable when it
+    /// returns. Refused ([`Error::NotHead`]) unless its parent is the newest revision.
+    fn append(&self, lease: &StoreLease<'_>, revision: &Revision) -> Result<(), Error>;
+
+    /// What the history holds, charged as [`charged_bytes`]: every blob and the log.
+    fn stored_bytes(&self) -> Result<u64, Error>;
+
+    /// The newest revision's id, `None` for an empty history.
+    fn head(&self) -> Result<Option<RevisionId>, Error> {
+        Ok(self.latest(1)?.pop().map(|revision| revision.id))
+    }
+
+    /// Records one revision. Refuses, writing nothing, if a path is protected, if a path
+    /// appears twice, or if any new content holds a current secret according to `screen`.
+    fn write(
+        &self,
+        author: &Author,
+        message: &str,
+        changes: Vec<(RelPath, Change)>,
+        screen: &dyn SecretScreen,
+    ) -> Result<RevisionId, Error> {
+        check(message, &changes, screen)?;
+        let lease = self.lease()?;
+        self.record(&lease, author, message, &changes, &content_hashes(&changes))
+            .map(|revision| revision.id)
+    }
+
+    /// Appends a revision whose changes passed [`check`] under `lease`; `hashes` are their
+    /// [`content_hashes`]. Every blob it names is durable before the revision is appended.
+    fn record(
+        &self,
+        lease: &StoreLease<'_>,
+        author: &Author,
+        message: &str,
+        changes: &[(RelPath, Change)],
+        hashes: &[Option<String>],
+    ) -> Result<Revision, Error> {
+        let mut recorded: Vec<ChangedPath> = Vec::with_capacity(changes.len());
+        for ((path, change), hash) in changes.iter().zip(hashes) {
+            let blob = match (change, hash) {
+                (Change::Write(contents), Some(hash)) => {
+                    self.put_blob(hash, contents)?;
+                    Some(hash.clone())
+                }
+                _ => None,
+            };
+            recorded.push(ChangedPath {
+                path: path.to_string(),
+                blob,
+            });
+        }
+        recorded.sort_by(|left, right| left.path.cmp(&right.path));
+        self.sync_blobs()?;
+        let revision = seal(self.head()?, author, message, recorded)?;
+        self.append(lease, &revision)?;
+        Ok(revision)
+    }
+
+    /// The contents of `path` as of revision `revision`, or `None` if it did not exist then.
+    fn read(&self, revision: &RevisionId, path: &RelPath) -> Result<Option<Vec<u8>>, Error> {
+        let history = self.history()?;
+        let end = history
+            .iter()
+            .position(|candidate| &candidate.id == revision)
+            .ok_or_else(|| Error::UnknownRevision {
+                id: revision.to_string(),
+            })?;
+        let mut latest: Option<Option<String>> = None;
+        for candidate in history[..=end].iter().rev() {
+            if let Some(change) = candidate
+                .changes
+                .iter()
+                .find(|change| change.path == path.as_str())
+            {
+                latest = Some(change.blob.clone());
+                break;
+            }
+        }
+        match latest.flatten() {
+            Some(hash) => self.blob(&hash).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every path that exists as of `revision`, with its blob hash.
+    fn tree(&self, revision: &RevisionId) -> Result<BTreeMap<String, String>, Error> {
+        let history = self.history()?;
+        let end = history
+            .iter()
+            .position(|candidate| &candidate.id == revision)
+            .ok_or_else(|| Error::UnknownRevision {
+                id: revision.to_string(),
+            })?;
+        let mut tree = BTreeMap::new();
+        for candidate in &history[..=end] {
+            for change in &candidate.changes {
+                match &change.blob {
+                    Some(hash) => tree.insert(change.path.clone(), hash.clone()),
+                    None => tree.remove(&change.path),
+                };
+            }
+        }
+        Ok(tree)
+    }
+
+    /// What recording `changes` adds to the history, charged as [`charged_bytes`]: each content
+    /// not stored yet (once, however often it appears), and the log line's paths and message.
+    fn bytes_to_store(
+        &self,
+        message: &str,
+        changes: &[(RelPath, Change)],
+        hashes: &[Option<String>],
+    ) -> Result<u64, Error> {
+        let mut seen = HashSet::new();
+        let mut adding = message.len() as u64;
+        for ((path, change), hash) in changes.iter().zip(hashes) {
+            // A path, its hash and the JSON around them.
+            adding += path.as_str().len() as u64 + 96;
+            if let (Change::Write(contents), Some(hash)) = (change, hash)
+                && seen.insert(hash)
+                && !self.has_blob(hash)?
+            {
+                adding += charged_bytes(contents.len() as u64);
+            }
+        }
+        Ok(adding)
+    }
+}
+
+/// A writer's hold on a workspace ([`RevisionStore::lease`]), let go when dropped.
+pub struct StoreLease<'a> {
+    _held: Box<dyn Held + 'a>,
+}
+
+impl<'a> StoreLease<'a> {
+    /// A lease held as long as `held` lives: what a store's [`RevisionStore::lease`] returns.
+    pub fn holding(held: impl Send + 'a) -> StoreLease<'a> {
+        StoreLease {
+            _held: Box::new(held),
+        }
+    }
+}
+
+/// Anything a lease keeps alive.
+trait Held {}
+impl<T> Held for T {}
+
+/// The revision `changes` by `author` make on top of `parent`, its id sealing them all.
+pub(crate) fn seal(
+    parent: Option<RevisionId>,
+    author: &Author,
+    message: &str,
+    changes: Vec<ChangedPath>,
+) -> Result<Revision, Error> {
+    let unix_millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        });
+    let id_input = serde_json::to_vec(&IdInput {
+        parent: &parent,
+        author,
+        unix_millis,
+        message,
+        changes: &changes,
+    })
+    .map_err(|source| Error::Encode { source })?;
+    Ok(Revision {
+        id: RevisionId(hex::encode(Sha256::digest(&id_input))),
+        parent,
+        author: author.clone(),
+        unix_millis,
+        message: message.to_owned(),
+        changes,
+    })
+}
+
+/// The host-folder revision store: on disk, under its folder, `blobs/<sha256>` and
+/// `revisions.log` (see the module's words). Its lease is the log's own `flock`, held against
+/// every other writer of any process.
+pub struct FolderRevisions {
     folder: PathBuf,
-    // Serialises writers in this process; the log is also locked against other processes.
-    writer: Mutex<()>,
 }
 
 const LOG_NAME: &str = "revisions.log";
 const BLOBS_NAME: &str = "blobs";
 
-impl RevisionStore {
+impl FolderRevisions {
     /// Opens (creating if needed) the store in `folder`, cutting off a torn last log line.
-    pub fn open(folder: &Path) -> Result<RevisionStore, Error> {
+    pub fn open(folder: &Path) -> Result<FolderRevisions, Error> {
         let blobs = folder.join(BLOBS_NAME);
         crate::account::private_dirs(&blobs).map_err(io_error("create", &blobs))?;
         let log_path = folder.join(LOG_NAME);
@@ -192,203 +403,47 @@ impl RevisionStore {
         if made {
             sync_folder(folder)?;
         }
-        Ok(RevisionStore {
+        Ok(FolderRevisions {
             folder: folder.to_path_buf(),
-            writer: Mutex::new(()),
         })
     }
 
-    /// Records one revision. Refuses, writing nothing, if a path is protected, if a path
-    /// appears twice, or if any new content holds a current secret according to `screen`.
-    pub fn write(
-        &self,
-        author: &Author,
-        message: &str,
-        changes: Vec<(RelPath, Change)>,
-        screen: &dyn SecretScreen,
-    ) -> Result<RevisionId, Error> {
-        check(message, &changes, screen)?;
-        self.append_checked(author, message, &changes, &content_hashes(&changes))
-            .map(|revision| revision.id)
+    fn log_path(&self) -> PathBuf {
+        self.folder.join(LOG_NAME)
     }
+}
 
-    /// Appends a revision whose changes passed [`check`]; `hashes` are their
-    /// [`content_hashes`].
-    pub(crate) fn append_checked(
-        &self,
-        author: &Author,
-        message: &str,
-        changes: &[(RelPath, Change)],
-        hashes: &[Option<String>],
-    ) -> Result<Revision, Error> {
-        let _writer = self
-            .writer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let log_path = self.folder.join(LOG_NAME);
-        let mut log = OpenOptions::new()
+impl RevisionStore for FolderRevisions {
+    fn lease(&self) -> Result<StoreLease<'_>, Error> {
+        let log_path = self.log_path();
+        let log = OpenOptions::new()
             .append(true)
             .read(true)
             .open(&log_path)
             .map_err(io_error("open", &log_path))?;
         log.lock().map_err(io_error("lock", &log_path))?;
-
-        let mut recorded: Vec<ChangedPath> = Vec::with_capacity(changes.len());
-        for ((path, change), hash) in changes.iter().zip(hashes) {
-            let blob = match (change, hash) {
-                (Change::Write(contents), Some(hash)) => Some(self.store_blob(hash, contents)?),
-                _ => None,
-            };
-            recorded.push(ChangedPath {
-                path: path.to_string(),
-                blob,
-            });
-        }
-        recorded.sort_by(|left, right| left.path.cmp(&right.path));
-        sync_folder(&self.folder.join(BLOBS_NAME))?;
-
-        // Only the last line is read: the log of a busy workspace grows without bound.
-        let parent = read_tail(&log_path, 1)?.pop().map(|last| last.id);
-        let unix_millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| {
-                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-            });
-        let id_input = serde_json::to_vec(&IdInput {
-            parent: &parent,
-            author,
-            unix_millis,
-            message,
-            changes: &recorded,
-        })
-        .map_err(|source| Error::Encode { source })?;
-        let revision = Revision {
-            id: RevisionId(hex::encode(Sha256::digest(&id_input))),
-            parent,
-            author: author.clone(),
-            unix_millis,
-            message: message.to_owned(),
-            changes: recorded,
-        };
-        let mut line = serde_json::to_vec(&revision).map_err(|source| Error::Encode { source })?;
-        line.push(b'\n');
-        log.write_all(&line)
-            .map_err(io_error("append", &log_path))?;
-        log.sync_all().map_err(io_error("fsync", &log_path))?;
-        Ok(revision)
+        Ok(StoreLease::holding(log))
     }
 
-    /// Every revision, oldest first. Reads the whole log; [`RevisionStore::latest`] reads only
-    /// its end.
-    pub fn history(&self) -> Result<Vec<Revision>, Error> {
-        read_log(&self.folder.join(LOG_NAME))
+    fn history(&self) -> Result<Vec<Revision>, Error> {
+        read_log(&self.log_path())
     }
 
-    /// The last `count` revisions, newest first, reading the log from its end only.
-    pub fn latest(&self, count: usize) -> Result<Vec<Revision>, Error> {
-        let mut revisions = read_tail(&self.folder.join(LOG_NAME), count)?;
+    fn latest(&self, count: usize) -> Result<Vec<Revision>, Error> {
+        let mut revisions = read_tail(&self.log_path(), count)?;
         revisions.reverse();
         Ok(revisions)
     }
 
-    /// The contents of `path` as of revision `revision`, or `None` if it did not exist then.
-    pub fn read(&self, revision: &RevisionId, path: &RelPath) -> Result<Option<Vec<u8>>, Error> {
-        let history = self.history()?;
-        let end = history
-            .iter()
-            .position(|candidate| &candidate.id == revision)
-            .ok_or_else(|| Error::UnknownRevision {
-                id: revision.to_string(),
-            })?;
-        let mut latest: Option<Option<String>> = None;
-        for candidate in history[..=end].iter().rev() {
-            if let Some(change) = candidate
-                .changes
-                .iter()
-                .find(|change| change.path == path.as_str())
-            {
-                latest = Some(change.blob.clone());
-                break;
-            }
-        }
-        match latest.flatten() {
-            Some(hash) => self.load_blob(&hash).map(Some),
-            None => Ok(None),
-        }
+    fn has_blob(&self, hash: &str) -> Result<bool, Error> {
+        Ok(self.folder.join(BLOBS_NAME).join(hash).exists())
     }
 
-    /// Every path that exists as of `revision`, with its blob hash.
-    pub fn tree(&self, revision: &RevisionId) -> Result<BTreeMap<String, String>, Error> {
-        let history = self.history()?;
-        let end = history
-            .iter()
-            .position(|candidate| &candidate.id == revision)
-            .ok_or_else(|| Error::UnknownRevision {
-                id: revision.to_string(),
-            })?;
-        let mut tree = BTreeMap::new();
-        for candidate in &history[..=end] {
-            for change in &candidate.changes {
-                match &change.blob {
-                    Some(hash) => tree.insert(change.path.clone(), hash.clone()),
-                    None => tree.remove(&change.path),
-                };
-            }
-        }
-        Ok(tree)
-    }
-
-    /// What the history holds now, charged as [`charged_bytes`]: every stored content and the
-    /// log.
-    pub(crate) fn stored_bytes(&self) -> Result<u64, Error> {
-        let blobs = self.folder.join(BLOBS_NAME);
-        let mut total = charged_bytes(
-            fs::metadata(self.folder.join(LOG_NAME))
-                .map_err(io_error("inspect", &self.folder.join(LOG_NAME)))?
-                .len(),
-        );
-        for entry in fs::read_dir(&blobs).map_err(io_error("list", &blobs))? {
-            let entry = entry.map_err(io_error("list", &blobs))?;
-            total += charged_bytes(
-                entry
-                    .metadata()
-                    .map_err(io_error("inspect", &entry.path()))?
-                    .len(),
-            );
-        }
-        Ok(total)
-    }
-
-    /// What recording `changes` adds to the history, charged as [`charged_bytes`]: each content
-    /// not stored yet (once, however often it appears), and the log line's paths and message.
-    pub(crate) fn bytes_to_store(
-        &self,
-        message: &str,
-        changes: &[(RelPath, Change)],
-        hashes: &[Option<String>],
-    ) -> u64 {
-        let blobs = self.folder.join(BLOBS_NAME);
-        let mut seen = HashSet::new();
-        let mut adding = message.len() as u64;
-        for ((path, change), hash) in changes.iter().zip(hashes) {
-            // A path, its hash and the JSON around them.
-            adding += path.as_str().len() as u64 + 96;
-            if let (Change::Write(contents), Some(hash)) = (change, hash)
-                && !blobs.join(hash).exists()
-                && seen.insert(hash)
-            {
-                adding += charged_bytes(contents.len() as u64);
-            }
-        }
-        adding
-    }
-
-    /// Stores `contents` under its `hash` (from [`content_hashes`]) unless it is there already.
-    pub(crate) fn store_blob(&self, hash: &str, contents: &[u8]) -> Result<String, Error> {
+    fn put_blob(&self, hash: &str, contents: &[u8]) -> Result<(), Error> {
         let blobs = self.folder.join(BLOBS_NAME);
         let final_path = blobs.join(hash);
         if final_path.exists() {
-            return Ok(hash.to_owned());
+            return Ok(());
         }
         // Unique per call, not only per process: pins run beside each other under the folder's
         // shared lock, and two of them may store the same content at once.
@@ -402,10 +457,19 @@ impl RevisionStore {
         file.sync_all()
             .map_err(io_error("fsync", &temporary_path))?;
         fs::rename(&temporary_path, &final_path).map_err(io_error("rename", &final_path))?;
-        Ok(hash.to_owned())
+        Ok(())
     }
 
-    pub(crate) fn load_blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
+    fn sync_blobs(&self) -> Result<(), Error> {
+        sync_folder(&self.folder.join(BLOBS_NAME))
+    }
+
+    fn blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
+        if !is_hash(hash) {
+            return Err(Error::BlobMismatch {
+                hash: hash.to_owned(),
+            });
+        }
         let path = self.folder.join(BLOBS_NAME).join(hash);
         let contents = fs::read(&path).map_err(io_error("read", &path))?;
         if hex::encode(Sha256::digest(&contents)) != hash {
@@ -414,6 +478,185 @@ impl RevisionStore {
             });
         }
         Ok(contents)
+    }
+
+    fn append(&self, _lease: &StoreLease<'_>, revision: &Revision) -> Result<(), Error> {
+        let log_path = self.log_path();
+        let head = read_tail(&log_path, 1)?.pop().map(|last| last.id);
+        if head != revision.parent {
+            return Err(Error::NotHead {
+                id: revision.id.to_string(),
+            });
+        }
+        let mut line = serde_json::to_vec(revision).map_err(|source| Error::Encode { source })?;
+        line.push(b'\n');
+        // The lease holds the log's lock; this handle appends under it.
+        let mut log = OpenOptions::new()
+            .append(true)
+            .open(&log_path)
+            .map_err(io_error("open", &log_path))?;
+        log.write_all(&line)
+            .map_err(io_error("append", &log_path))?;
+        log.sync_all().map_err(io_error("fsync", &log_path))
+    }
+
+    fn stored_bytes(&self) -> Result<u64, Error> {
+        let blobs = self.folder.join(BLOBS_NAME);
+        let mut total = charged_bytes(
+            fs::metadata(self.log_path())
+                .map_err(io_error("inspect", &self.log_path()))?
+                .len(),
+        );
+        for entry in fs::read_dir(&blobs).map_err(io_error("list", &blobs))? {
+            let entry = entry.map_err(io_error("list", &blobs))?;
+            total += charged_bytes(
+                entry
+                    .metadata()
+                    .map_err(io_error("inspect", &entry.path()))?
+                    .len(),
+            );
+        }
+        Ok(total)
+    }
+}
+
+/// Whether `hash` is a SHA-256 in lower-case hex: the only names a blob has.
+pub(crate) fn is_hash(hash: &str) -> bool {
+    hash.len() == 64
+        && hash
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
+/// The in-memory revision store: what the conformance suite runs against beside the folder
+/// store, and what a test of everything above the port can use. Its lease is a flag under a
+/// mutex, waited for on a condition variable.
+#[derive(Default)]
+pub struct MemoryRevisions {
+    state: Mutex<MemoryState>,
+    leased: Mutex<bool>,
+    freed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct MemoryState {
+    log: Vec<Revision>,
+    blobs: std::collections::HashMap<String, Vec<u8>>,
+}
+
+impl MemoryRevisions {
+    fn state(&self) -> std::sync::MutexGuard<'_, MemoryState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Replaces the stored bytes of `hash`, as a damaged disk would: for the conformance
+    /// suite's damaged-store case.
+    pub fn damage_blob(&self, hash: &str, contents: &[u8]) {
+        self.state()
+            .blobs
+            .insert(hash.to_owned(), contents.to_vec());
+    }
+}
+
+/// An in-memory lease: frees the flag and wakes a waiting writer when dropped.
+struct MemoryLease<'a>(&'a MemoryRevisions);
+
+impl Drop for MemoryLease<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+            .leased
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        self.0.freed.notify_one();
+    }
+}
+
+impl RevisionStore for MemoryRevisions {
+    fn lease(&self) -> Result<StoreLease<'_>, Error> {
+        let mut leased = self
+            .leased
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *leased {
+            leased = self
+                .freed
+                .wait(leased)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        *leased = true;
+        Ok(StoreLease::holding(MemoryLease(self)))
+    }
+
+    fn history(&self) -> Result<Vec<Revision>, Error> {
+        Ok(self.state().log.clone())
+    }
+
+    fn latest(&self, count: usize) -> Result<Vec<Revision>, Error> {
+        Ok(self.state().log.iter().rev().take(count).cloned().collect())
+    }
+
+    fn has_blob(&self, hash: &str) -> Result<bool, Error> {
+        Ok(self.state().blobs.contains_key(hash))
+    }
+
+    fn put_blob(&self, hash: &str, contents: &[u8]) -> Result<(), Error> {
+        self.state()
+            .blobs
+            .entry(hash.to_owned())
+            .or_insert_with(|| contents.to_vec());
+        Ok(())
+    }
+
+    fn sync_blobs(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn blob(&self, hash: &str) -> Result<Vec<u8>, Error> {
+        let contents = self
+            .state()
+            .blobs
+            .get(hash)
+            .cloned()
+            .ok_or_else(|| Error::Io {
+                operation: "read",
+                path: PathBuf::from(format!("blob {hash}")),
+                source: std::io::ErrorKind::NotFound.into(),
+            })?;
+        if hex::encode(Sha256::digest(&contents)) != hash {
+            return Err(Error::BlobMismatch {
+                hash: hash.to_owned(),
+            });
+        }
+        Ok(contents)
+    }
+
+    fn append(&self, _lease: &StoreLease<'_>, revision: &Revision) -> Result<(), Error> {
+        let mut state = self.state();
+        if state.log.last().map(|last| &last.id) != revision.parent.as_ref() {
+            return Err(Error::NotHead {
+                id: revision.id.to_string(),
+            });
+        }
+        state.log.push(revision.clone());
+        Ok(())
+    }
+
+    fn stored_bytes(&self) -> Result<u64, Error> {
+        let state = self.state();
+        let log: u64 = state
+            .log
+            .iter()
+            .map(|revision| serde_json::to_vec(revision).map_or(0, |line| line.len() as u64 + 1))
+            .sum();
+        Ok(charged_bytes(log)
+            + state
+                .blobs
+                .values()
+                .map(|contents| charged_bytes(contents.len() as u64))
+                .sum::<u64>())
     }
 }
 

@@ -12,7 +12,7 @@
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -87,7 +87,6 @@ pub struct TreeEntry {
 /// the folder afterwards does not move what it reaches.
 pub struct Tree {
     root: OwnedFd,
-    root_path: PathBuf,
 }
 
 impl Tree {
@@ -102,15 +101,7 @@ impl Tree {
             path: root.display().to_string(),
             detail: std::io::Error::from(errno).to_string(),
         })?;
-        Ok(Tree {
-            root: fd,
-            root_path: root.to_path_buf(),
-        })
-    }
-
-    /// The folder this tree was opened at, as the host names it.
-    pub fn root_path(&self) -> &Path {
-        &self.root_path
+        Ok(Tree { root: fd })
     }
 
     fn open_beneath(&self, path: &RelPath, flags: OFlags) -> Result<OwnedFd, TreeError> {

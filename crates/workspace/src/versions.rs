@@ -7,7 +7,7 @@
 use crate::Error;
 use crate::account::Workspace;
 use crate::path::RelPath;
-use crate::revision::{Author, RevisionId, RevisionStore};
+use crate::revision::{Author, RevisionId};
 
 /// One version of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +28,7 @@ pub struct FileVersion {
 impl Workspace {
     /// Every version of `path`, oldest first.
     pub fn file_versions(&self, path: &RelPath) -> Result<Vec<FileVersion>, Error> {
-        let history = RevisionStore::open(&self.revisions)?.history()?;
+        let history = self.revisions()?.history()?;
         let mut versions = Vec::new();
         for revision in history {
             let Some(blob) = revision
@@ -64,7 +64,7 @@ impl Workspace {
         else {
             return Ok(None);
         };
-        let bytes = RevisionStore::open(&self.revisions)?.load_blob(&version.blob)?;
+        let bytes = self.revisions()?.blob(&version.blob)?;
         Ok(Some((version, bytes)))
     }
 }

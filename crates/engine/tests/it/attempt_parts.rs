@@ -4,7 +4,7 @@
 //! table is a unit test beside it.)
 
 use engine::journal::{Event, PrintedStream, RefusedBy};
-use engine::{CopyBackRefusal, ExecutionOutcome, ExecutionReport, FileChange};
+use engine::{CopyBackRefusal, ExecutionOutcome, ExecutionReport};
 use serde_json::json;
 use storage::{AttemptStatus, NetworkMode, RunStatus, RunStore};
 
@@ -87,10 +87,7 @@ fn g14_after_the_code_started_what_it_printed_and_wrote_is_kept_whatever_the_out
     harness.executor.then("fetch", |_| ExecutionReport {
         stdout: format!("fetched with {SECRET}\n").into_bytes().into(),
         stderr: b"warning: slow\n".to_vec().into(),
-        file_changes: vec![FileChange {
-            path: "out/partial.json".into(),
-            bytes: b"[1, 2]".to_vec(),
-        }],
+        file_changes: vec![crate::support::file("out/partial.json", b"[1, 2]".to_vec())],
         copy_back_refusals: vec![CopyBackRefusal {
             path: "out/link".into(),
             reason: "a symbolic link is never copied back".into(),

@@ -114,14 +114,8 @@ fn g19_a_copied_back_file_named_after_a_secret_is_refused() {
     harness.executor.then("compute", |_| {
         let mut report = crate::support::succeeded(json!(1));
         report.file_changes = vec![
-            engine::FileChange {
-                path: format!("cache/{SECRET}.json"),
-                bytes: b"{}".to_vec(),
-            },
-            engine::FileChange {
-                path: "cache/summary.json".into(),
-                bytes: b"{\"total\": 1}".to_vec(),
-            },
+            crate::support::file(&format!("cache/{SECRET}.json"), b"{}".to_vec()),
+            crate::support::file("cache/summary.json", b"{\"total\": 1}".to_vec()),
         ];
         report
     });

@@ -483,14 +483,8 @@ fn g22_no_steps_copy_back_writes_a_definition_or_protected_file_even_one_not_yet
         let mut report = succeeded(json!(2));
         report.file_changes = protected
             .iter()
-            .map(|(path, _)| engine::FileChange {
-                path: (*path).into(),
-                bytes: b"written by a step".to_vec(),
-            })
-            .chain([engine::FileChange {
-                path: "shared/out.txt".into(),
-                bytes: b"fine".to_vec(),
-            }])
+            .map(|(path, _)| crate::support::file(path, b"written by a step".to_vec()))
+            .chain([crate::support::file("shared/out.txt", b"fine".to_vec())])
             .collect();
         report
     });

@@ -8,7 +8,7 @@ use std::time::Duration;
 use engine::{Driving, Engine, JobClaim, STOPPED_TWICE};
 use serde_json::json;
 use storage::queue::{Fence, Holder, JobState, Lease, NewJob, Release, SlotKind, Slots, WorkQueue};
-use storage::{AttemptStatus, RunId, RunStatus, RunStore, Store};
+use storage::{AttemptStatus, EventLog, RunId, RunStatus, RunStore, Store};
 
 use crate::support::{Harness, account, cli, workflow};
 use test_support::workflows::{GATED, OFFLINE, REFUND};
@@ -393,4 +393,148 @@ fn an_attempt_left_running_under_a_job_given_back_is_judged_by_recovery() {
         engine.summary(&summary.run).unwrap().status,
         RunStatus::Succeeded
     );
+}
+
+/// A worker's hold that the store takes from it while its step runs (the worker stalled past
+/// its lease): from then on it holds nothing, as the store says.
+struct Losing<'a> {
+    lease: Lease,
+    store: &'a dyn Store,
+    lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl JobClaim for Losing<'_> {
+    fn lease(&self) -> &Lease {
+        &self.lease
+    }
+    fn start(&self) -> Result<Fence, storage::Error> {
+        self.store.start(&self.lease)
+    }
+    fn held(&self) -> bool {
+        !self.lost.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn still_held(&self) -> bool {
+        self.held()
+    }
+}
+
+/// What the run's record and the workspace hold of `run`'s copy-backs.
+fn revisions_of(harness: &Harness, run: &RunId) -> (usize, usize) {
+    use workspace::RevisionStore as _;
+    let recorded = harness
+        .store
+        .events(run)
+        .unwrap()
+        .iter()
+        .filter(|event| event.kind == "workspace.revision")
+        .count();
+    let stored = workspace::FolderRevisions::open(&harness.revisions_dir())
+        .unwrap()
+        .history()
+        .unwrap()
+        .len();
+    (recorded, stored)
+}
+
+/// Issue 39: a step's revision carries its attempt's token and lands only while the attempt
+/// is current. A worker that lost its lease while its step ran copies nothing back.
+#[test]
+fn a_late_copy_back_of_a_worker_that_lost_its_lease_changes_nothing() {
+    let harness = Harness::new();
+    let engine = queue_engine(&harness);
+    let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let lost = lost.clone();
+        harness.executor.then("compute", move |_| {
+            // The lease is taken while the step runs.
+            lost.store(true, std::sync::atomic::Ordering::SeqCst);
+            let mut report = crate::support::succeeded(json!(2));
+            report.file_changes = vec![crate::support::file("late.txt", "written late")];
+            report
+        });
+    }
+    let summary = start_offline(&engine);
+    let lease = harness
+        .store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    let claim = Losing {
+        lease,
+        store: harness.store.as_ref(),
+        lost,
+    };
+    assert_eq!(engine.run_job(&claim).unwrap(), engine::JobEnd::LeaseLost);
+    assert!(!harness.work_dir().join("late.txt").exists());
+    assert_eq!(revisions_of(&harness, &summary.run), (0, 0));
+}
+
+/// The same, for an attempt judged from outside while its worker still believed it held the
+/// lease (its holder was reaped and recovery judged the attempt, and the worker's last word
+/// from the store said it held it): the record no longer says the attempt runs, so its files do
+/// not land, and the attempt that runs next is the only one whose files do.
+#[test]
+fn a_copy_back_of_an_attempt_recovery_already_judged_changes_nothing() {
+    let harness = Harness::new();
+    let engine = queue_engine(&harness);
+    let judge = std::sync::Arc::new(queue_engine(&harness));
+    {
+        let store = harness.store.clone();
+        harness.executor.then("compute", move |_| {
+            // Another process reaps the holder and judges this attempt while it runs.
+            let reaped = store.reap(&|_| true).unwrap();
+            assert_eq!(reaped.stranded.len(), 1, "{reaped:?}");
+            judge.strand(&reaped.stranded[0]).unwrap();
+            let mut report = crate::support::succeeded(json!(2));
+            report.file_changes = vec![crate::support::file("late.txt", "judged already")];
+            report
+        });
+    }
+    harness.executor.then("compute", |_| {
+        let mut report = crate::support::succeeded(json!(2));
+        report.file_changes = vec![crate::support::file("late.txt", "the next attempt")];
+        report
+    });
+    let summary = start_offline(&engine);
+    let lease = harness
+        .store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    let held = Held {
+        lease,
+        store: harness.store.as_ref(),
+    };
+    // The worker's outcome finds the attempt ended by recovery; its worker, whose lease is
+    // gone, gives the job back as done (`worker::EngineJobs`).
+    let late = engine.run_job(&held);
+    assert!(
+        matches!(
+            late,
+            Err(engine::Error::Storage(
+                storage::Error::AttemptNotRunning { .. }
+            ))
+        ),
+        "{late:?}"
+    );
+    assert!(!harness.work_dir().join("late.txt").exists());
+    assert_eq!(revisions_of(&harness, &summary.run), (0, 0));
+    while work_one(&engine, harness.store.as_ref()) {}
+    let compute: Vec<_> = harness
+        .store
+        .attempts(&summary.run)
+        .unwrap()
+        .iter()
+        .filter(|attempt| attempt.step_id == "compute")
+        .map(|attempt| (attempt.attempt, attempt.status))
+        .collect();
+    assert_eq!(
+        compute,
+        [(1, AttemptStatus::Failed), (2, AttemptStatus::Succeeded)]
+    );
+    assert_eq!(
+        std::fs::read(harness.work_dir().join("late.txt")).unwrap(),
+        b"the next attempt"
+    );
+    assert_eq!(revisions_of(&harness, &summary.run), (1, 1));
 }

@@ -7,8 +7,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, Once};
 
 use engine::{
-    CodePhase, Decision, Engine, ExecutionOutcome, ExecutionReport, FailureView, FileChange,
-    GateDecision, PersonDecision, StepError, Supervisor, SupervisorDecision,
+    CodePhase, Decision, Engine, ExecutionOutcome, ExecutionReport, FailureView, GateDecision,
+    PersonDecision, StepError, Supervisor, SupervisorDecision,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -143,14 +143,8 @@ fn report(observed: Observed, attempt: u32) -> ExecutionReport {
         Observed::PrintedAndWrote => ExecutionReport {
             stdout: format!("key {SECRET}\n").into_bytes().into(),
             file_changes: vec![
-                FileChange {
-                    path: format!("out/attempt-{attempt}.txt"),
-                    bytes: b"done\n".to_vec(),
-                },
-                FileChange {
-                    path: "out/leak.env".into(),
-                    bytes: SECRET.as_bytes().to_vec(),
-                },
+                crate::support::file(&format!("out/attempt-{attempt}.txt"), b"done\n".to_vec()),
+                crate::support::file("out/leak.env", SECRET.as_bytes().to_vec()),
             ],
             ..succeeded(json!([attempt]))
         },

@@ -1,9 +1,10 @@
 //! G25: a run can be reconstructed from its events alone; copy-back is a workspace revision
 //! authored by the run's step.
 
-use engine::{Decision, FileChange, GateDecision, reconstruct};
+use engine::{Decision, GateDecision, reconstruct};
 use serde_json::json;
 use storage::{Door, EventLog, RunId};
+use workspace::RevisionStore as _;
 
 use crate::support::{
     FETCH, Harness, OFFLINE, REFUND, account, cli, failed_after_code_started, workflow,
@@ -232,10 +233,7 @@ fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
     let revisions = harness.revisions_dir();
     harness.executor.then("compute", |_| {
         let mut report = crate::support::succeeded(json!(2));
-        report.file_changes = vec![FileChange {
-            path: "shared/out.txt".into(),
-            bytes: b"result".to_vec(),
-        }];
+        report.file_changes = vec![crate::support::file("shared/out.txt", b"result".to_vec())];
         report
     });
     let engine = harness.engine();
@@ -248,7 +246,7 @@ fn g25_copy_back_is_a_revision_authored_by_the_run_step() {
         )
         .unwrap()
         .run;
-    let history = workspace::RevisionStore::open(&revisions)
+    let history = workspace::FolderRevisions::open(&revisions)
         .unwrap()
         .history()
         .unwrap();
@@ -298,31 +296,47 @@ fn g25_copy_back_reaches_only_the_run_accounts_workspace() {
     for _ in 0..2 {
         let seen = seen.clone();
         harness.executor.then("compute", move |request| {
-            seen.lock()
+            // Which account's files the step was handed: each holds its own marker.
+            let marker = workspace::RelPath::parse("whose.txt").unwrap();
+            let (whose, _) = request
+                .files
+                .reader()
                 .unwrap()
-                .push((request.account.to_owned(), request.work_dir.to_path_buf()));
+                .read(&marker, 0, 64)
+                .unwrap();
+            seen.lock().unwrap().push((
+                request.account.to_owned(),
+                String::from_utf8(whose).unwrap(),
+            ));
             let mut report = crate::support::succeeded(json!(2));
-            report.file_changes = vec![FileChange {
-                path: "out.txt".into(),
-                bytes: format!("written for {}", request.account).into_bytes(),
-            }];
+            report.file_changes = vec![crate::support::file(
+                "out.txt",
+                format!("written for {}", request.account).into_bytes(),
+            )];
             report
         });
     }
     let engine = harness.engine();
+    let accounts = harness.dir.path().join("accounts");
+    for (folder, whose) in [
+        (harness.work_dir(), "local's files"),
+        (accounts.join("other/workspace"), "other's files"),
+    ] {
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("whose.txt"), whose).unwrap();
+    }
     for owner in [account(), other.clone()] {
         let summary = engine
             .start_run(&owner, &workflow(OFFLINE), json!({"count": 1}), cli("a"))
             .unwrap();
         assert_eq!(summary.status, storage::RunStatus::Succeeded);
     }
-    let accounts = harness.dir.path().join("accounts");
     let seen = seen.lock().unwrap().clone();
     assert_eq!(
         seen,
         vec![
-            (account(), harness.work_dir()),
-            (other.clone(), accounts.join("other/workspace")),
+            (account(), "local's files".to_owned()),
+            (other.clone(), "other's files".to_owned()),
         ]
     );
     assert_eq!(
@@ -337,7 +351,7 @@ fn g25_copy_back_reaches_only_the_run_accounts_workspace() {
         (harness.revisions_dir(), 1),
         (accounts.join("other/revisions"), 1),
     ] {
-        let history = workspace::RevisionStore::open(&folder)
+        let history = workspace::FolderRevisions::open(&folder)
             .unwrap()
             .history()
             .unwrap();
@@ -375,14 +389,8 @@ fn g19_copy_back_is_screened_with_the_run_accounts_values() {
         harness.executor.then("compute", |_| {
             let mut report = crate::support::succeeded(json!(2));
             report.file_changes = vec![
-                FileChange {
-                    path: "holds.txt".into(),
-                    bytes: format!("token={SPARE}").into_bytes(),
-                },
-                FileChange {
-                    path: format!("{SPARE}.txt"),
-                    bytes: b"named after it".to_vec(),
-                },
+                crate::support::file("holds.txt", format!("token={SPARE}").into_bytes()),
+                crate::support::file(&format!("{SPARE}.txt"), b"named after it".to_vec()),
             ];
             report
         });
@@ -455,15 +463,15 @@ fn g12_every_copy_back_is_held_to_the_caps_with_a_refusal_by_name() {
     let caps = harness.options.copy_back;
     harness.executor.then("compute", move |_| {
         let mut report = crate::support::succeeded(json!(2));
-        let mut changes = vec![FileChange {
-            path: "big.bin".into(),
-            bytes: vec![b'b'; caps.max_file_bytes as usize + 1],
-        }];
+        let mut changes = vec![crate::support::file(
+            "big.bin",
+            vec![b'b'; caps.max_file_bytes as usize + 1],
+        )];
         for index in 0..caps.max_files + 2 {
-            changes.push(FileChange {
-                path: format!("many/{index:05}.txt"),
-                bytes: b"m".to_vec(),
-            });
+            changes.push(crate::support::file(
+                &format!("many/{index:05}.txt"),
+                b"m".to_vec(),
+            ));
         }
         report.file_changes = changes;
         report
@@ -504,10 +512,7 @@ fn g12_every_copy_back_is_held_to_the_caps_with_a_refusal_by_name() {
     harness.executor.then("compute", move |_| {
         let mut report = crate::support::succeeded(json!(2));
         report.file_changes = (0..pieces)
-            .map(|index| FileChange {
-                path: format!("part-{index}.bin"),
-                bytes: vec![b'p'; piece],
-            })
+            .map(|index| crate::support::file(&format!("part-{index}.bin"), vec![b'p'; piece]))
             .collect();
         report
     });
@@ -571,18 +576,9 @@ fn g12_a_copy_back_past_an_agents_pin_limit_is_refused_by_name() {
     harness.executor.then("compute", |_| {
         let mut report = crate::support::succeeded(json!(2));
         report.file_changes = vec![
-            FileChange {
-                path: "agents/boss/notes/new-1.md".into(),
-                bytes: b"one".to_vec(),
-            },
-            FileChange {
-                path: "agents/boss/notes/new-2.md".into(),
-                bytes: b"two".to_vec(),
-            },
-            FileChange {
-                path: "shared/fine.md".into(),
-                bytes: b"fine".to_vec(),
-            },
+            crate::support::file("agents/boss/notes/new-1.md", b"one".to_vec()),
+            crate::support::file("agents/boss/notes/new-2.md", b"two".to_vec()),
+            crate::support::file("shared/fine.md", b"fine".to_vec()),
         ];
         report
     });

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use base64::Engine as _;
-use engine::{CodePhase, ExecutionOutcome, ExecutionReport, FileChange, StepError};
+use engine::{CodePhase, ExecutionOutcome, ExecutionReport, StepError};
 use serde_json::json;
 use storage::RunStatus;
 
@@ -122,10 +122,10 @@ fn report_leaking(sink: Sink, text: String) -> ExecutionReport {
         Sink::Stderr => report.stderr = format!("debug {text}\n").into_bytes().into(),
         Sink::IsolationNotes => report.isolation_notes = vec![format!("note {text}")],
         Sink::CopiedBackFile => {
-            report.file_changes = vec![FileChange {
-                path: "out/leak.txt".into(),
-                bytes: format!("key={text}").into_bytes(),
-            }];
+            report.file_changes = vec![crate::support::file(
+                "out/leak.txt",
+                format!("key={text}").into_bytes(),
+            )];
         }
     }
     report

@@ -3,9 +3,7 @@
 //! never reaches the record, in any encoding the redactor knows).
 
 use base64::Engine as _;
-use engine::{
-    CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, FileChange, StepError,
-};
+use engine::{CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, StepError};
 use serde_json::json;
 use storage::{EventLog, RunStatus, RunStore};
 
@@ -51,14 +49,8 @@ fn g17_secret_in_output_error_traceback_printed_never_stored() {
         report.stderr = format!("debug b64={b64}\n").into_bytes().into();
         report.isolation_notes = vec![format!("note with {value}")];
         report.file_changes = vec![
-            FileChange {
-                path: "out/leak.txt".into(),
-                bytes: format!("key={value}").into_bytes(),
-            },
-            FileChange {
-                path: "out/clean.txt".into(),
-                bytes: b"fine".to_vec(),
-            },
+            crate::support::file("out/leak.txt", format!("key={value}").into_bytes()),
+            crate::support::file("out/clean.txt", b"fine".to_vec()),
         ];
         report.copy_back_refusals = vec![CopyBackRefusal {
             path: "link".into(),

@@ -147,3 +147,8 @@ pub fn cli(user: &str) -> storage::Actor {
         os_user: user.into(),
     }
 }
+
+/// A file a step wrote at `path`, as an executor hands it back.
+pub fn file(path: &str, contents: impl Into<Vec<u8>>) -> engine::FileChange {
+    engine::FileChange::write(workspace::RelPath::parse(path).unwrap(), contents.into())
+}

@@ -69,7 +69,7 @@ fn step(
         env: Vec::new(),
         network,
         limits: Limits::default(),
-        work_dir: work.to_path_buf(),
+        files: workspace::StepFiles::scratch_folder(work.to_path_buf()),
         screen: Arc::new(NoSecrets),
     };
     let started = Instant::now();
@@ -112,7 +112,7 @@ fn platform_note(
         env: Vec::new(),
         network: NetworkMode::None,
         limits: Limits::default(),
-        work_dir: work.to_path_buf(),
+        files: workspace::StepFiles::scratch_folder(work.to_path_buf()),
         screen: Arc::new(NoSecrets),
     })?;
     Ok(observation

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use workspace::{RelPath, is_protected};
 
 use crate::copyback::{
-    ChangedFile, CopyBack, CopyBackPolicy, Error, Manifest, Refusal, RefusalReason, SecretScreen,
+    CopyBack, CopyBackPolicy, Error, FileChange, Manifest, Refusal, RefusalReason, SecretScreen,
     kind_name,
 };
 
@@ -390,7 +390,7 @@ impl Walker<'_> {
             return;
         }
         self.total_bytes = total;
-        self.result.files.push(ChangedFile { path, contents });
+        self.result.files.push(FileChange::write(path, contents));
     }
 }
 

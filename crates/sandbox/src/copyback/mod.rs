@@ -131,25 +131,9 @@ impl Default for CopyBackPolicy {
     }
 }
 
-/// A new or changed file that passed every rule.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ChangedFile {
-    /// Where it goes, relative to the folder.
-    pub path: RelPath,
-    /// Its full contents.
-    pub contents: Vec<u8>,
-}
-
-impl fmt::Debug for ChangedFile {
-    // Contents are not printed: they may be large, and a debug line is no place for them.
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter
-            .debug_struct("ChangedFile")
-            .field("path", &self.path)
-            .field("bytes", &self.contents.len())
-            .finish()
-    }
-}
+/// A new or changed file that passed every rule: the workspace's [`workspace::FileChange`],
+/// the list the copy-back screen and the revision commit take (issue 39).
+pub use workspace::FileChange;
 
 /// One entry the filter refused, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -265,7 +249,7 @@ impl fmt::Display for RefusalReason {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CopyBack {
     /// New or changed files that passed every rule.
-    pub files: Vec<ChangedFile>,
+    pub files: Vec<FileChange>,
     /// Staged files the step removed (only where their folder was fully walked).
     pub deleted: Vec<RelPath>,
     /// Every entry refused, with its reason.

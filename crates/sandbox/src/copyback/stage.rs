@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, Gid, Mode, OFlags, Uid};
 use sha2::{Digest, Sha256};
-use workspace::{RelPath, is_protected};
+use workspace::{RelPath, Snapshot, StepFiles, is_protected};
 
 use crate::copyback::{Error, Manifest, ManifestEntry, Refusal, RefusalReason, kind_name};
 
@@ -26,18 +26,13 @@ const CREATE_FLAGS: OFlags = OFlags::WRONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
-/// Copies `workspace` into the empty folder `scratch`, holding the folder's shared lock (so no
-/// revision is applied meanwhile): folders and regular files only, never following a link,
-/// every created entry owned by `owner` (uid, gid). Protected entries, links
-/// and special files are left out and listed in [`Manifest::skipped`].
-pub fn stage_in(workspace: &Path, scratch: &Path, owner: (u32, u32)) -> Result<Manifest, Error> {
-    let source = rustix::fs::open(workspace, FOLDER_FLAGS, Mode::empty())
-        .map_err(Error::io("open", workspace))?;
-    // Writers of the workspace (`workspace::Workspace::commit`) hold the folder's own lock
-    // exclusively while they apply a revision; the copy holds it shared, so it never takes half
-    // of one. Released when `source` closes.
-    rustix::fs::flock(&source, rustix::fs::FlockOperation::LockShared)
-        .map_err(Error::io("lock", workspace))?;
+/// Stages what a step may see into the empty folder `scratch`: folders and regular files only,
+/// never following a link, every created entry owned by `owner` (uid, gid). The working folder
+/// is copied under its shared lock (so no revision is applied meanwhile), beneath the
+/// descriptor [`StepFiles::open`] gives, never by path; files held in memory are written.
+/// Protected entries, links and special files are left out and listed in
+/// [`Manifest::skipped`].
+pub fn stage_in(files: &StepFiles, scratch: &Path, owner: (u32, u32)) -> Result<Manifest, Error> {
     let target = rustix::fs::open(scratch, FOLDER_FLAGS, Mode::empty())
         .map_err(Error::io("open", scratch))?;
     let has_entries = rustix::fs::Dir::read_from(&target)
@@ -55,13 +50,31 @@ pub fn stage_in(workspace: &Path, scratch: &Path, owner: (u32, u32)) -> Result<M
     };
     stager.chown(&target, scratch)?;
     let mut manifest = Manifest::default();
-    let copied = stager.copy_folder(&source, &target, None, workspace, &mut manifest);
-    // Let go at once, whatever else still holds this open file description.
-    rustix::fs::flock(&source, rustix::fs::FlockOperation::Unlock)
-        .map_err(Error::io("unlock", workspace))?;
-    copied?;
+    let source = files.open().map_err(|error| Error::Io {
+        operation: "open",
+        path: Path::new(WORKSPACE).to_path_buf(),
+        source: std::io::Error::other(error.to_string()),
+    })?;
+    match source {
+        // The lock is let go when `folder` drops, at the end of this arm.
+        Snapshot::Folder(folder) => stager.copy_folder(
+            folder.fd(),
+            &target,
+            None,
+            Path::new(WORKSPACE),
+            &mut manifest,
+        )?,
+        Snapshot::Files(files) => {
+            for (path, contents) in files {
+                stager.write_file(&target, path, contents, &mut manifest)?;
+            }
+        }
+    }
     Ok(manifest)
 }
+
+/// How errors name the folder a step's files are staged from: never the host's path of it.
+const WORKSPACE: &str = "<workspace>";
 
 struct Stager<'a> {
     owner: (Uid, Gid),
@@ -168,6 +181,54 @@ impl Stager<'_> {
                 }),
             }
         }
+        Ok(())
+    }
+
+    /// Writes one file held in memory at `path` beneath `target`, making the folders on the
+    /// way (each owned by the sandbox user), and records it in the manifest.
+    fn write_file(
+        &self,
+        target: &OwnedFd,
+        path: &RelPath,
+        contents: &[u8],
+        manifest: &mut Manifest,
+    ) -> Result<(), Error> {
+        let components: Vec<&str> = path.components().collect();
+        let Some((name, folders)) = components.split_last() else {
+            return Ok(());
+        };
+        let mut folder = rustix::io::dup(target).map_err(Error::io("open", self.scratch))?;
+        let mut here = self.scratch.to_path_buf();
+        for component in folders {
+            here.push(component);
+            match rustix::fs::mkdirat(&folder, *component, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(errno) => return Err(Error::io("mkdir", &here)(errno)),
+            }
+            let next = rustix::fs::openat(&folder, *component, FOLDER_FLAGS, Mode::empty())
+                .map_err(Error::io("open", &here))?;
+            self.chown(&next, &here)?;
+            folder = next;
+        }
+        let target_path = self.scratch.join(path.as_path());
+        let output = rustix::fs::openat(&folder, *name, CREATE_FLAGS, Mode::from_raw_mode(0o644))
+            .map_err(Error::io("create", &target_path))?;
+        self.chown(&output, &target_path)?;
+        File::from(output)
+            .write_all(contents)
+            .map_err(|source| Error::Io {
+                operation: "write",
+                path: target_path.clone(),
+                source,
+            })?;
+        manifest.files.insert(
+            path.clone(),
+            ManifestEntry {
+                path: path.clone(),
+                size: contents.len() as u64,
+                sha256: Sha256::digest(contents).into(),
+            },
+        );
         Ok(())
     }
 

@@ -87,7 +87,7 @@ fn run_in(
     // The folder's copy goes in now, after the claim: a warm sandbox was built before the
     // invocation existed, and its harness reads nothing before its request.
     let manifest = copyback::stage_in(
-        &invocation.work_dir,
+        &invocation.files,
         &scratch.work(),
         (step_host_id, step_host_id),
     )?;

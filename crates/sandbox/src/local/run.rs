@@ -369,7 +369,7 @@ pub(crate) fn finish(
         &invocation.limits,
         ceilinged.then_some(shared.options.ceilings),
     )?;
-    let manifest = copyback::stage_in(&invocation.work_dir, &work, (host_id, host_id))?;
+    let manifest = copyback::stage_in(&invocation.files, &work, (host_id, host_id))?;
     let request = crate::request::harness_request(&invocation)?;
 
     let deadline = Instant::now()

@@ -143,7 +143,7 @@ impl Isolation for UnisolatedBackend {
             rustix::process::geteuid().as_raw(),
             rustix::process::getegid().as_raw(),
         );
-        let manifest = copyback::stage_in(&invocation.work_dir, &work, owner)?;
+        let manifest = copyback::stage_in(&invocation.files, &work, owner)?;
 
         let watched = child::run_child(runtime, &self.harness, &work, &invocation)?;
         let outcome = outcome::interpret(&watched, invocation.network);

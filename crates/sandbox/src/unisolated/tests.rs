@@ -53,7 +53,7 @@ fn invocation(fixture: &Fixture, code: &str, network: NetworkMode, limits: Limit
         }],
         network,
         limits,
-        work_dir: fixture.work.path().to_path_buf(),
+        files: workspace::StepFiles::scratch_folder(fixture.work.path().to_path_buf()),
         screen: Arc::new(KnowsOneSecret),
     }
 }

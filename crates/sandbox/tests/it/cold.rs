@@ -45,7 +45,7 @@ fn invocation(backend: &LocalBackend, work: &Path) -> Invocation {
         env: Vec::new(),
         network: NetworkMode::None,
         limits: Limits::default(),
-        work_dir: work.to_path_buf(),
+        files: workspace::StepFiles::scratch_folder(work.to_path_buf()),
         screen: Arc::new(NoSecrets),
     }
 }

@@ -69,7 +69,9 @@ fn run_everywhere(case: &Case<'_>) -> Vec<(&'static str, Observation)> {
                 env: Vec::new(),
                 network: NetworkMode::None,
                 limits: case.limits.clone(),
-                work_dir: case.work.unwrap_or(fallback.path()).to_path_buf(),
+                files: workspace::StepFiles::scratch_folder(
+                    case.work.unwrap_or(fallback.path()).to_path_buf(),
+                ),
                 screen: Arc::new(NoSecrets),
             };
             let observation = backend
@@ -242,7 +244,7 @@ fn g12_conformance_copy_back_takes_regular_files_only_in_both_backends_needs_roo
             .copy_back
             .files
             .iter()
-            .map(|file| (file.path.as_str(), file.contents.as_slice()))
+            .map(|file| (file.path.as_str(), file.contents().unwrap_or_default()))
             .collect();
         assert_eq!(
             returned,

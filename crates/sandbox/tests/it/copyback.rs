@@ -59,7 +59,12 @@ fn current_owner() -> (u32, u32) {
 }
 
 fn staged(tree: &Tree) -> Manifest {
-    stage_in(&tree.workspace, &tree.scratch, current_owner()).unwrap()
+    stage_in(
+        &workspace::StepFiles::scratch_folder(tree.workspace.clone()),
+        &tree.scratch,
+        current_owner(),
+    )
+    .unwrap()
 }
 
 fn collect_default(tree: &Tree, manifest: &Manifest) -> CopyBack {
@@ -157,18 +162,65 @@ fn g12_staging_copies_files_and_folders_and_leaves_out_protected_entries_and_lin
 fn g12_staging_chowns_every_entry_to_the_sandbox_owner_needs_root() {
     let tree = tree();
     let owner = (64_123, 64_124);
-    stage_in(&tree.workspace, &tree.scratch, owner).unwrap();
+    stage_in(
+        &workspace::StepFiles::scratch_folder(tree.workspace.clone()),
+        &tree.scratch,
+        owner,
+    )
+    .unwrap();
     for path in ["", "notes.md", "data", "data/deep", "data/deep/old.txt"] {
         let metadata = fs::symlink_metadata(tree.scratch.join(path)).unwrap();
         assert_eq!((metadata.uid(), metadata.gid()), owner, "owner of {path:?}");
     }
 }
 
+/// Issue 39: a step's files need not be a host folder. Files held in memory are staged as
+/// the working folder is (owned by the sandbox user, protected paths left out), and only what
+/// the step changed comes back.
+#[test]
+fn g12_files_held_in_memory_stage_and_come_back_as_a_folder_does_needs_root() {
+    let tree = tree();
+    let owner = (64_123, 64_124);
+    let path = |text: &str| RelPath::parse(text).unwrap();
+    let files = workspace::StepFiles::in_memory([
+        (path("notes.md"), b"notes".to_vec()),
+        (path("data/deep/old.txt"), b"old".to_vec()),
+        (path(".secrets"), b"never staged".to_vec()),
+    ]);
+    let manifest = stage_in(&files, &tree.scratch, owner).unwrap();
+    assert_eq!(manifest.len(), 2);
+    for entry in ["", "notes.md", "data", "data/deep", "data/deep/old.txt"] {
+        let metadata = fs::symlink_metadata(tree.scratch.join(entry)).unwrap();
+        assert_eq!(
+            (metadata.uid(), metadata.gid()),
+            owner,
+            "owner of {entry:?}"
+        );
+    }
+    assert_eq!(
+        fs::read(tree.scratch.join("data/deep/old.txt")).unwrap(),
+        b"old"
+    );
+    assert!(!tree.scratch.join(".secrets").exists());
+    assert_eq!(collect_default(&tree, &manifest), CopyBack::default());
+    fs::write(tree.scratch.join("notes.md"), b"notes, edited").unwrap();
+    let copy_back = collect_default(&tree, &manifest);
+    assert_eq!(
+        returned_paths(&copy_back),
+        ["notes.md"].into_iter().map(str::to_owned).collect()
+    );
+}
+
 #[test]
 fn g12_staging_refuses_a_scratch_folder_that_is_not_empty() {
     let tree = tree();
     fs::write(tree.scratch.join("left-over"), b"x").unwrap();
-    let error = stage_in(&tree.workspace, &tree.scratch, current_owner()).unwrap_err();
+    let error = stage_in(
+        &workspace::StepFiles::scratch_folder(tree.workspace.clone()),
+        &tree.scratch,
+        current_owner(),
+    )
+    .unwrap_err();
     assert!(
         matches!(error, sandbox::copyback::Error::ScratchNotEmpty { .. }),
         "{error}"
@@ -203,7 +255,7 @@ fn g12_unchanged_files_do_not_come_back_and_new_changed_and_deleted_ones_do() {
         .iter()
         .find(|file| file.path.as_str() == "notes.md")
         .unwrap();
-    assert_eq!(notes.contents, b"notes, edited");
+    assert_eq!(notes.contents().unwrap_or_default(), b"notes, edited");
 }
 
 #[test]

@@ -53,7 +53,7 @@ impl Fixture {
             env: Vec::new(),
             network: NetworkMode::None,
             limits: Limits::default(),
-            work_dir: self.work.path().to_path_buf(),
+            files: workspace::StepFiles::scratch_folder(self.work.path().to_path_buf()),
             screen: Arc::new(NoSecrets),
         }
     }
@@ -171,7 +171,12 @@ def main(factor, word):
         .copy_back
         .files
         .iter()
-        .map(|file| (file.path.to_string(), file.contents.clone()))
+        .map(|file| {
+            (
+                file.path.to_string(),
+                file.contents().unwrap_or_default().to_vec(),
+            )
+        })
         .collect();
     assert_eq!(files, vec![(String::from("out.txt"), b"ababab".to_vec())]);
     // The host folder itself is never written.
@@ -702,7 +707,7 @@ fn g10_gvisor_tmp_and_single_files_are_bounded_needs_root() {
         "wrote {written} bytes into one file: {answer}"
     );
     for file in &observation.copy_back.files {
-        assert!(file.contents.len() as u64 <= limits.file_size_bytes);
+        assert!(file.contents().unwrap_or_default().len() as u64 <= limits.file_size_bytes);
     }
 }
 
@@ -821,7 +826,7 @@ fn g6_gvisor_warm_sandboxes_serve_one_invocation_each_and_get_the_folder_after_t
         env: Vec::new(),
         network: NetworkMode::None,
         limits: Limits::default(),
-        work_dir: work.path().to_path_buf(),
+        files: workspace::StepFiles::scratch_folder(work.path().to_path_buf()),
         screen: Arc::new(NoSecrets),
     };
     // The harness reports the process's age: a warm sandbox's interpreter started before the

@@ -60,7 +60,7 @@ fn invocation(fixture: &Fixture, code: &str, inputs_json: &str) -> Invocation {
         env: Vec::new(),
         network: NetworkMode::None,
         limits: Limits::default(),
-        work_dir: fixture.work.path().to_path_buf(),
+        files: workspace::StepFiles::scratch_folder(fixture.work.path().to_path_buf()),
         screen: Arc::new(NoSecrets),
     }
 }

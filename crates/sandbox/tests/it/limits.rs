@@ -96,7 +96,7 @@ impl Warm {
             env: Vec::new(),
             network: NetworkMode::None,
             limits,
-            work_dir: self.work.path().to_path_buf(),
+            files: workspace::StepFiles::scratch_folder(self.work.path().to_path_buf()),
             screen: Arc::new(NoSecrets),
         }
     }
@@ -329,7 +329,7 @@ fn g10_every_limit_raised_to_its_maximum_reaches_a_cold_sandbox_and_is_used_need
             env: Vec::new(),
             network: NetworkMode::None,
             limits: maxima(),
-            work_dir: work.path().to_path_buf(),
+            files: workspace::StepFiles::scratch_folder(work.path().to_path_buf()),
             screen: Arc::new(NoSecrets),
         })
         .unwrap();

@@ -83,13 +83,13 @@ async fn g25_a_write_through_the_api_is_a_revision_authored_by_the_person() {
     assert_eq!(history[0]["id"], revision["id"]);
 
     // What steps see: the engine's folder of this account holds the file.
-    let folder = harness
+    let _folder = harness
         .engine
         .workspaces()
         .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
         .unwrap();
     assert_eq!(
-        std::fs::read(folder.files_dir().join("inputs/list.csv")).unwrap(),
+        std::fs::read(harness.working_folder(ACCOUNT).join("inputs/list.csv")).unwrap(),
         b"a,b\n1,2\n"
     );
     let audited: Vec<_> = harness
@@ -268,13 +268,13 @@ async fn g26_another_accounts_workspace_is_never_reached() {
         .call("GET", "/api/workspace/file?path=plan.txt", &member, None)
         .await;
     assert_eq!(ours.json()["content"], "acct's own plan");
-    let theirs = harness
+    let _theirs = harness
         .engine
         .workspaces()
         .for_account(&ids::AccountId::parse(OTHER_ACCOUNT).unwrap())
         .unwrap();
     assert_eq!(
-        std::fs::read(theirs.files_dir().join("plan.txt")).unwrap(),
+        std::fs::read(harness.working_folder(OTHER_ACCOUNT).join("plan.txt")).unwrap(),
         b"the other plan"
     );
 }
@@ -338,13 +338,13 @@ async fn g25_console_writes_shows_escaped_and_deletes_files() {
 #[tokio::test(flavor = "multi_thread")]
 async fn g19_a_file_put_in_the_folder_by_hand_is_answered_scrubbed() {
     let harness = Harness::new();
-    let folder = harness
+    let _folder = harness
         .engine
         .workspaces()
         .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
         .unwrap();
     std::fs::write(
-        folder.files_dir().join("by-hand.txt"),
+        harness.working_folder(ACCOUNT).join("by-hand.txt"),
         format!("token={VAULT_VALUE}\n"),
     )
     .unwrap();
@@ -363,7 +363,7 @@ async fn g19_a_file_put_in_the_folder_by_hand_is_answered_scrubbed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn g17_a_value_across_the_cut_of_a_long_file_is_never_half_shown() {
     let harness = Harness::new();
-    let folder = harness
+    let _folder = harness
         .engine
         .workspaces()
         .for_account(&ids::AccountId::parse(ACCOUNT).unwrap())
@@ -372,7 +372,7 @@ async fn g17_a_value_across_the_cut_of_a_long_file_is_never_half_shown() {
     let mut contents = vec![b'x'; 1024 * 1024 - 10];
     contents.extend_from_slice(VAULT_VALUE.as_bytes());
     contents.extend_from_slice(b"\nrest\n");
-    std::fs::write(folder.files_dir().join("long.log"), &contents).unwrap();
+    std::fs::write(harness.working_folder(ACCOUNT).join("long.log"), &contents).unwrap();
     let member = harness.credentials(Caller::Person(Role::Member));
     let read = harness
         .call("GET", "/api/workspace/file?path=long.log", &member, None)
@@ -398,7 +398,11 @@ async fn g16_listing_and_history_are_scrubbed_of_values_written_before_they_were
         .unwrap();
     const LATER: &str = "sk_live_entered_the_vault_later_5Qx";
     // Written while the value was nothing secret: by hand, and as a revision.
-    std::fs::write(folder.files_dir().join(format!("{LATER}.txt")), b"x").unwrap();
+    std::fs::write(
+        harness.working_folder(ACCOUNT).join(format!("{LATER}.txt")),
+        b"x",
+    )
+    .unwrap();
     folder
         .commit(
             &workspace::Author::Cli {

@@ -170,6 +170,17 @@ pub struct Harness {
 
 impl Harness {
     /// An engine like the harness's, over another secret source.
+    /// The working folder of `account` on this host, as the workspace lays it out: for a test
+    /// that writes a file by hand, as an operator would (no crate above `workspace` is handed
+    /// this path, issue 39).
+    pub fn working_folder(&self, account: &str) -> std::path::PathBuf {
+        self._dir
+            .path()
+            .join("workspaces")
+            .join(account)
+            .join("workspace")
+    }
+
     pub fn engine_over(&self, scrub_sets: redact::ScrubSets) -> Engine {
         Engine::new(
             self.engine_options.clone(),

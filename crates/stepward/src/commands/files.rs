@@ -54,8 +54,8 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
             }
             if listing.files.is_empty() {
                 outln!(
-                    "no files in {}; add one with `stepward files put PATH --from FILE`",
-                    workspace.files_dir().display()
+                    "no files in the workspace yet; add one with `stepward files put PATH --from \
+                     FILE`"
                 );
             }
             for file in &listing.files {
@@ -104,9 +104,8 @@ pub fn run(command: &FilesCommand, config: Config) -> anyhow::Result<Outcome> {
             }
             if history.is_empty() {
                 outln!(
-                    "no revisions yet in {}: every write (`stepward files put PATH --from \
-                     FILE`, a run's step, the console, the API) makes one",
-                    workspace.files_dir().display()
+                    "no revisions yet in the workspace: every write (`stepward files put PATH \
+                     --from FILE`, a run's step, the console, the API) makes one"
                 );
             }
             for revision in history.iter().rev() {

@@ -88,10 +88,11 @@ fn a_refusal_before_a_run_says_what_kind_it_is() {
     let workspace = harness.options.workspaces.for_account(&account()).unwrap();
     let unpinned = PinnedDefinitions::unpinned();
     let local = account();
+    let files = workspace.step_files();
     let query = |step| NetworkQuery {
         account: &local,
         step,
-        work_dir: workspace.files_dir(),
+        files: &files,
         definitions: &unpinned,
     };
     let agent_step = spec::parse_workflow("workflows/summary.yaml", WORKFLOW).unwrap();

@@ -92,7 +92,7 @@ fn g25_a_pinned_folder_reads_back_its_bytes_after_the_folder_changed() {
     // A link in the folder is never followed nor pinned.
     std::os::unix::fs::symlink(
         "/etc/passwd",
-        workspace.files_dir().join("agents/digest/link"),
+        root.path().join("alpha/workspace/agents/digest/link"),
     )
     .unwrap();
     let pinned = {

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use workspace::{Author, Change, Error, RelPath, RevisionStore, SecretScreen};
+use workspace::{Author, Change, Error, FolderRevisions, RelPath, RevisionStore, SecretScreen};
 
 const SECRET: &str = "sk-live-archived-7Qz9XvB2mN4pL8rT";
 
@@ -45,7 +45,7 @@ fn python(expression: &str) -> Vec<u8> {
 
 fn written(contents: Vec<u8>) -> Result<(), Error> {
     let folder = tempfile::tempdir().unwrap();
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     store
         .write(
             &Author::Person { id: "p-1".into() },

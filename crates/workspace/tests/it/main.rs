@@ -6,6 +6,8 @@
 mod definitions;
 mod g12_archives;
 mod paths;
+mod ports;
 mod protected;
+mod revision_store;
 mod revisions;
 mod secrets_in_paths_and_messages;

@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use workspace::{Author, Change, Error, RelPath, RevisionStore, SecretScreen};
+use workspace::{Author, Change, Error, FolderRevisions, RelPath, RevisionStore, SecretScreen};
 
 struct KnowsSecret(&'static [u8]);
 
@@ -21,7 +21,7 @@ fn path(text: &str) -> RelPath {
 #[test]
 fn g25_every_write_is_a_revision_with_an_author() {
     let folder = tempfile::tempdir().unwrap();
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     let person = Author::Person { id: "p-1".into() };
     let step = Author::RunStep {
         run_id: ids::RunId::parse("r-1").unwrap(),
@@ -81,14 +81,14 @@ fn g25_every_write_is_a_revision_with_an_author() {
     assert_eq!(tree.keys().collect::<Vec<_>>(), vec!["out/data.json"]);
 
     // Reopening reads the same history.
-    let reopened = RevisionStore::open(folder.path()).unwrap();
+    let reopened = FolderRevisions::open(folder.path()).unwrap();
     assert_eq!(reopened.history().unwrap(), history);
 }
 
 #[test]
 fn g25_protected_paths_are_refused_and_nothing_is_written() {
     let folder = tempfile::tempdir().unwrap();
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     for protected in [".secrets", ".journal/a", "knowledge/k/index/i", ".Secrets"] {
         let error = store
             .write(
@@ -116,7 +116,7 @@ fn g25_protected_paths_are_refused_and_nothing_is_written() {
 #[test]
 fn g19_content_holding_a_secret_is_refused_and_nothing_is_written() {
     let folder = tempfile::tempdir().unwrap();
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     let error = store
         .write(
             &Author::ApiKey { id: "k-1".into() },
@@ -142,7 +142,7 @@ fn g19_content_holding_a_secret_is_refused_and_nothing_is_written() {
 #[test]
 fn g25_a_torn_last_line_is_cut_off_on_open() {
     let folder = tempfile::tempdir().unwrap();
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     store
         .write(
             &Author::Agent { name: "x".into() },
@@ -157,7 +157,7 @@ fn g25_a_torn_last_line_is_cut_off_on_open() {
     contents.extend_from_slice(b"{\"id\":\"torn");
     fs::write(&log, &contents).unwrap();
 
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     assert_eq!(store.history().unwrap().len(), 1);
     store
         .write(
@@ -173,7 +173,7 @@ fn g25_a_torn_last_line_is_cut_off_on_open() {
 #[test]
 fn g25_empty_and_duplicate_revisions_are_refused() {
     let folder = tempfile::tempdir().unwrap();
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     let author = Author::Agent { name: "x".into() };
     assert!(matches!(
         store.write(&author, "nothing", vec![], &SCREEN),
@@ -196,7 +196,7 @@ fn g25_empty_and_duplicate_revisions_are_refused() {
 #[test]
 fn g25_a_damaged_blob_is_detected() {
     let folder = tempfile::tempdir().unwrap();
-    let store = RevisionStore::open(folder.path()).unwrap();
+    let store = FolderRevisions::open(folder.path()).unwrap();
     let id = store
         .write(
             &Author::Agent { name: "x".into() },

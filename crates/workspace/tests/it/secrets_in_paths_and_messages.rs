@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::Path;
 
-use workspace::{Author, Change, Error, RelPath, RevisionStore, SecretScreen};
+use workspace::{Author, Change, Error, FolderRevisions, RelPath, RevisionStore, SecretScreen};
 
 const VALUE: &[u8] = b"sk-live-7Hq2Wm9Lr4";
 
@@ -52,7 +52,7 @@ fn g19_a_path_or_message_holding_a_secret_is_refused_and_nothing_is_written() {
     ];
     for (path, message) in cases {
         let folder = tempfile::tempdir().unwrap();
-        let store = RevisionStore::open(folder.path()).unwrap();
+        let store = FolderRevisions::open(folder.path()).unwrap();
         let result = store.write(
             &author,
             &message,

@@ -109,7 +109,7 @@ impl Probe {
                 .collect(),
             network: NetworkMode::None,
             limits: self.limits.clone(),
-            work_dir,
+            files: workspace::StepFiles::scratch_folder(work_dir),
             screen: Arc::clone(&self.screen),
         }
     }

@@ -66,7 +66,7 @@ pub(crate) fn run_probe_step(backend: &dyn Isolation, request: &Value) -> Observ
         env: Vec::new(),
         network: NetworkMode::PublicEgress,
         limits: Limits::default(),
-        work_dir: work.path().to_path_buf(),
+        files: workspace::StepFiles::scratch_folder(work.path().to_path_buf()),
         screen: Arc::new(NoSecrets),
     };
     backend
@@ -212,7 +212,7 @@ fn g10_socket_buffers_of_a_public_egress_step_count_against_its_memory_limit_nee
                 open_files: 512,
                 ..Limits::default()
             },
-            work_dir: work.path().to_path_buf(),
+            files: workspace::StepFiles::scratch_folder(work.path().to_path_buf()),
             screen: Arc::new(NoSecrets),
         };
         let observation = backend.backend.run(invocation).unwrap();
