@@ -42,7 +42,13 @@ fn the_binary_implements_no_port_of_the_engine_the_agent_the_sandbox_or_the_stor
     let ports = traits_of(
         &root,
         &[
-            "engine", "agent", "sandbox", "storage", "platform", "server",
+            "engine",
+            "agent",
+            "sandbox",
+            "storage",
+            "platform",
+            "server",
+            "workspace",
         ],
     );
     assert!(

@@ -9,6 +9,7 @@ mod scripts;
 mod terminal_writes;
 mod time_arithmetic;
 mod user_messages;
+mod workspace_paths;
 
 use std::fs;
 
