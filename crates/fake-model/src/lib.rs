@@ -221,6 +221,11 @@ pub struct BlockingFakeModel {
 impl BlockingFakeModel {
     /// Starts on a free port of 127.0.0.1 with a runtime of its own.
     pub fn start(script: Script) -> Result<BlockingFakeModel, StartError> {
+        BlockingFakeModel::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), script)
+    }
+
+    /// Starts on `address`, which must be a loopback address (a fixture's recorded one).
+    pub fn start_on(address: SocketAddr, script: Script) -> Result<BlockingFakeModel, StartError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -229,7 +234,7 @@ impl BlockingFakeModel {
                 address: SocketAddr::from(([127, 0, 0, 1], 0)),
                 source,
             })?;
-        let fake = runtime.block_on(FakeModel::start(script))?;
+        let fake = runtime.block_on(FakeModel::start_on(address, script))?;
         Ok(BlockingFakeModel {
             fake: Some(fake),
             runtime: Some(runtime),

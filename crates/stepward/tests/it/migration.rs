@@ -9,6 +9,11 @@
 //! script with `NEEDS_ATTENTION=1 ABOVE_MAXIMA=0`) holds a run killed mid-step, a run parked
 //! at its gate and a run waiting for a person: the queue's migration applies when it is
 //! opened, and each run reads, resumes or is recovered.
+//!
+//! Issue 39: a data directory written before the workspace's ports (`main` at 315b58b,
+//! `tests/fixtures/make-data-before-workspace-ports`) opens unchanged: its revisions, a saved
+//! workflow's versions and a step's copy-back read through the revision store port, and a run
+//! parked at its gate runs its agent with the agent file it pinned, not the later edit.
 
 use serde_json::Value;
 
@@ -214,6 +219,87 @@ fn g25_a_data_directory_from_before_the_run_queue_reads_resumes_and_recovers_nee
         ["succeeded", "needs_attention"].contains(&status_in(&after, "slow").as_str()),
         "the interrupted run is resumed or waits for a person: {after:?}"
     );
+    let verified = home.stepward(&["audit", "verify"]);
+    assert!(
+        verified.status.success(),
+        "{}{}",
+        stdout(&verified),
+        stderr(&verified)
+    );
+}
+
+/// Where the fixture's model provider points: the test starts its fake model there.
+const FIXTURE_MODEL: &str = "127.0.0.1:47611";
+
+#[test]
+fn g25_a_data_directory_from_before_the_workspace_ports_reads_its_revisions_and_pins_needs_root() {
+    let home = fixture_home("data-before-workspace-ports.tar.gz");
+    let history = home.stepward(&["files", "history", "--json"]);
+    no_panic(&history, "files history");
+    assert!(history.status.success(), "{}", stderr(&history));
+    let history: Vec<Value> = serde_json::from_str(&stdout(&history)).unwrap();
+    let authored = |kind: &str, path: &str| {
+        history
+            .iter()
+            .filter(|revision| {
+                revision["author_kind"] == kind
+                    && revision["changes"][0]["path"].as_str() == Some(path)
+            })
+            .count()
+    };
+    assert_eq!(authored("cli", "notes/plan.md"), 2, "{history:?}");
+    assert_eq!(authored("cli", "agents/digest/AGENT.md"), 2);
+    assert_eq!(authored("run_step", "out/report.txt"), 1);
+    // A saved workflow's first version reads its bytes from the store's blobs.
+    let shown = home.stepward(&["workflows", "show", "writer", "--version", "1"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert!(
+        stdout(&shown).contains("Writes the weekly report"),
+        "{}",
+        stdout(&shown)
+    );
+    let listed = home.stepward(&["files", "list"]);
+    assert!(
+        stdout(&listed).contains("out/report.txt"),
+        "{}",
+        stdout(&listed)
+    );
+
+    // The parked run's agent step runs with the agent file it pinned before the edit.
+    let fake = fake_model::BlockingFakeModel::start_on(
+        FIXTURE_MODEL.parse().unwrap(),
+        fake_model::Script::new(vec![fake_model::ScriptTurn::text("digest written")]),
+    )
+    .unwrap_or_else(|error| panic!("the fixture's model address {FIXTURE_MODEL}: {error}"));
+    let parked = run_of(&runs(&home), "digest");
+    let approved = home.stepward(&[
+        "approve",
+        &parked,
+        "check",
+        "--note",
+        "after the upgrade",
+        "--allow-model-endpoint",
+        FIXTURE_MODEL,
+    ]);
+    no_panic(&approved, "approve");
+    assert!(
+        approved.status.success(),
+        "{}{}",
+        stdout(&approved),
+        stderr(&approved)
+    );
+    let everything: String = fake
+        .requests()
+        .iter()
+        .map(fake_model::RecordedRequest::as_text)
+        .collect();
+    assert!(everything.contains("The pinned prompt"), "{everything}");
+    assert!(!everything.contains("EDITED"), "{everything}");
+    let status = runs(&home)
+        .into_iter()
+        .find(|run| run["run"] == parked.as_str())
+        .map(|run| run["status"].clone());
+    assert_eq!(status, Some(Value::from("succeeded")));
     let verified = home.stepward(&["audit", "verify"]);
     assert!(
         verified.status.success(),
