@@ -131,7 +131,21 @@ impl Engine {
         let over_pin_limit = agent_folders_past_the_pin_limit(workspace, &report.file_changes);
         for change in &report.file_changes {
             let path_text = change.path.as_str();
-            let contents = change.contents().unwrap_or_default();
+            // A step's files come back as writes; a deletion is never copied back (the
+            // sandbox reports what a step removed apart, and it is not applied).
+            let Some(contents) = change.contents() else {
+                self.event(
+                    context,
+                    refused(
+                        file(shown(path_text)),
+                        "a step's copy-back writes files and deletes none; the deletion was not \
+                         kept"
+                            .to_owned(),
+                        RefusedBy::Engine,
+                    ),
+                )?;
+                continue;
+            };
             let size = u64::try_from(contents.len()).unwrap_or(u64::MAX);
             let capped = if size > caps.max_file_bytes {
                 Some(format!(

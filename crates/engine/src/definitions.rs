@@ -638,7 +638,7 @@ impl Engine {
                 .map_err(|error| pin_error(crate::with_causes(&error)))?;
             // Its colleagues are in reach too, at any depth (a cycle ends at `seen`).
             if let Some(hash) = files.get(&format!("agents/{name}/AGENT.md"))
-                && let Ok(bytes) = workspace.pinned_bytes(hash)
+                && let Ok(bytes) = session.pinned_bytes(hash)
                 && let Ok(text) = String::from_utf8(bytes)
                 && let Ok(agent) = spec::parse_agent_within(
                     &format!("agents/{name}/AGENT.md"),

@@ -648,12 +648,14 @@ impl StepHost<'_> {
                 .and_then(|target| rules.refusal(&target).map(|refusal| refusal.to_string()));
             match allowed {
                 Some(reason) => refused.push(format!("{}: {reason}", file.path)),
-                None => {
-                    let contents = file.contents().unwrap_or_default();
-                    if let Err(error) = session.write_file(&file.path, contents) {
-                        refused.push(format!("{}: {error}", file.path));
+                None => match file.contents() {
+                    Some(contents) => {
+                        if let Err(error) = session.write_file(&file.path, contents) {
+                            refused.push(format!("{}: {error}", file.path));
+                        }
                     }
-                }
+                    None => refused.push(format!("{}: a deletion is not kept", file.path)),
+                },
             }
         }
         for refusal in &copy_back.refusals {

@@ -331,12 +331,23 @@ impl Workspace {
     ) -> Result<Revision, Error> {
         check(message, &changes, screen)?;
         let revisions = self.revisions()?;
-        // One writer at a time: the store's lease first, then the working folder's own lock,
-        // which writers hold exclusively and staging a step's `/work` holds shared while it
-        // copies ([`crate::StepFiles`]), so a step never starts from half of a revision.
-        let lease = revisions.lease()?;
+        // One writer at a time, and one order of locks for every writer and reader: the
+        // working folder's own lock first (writers hold it exclusively; staging a step's
+        // `/work` and pinning hold it shared while they copy, so a step never starts from half
+        // of a revision), then the store's lease. A pin reads the store while it holds the
+        // folder shared, and nothing that holds the lease waits for the folder.
         let lock = File::open(&self.files).map_err(io_error("open", &self.files))?;
         lock.lock().map_err(io_error("lock", &self.files))?;
+        let lease = revisions.lease()?;
+        // Asked first, under both: a change of an attempt that is no longer current writes
+        // nothing at all, not even a folder on the way to its files.
+        if let Some(fence) = fence
+            && !fence.is_current()
+        {
+            return Err(Error::Fenced {
+                attempt: fence.token(),
+            });
+        }
         for (path, hash) in expected {
             if self.file_hash(path)? != *hash {
                 return Err(Error::Changed {
@@ -369,15 +380,6 @@ impl Workspace {
             });
         }
         let staged = stage(&self.files, &changes)?;
-        // Asked last, under the lease: nothing after this answer can make the attempt current
-        // again, and a lease lost after it is the attempt's outcome to judge, not its files.
-        if let Some(fence) = fence
-            && !fence.is_current()
-        {
-            return Err(Error::Fenced {
-                attempt: fence.token(),
-            });
-        }
         let revision = revisions.record(&lease, author, message, &changes, &hashes)?;
         staged.finish()?;
         Ok(revision)

@@ -90,20 +90,34 @@ impl StepFiles {
     }
 
     /// These files, held in memory (protected paths are left out, as staging leaves them out
-    /// of the working folder).
-    pub fn in_memory(files: impl IntoIterator<Item = (RelPath, Vec<u8>)>) -> StepFiles {
-        let files = files
+    /// of the working folder). Refused ([`Error::PathConflict`]) when one path is a file and
+    /// also a folder of another: no folder can hold both.
+    pub fn in_memory(
+        files: impl IntoIterator<Item = (RelPath, Vec<u8>)>,
+    ) -> Result<StepFiles, Error> {
+        let files: BTreeMap<RelPath, Vec<u8>> = files
             .into_iter()
             .filter(|(path, _)| crate::is_protected(path).is_none())
             .collect();
-        StepFiles {
-            source: Source::Memory(Arc::new(files)),
+        if let Some(inner) = files
+            .keys()
+            .find(|path| files.keys().any(|outer| is_beneath(path, Some(outer))))
+        {
+            return Err(Error::PathConflict {
+                path: inner.to_string(),
+                reason: "a file of the same snapshot stands where its folder would be".to_owned(),
+            });
         }
+        Ok(StepFiles {
+            source: Source::Memory(Arc::new(files)),
+        })
     }
 
     /// No files at all.
     pub fn empty() -> StepFiles {
-        StepFiles::in_memory([])
+        StepFiles {
+            source: Source::Memory(Arc::new(BTreeMap::new())),
+        }
     }
 
     /// Opens the snapshot for a backend to stage: the working folder under its shared lock,
@@ -208,6 +222,18 @@ impl FilesReader {
         match &self.read {
             Read::Tree(tree) => tree.walk(start, max_entries),
             Read::Memory(files) => {
+                // As a folder is walked: a start that is no folder is an error.
+                if let Some(start) = start {
+                    match self.kind(start)? {
+                        "folder" => {}
+                        _ => {
+                            return Err(TreeError::NotAFile {
+                                path: start.to_string(),
+                                kind: "path through a file",
+                            });
+                        }
+                    }
+                }
                 let mut entries: BTreeMap<RelPath, TreeEntry> = BTreeMap::new();
                 for (path, bytes) in files.iter().filter(|(path, _)| is_beneath(path, start)) {
                     // The folders on the way, below `start`.

@@ -95,6 +95,9 @@ pub enum Error {
         "revision {id} does not follow the newest revision of its workspace: nothing was written"
     )]
     NotHead { id: String },
+    /// An append under a lease that another store gave. Nothing was written.
+    #[error("a revision was appended under another store's lease: nothing was written")]
+    ForeignLease,
     /// A step's change whose attempt is no longer current (its worker lost its lease, and the
     /// attempt was judged without it): nothing was written.
     #[error(

@@ -41,7 +41,7 @@ pub enum PinError {
 
 /// The working folder seen at one moment, for pinning.
 pub struct PinSession<'a> {
-    workspace: &'a Workspace,
+    _workspace: &'a Workspace,
     store: std::sync::Arc<dyn RevisionStore>,
     tree: Tree,
     _lock: File,
@@ -59,7 +59,7 @@ impl Workspace {
             source: std::io::Error::other(error.to_string()),
         })?;
         Ok(PinSession {
-            workspace: self,
+            _workspace: self,
             store,
             tree,
             _lock: lock,
@@ -85,7 +85,14 @@ impl Workspace {
 impl PinSession<'_> {
     /// The newest revision as this session sees it.
     pub fn head(&self) -> Result<Option<RevisionId>, Error> {
-        self.workspace.head()
+        self.store.head()
+    }
+
+    /// The bytes a pin of this session recorded under `hash` (checked against it), read from
+    /// the store the session holds: a pin never opens the store again while it holds the
+    /// working folder.
+    pub fn pinned_bytes(&self, hash: &str) -> Result<Vec<u8>, Error> {
+        self.store.blob(hash)
     }
 
     /// Every regular file under `folder` (workspace paths) with the SHA-256 of its contents,

@@ -317,18 +317,36 @@ pub trait RevisionStore: Send + Sync {
     }
 }
 
-/// A writer's hold on a workspace ([`RevisionStore::lease`]), let go when dropped.
+/// A writer's hold on a workspace ([`RevisionStore::lease`]), let go when dropped. It names
+/// the store that gave it: [`RevisionStore::append`] takes no other store's.
 pub struct StoreLease<'a> {
     _held: Box<dyn Held + 'a>,
+    owner: usize,
 }
 
 impl<'a> StoreLease<'a> {
-    /// A lease held as long as `held` lives: what a store's [`RevisionStore::lease`] returns.
-    pub fn holding(held: impl Send + 'a) -> StoreLease<'a> {
+    /// The lease `store` gives, held as long as `held` lives: what a store's
+    /// [`RevisionStore::lease`] returns.
+    pub fn holding<S: ?Sized>(store: &'a S, held: impl Send + 'a) -> StoreLease<'a> {
         StoreLease {
             _held: Box::new(held),
+            owner: owner_of(store),
         }
     }
+
+    /// Refused ([`Error::ForeignLease`]) unless `store` gave this lease.
+    pub fn check_owner<S: ?Sized>(&self, store: &S) -> Result<(), Error> {
+        if self.owner == owner_of(store) {
+            Ok(())
+        } else {
+            Err(Error::ForeignLease)
+        }
+    }
+}
+
+/// Which store a lease belongs to: the store value's address, for as long as it lives.
+fn owner_of<S: ?Sized>(store: &S) -> usize {
+    std::ptr::from_ref(store).cast::<()>() as usize
 }
 
 /// Anything a lease keeps alive.
@@ -389,17 +407,17 @@ impl FolderRevisions {
             .read(true)
             .open(&log_path)
             .map_err(io_error("open", &log_path))?;
-        log.lock().map_err(io_error("lock", &log_path))?;
-        let complete = complete_length(&log, &log_path)?;
-        let length = log
-            .metadata()
-            .map_err(io_error("inspect", &log_path))?
-            .len();
-        if complete != length {
-            log.set_len(complete)
-                .map_err(io_error("truncate", &log_path))?;
-            log.sync_all().map_err(io_error("fsync", &log_path))?;
+        // A torn last line is cut here only when no writer holds the lease: opening never
+        // waits (a pin opens the store while it holds the working folder, which a writer may
+        // be waiting for), and a writer cuts it itself before it appends.
+        match log.try_lock() {
+            Ok(()) => cut_torn_line(&log, &log_path)?,
+            Err(fs::TryLockError::WouldBlock) => {}
+            Err(fs::TryLockError::Error(source)) => {
+                return Err(io_error("lock", &log_path)(source));
+            }
         }
+        drop(log);
         if made {
             sync_folder(folder)?;
         }
@@ -422,7 +440,7 @@ impl RevisionStore for FolderRevisions {
             .open(&log_path)
             .map_err(io_error("open", &log_path))?;
         log.lock().map_err(io_error("lock", &log_path))?;
-        Ok(StoreLease::holding(log))
+        Ok(StoreLease::holding(self, log))
     }
 
     fn history(&self) -> Result<Vec<Revision>, Error> {
@@ -436,10 +454,11 @@ impl RevisionStore for FolderRevisions {
     }
 
     fn has_blob(&self, hash: &str) -> Result<bool, Error> {
-        Ok(self.folder.join(BLOBS_NAME).join(hash).exists())
+        Ok(is_hash(hash) && self.folder.join(BLOBS_NAME).join(hash).exists())
     }
 
     fn put_blob(&self, hash: &str, contents: &[u8]) -> Result<(), Error> {
+        checked_blob(hash, contents)?;
         let blobs = self.folder.join(BLOBS_NAME);
         let final_path = blobs.join(hash);
         if final_path.exists() {
@@ -480,8 +499,16 @@ impl RevisionStore for FolderRevisions {
         Ok(contents)
     }
 
-    fn append(&self, _lease: &StoreLease<'_>, revision: &Revision) -> Result<(), Error> {
+    fn append(&self, lease: &StoreLease<'_>, revision: &Revision) -> Result<(), Error> {
+        lease.check_owner(self)?;
         let log_path = self.log_path();
+        // The lease holds the log's lock; these handles read and append under it.
+        let mut log = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .open(&log_path)
+            .map_err(io_error("open", &log_path))?;
+        cut_torn_line(&log, &log_path)?;
         let head = read_tail(&log_path, 1)?.pop().map(|last| last.id);
         if head != revision.parent {
             return Err(Error::NotHead {
@@ -490,11 +517,6 @@ impl RevisionStore for FolderRevisions {
         }
         let mut line = serde_json::to_vec(revision).map_err(|source| Error::Encode { source })?;
         line.push(b'\n');
-        // The lease holds the log's lock; this handle appends under it.
-        let mut log = OpenOptions::new()
-            .append(true)
-            .open(&log_path)
-            .map_err(io_error("open", &log_path))?;
         log.write_all(&line)
             .map_err(io_error("append", &log_path))?;
         log.sync_all().map_err(io_error("fsync", &log_path))
@@ -518,6 +540,30 @@ impl RevisionStore for FolderRevisions {
         }
         Ok(total)
     }
+}
+
+/// Refused ([`Error::BlobMismatch`]) unless `hash` is the SHA-256 of `contents`: a blob is
+/// stored only under its own name, never under a name a caller made up.
+fn checked_blob(hash: &str, contents: &[u8]) -> Result<(), Error> {
+    if is_hash(hash) && hex::encode(Sha256::digest(contents)) == hash {
+        Ok(())
+    } else {
+        Err(Error::BlobMismatch {
+            hash: hash.chars().take(64).collect(),
+        })
+    }
+}
+
+/// Cuts a torn last line (a crash mid-append) off the log, under its lock.
+fn cut_torn_line(log: &File, log_path: &Path) -> Result<(), Error> {
+    let complete = complete_length(log, log_path)?;
+    let length = log.metadata().map_err(io_error("inspect", log_path))?.len();
+    if complete != length {
+        log.set_len(complete)
+            .map_err(io_error("truncate", log_path))?;
+        log.sync_all().map_err(io_error("fsync", log_path))?;
+    }
+    Ok(())
 }
 
 /// Whether `hash` is a SHA-256 in lower-case hex: the only names a blob has.
@@ -587,7 +633,7 @@ impl RevisionStore for MemoryRevisions {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         *leased = true;
-        Ok(StoreLease::holding(MemoryLease(self)))
+        Ok(StoreLease::holding(self, MemoryLease(self)))
     }
 
     fn history(&self) -> Result<Vec<Revision>, Error> {
@@ -603,6 +649,7 @@ impl RevisionStore for MemoryRevisions {
     }
 
     fn put_blob(&self, hash: &str, contents: &[u8]) -> Result<(), Error> {
+        checked_blob(hash, contents)?;
         self.state()
             .blobs
             .entry(hash.to_owned())
@@ -633,7 +680,8 @@ impl RevisionStore for MemoryRevisions {
         Ok(contents)
     }
 
-    fn append(&self, _lease: &StoreLease<'_>, revision: &Revision) -> Result<(), Error> {
+    fn append(&self, lease: &StoreLease<'_>, revision: &Revision) -> Result<(), Error> {
+        lease.check_owner(self)?;
         let mut state = self.state();
         if state.log.last().map(|last| &last.id) != revision.parent.as_ref() {
             return Err(Error::NotHead {

@@ -186,7 +186,8 @@ fn g12_files_held_in_memory_stage_and_come_back_as_a_folder_does_needs_root() {
         (path("notes.md"), b"notes".to_vec()),
         (path("data/deep/old.txt"), b"old".to_vec()),
         (path(".secrets"), b"never staged".to_vec()),
-    ]);
+    ])
+    .unwrap();
     let manifest = stage_in(&files, &tree.scratch, owner).unwrap();
     assert_eq!(manifest.len(), 2);
     for entry in ["", "notes.md", "data", "data/deep", "data/deep/old.txt"] {

@@ -189,7 +189,8 @@ fn step_files_read_the_working_folder_and_files_in_memory_alike() {
             .iter()
             .map(|(file, contents)| (path(file), contents.clone()))
             .chain([(path(".secrets"), b"never".to_vec())]),
-    );
+    )
+    .unwrap();
     for files in [workspace.step_files(), memory] {
         let reader = files.reader().unwrap();
         assert_eq!(reader.kind(&path("data")).unwrap(), "folder");
@@ -252,4 +253,126 @@ fn g25_a_snapshot_being_staged_never_sees_half_a_revision() {
     drop(snapshot);
     writer.join().unwrap();
     assert!(landed.load(Ordering::SeqCst));
+}
+
+#[test]
+fn files_in_memory_that_no_folder_could_hold_are_refused_and_walk_as_a_folder_does() {
+    let refused = StepFiles::in_memory([
+        (path("a"), b"a file".to_vec()),
+        (path("a/b"), b"beneath the file".to_vec()),
+    ]);
+    assert!(
+        matches!(refused, Err(Error::PathConflict { .. })),
+        "{refused:?}"
+    );
+    let root = tempfile::tempdir().unwrap();
+    let workspace = Workspaces::new(root.path())
+        .for_account(&account())
+        .unwrap();
+    workspace
+        .commit(
+            &Author::Person { id: "p-1".into() },
+            "add",
+            vec![(path("top.md"), Change::Write(b"top".to_vec()))],
+            &NoSecrets,
+        )
+        .unwrap();
+    let memory = StepFiles::in_memory([(path("top.md"), b"top".to_vec())]).unwrap();
+    for files in [workspace.step_files(), memory] {
+        let reader = files.reader().unwrap();
+        assert!(reader.walk(Some(&path("absent")), 10).is_err(), "{files:?}");
+        assert!(reader.walk(Some(&path("top.md")), 10).is_err(), "{files:?}");
+    }
+}
+
+#[test]
+fn a_stale_step_revision_makes_no_folder_on_the_way_to_its_files() {
+    let root = tempfile::tempdir().unwrap();
+    let workspace = Workspaces::new(root.path())
+        .for_account(&account())
+        .unwrap();
+    let stale = Fence {
+        attempt: 3,
+        current: false,
+        asked: AtomicBool::new(false),
+    };
+    let refused = workspace.commit_fenced(
+        &step(3),
+        "copy-back of step build, attempt 3",
+        vec![(path("new/deep/x.txt"), Change::Write(b"late".to_vec()))],
+        &NoSecrets,
+        &stale,
+    );
+    assert!(
+        matches!(refused, Err(Error::Fenced { attempt: 3 })),
+        "{refused:?}"
+    );
+    assert!(!root.path().join("alpha/workspace/new").exists());
+}
+
+/// The review of issue 39: a run's pin holds the working folder shared and reads the store;
+/// a writer waits for the folder before it takes the store's lease, so neither waits for the
+/// other forever.
+#[test]
+fn g25_a_pin_and_a_commit_at_once_both_finish() {
+    let root = tempfile::tempdir().unwrap();
+    let workspaces = Workspaces::new(root.path());
+    let workspace = workspaces.for_account(&account()).unwrap();
+    let first = workspace
+        .commit(
+            &Author::Person { id: "p-1".into() },
+            "add the agent",
+            vec![(
+                path("agents/digest/AGENT.md"),
+                Change::Write(b"agent".to_vec()),
+            )],
+            &NoSecrets,
+        )
+        .unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let pinner = {
+        let workspace = workspaces.for_account(&account()).unwrap();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let session = workspace.pin_session().unwrap();
+            // A writer starts now and waits for the folder this session holds.
+            std::thread::sleep(Duration::from_millis(300));
+            let pinned = session.pin_folder(&path("agents/digest")).unwrap();
+            let hash = &pinned["agents/digest/AGENT.md"];
+            assert_eq!(session.pinned_bytes(hash).unwrap(), b"agent");
+            assert_eq!(session.head().unwrap(), Some(first.id.clone()));
+            assert_eq!(workspace.history().unwrap().len(), 1);
+            done.send("pin").unwrap();
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let writer = {
+        let workspace = workspaces.for_account(&account()).unwrap();
+        std::thread::spawn(move || {
+            workspace
+                .commit(
+                    &Author::Person { id: "p-2".into() },
+                    "edit while pinning",
+                    vec![(
+                        path("agents/digest/AGENT.md"),
+                        Change::Write(b"edited".to_vec()),
+                    )],
+                    &NoSecrets,
+                )
+                .unwrap();
+            done.send("commit").unwrap();
+        })
+    };
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        seen.push(
+            finished
+                .recv_timeout(Duration::from_secs(10))
+                .expect("a pin and a commit at once waited for each other"),
+        );
+    }
+    pinner.join().unwrap();
+    writer.join().unwrap();
+    assert_eq!(seen, ["pin", "commit"]);
+    assert_eq!(workspace.history().unwrap().len(), 2);
 }

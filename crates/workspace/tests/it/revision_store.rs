@@ -78,6 +78,8 @@ each_store!(
     g25_a_path_reads_as_of_any_revision,
     g25_the_history_is_charged_for_new_content_only,
     g25_a_refused_revision_writes_nothing,
+    g25_a_blob_is_stored_only_under_its_own_hash,
+    g25_an_append_takes_only_the_stores_own_lease,
 );
 
 struct NoSecrets;
@@ -298,4 +300,30 @@ fn g25_a_refused_revision_writes_nothing(subject: Arc<dyn Subject>) {
     );
     assert!(store.history().unwrap().is_empty());
     assert!(!store.has_blob(&hash(b"fine")).unwrap());
+}
+
+fn g25_a_blob_is_stored_only_under_its_own_hash(subject: Arc<dyn Subject>) {
+    let store = subject.store();
+    for name in ["../outside", "/etc/passwd", &hash(b"other bytes")] {
+        let refused = store.put_blob(name, b"these bytes");
+        assert!(
+            matches!(refused, Err(Error::BlobMismatch { .. })),
+            "{name}: {refused:?}"
+        );
+        assert!(!store.has_blob(name).unwrap());
+    }
+}
+
+fn g25_an_append_takes_only_the_stores_own_lease(subject: Arc<dyn Subject>) {
+    let store = subject.store();
+    let first = write(store, "ada", "notes.md", b"one");
+    let next = Revision {
+        parent: Some(first.id.clone()),
+        ..first.clone()
+    };
+    let other = MemoryRevisions::default();
+    let foreign = other.lease().unwrap();
+    let refused = store.append(&foreign, &next);
+    assert!(matches!(refused, Err(Error::ForeignLease)), "{refused:?}");
+    assert_eq!(store.history().unwrap(), vec![first]);
 }
