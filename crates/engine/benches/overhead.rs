@@ -59,6 +59,7 @@ struct MemoryStore {
 
 /// Keeps no live view: a step's printed text is shown when it ends.
 impl storage::LiveOutputs for MemoryStore {}
+impl storage::tool_tests::ToolTestLog for MemoryStore {}
 
 impl WorkQueue for MemoryStore {
     fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {

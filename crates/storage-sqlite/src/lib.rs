@@ -39,6 +39,7 @@ mod people;
 mod queue;
 mod rows;
 mod runs;
+mod tool_tests;
 mod vault;
 
 use std::path::{Path, PathBuf};

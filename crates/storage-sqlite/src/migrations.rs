@@ -105,6 +105,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "live_output",
         sql: include_str!("../migrations/0017_live_output.sql"),
     },
+    Migration {
+        version: 18,
+        name: "tool_tests",
+        sql: include_str!("../migrations/0018_tool_tests.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

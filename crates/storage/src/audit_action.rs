@@ -82,6 +82,7 @@ actions! {
     ModelRemove = "model.remove",
     ModelDefault = "model.default",
     ModelTest = "model.test",
+    ToolTest = "tool.test",
     SupervisorRetries = "supervisor.retries",
     RunStart = "run.start",
     RunApprove = "run.approve",

@@ -17,6 +17,7 @@ pub mod models;
 pub mod people;
 pub mod queue;
 mod records;
+pub mod tool_tests;
 mod traits;
 mod types;
 pub mod vault;

@@ -283,6 +283,7 @@ pub trait Store:
     + AuditLog
     + LiveOutputs
     + crate::queue::WorkQueue
+    + crate::tool_tests::ToolTestLog
 {
 }
 
@@ -293,7 +294,8 @@ impl<
         + DecisionStore
         + AuditLog
         + LiveOutputs
-        + crate::queue::WorkQueue,
+        + crate::queue::WorkQueue
+        + crate::tool_tests::ToolTestLog,
 > Store for T
 {
 }

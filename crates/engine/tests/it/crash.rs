@@ -93,6 +93,7 @@ impl CrashingStore {
 
 /// Keeps no live view: a step's printed text is shown when it ends.
 impl storage::LiveOutputs for CrashingStore {}
+impl storage::tool_tests::ToolTestLog for CrashingStore {}
 
 impl WorkQueue for CrashingStore {
     fn enqueue(&self, job: &NewJob) -> Result<JobId, Error> {
