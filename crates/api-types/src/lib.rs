@@ -11,6 +11,7 @@ pub mod models;
 pub mod repairs;
 pub mod runs;
 pub mod schemas;
+pub mod tool_tests;
 pub mod workspace;
 
 use schemars::JsonSchema;

@@ -25,6 +25,7 @@ use crate::repairs::{
     SupervisorSettingsView,
 };
 use crate::runs::{Event, RunListItem, RunSummary, StepSummary};
+use crate::tool_tests::{ToolTestConfirmationView, ToolTestRequest, ToolTestView};
 use crate::workspace::{
     WorkspaceChange, WorkspaceChangedPath, WorkspaceFileItem, WorkspaceFileView,
     WorkspaceRevisionView, WorkspaceWriteRequest,
@@ -56,6 +57,7 @@ pub const REQUESTS: &[Register] = &[
     register::<WorkspaceChange>,
     register::<SaveModelProviderRequest>,
     register::<ModelTestRequest>,
+    register::<ToolTestRequest>,
     register::<SaveWorkflowRequest>,
     register::<CreateShareRequest>,
     register::<SupervisorSettingsRequest>,
@@ -103,6 +105,8 @@ pub const ANSWERS: &[Register] = &[
     register::<WorkspaceRevisionView>,
     register::<ModelProviderView>,
     register::<ModelTestResult>,
+    register::<ToolTestView>,
+    register::<ToolTestConfirmationView>,
     register::<RepairProposalView>,
     register::<RepairAcceptedView>,
     register::<SupervisorSettingsView>,
@@ -707,6 +711,7 @@ pub(crate) mod tests {
         samples.extend(workspace::samples());
         samples.extend(models::samples());
         samples.extend(repairs::samples());
+        samples.extend(tool_tests::samples());
         for (name, sample) in &samples {
             let schema = &schemas[*name];
             assert_eq!(

@@ -242,6 +242,14 @@ static POLICY_TABLE: &[RoutePolicy] = &[
     person("POST", "/models/{provider}/remove", Admin),
     person("POST", "/models/{provider}/default", Admin),
     person("POST", "/models/{provider}/test", Admin),
+    // Tool tests (issue 40): a member runs a custom tool without secrets; an admin or owner
+    // with its agent's secrets (the handler checks it, and the engine wants the script
+    // confirmed); a viewer reads the agents and runs nothing.
+    role("GET", "/api/agents/{name}/tools/{tool}/test", Admin),
+    role("POST", "/api/agents/{name}/tools/{tool}/test", Member),
+    person("GET", "/agents", Viewer),
+    person("GET", "/agents/{name}", Viewer),
+    person("POST", "/agents/{name}/tools/{tool}/test", Member),
     // Who sees failures and the supervisor's retries (G15): anyone may read, admins set it.
     role("GET", "/api/supervisor", Viewer),
     role("PUT", "/api/supervisor", Admin),

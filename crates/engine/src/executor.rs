@@ -212,9 +212,34 @@ pub enum StepRefusal {
     Store(String),
 }
 
+/// One custom tool run once for a person (issue 40, `Engine::test_tool`): its script, its
+/// checked arguments, and the agent's tree as the engine pinned it.
+pub struct ToolTestRun<'a> {
+    pub account: &'a AccountId,
+    pub agent: &'a spec::Agent,
+    pub tool: &'a str,
+    pub script: &'a str,
+    pub arguments: &'a serde_json::Map<String, serde_json::Value>,
+    /// Whether the agent's `secrets:` go into the environment (nothing else ever does).
+    pub with_secrets: bool,
+    pub files: &'a workspace::StepFiles,
+    pub python: spec::PythonVersion,
+}
+
 /// Runs one attempt of one step. The binary adapts the sandbox to this trait.
 pub trait StepExecutor: Send + Sync {
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport;
+
+    /// Runs one custom tool once, in a fresh sandbox like any step (issue 40). An executor
+    /// that runs no sandbox here refuses, naming where tools are tested.
+    fn test_tool(&self, _run: ToolTestRun<'_>) -> Result<ExecutionReport, StepRefusal> {
+        Err(StepRefusal::Unavailable(
+            "this process runs no step: the process that runs this data directory's steps (a \
+             `stepward serve` with workers) tests tools; use its console or POST \
+             /api/agents/NAME/tools/TOOL/test"
+                .to_owned(),
+        ))
+    }
 
     /// The network the step's code will have, recorded durably with the attempt before it
     /// starts (G14). A code step declares its own; an agent step's is its agent file's, which

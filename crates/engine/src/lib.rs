@@ -31,6 +31,7 @@ mod record;
 mod recovery;
 mod repair;
 mod supervisor;
+mod tool_tests;
 pub mod workspace_writes;
 
 use workspace::Workspaces;
@@ -44,7 +45,7 @@ pub use crate::engine::{Decision, Engine, GateDecision, PersonDecision, RunSumma
 pub use crate::executor::{
     AgentEvent, CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest,
     FileChange, LivePrinted, NetworkQuery, NotJournalled, StepError, StepExecutor, StepJournal,
-    StepOutput, StepRefusal,
+    StepOutput, StepRefusal, ToolTestRun,
 };
 pub use crate::interview::{AsRead, CheckedDraft, Draft, DraftSaveError};
 pub use crate::jobs::{
@@ -63,6 +64,7 @@ pub use crate::supervisor::{
     PersonSupervisor, RetryPermission, Supervised, Supervisor, SupervisorDecision,
     SupervisorIdentity, UNKNOWN_MEANS_STOP,
 };
+pub use crate::tool_tests::{SecretsChoice, ToolArguments, ToolTestConfirmation, ToolTestRequest};
 
 use storage::{RunId, RunStatus};
 
@@ -312,6 +314,41 @@ pub enum Error {
         purpose: &'static str,
         detail: String,
     },
+    /// A tool test that cannot run as asked (issue 40): no such agent or tool, an agent file
+    /// that does not parse (G1), a script that is not there. Nothing ran.
+    #[error("{}", tool_test_refusal(agent, tool, reason))]
+    ToolTestRefused {
+        agent: String,
+        tool: String,
+        reason: String,
+    },
+    /// A tool test of an agent, a tool or a script the workspace does not have (issue 40).
+    #[error("{}", tool_test_refusal(agent, tool, reason))]
+    ToolTestNotFound {
+        agent: String,
+        tool: String,
+        reason: String,
+    },
+    /// A tool test with the agent's secrets whose script was not confirmed as it is saved now
+    /// (issue 40): nothing ran; the confirmation says what to confirm.
+    #[error(
+        "running {} with its agent's secrets needs a confirmation of its script as it is now \
+         (SHA-256 {})",
+        confirmation.script,
+        confirmation.script_sha256
+    )]
+    ToolTestNeedsConfirmation {
+        confirmation: Box<ToolTestConfirmation>,
+    },
+}
+
+/// A refused tool test in words, naming the tool when there is one.
+fn tool_test_refusal(agent: &str, tool: &str, reason: &str) -> String {
+    if tool.is_empty() {
+        format!("the agent `{agent}` cannot be read: {reason}")
+    } else {
+        format!("the tool `{tool}` of agent `{agent}` cannot be tested: {reason}")
+    }
 }
 
 /// An error and its causes as one sentence, `context: cause: cause`, for a reason that goes

@@ -145,3 +145,35 @@ pub fn models_words(row: &ReachRow) -> String {
         .collect();
     spec::model_cell(&models)
 }
+
+/// Who did something, in words: a person by their name, a key, the command line's user.
+pub fn actor_words(actor: &storage::Actor) -> String {
+    match actor {
+        storage::Actor::Person { name, .. } => name.clone(),
+        storage::Actor::ApiKey { id } => format!("API key {id}"),
+        storage::Actor::Cli { os_user } => format!("the command line ({os_user})"),
+        storage::Actor::Engine => "the engine".to_owned(),
+        storage::Actor::Supervisor => "the supervisor".to_owned(),
+    }
+}
+
+/// A tool test as the API and `stepward tools test --json` show it (issue 40): the record as
+/// the engine kept it, scrubbed.
+pub fn tool_test_view(test: storage::tool_tests::ToolTest) -> api_types::tool_tests::ToolTestView {
+    api_types::tool_tests::ToolTestView {
+        by: actor_words(&test.actor),
+        id: test.id,
+        agent: test.agent,
+        tool: test.tool,
+        revision: test.revision,
+        script_sha256: test.script_sha256,
+        with_secrets: test.with_secrets,
+        at: test.at.0,
+        arguments: test.arguments,
+        outcome: test.outcome,
+        result: test.result,
+        error: test.error,
+        printed: test.printed,
+        truncated: test.truncated,
+    }
+}

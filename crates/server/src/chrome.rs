@@ -22,6 +22,7 @@ const SECTIONS: &[(&str, &str)] = &[
     ("Runs", "/runs"),
     ("Approvals", "/approvals"),
     ("Files", "/files"),
+    ("Agents", "/agents"),
     ("Vault", "/vault"),
     ("Models", "/models"),
     ("People", "/people"),

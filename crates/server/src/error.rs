@@ -142,6 +142,13 @@ pub enum Error {
         #[source]
         source: Box<engine::Error>,
     },
+    /// The engine failed at something that is no run's (a tool test, issue 40).
+    #[error("the engine failed to {operation}")]
+    EngineOperation {
+        operation: &'static str,
+        #[source]
+        source: Box<engine::Error>,
+    },
     /// The store failed.
     #[error("storage failed during {operation}")]
     Storage {
@@ -237,6 +244,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::EngineOperation`].
+    pub(crate) fn engine_operation(operation: &'static str, source: engine::Error) -> Error {
+        Error::EngineOperation {
+            operation,
+            source: Box::new(source),
+        }
+    }
+
     /// A refused or failed write of definitions, as an answer.
     pub(crate) fn definitions(source: engine::DefinitionWriteError) -> Error {
         match source {
@@ -451,6 +466,7 @@ impl Error {
             | Error::WorkflowSource(_)
             | Error::Vault { .. }
             | Error::Engine { .. }
+            | Error::EngineOperation { .. }
             | Error::WorkspaceWrites { .. }
             | Error::Storage { .. }
             | Error::PeopleRefused { .. }
@@ -530,6 +546,7 @@ impl Error {
             | Error::WorkflowSource(_)
             | Error::Vault { .. }
             | Error::Engine { .. }
+            | Error::EngineOperation { .. }
             | Error::WorkspaceWrites { .. }
             | Error::Storage { .. }
             | Error::PeopleRefused { .. }

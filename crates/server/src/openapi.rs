@@ -127,6 +127,12 @@ fn json_bodies(method: &str, path: &str) -> Option<Bodies> {
         ("POST", "/api/models/{provider}/test") => {
             (Some("ModelTestRequest"), One(200, "ModelTestResult"))
         }
+        ("GET", "/api/agents/{name}/tools/{tool}/test") => {
+            (None, One(200, "ToolTestConfirmationView"))
+        }
+        ("POST", "/api/agents/{name}/tools/{tool}/test") => {
+            (Some("ToolTestRequest"), One(200, "ToolTestView"))
+        }
         ("POST", "/api/interviews") => (Some("StartInterviewRequest"), One(201, "InterviewView")),
         ("GET", "/api/interviews/{id}") => (None, One(200, "InterviewView")),
         ("POST", "/api/interviews/{id}/messages") => {

@@ -12,7 +12,7 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use crate::handlers::{
     admin, approve, assets, audit, audit_page, console, files, interview, interview_page, keys,
     live, models, people, person_actions, repairs, runs, sessions, shares, signin, supervisor,
-    vault, vault_page, workflow_versions, workflow_versions_page, workflows,
+    tool_tests, vault, vault_page, workflow_versions, workflow_versions_page, workflows,
 };
 use crate::layers::{enforce_policy, finish};
 use crate::openapi;
@@ -287,6 +287,24 @@ fn route_entries() -> Vec<RouteEntry> {
             models::default_with_form,
         ),
         entry(Post, "/models/{provider}/test", models::test_with_form),
+        // The agents and their custom tools, each tested once in a fresh sandbox (issue 40).
+        entry(
+            Get,
+            "/api/agents/{name}/tools/{tool}/test",
+            tool_tests::confirmation_api,
+        ),
+        entry(
+            Post,
+            "/api/agents/{name}/tools/{tool}/test",
+            tool_tests::test_api,
+        ),
+        entry(Get, "/agents", tool_tests::agents_page),
+        entry(Get, "/agents/{name}", tool_tests::agent_page),
+        entry(
+            Post,
+            "/agents/{name}/tools/{tool}/test",
+            tool_tests::test_with_form,
+        ),
         // Who sees failures and the supervisor's retries (G15).
         entry(Get, "/api/supervisor", supervisor::show),
         entry(Put, "/api/supervisor", supervisor::put),

@@ -68,6 +68,11 @@ pub enum Command {
     /// the default, test that a key works.
     #[command(subcommand)]
     Models(ModelsCommand),
+    /// The custom tools of the local account's agents: run one once, in a fresh sandbox like
+    /// any step, with an allowlisted environment (its agent's secrets only with
+    /// `--with-secrets` and a confirmation of the script).
+    #[command(subcommand)]
+    Tools(ToolsCommand),
     /// Tools for trying stepward by hand.
     #[command(subcommand)]
     Dev(DevCommand),
@@ -151,6 +156,34 @@ pub enum ModelsCommand {
     Supervisor {
         #[arg(long, value_name = "N|default")]
         retries: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Run the custom tool TOOL of the agent AGENT once with the arguments given, and print
+    /// the scrubbed record kept of it (also in the audit log).
+    Test {
+        agent: String,
+        tool: String,
+        /// One argument of the tool, `NAME=VALUE` (repeatable): a string as it is; a number,
+        /// a boolean, an object or a list as JSON.
+        #[arg(long = "input", value_name = "NAME=VALUE")]
+        input: Vec<String>,
+        /// Put the agent's `secrets:` in the tool's environment. Without `--confirm`, shows
+        /// who last changed the script, when, and what changed since the last test with
+        /// secrets, and runs nothing.
+        #[arg(long)]
+        with_secrets: bool,
+        /// The SHA-256 of the script you confirm (the one `--with-secrets` shows): a script
+        /// changed since runs nothing.
+        #[arg(long, value_name = "SHA256", requires = "with_secrets")]
+        confirm: Option<String>,
+        /// The Python the tool runs under, `MAJOR.MINOR`.
+        #[arg(long, default_value = "3.11")]
+        python: String,
+        #[arg(long)]
+        json: bool,
     },
 }
 

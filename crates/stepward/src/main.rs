@@ -124,6 +124,7 @@ fn main() -> ExitCode {
         Command::Worker(args) => commands::worker::run(&args, config),
         Command::Accounts(command) => commands::accounts::run(&command, config),
         Command::Models(command) => commands::models::run(&command, config),
+        Command::Tools(command) => commands::tools::run(&command, config),
         Command::Dev(command) => commands::models::dev(&command),
         Command::Repair(args) => commands::repair::run(&args, config),
         Command::Interview(args) => commands::interview::run(&args, config),

@@ -475,7 +475,7 @@ impl AgentRuntime {
     }
 
     /// The agent's `secrets:`, for its custom tools' environment only (G19).
-    fn agent_secrets(
+    pub(crate) fn agent_secrets(
         &self,
         account: &AccountId,
         agent: &spec::Agent,

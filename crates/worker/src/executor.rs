@@ -84,6 +84,68 @@ impl StepExecutor for SandboxExecutor {
         }
     }
 
+    /// Runs one custom tool once (issue 40): its script in a fresh sandbox of this backend,
+    /// with the agent's network and limits, the arguments checked as a model's call is, and
+    /// in its environment the agent's `secrets:` only when asked, nothing else.
+    fn test_tool(
+        &self,
+        run: engine::ToolTestRun<'_>,
+    ) -> Result<ExecutionReport, engine::StepRefusal> {
+        // The arguments were checked against the tool's declaration by the engine.
+        let network = run.agent.network();
+        let python = sandbox_python(run.python);
+        self.backend
+            .availability(python, network)
+            .map_err(|missing| {
+                engine::StepRefusal::Unavailable(unavailable_message(
+                    &format!("the tool test of {}", run.tool),
+                    &missing,
+                ))
+            })?;
+        let env: Vec<EnvVar> = if run.with_secrets {
+            let Some(runtime) = &self.agents else {
+                return Err(engine::StepRefusal::Setting(
+                    "this server has no agent runtime, so an agent's secrets cannot be read"
+                        .to_owned(),
+                ));
+            };
+            runtime
+                .agent_secrets(run.account, run.agent)
+                .map_err(engine::StepRefusal::Store)?
+                .into_iter()
+                .map(|(name, value)| EnvVar {
+                    name,
+                    value: Zeroizing::new(value.dangerously_expose().to_owned()),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let screen = RedactorScreen {
+            redactor: self
+                .scrub_sets
+                .for_account(run.account)
+                .map_err(|error| engine::StepRefusal::Store(error.to_string()))?,
+            holds_credentials: !env.is_empty(),
+        };
+        let limits = declared_limits(&self.limits, run.agent.limits());
+        let invocation = Invocation {
+            python,
+            code: run.script.to_owned(),
+            inputs_json: serde_json::Value::Object(run.arguments.clone()).to_string(),
+            env,
+            network,
+            limits: limits.clone(),
+            files: run.files.clone(),
+            screen: Arc::new(screen),
+            live: None,
+        };
+        Ok(match self.backend.run(invocation) {
+            Ok(observation) => report(observation, &limits),
+            Err(error) => sandbox_error_report(&error, network, self.backend.name()),
+        })
+    }
+
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
         let code = match request.step.body() {
             spec::StepBody::Code { source } => source.clone(),

@@ -97,6 +97,8 @@ fn classification() -> BTreeMap<(&'static str, &'static str), Rule> {
         (("POST", "/models/{provider}/remove"), Audited),
         (("POST", "/models/{provider}/default"), Audited),
         (("POST", "/models/{provider}/test"), Exempt(test)),
+        (("POST", "/api/agents/{name}/tools/{tool}/test"), Audited),
+        (("POST", "/agents/{name}/tools/{tool}/test"), Audited),
         (("PUT", "/api/supervisor"), Audited),
         (("POST", "/models/supervisor"), Audited),
         (("POST", "/api/people"), Audited),
@@ -266,6 +268,9 @@ async fn ok(
     }
 }
 
+/// An agent with one custom tool, for the tool tests' routes (issue 40).
+const TOOL_AGENT: &str = "---\nname: digest\ndescription: Looks words up.\nmodel: claude/fake-large\ntools: [lookup]\ncustom_tools:\n  lookup:\n    explain: Looks a word up.\n    script: tools/lookup.py\n    arguments: { query: string }\n---\nLook it up.\n";
+
 async fn fixture() -> Fixture {
     let proposal = ScriptTurn::call(
         "propose",
@@ -309,6 +314,8 @@ async fn fixture() -> Fixture {
             "changes": [
                 {"path": "existing.txt", "action": "write", "content": "existing"},
                 {"path": "workflows/repairable.yaml", "action": "write", "content": REPAIRABLE},
+                {"path": "agents/digest/AGENT.md", "action": "write", "content": TOOL_AGENT},
+                {"path": "agents/digest/tools/lookup.py", "action": "write", "content": "def main(query):\n    return query\n"},
             ],
         })),
     )
@@ -692,6 +699,16 @@ fn request_for<'f>(
             (owner, "/models/claude/default".into(), form(&[]))
         }
         ("POST", "/models/{provider}/test") => (owner, "/models/claude/test".into(), form(&[])),
+        ("POST", "/api/agents/{name}/tools/{tool}/test") => (
+            member,
+            "/api/agents/digest/tools/lookup/test".into(),
+            json_body(json!({"arguments": {"query": "q"}})),
+        ),
+        ("POST", "/agents/{name}/tools/{tool}/test") => (
+            member,
+            "/agents/digest/tools/lookup/test".into(),
+            form(&[("arg.query", "q")]),
+        ),
         ("PUT", "/api/supervisor") => (
             owner,
             "/api/supervisor".into(),

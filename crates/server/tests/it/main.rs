@@ -42,6 +42,7 @@ mod signin;
 mod support;
 mod text_limits;
 mod tls;
+mod tool_tests;
 mod unauthenticated_limits;
 mod vault;
 mod vault_and_decisions_audited;

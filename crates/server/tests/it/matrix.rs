@@ -121,6 +121,7 @@ fn body_for(pattern: &str) -> Option<(&'static str, String)> {
             r#"{"provider":"anthropic","base_url":"http://127.0.0.1:9","assistant_model":"m","key":"matrix-value-0123456789"}"#
         }
         "/api/models/{provider}/test" => "{}",
+        "/api/agents/{name}/tools/{tool}/test" => r#"{"arguments":{"query":"matrix"}}"#,
         "/api/interviews" | "/api/interviews/{id}/messages" => r#"{"message":"matrix"}"#,
         "/api/interviews/{id}/confirm" => r#"{"proposal":1}"#,
         "/api/supervisor" => r#"{"retries":1}"#,

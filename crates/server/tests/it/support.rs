@@ -107,6 +107,51 @@ impl StepExecutor for SucceedingExecutor {
             "fake",
         )
     }
+
+    /// A tool test (issue 40): the secrets it was handed by name (the fake resolves none),
+    /// its arguments, and the account's vault value printed in every form the redactor knows,
+    /// so a test sees what the engine's scrub makes of it.
+    fn test_tool(
+        &self,
+        run: engine::ToolTestRun<'_>,
+    ) -> Result<ExecutionReport, engine::StepRefusal> {
+        let secrets: Vec<&String> = if run.with_secrets {
+            run.agent.secrets().iter().collect()
+        } else {
+            Vec::new()
+        };
+        let mut report = ExecutionReport::outcome_only(
+            ExecutionOutcome::Succeeded {
+                output: engine::StepOutput::from_value(&json!({
+                    "secrets": secrets,
+                    "arguments": run.arguments,
+                    "leaked": VAULT_VALUE,
+                })),
+            },
+            "fake",
+        );
+        report.stdout = zeroize::Zeroizing::new(value_forms(VAULT_VALUE).join("\n").into_bytes());
+        Ok(report)
+    }
+}
+
+/// Every form of `value` the redactor knows: what a script that leaks it would print.
+pub fn value_forms(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let escaped = serde_json::to_string(value).unwrap();
+    vec![
+        value.to_owned(),
+        STANDARD.encode(value),
+        STANDARD_NO_PAD.encode(value),
+        URL_SAFE.encode(value),
+        URL_SAFE_NO_PAD.encode(value),
+        STANDARD.encode(format!("x{value}")),
+        STANDARD.encode(format!("xy{value}")),
+        hex::encode(value),
+        hex::encode_upper(value),
+        escaped[1..escaped.len() - 1].to_owned(),
+    ]
 }
 
 /// Who makes a request.

@@ -14,6 +14,7 @@ pub mod run;
 pub mod runs;
 pub mod schema;
 pub mod serve;
+pub mod tools;
 pub mod vault;
 pub mod worker;
 pub mod workflows;

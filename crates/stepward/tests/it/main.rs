@@ -46,6 +46,7 @@ mod state_dir;
 mod supervisor;
 mod support;
 mod terminal;
+mod tool_tests;
 mod unauthenticated_flood;
 mod worker_deaths;
 mod workflow_versions;

@@ -172,7 +172,7 @@ fn a_step_gets_its_files_as_a_handle_at_every_seam() {
         executor
             .matches("pub files: &'a workspace::StepFiles,")
             .count(),
-        2,
-        "ExecutionRequest and NetworkQuery both carry the handle"
+        3,
+        "ExecutionRequest, NetworkQuery and ToolTestRun all carry the handle"
     );
 }
