@@ -14,14 +14,15 @@ pub struct ToolTestRequest {
     #[serde(default)]
     pub arguments: serde_json::Map<String, serde_json::Value>,
     /// Run with the agent's `secrets:` in the environment: admins and owners only, and only
-    /// with `confirm_script_sha256`.
+    /// with `confirm_sha256`.
     #[serde(default)]
     pub with_secrets: bool,
-    /// The SHA-256 of the script the caller confirmed (from the 409 answer or
-    /// `GET .../test`): a script changed since runs nothing.
+    /// The `confirm_sha256` the caller confirmed (from the 409 answer or `GET .../test`):
+    /// the script, the agent file and every file the tool runs with; anything of them
+    /// changed since runs nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 64, max = 64))]
-    pub confirm_script_sha256: Option<String>,
+    pub confirm_sha256: Option<String>,
     /// The Python the tool runs under, `MAJOR.MINOR`; 3.11 unless given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = limits::NAME_CHARS))]
@@ -37,8 +38,16 @@ pub struct ToolTestConfirmationView {
     pub tool: String,
     /// The script's path in the workspace.
     pub script: String,
-    /// Send it back as `confirm_script_sha256`.
+    /// The script's SHA-256.
     pub script_sha256: String,
+    /// What the caller confirms, in one SHA-256: the script, the agent file (its secrets,
+    /// network and limits) and every file staged for the tool. Send it back as
+    /// `confirm_sha256`.
+    pub confirm_sha256: String,
+    /// The secrets the tool would receive, by name.
+    pub secrets: Vec<String>,
+    /// What it may reach: `none` or `public_egress`.
+    pub network: String,
     /// Who wrote the script's current version; `None` when no revision wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_changed_by: Option<String>,
@@ -95,7 +104,7 @@ pub(crate) fn samples() -> Vec<(&'static str, serde_json::Value)> {
             value(&ToolTestRequest {
                 arguments: serde_json::Map::new(),
                 with_secrets: true,
-                confirm_script_sha256: Some("a".repeat(64)),
+                confirm_sha256: Some("a".repeat(64)),
                 python: Some("3.11".into()),
             }),
         ),
@@ -106,6 +115,9 @@ pub(crate) fn samples() -> Vec<(&'static str, serde_json::Value)> {
                 tool: "lookup".into(),
                 script: "agents/digest/tools/lookup.py".into(),
                 script_sha256: "a".repeat(64),
+                confirm_sha256: "b".repeat(64),
+                secrets: vec!["TOKEN".into()],
+                network: "none".into(),
                 last_changed_by: Some("person p-1".into()),
                 last_changed_at: Some(1),
                 last_tested_with_secrets_by: Some("Ada".into()),

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 use redact::Redactor;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 use storage::tool_tests::{NewToolTest, ToolTest};
 use storage::{AccountId, Actor, AuditAction, NewAuditEntry};
 use workspace::{RelPath, StepFiles};
@@ -23,6 +24,9 @@ use crate::executor::{ExecutionOutcome, ToolTestRun};
 
 /// The largest diff a confirmation shows; past it, it says where it was cut.
 const MAX_DIFF_BYTES: usize = 64 * 1024;
+/// The largest script a confirmation diffs, and how long the diff may take.
+const MAX_DIFF_INPUT: usize = 1024 * 1024;
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 /// The most files of `shared/` and `library/` a tool test's tree holds, and their bytes.
 const MAX_SHARED_FILES: usize = 4_096;
 const MAX_SHARED_BYTES: u64 = 64 * 1024 * 1024;
@@ -42,10 +46,11 @@ pub enum ToolArguments {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SecretsChoice {
     Without,
-    /// With them, confirmed for the script whose SHA-256 (hex) this is: a script changed
+    /// With them, confirmed for what [`ToolTestConfirmation::confirm_sha256`] names: the
+    /// script, the agent file and every file the tool runs with. Anything of them changed
     /// since the confirmation runs nothing.
     ConfirmedFor {
-        script_sha256: String,
+        confirm_sha256: String,
     },
 }
 
@@ -71,6 +76,12 @@ pub struct ToolTestConfirmation {
     /// The script's workspace path.
     pub script: String,
     pub script_sha256: String,
+    /// What the person confirms, in one SHA-256: the script, the agent file (its `secrets:`,
+    /// `network` and limits) and every file staged for the tool. Sent back to run.
+    pub confirm_sha256: String,
+    /// The secrets the tool would receive, by name, and its network.
+    pub secrets: Vec<String>,
+    pub network: String,
     /// Who wrote the script's current version, in words, and when (milliseconds since the
     /// epoch); `None` for a script no revision wrote (put there by hand).
     pub last_changed_by: Option<String>,
@@ -112,8 +123,8 @@ impl Engine {
         let pinned = self.pin_tool(account, &request.agent, &request.tool)?;
         let with_secrets = match &request.secrets {
             SecretsChoice::Without => false,
-            SecretsChoice::ConfirmedFor { script_sha256 } => {
-                if *script_sha256 != pinned.script_sha256 {
+            SecretsChoice::ConfirmedFor { confirm_sha256 } => {
+                if *confirm_sha256 != pinned.confirm_sha256 {
                     return Err(Error::ToolTestNeedsConfirmation {
                         confirmation: Box::new(self.confirmation_of(account, &pinned)?),
                     });
@@ -123,6 +134,19 @@ impl Engine {
         };
         let redactor = self.account_redactor(account)?;
         let arguments = arguments_for(&pinned, &request.arguments);
+        let id = tool_test_id()?;
+        let detail = |outcome: &str| {
+            redactor.scrub_json(&serde_json::json!({
+                "test": id,
+                "agent": request.agent,
+                "tool": request.tool,
+                "revision": pinned.revision,
+                "script_sha256": pinned.script_sha256,
+                "confirm_sha256": pinned.confirm_sha256,
+                "with_secrets": with_secrets,
+                "outcome": outcome,
+            }))
+        };
         let report = match &arguments {
             Err(problems) => Err(problems.join("; ")),
             Ok(arguments) => {
@@ -131,6 +155,16 @@ impl Engine {
                         &pinned,
                         format!("its script {} is not UTF-8 text", pinned.path),
                     )
+                })?;
+                // Before anything runs: a test whose record never comes (its process killed,
+                // the store failing at the end) is still in the audit log.
+                self.store.append_audit(&NewAuditEntry {
+                    account: account.clone(),
+                    run: None,
+                    actor: redactor.scrub_fields(who.clone()),
+                    action: AuditAction::ToolTest,
+                    detail: detail("started"),
+                    at: self.clock.now(),
                 })?;
                 self.executor
                     .test_tool(ToolTestRun {
@@ -157,21 +191,22 @@ impl Engine {
                     .collect(),
             ),
         };
-        let (outcome, result, error, printed) = match report {
-            Err(reason) => ("refused", None, Some(reason), String::new()),
+        let bound = self.options.max_printed_bytes;
+        let (outcome, result, error, printed, truncated) = match report {
+            Err(reason) => ("refused", None, Some(reason), String::new(), false),
             Ok(report) => {
-                let mut printed = String::from_utf8_lossy(&report.stdout).into_owned();
+                // Each stream scrubbed as a step's is, from its bytes (a value the sandbox's
+                // own cap cut is masked by its beginning), then bounded.
+                let mut printed = redactor.scrub_printed(&report.stdout, bound).into_inner();
                 if !report.stderr.is_empty() {
                     printed.push_str("\n[stderr]\n");
-                    printed.push_str(&String::from_utf8_lossy(&report.stderr));
+                    printed.push_str(&redactor.scrub_printed(&report.stderr, bound).into_inner());
                 }
-                match report.outcome {
-                    ExecutionOutcome::Succeeded { output } => (
-                        "succeeded",
-                        Some(output.as_text().to_owned()),
-                        None,
-                        printed,
-                    ),
+                let truncated = report.stdout.len() > bound || report.stderr.len() > bound;
+                let (outcome, result, error) = match report.outcome {
+                    ExecutionOutcome::Succeeded { output } => {
+                        ("succeeded", Some(output.as_text().to_owned()), None)
+                    }
                     ExecutionOutcome::Failed { error, .. } => (
                         "failed",
                         None,
@@ -179,7 +214,6 @@ impl Engine {
                             "{}: {}\n{}",
                             error.kind, error.message, error.traceback
                         )),
-                        printed,
                     ),
                     ExecutionOutcome::NeedsRepair { module, detail } => (
                         "needs_repair",
@@ -189,28 +223,31 @@ impl Engine {
                         } else {
                             format!("`{module}` is not in Python's standard library: {detail}")
                         }),
-                        printed,
                     ),
-                    ExecutionOutcome::Unknown { reason } => {
-                        ("unknown", None, Some(reason), printed)
-                    }
-                    ExecutionOutcome::Refused { reason } => {
-                        ("refused", None, Some(reason), printed)
-                    }
-                }
+                    ExecutionOutcome::Unknown { reason } => ("unknown", None, Some(reason)),
+                    ExecutionOutcome::Refused { reason } => ("refused", None, Some(reason)),
+                };
+                (outcome, result, error, printed, truncated)
             }
         };
-        let (printed, truncated) = bounded(
-            redactor.scrub(&printed).into_inner(),
-            self.options.max_printed_bytes,
-        );
+        // Bounded as a step's error and output are.
+        let error =
+            error.map(|error| redactor.scrub_truncated(&error, self.options.max_error_bytes));
         let result = result.map(|text| {
-            redactor
+            let scrubbed = redactor
                 .scrub_json_text(&text)
-                .unwrap_or_else(|_| redactor.scrub_json(&Value::String(text)))
+                .unwrap_or_else(|_| redactor.scrub_json(&Value::String(text.clone())));
+            let length = serde_json::to_string(scrubbed.get()).map_or(0, |json| json.len());
+            if length > bound {
+                redactor.scrub_json(&Value::String(format!(
+                    "(the result is {length} bytes, more than the {bound} a tool test keeps)"
+                )))
+            } else {
+                scrubbed
+            }
         });
         let test = NewToolTest {
-            id: tool_test_id()?,
+            id: id.clone(),
             account: account.clone(),
             agent: request.agent.clone(),
             tool: request.tool.clone(),
@@ -222,7 +259,7 @@ impl Engine {
             arguments: redactor.scrub_json(&shown_arguments),
             outcome: outcome.to_owned(),
             result,
-            error: error.map(|error| redactor.scrub(&error)),
+            error,
             printed: redactor.scrub(&printed),
             truncated,
         };
@@ -231,29 +268,29 @@ impl Engine {
             run: None,
             actor: redactor.scrub_fields(who),
             action: AuditAction::ToolTest,
-            detail: redactor.scrub_json(&serde_json::json!({
-                "test": test.id,
-                "agent": test.agent,
-                "tool": test.tool,
-                "revision": test.revision,
-                "script_sha256": test.script_sha256,
-                "with_secrets": with_secrets,
-                "outcome": outcome,
-            })),
+            detail: detail(outcome),
             at: test.at,
         };
         self.store.record_tool_test(&test, &entry)?;
-        let stored = self
-            .store
-            .tool_tests(account, &request.agent, &request.tool, false, 1)?
-            .into_iter()
-            .find(|stored| stored.id == test.id)
-            .ok_or_else(|| {
-                Error::Storage(storage::Error::Invalid {
-                    what: format!("tool test {} was recorded and is not found", test.id),
-                })
-            })?;
-        Ok(stored)
+        // Answered from what was written: never read back (another test of the same tool,
+        // a clock stepping back, could make the newest someone else's).
+        Ok(ToolTest {
+            id: test.id,
+            account: test.account,
+            agent: test.agent,
+            tool: test.tool,
+            revision: test.revision,
+            script_sha256: test.script_sha256,
+            with_secrets: test.with_secrets,
+            actor: test.actor.get().clone(),
+            at: test.at,
+            arguments: test.arguments.get().clone(),
+            outcome: test.outcome,
+            result: test.result.map(|result| result.get().clone()),
+            error: test.error.map(|error| error.get().clone()),
+            printed: test.printed.get().clone(),
+            truncated: test.truncated,
+        })
     }
 
     /// The newest tests of `tool` of `agent`, newest first.
@@ -298,7 +335,7 @@ impl Engine {
         let revision = session.head()?.map(|id| id.to_string());
         let files = session
             .pin_folder(&folder)
-            .map_err(|error| refuse(crate::with_causes(&error)))?;
+            .map_err(|error| refuse(self.without_host_paths(&crate::with_causes(&error))))?;
         let file_path = format!("agents/{agent}/AGENT.md");
         let Some(hash) = files.get(&file_path) else {
             return Err(missing(format!("the workspace has no {file_path}")));
@@ -369,27 +406,50 @@ impl Engine {
             let (entries, cut) = reader
                 .walk(Some(&start), MAX_SHARED_FILES)
                 .map_err(|error| refuse(error.to_string()))?;
-            let entries: Vec<_> = entries.into_iter().filter(|e| e.kind == "file").collect();
-            shared_bytes = shared_bytes.saturating_add(entries.iter().map(|e| e.size).sum());
-            if cut || shared_bytes > MAX_SHARED_BYTES {
-                return Err(refuse(format!(
+            let too_many = || {
+                refuse(format!(
                     "shared/ and library/ hold more than {MAX_SHARED_FILES} files or \
                      {MAX_SHARED_BYTES} bytes, more than a tool test stages"
-                )));
+                ))
+            };
+            if cut {
+                return Err(too_many());
             }
-            for entry in entries {
-                let (bytes, _) = reader
-                    .read(&entry.path, 0, MAX_SHARED_BYTES)
+            for entry in entries.into_iter().filter(|entry| entry.kind == "file") {
+                // The bytes read count, not the sizes the walk saw: a file may grow between.
+                let left = MAX_SHARED_BYTES.saturating_sub(shared_bytes);
+                let (bytes, size) = reader
+                    .read(&entry.path, 0, left)
                     .map_err(|error| refuse(error.to_string()))?;
+                if size > left {
+                    return Err(too_many());
+                }
+                shared_bytes = shared_bytes.saturating_add(bytes.len() as u64);
                 tree.push((entry.path, bytes));
             }
         }
+        // What a person confirms before secrets, in one hash: the script, the agent file (its
+        // secrets, network and limits) and every file staged for the tool.
+        let mut confirmed = Sha256::new();
+        confirmed.update(b"stepward tool test\0script\0");
+        confirmed.update(script_hash.as_bytes());
+        confirmed.update(b"\0agent file\0");
+        confirmed.update(hash.as_bytes());
+        tree.sort_by(|left, right| left.0.cmp(&right.0));
+        for (path, bytes) in &tree {
+            confirmed.update(b"\0file\0");
+            confirmed.update(path.as_str().as_bytes());
+            confirmed.update(b"\0");
+            confirmed.update(Sha256::digest(bytes));
+        }
+        let confirm_sha256 = hex::encode(confirmed.finalize());
         let files = StepFiles::in_memory(tree)?;
         Ok(PinnedTool {
             agent: parsed.clone(),
             tool: custom.clone(),
             path,
             script_sha256: script_hash,
+            confirm_sha256,
             script,
             revision,
             files,
@@ -408,7 +468,12 @@ impl Engine {
                 tool: pinned.tool.name().to_owned(),
                 reason: refusal.to_string(),
             })?;
-        let last = workspace.file_versions(&script_path)?.pop();
+        // Who wrote the script as it is now: the newest version, when its bytes are these (a
+        // script changed by hand since was written by no one the history names).
+        let last = workspace
+            .file_versions(&script_path)?
+            .pop()
+            .filter(|version| version.blob == pinned.script_sha256);
         let previous = self
             .store
             .tool_tests(account, pinned.agent.name(), pinned.tool.name(), true, 1)?
@@ -428,10 +493,24 @@ impl Engine {
             Some(_) => "the script of the last test with secrets",
             None => "never run with secrets",
         };
-        let diff = similar::TextDiff::from_lines(before.as_ref(), now.as_ref())
-            .unified_diff()
-            .header(header, "the script now")
-            .to_string();
+        // Diffed within bounds: a script past MAX_DIFF_INPUT is named by its size and hash.
+        let diff = if before.len() > MAX_DIFF_INPUT || now.len() > MAX_DIFF_INPUT {
+            format!(
+                "(the script is {} bytes, too large to show its changes; it is the script whose \
+                 SHA-256 is {})",
+                now.len(),
+                pinned.script_sha256
+            )
+        } else {
+            let mut diff = similar::TextDiff::configure();
+            if let Some(deadline) = std::time::Instant::now().checked_add(DIFF_DEADLINE) {
+                diff.deadline(deadline);
+            }
+            diff.diff_lines(before.as_ref(), now.as_ref())
+                .unified_diff()
+                .header(header, "the script now")
+                .to_string()
+        };
         let redactor = self.account_redactor(account)?;
         let (diff, _) = bounded(redactor.scrub(&diff).into_inner(), MAX_DIFF_BYTES);
         Ok(ToolTestConfirmation {
@@ -439,6 +518,9 @@ impl Engine {
             tool: pinned.tool.name().to_owned(),
             script: pinned.path.clone(),
             script_sha256: pinned.script_sha256.clone(),
+            confirm_sha256: pinned.confirm_sha256.clone(),
+            secrets: pinned.agent.secrets().to_vec(),
+            network: pinned.agent.network().to_string(),
             last_changed_by: last.as_ref().map(|version| version.author.describe()),
             last_changed_at: last.as_ref().map(|version| version.unix_millis),
             last_tested_with_secrets: previous
@@ -455,6 +537,8 @@ struct PinnedTool {
     /// The script's workspace path.
     path: String,
     script_sha256: String,
+    /// The hash a confirmation names (see [`ToolTestConfirmation::confirm_sha256`]).
+    confirm_sha256: String,
     script: Vec<u8>,
     revision: Option<String>,
     files: StepFiles,

@@ -88,7 +88,7 @@ impl ToolTestLog for SqliteStore {
             "SELECT id, revision, script_sha256, with_secrets, actor_kind, actor_id, actor_name,
              at, arguments, outcome, result, error, printed, truncated
              FROM tool_tests WHERE account_id = ?1 AND agent = ?2 AND tool = ?3
-             AND (?4 = 0 OR with_secrets = 1)
+             AND (?4 = 0 OR (with_secrets = 1 AND outcome != 'refused'))
              ORDER BY at DESC, rowid DESC LIMIT ?5",
             params![account.as_str(), agent, tool, with_secrets_only, limit],
             |row| -> rusqlite::Result<Row> {

@@ -68,8 +68,8 @@ pub trait ToolTestLog: Send + Sync {
     }
 
     /// The newest tests of `tool` of `agent` in `account`, newest first, at most `limit`
-    /// (and at most [`MAX_LISTED_TOOL_TESTS`]); with `with_secrets`, only those that ran with
-    /// the agent's secrets.
+    /// (and at most [`MAX_LISTED_TOOL_TESTS`]); with `with_secrets_only`, only those that ran
+    /// with the agent's secrets (a refused one ran nothing).
     fn tool_tests(
         &self,
         _account: &AccountId,

@@ -59,9 +59,9 @@ async fn run(
     let python = python_of(python.as_deref())?;
     let secrets = match (with_secrets, confirm) {
         (false, _) => SecretsChoice::Without,
-        (true, Some(script_sha256)) => SecretsChoice::ConfirmedFor { script_sha256 },
+        (true, Some(confirm_sha256)) => SecretsChoice::ConfirmedFor { confirm_sha256 },
         (true, None) => SecretsChoice::ConfirmedFor {
-            script_sha256: String::new(),
+            confirm_sha256: String::new(),
         },
     };
     let request = engine::ToolTestRequest {
@@ -138,6 +138,9 @@ fn confirmation_view(confirmation: ToolTestConfirmation) -> ToolTestConfirmation
         tool: confirmation.tool,
         script: confirmation.script,
         script_sha256: confirmation.script_sha256,
+        confirm_sha256: confirmation.confirm_sha256,
+        secrets: confirmation.secrets,
+        network: confirmation.network,
         last_changed_by: confirmation.last_changed_by,
         last_changed_at: confirmation.last_changed_at,
         last_tested_with_secrets_by: by,
@@ -170,7 +173,7 @@ pub(crate) async fn test_api(
         tool,
         ToolArguments::Json(request.arguments),
         request.with_secrets,
-        request.confirm_script_sha256,
+        request.confirm_sha256,
         request.python,
     )
     .await?;

@@ -125,11 +125,11 @@ async fn g26_a_viewer_runs_no_tool_a_member_runs_one_without_secrets_and_an_admi
             assert_eq!(diff, "", "{confirmation}");
             assert!(confirmation["last_tested_with_secrets_by"].is_string());
         }
-        let sha = confirmation["script_sha256"].as_str().unwrap().to_owned();
+        let sha = confirmation["confirm_sha256"].as_str().unwrap().to_owned();
         let confirmed = json!({
             "arguments": {"query": "weather"},
             "with_secrets": true,
-            "confirm_script_sha256": sha,
+            "confirm_sha256": sha,
         });
         let ran = harness
             .call("POST", TEST, &credentials, body(&confirmed))
@@ -149,8 +149,8 @@ async fn g19_a_script_changed_after_its_confirmation_runs_nothing_and_shows_the_
     let harness = with_agent();
     let admin = harness.credentials(Caller::Person(Role::Admin));
     let confirmation = harness.call("GET", TEST, &admin, None).await.json();
-    let first = confirmation["script_sha256"].as_str().unwrap().to_owned();
-    let confirmed = |sha: &str| json!({"arguments": {"query": "a"}, "with_secrets": true, "confirm_script_sha256": sha});
+    let first = confirmation["confirm_sha256"].as_str().unwrap().to_owned();
+    let confirmed = |sha: &str| json!({"arguments": {"query": "a"}, "with_secrets": true, "confirm_sha256": sha});
     let ran = harness
         .call("POST", TEST, &admin, body(&confirmed(&first)))
         .await;
@@ -171,7 +171,7 @@ async fn g19_a_script_changed_after_its_confirmation_runs_nothing_and_shows_the_
     assert!(diff.contains("+    print(os.environ)"), "{diff}");
     assert!(diff.contains("-    return {\"found\": query}"), "{diff}");
     assert!(shown["last_tested_with_secrets_by"].is_string(), "{shown}");
-    assert_ne!(shown["script_sha256"], first);
+    assert_ne!(shown["confirm_sha256"], first);
 }
 
 #[tokio::test]
@@ -247,4 +247,60 @@ async fn arguments_are_checked_against_the_declaration_and_a_refusal_is_kept() {
         )
         .await;
     assert_eq!(unknown.status, 404, "{}", unknown.text());
+}
+
+/// A confirmation covers the agent file and every file the tool runs with, not only the
+/// script: a member who adds a secret to the agent's `secrets:` (or a file the script reads)
+/// after an admin confirmed gets nothing run with it.
+#[tokio::test]
+async fn g19_an_agent_file_changed_after_the_confirmation_runs_nothing() {
+    let harness = with_agent();
+    let admin = harness.credentials(Caller::Person(Role::Admin));
+    let before = harness.call("GET", TEST, &admin, None).await.json();
+    assert_eq!(before["secrets"], json!(["DEPLOY_TOKEN"]), "{before}");
+    assert_eq!(before["network"], "none");
+    let confirmed = json!({
+        "arguments": {"query": "a"},
+        "with_secrets": true,
+        "confirm_sha256": before["confirm_sha256"],
+    });
+    write(
+        &harness,
+        &[(
+            "agents/digest/AGENT.md",
+            &AGENT.replace(
+                "secrets: [DEPLOY_TOKEN]",
+                "secrets: [DEPLOY_TOKEN, OTHER_TOKEN]",
+            ),
+        )],
+    );
+    let stale = harness.call("POST", TEST, &admin, body(&confirmed)).await;
+    assert_eq!(stale.status, 409, "{}", stale.text());
+    let now = stale.json();
+    assert_eq!(
+        now["secrets"],
+        json!(["DEPLOY_TOKEN", "OTHER_TOKEN"]),
+        "{now}"
+    );
+    assert_eq!(
+        now["script_sha256"], before["script_sha256"],
+        "the script is the same"
+    );
+    assert_ne!(now["confirm_sha256"], before["confirm_sha256"]);
+    write(
+        &harness,
+        &[("agents/digest/notes.txt", "read by the script")],
+    );
+    let again = json!({
+        "arguments": {"query": "a"},
+        "with_secrets": true,
+        "confirm_sha256": now["confirm_sha256"],
+    });
+    let stale = harness.call("POST", TEST, &admin, body(&again)).await;
+    assert_eq!(
+        stale.status,
+        409,
+        "a file of the agent's folder changed: {}",
+        stale.text()
+    );
 }

@@ -39,10 +39,10 @@ pub fn run(command: &ToolsCommand, config: Config) -> anyhow::Result<Outcome> {
     let secrets = match (with_secrets, confirm) {
         (false, _) => engine::SecretsChoice::Without,
         (true, Some(sha)) => engine::SecretsChoice::ConfirmedFor {
-            script_sha256: sha.trim().to_owned(),
+            confirm_sha256: sha.trim().to_owned(),
         },
         (true, None) => engine::SecretsChoice::ConfirmedFor {
-            script_sha256: String::new(),
+            confirm_sha256: String::new(),
         },
     };
     let request = engine::ToolTestRequest {
@@ -71,6 +71,15 @@ pub fn run(command: &ToolsCommand, config: Config) -> anyhow::Result<Outcome> {
                 "{} runs with the agent's secrets only once you confirm its script.",
                 confirmation.script
             ));
+            shown.line(&format!(
+                "  it would receive: {} (network: {})",
+                if confirmation.secrets.is_empty() {
+                    "no secret".to_owned()
+                } else {
+                    confirmation.secrets.join(", ")
+                },
+                confirmation.network
+            ));
             shown.line(&format!("  last changed: {changed}"));
             shown.line(&format!("  last test with secrets: {tested}"));
             shown.line("  what changed since then:");
@@ -78,8 +87,9 @@ pub fn run(command: &ToolsCommand, config: Config) -> anyhow::Result<Outcome> {
                 shown.line(&format!("    {line}"));
             }
             shown.line(&format!(
-                "run it again with --with-secrets --confirm {} to run this script with them",
-                confirmation.script_sha256
+                "run it again with --with-secrets --confirm {} to run this script, this agent file \
+                 and these files with them",
+                confirmation.confirm_sha256
             ));
             return Ok(Outcome::Invalid);
         }

@@ -189,7 +189,10 @@ fn g19_a_tool_runs_without_its_secrets_unless_they_are_confirmed_and_none_gets_o
             |row| row.get(0),
         )
         .unwrap();
-    assert_eq!(audited, 2, "each test is in the audit log");
+    assert_eq!(
+        audited, 4,
+        "each test is in the audit log before it runs and with its outcome"
+    );
 }
 
 #[test]
