@@ -25,6 +25,7 @@ mod files;
 mod headers;
 mod interview;
 mod key_creators;
+mod keyboard;
 mod keys;
 mod keys_are_not_people;
 mod listener;
