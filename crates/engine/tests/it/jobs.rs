@@ -538,3 +538,67 @@ fn a_copy_back_of_an_attempt_recovery_already_judged_changes_nothing() {
     );
     assert_eq!(revisions_of(&harness, &summary.run), (1, 1));
 }
+
+/// A worker that died after its attempt's outcome was recorded (before it gave its job back)
+/// did not stop while running the step: its stranded job does not count toward "stopped
+/// twice", and the next worker that dies mid-step is the step's first interruption.
+#[test]
+fn a_worker_that_died_after_its_attempt_ended_does_not_count_as_stopping_the_step() {
+    let harness = Harness::new();
+    harness.executor.then("report", |_| {
+        test_support::steps::failed_after_code_started("the report is late")
+    });
+    harness
+        .executor
+        .then("report", |_| panic!("the worker process died mid-step"));
+    let engine = queue_engine(&harness);
+    let summary = start_offline(&engine);
+    assert!(work_one(&engine, harness.store.as_ref()), "compute");
+    // The report's first attempt fails and is recorded; its worker dies before it gives the
+    // job back.
+    let lease = harness
+        .store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    let held = Held {
+        lease,
+        store: harness.store.as_ref(),
+    };
+    engine.run_job(&held).unwrap();
+    let report = engine.recover().unwrap();
+    assert!(report.stopped_twice.is_empty(), "{report:?}");
+    assert_eq!(
+        harness.store.run(&summary.run).unwrap().unwrap().status,
+        RunStatus::NeedsAttention,
+        "the failure waits for a person"
+    );
+    engine
+        .retry_attempt(
+            &summary.run,
+            "report",
+            1,
+            None,
+            engine::PersonDecision {
+                who: cli("bob"),
+                door: storage::Door::Cli,
+                note: "once more".into(),
+            },
+        )
+        .unwrap();
+    // Attempt 2's worker dies mid-step: the step's first interruption, so it runs again.
+    let died = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        work_one(&engine, harness.store.as_ref())
+    }));
+    assert!(died.is_err());
+    let report = engine.recover().unwrap();
+    assert!(report.stopped_twice.is_empty(), "{report:?}");
+    assert_eq!(
+        report.interrupted_offline,
+        vec![(summary.run.clone(), "report".to_owned(), 2)]
+    );
+    assert_eq!(
+        harness.store.run(&summary.run).unwrap().unwrap().status,
+        RunStatus::Running
+    );
+}
