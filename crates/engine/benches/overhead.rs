@@ -99,6 +99,9 @@ impl WorkQueue for MemoryStore {
     fn requeue_stranded(&self, job: JobId) -> Result<bool, Error> {
         self.queue.requeue_stranded(job)
     }
+    fn finish_stranded(&self, job: JobId) -> Result<bool, Error> {
+        self.queue.finish_stranded(job)
+    }
     fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
         self.queue.job(id)
     }

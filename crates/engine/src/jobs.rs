@@ -302,6 +302,9 @@ impl Engine {
             return Ok(());
         };
         if attempt.status != AttemptStatus::Running {
+            // Its outcome was recorded before its worker died: it stopped nothing, and does
+            // not count toward the step's strandings.
+            self.store.finish_stranded(job.id)?;
             if !to_drive.contains(&job.run) {
                 to_drive.push(job.run.clone());
             }

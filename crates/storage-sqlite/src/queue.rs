@@ -352,6 +352,17 @@ impl WorkQueue for SqliteStore {
         })
     }
 
+    fn finish_stranded(&self, job: JobId) -> Result<bool, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            let changed = transaction.execute(
+                "UPDATE work_queue SET state = 'done', lease_until = NULL \
+                 WHERE id = ?1 AND state = 'stranded'",
+                params![job.0],
+            )?;
+            Ok(changed == 1)
+        })
+    }
+
     fn requeue_stranded(&self, job: JobId) -> Result<bool, Error> {
         self.transaction(Durability::Synced, |transaction| {
             let changed = transaction.execute(

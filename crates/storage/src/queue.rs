@@ -307,6 +307,11 @@ pub trait WorkQueue: Send + Sync {
     /// was stranded).
     fn requeue_stranded(&self, job: JobId) -> Result<bool, Error>;
 
+    /// A stranded job whose attempt had ended before its worker died (its outcome recorded,
+    /// the job not given back) is done: it stopped nothing, and never counts toward a step's
+    /// strandings. Whether it was stranded.
+    fn finish_stranded(&self, job: JobId) -> Result<bool, Error>;
+
     /// One job, as stored.
     fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error>;
 

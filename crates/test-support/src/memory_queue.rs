@@ -214,6 +214,14 @@ impl WorkQueue for MemoryQueue {
         Ok(())
     }
 
+    fn finish_stranded(&self, id: JobId) -> Result<bool, Error> {
+        let mut jobs = self.lock();
+        let job = jobs
+            .iter_mut()
+            .find(|job| job.id == id && job.state == JobState::Stranded);
+        Ok(job.map(|job| free(job, JobState::Done)).is_some())
+    }
+
     fn requeue_stranded(&self, id: JobId) -> Result<bool, Error> {
         let mut jobs = self.lock();
         let job = jobs

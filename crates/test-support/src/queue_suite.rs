@@ -378,6 +378,40 @@ pub fn a_stranded_job_is_queued_again_only_when_the_engine_says_so(
     assert_eq!(queue.release(&lease, Release::Done).unwrap(), Fence::Lost);
 }
 
+/// A stranded job whose attempt had ended is done when the engine says so: it no longer counts
+/// toward its step's strandings; a job in any other state does not move.
+pub fn a_stranded_job_whose_attempt_ended_is_done_and_counts_no_more(
+    under_test: &dyn QueueUnderTest,
+) {
+    let queue = under_test.queue();
+    let run = under_test.run("run-1");
+    let first = queue
+        .enqueue(&job(&run, "fetch", 1, SlotKind::Sandbox))
+        .unwrap();
+    assert!(
+        !queue.finish_stranded(first).unwrap(),
+        "queued: nothing to do"
+    );
+    let lease = queue.claim(&holder(1), BOTH, LONG).unwrap().unwrap();
+    assert!(!queue.finish_stranded(first).unwrap(), "held: never taken");
+    assert_eq!(queue.start(&lease).unwrap(), Fence::Held);
+    let reaped = queue.reap(&|who| who.pid == 1).unwrap();
+    assert_eq!(reaped.stranded.len(), 1);
+    assert!(queue.finish_stranded(first).unwrap());
+    assert_eq!(queue.job(first).unwrap().unwrap().state, JobState::Done);
+    assert!(!queue.finish_stranded(first).unwrap(), "once");
+    // The step's next job stranded: the first is not counted before it.
+    let second = queue
+        .enqueue(&job(&run, "fetch", 2, SlotKind::Sandbox))
+        .unwrap();
+    let lease = queue.claim(&holder(2), BOTH, LONG).unwrap().unwrap();
+    assert_eq!(lease.job, second);
+    assert_eq!(queue.start(&lease).unwrap(), Fence::Held);
+    let reaped = queue.reap(&|who| who.pid == 2).unwrap();
+    assert_eq!(reaped.stranded.len(), 1);
+    assert_eq!(reaped.stranded[0].stranded_before, 0);
+}
+
 /// One `#[test]` per check of this suite, each on the fresh queue `$make()` returns (a value
 /// of a type implementing [`QueueUnderTest`]).
 #[macro_export]
@@ -422,6 +456,10 @@ macro_rules! queue_conformance {
         #[test]
         fn a_stranded_job_is_queued_again_only_when_the_engine_says_so() {
             $crate::queue_suite::a_stranded_job_is_queued_again_only_when_the_engine_says_so(&$make());
+        }
+        #[test]
+        fn a_stranded_job_whose_attempt_ended_is_done_and_counts_no_more() {
+            $crate::queue_suite::a_stranded_job_whose_attempt_ended_is_done_and_counts_no_more(&$make());
         }
     };
 }

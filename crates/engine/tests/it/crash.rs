@@ -133,6 +133,9 @@ impl WorkQueue for CrashingStore {
     fn requeue_stranded(&self, job: JobId) -> Result<bool, Error> {
         self.write(|| self.inner.requeue_stranded(job))
     }
+    fn finish_stranded(&self, job: JobId) -> Result<bool, Error> {
+        self.write(|| self.inner.finish_stranded(job))
+    }
     fn job(&self, id: JobId) -> Result<Option<JobRecord>, Error> {
         self.inner.job(id)
     }
