@@ -868,3 +868,34 @@ fn g6_gvisor_warm_sandboxes_serve_one_invocation_each_and_get_the_folder_after_t
     );
     drop(backend);
 }
+
+/// The run page's live view (issue 38) on gVisor too: what a step prints reaches
+/// [`Invocation::live`] while the step still runs, not only at its end.
+#[test]
+fn gvisor_a_steps_printed_output_is_told_as_it_prints_needs_root() {
+    let fixture = Fixture::new();
+    let seen: Arc<std::sync::Mutex<Vec<(Instant, Vec<u8>)>>> = Arc::default();
+    let mut invocation = fixture.invocation(
+        "import sys, time\n\ndef main():\n    print('first line', flush=True)\n    \
+         time.sleep(1.5)\n    print('second line', flush=True)\n    return 1\n",
+        json!({}),
+    );
+    let sink = Arc::clone(&seen);
+    invocation.live = Some(Arc::new(move |_stream, bytes: &[u8]| {
+        sink.lock().unwrap().push((Instant::now(), bytes.to_vec()));
+    }));
+    let observation = fixture.run(invocation);
+    let ended = Instant::now();
+    assert!(matches!(observation.outcome, Outcome::Succeeded { .. }));
+    let seen = seen.lock().unwrap();
+    let first = seen
+        .iter()
+        .find(|(_, bytes)| String::from_utf8_lossy(bytes).contains("first line"))
+        .unwrap_or_else(|| panic!("the first line was never told: {seen:?}"));
+    assert!(
+        ended.duration_since(first.0) >= Duration::from_millis(1000),
+        "the first line was told only at the end"
+    );
+    let all: Vec<u8> = seen.iter().flat_map(|(_, bytes)| bytes.clone()).collect();
+    assert!(String::from_utf8_lossy(&all).contains("second line"));
+}
