@@ -161,7 +161,8 @@ pub struct Invocation {
     pub screen: Arc<dyn copyback::SecretScreen>,
     /// Told what the step prints as it prints it (the bytes kept, within the output limit),
     /// for a live view; the [`Observation`] still carries all of it. The local backend calls
-    /// it from its watch loop; the others print only at the end.
+    /// it from its watch loop, gVisor from its output readers; `unisolated` prints only at
+    /// the end.
     pub live: Option<LiveOutput>,
 }
 
@@ -173,7 +174,7 @@ pub enum OutputStream {
 }
 
 /// What a step prints, as it prints it (see [`Invocation::live`]). Called on the backend's
-/// watch thread: it must return quickly.
+/// watch or reader threads: it must return quickly.
 pub type LiveOutput = Arc<dyn Fn(OutputStream, &[u8]) + Send + Sync>;
 
 /// What happened to the step, as observed from outside the sandbox.

@@ -143,6 +143,7 @@ impl Container {
         limits: &crate::Limits,
         report_file: &Path,
         cgroup: &mut SandboxCgroup,
+        live: Option<&crate::LiveOutput>,
     ) -> Result<Watched, Error> {
         let Some(child) = self.child.as_mut() else {
             return Err(Error::HelperProtocol {
@@ -158,14 +159,14 @@ impl Container {
                 drop(request);
             })
         });
-        let stdout = child
-            .stdout
-            .take()
-            .map(|pipe| spawn_reader(pipe, Arc::clone(&budget)));
-        let stderr = child
-            .stderr
-            .take()
-            .map(|pipe| spawn_reader(pipe, Arc::clone(&budget)));
+        let stdout = child.stdout.take().map(|pipe| {
+            let told = live.map(|live| (crate::OutputStream::Stdout, Arc::clone(live)));
+            spawn_reader(pipe, Arc::clone(&budget), told)
+        });
+        let stderr = child.stderr.take().map(|pipe| {
+            let told = live.map(|live| (crate::OutputStream::Stderr, Arc::clone(live)));
+            spawn_reader(pipe, Arc::clone(&budget), told)
+        });
         let report_cap = limits.output_bytes.saturating_add(REPORT_ENVELOPE_BYTES) as u64;
         let mut timed_out = false;
         let mut report_overflow = false;
@@ -385,9 +386,12 @@ impl ProcSysMask {
 /// Reads a pipe to its end, keeping what the shared budget allows and dropping the rest (the
 /// sandbox must never block on a full pipe). Returns what was kept and whether anything was
 /// dropped.
+/// Reads one output pipe of the sandbox, keeping what the shared `budget` grants, and telling
+/// `live` each kept piece as it comes (the run page's live view).
 fn spawn_reader(
     mut pipe: impl Read + Send + 'static,
     budget: Arc<AtomicUsize>,
+    live: Option<(crate::OutputStream, crate::LiveOutput)>,
 ) -> JoinHandle<(Vec<u8>, bool)> {
     std::thread::spawn(move || {
         let mut kept = Vec::new();
@@ -406,6 +410,11 @@ fn spawn_reader(
                 Some(left - granted)
             });
             kept.extend_from_slice(&buffer[..granted]);
+            if let Some((stream, live)) = &live
+                && granted > 0
+            {
+                live(*stream, &buffer[..granted]);
+            }
             if granted < read {
                 dropped = true;
             }

@@ -100,6 +100,7 @@ fn run_in(
         &invocation.limits,
         &scratch.report(),
         &mut cgroup,
+        invocation.live.as_ref(),
     );
     drop(container);
     // Every process of the sandbox is gone with the container: its network can go too.

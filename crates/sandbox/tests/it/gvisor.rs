@@ -869,12 +869,15 @@ fn g6_gvisor_warm_sandboxes_serve_one_invocation_each_and_get_the_folder_after_t
     drop(backend);
 }
 
+/// When some printed bytes were told, and which.
+type Told = (Instant, Vec<u8>);
+
 /// The run page's live view (issue 38) on gVisor too: what a step prints reaches
 /// [`Invocation::live`] while the step still runs, not only at its end.
 #[test]
 fn gvisor_a_steps_printed_output_is_told_as_it_prints_needs_root() {
     let fixture = Fixture::new();
-    let seen: Arc<std::sync::Mutex<Vec<(Instant, Vec<u8>)>>> = Arc::default();
+    let seen: Arc<std::sync::Mutex<Vec<Told>>> = Arc::default();
     let mut invocation = fixture.invocation(
         "import sys, time\n\ndef main():\n    print('first line', flush=True)\n    \
          time.sleep(1.5)\n    print('second line', flush=True)\n    return 1\n",
