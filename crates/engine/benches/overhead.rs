@@ -289,6 +289,20 @@ impl DecisionStore for MemoryStore {
             detail: "not supported by the benchmark store".into(),
         })
     }
+    fn record_decision_moving(
+        &self,
+        _decision: &NewDecision,
+        _event: &NewEvent,
+        _audit: &NewAuditEntry,
+        _from: &[RunStatus],
+        _to: RunStatus,
+        _status_event: &NewEvent,
+    ) -> Result<DecisionRecord, Error> {
+        Err(Error::Corrupt {
+            what: "decision",
+            detail: "not supported by the benchmark store".into(),
+        })
+    }
     fn decisions(&self, _run: &RunId) -> Result<Vec<DecisionRecord>, Error> {
         Ok(Vec::new())
     }

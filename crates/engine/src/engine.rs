@@ -18,7 +18,8 @@ use crate::drive::Resume;
 use crate::executor::{NetworkQuery, StepExecutor};
 use crate::inputs::check_run_inputs;
 use crate::journal::{
-    self, Entry, Event, EventKind, PersonDecided, PinnedModel, RunCreated, SecretsResolved,
+    self, Entry, Event, EventKind, PersonDecided, PinnedModel, RunCreated, RunStatusChanged,
+    SecretsResolved,
 };
 use crate::record::{AttemptState, RunState};
 use crate::supervisor::Supervisor;
@@ -555,17 +556,20 @@ impl Engine {
                 });
             }
         }
-        self.record_person_decision(
-            &context,
-            DecidedOn::Attempt {
-                step,
-                attempt: latest.attempt,
-            },
-            DecisionKind::Retry,
-            &by,
-            new_inputs.as_ref(),
+        self.record_person_decision_moving(
+            &mut context,
+            (
+                DecidedOn::Attempt {
+                    step,
+                    attempt: latest.attempt,
+                },
+                DecisionKind::Retry,
+                &by,
+                new_inputs.as_ref(),
+            ),
+            &[RunStatus::NeedsAttention],
+            (RunStatus::Running, None),
         )?;
-        self.set_status(&mut context, RunStatus::Running, None)?;
         self.drive(
             context,
             Resume::Retry {
@@ -598,11 +602,11 @@ impl Engine {
             });
         }
         let mut context = self.load_context(run)?;
-        self.record_person_decision(&context, DecidedOn::Run, DecisionKind::Stop, &by, None)?;
-        self.set_status(
+        self.record_person_decision_moving(
             &mut context,
-            RunStatus::Stopped,
-            Some("stopped by a person"),
+            (DecidedOn::Run, DecisionKind::Stop, &by, None),
+            &[RunStatus::NeedsAttention, RunStatus::NeedsRepair],
+            (RunStatus::Stopped, Some("stopped by a person")),
         )?;
         self.summary(run)
     }
@@ -637,6 +641,53 @@ impl Engine {
         by: &PersonDecision,
         new_inputs: Option<&Value>,
     ) -> Result<(), Error> {
+        let (decision, event, audit) = self.person_decision(context, on, kind, by, new_inputs)?;
+        // One transaction: a decision whose audit entry cannot be written is not taken.
+        self.store.record_decision(&decision, &event, &audit)?;
+        Ok(())
+    }
+
+    /// [`Engine::record_person_decision`] of a decision that moves the run from one of `from`
+    /// to `to` (a person's retry or stop), in the decision's own transaction: refused, with
+    /// nothing recorded, when another door (of any process) moved the run first (review
+    /// finding 4 of issue 38).
+    fn record_person_decision_moving(
+        &self,
+        context: &mut RunContext,
+        decided: (DecidedOn<'_>, DecisionKind, &PersonDecision, Option<&Value>),
+        from: &[RunStatus],
+        to: (RunStatus, Option<&str>),
+    ) -> Result<(), Error> {
+        let (on, kind, by, new_inputs) = decided;
+        let (decision, event, audit) = self.person_decision(context, on, kind, by, new_inputs)?;
+        let moved = self.new_event(
+            context,
+            Event::RunStatus(RunStatusChanged {
+                status: to.0,
+                reason: to.1.map(str::to_owned),
+            }),
+        )?;
+        self.store
+            .record_decision_moving(&decision, &event, &audit, from, to.0, &moved)
+            .map_err(|error| match error {
+                storage::Error::StatusConflict { run, current, .. } => {
+                    Error::DecidedElsewhere { run, now: current }
+                }
+                other => Error::Storage(other),
+            })?;
+        context.run.status = to.0;
+        Ok(())
+    }
+
+    /// The decision row, its event and its audit entry of a person's decision.
+    fn person_decision(
+        &self,
+        context: &RunContext,
+        on: DecidedOn<'_>,
+        kind: DecisionKind,
+        by: &PersonDecision,
+        new_inputs: Option<&Value>,
+    ) -> Result<(NewDecision, storage::NewEvent, NewAuditEntry), Error> {
         let (step, attempt) = match on {
             DecidedOn::Attempt { step, attempt } => (Some(step), Some(attempt)),
             DecidedOn::Run => (None, None),
@@ -676,9 +727,7 @@ impl Engine {
             detail: event.payload.clone(),
             at: now,
         };
-        // One transaction: a decision whose audit entry cannot be written is not taken.
-        self.store.record_decision(&decision, &event, &audit)?;
-        Ok(())
+        Ok((decision, event, audit))
     }
 
     /// The gate a run waits at, with the attempt its decision will be recorded against, or

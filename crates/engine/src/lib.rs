@@ -322,6 +322,13 @@ pub enum Error {
         tool: String,
         reason: String,
     },
+    /// A person's retry or stop found the run moved on by another door (of this or another
+    /// process) since it was read: nothing was recorded.
+    #[error(
+        "run {run} is {now} now: another person's decision moved it first, and nothing of \
+         this one was recorded"
+    )]
+    DecidedElsewhere { run: RunId, now: RunStatus },
     /// A tool test of an agent, a tool or a script the workspace does not have (issue 40).
     #[error("{}", tool_test_refusal(agent, tool, reason))]
     ToolTestNotFound {

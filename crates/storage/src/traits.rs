@@ -161,6 +161,20 @@ pub trait DecisionStore: Send + Sync {
         event: &NewEvent,
         audit: &NewAuditEntry,
     ) -> Result<DecisionRecord, Error>;
+    /// [`DecisionStore::record_decision`] of a decision that moves the run (a person's retry
+    /// or stop): in the same transaction the run goes from one of `from` to `to`, with
+    /// `status_event` after the decision's. Refused ([`Error::StatusConflict`]) with nothing
+    /// recorded when the run is no longer in one of `from`: two doors in two processes that
+    /// both saw the run wait for a person record one decision.
+    fn record_decision_moving(
+        &self,
+        decision: &NewDecision,
+        event: &NewEvent,
+        audit: &NewAuditEntry,
+        from: &[RunStatus],
+        to: RunStatus,
+        status_event: &NewEvent,
+    ) -> Result<DecisionRecord, Error>;
     /// The run's decisions, oldest first.
     fn decisions(&self, run: &RunId) -> Result<Vec<DecisionRecord>, Error>;
 }

@@ -255,6 +255,20 @@ impl DecisionStore for CrashingStore {
     ) -> Result<DecisionRecord, Error> {
         self.write(|| self.inner.record_decision(decision, event, audit))
     }
+    fn record_decision_moving(
+        &self,
+        decision: &NewDecision,
+        event: &NewEvent,
+        audit: &NewAuditEntry,
+        from: &[RunStatus],
+        to: RunStatus,
+        status_event: &NewEvent,
+    ) -> Result<DecisionRecord, Error> {
+        self.write(|| {
+            self.inner
+                .record_decision_moving(decision, event, audit, from, to, status_event)
+        })
+    }
     fn decisions(&self, run: &RunId) -> Result<Vec<DecisionRecord>, Error> {
         self.inner.decisions(run)
     }

@@ -436,6 +436,7 @@ async fn attend(
                 | engine::Error::NotTheStoppedStep { .. }
                 | engine::Error::NeedsRepairNotRetry { .. }
                 | engine::Error::DecisionInProgress { .. }
+                | engine::Error::DecidedElsewhere { .. }
                 | engine::Error::NotTheLatestAttempt { .. }
         )
     };

@@ -521,3 +521,73 @@ fn a_state_change_and_its_event_are_written_together() {
             .all(|attempt| attempt.step_id != "late")
     );
 }
+
+/// A person's retry or stop moves the run out of waiting for a person in the decision's own
+/// transaction (review finding 4 of issue 38): two doors in two processes that both saw the
+/// run wait record one decision, and the other is refused with nothing recorded.
+#[test]
+fn a_decision_that_moves_a_run_lands_only_while_the_run_is_where_it_was_seen() {
+    let (_dir, store) = temp_store();
+    let run = RunId::parse("run-2").unwrap();
+    let redactor = run_secrets(run.as_str(), SECRET).redactor();
+    store
+        .ensure_account(&Account {
+            id: AccountId::parse("acct").unwrap(),
+            name: "local".into(),
+            created_at: Timestamp(1),
+        })
+        .unwrap();
+    store
+        .create_run(&new_run(&run, &redactor), &event(&redactor, "run.started"))
+        .unwrap();
+    store
+        .set_run_status(
+            &run,
+            RunStatus::NeedsAttention,
+            Timestamp(11),
+            &event(&redactor, "run.status"),
+        )
+        .unwrap();
+    let retry = NewDecision {
+        run: run.clone(),
+        step_id: Some(storage::StepId::parse("charge").unwrap()),
+        attempt: Some(1),
+        kind: DecisionKind::Retry,
+        who: redactor.scrub_fields(Actor::Cli {
+            os_user: "alice".into(),
+        }),
+        door: Door::Cli,
+        note: redactor.scrub("once more"),
+        at: Timestamp(12),
+    };
+    let waiting = [RunStatus::NeedsAttention];
+    let first = store.record_decision_moving(
+        &retry,
+        &event(&redactor, "decision"),
+        &decided(&redactor, &run, storage::AuditAction::RunRetry),
+        &waiting,
+        RunStatus::Running,
+        &event(&redactor, "run.status"),
+    );
+    assert!(first.is_ok(), "{first:?}");
+    assert_eq!(store.run(&run).unwrap().unwrap().status, RunStatus::Running);
+    let events_before = store.events(&run).unwrap().len();
+    let second = store.record_decision_moving(
+        &retry,
+        &event(&redactor, "decision"),
+        &decided(&redactor, &run, storage::AuditAction::RunRetry),
+        &waiting,
+        RunStatus::Running,
+        &event(&redactor, "run.status"),
+    );
+    assert!(
+        matches!(second, Err(Error::StatusConflict { .. })),
+        "{second:?}"
+    );
+    assert_eq!(
+        store.decisions(&run).unwrap().len(),
+        1,
+        "nothing more recorded"
+    );
+    assert_eq!(store.events(&run).unwrap().len(), events_before);
+}
