@@ -40,6 +40,27 @@ pub fn bytes_under(directory: &Path) -> Vec<u8> {
         .collect()
 }
 
+/// Every form of `value` the redactor knows, as a script that leaks it would print it: raw,
+/// base64 (standard and URL-safe, padded or not, and at the offsets 1 and 2), hex in both
+/// cases and JSON-escaped. What a test looks for in what was shown or stored.
+pub fn secret_forms(value: &str) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let escaped = serde_json::to_string(value).unwrap();
+    vec![
+        value.to_owned(),
+        STANDARD.encode(value),
+        STANDARD_NO_PAD.encode(value),
+        URL_SAFE.encode(value),
+        URL_SAFE_NO_PAD.encode(value),
+        STANDARD.encode(format!("x{value}")),
+        STANDARD.encode(format!("xy{value}")),
+        hex::encode(value),
+        hex::encode_upper(value),
+        escaped[1..escaped.len() - 1].to_owned(),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -491,11 +491,7 @@ impl RevisionStore for FolderRevisions {
         }
         let path = self.folder.join(BLOBS_NAME).join(hash);
         let contents = fs::read(&path).map_err(io_error("read", &path))?;
-        if hex::encode(Sha256::digest(&contents)) != hash {
-            return Err(Error::BlobMismatch {
-                hash: hash.to_owned(),
-            });
-        }
+        checked_blob(hash, &contents)?;
         Ok(contents)
     }
 
@@ -543,7 +539,8 @@ impl RevisionStore for FolderRevisions {
 }
 
 /// Refused ([`Error::BlobMismatch`]) unless `hash` is the SHA-256 of `contents`: a blob is
-/// stored only under its own name, never under a name a caller made up.
+/// stored only under its own name, never under a name a caller made up, and one read back
+/// that no longer matches its name is a damaged store.
 fn checked_blob(hash: &str, contents: &[u8]) -> Result<(), Error> {
     if is_hash(hash) && hex::encode(Sha256::digest(contents)) == hash {
         Ok(())
@@ -672,11 +669,7 @@ impl RevisionStore for MemoryRevisions {
                 path: PathBuf::from(format!("blob {hash}")),
                 source: std::io::ErrorKind::NotFound.into(),
             })?;
-        if hex::encode(Sha256::digest(&contents)) != hash {
-            return Err(Error::BlobMismatch {
-                hash: hash.to_owned(),
-            });
-        }
+        checked_blob(hash, &contents)?;
         Ok(contents)
     }
 

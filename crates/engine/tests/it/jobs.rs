@@ -45,6 +45,14 @@ fn worker_holder() -> Holder {
     }
 }
 
+/// The next queued job, claimed by the test's worker (there must be one).
+fn claim_next(store: &dyn Store) -> Lease {
+    store
+        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
+        .unwrap()
+        .unwrap()
+}
+
 /// A worker's turn: claims one job and runs it; whether there was one.
 fn work_one(engine: &Engine, store: &dyn Store) -> bool {
     let Some(lease) = store
@@ -285,11 +293,7 @@ fn a_job_stranded_before_its_step_began_is_queued_again() {
             cli("alice"),
         )
         .unwrap();
-    let lease = harness
-        .store
-        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
-        .unwrap()
-        .unwrap();
+    let lease = claim_next(harness.store.as_ref());
     // Started, then the worker died before the attempt's first record.
     assert_eq!(harness.store.start(&lease).unwrap(), Fence::Held);
     engine.recover().unwrap();
@@ -336,11 +340,7 @@ fn a_job_given_back_before_its_step_began_is_queued_again_by_the_next_decision()
     retry();
     // The worker fails before the attempt begins, gives the job back done, and sets the run
     // aside for a person.
-    let lease = harness
-        .store
-        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
-        .unwrap()
-        .unwrap();
+    let lease = claim_next(harness.store.as_ref());
     assert_eq!((lease.step.as_str(), lease.attempt), ("compute", 2));
     harness.store.release(&lease, Release::Done).unwrap();
     engine
@@ -370,11 +370,7 @@ fn an_attempt_left_running_under_a_job_given_back_is_judged_by_recovery() {
         .then("compute", |_| panic!("the runner failed mid-step"));
     let engine = queue_engine(&harness);
     let summary = start_offline(&engine);
-    let lease = harness
-        .store
-        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
-        .unwrap()
-        .unwrap();
+    let lease = claim_next(harness.store.as_ref());
     let held = Held {
         lease,
         store: harness.store.as_ref(),
@@ -454,11 +450,7 @@ fn a_late_copy_back_of_a_worker_that_lost_its_lease_changes_nothing() {
         });
     }
     let summary = start_offline(&engine);
-    let lease = harness
-        .store
-        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
-        .unwrap()
-        .unwrap();
+    let lease = claim_next(harness.store.as_ref());
     let claim = Losing {
         lease,
         store: harness.store.as_ref(),
@@ -496,11 +488,7 @@ fn a_copy_back_of_an_attempt_recovery_already_judged_changes_nothing() {
         report
     });
     let summary = start_offline(&engine);
-    let lease = harness
-        .store
-        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
-        .unwrap()
-        .unwrap();
+    let lease = claim_next(harness.store.as_ref());
     let held = Held {
         lease,
         store: harness.store.as_ref(),
@@ -556,11 +544,7 @@ fn a_worker_that_died_after_its_attempt_ended_does_not_count_as_stopping_the_ste
     assert!(work_one(&engine, harness.store.as_ref()), "compute");
     // The report's first attempt fails and is recorded; its worker dies before it gives the
     // job back.
-    let lease = harness
-        .store
-        .claim(&worker_holder(), BOTH, Duration::from_secs(30))
-        .unwrap()
-        .unwrap();
+    let lease = claim_next(harness.store.as_ref());
     let held = Held {
         lease,
         store: harness.store.as_ref(),

@@ -137,21 +137,7 @@ impl StepExecutor for SucceedingExecutor {
 
 /// Every form of `value` the redactor knows: what a script that leaks it would print.
 pub fn value_forms(value: &str) -> Vec<String> {
-    use base64::Engine as _;
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    let escaped = serde_json::to_string(value).unwrap();
-    vec![
-        value.to_owned(),
-        STANDARD.encode(value),
-        STANDARD_NO_PAD.encode(value),
-        URL_SAFE.encode(value),
-        URL_SAFE_NO_PAD.encode(value),
-        STANDARD.encode(format!("x{value}")),
-        STANDARD.encode(format!("xy{value}")),
-        hex::encode(value),
-        hex::encode_upper(value),
-        escaped[1..escaped.len() - 1].to_owned(),
-    ]
+    test_support::bytes::secret_forms(value)
 }
 
 /// Who makes a request.

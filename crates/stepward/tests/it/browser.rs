@@ -432,6 +432,19 @@ impl Browser {
 
     /// Waits until `ready` holds for the current page's address and source; a form post may
     /// still be navigating, and a run's sandboxes take a while on a busy machine.
+    /// Opens a one-time sign-in link (`url`), sets [`PASSWORD`], and waits for the home page
+    /// it signs in to, which names the person as `signed_in_as` (`ada (owner)`).
+    pub(crate) fn sign_in_with_link(&self, url: &str, signed_in_as: &str) {
+        self.open(url);
+        self.type_into(&self.find("input[name=password]"), PASSWORD);
+        self.type_into(&self.find("input[name=password_again]"), PASSWORD);
+        self.click(&self.find("button[type=submit]"));
+        let expected = format!("Signed in as {signed_in_as}");
+        self.wait_for("the signed-in home page", |_, source| {
+            source.contains(&expected)
+        });
+    }
+
     pub(crate) fn wait_for(&self, what: &str, ready: impl Fn(&str, &str) -> bool) {
         let deadline = Instant::now() + PATIENCE;
         loop {
@@ -623,13 +636,7 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     let browser = Browser::start();
 
     // The one-time link: set a password, which signs the owner in.
-    browser.open(&format!("{base}{sign_in_path}"));
-    browser.type_into(&browser.find("input[name=password]"), PASSWORD);
-    browser.type_into(&browser.find("input[name=password_again]"), PASSWORD);
-    browser.click(&browser.find("button[type=submit]"));
-    browser.wait_for("the signed-in home page", |_, source| {
-        source.contains("Signed in as ada (owner)")
-    });
+    browser.sign_in_with_link(&format!("{base}{sign_in_path}"), "ada (owner)");
 
     // The workflows list links to the example; its page shows the reach panel (G27).
     browser.open(&format!("{base}/workflows"));

@@ -11,7 +11,7 @@ use std::process::Command;
 use fake_model::{BlockingFakeModel, Script, ScriptTurn};
 use serde_json::{Value, json};
 
-use super::{Browser, PASSWORD, Process, REACH_CAPTION, http, look_at};
+use super::{Browser, Process, REACH_CAPTION, http, look_at};
 use crate::support::{Home, repo_root};
 
 const INVALID: &str = "name: ticket_refund\npython: \"3.11\"\nsteps:\n  - id: build\n    code: |\n      def main():\n          return 1\n";
@@ -60,13 +60,7 @@ fn g27_an_interview_in_a_real_browser_shows_checked_proposals_and_confirms_one_n
     let base = format!("http://{address}");
     let link = server.line_containing("/welcome/");
     let browser = Browser::start();
-    browser.open(&link);
-    browser.type_into(&browser.find("input[name=password]"), PASSWORD);
-    browser.type_into(&browser.find("input[name=password_again]"), PASSWORD);
-    browser.click(&browser.find("button[type=submit]"));
-    browser.wait_for("the signed-in home page", |_, source| {
-        source.contains("Signed in as ada (owner)")
-    });
+    browser.sign_in_with_link(&link, "ada (owner)");
 
     browser.open(&format!("{base}/interview"));
     browser.wait_for("the interview's start page", |_, source| {

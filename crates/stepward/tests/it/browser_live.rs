@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Browser, PASSWORD, start_server};
+use super::{Browser, start_server};
 use crate::http::{owner_session, send};
 use crate::support::Home;
 
@@ -57,16 +57,10 @@ fn g23_a_run_page_shows_a_decision_and_the_end_without_a_reload_needs_root() {
     let run = run["run"].as_str().unwrap().to_owned();
 
     let browser = Browser::start();
-    browser.open(&format!(
-        "{base}{}",
-        invited["sign_in_path"].as_str().unwrap()
-    ));
-    browser.type_into(&browser.find("input[name=password]"), PASSWORD);
-    browser.type_into(&browser.find("input[name=password_again]"), PASSWORD);
-    browser.click(&browser.find("button[type=submit]"));
-    browser.wait_for("the signed-in home page", |_, source| {
-        source.contains("Signed in as Mia Member (member)")
-    });
+    browser.sign_in_with_link(
+        &format!("{base}{}", invited["sign_in_path"].as_str().unwrap()),
+        "Mia Member (member)",
+    );
     browser.open(&format!("{base}/runs/{run}"));
     browser.wait_for("the parked run's page", |_, source| {
         source.contains("id=\"gate\"")

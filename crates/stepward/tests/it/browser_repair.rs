@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use crate::browser::{Browser, PASSWORD, look_at, start_server_with};
+use crate::browser::{Browser, look_at, start_server_with};
 use crate::http::{owner_session, send};
 use crate::repair_console::{assistant, home_with_assistant};
 
@@ -59,16 +59,10 @@ fn g9_a_member_accepts_the_assistants_repair_in_a_real_browser_needs_root() {
 
     // The member sets a password with the one-time link, which signs them in.
     let browser = Browser::start();
-    browser.open(&format!(
-        "{base}{}",
-        invited["sign_in_path"].as_str().unwrap()
-    ));
-    browser.type_into(&browser.find("input[name=password]"), PASSWORD);
-    browser.type_into(&browser.find("input[name=password_again]"), PASSWORD);
-    browser.click(&browser.find("button[type=submit]"));
-    browser.wait_for("the signed-in home page", |_, source| {
-        source.contains("Signed in as Mia Member (member)")
-    });
+    browser.sign_in_with_link(
+        &format!("{base}{}", invited["sign_in_path"].as_str().unwrap()),
+        "Mia Member (member)",
+    );
 
     // The run page has the repair panel; the member asks the assistant.
     browser.open(&format!("{base}/runs/{run}"));

@@ -3,10 +3,8 @@
 //! platform's, its agent's secrets only when confirmed), and a script that prints its secret in
 //! every form the redactor knows leaves no form of it in what is shown, kept or stored.
 
-use base64::Engine as _;
-
 use crate::agents::put;
-use crate::browser::{Browser, PASSWORD, look_at, start_server};
+use crate::browser::{Browser, look_at, start_server};
 use crate::support::{Home, stderr, stdout};
 
 const TOKEN: &str = "tool-token-5bd1e07c93a24f1e8c6d";
@@ -58,21 +56,7 @@ def main(query):
 
 /// The forms of `value` a leak could take: what the script prints.
 fn forms(value: &str) -> Vec<String> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    let escaped = serde_json::to_string(value).unwrap();
-    vec![
-        value.to_owned(),
-        STANDARD.encode(value),
-        STANDARD_NO_PAD.encode(value),
-        URL_SAFE.encode(value),
-        URL_SAFE_NO_PAD.encode(value),
-        STANDARD.encode(format!("x{value}")),
-        STANDARD.encode(format!("xy{value}")),
-        hex::encode(value),
-        hex::encode_upper(value),
-        value.to_owned(),
-        escaped[1..escaped.len() - 1].to_owned(),
-    ]
+    test_support::bytes::secret_forms(value)
 }
 
 fn home_with_tool() -> Home {
@@ -86,25 +70,13 @@ fn home_with_tool() -> Home {
 
 /// Nothing the data directory holds (its database, its workspace) holds a form of the token.
 fn assert_stored_nowhere(home: &Home) {
-    let mut pending = vec![home.data_dir()];
-    while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let entry = entry.unwrap();
-            let kind = entry.file_type().unwrap();
-            if kind.is_dir() {
-                pending.push(entry.path());
-            } else if kind.is_file() {
-                let bytes = std::fs::read(entry.path()).unwrap();
-                for form in forms(TOKEN) {
-                    assert!(
-                        !bytes
-                            .windows(form.len())
-                            .any(|window| window == form.as_bytes()),
-                        "{} holds the token as {form}",
-                        entry.path().display()
-                    );
-                }
-            }
+    for (path, bytes) in test_support::bytes::files_under(&home.data_dir()) {
+        for form in forms(TOKEN) {
+            assert!(
+                !test_support::bytes::contains(&bytes, &form),
+                "{} holds the token as {form}",
+                path.display()
+            );
         }
     }
 }
@@ -201,13 +173,7 @@ fn g26_the_console_runs_a_tool_and_confirms_its_secrets_in_a_real_browser_needs_
     let (_server, address, sign_in_path) = start_server(&home);
     let base = format!("http://{address}");
     let browser = Browser::start();
-    browser.open(&format!("{base}{sign_in_path}"));
-    browser.type_into(&browser.find("input[name=password]"), PASSWORD);
-    browser.type_into(&browser.find("input[name=password_again]"), PASSWORD);
-    browser.click(&browser.find("button[type=submit]"));
-    browser.wait_for("the signed-in home page", |_, source| {
-        source.contains("Signed in as")
-    });
+    browser.sign_in_with_link(&format!("{base}{sign_in_path}"), "ada (owner)");
     browser.open(&format!("{base}/agents"));
     browser.wait_for("the agents page", |_, source| source.contains("Agents"));
     look_at(&browser, "agents");
