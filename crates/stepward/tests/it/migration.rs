@@ -150,6 +150,11 @@ fn g25_a_data_directory_from_before_this_round_reads_resumes_and_refuses_with_re
         "{}",
         stdout(&secrets)
     );
+    audit_verifies(&home);
+}
+
+/// Every account's audit chain of `home` holds (`stepward audit verify`).
+fn audit_verifies(home: &Home) {
     let verified = home.stepward(&["audit", "verify"]);
     assert!(
         verified.status.success(),
@@ -219,13 +224,7 @@ fn g25_a_data_directory_from_before_the_run_queue_reads_resumes_and_recovers_nee
         ["succeeded", "needs_attention"].contains(&status_in(&after, "slow").as_str()),
         "the interrupted run is resumed or waits for a person: {after:?}"
     );
-    let verified = home.stepward(&["audit", "verify"]);
-    assert!(
-        verified.status.success(),
-        "{}{}",
-        stdout(&verified),
-        stderr(&verified)
-    );
+    audit_verifies(&home);
 }
 
 /// Where the fixture's model provider points: the test starts its fake model there.
@@ -300,11 +299,5 @@ fn g25_a_data_directory_from_before_the_workspace_ports_reads_its_revisions_and_
         .find(|run| run["run"] == parked.as_str())
         .map(|run| run["status"].clone());
     assert_eq!(status, Some(Value::from("succeeded")));
-    let verified = home.stepward(&["audit", "verify"]);
-    assert!(
-        verified.status.success(),
-        "{}{}",
-        stdout(&verified),
-        stderr(&verified)
-    );
+    audit_verifies(&home);
 }
