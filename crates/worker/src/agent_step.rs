@@ -743,10 +743,7 @@ impl ToolHost for StepHost<'_> {
                 let env = self
                     .env
                     .iter()
-                    .map(|(name, value)| EnvVar {
-                        name: name.clone(),
-                        value: Zeroizing::new(value.dangerously_expose().to_owned()),
-                    })
+                    .map(|(name, value)| crate::executor::env_var(name, value))
                     .collect();
                 let observation =
                     self.script(source, Value::Object(arguments.clone()), env, timeout)?;

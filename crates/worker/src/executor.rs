@@ -10,7 +10,7 @@ use std::sync::Arc;
 use engine::{
     CodePhase, CopyBackRefusal, ExecutionOutcome, ExecutionReport, ExecutionRequest, StepExecutor,
 };
-use redact::{Redactor, ScrubSets};
+use redact::{Redactor, ScrubSets, SecretValue};
 use sandbox::{EnvVar, Invocation, Isolation, Limits, NetworkMode, Outcome, PythonPin};
 use zeroize::Zeroizing;
 
@@ -47,6 +47,44 @@ impl SandboxExecutor {
 
     fn refused(&self, reason: String) -> ExecutionReport {
         ExecutionReport::outcome_only(ExecutionOutcome::Refused { reason }, self.backend.name())
+    }
+
+    /// The copy-back screen of `account`: every value of the account, not only the run's, so
+    /// a file holding any of them never reaches its workspace.
+    fn screen(
+        &self,
+        account: &storage::AccountId,
+        holds_credentials: bool,
+    ) -> Result<RedactorScreen, String> {
+        match self.scrub_sets.for_account(account) {
+            Ok(redactor) => Ok(RedactorScreen {
+                redactor,
+                holds_credentials,
+            }),
+            Err(error) => Err(format!(
+                "the copy-back screen could not get the account's current values: {error}"
+            )),
+        }
+    }
+
+    /// Runs `invocation` in the backend and says what was observed: an error of the sandbox
+    /// itself is judged by its invocation's network (G14).
+    fn observe(&self, invocation: Invocation) -> ExecutionReport {
+        let limits = invocation.limits.clone();
+        let network = invocation.network;
+        match self.backend.run(invocation) {
+            Ok(observation) => report(observation, &limits),
+            Err(error) => sandbox_error_report(&error, network, self.backend.name()),
+        }
+    }
+}
+
+/// One variable of a step's or a tool's environment, its value copied into memory that is
+/// zeroed when dropped.
+pub(crate) fn env_var(name: &str, value: &SecretValue) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Zeroizing::new(value.dangerously_expose().to_owned()),
     }
 }
 
@@ -112,22 +150,15 @@ impl StepExecutor for SandboxExecutor {
             runtime
                 .agent_secrets(run.account, run.agent)
                 .map_err(engine::StepRefusal::Store)?
-                .into_iter()
-                .map(|(name, value)| EnvVar {
-                    name,
-                    value: Zeroizing::new(value.dangerously_expose().to_owned()),
-                })
+                .iter()
+                .map(|(name, value)| env_var(name, value))
                 .collect()
         } else {
             Vec::new()
         };
-        let screen = RedactorScreen {
-            redactor: self
-                .scrub_sets
-                .for_account(run.account)
-                .map_err(|error| engine::StepRefusal::Store(error.to_string()))?,
-            holds_credentials: !env.is_empty(),
-        };
+        let screen = self
+            .screen(run.account, !env.is_empty())
+            .map_err(engine::StepRefusal::Store)?;
         let limits = declared_limits(&self.limits, run.agent.limits());
         let invocation = Invocation {
             python,
@@ -140,10 +171,7 @@ impl StepExecutor for SandboxExecutor {
             screen: Arc::new(screen),
             live: None,
         };
-        Ok(match self.backend.run(invocation) {
-            Ok(observation) => report(observation, &limits),
-            Err(error) => sandbox_error_report(&error, network, self.backend.name()),
-        })
+        Ok(self.observe(invocation))
     }
 
     fn execute(&self, request: ExecutionRequest<'_>) -> ExecutionReport {
@@ -163,18 +191,9 @@ impl StepExecutor for SandboxExecutor {
                 ));
             }
         };
-        // The screen knows every value of the run's account, not only the run's: a file
-        // holding any of them must not reach the account's workspace.
-        let screen = match self.scrub_sets.for_account(request.account) {
-            Ok(redactor) => RedactorScreen {
-                redactor,
-                holds_credentials: !request.env.is_empty(),
-            },
-            Err(error) => {
-                return self.refused(format!(
-                    "the copy-back screen could not get the account's current values: {error}"
-                ));
-            }
+        let screen = match self.screen(request.account, !request.env.is_empty()) {
+            Ok(screen) => screen,
+            Err(reason) => return self.refused(reason),
         };
         let limits = declared_limits(&self.limits, request.step.limits());
         let network = request.step.network();
@@ -185,10 +204,7 @@ impl StepExecutor for SandboxExecutor {
             env: request
                 .env
                 .iter()
-                .map(|(name, value)| EnvVar {
-                    name: name.clone(),
-                    value: Zeroizing::new(value.dangerously_expose().to_owned()),
-                })
+                .map(|(name, value)| env_var(name, value))
                 .collect(),
             network,
             limits: limits.clone(),
@@ -207,10 +223,7 @@ impl StepExecutor for SandboxExecutor {
                 live
             }),
         };
-        match self.backend.run(invocation) {
-            Ok(observation) => report(observation, &limits),
-            Err(error) => sandbox_error_report(&error, network, self.backend.name()),
-        }
+        self.observe(invocation)
     }
 
     /// A code step's pinned Python and declared network, asked of the backend; an agent
