@@ -343,32 +343,22 @@ pub(crate) fn step_writer_rules(workspace: &Workspace) -> workspace::StepWriterR
     let mut scripts = Vec::new();
     let mut broken = Vec::new();
     let tree = workspace.step_files().reader();
-    let agents = RelPath::parse("agents").ok();
-    let entries = match (&tree, &agents) {
-        (Ok(tree), Some(agents)) => tree
-            .walk(Some(agents), workspace::MAX_LISTED_ENTRIES)
-            .map(|(entries, _)| entries)
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    let files = tree
+        .as_ref()
+        .ok()
+        .and_then(|tree| crate::definitions::agent_files(tree).ok())
+        .unwrap_or_default();
     let maxima = spec::LimitMaxima::UNBOUNDED;
-    for entry in entries {
-        let components: Vec<&str> = entry.path.components().collect();
-        let [_, agent, name] = components.as_slice() else {
-            continue;
-        };
-        if !name.eq_ignore_ascii_case("AGENT.md") {
-            continue;
-        }
+    for (agent, file) in files {
         let Ok(folder) = RelPath::parse(&format!("agents/{agent}")) else {
             continue;
         };
         let parsed = tree
             .as_ref()
             .ok()
-            .and_then(|tree| tree.read(&entry.path, 0, 1024 * 1024).ok())
+            .and_then(|tree| tree.read(&file, 0, 1024 * 1024).ok())
             .and_then(|(bytes, _)| String::from_utf8(bytes).ok())
-            .and_then(|text| spec::parse_agent_within(entry.path.as_str(), &text, &maxima).ok());
+            .and_then(|text| spec::parse_agent_within(file.as_str(), &text, &maxima).ok());
         match parsed {
             Some(parsed) => {
                 for tool in parsed.custom_tools() {

@@ -228,6 +228,34 @@ pub struct ReachConfirmation {
     pub except: Option<String>,
 }
 
+/// Every agent file `reader` holds (`agents/NAME/AGENT.md`, the name's case as found), with
+/// its agent's folder name: what the step-writer rules and the agents' listing read. At most
+/// [`workspace::MAX_LISTED_ENTRIES`] entries of `agents/` are walked; none when there is no
+/// such folder.
+pub(crate) fn agent_files(
+    reader: &workspace::FilesReader,
+) -> Result<Vec<(String, RelPath)>, workspace::TreeError> {
+    let Ok(agents) = RelPath::parse("agents") else {
+        return Ok(Vec::new());
+    };
+    if reader.kind(&agents).ok() != Some("folder") {
+        return Ok(Vec::new());
+    }
+    let (entries, _) = reader.walk(Some(&agents), workspace::MAX_LISTED_ENTRIES)?;
+    Ok(entries
+        .into_iter()
+        .filter_map(|entry| {
+            let agent = match entry.path.components().collect::<Vec<_>>().as_slice() {
+                ["agents", agent, file] if file.eq_ignore_ascii_case("AGENT.md") => {
+                    (*agent).to_owned()
+                }
+                _ => return None,
+            };
+            Some((agent, entry.path))
+        })
+        .collect())
+}
+
 /// Whether `name` may be a workflow's or an agent's file name.
 pub fn is_definition_name(name: &str) -> bool {
     !name.is_empty()

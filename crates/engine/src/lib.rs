@@ -64,7 +64,9 @@ pub use crate::supervisor::{
     PersonSupervisor, RetryPermission, Supervised, Supervisor, SupervisorDecision,
     SupervisorIdentity, UNKNOWN_MEANS_STOP,
 };
-pub use crate::tool_tests::{SecretsChoice, ToolArguments, ToolTestConfirmation, ToolTestRequest};
+pub use crate::tool_tests::{
+    SecretsChoice, TOOL_TEST_PYTHON, ToolArguments, ToolTestConfirmation, ToolTestRequest,
+};
 
 use storage::{RunId, RunStatus};
 

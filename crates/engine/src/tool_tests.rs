@@ -22,6 +22,12 @@ use crate::Error;
 use crate::engine::Engine;
 use crate::executor::{ExecutionOutcome, ToolTestRun};
 
+/// The Python a tool test runs under unless the request names one.
+pub const TOOL_TEST_PYTHON: spec::PythonVersion = spec::PythonVersion {
+    major: 3,
+    minor: 11,
+};
+
 /// The largest diff a confirmation shows; past it, it says where it was cut.
 const MAX_DIFF_BYTES: usize = 64 * 1024;
 /// The largest script a confirmation diffs, and how long the diff may take.
@@ -54,6 +60,19 @@ pub enum SecretsChoice {
     },
 }
 
+impl SecretsChoice {
+    /// What a door's request asks: with secrets only when `with_secrets`, confirmed for
+    /// `confirm` (none yet: the engine answers with what to confirm).
+    pub fn asked(with_secrets: bool, confirm: Option<String>) -> SecretsChoice {
+        match with_secrets {
+            false => SecretsChoice::Without,
+            true => SecretsChoice::ConfirmedFor {
+                confirm_sha256: confirm.unwrap_or_default(),
+            },
+        }
+    }
+}
+
 /// One tool test, as asked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolTestRequest {
@@ -61,9 +80,9 @@ pub struct ToolTestRequest {
     pub tool: String,
     pub arguments: ToolArguments,
     pub secrets: SecretsChoice,
-    /// The Python the tool runs under (a tool has none of its own; the doors say 3.11 unless
-    /// told otherwise).
-    pub python: spec::PythonVersion,
+    /// The Python the tool runs under; [`TOOL_TEST_PYTHON`] when not given (a tool pins no
+    /// version of its own).
+    pub python: Option<spec::PythonVersion>,
 }
 
 /// What a person confirms before a tool runs with its agent's secrets: the script, who last
@@ -86,8 +105,9 @@ pub struct ToolTestConfirmation {
     /// epoch); `None` for a script no revision wrote (put there by hand).
     pub last_changed_by: Option<String>,
     pub last_changed_at: Option<u64>,
-    /// The last test with secrets: who, when, and the script's SHA-256 then.
-    pub last_tested_with_secrets: Option<(String, i64, String)>,
+    /// The last test with secrets: who (each door says it in its words), when, and the
+    /// script's SHA-256 then.
+    pub last_tested_with_secrets: Option<(Actor, i64, String)>,
     /// The unified diff from the script of the last test with secrets to now (the whole
     /// script when it never ran with secrets), scrubbed of the account's values.
     pub diff: String,
@@ -175,7 +195,7 @@ impl Engine {
                         arguments,
                         with_secrets,
                         files: &pinned.files,
-                        python: request.python,
+                        python: request.python.unwrap_or(TOOL_TEST_PYTHON),
                     })
                     .map_err(|refusal| refusal.to_string())
             }
@@ -342,17 +362,7 @@ impl Engine {
         };
         let text = String::from_utf8(session.pinned_bytes(hash)?)
             .map_err(|_| refuse(format!("{file_path} is not UTF-8 text")))?;
-        let parsed = spec::parse_agent_within(&file_path, &text, &self.options.limit_maxima)
-            .map_err(|diagnostics| {
-                refuse(format!(
-                    "{file_path} is not valid ({} problem(s)); the first: {}",
-                    diagnostics.len(),
-                    diagnostics
-                        .first()
-                        .map(ToString::to_string)
-                        .unwrap_or_default()
-                ))
-            })?;
+        let parsed = self.parse_agent_file(&file_path, &text).map_err(refuse)?;
         let Some(custom) = parsed.custom_tool(tool) else {
             let declared: Vec<&str> = parsed
                 .custom_tools()
@@ -512,7 +522,7 @@ impl Engine {
                 .to_string()
         };
         let redactor = self.account_redactor(account)?;
-        let (diff, _) = bounded(redactor.scrub(&diff).into_inner(), MAX_DIFF_BYTES);
+        let diff = redactor.scrub_truncated(&diff, MAX_DIFF_BYTES).into_inner();
         Ok(ToolTestConfirmation {
             agent: pinned.agent.name().to_owned(),
             tool: pinned.tool.name().to_owned(),
@@ -524,7 +534,7 @@ impl Engine {
             last_changed_by: last.as_ref().map(|version| version.author.describe()),
             last_changed_at: last.as_ref().map(|version| version.unix_millis),
             last_tested_with_secrets: previous
-                .map(|test| (actor_words(&test.actor), test.at.0, test.script_sha256)),
+                .map(|test| (test.actor, test.at.0, test.script_sha256)),
             diff,
         })
     }
@@ -633,29 +643,6 @@ fn accepts(kind: spec::InputKind, value: &Value) -> bool {
     }
 }
 
-/// `text` cut at `max` bytes (on a character's boundary), and whether it was.
-fn bounded(mut text: String, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    (text, true)
-}
-
-fn actor_words(actor: &Actor) -> String {
-    match actor {
-        Actor::Person { name, .. } => name.clone(),
-        Actor::ApiKey { id } => format!("API key {id}"),
-        Actor::Cli { os_user } => format!("command line ({os_user})"),
-        Actor::Engine => "the engine".to_owned(),
-        Actor::Supervisor => "the supervisor".to_owned(),
-    }
-}
-
 /// A fresh tool test id, `tt_` and 32 hex digits.
 fn tool_test_id() -> Result<String, Error> {
     let mut bytes = [0_u8; 16];
@@ -674,30 +661,14 @@ impl Engine {
             Ok(reader) => reader,
             Err(_) => return Ok(Vec::new()),
         };
-        let Ok(agents) = RelPath::parse("agents") else {
-            return Ok(Vec::new());
-        };
-        if reader.kind(&agents).ok() != Some("folder") {
-            return Ok(Vec::new());
-        }
-        let (entries, _) = reader
-            .walk(Some(&agents), workspace::MAX_LISTED_ENTRIES)
+        let mut names: Vec<String> = crate::definitions::agent_files(&reader)
             .map_err(|error| Error::ToolTestRefused {
                 agent: String::new(),
                 tool: String::new(),
                 reason: error.to_string(),
-            })?;
-        let mut names: Vec<String> = entries
-            .iter()
-            .filter_map(|entry| {
-                let parts: Vec<&str> = entry.path.components().collect();
-                match parts.as_slice() {
-                    ["agents", name, file] if file.eq_ignore_ascii_case("AGENT.md") => {
-                        Some((*name).to_owned())
-                    }
-                    _ => None,
-                }
-            })
+            })?
+            .into_iter()
+            .map(|(name, _)| name)
             .filter(|name| crate::definitions::is_definition_name(name))
             .collect();
         names.sort();
@@ -730,17 +701,21 @@ impl Engine {
         };
         let text = String::from_utf8(file.bytes)
             .map_err(|_| refuse(format!("{path} is not UTF-8 text")))?;
-        spec::parse_agent_within(path.as_str(), &text, &self.options.limit_maxima).map_err(
-            |diagnostics| {
-                refuse(format!(
-                    "{path} is not valid ({} problem(s)); the first: {}",
-                    diagnostics.len(),
-                    diagnostics
-                        .first()
-                        .map(ToString::to_string)
-                        .unwrap_or_default()
-                ))
-            },
-        )
+        self.parse_agent_file(path.as_str(), &text).map_err(refuse)
+    }
+
+    /// The agent file at `path` parsed (G1) against this server's maxima; what is wrong, in
+    /// words with its `file:line:col`, otherwise.
+    fn parse_agent_file(&self, path: &str, text: &str) -> Result<spec::Agent, String> {
+        spec::parse_agent_within(path, text, &self.options.limit_maxima).map_err(|diagnostics| {
+            format!(
+                "{path} is not valid ({} problem(s)); the first: {}",
+                diagnostics.len(),
+                diagnostics
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            )
+        })
     }
 }

@@ -100,6 +100,22 @@ pub struct PythonVersion {
     pub minor: u16,
 }
 
+impl PythonVersion {
+    /// `MAJOR.MINOR`, each digits only (`3.11`); `None` for anything else (a patch release,
+    /// a sign, a space). What a workflow's `python:` and a tool test's version are read with.
+    pub fn parse(text: &str) -> Option<PythonVersion> {
+        let (major, minor) = text.split_once('.')?;
+        let digits = |part: &str| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit());
+        if !(digits(major) && digits(minor)) {
+            return None;
+        }
+        Some(PythonVersion {
+            major: major.parse().ok()?,
+            minor: minor.parse().ok()?,
+        })
+    }
+}
+
 impl fmt::Display for PythonVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)

@@ -210,17 +210,7 @@ fn lower_python(fields: &Fields<'_>, diagnostics: &mut Diagnostics) -> Option<Py
             return None;
         }
     };
-    let parsed = text.split_once('.').and_then(|(major, minor)| {
-        let digits = |part: &str| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit());
-        if digits(major) && digits(minor) {
-            Some(PythonVersion {
-                major: major.parse().ok()?,
-                minor: minor.parse().ok()?,
-            })
-        } else {
-            None
-        }
-    });
+    let parsed = PythonVersion::parse(text);
     if parsed.is_none() {
         let help = match text.split('.').collect::<Vec<_>>().as_slice() {
             [major, minor, _patch] => format!(

@@ -179,9 +179,9 @@ pub enum ToolsCommand {
         /// changed since runs nothing.
         #[arg(long, value_name = "SHA256", requires = "with_secrets")]
         confirm: Option<String>,
-        /// The Python the tool runs under, `MAJOR.MINOR`.
-        #[arg(long, default_value = "3.11")]
-        python: String,
+        /// The Python the tool runs under, `MAJOR.MINOR` (3.11 when not given).
+        #[arg(long, value_name = "MAJOR.MINOR")]
+        python: Option<String>,
         #[arg(long)]
         json: bool,
     },

@@ -38,17 +38,12 @@ enum Asked {
 
 /// Runs the test as asked, checking who may ask for secrets: admins and owners (who may read
 /// the vault's metadata and set secrets); a member runs without them.
-#[allow(clippy::too_many_arguments)]
 async fn run(
     state: &AppState,
     authenticated: &Authenticated,
-    agent: String,
-    tool: String,
-    arguments: ToolArguments,
-    with_secrets: bool,
-    confirm: Option<String>,
-    python: Option<String>,
+    request: engine::ToolTestRequest,
 ) -> Result<Asked, Error> {
+    let with_secrets = request.secrets != SecretsChoice::Without;
     if with_secrets && authenticated.principal.role() < Role::Admin {
         return Err(Error::Forbidden {
             principal: format!("{:?}", authenticated.principal),
@@ -56,21 +51,6 @@ async fn run(
             route: "a tool test with the agent's secrets (admins and owners only)".to_owned(),
         });
     }
-    let python = python_of(python.as_deref())?;
-    let secrets = match (with_secrets, confirm) {
-        (false, _) => SecretsChoice::Without,
-        (true, Some(confirm_sha256)) => SecretsChoice::ConfirmedFor { confirm_sha256 },
-        (true, None) => SecretsChoice::ConfirmedFor {
-            confirm_sha256: String::new(),
-        },
-    };
-    let request = engine::ToolTestRequest {
-        agent,
-        tool,
-        arguments,
-        secrets,
-        python,
-    };
     let engine = state.shared.engine.clone();
     let account = authenticated.account();
     let actor = authenticated.actor.clone();
@@ -86,20 +66,19 @@ async fn run(
     .await?
 }
 
-fn python_of(given: Option<&str>) -> Result<spec::PythonVersion, Error> {
-    let text = given
-        .map(str::trim)
-        .filter(|text| !text.is_empty())
-        .unwrap_or("3.11");
-    let parsed = text
-        .split_once('.')
-        .and_then(|(major, minor)| Some((major.parse().ok()?, minor.parse().ok()?)));
-    match parsed {
-        Some((major, minor)) => Ok(spec::PythonVersion { major, minor }),
-        None => Err(Error::InvalidInput {
-            field: "python",
-            reason: format!("`{text}` is not a Python version such as 3.11"),
-        }),
+/// The Python a request names (`MAJOR.MINOR`); `None`, the engine's default, when it names
+/// none.
+fn python_of(given: Option<&str>) -> Result<Option<spec::PythonVersion>, Error> {
+    match given.map(str::trim).filter(|text| !text.is_empty()) {
+        None => Ok(None),
+        Some(text) => {
+            spec::PythonVersion::parse(text)
+                .map(Some)
+                .ok_or_else(|| Error::InvalidInput {
+                    field: "python",
+                    reason: format!("`{text}` is not a Python version such as 3.11"),
+                })
+        }
     }
 }
 
@@ -130,7 +109,7 @@ pub(crate) fn view(test: ToolTest) -> ToolTestView {
 
 fn confirmation_view(confirmation: ToolTestConfirmation) -> ToolTestConfirmationView {
     let (by, at) = match confirmation.last_tested_with_secrets {
-        Some((by, at, _)) => (Some(by), Some(at)),
+        Some((by, at, _)) => (Some(actor_words(&by)), Some(at)),
         None => (None, None),
     };
     ToolTestConfirmationView {
@@ -169,12 +148,13 @@ pub(crate) async fn test_api(
     let asked = run(
         &state,
         &authenticated,
-        agent,
-        tool,
-        ToolArguments::Json(request.arguments),
-        request.with_secrets,
-        request.confirm_sha256,
-        request.python,
+        engine::ToolTestRequest {
+            agent,
+            tool,
+            arguments: ToolArguments::Json(request.arguments),
+            secrets: SecretsChoice::asked(request.with_secrets, request.confirm_sha256),
+            python: python_of(request.python.as_deref())?,
+        },
     )
     .await?;
     Ok(match asked {
@@ -464,17 +444,19 @@ pub(crate) async fn test_with_form(
     };
     let with_secrets = field("with_secrets").is_some_and(|value| value == "on" || value == "yes");
     let confirm = field("confirm").filter(|value| !value.is_empty());
-    let asked = run(
-        &state,
-        &authenticated,
-        agent.clone(),
-        tool.clone(),
-        ToolArguments::Text(typed.clone()),
-        with_secrets,
-        confirm,
-        field("python"),
-    )
-    .await;
+    let asked = match python_of(field("python").as_deref()) {
+        Ok(python) => {
+            let request = engine::ToolTestRequest {
+                agent: agent.clone(),
+                tool: tool.clone(),
+                arguments: ToolArguments::Text(typed.clone()),
+                secrets: SecretsChoice::asked(with_secrets, confirm),
+                python,
+            };
+            run(&state, &authenticated, request).await
+        }
+        Err(error) => Err(error),
+    };
     let page = |confirm: Option<ToolTestConfirmationView>, test: Option<TestLine>| {
         render(&ToolTestPage {
             title: "Tool test",

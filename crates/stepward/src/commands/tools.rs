@@ -34,22 +34,22 @@ pub fn run(command: &ToolsCommand, config: Config) -> anyhow::Result<Outcome> {
         };
         pairs.push((name.trim().to_owned(), value.to_owned()));
     }
-    let python = parse_python(python)?;
-    let (engine, _lock) = app.engine()?;
-    let secrets = match (with_secrets, confirm) {
-        (false, _) => engine::SecretsChoice::Without,
-        (true, Some(sha)) => engine::SecretsChoice::ConfirmedFor {
-            confirm_sha256: sha.trim().to_owned(),
-        },
-        (true, None) => engine::SecretsChoice::ConfirmedFor {
-            confirm_sha256: String::new(),
-        },
+    let python = match python {
+        Some(given) => Some(
+            spec::PythonVersion::parse(given.trim())
+                .with_context(|| format!("--python {given}: write MAJOR.MINOR, such as 3.11"))?,
+        ),
+        None => None,
     };
+    let (engine, _lock) = app.engine()?;
     let request = engine::ToolTestRequest {
         agent: agent.clone(),
         tool: tool.clone(),
         arguments: engine::ToolArguments::Text(pairs),
-        secrets,
+        secrets: engine::SecretsChoice::asked(
+            *with_secrets,
+            confirm.as_ref().map(|sha| sha.trim().to_owned()),
+        ),
         python,
     };
     let shown = Shown::new(&app)?;
@@ -64,7 +64,11 @@ pub fn run(command: &ToolsCommand, config: Config) -> anyhow::Result<Outcome> {
                 _ => "by no revision (written by hand)".to_owned(),
             };
             let tested = match &confirmation.last_tested_with_secrets {
-                Some((by, at, _)) => format!("by {by}, {}", platform::views::utc_time(*at)),
+                Some((by, at, _)) => format!(
+                    "by {}, {}",
+                    platform::views::actor_words(by),
+                    platform::views::utc_time(*at)
+                ),
                 None => "never".to_owned(),
             };
             shown.line(&format!(
@@ -137,15 +141,5 @@ pub fn run(command: &ToolsCommand, config: Config) -> anyhow::Result<Outcome> {
         Outcome::Done
     } else {
         Outcome::Invalid
-    })
-}
-
-fn parse_python(given: &str) -> anyhow::Result<spec::PythonVersion> {
-    let Some((major, minor)) = given.trim().split_once('.') else {
-        bail!("--python {given}: write MAJOR.MINOR, such as 3.11");
-    };
-    Ok(spec::PythonVersion {
-        major: major.parse().context("--python: the major version")?,
-        minor: minor.parse().context("--python: the minor version")?,
     })
 }
