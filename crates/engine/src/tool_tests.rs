@@ -52,23 +52,22 @@ pub enum ToolArguments {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SecretsChoice {
     Without,
-    /// With them, confirmed for what [`ToolTestConfirmation::confirm_sha256`] names: the
-    /// script, the agent file and every file the tool runs with. Anything of them changed
-    /// since the confirmation runs nothing.
-    ConfirmedFor {
-        confirm_sha256: String,
+    /// With them, once confirmed: `confirmed` names what
+    /// [`ToolTestConfirmation::confirm_sha256`] names (the script, the agent file and every file
+    /// the tool runs with). None yet, or anything of them changed since, runs nothing and is
+    /// answered with the confirmation.
+    With {
+        confirmed: Option<String>,
     },
 }
 
 impl SecretsChoice {
-    /// What a door's request asks: with secrets only when `with_secrets`, confirmed for
-    /// `confirm` (none yet: the engine answers with what to confirm).
+    /// What a door's request asks: with secrets only when `with_secrets`, confirmed as
+    /// `confirm` says.
     pub fn asked(with_secrets: bool, confirm: Option<String>) -> SecretsChoice {
         match with_secrets {
             false => SecretsChoice::Without,
-            true => SecretsChoice::ConfirmedFor {
-                confirm_sha256: confirm.unwrap_or_default(),
-            },
+            true => SecretsChoice::With { confirmed: confirm },
         }
     }
 }
@@ -143,8 +142,8 @@ impl Engine {
         let pinned = self.pin_tool(account, &request.agent, &request.tool)?;
         let with_secrets = match &request.secrets {
             SecretsChoice::Without => false,
-            SecretsChoice::ConfirmedFor { confirm_sha256 } => {
-                if *confirm_sha256 != pinned.confirm_sha256 {
+            SecretsChoice::With { confirmed } => {
+                if confirmed.as_deref() != Some(pinned.confirm_sha256.as_str()) {
                     return Err(Error::ToolTestNeedsConfirmation {
                         confirmation: Box::new(self.confirmation_of(account, &pinned)?),
                     });
