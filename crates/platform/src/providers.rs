@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use redact::{SecretName, SecretRequest, SecretSource};
 use storage::models::{ModelProvider, ModelProviderStore};
+use storage::people::PeopleStore;
 use storage::{AccountId, AuditLog, NewAuditEntry};
 
 /// Why a provider cannot be named or used; each door says it in its own words.
@@ -47,13 +48,23 @@ pub enum ProviderError {
 }
 
 /// The account's names that definitions are checked against (G19: no script is handed a
-/// model key; `model:` names a provider the account has).
-pub fn account_names(
-    store: &dyn ModelProviderStore,
+/// model key; `model:` names a provider the account has; `notify:` names people of the
+/// account who may decide).
+pub fn account_names<S: ModelProviderStore + PeopleStore + ?Sized>(
+    store: &S,
     account: &AccountId,
 ) -> Result<spec::AccountNames, ProviderError> {
     let providers = store.model_providers(account)?;
+    let people = store
+        .people(account)?
+        .into_iter()
+        .map(|person| spec::AccountPerson {
+            email: person.email,
+            may_decide: person.role.decides_gates(),
+        })
+        .collect();
     Ok(spec::AccountNames {
+        people: Some(people),
         default_provider: providers
             .iter()
             .find(|provider| provider.is_default)

@@ -8,6 +8,8 @@
 //!   must exist (and a bare id needs a default).
 //! - A model key never reaches a script: an agent's `secrets:` or a step's `connections:`
 //!   that names one of the account's model providers is an error.
+//! - `notify:` names people of the account whose role may decide a gate (issue 41), when the
+//!   door knows the account's people.
 
 use crate::diagnostic::{Diagnostic, Diagnostics, Position};
 use crate::model::{Agent, Workflow};
@@ -20,6 +22,18 @@ pub struct AccountNames {
     pub model_providers: Vec<String>,
     /// The provider a bare model id means.
     pub default_provider: Option<String>,
+    /// The account's people, when the door knows them: `notify:` may name only these, and
+    /// only those who may decide. `None`: `notify:` is held to its shape only.
+    pub people: Option<Vec<AccountPerson>>,
+}
+
+/// A person of the account as `notify:` is checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccountPerson {
+    /// Compared lower-cased.
+    pub email: String,
+    /// Whether the person's role decides gates (member and above).
+    pub may_decide: bool,
 }
 
 /// An agent file's `model:`, split at the first `/`.
@@ -59,18 +73,70 @@ pub fn parse_workflow_for_account(
     let parsed = crate::parse_workflow_within(file_name, text, maxima);
     let mut diagnostics = Diagnostics::new(file_name);
     let mut scratch = Diagnostics::new(file_name);
-    if let Some(root) = yaml::parse(text, 0, &mut scratch)
-        && let Some(NodeValue::Sequence(steps)) = get(&root, "steps").map(|node| &node.value)
-    {
-        for step in steps {
-            for (alias, at) in scalars(get(step, "connections")) {
-                if let Some(provider) = model_key_named(account, alias) {
-                    report_model_key(&mut diagnostics, at, "connection", alias, provider);
+    if let Some(root) = yaml::parse(text, 0, &mut scratch) {
+        if let Some(NodeValue::Sequence(steps)) = get(&root, "steps").map(|node| &node.value) {
+            for step in steps {
+                for (alias, at) in scalars(get(step, "connections")) {
+                    if let Some(provider) = model_key_named(account, alias) {
+                        report_model_key(&mut diagnostics, at, "connection", alias, provider);
+                    }
                 }
+            }
+        }
+        if let (Some(people), Some(notify)) = (&account.people, get(&root, "notify")) {
+            for (address, at) in crate::notify::written_people(notify) {
+                check_notified(people, address, at, &mut diagnostics);
             }
         }
     }
     merge(parsed, diagnostics, text)
+}
+
+/// The people `notify:` may name: a person of the account, by the address they sign in with,
+/// whose role decides gates.
+fn check_notified(
+    people: &[AccountPerson],
+    address: &str,
+    at: Position,
+    diagnostics: &mut Diagnostics,
+) {
+    let wanted = address.trim().to_lowercase();
+    let deciders = || {
+        let names: Vec<&str> = people
+            .iter()
+            .filter(|person| person.may_decide)
+            .map(|person| person.email.as_str())
+            .collect();
+        if names.is_empty() {
+            "nobody of the account may decide yet".to_owned()
+        } else {
+            format!("the people who may decide are: {}", names.join(", "))
+        }
+    };
+    match people
+        .iter()
+        .find(|person| person.email.to_lowercase() == wanted)
+    {
+        None => diagnostics.report(
+            at,
+            "notify-unknown-person",
+            format!("`{address}` is not the address of a person of this account"),
+            format!(
+                "invite them first, or name someone who is; {}",
+                deciders()
+            ),
+        ),
+        Some(person) if !person.may_decide => diagnostics.report(
+            at,
+            "notify-cannot-decide",
+            format!("`{address}` is a viewer, whose role cannot decide a gate"),
+            format!(
+                "give them the role member (or above), or name someone else; {}",
+                deciders()
+            ),
+        ),
+        Some(_) => {}
+    }
 }
 
 /// Parses an agent file and checks it against the account.

@@ -182,6 +182,10 @@ impl Diagnostics {
         self.found.len() < 100
     }
 
+    pub(crate) fn len(&self) -> usize {
+        self.found.len()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.found.is_empty()
     }

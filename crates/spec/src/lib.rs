@@ -23,6 +23,7 @@ mod inputs;
 mod keys;
 mod lower;
 mod model;
+mod notify;
 mod origin;
 mod reach;
 mod schema;
@@ -33,7 +34,7 @@ mod workflow;
 mod yaml;
 
 pub use crate::account::{
-    AccountNames, ModelRef, parse_agent_for_account, parse_workflow_for_account,
+    AccountNames, AccountPerson, ModelRef, parse_agent_for_account, parse_workflow_for_account,
 };
 pub use crate::agent::{parse_agent, parse_agent_within};
 pub use crate::colleagues::{Closure, ColleagueProblem, MAX_CONSULT_DEPTH, colleague_closure};
@@ -45,6 +46,9 @@ pub use crate::keys::{AGENT_FILE_KEYS, KeyDoc, KeyValue, agent_file_reference};
 pub use crate::model::{
     Agent, CustomTool, InputKind, InputSource, Network, OutputKind, PythonVersion, Step, StepBody,
     Supervision, Tool, ToolArgument, Workflow, WorkflowInput,
+};
+pub use crate::notify::{
+    MAX_NOTIFY_PEOPLE, MAX_REMIND_AFTER, MAX_REMINDERS, MIN_REMIND_AFTER, Notify,
 };
 pub use crate::origin::Origin;
 pub use crate::reach::{

@@ -27,6 +27,7 @@ pub struct Workflow {
     pub(crate) name: String,
     pub(crate) python: PythonVersion,
     pub(crate) supervisor: Supervision,
+    pub(crate) notify: crate::Notify,
     pub(crate) inputs: Vec<WorkflowInput>,
     pub(crate) steps: Vec<Step>,
 }
@@ -78,6 +79,11 @@ impl Workflow {
     }
 
     /// The declared workflow inputs, in file order.
+    /// Who is mailed when a run waits at a gate (`notify:`).
+    pub fn notify(&self) -> &crate::Notify {
+        &self.notify
+    }
+
     pub fn inputs(&self) -> &[WorkflowInput] {
         &self.inputs
     }

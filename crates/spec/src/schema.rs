@@ -38,6 +38,24 @@ pub fn workflow_json_schema_within(maxima: &crate::LimitMaxima) -> serde_json::V
                 "description": "Who sees a failed step: `assistant` (the default: the account's default model provider, which receives the failed step's inputs and printed text) or `none` (every failure goes straight to a person).",
                 "enum": ["assistant", "none"]
             },
+            "notify": {
+                "description": "Who is mailed an approve link when a run waits at a gate: a list of addresses of people of the account who may decide (default: all of them), or a mapping with `people` and `remind_after` (reminders at least 1h apart, at most 3).",
+                "oneOf": [
+                    { "$ref": "#/$defs/notify_people" },
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "properties": {
+                            "people": { "$ref": "#/$defs/notify_people" },
+                            "remind_after": {
+                                "description": "How long a gate waits before its people are reminded: a whole number of minutes, hours or days (`24h`), from 1h to 30d.",
+                                "type": "string",
+                                "pattern": "^[0-9]{1,6}[mhd]$"
+                            }
+                        }
+                    }
+                ]
+            },
             "inputs": {
                 "description": "The workflow's inputs: name to type.",
                 "type": "object",
@@ -55,6 +73,13 @@ pub fn workflow_json_schema_within(maxima: &crate::LimitMaxima) -> serde_json::V
             }
         },
         "$defs": {
+            "notify_people": {
+                "description": "E-mail addresses of people of the account whose role decides gates.",
+                "type": "array",
+                "maxItems": crate::notify::MAX_NOTIFY_PEOPLE,
+                "uniqueItems": true,
+                "items": { "type": "string", "pattern": "^[^@\\s]+@[^@\\s]+$", "maxLength": 254 }
+            },
             "step": {
                 "type": "object",
                 "additionalProperties": false,

@@ -18,7 +18,7 @@ use crate::yaml::{self, Node, NodeValue, Resolved};
 pub(crate) const MAX_STEPS: usize = 200;
 
 /// The keys of a workflow file; the JSON Schema names exactly these.
-pub(crate) const WORKFLOW_KEYS: &[&str] = &["name", "python", "supervisor", "inputs", "steps"];
+pub(crate) const WORKFLOW_KEYS: &[&str] = &["name", "python", "supervisor", "notify", "inputs", "steps"];
 /// The keys of a step; the JSON Schema names exactly these.
 pub(crate) const STEP_KEYS: &[&str] = &[
     "id",
@@ -83,6 +83,10 @@ fn lower_workflow(
         Some(node) => lower_supervisor(node, diagnostics),
         None => Some(Supervision::Assistant),
     };
+    let notify = match fields.get("notify") {
+        Some(node) => crate::notify::lower_notify(node, diagnostics),
+        None => Some(crate::Notify::default()),
+    };
     let inputs = match fields.get("inputs") {
         Some(node) => lower_workflow_inputs(node, diagnostics),
         None => Vec::new(),
@@ -94,6 +98,7 @@ fn lower_workflow(
         name: name?,
         python: python?,
         supervisor: supervisor?,
+        notify: notify?,
         inputs,
         steps: steps?,
     })

@@ -33,6 +33,12 @@ impl RoleName {
         RoleName::Owner,
     ];
 
+    /// Whether the role decides gates (member and above): who an approve link's POST accepts
+    /// and who is mailed one (issue 41).
+    pub fn decides_gates(self) -> bool {
+        self >= RoleName::Member
+    }
+
     /// The stable name stored in rows: `viewer`, `member`, `admin`, `owner`.
     pub fn as_str(self) -> &'static str {
         match self {

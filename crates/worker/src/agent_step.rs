@@ -90,6 +90,7 @@ pub fn load_agent(
             .iter()
             .find(|p| p.is_default)
             .map(|p| p.name.clone()),
+        people: None,
     };
     let agent = spec::parse_agent_for_account(path.as_str(), &text, maxima, &names).map_err(
         |diagnostics| {

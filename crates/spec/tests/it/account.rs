@@ -7,6 +7,7 @@ fn account() -> AccountNames {
     AccountNames {
         model_providers: vec!["anthropic".to_owned(), "local-llama".to_owned()],
         default_provider: Some("anthropic".to_owned()),
+        people: None,
     }
 }
 

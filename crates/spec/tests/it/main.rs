@@ -12,6 +12,7 @@ mod g21_colleagues;
 mod g4_credential_keys;
 mod guarantees;
 mod maxima;
+mod notify;
 mod origin;
 mod properties;
 mod render;
