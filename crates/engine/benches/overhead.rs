@@ -254,6 +254,7 @@ impl RunStore for MemoryStore {
         _state: &Redacted<Value>,
         _at: Timestamp,
         _event: &NewEvent,
+        _mail: &storage::mail::NewGateMail,
     ) -> Result<(), Error> {
         Ok(())
     }

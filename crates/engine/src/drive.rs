@@ -317,12 +317,27 @@ impl Engine {
                 attempt,
             }),
         )?;
+        // The approve link's mail, in the park's transaction (issue 41): names and the
+        // explanation only, never the step's inputs or outputs, scrubbed like the state.
+        let notify = context.workflow.notify();
+        let mail = storage::mail::NewGateMail {
+            account: context.run.account.clone(),
+            attempt,
+            content: context.redactor.scrub_json(&json!({
+                "workflow": context.workflow.name(),
+                "step": step.id(),
+                "explain": step.explain(),
+            })),
+            people: notify.people().to_vec(),
+            remind_after_secs: notify.remind_after().map(|after| after.as_secs()),
+        };
         self.store.park(
             &context.run.id,
             step.id(),
             &context.redactor.scrub_json(&state),
             event.at,
             &event,
+            &mail,
         )?;
         let reason = if let Some((_, whose)) = retry_inputs {
             format!(

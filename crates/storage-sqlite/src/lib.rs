@@ -33,6 +33,7 @@ mod events;
 mod interviews;
 mod key_owners;
 mod live;
+mod mail;
 pub mod migrations;
 mod models;
 mod people;

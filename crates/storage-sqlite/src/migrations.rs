@@ -110,6 +110,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "tool_tests",
         sql: include_str!("../migrations/0018_tool_tests.sql"),
     },
+    Migration {
+        version: 19,
+        name: "gate_mail",
+        sql: include_str!("../migrations/0019_gate_mail.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

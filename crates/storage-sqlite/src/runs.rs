@@ -515,10 +515,12 @@ impl RunStore for SqliteStore {
         state: &Redacted<serde_json::Value>,
         at: Timestamp,
         event: &NewEvent,
+        mail: &storage::mail::NewGateMail,
     ) -> Result<(), Error> {
         check_scope(&redact::Scope::run(run), state)?;
         check_scope(&redact::Scope::run(run), &event.payload)?;
         let state_text = state.get().to_string();
+        let mail_row = crate::mail::prepare_park_mail(run, mail)?;
         self.transaction(Durability::Synced, |transaction| {
             transaction.execute(
                 "INSERT INTO parked (run_id, step_id, state, parked_at) VALUES (?1, ?2, ?3, ?4)
@@ -526,6 +528,7 @@ impl RunStore for SqliteStore {
                      state = excluded.state, parked_at = excluded.parked_at",
                 params![run.as_str(), step_id, state_text, at.0],
             )?;
+            crate::mail::insert_park_mail(transaction, run, step_id, at, &mail_row)?;
             append_event_in(transaction, run, event)?;
             Ok(())
         })

@@ -83,6 +83,7 @@ actions! {
     ModelDefault = "model.default",
     ModelTest = "model.test",
     ToolTest = "tool.test",
+    GateMail = "gate.mail",
     SupervisorRetries = "supervisor.retries",
     RunStart = "run.start",
     RunApprove = "run.approve",

@@ -13,6 +13,7 @@ mod audit;
 mod audit_action;
 mod error;
 pub mod interviews;
+pub mod mail;
 pub mod models;
 pub mod people;
 pub mod queue;

@@ -104,8 +104,10 @@ pub trait RunStore: Send + Sync {
     fn attempts(&self, run: &RunId) -> Result<Vec<AttemptRecord>, Error>;
     /// Every attempt of every run still marked running (what a crash left).
     fn running_attempts(&self) -> Result<Vec<AttemptRecord>, Error>;
-    /// Stores the parked state of a run at a gate, replacing any earlier one. The engine
-    /// builds the state with credential values stripped and names kept (G18).
+    /// Stores the parked state of a run at a gate, replacing any earlier one, and writes its
+    /// approve-link `mail` to the outbox ([`crate::mail`]), once per gate and attempt, in the
+    /// same transaction. The engine builds the state with credential values stripped and
+    /// names kept (G18).
     fn park(
         &self,
         run: &RunId,
@@ -113,6 +115,7 @@ pub trait RunStore: Send + Sync {
         state: &Redacted<serde_json::Value>,
         at: Timestamp,
         event: &NewEvent,
+        mail: &crate::mail::NewGateMail,
     ) -> Result<(), Error>;
     fn parked(&self, run: &RunId) -> Result<Option<ParkedRecord>, Error>;
     fn clear_parked(&self, run: &RunId) -> Result<(), Error>;

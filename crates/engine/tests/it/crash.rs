@@ -226,8 +226,9 @@ impl RunStore for CrashingStore {
         state: &Redacted<Value>,
         at: Timestamp,
         event: &NewEvent,
+        mail: &storage::mail::NewGateMail,
     ) -> Result<(), Error> {
-        self.write(|| self.inner.park(run, step, state, at, event))
+        self.write(|| self.inner.park(run, step, state, at, event, mail))
     }
     fn parked(&self, run: &RunId) -> Result<Option<ParkedRecord>, Error> {
         self.inner.parked(run)

@@ -8,6 +8,7 @@
 mod audit_chains;
 mod audit_pages;
 mod events_after;
+mod gate_mail;
 mod interviews;
 mod migrations;
 mod models;

@@ -256,6 +256,7 @@ fn story(store: &dyn Store) {
         &state,
         Timestamp(15),
         &event(&redactor, "gate.parked"),
+        &crate::gate_mail::mail_of(&redactor, 1),
     )
     .unwrap();
     let parked = runs.parked(&run).unwrap().unwrap();
