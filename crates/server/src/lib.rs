@@ -30,6 +30,7 @@ mod html;
 mod interviews;
 mod layers;
 mod listener;
+pub mod mail;
 mod openapi;
 mod password_work;
 pub mod reach;

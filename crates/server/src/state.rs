@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use auth::{ApproveLinkKey, CsrfKey, KeyRing, RateLimit, RateLimiter, SessionLifetime, TlsMode};
 use engine::{Clock, Engine};
 use storage::interviews::InterviewStore;
+use storage::mail::GateMailOutbox;
 use storage::models::ModelProviderStore;
 use storage::people::PeopleStore;
 use storage::{Store, Timestamp};
@@ -14,9 +15,15 @@ use crate::WorkflowSource;
 use crate::password_work::{PasswordHashing, PasswordWork};
 
 /// Everything the server needs from storage: the engine's traits, people and model providers.
-pub trait ServerStore: Store + PeopleStore + ModelProviderStore + InterviewStore {}
+pub trait ServerStore:
+    Store + PeopleStore + ModelProviderStore + InterviewStore + GateMailOutbox
+{
+}
 
-impl<T: Store + PeopleStore + ModelProviderStore + InterviewStore> ServerStore for T {}
+impl<T: Store + PeopleStore + ModelProviderStore + InterviewStore + GateMailOutbox> ServerStore
+    for T
+{
+}
 
 /// The server's settings, handed in by the binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

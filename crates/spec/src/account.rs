@@ -101,16 +101,13 @@ fn check_notified(
     diagnostics: &mut Diagnostics,
 ) {
     let wanted = address.trim().to_lowercase();
+    // Whoever reads a workflow's problems may not see the account's people: the help names
+    // where they are listed, not their addresses.
     let deciders = || {
-        let names: Vec<&str> = people
-            .iter()
-            .filter(|person| person.may_decide)
-            .map(|person| person.email.as_str())
-            .collect();
-        if names.is_empty() {
-            "nobody of the account may decide yet".to_owned()
+        if people.iter().any(|person| person.may_decide) {
+            "the People page lists who may decide (member, admin, owner)"
         } else {
-            format!("the people who may decide are: {}", names.join(", "))
+            "nobody of the account may decide yet"
         }
     };
     match people
@@ -121,10 +118,7 @@ fn check_notified(
             at,
             "notify-unknown-person",
             format!("`{address}` is not the address of a person of this account"),
-            format!(
-                "invite them first, or name someone who is; {}",
-                deciders()
-            ),
+            format!("invite them first, or name someone who is; {}", deciders()),
         ),
         Some(person) if !person.may_decide => diagnostics.report(
             at,

@@ -226,7 +226,15 @@ mod tests {
     #[test]
     fn addresses_have_one_at_and_no_space() {
         assert!(looks_like_address("ada@example.com"));
-        for bad in ["ada", "@example.com", "ada@", "a@b@c", "a b@c", "<a@b>", "a@b,c@d"] {
+        for bad in [
+            "ada",
+            "@example.com",
+            "ada@",
+            "a@b@c",
+            "a b@c",
+            "<a@b>",
+            "a@b,c@d",
+        ] {
             assert!(!looks_like_address(bad), "{bad}");
         }
     }

@@ -18,7 +18,8 @@ use crate::yaml::{self, Node, NodeValue, Resolved};
 pub(crate) const MAX_STEPS: usize = 200;
 
 /// The keys of a workflow file; the JSON Schema names exactly these.
-pub(crate) const WORKFLOW_KEYS: &[&str] = &["name", "python", "supervisor", "notify", "inputs", "steps"];
+pub(crate) const WORKFLOW_KEYS: &[&str] =
+    &["name", "python", "supervisor", "notify", "inputs", "steps"];
 /// The keys of a step; the JSON Schema names exactly these.
 pub(crate) const STEP_KEYS: &[&str] = &[
     "id",

@@ -255,6 +255,42 @@ pub struct ServeArgs {
         requires = "tls_cert"
     )]
     pub tls_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub mail: MailArgs,
+}
+
+/// Approve links by mail (issue 41): this server drains the store's outbox and mails each
+/// waiting gate's link to the people who may decide it.
+#[derive(Debug, Args)]
+pub struct MailArgs {
+    /// The SMTP server: `smtp://[USER@]HOST[:PORT]` (STARTTLS, required: a server that does
+    /// not offer it gets nothing; port 587) or `smtps://[USER@]HOST[:PORT]` (implicit TLS, port
+    /// 465). The password never goes here: see --smtp-password-file.
+    #[arg(long, env = "STEPWARD_SMTP", value_name = "URL")]
+    pub smtp: Option<String>,
+    /// The address the mail comes from (`stepward <approvals@example.com>`).
+    #[arg(
+        long,
+        env = "STEPWARD_SMTP_FROM",
+        value_name = "ADDRESS",
+        requires = "smtp"
+    )]
+    pub smtp_from: Option<String>,
+    /// A file (mode 600) holding the SMTP password of the URL's user; or the environment
+    /// variable STEPWARD_SMTP_PASSWORD.
+    #[arg(
+        long,
+        env = "STEPWARD_SMTP_PASSWORD_FILE",
+        value_name = "PATH",
+        requires = "smtp"
+    )]
+    pub smtp_password_file: Option<PathBuf>,
+    /// Trust only this CA (PEM) for the SMTP server's certificate, instead of the system's.
+    #[arg(long, env = "STEPWARD_SMTP_CA", value_name = "PATH", requires = "smtp")]
+    pub smtp_ca: Option<PathBuf>,
+    /// Send without TLS: only to a loopback address (a local relay), only with smtp://.
+    #[arg(long, env = "STEPWARD_SMTP_PLAIN", requires = "smtp")]
+    pub smtp_plain: bool,
 }
 
 #[derive(Debug, Subcommand)]

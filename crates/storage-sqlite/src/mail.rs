@@ -74,7 +74,13 @@ const COLUMNS: &str = "id, account_id, run_id, step_id, attempt, content, people
 type Row = (
     (i64, String, String, String, u32, String, String),
     (Option<i64>, i64, String, Option<i64>, u32, u32),
-    (Option<i64>, String, Option<i64>, Option<String>, Option<String>),
+    (
+        Option<i64>,
+        String,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+    ),
 );
 
 fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -192,19 +198,36 @@ impl GateMailOutbox for SqliteStore {
         entry: Option<&NewAuditEntry>,
     ) -> Result<bool, Error> {
         let prepared = entry.map(prepare_entry).transpose()?;
+        // What a sender writes is scrubbed with the account's values: the row's account.
         let held = |transaction: &rusqlite::Transaction<'_>| -> Result<bool, TxError> {
-            Ok(transaction
+            let account: Option<String> = transaction
                 .query_row(
-                    "SELECT 1 FROM gate_mail WHERE id = ?1 AND claimed_by = ?2 AND status = 'due'",
+                    "SELECT account_id FROM gate_mail
+                     WHERE id = ?1 AND claimed_by = ?2 AND status = 'due'",
                     params![id, claimer],
-                    |_| Ok(()),
+                    |row| row.get(0),
                 )
-                .optional()?
-                .is_some())
+                .optional()?;
+            let Some(account) = account else {
+                return Ok(false);
+            };
+            let account = AccountId::parse(&account).map_err(|error| Error::Corrupt {
+                what: "a row of the mail outbox",
+                detail: error.to_string(),
+            })?;
+            let scope = redact::Scope::account(&account);
+            let (error, note) = match outcome {
+                GateMailOutcome::Sent { note, .. } => (None, note),
+                GateMailOutcome::Failed { error, note, .. } => (Some(error), note),
+                GateMailOutcome::Closed { .. } | GateMailOutcome::Later { .. } => (None, &None),
+            };
+            for text in error.into_iter().chain(note) {
+                check_scope(&scope, text)?;
+            }
+            Ok(true)
         };
-        let note = |note: &Option<redact::Redacted<String>>| {
-            note.as_ref().map(|note| note.get().clone())
-        };
+        let note =
+            |note: &Option<redact::Redacted<String>>| note.as_ref().map(|note| note.get().clone());
         let recipients = match outcome {
             GateMailOutcome::Sent { recipients, .. } => encode("recipients", recipients)?,
             _ => String::new(),
@@ -246,6 +269,11 @@ impl GateMailOutbox for SqliteStore {
                          claimed_by = NULL, claimed_until = NULL
                      WHERE id = ?1",
                     params![id, at.0],
+                )?,
+                GateMailOutcome::Later { next_due } => transaction.execute(
+                    "UPDATE gate_mail SET due_at = ?2, claimed_by = NULL, claimed_until = NULL
+                     WHERE id = ?1",
+                    params![id, next_due.0],
                 )?,
             };
             if let Some(prepared) = &prepared {

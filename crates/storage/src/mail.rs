@@ -89,7 +89,7 @@ pub struct GateMail {
     pub note: Option<String>,
 }
 
-/// What a sender records of a claimed row.
+/// What a sender records of a claimed row; its texts scrubbed with the account's values.
 #[derive(Debug, Clone)]
 pub enum GateMailOutcome {
     /// Mailed to `recipients`; `next_due`: when the next reminder is due (`None`: done).
@@ -108,6 +108,9 @@ pub enum GateMailOutcome {
     },
     /// The gate no longer waits: nothing more is sent.
     Closed { at: Timestamp },
+    /// Not yet: the run parked but has not yet said it waits. Released, due again at
+    /// `next_due`, no try counted.
+    Later { next_due: Timestamp },
 }
 
 /// Most rows one claim takes.

@@ -22,6 +22,7 @@ pub mod memory_queue;
 pub mod model;
 pub mod queue_suite;
 pub mod runs;
+pub mod smtp;
 pub mod steps;
 pub mod store;
 pub mod time;

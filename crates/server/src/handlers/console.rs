@@ -326,6 +326,8 @@ struct RunPage {
     version: String,
     cards: Vec<StepCard>,
     decisions: Vec<String>,
+    /// The approve-link mail of its gates (issue 41), one sentence per gate and attempt.
+    mail: Vec<String>,
     timeline: Vec<TimelineLine>,
 }
 
@@ -515,6 +517,13 @@ pub(crate) async fn run_page(
         _ => None,
     };
     let started_by = who(&record.started_by);
+    let mail = crate::mail::run_page_lines(
+        &shared
+            .store
+            .gate_mail(&record.id)
+            .map_err(Error::storage("read a run's mail"))?,
+        &scrub_text,
+    );
     let detail = detail(shared, record.clone())?;
     let decisions = detail
         .decisions
@@ -585,6 +594,7 @@ pub(crate) async fn run_page(
             crate::handlers::run_view::duration(now.saturating_sub(record.created_at.0).max(0))
         }),
         decisions,
+        mail,
         timeline: timeline(&scrub, &entries),
     }))
 }

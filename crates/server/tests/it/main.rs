@@ -29,6 +29,7 @@ mod keyboard;
 mod keys;
 mod keys_are_not_people;
 mod listener;
+mod mail;
 mod matrix;
 mod methods;
 mod models;

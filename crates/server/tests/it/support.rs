@@ -529,6 +529,18 @@ impl Harness {
         }
     }
 
+    /// Saves `text` as `workflows/{name}.yaml` of [`ACCOUNT`]'s workspace, unchecked.
+    pub fn commit_workflow(&self, name: &str, text: &str) {
+        test_support::workflows::commit_files(
+            &self.engine_options.workspaces,
+            &AccountId::parse(ACCOUNT).unwrap(),
+            &workspace::Author::Platform {
+                reason: "test setup".into(),
+            },
+            &[(&format!("workflows/{name}.yaml"), text)],
+        );
+    }
+
     /// Starts a run of `GATED` in `account`; it parks at `ship`.
     pub fn parked_run(&self, account: &str) -> RunId {
         let summary = self.start(account, "gated.yaml", GATED);
@@ -537,7 +549,7 @@ impl Harness {
     }
 
     /// Starts the workflow `text` in `account` through the engine, as the CLI would.
-    fn start(&self, account: &str, file: &str, text: &str) -> engine::RunSummary {
+    pub fn start(&self, account: &str, file: &str, text: &str) -> engine::RunSummary {
         let workflow = spec::parse_workflow(file, text).unwrap();
         self.engine
             .start_run(

@@ -14,6 +14,7 @@ pub mod run;
 pub mod runs;
 pub mod schema;
 pub mod serve;
+pub mod serve_mail;
 pub mod tools;
 pub mod vault;
 pub mod worker;

@@ -53,6 +53,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
              front terminates TLS, --tls-cert that this server does; pass one of them"
         );
     }
+    let smtp = crate::commands::serve_mail::settings(&args.mail)?;
     let tls_config = match (&args.tls_cert, &args.tls_key) {
         (Some(cert_path), Some(key_path)) => Some(load_tls_files(cert_path, key_path)?),
         (None, None) => None,
@@ -138,6 +139,19 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         keys,
     );
     state.set_authoring_lints(Arc::new(worker::authoring::PythonLints));
+    let mailer = match &smtp {
+        Some(settings) => {
+            if args.public_url.is_none() {
+                errln!(
+                    "warning: --smtp without --public-url: mailed links start with {link_base}, \
+                     which only this machine may reach; pass --public-url with the address \
+                     people open"
+                );
+            }
+            Some(server::mail::Mailer::new(settings, &link_base)?)
+        }
+        None => None,
+    };
     // A workspace write the last process stopped between its commit and its outcome entry
     // got its outcome from the revision log when the data was opened (issue 11, finding 4;
     // issue 37); a server takes no request until that is done, so it tries again here and
@@ -196,6 +210,17 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
             let _ = tokio::task::spawn_blocking(move || sets.refresh_all()).await;
         }
     });
+    // Approve links by mail: the outbox is drained while the server serves (issue 41).
+    match (mailer, &smtp) {
+        (Some(mailer), Some(settings)) => {
+            errln!("mail: approve links go through {}", settings.describe());
+            runtime.spawn(mailer.run(state.clone(), std::future::pending()));
+        }
+        _ => errln!(
+            "mail: off (no --smtp): approve links wait in the outbox for a server started with \
+             --smtp"
+        ),
+    }
     // The in-process worker runs the queued steps; stopped after the server, it finishes the
     // steps it runs and gives back the ones it has not started.
     let worker = match workers.sandbox {
@@ -406,43 +431,7 @@ fn read_certificate_chain(path: &Path) -> anyhow::Result<Vec<CertificateDer<'sta
 /// The file is opened once; its type, mode and owner are those of the open file, and the key
 /// is read from it, so the file cannot be swapped between the checks and the read.
 fn read_private_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        // A FIFO in the key's place would otherwise block the open until somebody writes.
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
-        .open(path)
-        .with_context(|| format!("cannot read the TLS key file {}", path.display()))?;
-    let metadata = file
-        .metadata()
-        .with_context(|| format!("cannot read the TLS key file {}", path.display()))?;
-    if !metadata.file_type().is_file() {
-        bail!(
-            "the TLS key file {} is not a regular file: give the path of the PEM key file",
-            path.display()
-        );
-    }
-    let mode = metadata.permissions().mode() & 0o777;
-    if mode & 0o077 != 0 {
-        bail!(
-            "the TLS key file {} has mode {mode:o}: its group or others may read it; run \
-             `chmod 600 {}` (and replace the key if somebody else may have read it)",
-            path.display(),
-            path.display()
-        );
-    }
-    let this_user = rustix::process::geteuid().as_raw();
-    if metadata.uid() != this_user {
-        bail!(
-            "the TLS key file {} belongs to uid {}, not to uid {this_user} that the server runs \
-             as: whoever owns it may change or swap the key; run `chown {this_user} {}`",
-            path.display(),
-            metadata.uid(),
-            path.display()
-        );
-    }
-    let mut text = zeroize::Zeroizing::new(Vec::new());
-    file.read_to_end(&mut text)
-        .with_context(|| format!("cannot read the TLS key file {}", path.display()))?;
+    let text = read_owner_only_file(path, "TLS key file", "the PEM key file", "the key")?;
     PrivateKeyDer::from_pem_slice(&text).map_err(|error| match error {
         pem::Error::NoItemsFound => anyhow!(
             "the TLS key file {} holds no private key (a PEM block `BEGIN PRIVATE KEY`, \
@@ -455,6 +444,56 @@ fn read_private_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
             pem_problem(&other)
         ),
     })
+}
+
+/// The bytes of a file only this process's user may read and change (`what`: "TLS key file";
+/// `expected`: what a regular file there should be; `held`: what to replace if it leaked).
+/// The file is opened once; its type, mode and owner are those of the open file, and the
+/// bytes are read from it, so the file cannot be swapped between the checks and the read.
+pub(crate) fn read_owner_only_file(
+    path: &Path,
+    what: &str,
+    expected: &str,
+    held: &str,
+) -> anyhow::Result<zeroize::Zeroizing<Vec<u8>>> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        // A FIFO in the file's place would otherwise block the open until somebody writes.
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
+        .open(path)
+        .with_context(|| format!("cannot read the {what} {}", path.display()))?;
+    let metadata = file
+        .metadata()
+        .with_context(|| format!("cannot read the {what} {}", path.display()))?;
+    if !metadata.file_type().is_file() {
+        bail!(
+            "the {what} {} is not a regular file: give the path of {expected}",
+            path.display()
+        );
+    }
+    let mode = metadata.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        bail!(
+            "the {what} {} has mode {mode:o}: its group or others may read it; run \
+             `chmod 600 {}` (and replace {held} if somebody else may have read it)",
+            path.display(),
+            path.display()
+        );
+    }
+    let this_user = rustix::process::geteuid().as_raw();
+    if metadata.uid() != this_user {
+        bail!(
+            "the {what} {} belongs to uid {}, not to uid {this_user} that the server runs \
+             as: whoever owns it may change or swap it; run `chown {this_user} {}`",
+            path.display(),
+            metadata.uid(),
+            path.display()
+        );
+    }
+    let mut bytes = zeroize::Zeroizing::new(Vec::new());
+    file.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read the {what} {}", path.display()))?;
+    Ok(bytes)
 }
 
 /// What is wrong with a PEM file, without echoing its bytes (a key file's line may hold key

@@ -200,7 +200,11 @@ fn failures_count_and_are_recorded_with_their_audit_entry_and_a_closed_row_is_ne
         note: None,
         next_due: Some(Timestamp(140)),
     };
-    assert!(store.record_gate_mail(id, "a", &failed, Some(&entry)).unwrap());
+    assert!(
+        store
+            .record_gate_mail(id, "a", &failed, Some(&entry))
+            .unwrap()
+    );
     let row = &store.gate_mail(&run).unwrap()[0];
     assert_eq!((row.tries, row.status), (1, GateMailStatus::Due));
     assert!(!row.last_error.as_deref().unwrap().contains(SECRET));
@@ -217,7 +221,12 @@ fn failures_count_and_are_recorded_with_their_audit_entry_and_a_closed_row_is_ne
         .id;
     assert!(
         store
-            .record_gate_mail(id, "a", &GateMailOutcome::Closed { at: Timestamp(150) }, None)
+            .record_gate_mail(
+                id,
+                "a",
+                &GateMailOutcome::Closed { at: Timestamp(150) },
+                None
+            )
             .unwrap()
     );
     assert_eq!(
