@@ -30,6 +30,7 @@ mod jail_helper;
 mod limits;
 mod lints;
 mod live_output;
+mod mail;
 mod migration;
 mod model_pin;
 mod models;

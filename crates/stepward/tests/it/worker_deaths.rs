@@ -56,7 +56,12 @@ fn signed_in(address: std::net::SocketAddr) -> String {
 }
 
 /// Starts a run of `workflow` through the API; its id.
-fn start(address: std::net::SocketAddr, session: &str, csrf: &str, workflow: &str) -> String {
+pub(crate) fn start(
+    address: std::net::SocketAddr,
+    session: &str,
+    csrf: &str,
+    workflow: &str,
+) -> String {
     let started = send(
         address,
         "POST",
@@ -160,7 +165,7 @@ fn a_serve_killed_mid_step_and_started_again_runs_the_offline_step_again_needs_r
 }
 
 /// `stepward worker` on `home`'s data directory.
-fn worker(home: &Home) -> Child {
+pub(crate) fn worker(home: &Home) -> Child {
     home.command(std::path::Path::new(env!("CARGO_BIN_EXE_stepward")))
         .arg("worker")
         .arg("--data-dir")
