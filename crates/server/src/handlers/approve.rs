@@ -106,6 +106,8 @@ struct ApprovePage {
     run_id: String,
     step: String,
     workflow: String,
+    /// What is decided, for a signed-in person of the run's account (issue 42, point 1).
+    gate: Option<crate::handlers::gate_view::GatePanel>,
     door: ApproveDoor,
 }
 
@@ -153,6 +155,14 @@ pub(crate) async fn show(
             href: format!("{link}?continue=1"),
         },
     };
+    // A link opened without a session shows nothing of the run; a person of another account
+    // neither.
+    let gate = match viewer.as_ref() {
+        Some(viewer) if viewer.session.is_some() => {
+            crate::handlers::gate_view::gate_context(shared, viewer, &record)?
+        }
+        _ => None,
+    };
     let mut response = render(&ApprovePage {
         title: "Decide",
         chrome: chrome::current(),
@@ -160,6 +170,7 @@ pub(crate) async fn show(
         run_id,
         step,
         workflow: record.workflow_name.clone(),
+        gate,
         door,
     })
     .into_response();

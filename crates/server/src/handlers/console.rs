@@ -4,22 +4,20 @@
 //! `crates/server/templates/`; every form carries the session's CSRF token.
 
 use askama::Template;
-use auth::Role;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
-use spec::Workflow;
 use storage::{AccountId, RunCursor, RunFilter, RunId, RunRecord, RunStatus, Timestamp};
 
 use crate::authn::Authenticated;
 use crate::chrome::{self, Chrome, may};
 use engine::journal::Entry;
 
+use crate::handlers::gate_view::{GatePanel, gate_panel};
 use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_cards, timeline, who};
 use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates_page};
-use crate::handlers::workflows::reach_report;
 use crate::handlers::{account_redactor, approve};
 use crate::html::{render, when};
 use crate::state::Shared;
@@ -259,26 +257,6 @@ pub(crate) async fn runs_page(
     }))
 }
 
-/// The gate panel of a run parked before a step.
-pub(crate) struct GatePanel {
-    step: String,
-    explain: Option<String>,
-    who_may_decide: &'static str,
-    caption: &'static str,
-    /// Above what the step can reach, on a server whose steps are not isolated.
-    isolation: Option<&'static str>,
-    internet: String,
-    connections: String,
-    secrets: String,
-    limits: Option<String>,
-    inputs: String,
-    may_decide: bool,
-    /// The gate's approve link, for a person who may decide (to send to whoever decides).
-    link: Option<String>,
-    /// What the run pinned at its start, in words, when it did.
-    pinned: Option<String>,
-}
-
 /// The retry-or-stop form of a run that waits for a person.
 struct AttentionPanel {
     /// What a retry runs again; `None` when only stopping is offered (`needs_repair`).
@@ -355,89 +333,6 @@ fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<Strin
         )),
         _ => None,
     }
-}
-
-fn gate_panel(
-    shared: &Shared,
-    authenticated: &Authenticated,
-    scrub: &Scrub<'_>,
-    record: &RunRecord,
-    workflow: Option<&Workflow>,
-    step: &str,
-) -> Result<GatePanel, Error> {
-    let mut panel = GatePanel {
-        step: step.to_owned(),
-        explain: None,
-        who_may_decide: "A member, an admin or the owner of this account decides: approving runs \
-                         the step with the inputs below, rejecting ends the run.",
-        caption: spec::REACH_CAPTION,
-        isolation: crate::reach::isolation_notice(&shared.options),
-        internet: "unknown (the workflow could not be read again)".to_owned(),
-        connections: "unknown".to_owned(),
-        secrets: "unknown".to_owned(),
-        limits: None,
-        inputs: "(the workflow could not be read again, so the inputs cannot be shown)".to_owned(),
-        may_decide: authenticated.session.is_some()
-            && authenticated.principal.role() >= Role::Member,
-        link: None,
-        pinned: None,
-    };
-    if approve::gets_links(authenticated, &record.account) {
-        panel.link = approve::waiting_gate(shared, &record.id)?
-            .map(|gate| approve::link_path(shared, &gate))
-            .transpose()?;
-    }
-    let Some(workflow) = workflow else {
-        return Ok(panel);
-    };
-    panel.explain = workflow.step(step).map(|step| step.explain().to_owned());
-    // What the run pinned at its start (issue 16 §1), never the files as they are now; a run
-    // from before runs pinned shows the current files.
-    let pinned = shared
-        .engine
-        .pinned_reach(&record.account, &record.id)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })?;
-    let report = match pinned {
-        Some((pin, mut rows)) => {
-            panel.pinned = Some(crate::handlers::run_view::pinned_sentence(&pin));
-            crate::handlers::workflows::with_account_model_hosts(
-                shared,
-                &record.account,
-                &mut rows,
-            )?;
-            crate::handlers::workflows::report_of(shared, workflow, rows)
-        }
-        None => reach_report(shared, &record.account, workflow)?,
-    };
-    if let Some(row) = report.rows.iter().find(|row| row.step == step) {
-        panel.internet = match row.internet {
-            api_types::Internet::Yes => "yes, the public internet".to_owned(),
-            api_types::Internet::No => "no".to_owned(),
-            api_types::Internet::Unknown => format!(
-                "unknown ({})",
-                row.unknown_reason.as_deref().unwrap_or("not known")
-            ),
-        };
-        panel.connections = spec::list_or_none(&row.connections);
-        panel.secrets = crate::reach::secrets_words(row);
-        panel.limits = (!row.limits.is_empty()).then(|| row.limits.join(", "));
-    }
-    let inputs = shared
-        .engine
-        .pending_gate_inputs(&record.id, workflow)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })?;
-    panel.inputs = match inputs {
-        Some(Ok(inputs)) => scrub.pretty(&inputs),
-        Some(Err(reason)) => format!("(the inputs cannot be built: {reason})"),
-        None => "(the run is no longer parked)".to_owned(),
-    };
-    Ok(panel)
 }
 
 /// `GET /runs/{id}`: the run page.

@@ -8,6 +8,7 @@ pub(crate) mod audit;
 pub(crate) mod audit_page;
 pub(crate) mod console;
 pub(crate) mod files;
+pub(crate) mod gate_view;
 pub(crate) mod interview;
 pub(crate) mod interview_page;
 pub(crate) mod keys;

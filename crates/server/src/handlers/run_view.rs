@@ -27,7 +27,7 @@ pub(crate) struct Scrub<'a> {
 }
 
 impl Scrub<'_> {
-    fn text(&self, text: &str) -> String {
+    pub(crate) fn text(&self, text: &str) -> String {
         (self.text)(text)
     }
 

@@ -128,3 +128,87 @@ async fn g24_only_a_signed_in_member_of_the_account_decides_through_a_link() {
     }
     assert!(harness.store.decisions(&run).unwrap().is_empty());
 }
+
+/// A gate whose step consumes an earlier step's output and a run input.
+const SHIPPING: &str = r#"name: shipping
+python: "3.11"
+inputs:
+  carrier: string
+steps:
+  - id: prepare
+    explain: Prepares the shipment.
+    code: |
+      def main():
+          return {"parcel": "PARCEL-7731", "weight_kg": 3}
+  - id: ship!
+    explain: Hands the parcel to the carrier.
+    inputs:
+      parcel: { from: prepare }
+      carrier: { from: input.carrier }
+      express: true
+    code: |
+      def main(parcel, carrier, express):
+          return {"shipped": True}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_approve_page_says_what_is_approved_to_the_runs_account_only() {
+    let harness = Harness::new();
+    let workflow = spec::parse_workflow("shipping.yaml", SHIPPING).unwrap();
+    let run = harness
+        .engine
+        .start_run(
+            &storage::AccountId::parse("acct").unwrap(),
+            &workflow,
+            serde_json::json!({"carrier": "Night Owl Freight\nDepot 4"}),
+            Actor::Cli {
+                os_user: "tester".into(),
+            },
+        )
+        .unwrap()
+        .run;
+    let path = link(&harness, &run);
+    for caller in [Caller::Person(Role::Member), Caller::Person(Role::Viewer)] {
+        let page = harness
+            .call("GET", &path, &harness.credentials(caller), None)
+            .await;
+        assert_eq!(page.status, 200);
+        let text = page.text();
+        for seen in [
+            // The explanation, who started it and when, the pinned version, the reach row.
+            "Hands the parcel to the carrier.",
+            "id=\"gate-started\">tester on the command line started the run",
+            "id=\"gate-reach\"",
+            "<dt>Internet</dt><dd>no</dd>",
+            // Each input with where it comes from; a text as text (its line break kept).
+            "parcel <span class=\"hint\">(what the step prepare produced)</span>",
+            // The harness's steps answer their own name.
+            "&#34;step&#34;: &#34;prepare&#34;",
+            "carrier <span class=\"hint\">(the run&#39;s input carrier)</span>",
+            "Night Owl Freight\nDepot 4",
+            "express <span class=\"hint\">(written in the workflow)</span>",
+        ] {
+            assert!(text.contains(seen), "{caller:?} sees {seen:?}: {text}");
+        }
+    }
+    // A link opened without a session, or by a person of another account, shows nothing of
+    // the run: its name only.
+    for caller in [Caller::Nobody, Caller::StrangerPerson] {
+        let page = harness
+            .call("GET", &path, &harness.credentials(caller), None)
+            .await;
+        let text = page.text();
+        assert!(text.contains("shipping"), "{caller:?}: {text}");
+        for hidden in [
+            "&#34;prepare&#34;",
+            "Night Owl",
+            "Hands the parcel",
+            "gate-started",
+        ] {
+            assert!(
+                !text.contains(hidden),
+                "{caller:?} must not see {hidden:?}: {text}"
+            );
+        }
+    }
+}

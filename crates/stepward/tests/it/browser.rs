@@ -726,11 +726,54 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
         "Waiting for a decision on file_summary"
     );
     let gate = browser.text(&browser.find("#gate"));
-    for seen in [REACH_CAPTION, "signing", "\"month\": \"2026-11\""] {
+    for seen in [
+        REACH_CAPTION,
+        "signing",
+        "month (the run's input month)\n2026-11",
+        "totals (what the step total produced)",
+    ] {
         assert!(gate.contains(seen), "the gate shows {seen:?}: {gate}");
     }
     assert!(!browser.page_source().contains(SIGNING_KEY));
     look_at(&browser, "run-waiting");
+
+    // The approve link opens a page that says what is approved beside its buttons (issue 42,
+    // point 1): the explanation, who started the run and when, the pinned version, the reach
+    // row and each input with where it comes from.
+    let link = browser.execute(
+        "return document.querySelector('#gate a[href^=\"/approve/\"]').getAttribute('href');",
+    );
+    let link = link.as_str().unwrap().to_owned();
+    browser.open(&format!("{base}{link}"));
+    browser.wait_for("the approve page", |_, source| {
+        source.contains("id=\"gate-started\"")
+    });
+    for (element, seen) in [
+        (
+            "#gate-explain",
+            "Writes the month's summary to reports/MONTH.txt",
+        ),
+        ("#gate-started", "ada started the run"),
+        (
+            "#gate-pinned",
+            "version 1 of workflows/monthly_invoices.yaml",
+        ),
+        ("#gate-reach", "signing"),
+        ("#gate-inputs", "month (the run's input month)\n2026-11"),
+        ("#gate-inputs", "totals (what the step total produced)"),
+    ] {
+        let text = browser.text(&browser.find(element));
+        assert!(text.contains(seen), "{element} shows {seen:?}: {text}");
+    }
+    assert!(
+        browser
+            .find_all("button[name=decision][value=approve]")
+            .len()
+            == 1
+    );
+    assert!(!browser.page_source().contains(SIGNING_KEY));
+    look_at(&browser, "approve");
+    browser.open(&run_url);
 
     // Approve with a note from the run page.
     browser.type_into(&browser.find("textarea[name=note]"), NOTE);
