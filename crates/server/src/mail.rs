@@ -19,8 +19,10 @@
 //!   decide is left out, and the run page says so.
 
 use std::net::IpAddr;
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use lettre::message::header::ContentType;
 use lettre::message::{Mailbox, Message};
 use lettre::transport::smtp::authentication::Credentials;
@@ -45,11 +47,18 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(30);
 const MAX_BACKOFF: Duration = Duration::from_secs(60 * 60);
 /// Failed tries in a row after which a mail is given up (about four hours of trying).
 pub const MAX_TRIES: u32 = 10;
-/// A run that parked but does not yet say it waits is looked at again this soon, for this long.
-const NOT_YET_AGAIN: Duration = Duration::from_secs(5);
-const NOT_YET_FOR: Duration = Duration::from_secs(10 * 60);
+/// A run that parked but does not yet say it waits is looked at again this soon.
+const NOT_YET_AGAIN: Duration = Duration::from_secs(30);
+/// The longest one row's mail may take, well within its claim.
+const ROW_DEADLINE: Duration = Duration::from_secs(10 * 60);
+/// A row that could not be settled (the store failed, it panicked) is looked at again then.
+const AFTER_A_FAULT: Duration = Duration::from_secs(60);
 /// The longest explanation a mail quotes, in characters.
 const MAX_EXPLAIN_CHARS: usize = 2000;
+/// The longest workflow, step or person's name a mail shows, in characters.
+const MAX_NAME_CHARS: usize = 200;
+/// The most people one gate's mail goes to.
+pub const MAX_RECIPIENTS: usize = 50;
 
 /// How the connection to the SMTP server is protected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +86,11 @@ pub enum MailSetupError {
              use smtp:// (STARTTLS) or smtps://"
     )]
     PlainBeyondLoopback { host: String },
+    #[error(
+        "an SMTP password was given, but --smtp names no user: write smtp://USER@HOST:PORT, or \
+         leave the password out"
+    )]
+    PasswordWithoutUser,
     #[error("--smtp-plain goes with smtp://, not smtps://")]
     PlainWithImplicitTls,
     #[error("--smtp-from `{from}` is not a mail address: {reason}")]
@@ -122,16 +136,24 @@ impl SmtpSettings {
         ca_pem: Option<Vec<u8>>,
         plain: bool,
     ) -> Result<SmtpSettings, MailSetupError> {
-        let bad = |reason: String| MailSetupError::Url {
-            url: url.to_owned(),
-            reason,
-        };
-        let parsed = url::Url::parse(url).map_err(|error| bad(error.to_string()))?;
+        // A URL that does not parse is not echoed: it may carry a password.
+        let parsed = url::Url::parse(url).map_err(|error| MailSetupError::Url {
+            url: "(not shown)".to_owned(),
+            reason: error.to_string(),
+        })?;
         if parsed.password().is_some() {
             return Err(MailSetupError::PasswordInUrl {
                 url: parsed.host_str().unwrap_or_default().to_owned(),
             });
         }
+        let bad = |reason: String| MailSetupError::Url {
+            url: format!(
+                "{}://{}",
+                parsed.scheme(),
+                parsed.host_str().unwrap_or_default()
+            ),
+            reason,
+        };
         let (security, default_port) = match (parsed.scheme(), plain) {
             ("smtp", false) => (SmtpSecurity::StartTls, 587),
             ("smtp", true) => (SmtpSecurity::PlainLoopback, 25),
@@ -154,6 +176,7 @@ impl SmtpSettings {
             return Err(MailSetupError::PlainBeyondLoopback { host });
         }
         let user = match parsed.username() {
+            "" if password.is_some() => return Err(MailSetupError::PasswordWithoutUser),
             "" => None,
             user => Some(
                 percent_encoding::percent_decode_str(user)
@@ -205,14 +228,12 @@ impl SmtpSettings {
     }
 }
 
-/// A loopback address, or `localhost`.
+/// A literal loopback address: no name, which a resolver could answer otherwise.
 fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|address| address.is_loopback())
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+        .is_ok_and(|address| address.is_loopback())
 }
 
 /// Drains the outbox over one SMTP server.
@@ -282,7 +303,8 @@ impl Mailer {
     }
 
     /// Drains the outbox every [`MAIL_POLL`] until `shutdown` resolves. A pass that fails
-    /// (the store is busy) is logged and tried again at the next tick.
+    /// (the store is busy) or panics is logged and tried again at the next tick: one bad row
+    /// never stops the mail of every account.
     pub async fn run(self, state: AppState, shutdown: impl Future<Output = ()>) {
         let mut tick = tokio::time::interval(MAIL_POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -291,15 +313,21 @@ impl Mailer {
             tokio::select! {
                 () = &mut shutdown => return,
                 _ = tick.tick() => {
-                    if let Err(error) = self.drain(&state).await {
-                        tracing::warn!(error = %error, "the mail outbox could not be drained");
+                    match AssertUnwindSafe(self.drain(&state)).catch_unwind().await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(error)) => {
+                            tracing::warn!(error = %error, "the mail outbox could not be drained");
+                        }
+                        Err(_) => tracing::error!("draining the mail outbox panicked"),
                     }
                 }
             }
         }
     }
 
-    /// One pass: claims every due row (in batches) and settles each.
+    /// One pass: claims the due rows a few at a time and settles each. A row that fails (the
+    /// store, the scrubber, signing its link) is logged and looked at again a minute later;
+    /// the others go on.
     pub async fn drain(&self, state: &AppState) -> Result<Drained, crate::Error> {
         let shared = &state.shared;
         let mut drained = Drained::default();
@@ -314,11 +342,33 @@ impl Mailer {
                 return Ok(drained);
             }
             for row in claimed {
-                match self.settle(shared, &row).await? {
-                    Settled::Sent => drained.sent += 1,
-                    Settled::Failed => drained.failed += 1,
-                    Settled::Closed => drained.closed += 1,
-                    Settled::Later => {}
+                let settled = AssertUnwindSafe(tokio::time::timeout(
+                    ROW_DEADLINE,
+                    self.settle(shared, &row),
+                ))
+                .catch_unwind()
+                .await;
+                match settled {
+                    Ok(Ok(Ok(Settled::Sent))) => drained.sent += 1,
+                    Ok(Ok(Ok(Settled::Failed))) => drained.failed += 1,
+                    Ok(Ok(Ok(Settled::Closed))) => drained.closed += 1,
+                    Ok(Ok(Ok(Settled::Later))) => {}
+                    other => {
+                        let why = match other {
+                            Ok(Ok(Err(error))) => error.to_string(),
+                            Ok(Err(_)) => "it took longer than its deadline".to_owned(),
+                            _ => "it panicked".to_owned(),
+                        };
+                        tracing::warn!(run = %row.run, step = %row.step, "a mail was not settled: {why}");
+                        self.record(
+                            shared,
+                            &row,
+                            &GateMailOutcome::Later {
+                                next_due: later(shared.now(), AFTER_A_FAULT),
+                            },
+                            None,
+                        )?;
+                    }
                 }
             }
         }
@@ -327,38 +377,59 @@ impl Mailer {
     async fn settle(&self, shared: &Shared, row: &GateMail) -> Result<Settled, crate::Error> {
         let now = shared.now();
         let redactor = crate::handlers::account_redactor(shared, &row.account)?;
-        let Some(gate) = self.still_waiting(shared, row, now)? else {
-            return Ok(Settled::Closed);
+        let gate = match self.still_waiting(shared, row)? {
+            Waiting::Yes(gate) => gate,
+            Waiting::NotYet => {
+                self.record(
+                    shared,
+                    row,
+                    &GateMailOutcome::Later {
+                        next_due: later(now, NOT_YET_AGAIN),
+                    },
+                    None,
+                )?;
+                return Ok(Settled::Later);
+            }
+            Waiting::No => {
+                self.record(shared, row, &GateMailOutcome::Closed { at: now }, None)?;
+                return Ok(Settled::Closed);
+            }
         };
-        let Some(gate) = gate else {
-            self.record(
-                shared,
-                row,
-                &GateMailOutcome::Later {
-                    next_due: later(now, NOT_YET_AGAIN),
-                },
-                None,
-            )?;
-            return Ok(Settled::Later);
-        };
-        let (recipients, left_out) = recipients(shared, row)?;
-        let note = (!left_out.is_empty()).then(|| {
-            redactor.scrub(&format!(
-                "not mailed: {} (no longer a person of the account who may decide)",
-                left_out.join(", ")
-            ))
-        });
+        let (recipients, mut left_out) = recipients(shared, row)?;
         let reminder = row.mails_sent;
-        let outcome = if recipients.is_empty() {
-            Err("nobody of the account may decide this gate: nothing was sent".to_owned())
+        let mut delivered = row.delivered.clone();
+        let error = if recipients.is_empty() {
+            Some("nobody of the account may decide this gate: nothing was sent".to_owned())
         } else {
+            // Right before sending: a claim that ran out (another server took the row) sends
+            // nothing twice.
+            let held = shared
+                .store
+                .hold_gate_mail(row.id, &self.claimer, now, later(now, CLAIM_FOR))
+                .map_err(crate::Error::storage("hold a mail's claim"))?;
+            if !held {
+                return Ok(Settled::Later);
+            }
             let link = shared
                 .approve_link_path_of(&gate)
                 .map(|path| format!("{}{path}", self.link_base))?;
-            let body = redactor.scrub(&self.body(row, &link, reminder));
-            let subject = redactor.scrub(&subject(row, reminder));
-            self.send(&recipients, subject.get(), body.get()).await
+            let body = redactor.scrub(&self.body(row, &redactor, &link, reminder));
+            let subject = redactor.scrub(&subject(row, &redactor, reminder));
+            let pending: Vec<&Mailbox> = recipients
+                .iter()
+                .filter(|mailbox| !delivered.contains(&mailbox.email.to_string()))
+                .collect();
+            let report = self.send(&pending, subject.get(), body.get()).await;
+            delivered.extend(report.delivered);
+            left_out.extend(report.refused);
+            match report.error {
+                None if delivered.is_empty() => {
+                    Some("the mail server refused every address: nothing was sent".to_owned())
+                }
+                error => error,
+            }
         };
+        let note = (!left_out.is_empty()).then(|| redactor.scrub(&left_out.join("; ")));
         let audit = |detail: serde_json::Value| NewAuditEntry {
             account: row.account.clone(),
             run: None,
@@ -367,12 +438,8 @@ impl Mailer {
             detail: redactor.scrub_json(&detail),
             at: now,
         };
-        let addresses: Vec<String> = recipients
-            .iter()
-            .map(|mailbox| mailbox.email.to_string())
-            .collect();
-        match outcome {
-            Ok(()) => {
+        match error {
+            None => {
                 let next_due = row
                     .remind_after_secs
                     .filter(|_| row.mails_sent < spec::MAX_REMINDERS)
@@ -383,14 +450,14 @@ impl Mailer {
                     "attempt": row.attempt,
                     "outcome": "sent",
                     "reminder": reminder,
-                    "to": addresses,
+                    "to": delivered,
                 }));
                 self.record(
                     shared,
                     row,
                     &GateMailOutcome::Sent {
                         at: now,
-                        recipients: addresses,
+                        recipients: delivered,
                         note,
                         next_due,
                     },
@@ -398,7 +465,7 @@ impl Mailer {
                 )?;
                 Ok(Settled::Sent)
             }
-            Err(error) => {
+            Some(error) => {
                 let tries = row.tries.saturating_add(1);
                 let give_up = tries >= MAX_TRIES || recipients.is_empty();
                 let next_due = (!give_up).then(|| later(now, backoff(tries)));
@@ -410,12 +477,14 @@ impl Mailer {
                     "outcome": if give_up { "gave_up" } else { "failed" },
                     "try": tries,
                     "error": error.get(),
+                    "delivered": delivered,
                 }));
                 self.record(
                     shared,
                     row,
                     &GateMailOutcome::Failed {
                         at: now,
+                        delivered,
                         error,
                         note,
                         next_due,
@@ -427,15 +496,10 @@ impl Mailer {
         }
     }
 
-    /// `Some(Some(gate))`: the gate waits for this attempt; `Some(None)`: not yet (the run
-    /// parked a moment ago and has not yet said it waits); `None`: it no longer waits, and
-    /// the row is closed.
-    fn still_waiting(
-        &self,
-        shared: &Shared,
-        row: &GateMail,
-        now: Timestamp,
-    ) -> Result<Option<Option<GateRef>>, crate::Error> {
+    /// Whether the row's gate still waits for its attempt. A run that parked but does not
+    /// say it waits yet (between its park and its wait, or stopped there by a crash that
+    /// recovery parks again) is looked at again soon; anything else no longer waits.
+    fn still_waiting(&self, shared: &Shared, row: &GateMail) -> Result<Waiting, crate::Error> {
         let step = StepId::parse(&row.step).map_err(|_| crate::Error::Storage {
             operation: "read a row of the mail outbox",
             source: storage::Error::Corrupt {
@@ -449,37 +513,37 @@ impl Mailer {
             step,
             attempt: row.attempt,
         };
-        let engine_error = |source| crate::Error::Engine {
-            run: row.run.to_string(),
-            source: Box::new(source),
-        };
         let pending = match shared.engine.pending_gate(&row.run) {
             Ok(pending) => pending,
             Err(engine::Error::UnknownRun { .. }) => None,
-            Err(other) => return Err(engine_error(other)),
+            Err(other) => {
+                return Err(crate::Error::Engine {
+                    run: row.run.to_string(),
+                    source: Box::new(other),
+                });
+            }
         };
         if pending.as_ref() == Some(&gate) {
-            return Ok(Some(Some(gate)));
+            return Ok(Waiting::Yes(gate));
         }
-        let record = shared
+        let running = shared
             .store
             .run(&row.run)
-            .map_err(crate::Error::storage("read the run of a mail"))?;
-        let parked_moments_ago = record.as_ref().is_some_and(|record| {
-            record.status == storage::RunStatus::Running
-                && later(row.created_at, NOT_YET_FOR).0 > now.0
-        }) && shared
-            .store
-            .parked(&row.run)
-            .map_err(crate::Error::storage(
-                "read the parked state of a mail's run",
-            ))?
-            .is_some_and(|parked| parked.step_id == row.step);
-        if parked_moments_ago {
-            return Ok(Some(None));
-        }
-        self.record(shared, row, &GateMailOutcome::Closed { at: now }, None)?;
-        Ok(None)
+            .map_err(crate::Error::storage("read the run of a mail"))?
+            .is_some_and(|record| record.status == storage::RunStatus::Running);
+        let parked_here = running
+            && shared
+                .store
+                .parked(&row.run)
+                .map_err(crate::Error::storage(
+                    "read the parked state of a mail's run",
+                ))?
+                .is_some_and(|parked| parked.step_id == row.step);
+        Ok(if parked_here {
+            Waiting::NotYet
+        } else {
+            Waiting::No
+        })
     }
 
     fn record(
@@ -500,27 +564,50 @@ impl Mailer {
         Ok(())
     }
 
-    /// One message per person, so nobody learns who else decides.
-    async fn send(&self, to: &[Mailbox], subject: &str, body: &str) -> Result<(), String> {
+    /// One message per person, so nobody learns who else decides. An address the server
+    /// refuses for good is left out and the others still get theirs; any other failure stops
+    /// the try, and a retry mails only those who got nothing.
+    async fn send(&self, to: &[&Mailbox], subject: &str, body: &str) -> SendReport {
+        let mut report = SendReport::default();
         for mailbox in to {
-            let message = Message::builder()
+            let address = mailbox.email.to_string();
+            let message = match Message::builder()
                 .from(self.from.clone())
-                .to(mailbox.clone())
+                .to((*mailbox).clone())
                 .subject(subject)
                 .header(ContentType::TEXT_PLAIN)
                 .body(body.to_owned())
-                .map_err(|error| format!("the mail to {mailbox} cannot be built: {error}"))?;
-            self.transport
-                .send(message)
-                .await
-                .map_err(|error| format!("mailing {}: {}", mailbox.email, smtp_words(&error)))?;
+            {
+                Ok(message) => message,
+                Err(error) => {
+                    report
+                        .refused
+                        .push(format!("not mailed: {address} ({error})"));
+                    continue;
+                }
+            };
+            match self.transport.send(message).await {
+                Ok(_) => report.delivered.push(address),
+                Err(error) if error.is_permanent() => report.refused.push(format!(
+                    "not mailed: {address} (the mail server refused it: {error})"
+                )),
+                Err(error) => {
+                    tracing::warn!(to = %address, "sending a mail failed: {}", smtp_words(&error));
+                    report.error = Some(format!("mailing {address}: {error}"));
+                    break;
+                }
+            }
         }
-        Ok(())
+        report
     }
 
-    fn body(&self, row: &GateMail, link: &str, reminder: u32) -> String {
-        let text = |key: &str| row.content[key].as_str().unwrap_or_default().to_owned();
-        let explain: String = text("explain").chars().take(MAX_EXPLAIN_CHARS).collect();
+    fn body(
+        &self,
+        row: &GateMail,
+        redactor: &redact::Redactor,
+        link: &str,
+        reminder: u32,
+    ) -> String {
         let again = if reminder == 0 {
             String::new()
         } else {
@@ -535,11 +622,124 @@ impl Mailer {
              will receive and decide (you sign in first; opening the link decides \
              nothing):\n{link}\n\nThe link works until the step is decided or the server's \
              approve-link key is rotated.\n\n-- stepward at {base}\n",
-            workflow = text("workflow"),
-            step = text("step"),
+            workflow = content(row, redactor, "workflow", MAX_NAME_CHARS),
+            step = content(row, redactor, "step", MAX_NAME_CHARS),
+            explain = content(row, redactor, "explain", MAX_EXPLAIN_CHARS),
             base = self.link_base,
         )
     }
+}
+
+/// What one try of a row's mail did.
+#[derive(Default)]
+struct SendReport {
+    /// The addresses that got it.
+    delivered: Vec<String>,
+    /// Addresses the server refused for good, each with why.
+    refused: Vec<String>,
+    /// Why the try stopped, when it did.
+    error: Option<String>,
+}
+
+enum Waiting {
+    Yes(GateRef),
+    NotYet,
+    No,
+}
+
+enum Settled {
+    Sent,
+    Failed,
+    Closed,
+    Later,
+}
+
+/// A text of the row's content, scrubbed with the account's values as they are now and then
+/// cut at `most` characters (scrubbed first, so no cut leaves half a value), on one line when
+/// it is a name.
+fn content(row: &GateMail, redactor: &redact::Redactor, key: &str, most: usize) -> String {
+    let text = row.content[key].as_str().unwrap_or_default();
+    let scrubbed = redactor.scrub(text).get().clone();
+    let one_line = most <= MAX_NAME_CHARS;
+    scrubbed
+        .chars()
+        .filter(|character| !(one_line && character.is_control()))
+        .take(most)
+        .collect()
+}
+
+fn subject(row: &GateMail, redactor: &redact::Redactor, reminder: u32) -> String {
+    let again = if reminder == 0 { "" } else { "Reminder: " };
+    format!(
+        "{again}{} waits for your decision at {}",
+        content(row, redactor, "workflow", 100),
+        content(row, redactor, "step", 100)
+    )
+}
+
+/// Who is mailed: the account's people whose role decides and who have signed in (set their
+/// password) at least once, narrowed to `notify:`, at most [`MAX_RECIPIENTS`]; and why each
+/// named or capped person was left out.
+fn recipients(
+    shared: &Shared,
+    row: &GateMail,
+) -> Result<(Vec<Mailbox>, Vec<String>), crate::Error> {
+    let people = shared
+        .store
+        .people(&row.account)
+        .map_err(crate::Error::storage("read the people a mail goes to"))?;
+    let mut to = Vec::new();
+    let mut left_out = Vec::new();
+    let wanted: Vec<&storage::people::PersonRecord> = if row.people.is_empty() {
+        people
+            .iter()
+            .filter(|person| person.role.decides_gates() && person.password_hash.is_some())
+            .collect()
+    } else {
+        let mut wanted = Vec::new();
+        for named in &row.people {
+            match people
+                .iter()
+                .find(|person| person.email.to_lowercase() == *named)
+            {
+                Some(person) if !person.role.decides_gates() => {
+                    left_out.push(format!("not mailed: {named} (no longer may decide)"))
+                }
+                Some(person) if person.password_hash.is_none() => {
+                    left_out.push(format!("not mailed: {named} (has not signed in yet)"))
+                }
+                Some(person) => wanted.push(person),
+                None => left_out.push(format!(
+                    "not mailed: {named} (no longer a person of the account)"
+                )),
+            }
+        }
+        wanted
+    };
+    for person in wanted {
+        if to.len() >= MAX_RECIPIENTS {
+            left_out.push(format!(
+                "not mailed: {} (a gate is mailed to at most {MAX_RECIPIENTS} people)",
+                person.email
+            ));
+            continue;
+        }
+        // A name goes into a header: no control character reaches it.
+        let name: String = person
+            .display_name
+            .chars()
+            .filter(|character| !character.is_control())
+            .take(MAX_NAME_CHARS)
+            .collect();
+        match person.email.parse() {
+            Ok(email) => to.push(Mailbox::new(Some(name), email)),
+            Err(_) => left_out.push(format!(
+                "not mailed: {} (not an address a mail server takes)",
+                person.email
+            )),
+        }
+    }
+    Ok((to, left_out))
 }
 
 /// What the run page says of its mail, one sentence per row (gate and attempt), its texts
@@ -582,8 +782,12 @@ pub(crate) fn run_page_lines(rows: &[GateMail], scrub: &dyn Fn(&str) -> String) 
                         sent.unwrap_or_else(|| "was mailed".to_owned())
                     )
                 }
-                (GateMailStatus::GaveUp, _) => format!(
-                    "{which} was not mailed: gave up after {} tr{}: {error}",
+                (GateMailStatus::GaveUp, sent) => format!(
+                    "{which} {}gave up after {} tr{}: {error}",
+                    sent.map_or_else(
+                        || "was not mailed: ".to_owned(),
+                        |sent| format!("{sent}; then the next mail ")
+                    ),
                     row.tries,
                     if row.tries == 1 { "y" } else { "ies" }
                 ),
@@ -601,76 +805,6 @@ pub(crate) fn run_page_lines(rows: &[GateMail], scrub: &dyn Fn(&str) -> String) 
             scrub(&line)
         })
         .collect()
-}
-
-enum Settled {
-    Sent,
-    Failed,
-    Closed,
-    Later,
-}
-
-fn subject(row: &GateMail, reminder: u32) -> String {
-    let text = |key: &str| -> String {
-        row.content[key]
-            .as_str()
-            .unwrap_or_default()
-            .chars()
-            .filter(|character| !character.is_control())
-            .take(100)
-            .collect()
-    };
-    let again = if reminder == 0 { "" } else { "Reminder: " };
-    format!(
-        "{again}{} waits for your decision at {}",
-        text("workflow"),
-        text("step")
-    )
-}
-
-/// Who is mailed: the account's people whose role decides, narrowed to `notify:`; and the
-/// named people left out.
-fn recipients(
-    shared: &Shared,
-    row: &GateMail,
-) -> Result<(Vec<Mailbox>, Vec<String>), crate::Error> {
-    let people = shared
-        .store
-        .people(&row.account)
-        .map_err(crate::Error::storage("read the people a mail goes to"))?;
-    let deciders: Vec<_> = people
-        .into_iter()
-        .filter(|person| person.role.decides_gates())
-        .collect();
-    let mut to = Vec::new();
-    let mut left_out = Vec::new();
-    let mailbox = |person: &storage::people::PersonRecord| {
-        person
-            .email
-            .parse()
-            .ok()
-            .map(|email| Mailbox::new(Some(person.display_name.clone()), email))
-    };
-    if row.people.is_empty() {
-        for person in &deciders {
-            match mailbox(person) {
-                Some(mailbox) => to.push(mailbox),
-                None => left_out.push(person.email.clone()),
-            }
-        }
-    } else {
-        for named in &row.people {
-            match deciders
-                .iter()
-                .find(|person| person.email.to_lowercase() == *named)
-                .and_then(mailbox)
-            {
-                Some(mailbox) => to.push(mailbox),
-                None => left_out.push(named.clone()),
-            }
-        }
-    }
-    Ok((to, left_out))
 }
 
 /// What went wrong with SMTP, in words: lettre's message and its cause.
@@ -745,6 +879,24 @@ mod tests {
             SmtpSecurity::PlainLoopback
         );
         assert!(parse("smtp://[::1]:2525", true).is_ok());
+        // A name a resolver could answer otherwise is no loopback.
+        assert!(matches!(
+            parse("smtp://localhost:2525", true),
+            Err(MailSetupError::PlainBeyondLoopback { .. })
+        ));
+        // A URL that does not parse is not echoed: it may hold a password.
+        let unparsed = parse("smtp://u:hunter2@mail.example.com:99999", false).unwrap_err();
+        assert!(!unparsed.to_string().contains("hunter2"), "{unparsed}");
+        assert!(matches!(
+            SmtpSettings::parse(
+                "smtp://mail.example.com",
+                "stepward@example.com",
+                Some(Zeroizing::new("secret".to_owned())),
+                None,
+                false
+            ),
+            Err(MailSetupError::PasswordWithoutUser)
+        ));
         assert!(matches!(
             SmtpSettings::parse(
                 "smtp://mail.example.com",

@@ -78,12 +78,12 @@ impl Workflow {
         self.supervisor
     }
 
-    /// The declared workflow inputs, in file order.
     /// Who is mailed when a run waits at a gate (`notify:`).
     pub fn notify(&self) -> &crate::Notify {
         &self.notify
     }
 
+    /// The declared workflow inputs, in file order.
     pub fn inputs(&self) -> &[WorkflowInput] {
         &self.inputs
     }

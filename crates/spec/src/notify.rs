@@ -103,6 +103,16 @@ pub(crate) fn written_people(notify: &Node) -> Vec<(&str, Position)> {
 
 fn lower_people(node: &Node, diagnostics: &mut Diagnostics) -> Vec<String> {
     let written = string_list(node, "`notify` people", diagnostics);
+    if written.is_empty() && matches!(node.value, NodeValue::Sequence(_)) {
+        diagnostics.report(
+            node.position,
+            "empty-notify",
+            "`notify` names nobody",
+            "name the people to mail, or leave `people` out to mail everyone of the account \
+             who may decide",
+        );
+        return Vec::new();
+    }
     if written.len() > MAX_NOTIFY_PEOPLE {
         diagnostics.report(
             node.position,

@@ -3,6 +3,7 @@
 -- rows for a while (claimed_by, claimed_until), sends, and records the outcome; a claim that
 -- ran out is due again. The content is the workflow's and the step's names and the step's
 -- explanation, scrubbed; the link is derived when the mail is sent and never stored.
+-- `delivered`: who already got the mail now due, so a retry mails only the others.
 CREATE TABLE gate_mail (
     id INTEGER PRIMARY KEY,
     account_id TEXT NOT NULL,
@@ -21,6 +22,7 @@ CREATE TABLE gate_mail (
     claimed_until INTEGER,
     last_sent_at INTEGER,
     last_recipients TEXT NOT NULL DEFAULT '[]',
+    delivered TEXT NOT NULL DEFAULT '[]',
     last_try_at INTEGER,
     last_error TEXT,
     note TEXT,

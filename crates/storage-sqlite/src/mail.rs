@@ -34,7 +34,8 @@ pub(crate) fn prepare_park_mail(run: &RunId, mail: &NewGateMail) -> Result<ParkM
 }
 
 /// The row of this gate and attempt, unless one is there: a park repeated (recovery) mails
-/// nobody twice for it.
+/// nobody twice for it, and reopens a row a sender closed while the run was between its park
+/// and its wait. The mail's account must be the run's.
 pub(crate) fn insert_park_mail(
     transaction: &rusqlite::Transaction<'_>,
     run: &RunId,
@@ -42,11 +43,25 @@ pub(crate) fn insert_park_mail(
     at: Timestamp,
     mail: &ParkMail,
 ) -> Result<(), TxError> {
+    let account: Option<String> = transaction
+        .query_row(
+            "SELECT account_id FROM runs WHERE id = ?1",
+            params![run.as_str()],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if account.as_deref() != Some(mail.account.as_str()) {
+        return Err(TxError(Error::Invalid {
+            what: format!("the mail of run {run} names another account than the run's"),
+        }));
+    }
     transaction.execute(
         "INSERT INTO gate_mail (account_id, run_id, step_id, attempt, content, people,
              remind_after_secs, created_at, status, due_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'due', ?8)
-         ON CONFLICT(run_id, step_id, attempt) DO NOTHING",
+         ON CONFLICT(run_id, step_id, attempt) DO UPDATE SET status = 'due',
+             due_at = excluded.due_at, claimed_by = NULL, claimed_until = NULL
+         WHERE gate_mail.status = 'closed'",
         params![
             mail.account,
             run.as_str(),
@@ -69,7 +84,7 @@ fn encode(what: &str, value: &[String]) -> Result<String, Error> {
 
 const COLUMNS: &str = "id, account_id, run_id, step_id, attempt, content, people, \
     remind_after_secs, created_at, status, due_at, mails_sent, tries, last_sent_at, \
-    last_recipients, last_try_at, last_error, note";
+    last_recipients, last_try_at, last_error, note, delivered";
 
 type Row = (
     (i64, String, String, String, u32, String, String),
@@ -80,6 +95,7 @@ type Row = (
         Option<i64>,
         Option<String>,
         Option<String>,
+        String,
     ),
 );
 
@@ -108,6 +124,7 @@ fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
             row.get(15)?,
             row.get(16)?,
             row.get(17)?,
+            row.get(18)?,
         ),
     ))
 }
@@ -116,7 +133,7 @@ fn convert(row: Row) -> Result<GateMail, Error> {
     let (
         (id, account, run, step, attempt, content, people),
         (remind_after_secs, created_at, status, due_at, mails_sent, tries),
-        (last_sent_at, last_recipients, last_try_at, last_error, note),
+        (last_sent_at, last_recipients, last_try_at, last_error, note, delivered),
     ) = row;
     let corrupt = |detail: String| Error::Corrupt {
         what: "a row of the mail outbox",
@@ -147,6 +164,7 @@ fn convert(row: Row) -> Result<GateMail, Error> {
         tries,
         last_sent_at: last_sent_at.map(Timestamp),
         last_recipients: list("recipients", &last_recipients)?,
+        delivered: list("delivered", &delivered)?,
         last_try_at: last_try_at.map(Timestamp),
         last_error,
         note,
@@ -230,6 +248,7 @@ impl GateMailOutbox for SqliteStore {
             |note: &Option<redact::Redacted<String>>| note.as_ref().map(|note| note.get().clone());
         let recipients = match outcome {
             GateMailOutcome::Sent { recipients, .. } => encode("recipients", recipients)?,
+            GateMailOutcome::Failed { delivered, .. } => encode("delivered", delivered)?,
             _ => String::new(),
         };
         self.transaction(Durability::Synced, |transaction| {
@@ -245,7 +264,7 @@ impl GateMailOutbox for SqliteStore {
                 } => transaction.execute(
                     "UPDATE gate_mail SET mails_sent = mails_sent + 1, tries = 0,
                          last_sent_at = ?2, last_try_at = ?2, last_recipients = ?3,
-                         last_error = NULL, note = ?4, due_at = ?5,
+                         last_error = NULL, note = ?4, due_at = ?5, delivered = '[]',
                          status = CASE WHEN ?5 IS NULL THEN 'done' ELSE 'due' END,
                          claimed_by = NULL, claimed_until = NULL
                      WHERE id = ?1",
@@ -256,13 +275,21 @@ impl GateMailOutbox for SqliteStore {
                     error,
                     note: said,
                     next_due,
+                    ..
                 } => transaction.execute(
                     "UPDATE gate_mail SET tries = tries + 1, last_try_at = ?2, last_error = ?3,
-                         note = ?4, due_at = ?5,
+                         note = ?4, due_at = ?5, delivered = ?6,
                          status = CASE WHEN ?5 IS NULL THEN 'gave_up' ELSE 'due' END,
                          claimed_by = NULL, claimed_until = NULL
                      WHERE id = ?1",
-                    params![id, at.0, error.get(), note(said), next_due.map(|due| due.0)],
+                    params![
+                        id,
+                        at.0,
+                        error.get(),
+                        note(said),
+                        next_due.map(|due| due.0),
+                        recipients
+                    ],
                 )?,
                 GateMailOutcome::Closed { at } => transaction.execute(
                     "UPDATE gate_mail SET status = 'closed', due_at = NULL, last_try_at = ?2,
@@ -280,6 +307,22 @@ impl GateMailOutbox for SqliteStore {
                 append_audit_in(transaction, prepared)?;
             }
             Ok(true)
+        })
+    }
+
+    fn hold_gate_mail(
+        &self,
+        id: i64,
+        claimer: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<bool, Error> {
+        self.transaction(Durability::Synced, |transaction| {
+            Ok(transaction.execute(
+                "UPDATE gate_mail SET claimed_until = ?4
+                 WHERE id = ?1 AND claimed_by = ?2 AND claimed_until > ?3 AND status = 'due'",
+                params![id, claimer, now.0, until.0],
+            )? == 1)
         })
     }
 

@@ -82,6 +82,8 @@ pub struct GateMail {
     pub last_sent_at: Option<Timestamp>,
     /// Who the last mail went to.
     pub last_recipients: Vec<String>,
+    /// Who already got the mail now due (a try that failed partway): a retry skips them.
+    pub delivered: Vec<String>,
     pub last_try_at: Option<Timestamp>,
     /// Why the last try failed, in words (scrubbed).
     pub last_error: Option<String>,
@@ -99,9 +101,11 @@ pub enum GateMailOutcome {
         note: Option<Redacted<String>>,
         next_due: Option<Timestamp>,
     },
-    /// Not sent; `next_due`: when to try again (`None`: give up).
+    /// Not sent to everyone; `delivered`: who got it all the same (a retry skips them);
+    /// `next_due`: when to try again (`None`: give up).
     Failed {
         at: Timestamp,
+        delivered: Vec<String>,
         error: Redacted<String>,
         note: Option<Redacted<String>>,
         next_due: Option<Timestamp>,
@@ -114,7 +118,7 @@ pub enum GateMailOutcome {
 }
 
 /// Most rows one claim takes.
-pub const MAX_CLAIMED_MAIL: usize = 50;
+pub const MAX_CLAIMED_MAIL: usize = 5;
 
 /// The outbox. A store without one refuses to claim, so no process believes it sends.
 pub trait GateMailOutbox: Send + Sync {
@@ -127,6 +131,15 @@ pub trait GateMailOutbox: Send + Sync {
         until: Timestamp,
         limit: usize,
     ) -> Result<Vec<GateMail>, Error>;
+    /// Renews `claimer`'s claim of a row until `until`, if it still holds it at `now`: asked
+    /// right before sending, so a claim that ran out sends nothing twice. `false`: not held.
+    fn hold_gate_mail(
+        &self,
+        id: i64,
+        claimer: &str,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> Result<bool, Error>;
     /// Records the outcome of a row `claimer` holds, with its audit entry (a sent or failed
     /// mail; none for a closed row) in one transaction. `false`: `claimer` no longer holds the
     /// row's claim (it ran out and another process took it), and nothing is written.

@@ -85,6 +85,17 @@ pub struct SmtpSink {
 impl SmtpSink {
     /// A sink on a free port of 127.0.0.1.
     pub fn start(tls: SinkTls) -> SmtpSink {
+        SmtpSink::refusing(tls, &[])
+    }
+
+    /// A sink that refuses these recipients for good (`550` to their `RCPT TO`).
+    pub fn refusing(tls: SinkTls, refused: &[&str]) -> SmtpSink {
+        let refused: Arc<Vec<String>> = Arc::new(
+            refused
+                .iter()
+                .map(|address| (*address).to_owned())
+                .collect(),
+        );
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("CA key"))
@@ -132,8 +143,9 @@ impl SmtpSink {
                     }
                     let received = received.clone();
                     let config = config.clone();
+                    let refused = refused.clone();
                     served.push(std::thread::spawn(move || {
-                        let _ = serve(stream, tls, &config, &received);
+                        let _ = serve(stream, tls, &config, &received, &refused);
                     }));
                 }
                 for connection in served {
@@ -256,6 +268,7 @@ fn serve(
     tls: SinkTls,
     config: &Arc<rustls::ServerConfig>,
     received: &Mutex<Vec<Received>>,
+    refused: &[String],
 ) -> std::io::Result<()> {
     stream.set_read_timeout(Some(IDLE))?;
     stream.set_write_timeout(Some(IDLE))?;
@@ -294,8 +307,13 @@ fn serve(
             to.clear();
             conn.say("250 sender ok")?;
         } else if upper.starts_with("RCPT TO:") {
-            to.push(address_of(&line));
-            conn.say("250 recipient ok")?;
+            let address = address_of(&line);
+            if refused.contains(&address) {
+                conn.say("550 5.1.1 no such mailbox")?;
+            } else {
+                to.push(address);
+                conn.say("250 recipient ok")?;
+            }
         } else if upper == "DATA" {
             conn.say("354 end with <CRLF>.<CRLF>")?;
             let mut data = String::new();

@@ -133,6 +133,20 @@ pub(crate) async fn invite(
             reason: "a person needs a display name and an email address".to_owned(),
         });
     }
+    // A name and an address go into mail headers (issue 41): no line breaks, no control
+    // characters, no white space inside an address.
+    if display_name.chars().any(char::is_control)
+        || email
+            .chars()
+            .any(|character| character.is_control() || character.is_whitespace())
+    {
+        return Err(Error::InvalidInput {
+            field: "person",
+            reason: "a display name holds no line break or control character, and an email \
+                     address no space"
+                .to_owned(),
+        });
+    }
     let account = authenticated.account();
     let person_id = random_id("per")?;
     let now = shared.now();

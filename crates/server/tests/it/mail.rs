@@ -347,7 +347,7 @@ async fn a_door_refuses_notify_naming_a_stranger_or_a_viewer_at_file_line_col() 
         "{problems}"
     );
     assert!(problems.contains("strangers.yaml:4:35"), "{problems}");
-    assert!(problems.contains("viewer"), "{problems}");
+    assert!(problems.contains("notify-cannot-decide"), "{problems}");
     let start = harness
         .call(
             "POST",
@@ -358,4 +358,73 @@ async fn a_door_refuses_notify_naming_a_stranger_or_a_viewer_at_file_line_col() 
         .await;
     assert_eq!(start.status, 422, "{}", start.text());
     assert_eq!(start.json()["code"], "workflow_invalid");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_address_the_server_refuses_is_left_out_and_the_others_get_theirs() {
+    let sink = SmtpSink::refusing(SinkTls::StartTls, &["admin@example.test"]);
+    let harness = Harness::new();
+    let run = harness.parked_run(ACCOUNT);
+    let drained = mailer(&sink, "smtp", false)
+        .drain(&harness.state)
+        .await
+        .unwrap();
+    assert_eq!(drained.sent, 1);
+    let mut to: Vec<String> = sink
+        .received()
+        .iter()
+        .flat_map(|mail| mail.to.clone())
+        .collect();
+    to.sort();
+    assert_eq!(to, ["member@example.test", "owner@example.test"]);
+    let row = &harness.store.gate_mail(&run).unwrap()[0];
+    assert_eq!(row.status, GateMailStatus::Done);
+    assert!(
+        row.note
+            .as_deref()
+            .unwrap()
+            .contains("not mailed: admin@example.test (the mail server refused it"),
+        "{row:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_with_a_line_break_reaches_no_header_and_stops_no_mail() {
+    let sink = SmtpSink::start(SinkTls::StartTls);
+    let harness = Harness::new();
+    // Written past the doors, which refuse it: the mailer holds on its own.
+    harness
+        .store
+        .create_person(&storage::people::NewPerson {
+            id: "p-eve".into(),
+            account: storage::AccountId::parse(ACCOUNT).unwrap(),
+            display_name: "Eve\r\nBcc: mallory@example.test".into(),
+            email: "eve@example.test".into(),
+            role: RoleName::Member,
+            password_hash: Some(
+                "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo".into(),
+            ),
+            created_at: storage::Timestamp(1),
+        })
+        .unwrap();
+    // Invited but never signed in: not mailed.
+    harness.add_person("p-new", ACCOUNT, RoleName::Admin);
+    harness.parked_run(ACCOUNT);
+    let drained = mailer(&sink, "smtp", false)
+        .drain(&harness.state)
+        .await
+        .unwrap();
+    assert_eq!(drained.sent, 1);
+    let mail = sink.received();
+    let to: Vec<&str> = mail.iter().map(|mail| mail.to[0].as_str()).collect();
+    assert!(to.contains(&"eve@example.test"), "{to:?}");
+    assert!(!to.contains(&"p-new@example.test"), "{to:?}");
+    assert!(!to.contains(&"mallory@example.test"), "{to:?}");
+    for mail in &mail {
+        assert!(
+            !mail.data.lines().any(|line| line.starts_with("Bcc:")),
+            "{}",
+            mail.data
+        );
+    }
 }

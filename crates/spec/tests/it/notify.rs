@@ -58,6 +58,7 @@ fn bad_notify_is_refused_where_it_is_written() {
     let cases = [
         ("notify: ada\n", "invalid-notify", 3, 9),
         ("notify: [ada]\n", "invalid-notify-address", 3, 10),
+        ("notify: []\n", "empty-notify", 3, 9),
         (
             "notify: [a@b.c, A@B.C]\n",
             "duplicate-notify-address",

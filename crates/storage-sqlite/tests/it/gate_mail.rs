@@ -194,9 +194,27 @@ fn failures_count_and_are_recorded_with_their_audit_entry_and_a_closed_row_is_ne
         detail: redactor.scrub_json(&json!({"outcome": "failed"})),
         at: Timestamp(110),
     };
+    // A sender scrubs what it writes with the account's values: a run's scrub is refused.
+    let by_run = GateMailOutcome::Failed {
+        at: Timestamp(110),
+        delivered: Vec::new(),
+        error: redactor.scrub("no"),
+        note: None,
+        next_due: Some(Timestamp(140)),
+    };
+    assert!(matches!(
+        store.record_gate_mail(id, "a", &by_run, None),
+        Err(storage::Error::WrongRedactor { .. })
+    ));
+    let account_redactor = redact::ScrubSets::new(std::sync::Arc::new(
+        crate::support::FixedSource::with_connection_field("payments", "api_key", SECRET),
+    ))
+    .for_account(&AccountId::parse("acct").unwrap())
+    .unwrap();
     let failed = GateMailOutcome::Failed {
         at: Timestamp(110),
-        error: redactor.scrub(&format!("the server said no to {SECRET}")),
+        delivered: vec!["ada@example.com".to_owned()],
+        error: account_redactor.scrub(&format!("the server said no to {SECRET}")),
         note: None,
         next_due: Some(Timestamp(140)),
     };
@@ -207,6 +225,11 @@ fn failures_count_and_are_recorded_with_their_audit_entry_and_a_closed_row_is_ne
     );
     let row = &store.gate_mail(&run).unwrap()[0];
     assert_eq!((row.tries, row.status), (1, GateMailStatus::Due));
+    assert_eq!(
+        row.delivered,
+        ["ada@example.com"],
+        "a retry skips who got it"
+    );
     assert!(!row.last_error.as_deref().unwrap().contains(SECRET));
     let audited = store.audit_entries().unwrap();
     assert!(

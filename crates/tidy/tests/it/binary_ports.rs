@@ -156,6 +156,8 @@ const SERVING: &[&str] = &[
     "ListenerLimits",
     "ServerKeys",
     "StepIsolation",
+    // The approve-link mail a serving process drains (issue 41): serving, never a door.
+    "mail",
     "raise_open_file_limit",
     "router",
     "serve",
