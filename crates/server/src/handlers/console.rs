@@ -291,8 +291,13 @@ struct RunPage {
     updated: String,
     status: Status,
     reason: Option<String>,
+    /// What a person does next, in words (issue 42, point 5: no routes or commands here).
     next_steps: Option<String>,
+    /// The same through the API and the command line, folded away under "For scripts".
+    for_scripts: Option<String>,
     may_share: bool,
+    /// Whether the run has an agent step: only then is there a tool result to share.
+    has_agent_steps: bool,
     csrf: String,
     gate: Option<GatePanel>,
     /// A step in `needs_repair`: the assistant's proposal, and accepting it (G9).
@@ -310,29 +315,69 @@ struct RunPage {
 }
 
 /// What a person types next, for a run that waits on a person.
-fn next_steps(run: &str, status: &str, waiting_at: Option<&str>) -> Option<String> {
+/// What a person does next with a run that waits on a person, in words; and the same for
+/// scripts and the command line, which the page folds away.
+fn next_steps(
+    run: &str,
+    status: &str,
+    waiting_at: Option<&str>,
+) -> (Option<String>, Option<String>) {
     match status {
-        "waiting_approval" => Some(format!(
-            "Decide below, or through the API: POST /api/runs/{run}/steps/{step}/approve (or \
-             .../reject) with a note. (`stepward approve` on this machine is refused while this \
-             server runs: one process drives a data directory's runs.)",
-            step = waiting_at.unwrap_or("STEP")
-        )),
-        "needs_repair" => Some(format!(
-            "The assistant can propose standard-library code for the step below, which a person \
-             who may save workflows accepts; or from the command line: stepward repair {run} \
-             STEP. Without a repair, the form below stops the run (or POST \
-             /api/runs/{run}/stop with a note)."
-        )),
-        "needs_attention" => Some(format!(
-            "A person decides what happens next, with the form below: retrying runs the step \
-             again (it may already have acted: look at its record first), stopping ends the run. \
-             Also POST /api/runs/{run}/steps/STEP/attempts/N/retry (a person; N the attempt you \
-             looked at; optional new inputs as \"inputs\", an object by name) or \
-             /api/runs/{run}/stop, with a note."
-        )),
-        _ => None,
+        "waiting_approval" => (
+            Some(
+                "Decide below: approving runs the step with the inputs shown, rejecting ends \
+                 the run."
+                    .to_owned(),
+            ),
+            Some(format!(
+                "POST /api/runs/{run}/steps/{step}/approve (or .../reject) with a note. \
+                 (stepward approve on this machine is refused while this server runs: one \
+                 process drives a data directory's runs.)",
+                step = waiting_at.unwrap_or("STEP")
+            )),
+        ),
+        "needs_repair" => (
+            Some(
+                "The assistant can propose standard-library code for the step below, which a \
+                 person who may save workflows accepts. Without a repair, the form below stops \
+                 the run."
+                    .to_owned(),
+            ),
+            Some(format!(
+                "stepward repair {run} STEP proposes a repair from the command line; POST \
+                 /api/runs/{run}/stop with a note stops the run."
+            )),
+        ),
+        "needs_attention" => (
+            Some(
+                "A person decides what happens next, with the form below: retrying runs the \
+                 step again (it may already have acted: look at its record first), stopping \
+                 ends the run."
+                    .to_owned(),
+            ),
+            Some(format!(
+                "POST /api/runs/{run}/steps/STEP/attempts/N/retry (a person; N the attempt you \
+                 looked at; optional new inputs as \"inputs\", an object by name) or \
+                 /api/runs/{run}/stop, with a note."
+            )),
+        ),
+        _ => (None, None),
     }
+}
+
+/// Prose shows names, not code: an id the record quotes in backticks (`pay`) reads “pay”.
+pub(crate) fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut open = true;
+    for character in text.chars() {
+        if character == '`' {
+            out.push(if open { '“' } else { '”' });
+            open = !open;
+        } else {
+            out.push(character);
+        }
+    }
+    out
 }
 
 /// `GET /runs/{id}`: the run page.
@@ -442,6 +487,11 @@ pub(crate) async fn run_page(
             )
         })
         .collect();
+    let next = next_steps(
+        record.id.as_str(),
+        record.status.as_str(),
+        detail.summary.waiting_at.as_deref(),
+    );
     let chrome = chrome::current();
     Ok(render(&RunPage {
         title: format!("Run {}", record.id.as_str()),
@@ -453,13 +503,16 @@ pub(crate) async fn run_page(
             .unwrap_or_default(),
         chrome,
         may_share: may(&authenticated.principal, "POST", "/runs/{id}/shares"),
-        next_steps: next_steps(
-            record.id.as_str(),
-            record.status.as_str(),
-            detail.summary.waiting_at.as_deref(),
-        ),
+        has_agent_steps: workflow.as_ref().is_some_and(|workflow| {
+            workflow
+                .steps()
+                .iter()
+                .any(|step| matches!(step.body(), spec::StepBody::Agent { .. }))
+        }),
+        next_steps: next.0,
+        for_scripts: next.1,
         status: Status::of_run(record.status.as_str()),
-        reason: detail.summary.reason.clone(),
+        reason: detail.summary.reason.as_deref().map(prose),
         run_id: record.id.to_string(),
         workflow: record.workflow_name.clone(),
         started_by,

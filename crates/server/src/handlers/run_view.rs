@@ -146,6 +146,8 @@ pub(crate) struct StepCard {
     pub(crate) refusal_count: usize,
     /// An agent loop limit the attempt reached.
     pub(crate) limit: Option<String>,
+    /// What the supervisor decided about this attempt, and why.
+    pub(crate) supervisor: Option<String>,
 }
 
 impl StepCard {
@@ -168,6 +170,7 @@ impl StepCard {
             tool_calls: Vec::new(),
             refusal_count: 0,
             limit: None,
+            supervisor: None,
         }
     }
 }
@@ -224,6 +227,7 @@ pub(crate) fn step_cards(
             Event::ToolRefused(refused) => (&refused.step, refused.attempt),
             Event::AgentLimit(limit) => (&limit.step, limit.attempt),
             Event::SupervisorRetryRefused(refused) => (&refused.step, refused.attempt),
+            Event::SupervisorDecision(decided) => (&decided.step, decided.attempt),
             _ => continue,
         };
         let index = match cards.iter().position(|card| &card.step == step) {
@@ -258,7 +262,10 @@ pub(crate) fn step_cards(
                 }
                 card.status = Status::of_attempt(finished.status.as_str());
                 card.output = finished.output.as_ref().map(|output| scrub.pretty(output));
-                card.reason = finished.reason.as_deref().map(|reason| scrub.text(reason));
+                card.reason = finished
+                    .reason
+                    .as_deref()
+                    .map(|reason| crate::handlers::console::prose(&scrub.text(reason)));
                 card.error = finished.error.as_ref().map(|error| Failure {
                     kind: scrub.text(&error.kind),
                     message: scrub.text(&error.message),
@@ -340,6 +347,11 @@ pub(crate) fn step_cards(
                 card.limit = Some(scrub.text(&format!("{}: {}", limit.limit, limit.detail)));
             }
             Event::SupervisorRetryRefused(_) => card.refusal_count += 1,
+            // The supervisor's reasoning on the card of the attempt it judged (issue 42,
+            // point 4), not only in the timeline.
+            Event::SupervisorDecision(decided) => {
+                card.supervisor = Some(scrub.text(&supervisor_sentence(decided)));
+            }
             Event::Recovery(recovered) => {
                 card.status = Status::of_attempt(recovered.now.as_str());
                 card.reason = Some(format!(
@@ -617,7 +629,7 @@ pub(crate) fn timeline(scrub: &Scrub<'_>, entries: &[Entry]) -> Vec<TimelineLine
         .iter()
         .map(|entry| TimelineLine {
             at: when(entry.at.0),
-            text: scrub.text(&sentence(&entry.event)),
+            text: crate::handlers::console::prose(&scrub.text(&sentence(&entry.event))),
         })
         .collect()
 }

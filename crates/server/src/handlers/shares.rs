@@ -3,7 +3,6 @@
 //! (unknown, expired, revoked, malformed, wrong length, a run that is gone) answers the same
 //! bytes: [`auth::SHARE_NOT_FOUND_BODY`] with status 404.
 
-use api_types::runs::StepSummary;
 use api_types::{CreateShareRequest, ShareLinkCreated, ShareLinkView};
 use askama::Template;
 use auth::{SHARE_NOT_FOUND_BODY, SHARE_NOT_FOUND_CONTENT_TYPE, ShareToken};
@@ -17,9 +16,10 @@ use storage::people::{NewShareLink, PeopleWrite, ShareLinkRecord, TokenHash};
 
 use crate::authn::Authenticated;
 use crate::chrome::Chrome;
+use crate::handlers::run_view::{Scrub, duration, step_cards};
 use crate::handlers::runs::{detail, journal, run_in_scope};
 use crate::handlers::{Audited, account_redactor, audited_write, random_id};
-use crate::html::render;
+use crate::html::{render, when};
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -174,6 +174,17 @@ fn live_link(shared: &Shared, token_text: &str) -> Option<ShareLinkRecord> {
     Some(link)
 }
 
+/// One step as a share page shows it: its latest attempt, how long it took and what it
+/// produced, scrubbed like the run page.
+struct SharedStep {
+    step: String,
+    attempt: u32,
+    status: String,
+    duration: Option<String>,
+    output: Option<String>,
+    reason: Option<String>,
+}
+
 struct DecisionLine {
     decision: String,
     step: String,
@@ -192,7 +203,11 @@ struct SharedRunPage {
     run: String,
     workflow: String,
     status: String,
-    steps: Vec<StepSummary>,
+    /// When the run started and last changed, and how long it ran (issue 42, point 10).
+    started: String,
+    updated: String,
+    took: String,
+    steps: Vec<SharedStep>,
     decisions: Vec<DecisionLine>,
     tool_calls: Vec<SharedToolCall>,
     include_tool_results: bool,
@@ -299,9 +314,19 @@ fn shown_path(path: &str) -> String {
 
 fn shared_page(
     detail: api_types::RunDetail,
+    steps: Vec<SharedStep>,
+    (now, ended): (i64, bool),
     tool_calls: Vec<SharedToolCall>,
     include_tool_results: bool,
 ) -> Html<String> {
+    let took = if !ended {
+        format!(
+            "so far {}",
+            duration(now.saturating_sub(detail.created_at).max(0))
+        )
+    } else {
+        duration(detail.updated_at.saturating_sub(detail.created_at).max(0))
+    };
     render(&SharedRunPage {
         title: "Shared run",
         chrome: None,
@@ -309,7 +334,10 @@ fn shared_page(
         run: detail.summary.run,
         workflow: detail.workflow,
         status: detail.summary.status,
-        steps: detail.summary.steps,
+        started: when(detail.created_at),
+        updated: when(detail.updated_at),
+        took,
+        steps,
         decisions: detail
             .decisions
             .into_iter()
@@ -348,19 +376,56 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
         }
     };
     let account = record.account.clone();
-    let calls = journal(shared, &record).and_then(|entries| {
+    let now = shared.now().0;
+    let ended = record.status.is_terminal();
+    let order: Vec<String> = spec::parse_workflow_within(
+        &record.workflow_file_name,
+        &record.workflow_source,
+        shared.engine.limit_maxima(),
+    )
+    .map(|workflow| {
+        workflow
+            .steps()
+            .iter()
+            .map(|step| step.id().to_owned())
+            .collect()
+    })
+    .unwrap_or_default();
+    let shown = journal(shared, &record).and_then(|entries| {
         let redactor = account_redactor(shared, &account)?;
-        let scrub = |text: &str| redactor.scrub(text).get().clone();
-        Ok(shared_tool_calls(
-            &entries,
-            &scrub,
-            link.include_tool_results,
+        let scrub_text = |text: &str| redactor.scrub(text).get().clone();
+        let scrub_json = |value: &serde_json::Value| redactor.scrub_json(value).get().clone();
+        let scrub = Scrub {
+            text: &scrub_text,
+            json: &scrub_json,
+        };
+        let steps = step_cards(&scrub, &order, &entries, now, &[])
+            .into_iter()
+            .filter(|card| card.attempt > 0)
+            .map(|card| SharedStep {
+                step: card.step,
+                attempt: card.attempt,
+                status: card.status.words.to_owned(),
+                duration: card.duration,
+                output: card.output,
+                reason: card.reason,
+            })
+            .collect();
+        Ok((
+            steps,
+            shared_tool_calls(&entries, &scrub_text, link.include_tool_results),
         ))
     });
-    match calls.and_then(|calls| Ok((detail(shared, record)?, calls))) {
-        Ok((detail, calls)) => {
-            let mut response =
-                shared_page(detail, calls, link.include_tool_results).into_response();
+    match shown.and_then(|shown| Ok((detail(shared, record)?, shown))) {
+        Ok((detail, (steps, calls))) => {
+            let mut response = shared_page(
+                detail,
+                steps,
+                (now, ended),
+                calls,
+                link.include_tool_results,
+            )
+            .into_response();
             response
                 .extensions_mut()
                 .insert(crate::served::ServedFor(account));
@@ -450,6 +515,9 @@ mod tests {
             run: "run_1".into(),
             workflow: "w".into(),
             status: "succeeded".into(),
+            started: String::new(),
+            updated: String::new(),
+            took: String::new(),
             steps: Vec::new(),
             decisions: Vec::new(),
             tool_calls: calls,

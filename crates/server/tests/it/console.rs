@@ -20,7 +20,19 @@ async fn g23_run_page_shows_the_timeline_and_a_members_decision_form() {
             || text.contains("The run waits for a person's decision before “ship”"),
         "the timeline is in words: {text}"
     );
-    assert!(text.contains("/api/runs/") && text.contains("/events\">Raw events"));
+    // Routes and commands are folded away under "For scripts" (issue 42, point 5); the main
+    // view names things in words, and offers no tool results on a run without agents.
+    let (main_view, for_scripts) = text.split_once("id=\"for-scripts\"").unwrap();
+    assert!(
+        for_scripts.contains("/events\">The run's events as JSON"),
+        "{for_scripts}"
+    );
+    assert!(for_scripts.contains("steps/ship/approve"), "{for_scripts}");
+    let main_view = main_view.split_once("<main").unwrap().1;
+    assert!(!main_view.contains("/api/"), "{main_view}");
+    assert!(!main_view.contains('`'), "{main_view}");
+    assert!(main_view.contains("the gate “ship”"), "{main_view}");
+    assert!(!text.contains("Include tool results"));
     assert!(text.contains(&format!(
         "action=\"/runs/{}/steps/ship/decide\"",
         run.as_str()

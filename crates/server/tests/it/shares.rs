@@ -147,3 +147,28 @@ async fn g24_include_tool_results_is_chosen_stored_listed_and_audited() {
                 && detail["include_tool_results"] == false)
     );
 }
+
+/// Issue 42, point 10: a share page shows when the run started and last changed, how long it
+/// and each step took, and what each step produced, scrubbed as the run page is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_share_page_shows_dates_durations_and_outputs() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let (_, path) = create_share(&harness, run.as_str(), &member).await;
+    let text = fetch(&harness, &path).await.text();
+    for seen in [
+        "<dt>Started</dt><dd>2027-01-15 08:00:00 UTC</dd>",
+        "<dt>Took</dt><dd>so far ",
+        "id=\"shared-step-prepare\"",
+        "succeeded, attempt 1, ",
+        // The harness's steps answer their own name.
+        "&#34;step&#34;: &#34;prepare&#34;",
+    ] {
+        assert!(text.contains(seen), "{seen:?}: {text}");
+    }
+    assert!(
+        !text.contains("shared-step-ship"),
+        "a step not begun is not listed: {text}"
+    );
+}

@@ -595,6 +595,20 @@ pub(crate) fn look_at(browser: &Browser, name: &str) {
             "{name} scrolls sideways by {overflow} px at {width} px wide ({})",
             path.display()
         );
+        // A list keeps its columns (issue 42, point 9): no cell with a word in it is squeezed
+        // narrower than a few letters, which is where text wraps letter by letter.
+        let squeezed = browser.execute(
+            "return [...document.querySelectorAll('td, th')]
+               .filter(cell => cell.textContent.trim().length > 3)
+               .filter(cell => cell.getBoundingClientRect().width < 40)
+               .map(cell => cell.textContent.trim().slice(0, 40));",
+        );
+        assert_eq!(
+            squeezed,
+            json!([]),
+            "{name} at {width} px squeezes these cells ({})",
+            path.display()
+        );
         browser.execute(&format!("{axe}\nreturn true;"));
         let violations = browser.execute_async(
             "const done = arguments[arguments.length - 1];
