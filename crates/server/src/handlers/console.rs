@@ -6,7 +6,7 @@
 use askama::Template;
 use axum::Extension;
 use axum::extract::{Path, Query, State};
-use axum::response::Html;
+use axum::response::{Html, IntoResponse, Response};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use storage::{AccountId, RunCursor, RunFilter, RunId, RunRecord, RunStatus, Timestamp};
@@ -261,6 +261,18 @@ pub(crate) async fn runs_page(
 struct AttentionPanel {
     /// What a retry runs again; `None` when only stopping is offered (`needs_repair`).
     retry: Option<RetryOf>,
+    /// A refused retry or stop: why, beside the form, and what was typed, kept.
+    refused: Option<String>,
+    note: String,
+    inputs: String,
+}
+
+/// A retry-or-stop form the server refused for what was typed (issue 42, point 8): the run
+/// page answers again with the refusal beside the form and the typed note and inputs kept.
+pub(crate) struct AttendRefused {
+    pub(crate) mistake: crate::html::FormMistake,
+    pub(crate) note: String,
+    pub(crate) inputs: String,
 }
 
 /// The step that stopped the run, and its attempt this page shows.
@@ -385,9 +397,19 @@ pub(crate) async fn run_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
     Path(run_id): Path<String>,
-) -> Result<Html<String>, Error> {
-    let shared = &state.shared;
-    let record = run_in_scope(shared, &authenticated, &run_id)?;
+) -> Result<Response, Error> {
+    run_page_for(&state.shared, &authenticated, &run_id, None)
+}
+
+/// The run page, with a refused retry-or-stop form beside its form when there is one.
+pub(crate) fn run_page_for(
+    shared: &Shared,
+    authenticated: &Authenticated,
+    run_id: &str,
+    refused: Option<AttendRefused>,
+) -> Result<Response, Error> {
+    let authenticated = authenticated.clone();
+    let record = run_in_scope(shared, &authenticated, run_id)?;
     let entries = journal(shared, &record)?;
     let now = shared.clock.now().0;
     let live = shared
@@ -451,10 +473,28 @@ pub(crate) async fn run_page(
                     step: attempt.step_id.to_string(),
                     attempt: attempt.attempt,
                 }),
+                refused: None,
+                note: String::new(),
+                inputs: String::new(),
             })
         }
-        RunStatus::NeedsRepair if may_attend => Some(AttentionPanel { retry: None }),
+        RunStatus::NeedsRepair if may_attend => Some(AttentionPanel {
+            retry: None,
+            refused: None,
+            note: String::new(),
+            inputs: String::new(),
+        }),
         _ => None,
+    };
+    let status_code = refused.as_ref().map(|refused| refused.mistake.status);
+    let attention = match (attention, refused) {
+        (Some(panel), Some(refused)) => Some(AttentionPanel {
+            refused: Some(refused.mistake.message),
+            note: refused.note,
+            inputs: refused.inputs,
+            ..panel
+        }),
+        (attention, _) => attention,
     };
     let started_by = who(&record.started_by);
     let mail = crate::mail::run_page_lines(
@@ -493,7 +533,7 @@ pub(crate) async fn run_page(
         detail.summary.waiting_at.as_deref(),
     );
     let chrome = chrome::current();
-    Ok(render(&RunPage {
+    let page = render(&RunPage {
         title: format!("Run {}", record.id.as_str()),
         live: !record.status.is_terminal(),
         live_after: entries.last().map_or(0, |entry| entry.seq),
@@ -544,7 +584,11 @@ pub(crate) async fn run_page(
         decisions,
         mail,
         timeline: timeline(&scrub, &entries),
-    }))
+    });
+    Ok(match status_code {
+        Some(status) => (status, page).into_response(),
+        None => page.into_response(),
+    })
 }
 
 /// What an accepted repair changed of the version a run runs (G9): from which step on it runs

@@ -563,30 +563,51 @@ pub(crate) async fn attend_with_form(
 ) -> Result<Response, Error> {
     // Another account's run is the same 404 as a missing one, whatever the form says.
     run_in_scope(&state.shared, &authenticated, &run_id)?;
-    let what = match form.decision.as_str() {
-        "retry" => Attention::Retry {
-            step: form.step,
-            attempt: form.attempt,
-            inputs: retry_inputs_of_form(&form.inputs)?,
-        },
-        "stop" => Attention::Stop,
-        _ => {
-            return Err(Error::InvalidInput {
-                field: "decision",
-                reason: "it is either retry or stop".to_owned(),
-            });
+    let typed = (form.note.clone(), form.inputs.clone());
+    let attended = async {
+        let what = match form.decision.as_str() {
+            "retry" => Attention::Retry {
+                step: form.step,
+                attempt: form.attempt,
+                inputs: retry_inputs_of_form(&form.inputs)?,
+            },
+            "stop" => Attention::Stop,
+            _ => {
+                return Err(Error::InvalidInput {
+                    field: "decision",
+                    reason: "it is either retry or stop".to_owned(),
+                });
+            }
+        };
+        attend(
+            &state,
+            &authenticated,
+            &run_id,
+            what,
+            Door::Console,
+            form.note,
+        )
+        .await
+    }
+    .await;
+    match attended {
+        Ok(_) => Ok(Redirect::to(&format!("/runs/{run_id}")).into_response()),
+        // A mistake in what was typed answers the run page again, the refusal beside the
+        // form and the note and inputs kept (issue 42, point 8).
+        Err(error) => {
+            let mistake = crate::html::FormMistake::of(error)?;
+            crate::handlers::console::run_page_for(
+                &state.shared,
+                &authenticated,
+                &run_id,
+                Some(crate::handlers::console::AttendRefused {
+                    mistake,
+                    note: typed.0,
+                    inputs: typed.1,
+                }),
+            )
         }
-    };
-    attend(
-        &state,
-        &authenticated,
-        &run_id,
-        what,
-        Door::Console,
-        form.note,
-    )
-    .await?;
-    Ok(Redirect::to(&format!("/runs/{run_id}")).into_response())
+    }
 }
 
 #[derive(Deserialize)]

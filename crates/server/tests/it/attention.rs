@@ -401,3 +401,51 @@ async fn g15_a_person_retries_with_new_inputs_through_the_api_and_the_run_page()
         RunStatus::Succeeded
     );
 }
+
+/// Issue 42, point 8: a retry the server refuses for what was typed (inputs that are not a
+/// JSON object) answers the run page again, with the refusal beside the form and the note and
+/// inputs as typed; nothing is decided.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_retry_answers_the_run_page_with_what_was_typed() {
+    let harness = Harness::new();
+    let run = harness.attention_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let refused = harness
+        .call(
+            "POST",
+            &format!("/runs/{}/attend", run.as_str()),
+            &member,
+            Some((
+                "application/x-www-form-urlencoded",
+                "decision=retry&step=send&attempt=1&note=typed+note&inputs=%7Bnot+json".to_owned(),
+            )),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    let text = refused.text();
+    for seen in [
+        "id=\"attention-error\"",
+        "aria-invalid=\"true\"",
+        ">typed note</textarea>",
+        ">{not json</textarea>",
+        "<nav",
+        "Retry send",
+    ] {
+        assert!(text.contains(seen), "{seen:?}: {text}");
+    }
+    assert!(harness.store.decisions(&run).unwrap().is_empty());
+    // A decision the form does not know is a mistake too, answered the same way.
+    let unknown = harness
+        .call(
+            "POST",
+            &format!("/runs/{}/attend", run.as_str()),
+            &member,
+            Some((
+                "application/x-www-form-urlencoded",
+                "decision=approve&note=x".to_owned(),
+            )),
+        )
+        .await;
+    assert_eq!(unknown.status, 400);
+    assert!(unknown.text().contains("id=\"attention-error\""));
+}
