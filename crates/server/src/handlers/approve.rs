@@ -23,6 +23,7 @@ use crate::authn::{Authenticated, authenticate};
 use crate::chrome::{self, Chrome};
 use crate::handlers::ensure_same_account;
 use crate::handlers::runs::{DecideForm, decide};
+use crate::handlers::value_view::{Shape, Span};
 use crate::html::render;
 use crate::return_path::sign_in_and_back;
 use crate::state::Shared;

@@ -18,6 +18,7 @@ use engine::journal::Entry;
 use crate::handlers::gate_view::{GatePanel, gate_panel};
 use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_cards, timeline, who};
 use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates_page};
+use crate::handlers::value_view::{Shape, Span};
 use crate::handlers::{account_redactor, approve};
 use crate::html::{render, when};
 use crate::state::Shared;

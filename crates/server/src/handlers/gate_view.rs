@@ -11,6 +11,7 @@ use storage::RunRecord;
 use crate::Error;
 use crate::authn::Authenticated;
 use crate::handlers::run_view::{Scrub, who};
+use crate::handlers::value_view::ValueView;
 use crate::handlers::workflows::reach_report;
 use crate::handlers::{account_redactor, approve};
 use crate::html::when;
@@ -45,7 +46,7 @@ pub(crate) struct GatePanel {
 pub(crate) struct GateInput {
     pub(crate) name: String,
     pub(crate) source: String,
-    pub(crate) value: String,
+    pub(crate) value: ValueView,
 }
 
 pub(crate) fn gate_panel(
@@ -152,11 +153,10 @@ fn input_rows(scrub: &Scrub<'_>, step: &Step, inputs: &Value) -> Vec<GateInput> 
                 InputSource::WorkflowInput(input) => format!("the run's input {input}"),
                 InputSource::StepOutput(earlier) => format!("what the step {earlier} produced"),
             },
-            value: match inputs.get(name) {
-                Some(Value::String(text)) => scrub.text(text),
-                Some(value) => scrub.pretty(value),
-                None => "(not given)".to_owned(),
-            },
+            value: ValueView::of(&inputs.get(name).map_or_else(
+                || Value::String("(not given)".to_owned()),
+                |value| (scrub.json)(value),
+            )),
         })
         .collect()
 }

@@ -24,6 +24,7 @@ pub(crate) mod shares;
 pub(crate) mod signin;
 pub(crate) mod supervisor;
 pub(crate) mod tool_tests;
+pub(crate) mod value_view;
 pub(crate) mod vault;
 pub(crate) mod vault_page;
 pub(crate) mod workflow_versions;

@@ -132,7 +132,8 @@ pub(crate) struct StepCard {
     /// What the running attempt printed so far, scrubbed as the record is (issue 38).
     pub(crate) live: Vec<Printed>,
     pub(crate) inputs: Option<String>,
-    pub(crate) output: Option<String>,
+    /// What the attempt produced, shaped for reading (issue 42, point 2).
+    pub(crate) output: Option<crate::handlers::value_view::ValueView>,
     pub(crate) reason: Option<String>,
     pub(crate) error: Option<Failure>,
     pub(crate) printed: Vec<Printed>,
@@ -261,7 +262,9 @@ pub(crate) fn step_cards(
                     card.refusal_count += 1;
                 }
                 card.status = Status::of_attempt(finished.status.as_str());
-                card.output = finished.output.as_ref().map(|output| scrub.pretty(output));
+                card.output = finished.output.as_ref().map(|output| {
+                    crate::handlers::value_view::ValueView::of(&(scrub.json)(output))
+                });
                 card.reason = finished
                     .reason
                     .as_deref()

@@ -18,6 +18,7 @@ use crate::authn::Authenticated;
 use crate::chrome::Chrome;
 use crate::handlers::run_view::{Scrub, duration, step_cards};
 use crate::handlers::runs::{detail, journal, run_in_scope};
+use crate::handlers::value_view::{Shape, Span};
 use crate::handlers::{Audited, account_redactor, audited_write, random_id};
 use crate::html::{render, when};
 use crate::state::Shared;
@@ -181,7 +182,7 @@ struct SharedStep {
     attempt: u32,
     status: String,
     duration: Option<String>,
-    output: Option<String>,
+    output: Option<crate::handlers::value_view::ValueView>,
     reason: Option<String>,
 }
 

@@ -12,6 +12,7 @@ mod beside_serve;
 mod browser;
 mod browser_pages;
 mod browser_repair;
+mod browser_results;
 mod check_agents;
 mod cli;
 mod cli_vault_audited;
