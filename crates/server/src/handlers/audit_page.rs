@@ -4,6 +4,8 @@
 //! account's chain verified on request (`/audit/verify`). Every value goes through the
 //! template's escaping, and the whole answer through the account's redactor (`served.rs`).
 
+use std::collections::HashMap;
+
 use askama::Template;
 use axum::Extension;
 use axum::extract::{Query, State};
@@ -42,6 +44,8 @@ pub(crate) struct Field {
 pub(crate) struct Row {
     seq: u64,
     when: String,
+    /// The entry in one sentence (issue 42, point 7); the rest folded in its details.
+    sentence: String,
     /// The last use of a tallied entry, when it differs from the first.
     last: Option<String>,
     who: String,
@@ -118,6 +122,10 @@ fn fields(detail: &Value) -> Vec<Field> {
                 name: path.to_owned(),
                 value: text.clone(),
             }),
+            Value::Number(number) => out.push(Field {
+                name: path.to_owned(),
+                value: crate::handlers::audit_sentence::readable(path, &number.to_string()),
+            }),
             Value::Null => out.push(Field {
                 name: path.to_owned(),
                 value: "none".to_owned(),
@@ -141,13 +149,20 @@ fn fields(detail: &Value) -> Vec<Field> {
     out
 }
 
-fn row(entry: AuditEntry) -> Row {
+fn row(entry: AuditEntry, people: &HashMap<String, String>) -> Row {
     let last = (entry.last_at != entry.at).then(|| when(entry.last_at.0));
+    let who = who(&entry.actor);
     Row {
         seq: entry.seq,
         when: when(entry.at.0),
         last,
-        who: who(&entry.actor),
+        sentence: crate::handlers::audit_sentence::sentence(
+            &who,
+            &entry.action,
+            &entry.detail,
+            people,
+        ),
+        who,
         count: entry.count,
         run: entry.run.map(String::from),
         details: fields(&entry.detail),
@@ -235,7 +250,19 @@ pub(crate) async fn page(
         older_href: page
             .older
             .map(|cursor| audit_href(&query, Some(("older", cursor)))),
-        rows: page.entries.into_iter().map(row).collect(),
+        rows: {
+            let people: HashMap<String, String> = shared
+                .store
+                .people(&account)
+                .map_err(Error::storage("list people"))?
+                .into_iter()
+                .map(|person| (person.id, person.display_name))
+                .collect();
+            page.entries
+                .into_iter()
+                .map(|entry| row(entry, &people))
+                .collect()
+        },
         filter_actor: query.actor,
         filter_action: query.action,
         filter_from: query.from,

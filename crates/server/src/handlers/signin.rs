@@ -833,6 +833,7 @@ pub(crate) async fn home(
         .into_iter()
         .filter(|(path, _)| chrome::may(&authenticated.principal, "GET", path))
         .collect();
+    let needs = crate::handlers::home::needs_me(&state.shared, &authenticated)?;
     Ok(render(&HomePage {
         title: "Home",
         chrome: chrome::current(),
@@ -841,6 +842,7 @@ pub(crate) async fn home(
         role: authenticated.principal.role().as_str(),
         links,
         csrf: csrf.as_str().to_owned(),
+        needs,
     }))
 }
 
@@ -854,6 +856,8 @@ struct HomePage {
     role: &'static str,
     links: Vec<(&'static str, &'static str)>,
     csrf: String,
+    /// What needs the person first (issue 42, point 3).
+    needs: crate::handlers::home::NeedsMe,
 }
 
 /// `text` with its first letter upper-case, for a sentence of its own.

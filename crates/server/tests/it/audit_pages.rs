@@ -198,4 +198,15 @@ async fn the_console_audit_page_filters_pages_and_shows_details_as_escaped_rows(
     assert_eq!(filtered.status, 200);
     assert!(!filtered.text().contains(">role.change<"));
     assert!(filtered.text().contains("api_key.create"));
+    // Each entry in one sentence, its details folded (issue 42, point 7).
+    assert!(
+        filtered
+            .text()
+            .contains("Bold&#60;/b&#62; Person created the API key</span>")
+            || filtered
+                .text()
+                .contains("Bold&lt;/b&gt; Person created the API key</span>"),
+        "{}",
+        filtered.text()
+    );
 }

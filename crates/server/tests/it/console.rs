@@ -347,3 +347,54 @@ async fn g23_approvals_are_paged_and_every_waiting_gate_is_on_a_page() {
     let listed = harness.call("GET", "/api/approvals", &member, None).await;
     assert_eq!(listed.json().as_array().map(Vec::len), Some(53));
 }
+
+/// Issue 42, point 3: the home page shows what needs me first: the gates I may decide (a
+/// viewer decides none, and is shown none), the runs that failed or wait for a person, and the
+/// recent runs, each leading to its run.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_home_page_shows_what_needs_me_first() {
+    let harness = Harness::new();
+    let parked = harness.parked_run("acct");
+    let attention = harness.attention_run("acct");
+    let member = harness
+        .call(
+            "GET",
+            "/",
+            &harness.credentials(Caller::Person(Role::Member)),
+            None,
+        )
+        .await;
+    assert_eq!(member.status, 200, "{}", member.text());
+    let text = member.text();
+    let (waiting, rest) = text.split_once("id=\"home-failing\"").unwrap();
+    assert!(
+        waiting.contains(&format!(
+            "href=\"/runs/{}#gate\">gated waits for a decision at ship",
+            parked.as_str()
+        )),
+        "{waiting}"
+    );
+    let (failing, recent) = rest.split_once("id=\"home-recent\"").unwrap();
+    assert!(
+        failing.contains(&format!("href=\"/runs/{}\"", attention.as_str())),
+        "{failing}"
+    );
+    assert!(
+        !failing.contains(parked.as_str()),
+        "a waiting gate is no failure: {failing}"
+    );
+    for run in [&parked, &attention] {
+        assert!(recent.contains(run.as_str()), "{recent}");
+    }
+    let viewer = harness
+        .call(
+            "GET",
+            "/",
+            &harness.credentials(Caller::Person(Role::Viewer)),
+            None,
+        )
+        .await
+        .text();
+    assert!(!viewer.contains("Waiting for your decision"), "{viewer}");
+    assert!(viewer.contains(attention.as_str()));
+}

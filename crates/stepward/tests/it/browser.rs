@@ -577,10 +577,10 @@ pub(crate) fn look_at(browser: &Browser, name: &str) {
         let path = screenshot_dir().join(format!("{name}-{width_name}.png"));
         std::fs::write(&path, browser.screenshot()).unwrap();
         println!("screenshot: {}", path.display());
-        // README's two images are these screenshots: `STEPWARD_WRITE_SCREENSHOTS=1` puts the
-        // laptop's of the run page and of the workflow page there.
+        // README's images are these screenshots: `STEPWARD_WRITE_SCREENSHOTS=1` puts the
+        // laptop's of the run, workflow, approve and home pages there.
         if width_name == "laptop"
-            && matches!(name, "run" | "workflow")
+            && matches!(name, "run" | "workflow" | "approve" | "home")
             && std::env::var_os("STEPWARD_WRITE_SCREENSHOTS").is_some()
         {
             let readme_image = repo_root().join(format!("docs/images/{name}-page.png"));
@@ -787,6 +787,25 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     );
     assert!(!browser.page_source().contains(SIGNING_KEY));
     look_at(&browser, "approve");
+
+    // The home page leads with what needs me, then recent runs (issue 42, point 3).
+    browser.open(&format!("{base}/"));
+    browser.wait_for("the home page", |_, source| {
+        source.contains("id=\"home-recent\"")
+    });
+    assert!(
+        browser
+            .text(&browser.find("#home-waiting-section"))
+            .contains("monthly_invoices waits for a decision at file_summary"),
+        "the gate waiting for me leads"
+    );
+    assert!(
+        browser
+            .text(&browser.find("#home-recent-section"))
+            .contains("monthly_invoices, started by ada"),
+        "the recent runs lead to the run"
+    );
+    look_at(&browser, "home");
     browser.open(&run_url);
 
     // Approve with a note from the run page.
@@ -879,17 +898,36 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     browser.wait_for("the audit log", |_, source| {
         source.contains("<h1>Audit log</h1>")
     });
-    let actions: Vec<String> = browser
-        .find_all("tr td:nth-child(4)")
+    // One sentence per entry (issue 42, point 7), the action's name in its folded details.
+    let sentences: Vec<String> = browser
+        .find_all("td.audit-entry .sentence")
         .iter()
         .map(|cell| browser.text(cell))
         .collect();
-    for action in ["session.sign_in", "run.start", "run.approve"] {
+    for sentence in [
+        "ada signed in",
+        "ada started a run of monthly_invoices",
+        "ada approved file_summary",
+    ] {
         assert!(
-            actions.iter().any(|seen| seen == action),
-            "{action} in {actions:?}"
+            sentences.iter().any(|seen| seen == sentence),
+            "{sentence:?} in {sentences:?}"
         );
     }
+    let actions = browser.execute(
+        "return [...document.querySelectorAll('dd.action')].map(cell => cell.textContent);",
+    );
+    for action in ["session.sign_in", "run.start", "run.approve"] {
+        assert!(
+            actions
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|seen| seen == action),
+            "{action} in {actions}"
+        );
+    }
+    look_at(&browser, "audit");
     assert!(!browser.page_source().contains(SIGNING_KEY));
 
     drop(browser);

@@ -49,7 +49,7 @@ fn g26_console_admin_vault_files_and_models_pages_in_a_real_browser_needs_root()
             "the owner's home links {page}: {links}"
         );
     }
-    look_at(&browser, "home");
+    look_at(&browser, "home-empty");
 
     // People: an invitation refused keeps what was typed, with the refusal beside the form.
     browser.open(&format!("{base}/people"));

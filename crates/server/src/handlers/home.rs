@@ -1,0 +1,92 @@
+//! What the home page shows first (issue 42, point 3): what needs me. The gates I may decide,
+//! the runs that failed or wait for a person, and the account's recent runs, each a line that
+//! leads to its run; the console's pages follow.
+
+use storage::{RunFilter, RunRecord, RunStatus};
+
+use crate::Error;
+use crate::authn::Authenticated;
+use crate::chrome;
+use crate::handlers::run_view::{Status, who};
+use crate::html::when;
+use crate::state::Shared;
+
+/// How many lines each part of the home page shows.
+const LINES: usize = 8;
+
+/// One line of the home page: where it leads, what it says, and when.
+pub(crate) struct HomeLine {
+    pub(crate) href: String,
+    pub(crate) text: String,
+    pub(crate) status: Option<Status>,
+    pub(crate) when: String,
+}
+
+/// What needs the person, and what happened lately.
+pub(crate) struct NeedsMe {
+    /// `None`: the person's role decides no gate.
+    pub(crate) waiting: Option<Vec<HomeLine>>,
+    pub(crate) failing: Vec<HomeLine>,
+    pub(crate) recent: Vec<HomeLine>,
+}
+
+pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result<NeedsMe, Error> {
+    let account = authenticated.account();
+    let may_decide = chrome::may(
+        &authenticated.principal,
+        "POST",
+        "/runs/{id}/steps/{step}/decide",
+    );
+    let waiting = if may_decide {
+        let (gates, _) = crate::handlers::runs::waiting_gates_page(shared, &account, None, LINES)?;
+        Some(
+            gates
+                .into_iter()
+                .map(|gate| HomeLine {
+                    href: format!("/runs/{}#gate", gate.run),
+                    text: format!("{} waits for a decision at {}", gate.workflow, gate.step),
+                    status: None,
+                    when: when(gate.waiting_since),
+                })
+                .collect(),
+        )
+    } else {
+        None
+    };
+    let page = |status: Option<RunStatus>| -> Result<Vec<RunRecord>, Error> {
+        Ok(shared
+            .store
+            .runs_page(
+                &account,
+                &RunFilter {
+                    status,
+                    ..RunFilter::default()
+                },
+                None,
+                LINES,
+            )
+            .map_err(Error::storage("list the recent runs"))?
+            .runs)
+    };
+    let mut failing = Vec::new();
+    for status in [
+        RunStatus::NeedsAttention,
+        RunStatus::NeedsRepair,
+        RunStatus::Failed,
+    ] {
+        failing.extend(page(Some(status))?);
+    }
+    failing.sort_by(|a, b| b.updated_at.0.cmp(&a.updated_at.0));
+    failing.truncate(LINES);
+    let line = |run: RunRecord| HomeLine {
+        href: format!("/runs/{}", run.id),
+        status: Some(Status::of_run(run.status.as_str())),
+        text: format!("{}, started by {}", run.workflow_name, who(&run.started_by)),
+        when: when(run.updated_at.0),
+    };
+    Ok(NeedsMe {
+        waiting,
+        failing: failing.into_iter().map(line).collect(),
+        recent: page(None)?.into_iter().map(line).collect(),
+    })
+}
