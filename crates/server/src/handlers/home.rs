@@ -76,7 +76,7 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
     ] {
         failing.extend(page(Some(status))?);
     }
-    failing.sort_by(|a, b| b.updated_at.0.cmp(&a.updated_at.0));
+    failing.sort_by_key(|run| std::cmp::Reverse(run.updated_at.0));
     failing.truncate(LINES);
     let line = |run: RunRecord| HomeLine {
         href: format!("/runs/{}", run.id),
