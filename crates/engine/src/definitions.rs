@@ -203,6 +203,9 @@ pub enum DefinitionWriteError {
     /// The workspace refused or failed.
     #[error("the workspace refused the write")]
     Workspace(#[source] workspace::Error),
+    /// The account's names could not be read to check the write (fails closed).
+    #[error("the account's people and model providers could not be read to check the write: {0}")]
+    AccountNames(String),
     /// The account's values could not be read to screen the write (fails closed).
     #[error("the account's values could not be read to check the write")]
     Values(#[source] redact::Error),
@@ -346,6 +349,13 @@ impl Engine {
             .scrub_sets
             .for_account(account)
             .map_err(DefinitionWriteError::Values)?;
+        let names = self
+            .options
+            .account_names
+            .as_ref()
+            .map(|source| (source.0)(account))
+            .transpose()
+            .map_err(DefinitionWriteError::AccountNames)?;
         for (path, change) in changes {
             let Change::Write(bytes) = change else {
                 continue;
@@ -370,10 +380,20 @@ impl Engine {
                 });
             }
             let parsed = match kind {
-                DefinitionPath::Workflow => {
-                    spec::parse_workflow_within(path.as_str(), text, &self.options.limit_maxima)
-                        .and_then(|workflow| name_matches_file(path.as_str(), text, &workflow))
+                DefinitionPath::Workflow => match &names {
+                    // Checked against the account where it is saved: `notify:` names people
+                    // of the account who may decide (issue 41), no step is handed a model key.
+                    Some(names) => spec::parse_workflow_for_account(
+                        path.as_str(),
+                        text,
+                        &self.options.limit_maxima,
+                        names,
+                    ),
+                    None => {
+                        spec::parse_workflow_within(path.as_str(), text, &self.options.limit_maxima)
+                    }
                 }
+                .and_then(|workflow| name_matches_file(path.as_str(), text, &workflow)),
                 _ => spec::parse_agent_within(path.as_str(), text, &self.options.limit_maxima)
                     .map(|_| ()),
             };

@@ -96,6 +96,24 @@ pub struct EngineOptions {
     /// Whether a lease's holder is proven dead (a process of this host that no longer runs):
     /// recovery ends its leases at once instead of waiting for them to run out.
     pub holder_dead: fn(&storage::queue::Holder) -> bool,
+    /// The account's names a saved workflow is checked against (its people for `notify:`, its
+    /// model providers for G19), as every door that saves reads them; `None`: a saved
+    /// workflow is held to the parser only.
+    pub account_names: Option<AccountNamesSource>,
+}
+
+/// Reads an account's names ([`spec::AccountNames`]); its error is said in words.
+#[derive(Clone)]
+pub struct AccountNamesSource(
+    pub  std::sync::Arc<
+        dyn Fn(&storage::AccountId) -> Result<spec::AccountNames, String> + Send + Sync,
+    >,
+);
+
+impl std::fmt::Debug for AccountNamesSource {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("AccountNamesSource")
+    }
 }
 
 /// The caps of every step's copy-back, checked on each file's real size: a file past one is
@@ -134,6 +152,7 @@ impl EngineOptions {
             driving: Driving::Inline,
             holder: unnamed_holder(),
             holder_dead: |_| false,
+            account_names: None,
         }
     }
 }

@@ -285,6 +285,12 @@ impl App {
             options.holder = holder;
         }
         options.holder_dead = worker::holder::dead_here;
+        // A saved workflow is checked against the account as every door reads it (issue 41).
+        let store = self.store.clone();
+        options.account_names = Some(engine::AccountNamesSource(Arc::new(move |account| {
+            platform::providers::account_names(store.as_ref(), account)
+                .map_err(|error| error.to_string())
+        })));
         options
     }
 

@@ -136,3 +136,28 @@ fn mail_settings_that_would_leak_a_password_or_send_plain_text_away_are_refused_
         assert!(!home.data_dir().exists(), "nothing was created: {args:?}");
     }
 }
+
+/// Issue 41: a workflow whose `notify:` names no person of the account is refused where it is
+/// saved, at the address's file:line:col, and nothing is written.
+#[test]
+fn a_saved_workflow_that_notifies_a_stranger_is_refused_at_its_address() {
+    let home = Home::new();
+    let text = "name: strangers\npython: \"3.11\"\nnotify:\n  people: [eve@example.test]\nsteps:\n  - id: ship!\n    explain: Ships it.\n    code: |\n      def main():\n          return 1\n";
+    let file = home.dir.path().join("strangers.yaml");
+    std::fs::write(&file, text).unwrap();
+    let saved = home.stepward(&[
+        "files",
+        "put",
+        "workflows/strangers.yaml",
+        "--from",
+        file.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&saved.stderr);
+    assert!(!saved.status.success(), "{said}");
+    assert!(
+        said.contains("workflows/strangers.yaml:4:12") && said.contains("notify-unknown-person"),
+        "{said}"
+    );
+    let listed = home.stepward(&["files", "list"]);
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("strangers.yaml"));
+}
