@@ -102,13 +102,13 @@ pub struct EngineOptions {
     pub account_names: Option<AccountNamesSource>,
 }
 
-/// Reads an account's names ([`spec::AccountNames`]); its error is said in words.
+/// How the binary reads an account's names: its error in words.
+pub type ReadAccountNames =
+    dyn Fn(&storage::AccountId) -> Result<spec::AccountNames, String> + Send + Sync;
+
+/// Reads an account's names ([`spec::AccountNames`]).
 #[derive(Clone)]
-pub struct AccountNamesSource(
-    pub  std::sync::Arc<
-        dyn Fn(&storage::AccountId) -> Result<spec::AccountNames, String> + Send + Sync,
-    >,
-);
+pub struct AccountNamesSource(pub std::sync::Arc<ReadAccountNames>);
 
 impl std::fmt::Debug for AccountNamesSource {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
