@@ -174,6 +174,9 @@ pub(crate) struct Shared {
     pub(crate) interviews: crate::interviews::Interviews,
     /// The authoring lints a proposal is shown with, when the binary handed them in.
     pub(crate) authoring_lints: std::sync::OnceLock<Arc<dyn crate::AuthoringLints>>,
+    /// The server's address as people reach it (`--public-url`, else the listening address):
+    /// the console shows invite, approve and share links whole, with a copy button.
+    pub(crate) public_base: std::sync::OnceLock<String>,
 }
 
 impl AppState {
@@ -205,6 +208,7 @@ impl AppState {
                 refusals: crate::tallies::Refusals::default(),
                 interviews: crate::interviews::Interviews,
                 authoring_lints: std::sync::OnceLock::new(),
+                public_base: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -216,6 +220,15 @@ impl AppState {
     /// lints were not run. Set once; a second call changes nothing.
     pub fn set_authoring_lints(&self, lints: Arc<dyn crate::AuthoringLints>) {
         let _ = self.shared.authoring_lints.set(lints);
+    }
+
+    /// The server's address as people reach it (`https://stepward.example.com`): links the
+    /// console shows start with it. Set once; a second call changes nothing.
+    pub fn set_public_base(&self, base: &str) {
+        let _ = self
+            .shared
+            .public_base
+            .set(base.trim_end_matches('/').to_owned());
     }
 
     /// The path of the approve link of a gate as the engine derives it
@@ -244,6 +257,15 @@ impl Shared {
         self.approve_links
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `path` as a whole address people can open, when the server knows its own; else the
+    /// path as it is.
+    pub(crate) fn full_url(&self, path: &str) -> String {
+        match self.public_base.get() {
+            Some(base) => format!("{base}{path}"),
+            None => path.to_owned(),
+        }
     }
 
     pub(crate) fn now(&self) -> Timestamp {

@@ -1,5 +1,6 @@
-// stepward's console: live updates of a run page, the only script (the CSP allows
-// same-origin scripts only, none inline). Without it the page still works: reload it.
+// stepward's console: live updates of a run page and the copy buttons of links, the only
+// script (the CSP allows same-origin scripts only, none inline). Without it the page still
+// works: reload it, and select a link to copy it.
 "use strict";
 // A running run's and step's time counts on between updates: each `data-running-since` (the
 // start, by the server's clock) beside the server's `data-now` when the page was made.
@@ -89,4 +90,22 @@
   source.onerror = function () {
     say("Live updates paused; reconnecting.");
   };
+})();
+// A copy button beside a link a person sends on (invite, approve and share links): shown only
+// where this script runs, it puts the whole link on the clipboard and says so.
+(function () {
+  Array.prototype.forEach.call(document.querySelectorAll("button.copy[data-copy]"), function (button) {
+    button.hidden = false;
+    button.addEventListener("click", function () {
+      var text = button.getAttribute("data-copy");
+      var done = function () {
+        button.textContent = "Copied";
+      };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(text).then(done, function () {
+          button.textContent = "Select the link to copy it";
+        });
+      }
+    });
+  });
 })();

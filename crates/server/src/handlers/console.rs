@@ -661,7 +661,7 @@ pub(crate) async fn approvals_page(
                     id: approval.run.clone(),
                 })?,
             )?
-            .map(|gate| approve::link_path(shared, &gate))
+            .map(|gate| approve::link_path(shared, &gate).map(|path| shared.full_url(&path)))
             .transpose()?
         } else {
             None

@@ -82,7 +82,7 @@ pub(crate) fn gate_panel(
     };
     if approve::gets_links(authenticated, &record.account) {
         panel.link = approve::waiting_gate(shared, &record.id)?
-            .map(|gate| approve::link_path(shared, &gate))
+            .map(|gate| approve::link_path(shared, &gate).map(|path| shared.full_url(&path)))
             .transpose()?;
     }
     let Some(workflow) = workflow else {

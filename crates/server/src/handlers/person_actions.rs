@@ -124,6 +124,7 @@ pub(crate) async fn reissue_link(
     Path(person_id): Path<String>,
 ) -> Result<Html<String>, Error> {
     let name = person_in_scope(&state.shared, &authenticated, &person_id)?.display_name;
+    let shared = state.shared.clone();
     let (_, Json(link)) =
         people::reissue_link(State(state), Extension(authenticated), Path(person_id)).await?;
     Ok(render(&SignInLinkPage {
@@ -131,7 +132,7 @@ pub(crate) async fn reissue_link(
         chrome: chrome::current(),
         live: false,
         name,
-        path: link.sign_in_path,
+        path: shared.full_url(&link.sign_in_path),
         expires: when(link.expires_at),
     }))
 }

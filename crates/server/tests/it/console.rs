@@ -398,3 +398,66 @@ async fn the_home_page_shows_what_needs_me_first() {
     assert!(!viewer.contains("Waiting for your decision"), "{viewer}");
     assert!(viewer.contains(attention.as_str()));
 }
+
+/// Issue 42, point 6: invite, approve and share links read whole (the server knows its
+/// address), each with a copy button the console's script shows.
+#[tokio::test(flavor = "multi_thread")]
+async fn links_people_send_on_read_whole_with_a_copy_button() {
+    let harness = Harness::new();
+    harness
+        .state
+        .set_public_base("https://stepward.example.test/");
+    let run = harness.parked_run("acct");
+    let owner = harness.credentials(Caller::Person(Role::Owner));
+    let approvals = harness.call("GET", "/approvals", &owner, None).await.text();
+    let whole = format!(
+        "https://stepward.example.test/approve/{}/ship/1/",
+        run.as_str()
+    );
+    assert!(
+        approvals.contains(&format!("href=\"{whole}")),
+        "{approvals}"
+    );
+    assert!(
+        approvals.contains(&format!("data-copy=\"{whole}")),
+        "{approvals}"
+    );
+    assert!(
+        approvals.contains("src=\"/static/console.js\""),
+        "{approvals}"
+    );
+    let page = harness
+        .call("GET", &format!("/runs/{}", run.as_str()), &owner, None)
+        .await
+        .text();
+    assert!(
+        page.contains(&format!("id=\"approve-link\">{whole}")),
+        "{page}"
+    );
+    let csrf = match &owner {
+        Credentials::Session { csrf, .. } => csrf.clone(),
+        _ => unreachable!(),
+    };
+    let invited = harness
+        .call(
+            "POST",
+            "/people",
+            &owner,
+            Some((
+                "application/x-www-form-urlencoded",
+                format!("csrf={csrf}&display_name=Bo&email=bo%40example.test&role=member"),
+            )),
+        )
+        .await;
+    let text = invited.text();
+    assert!(
+        text.contains("<code id=\"shown-once\">https://stepward.example.test/welcome/"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "class=\"secondary copy\" data-copy=\"https://stepward.example.test/welcome/"
+        ),
+        "{text}"
+    );
+}

@@ -139,6 +139,7 @@ pub fn run(args: &ServeArgs, mut config: Config) -> anyhow::Result<Outcome> {
         keys,
     );
     state.set_authoring_lints(Arc::new(worker::authoring::PythonLints));
+    state.set_public_base(&link_base);
     let mailer = match &smtp {
         Some(settings) => {
             if args.public_url.is_none() {

@@ -754,11 +754,17 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     // The approve link opens a page that says what is approved beside its buttons (issue 42,
     // point 1): the explanation, who started the run and when, the pinned version, the reach
     // row and each input with where it comes from.
-    let link = browser.execute(
-        "return document.querySelector('#gate a[href^=\"/approve/\"]').getAttribute('href');",
-    );
+    // The link reads whole, with a copy button the console's script shows (issue 42, point 6).
+    let link =
+        browser.execute("return document.getElementById('approve-link').getAttribute('href');");
     let link = link.as_str().unwrap().to_owned();
-    browser.open(&format!("{base}{link}"));
+    assert!(link.starts_with(&format!("{base}/approve/")), "{link}");
+    assert_eq!(
+        browser.execute("return document.querySelector('#gate button.copy').hidden;"),
+        json!(false),
+        "the copy button shows where the script runs"
+    );
+    browser.open(&link);
     browser.wait_for("the approve page", |_, source| {
         source.contains("id=\"gate-started\"")
     });
