@@ -149,6 +149,21 @@ pub(crate) struct StepCard {
     pub(crate) limit: Option<String>,
     /// What the supervisor decided about this attempt, and why.
     pub(crate) supervisor: Option<String>,
+    /// The step's earlier attempts, oldest first: each stays reachable from the card (issue
+    /// 42, point 4).
+    pub(crate) earlier: Vec<EarlierAttempt>,
+}
+
+/// An attempt of a step before its latest: how it ended and why, what it produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct EarlierAttempt {
+    pub(crate) attempt: u32,
+    pub(crate) status: Status,
+    pub(crate) duration: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) error: Option<Failure>,
+    pub(crate) output: Option<crate::handlers::value_view::ValueView>,
+    pub(crate) supervisor: Option<String>,
 }
 
 impl StepCard {
@@ -172,6 +187,7 @@ impl StepCard {
             refusal_count: 0,
             limit: None,
             supervisor: None,
+            earlier: Vec::new(),
         }
     }
 }
@@ -240,9 +256,21 @@ pub(crate) fn step_cards(
         };
         let card = &mut cards[index];
         if attempt > card.attempt {
-            // A new attempt: the card shows the latest one only.
+            // A new attempt: the card shows the latest one, the earlier ones folded under it.
             let step = card.step.clone();
-            *card = StepCard::new(&step);
+            let before = std::mem::replace(card, StepCard::new(&step));
+            card.earlier = before.earlier;
+            if before.attempt > 0 {
+                card.earlier.push(EarlierAttempt {
+                    attempt: before.attempt,
+                    status: before.status,
+                    duration: before.duration,
+                    reason: before.reason,
+                    error: before.error,
+                    output: before.output,
+                    supervisor: before.supervisor,
+                });
+            }
             card.attempt = attempt;
         } else if attempt < card.attempt {
             continue;

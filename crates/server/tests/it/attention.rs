@@ -231,7 +231,15 @@ async fn g15_the_run_page_retries_and_stops_a_run_that_needs_attention() {
         harness.store.run(&run).unwrap().unwrap().status,
         RunStatus::Succeeded
     );
-    // Stopping through the form, and a decision the form does not know.
+    // The card shows the retry's attempt, and the first stays reachable from it (issue 42,
+    // point 4).
+    let after = harness.call("GET", &page, &member, None).await.text();
+    assert!(after.contains("Earlier attempts (1)"), "{after}");
+    assert!(
+        after.contains("id=\"step-send-attempt-1\"")
+            && after.contains("<h4>Attempt 1: outcome unknown"),
+        "{after}"
+    );
     let other = harness.attention_run("acct");
     let attend = format!("/runs/{}/attend", other.as_str());
     let unknown = harness
