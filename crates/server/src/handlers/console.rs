@@ -53,6 +53,10 @@ pub(crate) struct RunRow {
     id: String,
     workflow: String,
     status: Status,
+    /// Where a run waits for a person (issue 42, point 3): "at pay, for a decision".
+    waiting_at: Option<String>,
+    /// How long it ran; a run still going, how long so far.
+    took: String,
     started_by: String,
     created: String,
     updated: String,
@@ -211,15 +215,38 @@ fn workflow_names(shared: &Shared, account: &AccountId) -> Result<Vec<String>, E
     }
 }
 
-fn run_row(run: RunRecord) -> RunRow {
-    RunRow {
+fn run_row(shared: &Shared, run: RunRecord, now: i64) -> Result<RunRow, Error> {
+    let waiting_at = match run.status {
+        RunStatus::WaitingApproval => shared
+            .store
+            .parked(&run.id)
+            .map_err(Error::storage("read parked state"))?
+            .map(|parked| format!("at {}, for a decision", parked.step_id)),
+        RunStatus::NeedsAttention | RunStatus::NeedsRepair => {
+            Some("for a person to retry or stop it".to_owned())
+        }
+        _ => None,
+    };
+    let took = if run.status.is_terminal() {
+        crate::handlers::run_view::duration(
+            run.updated_at.0.saturating_sub(run.created_at.0).max(0),
+        )
+    } else {
+        format!(
+            "{} so far",
+            crate::handlers::run_view::duration(now.saturating_sub(run.created_at.0).max(0))
+        )
+    };
+    Ok(RunRow {
+        waiting_at,
+        took,
         status: Status::of_run(run.status.as_str()),
         started_by: who(&run.started_by),
         created: when(run.created_at.0),
         updated: when(run.updated_at.0),
         id: run.id.to_string(),
         workflow: run.workflow_name,
-    }
+    })
 }
 
 /// `GET /runs`: the account's runs, newest first, filtered, one page at a time.
@@ -254,7 +281,11 @@ pub(crate) async fn runs_page(
         filter_workflow: query.workflow,
         filter_status: query.status,
         filter_started_by: query.started_by,
-        runs: page.runs.into_iter().map(run_row).collect(),
+        runs: page
+            .runs
+            .into_iter()
+            .map(|run| run_row(shared, run, shared.now().0))
+            .collect::<Result<_, _>>()?,
     }))
 }
 

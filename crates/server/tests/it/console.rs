@@ -461,3 +461,20 @@ async fn links_people_send_on_read_whole_with_a_copy_button() {
         "{text}"
     );
 }
+
+/// Issue 42, point 3: the runs list leads with the workflow's name and says how long each run
+/// took and where one waits.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_runs_list_says_how_long_and_where_a_run_waits() {
+    let harness = Harness::new();
+    let parked = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    harness.clock.advance(90_000);
+    let text = harness.call("GET", "/runs", &member, None).await.text();
+    assert!(
+        text.contains(&format!("<a href=\"/runs/{}\">gated</a>", parked.as_str())),
+        "{text}"
+    );
+    assert!(text.contains("at ship, for a decision"), "{text}");
+    assert!(text.contains("<td>1 min 30 s so far</td>"), "{text}");
+}
