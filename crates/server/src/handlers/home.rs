@@ -90,3 +90,32 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
         recent: page(None)?.into_iter().map(line).collect(),
     })
 }
+
+/// The newest runs of the workflow `name`, each a line that leads to its run.
+pub(crate) fn recent_runs_of(
+    shared: &Shared,
+    account: &storage::AccountId,
+    name: &str,
+) -> Result<Vec<HomeLine>, Error> {
+    Ok(shared
+        .store
+        .runs_page(
+            account,
+            &RunFilter {
+                workflow: Some(name.to_owned()),
+                ..RunFilter::default()
+            },
+            None,
+            LINES,
+        )
+        .map_err(Error::storage("list the workflow's runs"))?
+        .runs
+        .into_iter()
+        .map(|run| HomeLine {
+            href: format!("/runs/{}", run.id),
+            status: Some(Status::of_run(run.status.as_str())),
+            text: format!("started by {}", who(&run.started_by)),
+            when: when(run.created_at.0),
+        })
+        .collect())
+}

@@ -422,6 +422,8 @@ struct StepLine {
     id: String,
     gate: bool,
     explain: String,
+    /// A code step's code, folded under the step (issue 42, point 3).
+    code: Option<String>,
     /// An agent step's agent: its name and description.
     agent: Option<(String, String)>,
 }
@@ -500,6 +502,8 @@ struct WorkflowPage {
     /// The newest versions (issue 17 §3), and how many there are.
     versions: Vec<crate::handlers::workflow_versions_page::VersionLine>,
     version_count: usize,
+    /// The workflow's newest runs (issue 42, point 3).
+    recent: Vec<crate::handlers::home::HomeLine>,
     can_start: bool,
     csrf: String,
     form_error: Option<String>,
@@ -633,6 +637,7 @@ fn workflow_page_for(
         failures: String::new(),
         versions: Vec::new(),
         version_count: 0,
+        recent: crate::handlers::home::recent_runs_of(shared, account, name)?,
         can_start: authenticated.session.is_some()
             && authenticated.principal.role() >= Role::Member,
         csrf,
@@ -666,6 +671,7 @@ fn workflow_page_for(
             id: step.id().to_owned(),
             gate: step.is_gate(),
             explain: step.explain().to_owned(),
+            code: step.code().map(str::to_owned),
             agent: row.agent.as_ref().map(|agent| {
                 let description = source
                     .agent(account, agent)

@@ -478,3 +478,30 @@ async fn the_runs_list_says_how_long_and_where_a_run_waits() {
     assert!(text.contains("at ship, for a decision"), "{text}");
     assert!(text.contains("<td>1 min 30 s so far</td>"), "{text}");
 }
+
+/// Issue 42, point 3: a workflow's page shows its steps' code, the run form before the reach
+/// panel, and its recent runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workflows_page_shows_its_code_a_run_form_near_the_top_and_its_recent_runs() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let text = harness
+        .call("GET", "/workflows/gated", &member, None)
+        .await
+        .text();
+    assert!(text.contains("<summary>Code</summary>"), "{text}");
+    assert!(
+        text.contains("return {&#34;ready&#34;: True}")
+            || text.contains("return {&quot;ready&quot;: True}"),
+        "{text}"
+    );
+    let start = text.find("id=\"start\"").unwrap();
+    let reach = text.find("id=\"reach\"").unwrap();
+    assert!(start < reach, "the run form comes before the reach panel");
+    let recent = text.split_once("id=\"recent\"").unwrap().1;
+    assert!(
+        recent.contains(&format!("href=\"/runs/{}\"", run.as_str())),
+        "{recent}"
+    );
+}
