@@ -463,6 +463,15 @@ async fn files_page_with(
 ) -> Result<Html<String>, Error> {
     let (files, truncated) = listing(state, authenticated).await?;
     let history = revisions(state, authenticated).await?;
+    // A person who wrote a revision reads by name, not id (issue 42, point 6).
+    let people: std::collections::HashMap<String, String> = state
+        .shared
+        .store
+        .people(&authenticated.account())
+        .map_err(Error::storage("list people"))?
+        .into_iter()
+        .map(|person| (person.id, person.display_name))
+        .collect();
     Ok(render(&FilesPage {
         title: "Files",
         chrome: chrome::current(),
@@ -483,8 +492,14 @@ async fn files_page_with(
             .into_iter()
             .map(|revision| RevisionLine {
                 when: when(revision.at),
-                author_kind: revision.author_kind.replace('_', " "),
-                author: revision.author,
+                author_kind: match people.get(&revision.author) {
+                    Some(_) if revision.author_kind == "person" => String::new(),
+                    _ => revision.author_kind.replace('_', " "),
+                },
+                author: match people.get(&revision.author) {
+                    Some(name) if revision.author_kind == "person" => name.clone(),
+                    _ => revision.author,
+                },
                 message: revision.message,
                 changes: revision
                     .changes

@@ -58,6 +58,13 @@ async fn g25_a_write_through_the_api_is_a_revision_authored_by_the_person() {
     assert_eq!(revision["author_kind"], "person");
     assert_eq!(revision["author"], person_id(Role::Member));
     assert_eq!(revision["message"], "from the test");
+    // The console names the person, not their id (issue 42, point 6).
+    let page = harness.call("GET", "/files", &member, None).await.text();
+    assert!(page.contains("by The member: from the test"), "{page}");
+    assert!(
+        !page.contains(&format!("by person {}", person_id(Role::Member))),
+        "{page}"
+    );
     assert_eq!(revision["changes"][0]["path"], "inputs/list.csv");
 
     let viewer = harness.credentials(Caller::Person(Role::Viewer));
@@ -308,8 +315,8 @@ async fn g25_console_writes_shows_escaped_and_deletes_files() {
     let listing = harness.call("GET", "/files", &member, None).await;
     assert!(listing.text().contains("notes/todo.html"));
     assert!(
-        listing.text().contains(&person_id(Role::Member)),
-        "the author"
+        listing.text().contains("by The member:"),
+        "the author, by name"
     );
     // A viewer reads without a write form.
     let viewer = harness.credentials(Caller::Person(Role::Viewer));
