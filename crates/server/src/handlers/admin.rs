@@ -174,8 +174,6 @@ struct ShownOncePage {
     live: bool,
     lead: &'static str,
     value: String,
-    /// Whether the value gets a copy button (the console's script; nothing without it).
-    copy: bool,
     back_href: &'static str,
     back_label: &'static str,
 }
@@ -204,7 +202,6 @@ pub(crate) async fn invite_person(
             live: false,
             lead: "Send this one-time sign-in link to the person; with it they set their password.",
             value: state.shared.full_url(&invited.sign_in_path),
-            copy: true,
             back_href: "/people",
             back_label: "Back to people",
         })
@@ -375,7 +372,6 @@ pub(crate) async fn create_key(
             live: false,
             lead: "Copy the key now and store it where the program that uses it reads it.",
             value: created.key,
-            copy: true,
             back_href: "/keys",
             back_label: "Back to keys",
         })
@@ -467,7 +463,6 @@ pub(crate) async fn create_share(
         live: false,
         lead: "Anyone with this address sees this run's record, read-only, until it expires or is revoked.",
         value: state.shared.full_url(&created.path),
-        copy: true,
         back_href: "/shares",
         back_label: "All share links",
     }))

@@ -11,6 +11,7 @@ use axum::Extension;
 use axum::extract::{Query, State};
 use axum::response::Html;
 use serde_json::Value;
+use storage::people::PersonRecord;
 use storage::{AccountId, AuditCursor, AuditEntry};
 
 use crate::authn::Authenticated;
@@ -196,15 +197,16 @@ fn audit_href(query: &AuditQuery, cursor: Option<(&str, AuditCursor)>) -> String
     }
 }
 
-fn actor_choices(shared: &Shared, account: &AccountId) -> Result<Vec<ActorChoice>, Error> {
-    let mut choices: Vec<ActorChoice> = shared
-        .store
-        .people(account)
-        .map_err(Error::storage("list people"))?
-        .into_iter()
+fn actor_choices(
+    shared: &Shared,
+    account: &AccountId,
+    people: &[PersonRecord],
+) -> Result<Vec<ActorChoice>, Error> {
+    let mut choices: Vec<ActorChoice> = people
+        .iter()
         .map(|person| ActorChoice {
             value: format!("person:{}", person.id),
-            label: person.display_name,
+            label: person.display_name.clone(),
         })
         .collect();
     choices.extend(
@@ -231,6 +233,10 @@ pub(crate) async fn page(
     let account = authenticated.account();
     query.limit = Some(ENTRIES_PER_PAGE);
     let page = read_page(shared, account.clone(), &query).await?;
+    let people = shared
+        .store
+        .people(&account)
+        .map_err(Error::storage("list people"))?;
     let filtered = !(query.actor.is_empty()
         && query.action.is_empty()
         && query.from.is_empty()
@@ -239,7 +245,7 @@ pub(crate) async fn page(
         title: "Audit log",
         chrome: chrome::current(),
         live: false,
-        actors: actor_choices(shared, &account)?,
+        actors: actor_choices(shared, &account, &people)?,
         actions: known_actions(),
         filtered,
         paged: !(query.older.is_empty() && query.newer.is_empty()),
@@ -251,16 +257,10 @@ pub(crate) async fn page(
             .older
             .map(|cursor| audit_href(&query, Some(("older", cursor)))),
         rows: {
-            let people: HashMap<String, String> = shared
-                .store
-                .people(&account)
-                .map_err(Error::storage("list people"))?
-                .into_iter()
-                .map(|person| (person.id, person.display_name))
-                .collect();
+            let names = crate::handlers::names_by_id(&people);
             page.entries
                 .into_iter()
-                .map(|entry| row(entry, &people))
+                .map(|entry| row(entry, &names))
                 .collect()
         },
         filter_actor: query.actor,

@@ -227,16 +227,12 @@ fn run_row(shared: &Shared, run: RunRecord, now: i64) -> Result<RunRow, Error> {
         }
         _ => None,
     };
-    let took = if run.status.is_terminal() {
-        crate::handlers::run_view::duration(
-            run.updated_at.0.saturating_sub(run.created_at.0).max(0),
-        )
-    } else {
-        format!(
-            "{} so far",
-            crate::handlers::run_view::duration(now.saturating_sub(run.created_at.0).max(0))
-        )
-    };
+    let took = crate::handlers::run_view::took(
+        run.created_at.0,
+        run.updated_at.0,
+        now,
+        run.status.is_terminal(),
+    );
     Ok(RunRow {
         waiting_at,
         took,

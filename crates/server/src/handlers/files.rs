@@ -464,14 +464,13 @@ async fn files_page_with(
     let (files, truncated) = listing(state, authenticated).await?;
     let history = revisions(state, authenticated).await?;
     // A person who wrote a revision reads by name, not id (issue 42, point 6).
-    let people: std::collections::HashMap<String, String> = state
-        .shared
-        .store
-        .people(&authenticated.account())
-        .map_err(Error::storage("list people"))?
-        .into_iter()
-        .map(|person| (person.id, person.display_name))
-        .collect();
+    let people = crate::handlers::names_by_id(
+        &state
+            .shared
+            .store
+            .people(&authenticated.account())
+            .map_err(Error::storage("list people"))?,
+    );
     Ok(render(&FilesPage {
         title: "Files",
         chrome: chrome::current(),

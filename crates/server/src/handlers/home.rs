@@ -53,20 +53,15 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
     } else {
         None
     };
-    let page = |status: Option<RunStatus>| -> Result<Vec<RunRecord>, Error> {
-        Ok(shared
-            .store
-            .runs_page(
-                &account,
-                &RunFilter {
-                    status,
-                    ..RunFilter::default()
-                },
-                None,
-                LINES,
-            )
-            .map_err(Error::storage("list the recent runs"))?
-            .runs)
+    let page = |status: Option<RunStatus>| {
+        newest(
+            shared,
+            &account,
+            &RunFilter {
+                status,
+                ..RunFilter::default()
+            },
+        )
     };
     let mut failing = Vec::new();
     for status in [
@@ -78,11 +73,10 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
     }
     failing.sort_by_key(|run| std::cmp::Reverse(run.updated_at.0));
     failing.truncate(LINES);
-    let line = |run: RunRecord| HomeLine {
-        href: format!("/runs/{}", run.id),
-        status: Some(Status::of_run(run.status.as_str())),
-        text: format!("{}, started by {}", run.workflow_name, who(&run.started_by)),
-        when: when(run.updated_at.0),
+    let line = |run: RunRecord| {
+        let text = format!("{}, started by {}", run.workflow_name, who(&run.started_by));
+        let at = run.updated_at;
+        run_line(&run, text, at)
     };
     Ok(NeedsMe {
         waiting,
@@ -97,25 +91,39 @@ pub(crate) fn recent_runs_of(
     account: &storage::AccountId,
     name: &str,
 ) -> Result<Vec<HomeLine>, Error> {
-    Ok(shared
-        .store
-        .runs_page(
-            account,
-            &RunFilter {
-                workflow: Some(name.to_owned()),
-                ..RunFilter::default()
-            },
-            None,
-            LINES,
-        )
-        .map_err(Error::storage("list the workflow's runs"))?
-        .runs
+    let filter = RunFilter {
+        workflow: Some(name.to_owned()),
+        ..RunFilter::default()
+    };
+    Ok(newest(shared, account, &filter)?
         .into_iter()
-        .map(|run| HomeLine {
-            href: format!("/runs/{}", run.id),
-            status: Some(Status::of_run(run.status.as_str())),
-            text: format!("started by {}", who(&run.started_by)),
-            when: when(run.created_at.0),
+        .map(|run| {
+            let text = format!("started by {}", who(&run.started_by));
+            let at = run.created_at;
+            run_line(&run, text, at)
         })
         .collect())
+}
+
+/// The account's newest runs that `filter` lets through, at most [`LINES`].
+fn newest(
+    shared: &Shared,
+    account: &storage::AccountId,
+    filter: &RunFilter,
+) -> Result<Vec<RunRecord>, Error> {
+    Ok(shared
+        .store
+        .runs_page(account, filter, None, LINES)
+        .map_err(Error::storage("list the recent runs"))?
+        .runs)
+}
+
+/// A run as a line: its status, `text` leading to it, and the time `at`.
+fn run_line(run: &RunRecord, text: String, at: storage::Timestamp) -> HomeLine {
+    HomeLine {
+        href: format!("/runs/{}", run.id),
+        status: Some(Status::of_run(run.status.as_str())),
+        text,
+        when: when(at.0),
+    }
 }

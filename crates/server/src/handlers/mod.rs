@@ -58,6 +58,17 @@ pub(crate) fn ensure_same_account(
     }
 }
 
+/// The account's people's names by their id: what a page shows where a record holds a
+/// person's id (issue 42, point 6).
+pub(crate) fn names_by_id(
+    people: &[storage::people::PersonRecord],
+) -> std::collections::HashMap<String, String> {
+    people
+        .iter()
+        .map(|person| (person.id.clone(), person.display_name.clone()))
+        .collect()
+}
+
 /// Every value of `account` (the engine's live set), to scrub what leaves for it (answers,
 /// audit details) and to screen what it writes.
 pub(crate) fn account_redactor(shared: &Shared, account: &AccountId) -> Result<Redactor, Error> {

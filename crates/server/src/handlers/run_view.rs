@@ -219,6 +219,16 @@ pub(crate) fn duration(millis: i64) -> String {
     }
 }
 
+/// How long a run took from `created` to `updated`; one that has not `ended`, how long so far
+/// at `now` (milliseconds since the epoch).
+pub(crate) fn took(created: i64, updated: i64, now: i64, ended: bool) -> String {
+    if ended {
+        duration(updated.saturating_sub(created).max(0))
+    } else {
+        format!("{} so far", duration(now.saturating_sub(created).max(0)))
+    }
+}
+
 /// The cards of a run's steps, in `order` (the workflow's steps; a step the journal names that
 /// is not in `order` is added after them). A running attempt's card says how long it has run
 /// at `now` (milliseconds since the epoch), and shows what it printed so far (`live`).

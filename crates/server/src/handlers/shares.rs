@@ -16,7 +16,7 @@ use storage::people::{NewShareLink, PeopleWrite, ShareLinkRecord, TokenHash};
 
 use crate::authn::Authenticated;
 use crate::chrome::Chrome;
-use crate::handlers::run_view::{Scrub, duration, step_cards};
+use crate::handlers::run_view::{Scrub, step_cards, took};
 use crate::handlers::runs::{detail, journal, run_in_scope};
 use crate::handlers::value_view::{Shape, Span};
 use crate::handlers::{Audited, account_redactor, audited_write, random_id};
@@ -320,14 +320,7 @@ fn shared_page(
     tool_calls: Vec<SharedToolCall>,
     include_tool_results: bool,
 ) -> Html<String> {
-    let took = if !ended {
-        format!(
-            "so far {}",
-            duration(now.saturating_sub(detail.created_at).max(0))
-        )
-    } else {
-        duration(detail.updated_at.saturating_sub(detail.created_at).max(0))
-    };
+    let took = took(detail.created_at, detail.updated_at, now, ended);
     render(&SharedRunPage {
         title: "Shared run",
         chrome: None,

@@ -9,7 +9,7 @@
 //! link is a link only to `http`, `https` or `mailto`, shown with its target. No template
 //! writes unescaped HTML, so the CSP and the escaping stay as they are.
 
-use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
 
 /// Text longer than this many lines is folded after them.
@@ -166,20 +166,10 @@ fn markdown(text: &str) -> Option<Vec<Block>> {
             Span::Text(text)
         });
     };
-    let flush = |blocks: &mut Vec<Block>, spans: &mut Vec<Span>, kind: &str| {
-        if spans.is_empty() {
-            return;
+    let flush = |blocks: &mut Vec<Block>, spans: &mut Vec<Span>, kind: &'static str| {
+        if !spans.is_empty() {
+            blocks.push(Block::of(kind, std::mem::take(spans)));
         }
-        let taken = std::mem::take(spans);
-        blocks.push(Block::of(
-            match kind {
-                "heading" => "heading",
-                "item" => "item",
-                "quote" => "quote",
-                _ => "paragraph",
-            },
-            taken,
-        ));
     };
     let kind = |in_item: usize, in_quote: usize| {
         if in_item > 0 {
@@ -211,10 +201,7 @@ fn markdown(text: &str) -> Option<Vec<Block>> {
             Event::Start(Tag::Heading { .. }) => {
                 flush(&mut blocks, &mut spans, kind(in_item, in_quote))
             }
-            Event::End(TagEnd::Heading(level)) => {
-                let _: HeadingLevel = level;
-                flush(&mut blocks, &mut spans, "heading");
-            }
+            Event::End(TagEnd::Heading(_)) => flush(&mut blocks, &mut spans, "heading"),
             Event::Start(Tag::Item) => {
                 flush(&mut blocks, &mut spans, kind(in_item, in_quote));
                 in_item += 1;
