@@ -37,13 +37,15 @@ const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 const PATIENCE: Duration = Duration::from_secs(180);
 
 /// An HTTP/1.1 answer: status and body.
-struct Answer {
-    status: u16,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) body: String,
+    /// The `Content-Type` header, when there is one.
+    pub(crate) content_type: Option<String>,
 }
 
 /// One request over a fresh loopback connection (`Connection: close`), read to the end.
-fn http(
+pub(crate) fn http(
     address: SocketAddr,
     method: &str,
     path: &str,
@@ -113,6 +115,7 @@ fn http(
     Ok(Answer {
         status,
         body: String::from_utf8_lossy(&raw).into_owned(),
+        content_type: header("content-type"),
     })
 }
 

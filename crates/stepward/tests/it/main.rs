@@ -13,6 +13,7 @@ mod browser;
 mod browser_pages;
 mod browser_repair;
 mod browser_results;
+mod browser_routes;
 mod check_agents;
 mod cli;
 mod cli_vault_audited;
