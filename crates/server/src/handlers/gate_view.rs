@@ -42,6 +42,31 @@ pub(crate) struct GatePanel {
     pub(crate) input_rows: Vec<GateInput>,
 }
 
+/// What a gated step does, in words: a code step's `explain`; for an agent step, its own
+/// `explain` if it has one, then the agent it hands its task to, what the agent's file (as the
+/// run pinned it) says the agent is, and the task itself.
+fn explain_of(shared: &Shared, record: &RunRecord, gated: &Step) -> Result<String, Error> {
+    let spec::StepBody::Agent { agent, task } = gated.body() else {
+        return Ok(gated.explain().to_owned());
+    };
+    let pinned = shared
+        .engine
+        .pinned_definitions(&record.account, &record.id)
+        .map_err(|source| Error::Engine {
+            run: record.id.to_string(),
+            source: Box::new(source),
+        })?;
+    let mut words = Vec::new();
+    if !gated.explain().is_empty() {
+        words.push(gated.explain().to_owned());
+    }
+    words.push(format!("The agent “{agent}” is asked: “{task}”"));
+    if let Some(file) = pinned.agent(agent, shared.engine.limit_maxima()) {
+        words.push(format!("Its file says what it is: {}", file.description()));
+    }
+    Ok(words.join(" "))
+}
+
 /// One input of a gated step, as a person reads it before deciding.
 pub(crate) struct GateInput {
     pub(crate) name: String,
@@ -88,7 +113,10 @@ pub(crate) fn gate_panel(
     let Some(workflow) = workflow else {
         return Ok(panel);
     };
-    panel.explain = workflow.step(step).map(|step| step.explain().to_owned());
+    panel.explain = workflow
+        .step(step)
+        .map(|gated| explain_of(shared, record, gated))
+        .transpose()?;
     // What the run pinned at its start (issue 16 §1), never the files as they are now; a run
     // from before runs pinned shows the current files.
     let pinned = shared
