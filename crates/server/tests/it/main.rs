@@ -22,6 +22,7 @@ mod console_versions;
 mod decisions;
 mod events;
 mod files;
+mod forms_refused;
 mod headers;
 mod interview;
 mod key_creators;
