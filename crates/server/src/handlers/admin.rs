@@ -9,6 +9,7 @@ use api_types::{
 };
 use askama::Template;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::{Extension, Form, Json};
 use serde::Deserialize;
@@ -111,6 +112,8 @@ struct PeoplePage {
     typed_email: String,
     typed_role: String,
     error: Option<String>,
+    /// Why a change to someone listed (a role, the ownership) was refused, above the list.
+    list_error: Option<String>,
 }
 
 /// The people page, with the invitation form as `typed` (empty, or as sent with its error).
@@ -119,6 +122,7 @@ async fn people_page_with(
     authenticated: Authenticated,
     typed: InviteForm,
     error: Option<String>,
+    list_error: Option<String>,
 ) -> Result<Html<String>, Error> {
     let csrf = csrf_token(&state.shared, &authenticated);
     let Json(list) = people::list(State(state), Extension(authenticated)).await?;
@@ -143,6 +147,7 @@ async fn people_page_with(
         typed_email: typed.email,
         typed_role: typed.role,
         error,
+        list_error,
     }))
 }
 
@@ -151,12 +156,35 @@ pub(crate) async fn people_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let empty = InviteForm {
-        display_name: String::new(),
-        email: String::new(),
-        role: "member".to_owned(),
+    people_page_with(state, authenticated, InviteForm::empty(), None, None).await
+}
+
+/// A refused change to someone listed answers the people page again, the refusal above the
+/// list (a mistake; any other error is the error page).
+async fn people_page_refusing(
+    state: AppState,
+    authenticated: Authenticated,
+    what: &str,
+    error: Error,
+) -> Result<Response, Error> {
+    // Someone removed meanwhile (the list was stale) is said on the page too.
+    let mistake = match error.status_and_public_message() {
+        (StatusCode::NOT_FOUND, _) => FormMistake {
+            status: StatusCode::NOT_FOUND,
+            message: error.page_message(),
+        },
+        _ => FormMistake::of(error)?,
     };
-    people_page_with(state, authenticated, empty, None).await
+    let message = format!("{what}: {}", mistake.message);
+    let page = people_page_with(
+        state,
+        authenticated,
+        InviteForm::empty(),
+        None,
+        Some(message),
+    )
+    .await?;
+    Ok((mistake.status, page).into_response())
 }
 
 #[derive(Deserialize)]
@@ -164,6 +192,16 @@ pub(crate) struct InviteForm {
     display_name: String,
     email: String,
     role: String,
+}
+
+impl InviteForm {
+    fn empty() -> InviteForm {
+        InviteForm {
+            display_name: String::new(),
+            email: String::new(),
+            role: "member".to_owned(),
+        }
+    }
 }
 
 #[derive(Template)]
@@ -208,7 +246,8 @@ pub(crate) async fn invite_person(
         .into_response()),
         Err(error) => {
             let mistake = FormMistake::of(error)?;
-            let page = people_page_with(state, authenticated, form, Some(mistake.message)).await?;
+            let page =
+                people_page_with(state, authenticated, form, Some(mistake.message), None).await?;
             Ok((mistake.status, page).into_response())
         }
     }
@@ -226,14 +265,19 @@ pub(crate) async fn change_role(
     Path(person_id): Path<String>,
     Form(form): Form<RoleForm>,
 ) -> Result<Response, Error> {
-    let Json(_changed) = people::change_role(
-        State(state),
-        Extension(authenticated),
+    let changed = people::change_role(
+        State(state.clone()),
+        Extension(authenticated.clone()),
         Path(person_id),
         Json(RoleChangeRequest { role: form.role }),
     )
-    .await?;
-    Ok(back_to("/people"))
+    .await;
+    match changed {
+        Ok(_) => Ok(back_to("/people")),
+        Err(error) => {
+            people_page_refusing(state, authenticated, "The role was not changed", error).await
+        }
+    }
 }
 
 /// `POST /people/{id}/sessions/revoke`.
@@ -257,15 +301,26 @@ pub(crate) async fn transfer_ownership(
     Extension(authenticated): Extension<Authenticated>,
     Form(form): Form<OwnershipForm>,
 ) -> Result<Response, Error> {
-    people::transfer(
-        State(state),
-        Extension(authenticated),
+    let handed = people::transfer(
+        State(state.clone()),
+        Extension(authenticated.clone()),
         Json(OwnershipRequest {
             new_owner: form.new_owner,
         }),
     )
-    .await?;
-    Ok(back_to("/people"))
+    .await;
+    match handed {
+        Ok(_) => Ok(back_to("/people")),
+        Err(error) => {
+            people_page_refusing(
+                state,
+                authenticated,
+                "The ownership was not handed over",
+                error,
+            )
+            .await
+        }
+    }
 }
 
 struct KeyRow {

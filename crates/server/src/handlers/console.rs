@@ -295,12 +295,21 @@ struct AttentionPanel {
     inputs: String,
 }
 
-/// A retry-or-stop form the server refused for what was typed (issue 42, point 8): the run
-/// page answers again with the refusal beside the form and the typed note and inputs kept.
+/// A form of the run page the server refused for what was typed (issue 42, point 8): the run
+/// page answers again with the refusal beside that form and the typed note (and inputs) kept.
 pub(crate) struct AttendRefused {
     pub(crate) mistake: crate::html::FormMistake,
     pub(crate) note: String,
     pub(crate) inputs: String,
+    pub(crate) form: RefusedForm,
+}
+
+/// Which form of the run page was refused.
+pub(crate) enum RefusedForm {
+    /// Retry or stop.
+    Attend,
+    /// Approve or reject at the gate.
+    Decide,
 }
 
 /// The step that stopped the run, and its attempt this page shows.
@@ -345,6 +354,11 @@ struct RunPage {
     /// A run in `needs_attention` (retry or stop) or `needs_repair` (stop), for a person who
     /// may decide it (G15).
     attention: Option<AttentionPanel>,
+    /// A refused decision at the gate: why, beside the form, and the note typed, kept.
+    decide_refused: Option<String>,
+    decide_note: String,
+    /// A refused form whose panel is gone (someone else decided meanwhile): why, on its own.
+    refused_elsewhere: Option<String>,
     /// The workflow version the run runs (issue 17 §3).
     version: String,
     cards: Vec<StepCard>,
@@ -515,6 +529,21 @@ pub(crate) fn run_page_for(
         _ => None,
     };
     let status_code = refused.as_ref().map(|refused| refused.mistake.status);
+    let (refused, decide_refused) = match refused {
+        Some(AttendRefused {
+            form: RefusedForm::Decide,
+            mistake,
+            note,
+            ..
+        }) => (None, Some((mistake.message, note))),
+        other => (other, None),
+    };
+    let (mut decide_refused, decide_note) =
+        decide_refused.map_or((None, String::new()), |(why, note)| (Some(why), note));
+    let mut refused_elsewhere = None;
+    if gate.is_none() {
+        refused_elsewhere = decide_refused.take();
+    }
     let attention = match (attention, refused) {
         (Some(panel), Some(refused)) => Some(AttentionPanel {
             refused: Some(refused.mistake.message),
@@ -522,7 +551,11 @@ pub(crate) fn run_page_for(
             inputs: refused.inputs,
             ..panel
         }),
-        (attention, _) => attention,
+        (None, Some(refused)) => {
+            refused_elsewhere = Some(refused.mistake.message);
+            None
+        }
+        (attention, None) => attention,
     };
     let started_by = who(&record.started_by);
     let mail = crate::mail::run_page_lines(
@@ -589,6 +622,9 @@ pub(crate) fn run_page_for(
         gate,
         repair,
         attention,
+        decide_refused,
+        decide_note,
+        refused_elsewhere,
         version: entries
             .iter()
             .find_map(|entry| match &entry.event {

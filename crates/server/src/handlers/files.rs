@@ -545,6 +545,8 @@ struct FilePage {
     truncated: bool,
     total_bytes: u64,
     max_shown: u64,
+    /// Why the last delete was refused, beside its button.
+    error: Option<String>,
 }
 
 /// `GET /files/view?path=...`: one file, its text escaped (a binary file is not shown).
@@ -554,9 +556,19 @@ pub(crate) async fn file_page(
     Query(query): Query<PathQuery>,
 ) -> Result<Html<String>, Error> {
     let path = query.required()?;
-    let file = read(&state, &authenticated, path).await?;
+    file_page_with(&state, &authenticated, path, None).await
+}
+
+/// One file's page, with a refused delete's reason beside its button when there is one.
+async fn file_page_with(
+    state: &AppState,
+    authenticated: &Authenticated,
+    path: RelPath,
+    error: Option<String>,
+) -> Result<Html<String>, Error> {
+    let file = read(state, authenticated, path).await?;
     Ok(render(&FilePage {
-        csrf: csrf_token(&state.shared, &authenticated),
+        csrf: csrf_token(&state.shared, authenticated),
         may_write: authenticated.principal.role() >= Role::Member,
         content: (file.encoding == "utf-8").then_some(file.content),
         title: file.path,
@@ -565,6 +577,7 @@ pub(crate) async fn file_page(
         truncated: file.truncated,
         total_bytes: file.total_bytes,
         max_shown: MAX_SHOWN_BYTES,
+        error,
     }))
 }
 
@@ -650,15 +663,25 @@ pub(crate) async fn delete_with_form(
     let request = WorkspaceWriteRequest {
         message: format!("deleted {}", form.path),
         changes: vec![WorkspaceChange {
-            path: form.path,
+            path: form.path.clone(),
             action: "delete".to_owned(),
             content: None,
             encoding: None,
         }],
         confirm_reach: Vec::new(),
     };
-    commit(&state, &authenticated, request).await?;
-    Ok(Redirect::to("/files").into_response())
+    let Err(error) = commit(&state, &authenticated, request).await else {
+        return Ok(Redirect::to("/files").into_response());
+    };
+    // A refused delete of a file that is there answers its page, the refusal beside the
+    // button (issue 42, point 8); a path that is not a file's is the error page.
+    let mistake = FormMistake::of(error)?;
+    let path = parse_path(&form.path).map_err(|_| Error::InvalidInput {
+        field: "path",
+        reason: mistake.message.clone(),
+    })?;
+    let page = file_page_with(&state, &authenticated, path, Some(mistake.message)).await?;
+    Ok((mistake.status, page).into_response())
 }
 
 #[cfg(test)]

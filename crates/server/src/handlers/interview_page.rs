@@ -29,6 +29,9 @@ struct StartPage {
     no_assistant: Option<String>,
     /// The person's open interviews: (id, what it is about).
     open: Vec<(String, String)>,
+    /// The form as typed, and why it was refused.
+    typed: StartForm,
+    error: Option<String>,
 }
 
 #[derive(Template)]
@@ -57,6 +60,16 @@ pub(crate) async fn start_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
+    start_page_with(&state, &authenticated, StartForm::default(), None)
+}
+
+/// The start page, with the form as typed and its refusal when there is one.
+fn start_page_with(
+    state: &AppState,
+    authenticated: &Authenticated,
+    typed: StartForm,
+    error: Option<String>,
+) -> Result<Html<String>, Error> {
     let chrome = chrome::current();
     let person = match &authenticated.actor {
         storage::Actor::Person { id, .. } => id.clone(),
@@ -81,10 +94,12 @@ pub(crate) async fn start_page(
             &person,
             state.shared.now().0,
         )?,
+        typed,
+        error,
     }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub(crate) struct StartForm {
     #[serde(default)]
     workflow: String,
@@ -98,8 +113,16 @@ pub(crate) async fn start_with_form(
     Extension(authenticated): Extension<Authenticated>,
     Form(form): Form<StartForm>,
 ) -> Result<Response, Error> {
-    let id = begin(&state, &authenticated, &form.workflow, &form.message).await?;
-    Ok(Redirect::to(&format!("/interview/{id}")).into_response())
+    match begin(&state, &authenticated, &form.workflow, &form.message).await {
+        Ok(id) => Ok(Redirect::to(&format!("/interview/{id}")).into_response()),
+        // A refused start answers the start page, the refusal beside the form and what was
+        // typed kept (issue 42, point 8).
+        Err(error) => {
+            let mistake = crate::html::FormMistake::of(error)?;
+            let page = start_page_with(&state, &authenticated, form, Some(mistake.message))?;
+            Ok((mistake.status, page).into_response())
+        }
+    }
 }
 
 /// `GET /interview/{id}`: the conversation, the proposal shown and the forms.

@@ -540,6 +540,17 @@ struct TypedProvider {
     assistant_model: String,
 }
 
+impl TypedProvider {
+    fn empty() -> TypedProvider {
+        TypedProvider {
+            name: String::new(),
+            provider: "anthropic".to_owned(),
+            base_url: String::new(),
+            assistant_model: String::new(),
+        }
+    }
+}
+
 #[derive(Template)]
 #[template(path = "models.html")]
 struct ModelsPage {
@@ -562,8 +573,11 @@ async fn models_page_with(
     authenticated: &Authenticated,
     typed: TypedProvider,
     error: Option<String>,
+    supervisor_error: Option<String>,
 ) -> Result<Html<String>, Error> {
     let providers = views(state, authenticated).await?;
+    let mut supervisor = crate::handlers::supervisor::models_page_block(state, authenticated)?;
+    supervisor.error = supervisor_error;
     Ok(render(&ModelsPage {
         title: "Models",
         chrome: chrome::current(),
@@ -590,8 +604,25 @@ async fn models_page_with(
         kinds: ["anthropic", "openai"],
         typed,
         error,
-        supervisor: crate::handlers::supervisor::models_page_block(state, authenticated)?,
+        supervisor,
     }))
+}
+
+/// The models page answering a refused supervisor setting, the refusal beside its form.
+pub(crate) async fn models_page_refusing_supervisor(
+    state: &AppState,
+    authenticated: &Authenticated,
+    mistake: FormMistake,
+) -> Result<Response, Error> {
+    let page = models_page_with(
+        state,
+        authenticated,
+        TypedProvider::empty(),
+        None,
+        Some(mistake.message),
+    )
+    .await?;
+    Ok((mistake.status, page).into_response())
 }
 
 /// `GET /models`: the providers and, for admins, the forms.
@@ -599,13 +630,7 @@ pub(crate) async fn models_page(
     State(state): State<AppState>,
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
-    let empty = TypedProvider {
-        name: String::new(),
-        provider: "anthropic".to_owned(),
-        base_url: String::new(),
-        assistant_model: String::new(),
-    };
-    models_page_with(&state, &authenticated, empty, None).await
+    models_page_with(&state, &authenticated, TypedProvider::empty(), None, None).await
 }
 
 #[derive(Deserialize)]
@@ -643,8 +668,8 @@ pub(crate) async fn add_with_form(
         Ok(_) => Ok(back_to("/models")),
         Err(error) => {
             let mistake = FormMistake::of(error)?;
-            let page =
-                models_page_with(&state, &authenticated, typed, Some(mistake.message)).await?;
+            let page = models_page_with(&state, &authenticated, typed, Some(mistake.message), None)
+                .await?;
             Ok((mistake.status, page).into_response())
         }
     }

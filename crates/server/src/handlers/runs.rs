@@ -604,6 +604,7 @@ pub(crate) async fn attend_with_form(
                     mistake,
                     note: typed.0,
                     inputs: typed.1,
+                    form: crate::handlers::console::RefusedForm::Attend,
                 }),
             )
         }
@@ -640,16 +641,40 @@ pub(crate) async fn decide_with_form(
     Path((run_id, step)): Path<(String, String)>,
     Form(form): Form<DecideForm>,
 ) -> Result<Response, Error> {
-    let kind = form.kind()?;
-    decide(
-        &state,
-        &authenticated,
-        &run_id,
-        &step,
-        kind,
-        Door::Console,
-        form.note,
-    )
-    .await?;
-    Ok(Redirect::to(&format!("/runs/{run_id}")).into_response())
+    // Another account's run is the same 404 as a missing one, whatever the form says.
+    run_in_scope(&state.shared, &authenticated, &run_id)?;
+    let note = form.note.clone();
+    let decided = async {
+        let kind = form.kind()?;
+        decide(
+            &state,
+            &authenticated,
+            &run_id,
+            &step,
+            kind,
+            Door::Console,
+            form.note,
+        )
+        .await
+    }
+    .await;
+    match decided {
+        Ok(_) => Ok(Redirect::to(&format!("/runs/{run_id}")).into_response()),
+        // A mistake answers the run page again, the refusal beside the gate's form and the
+        // note kept (issue 42, point 8).
+        Err(error) => {
+            let mistake = crate::html::FormMistake::of(error)?;
+            crate::handlers::console::run_page_for(
+                &state.shared,
+                &authenticated,
+                &run_id,
+                Some(crate::handlers::console::AttendRefused {
+                    mistake,
+                    note,
+                    inputs: String::new(),
+                    form: crate::handlers::console::RefusedForm::Decide,
+                }),
+            )
+        }
+    }
 }

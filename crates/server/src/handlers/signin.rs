@@ -31,7 +31,7 @@ use storage::{AccountId, Actor};
 use crate::authn::{Authenticated, cookie_value};
 use crate::chrome::{self, Chrome};
 use crate::handlers::{Audited, audited_write, random_id};
-use crate::html::render;
+use crate::html::{FormMistake, render};
 use crate::return_path::console_path;
 use crate::state::Shared;
 use crate::{AppState, Error};
@@ -536,7 +536,20 @@ pub(crate) async fn sign_in_with_form(
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, Error> {
-    check_form_guard(&state.shared, &headers, &form.csrf)?;
+    // A form left open past its guard (or posted from elsewhere) answers the form again, with
+    // a fresh guard, what was typed kept and why it was not taken.
+    if let Err(expired) = check_form_guard(&state.shared, &headers, &form.csrf) {
+        let mistake = FormMistake::of(expired)?;
+        let mut page = sign_in_page(
+            &state.shared,
+            &form.next,
+            Some(mistake.message),
+            &form.account,
+            &form.email,
+        )?;
+        *page.status_mut() = mistake.status;
+        return Ok(page);
+    }
     let signed_in = match sign_in(&state, remote, &form.account, &form.email, form.password).await {
         Ok(signed_in) => signed_in,
         // A wrong account, email or password answers the form again, what was typed kept

@@ -127,18 +127,34 @@ pub(crate) async fn set_with_form(
     Form(form): Form<RetriesForm>,
 ) -> Result<Response, Error> {
     let typed = form.retries.trim();
-    let retries = match typed {
-        "" | "default" => None,
-        number => Some(number.parse::<u32>().map_err(|_| Error::InvalidInput {
-            field: "retries",
-            reason: format!(
-                "give a whole number from 0 to {}, or `default`",
-                engine::MAX_SUPERVISOR_RETRIES
-            ),
-        })?),
-    };
-    set(&state, &authenticated, retries).await?;
-    Ok(back_to("/models#supervisor"))
+    let set_as_typed = async {
+        let retries = match typed {
+            "" | "default" => None,
+            number => Some(number.parse::<u32>().map_err(|_| Error::InvalidInput {
+                field: "retries",
+                reason: format!(
+                    "give a whole number from 0 to {}, or `default`",
+                    engine::MAX_SUPERVISOR_RETRIES
+                ),
+            })?),
+        };
+        set(&state, &authenticated, retries).await
+    }
+    .await;
+    match set_as_typed {
+        Ok(_) => Ok(back_to("/models#supervisor")),
+        // A refused setting answers the models page, the refusal beside this form (issue 42,
+        // point 8).
+        Err(error) => {
+            let mistake = crate::html::FormMistake::of(error)?;
+            crate::handlers::models::models_page_refusing_supervisor(
+                &state,
+                &authenticated,
+                mistake,
+            )
+            .await
+        }
+    }
 }
 
 /// The models page's block (a fragment of that page, included by `models.html` from
@@ -147,6 +163,8 @@ pub(crate) struct SupervisorBlock {
     pub(crate) settings: SupervisorSettingsView,
     pub(crate) may_set: bool,
     pub(crate) choices: Vec<(String, String)>,
+    /// Why the last setting was refused, beside the form.
+    pub(crate) error: Option<String>,
 }
 
 /// The block the models page shows: who sees failures and the retries, with the form for
@@ -178,6 +196,7 @@ pub(crate) fn models_page_block(
             })
             .collect(),
         settings,
+        error: None,
     };
     Ok(block)
 }

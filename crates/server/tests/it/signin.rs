@@ -323,10 +323,14 @@ async fn g26_sign_in_form_is_guarded_against_login_csrf() {
     );
     let wrong_field = submit(Some(&cookie), format!("csrf=AAAA&{fields}")).await;
     assert_eq!(wrong_field.status, 400);
+    // The form answers again with a fresh guard (issue 42, point 8), never a session.
     assert!(
-        wrong_field.header("set-cookie").is_none(),
+        wrong_field
+            .header("set-cookie")
+            .is_none_or(|cookie| !cookie.starts_with("stepward_session=")),
         "no session was started"
     );
+    assert!(wrong_field.text().contains("action=\"/signin\""));
     let signed_in = submit(Some(&cookie), format!("csrf={csrf}&{fields}")).await;
     assert_eq!(signed_in.status, 303, "{}", signed_in.text());
     let session = Credentials::Session {
