@@ -11,6 +11,21 @@ use storage::{AccountId, Actor, NewEvent, NewRun, RunId, RunStatus, Store, Times
 /// Creates the run `id` of `account` (which must exist), `running`, of a one-line workflow
 /// `queued`, started from the CLI at time 1.
 pub fn create_run(store: &dyn Store, account: &AccountId, id: &str) -> RunId {
+    create_run_of(store, account, id, "queued")
+}
+
+/// [`create_run`] of the workflow `workflow`.
+pub fn create_run_of(store: &dyn Store, account: &AccountId, id: &str, workflow: &str) -> RunId {
+    try_create_run_of(store, account, id, workflow).unwrap()
+}
+
+/// [`create_run_of`], answering the store's refusal.
+pub fn try_create_run_of(
+    store: &dyn Store,
+    account: &AccountId,
+    id: &str,
+    workflow: &str,
+) -> Result<RunId, storage::Error> {
     let run = RunId::parse(id).unwrap();
     let redactor = RunSecrets::collect(
         &run,
@@ -20,16 +35,17 @@ pub fn create_run(store: &dyn Store, account: &AccountId, id: &str) -> RunId {
     )
     .unwrap()
     .redactor();
+    let source = format!("name: {workflow}\n");
     store
         .create_run(
             &NewRun {
                 id: run.clone(),
                 account: account.clone(),
                 status: RunStatus::Running,
-                workflow_name: redactor.scrub("queued"),
-                workflow_file_name: redactor.scrub("queued.yaml"),
-                workflow_source: redactor.scrub("name: queued\n"),
-                workflow_hash: storage::Sha256Hex::of(b"name: queued\n"),
+                workflow_name: redactor.scrub(workflow),
+                workflow_file_name: redactor.scrub(&format!("{workflow}.yaml")),
+                workflow_source: redactor.scrub(&source),
+                workflow_hash: storage::Sha256Hex::of(source.as_bytes()),
                 inputs: redactor.scrub_json(&json!({})),
                 started_by: redactor.scrub_fields(Actor::Cli {
                     os_user: "tester".into(),
@@ -42,7 +58,6 @@ pub fn create_run(store: &dyn Store, account: &AccountId, id: &str) -> RunId {
                 payload: redactor.scrub_json(&json!({})),
                 at: Timestamp(1),
             },
-        )
-        .unwrap();
-    run
+        )?;
+    Ok(run)
 }

@@ -14,6 +14,7 @@ mod migrations;
 mod models;
 mod people;
 mod readers;
+mod run_numbers;
 mod runs_list;
 mod stored_ids;
 mod story;
