@@ -137,6 +137,16 @@ impl AccountStore for MemoryStore {
 
 impl RunStore for MemoryStore {
     fn create_run(&self, run: &NewRun, event: &NewEvent) -> Result<(), Error> {
+        let number = self
+            .runs
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|other| {
+                other.account == run.account && &other.workflow_name == run.workflow_name.get()
+            })
+            .count() as u64
+            + 1;
         let record = RunRecord {
             id: run.id.clone(),
             account: run.account.clone(),
@@ -149,6 +159,7 @@ impl RunStore for MemoryStore {
             started_by: run.started_by.get().clone(),
             created_at: run.created_at,
             updated_at: run.created_at,
+            number,
         };
         self.runs.lock().unwrap().insert(run.id.clone(), record);
         self.append(&run.id, event).map(drop)

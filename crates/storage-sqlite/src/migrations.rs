@@ -115,6 +115,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "gate_mail",
         sql: include_str!("../migrations/0019_gate_mail.sql"),
     },
+    Migration {
+        version: 20,
+        name: "run_numbers",
+        sql: include_str!("../migrations/0020_run_numbers.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

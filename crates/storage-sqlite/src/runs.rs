@@ -19,7 +19,7 @@ use crate::{Durability, SqliteStore, TxError, backend};
 
 const RUN_COLUMNS: &str = "id, account_id, status, workflow_name, workflow_file_name, \
      workflow_source, workflow_hash, inputs, created_at, updated_at, started_by_kind, \
-     started_by_id, started_by_name";
+     started_by_id, started_by_name, number";
 
 const ATTEMPT_COLUMNS: &str = "run_id, step_id, attempt, network, status, inputs, started_at, \
      finished_at, interpreter_version, backend, isolation_notes, output, reason";
@@ -39,6 +39,8 @@ struct RunRow {
     started_by_kind: String,
     started_by_id: String,
     started_by_name: String,
+    /// `None` only for a row no store wrote (the migration numbers every run it finds).
+    number: Option<i64>,
 }
 
 fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -56,6 +58,7 @@ fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         started_by_kind: row.get(10)?,
         started_by_id: row.get(11)?,
         started_by_name: row.get(12)?,
+        number: row.get(13)?,
     })
 }
 
@@ -81,6 +84,13 @@ fn run_from_row(row: RunRow) -> Result<RunRecord, Error> {
         started_by,
         created_at: Timestamp(row.created_at),
         updated_at: Timestamp(row.updated_at),
+        number: row
+            .number
+            .and_then(|number| u64::try_from(number).ok())
+            .ok_or_else(|| Error::Corrupt {
+                what: "a run's number",
+                detail: format!("run {} has none", row.id),
+            })?,
     })
 }
 
@@ -218,10 +228,19 @@ impl RunStore for SqliteStore {
         check_scope(&redact::Scope::run(&run.id), &run.started_by)?;
         let inputs = run.inputs.get().to_string();
         self.transaction(Durability::Synced, |transaction| {
+            // The run's number within its workflow: the counter's next value, in this
+            // transaction, so a run that is not created gives none away.
+            let number: i64 = transaction.query_row(
+                "INSERT INTO run_numbers (account_id, workflow_name, last) VALUES (?1, ?2, 1)
+                 ON CONFLICT (account_id, workflow_name) DO UPDATE SET last = last + 1
+                 RETURNING last",
+                params![run.account.as_str(), run.workflow_name.get()],
+                |row| row.get(0),
+            )?;
             let inserted = transaction.execute(
                 &format!(
                     "INSERT INTO runs ({RUN_COLUMNS})
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13)
                      ON CONFLICT(id) DO NOTHING"
                 ),
                 params![
@@ -237,6 +256,7 @@ impl RunStore for SqliteStore {
                     run.started_by.get().kind(),
                     run.started_by.get().id(),
                     run.started_by.get().display_name(),
+                    number,
                 ],
             )?;
             if inserted == 0 {

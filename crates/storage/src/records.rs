@@ -53,6 +53,9 @@ pub struct RunRecord {
     pub started_by: Actor,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The run's short number within its workflow in its account ("ledger #12"): 1 for the
+    /// first, given by the store when the run is created, never twice.
+    pub number: u64,
 }
 
 /// Which runs a page of the runs list holds (every filter that is set must match).

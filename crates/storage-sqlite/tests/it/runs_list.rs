@@ -58,8 +58,8 @@ fn filled_store() -> (tempfile::TempDir, storage_sqlite::SqliteStore) {
             .prepare(
                 "INSERT INTO runs (id, account_id, status, workflow_name, workflow_file_name,
                  workflow_source, workflow_hash, inputs, created_at, updated_at,
-                 started_by_kind, started_by_id, started_by_name)
-                 VALUES (?1, ?2, ?3, ?4, ?5, '', '', '{}', ?6, ?6, ?7, ?8, ?9)",
+                 started_by_kind, started_by_id, started_by_name, number)
+                 VALUES (?1, ?2, ?3, ?4, ?5, '', '', '{}', ?6, ?6, ?7, ?8, ?9, ?10)",
             )
             .unwrap();
         for index in 0..RUNS + RUNS / 10 {
@@ -77,7 +77,9 @@ fn filled_store() -> (tempfile::TempDir, storage_sqlite::SqliteStore) {
                     created_at,
                     kind,
                     id,
-                    name
+                    name,
+                    // Unique within each workflow, as the store numbers them.
+                    i64::try_from(index).unwrap()
                 ])
                 .unwrap();
         }
