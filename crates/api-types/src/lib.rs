@@ -123,6 +123,8 @@ pub struct RunDetail {
     #[serde(flatten)]
     pub summary: runs::RunSummary,
     pub workflow: String,
+    /// The run's short number within its workflow ("ledger #12"), 1 for the first.
+    pub number: u64,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
     pub updated_at: i64,
@@ -435,6 +437,8 @@ pub struct AuditBreakView {
 pub struct ApprovalView {
     pub run: String,
     pub workflow: String,
+    /// The run's short number within its workflow.
+    pub number: u64,
     pub step: String,
     /// When the run parked at the gate.
     pub waiting_since: i64,

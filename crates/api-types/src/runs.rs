@@ -38,6 +38,8 @@ pub struct StepSummary {
 pub struct RunListItem {
     pub run: String,
     pub workflow: String,
+    /// The run's short number within its workflow ("ledger #12"), 1 for the first.
+    pub number: u64,
     pub status: String,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,

@@ -198,6 +198,7 @@ pub(crate) mod tests {
         RunDetail {
             summary: summary(),
             workflow: "w".into(),
+            number: 3,
             created_at: 1,
             updated_at: 2,
             decisions: vec![decision()],
@@ -399,6 +400,7 @@ pub(crate) mod tests {
                 value(RunDetail {
                     summary: summary(),
                     workflow: "w".into(),
+                    number: 3,
                     created_at: 1,
                     updated_at: 2,
                     decisions: vec![decision()],
@@ -596,6 +598,7 @@ pub(crate) mod tests {
                 value(ApprovalView {
                     run: "r".into(),
                     workflow: "w".into(),
+                    number: 3,
                     step: "s".into(),
                     waiting_since: 1,
                 }),
@@ -682,6 +685,7 @@ pub(crate) mod tests {
                 value(RunListItem {
                     run: "r".into(),
                     workflow: "w".into(),
+                    number: 3,
                     status: "running".into(),
                     created_at: 1,
                     updated_at: 2,

@@ -36,28 +36,27 @@ pub fn try_create_run_of(
     .unwrap()
     .redactor();
     let source = format!("name: {workflow}\n");
-    store
-        .create_run(
-            &NewRun {
-                id: run.clone(),
-                account: account.clone(),
-                status: RunStatus::Running,
-                workflow_name: redactor.scrub(workflow),
-                workflow_file_name: redactor.scrub(&format!("{workflow}.yaml")),
-                workflow_source: redactor.scrub(&source),
-                workflow_hash: storage::Sha256Hex::of(source.as_bytes()),
-                inputs: redactor.scrub_json(&json!({})),
-                started_by: redactor.scrub_fields(Actor::Cli {
-                    os_user: "tester".into(),
-                }),
-                created_at: Timestamp(1),
-            },
-            &NewEvent {
-                kind: "run_started",
-                version: 1,
-                payload: redactor.scrub_json(&json!({})),
-                at: Timestamp(1),
-            },
-        )?;
+    store.create_run(
+        &NewRun {
+            id: run.clone(),
+            account: account.clone(),
+            status: RunStatus::Running,
+            workflow_name: redactor.scrub(workflow),
+            workflow_file_name: redactor.scrub(&format!("{workflow}.yaml")),
+            workflow_source: redactor.scrub(&source),
+            workflow_hash: storage::Sha256Hex::of(source.as_bytes()),
+            inputs: redactor.scrub_json(&json!({})),
+            started_by: redactor.scrub_fields(Actor::Cli {
+                os_user: "tester".into(),
+            }),
+            created_at: Timestamp(1),
+        },
+        &NewEvent {
+            kind: "run_started",
+            version: 1,
+            payload: redactor.scrub_json(&json!({})),
+            at: Timestamp(1),
+        },
+    )?;
     Ok(run)
 }

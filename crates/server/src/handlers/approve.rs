@@ -107,6 +107,8 @@ struct ApprovePage {
     run_id: String,
     step: String,
     workflow: String,
+    /// The run's short number within its workflow.
+    number: u64,
     /// What is decided, for a signed-in person of the run's account (issue 42, point 1).
     gate: Option<crate::handlers::gate_view::GatePanel>,
     door: ApproveDoor,
@@ -171,6 +173,7 @@ pub(crate) async fn show(
         run_id,
         step,
         workflow: record.workflow_name.clone(),
+        number: record.number,
         gate,
         door,
     })

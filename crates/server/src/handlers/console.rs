@@ -52,6 +52,8 @@ pub(crate) struct Starter {
 pub(crate) struct RunRow {
     id: String,
     workflow: String,
+    /// The run's short number within its workflow.
+    number: u64,
     status: Status,
     /// Where a run waits for a person (issue 42, point 3): "at pay, for a decision".
     waiting_at: Option<String>,
@@ -242,6 +244,7 @@ fn run_row(shared: &Shared, run: RunRecord, now: i64) -> Result<RunRow, Error> {
         updated: when(run.updated_at.0),
         id: run.id.to_string(),
         workflow: run.workflow_name,
+        number: run.number,
     })
 }
 
@@ -335,6 +338,8 @@ struct RunPage {
     live_after: u64,
     run_id: String,
     workflow: String,
+    /// The run's short number within its workflow.
+    number: u64,
     started_by: String,
     created: String,
     updated: String,
@@ -616,6 +621,7 @@ pub(crate) fn run_page_for(
         reason: detail.summary.reason.as_deref().map(prose),
         run_id: record.id.to_string(),
         workflow: record.workflow_name.clone(),
+        number: record.number,
         started_by,
         created: when(record.created_at.0),
         updated: when(record.updated_at.0),
@@ -732,7 +738,7 @@ pub(crate) async fn approvals_page(
         rows.push(ApprovalRow {
             since: when(approval.waiting_since),
             run: approval.run,
-            workflow: approval.workflow,
+            workflow: format!("{} #{}", approval.workflow, approval.number),
             step: approval.step,
             link,
         });

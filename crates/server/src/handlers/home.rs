@@ -44,7 +44,10 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
                 .into_iter()
                 .map(|gate| HomeLine {
                     href: format!("/runs/{}#gate", gate.run),
-                    text: format!("{} waits for a decision at {}", gate.workflow, gate.step),
+                    text: format!(
+                        "{} #{} waits for a decision at {}",
+                        gate.workflow, gate.number, gate.step
+                    ),
                     status: None,
                     when: when(gate.waiting_since),
                 })
@@ -74,7 +77,12 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
     failing.sort_by_key(|run| std::cmp::Reverse(run.updated_at.0));
     failing.truncate(LINES);
     let line = |run: RunRecord| {
-        let text = format!("{}, started by {}", run.workflow_name, who(&run.started_by));
+        let text = format!(
+            "{} #{}, started by {}",
+            run.workflow_name,
+            run.number,
+            who(&run.started_by)
+        );
         let at = run.updated_at;
         run_line(&run, text, at)
     };
@@ -98,7 +106,7 @@ pub(crate) fn recent_runs_of(
     Ok(newest(shared, account, &filter)?
         .into_iter()
         .map(|run| {
-            let text = format!("started by {}", who(&run.started_by));
+            let text = format!("#{}, started by {}", run.number, who(&run.started_by));
             let at = run.created_at;
             run_line(&run, text, at)
         })

@@ -57,6 +57,7 @@ pub(crate) async fn list(
             .map(|run| RunListItem {
                 run: run.id.to_string(),
                 workflow: run.workflow_name,
+                number: run.number,
                 status: run.status.as_str().to_owned(),
                 created_at: run.created_at.0,
                 updated_at: run.updated_at.0,
@@ -101,6 +102,7 @@ pub(crate) fn detail(shared: &Shared, record: RunRecord) -> Result<RunDetail, Er
     Ok(RunDetail {
         summary: summary_json(summary),
         workflow: record.workflow_name,
+        number: record.number,
         created_at: record.created_at.0,
         updated_at: record.updated_at.0,
         decisions: decisions
@@ -159,6 +161,7 @@ pub(crate) fn waiting_gates_page(
         waiting.push(ApprovalView {
             run: run.id.to_string(),
             workflow: run.workflow_name,
+            number: run.number,
             step: parked.step_id,
             waiting_since: parked.parked_at.0,
         });

@@ -203,6 +203,8 @@ struct SharedRunPage {
     live: bool,
     run: String,
     workflow: String,
+    /// The run's short number within its workflow.
+    number: u64,
     status: String,
     /// When the run started and last changed, and how long it ran (issue 42, point 10).
     started: String,
@@ -327,6 +329,7 @@ fn shared_page(
         live: false,
         run: detail.summary.run,
         workflow: detail.workflow,
+        number: detail.number,
         status: detail.summary.status,
         started: when(detail.created_at),
         updated: when(detail.updated_at),
@@ -508,6 +511,7 @@ mod tests {
             live: false,
             run: "run_1".into(),
             workflow: "w".into(),
+            number: 1,
             status: "succeeded".into(),
             started: String::new(),
             updated: String::new(),

@@ -369,7 +369,7 @@ async fn the_home_page_shows_what_needs_me_first() {
     let (waiting, rest) = text.split_once("id=\"home-failing\"").unwrap();
     assert!(
         waiting.contains(&format!(
-            "href=\"/runs/{}#gate\">gated waits for a decision at ship",
+            "href=\"/runs/{}#gate\">gated #1 waits for a decision at ship",
             parked.as_str()
         )),
         "{waiting}"
@@ -462,8 +462,8 @@ async fn links_people_send_on_read_whole_with_a_copy_button() {
     );
 }
 
-/// Issue 42, point 3: the runs list leads with the workflow's name and says how long each run
-/// took and where one waits.
+/// Issue 42, point 3: the runs list leads with the workflow's name and the run's number, and
+/// says how long each run took and where one waits.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_runs_list_says_how_long_and_where_a_run_waits() {
     let harness = Harness::new();
@@ -472,7 +472,10 @@ async fn the_runs_list_says_how_long_and_where_a_run_waits() {
     harness.clock.advance(90_000);
     let text = harness.call("GET", "/runs", &member, None).await.text();
     assert!(
-        text.contains(&format!("<a href=\"/runs/{}\">gated</a>", parked.as_str())),
+        text.contains(&format!(
+            "<a href=\"/runs/{}\">gated #1</a>",
+            parked.as_str()
+        )),
         "{text}"
     );
     assert!(text.contains("at ship, for a decision"), "{text}");

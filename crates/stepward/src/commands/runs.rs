@@ -108,6 +108,7 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
         .map(|run| api_types::runs::RunListItem {
             run: run.id.to_string(),
             workflow: run.workflow_name.clone(),
+            number: run.number,
             status: run.status.as_str().to_owned(),
             created_at: run.created_at.0,
             updated_at: run.updated_at.0,
@@ -132,10 +133,10 @@ fn list(app: &App, json: bool, shown: &Shown) -> anyhow::Result<Outcome> {
     } else {
         for item in &items {
             shown.line(&format!(
-                "{}  {:<18} {:<20} updated {}",
+                "{}  {:<18} {:<24} updated {}",
                 item.run,
                 item.status,
-                item.workflow,
+                format!("{} #{}", item.workflow, item.number),
                 platform::views::utc_time(item.updated_at)
             ));
         }

@@ -752,6 +752,11 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
         assert!(gate.contains(seen), "the gate shows {seen:?}: {gate}");
     }
     assert!(!browser.page_source().contains(SIGNING_KEY));
+    // The run's header leads with its workflow and its number (issue 42, point 3).
+    assert_eq!(
+        browser.text(&browser.find("main h1")),
+        "monthly_invoices #1"
+    );
     look_at(&browser, "run-waiting");
 
     // The approve link opens a page that says what is approved beside its buttons (issue 42,
@@ -776,6 +781,7 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
             "#gate-explain",
             "Writes the month's summary to reports/MONTH.txt",
         ),
+        ("main h1", "of monthly_invoices #1"),
         ("#gate-started", "ada started the run"),
         (
             "#gate-pinned",
@@ -805,13 +811,13 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     assert!(
         browser
             .text(&browser.find("#home-waiting-section"))
-            .contains("monthly_invoices waits for a decision at file_summary"),
+            .contains("monthly_invoices #1 waits for a decision at file_summary"),
         "the gate waiting for me leads"
     );
     assert!(
         browser
             .text(&browser.find("#home-recent-section"))
-            .contains("monthly_invoices, started by ada"),
+            .contains("monthly_invoices #1, started by ada"),
         "the recent runs lead to the run"
     );
     look_at(&browser, "home");
@@ -880,7 +886,8 @@ fn g23_console_in_a_real_browser_approves_a_gate_needs_root() {
     // point 3).
     let row = browser.text(&browser.find("tbody tr"));
     assert!(
-        row.starts_with(&format!("monthly_invoices\n{run_id} succeeded")) && row.contains(" ada "),
+        row.starts_with(&format!("monthly_invoices #1\n{run_id} succeeded"))
+            && row.contains(" ada "),
         "{row}"
     );
     look_at(&browser, "runs");

@@ -107,7 +107,9 @@ fn g23_cli_run_parks_at_the_gate_and_approve_records_who_door_and_note_needs_roo
     );
     let listed = stdout(&home.stepward(&["runs", "list"]));
     assert!(
-        listed.contains("updated 20") && listed.contains(" UTC"),
+        listed.contains("updated 20")
+            && listed.contains(" UTC")
+            && listed.contains("monthly_invoices #1 "),
         "{listed}"
     );
     let listed = stdout(&home.stepward(&["runs", "list", "--json"]));

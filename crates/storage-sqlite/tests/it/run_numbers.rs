@@ -40,8 +40,16 @@ fn runs_are_numbered_per_account_and_workflow_one_after_the_other() {
     let other_account = create_run_of(&store, &other, "run-o1", "ledger");
     assert_eq!(number_of(&store, &first), 1);
     assert_eq!(number_of(&store, &second), 2);
-    assert_eq!(number_of(&store, &elsewhere), 1, "each workflow counts its own");
-    assert_eq!(number_of(&store, &other_account), 1, "each account counts its own");
+    assert_eq!(
+        number_of(&store, &elsewhere),
+        1,
+        "each workflow counts its own"
+    );
+    assert_eq!(
+        number_of(&store, &other_account),
+        1,
+        "each account counts its own"
+    );
     // A run that cannot be created (its id is taken) gives no number away.
     assert!(
         try_create_run_of(&store, &acct, "run-a2", "ledger").is_err(),
