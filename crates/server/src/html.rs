@@ -17,6 +17,54 @@ use crate::state::Shared;
 
 pub use platform::views::utc_time as when;
 
+/// A moment of the record as a list or a header shows it (issue 42, point 3): how long ago (or
+/// how soon) by the server's clock, with the exact time on hover, in UTC with the zone named;
+/// the console's script puts the viewer's own time zone there (`moment.html`).
+pub(crate) struct Moment {
+    /// RFC 3339, for `<time datetime>` and the script.
+    pub(crate) iso: String,
+    /// The exact time, UTC, the zone named.
+    pub(crate) exact: String,
+    /// "3 min ago", "in 2 days", "just now"; older than 30 days, the date.
+    pub(crate) relative: String,
+}
+
+/// [`Moment`] of `millis`, seen at `now` (both milliseconds since the epoch).
+pub(crate) fn moment(millis: i64, now: i64) -> Moment {
+    let iso = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+        .ok()
+        .and_then(|at| {
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default();
+    let exact = when(millis);
+    let ago = now.saturating_sub(millis);
+    let minutes = ago.unsigned_abs() / 60_000;
+    let (hours, days) = (minutes / 60, minutes / (60 * 24));
+    let span = if minutes < 60 {
+        format!("{minutes} min")
+    } else if hours < 48 {
+        format!("{hours} h")
+    } else {
+        format!("{days} days")
+    };
+    let relative = if minutes == 0 {
+        "just now".to_owned()
+    } else if days > 30 {
+        exact.split(' ').next().unwrap_or_default().to_owned()
+    } else if ago > 0 {
+        format!("{span} ago")
+    } else {
+        format!("in {span}")
+    };
+    Moment {
+        iso,
+        exact,
+        relative,
+    }
+}
+
 /// A page template rendered; a template that fails to render (a formatting error inside a
 /// value's `Display`) answers a plain page that says so rather than half a page.
 pub(crate) fn render(template: &impl Template) -> Html<String> {
@@ -46,7 +94,6 @@ pub(crate) enum SignInHint {
 struct ErrorPage<'a> {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     message: &'a str,
     request_id: &'a str,
     offer_sign_in: bool,
@@ -57,7 +104,6 @@ pub(crate) fn error_page(message: &str, request_id: &str, hint: SignInHint) -> S
     render(&ErrorPage {
         title: "Error",
         chrome: chrome::current(),
-        live: false,
         message,
         request_id,
         offer_sign_in: hint == SignInHint::Offer,
@@ -130,6 +176,24 @@ impl FormMistake {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn moments_read_as_how_long_ago_with_the_exact_time() {
+        let at = 1_795_957_156_000;
+        let seen = |later: i64| super::moment(at, at + later).relative;
+        assert_eq!(seen(30_000), "just now");
+        assert_eq!(seen(-30_000), "just now");
+        assert_eq!(seen(90_000), "1 min ago");
+        assert_eq!(seen(59 * 60_000), "59 min ago");
+        assert_eq!(seen(3 * 3_600_000), "3 h ago");
+        assert_eq!(seen(47 * 3_600_000), "47 h ago");
+        assert_eq!(seen(3 * 86_400_000), "3 days ago");
+        assert_eq!(seen(-2 * 86_400_000), "in 2 days");
+        assert_eq!(seen(40 * 86_400_000), "2026-11-29");
+        let moment = super::moment(at, at);
+        assert_eq!(moment.exact, "2026-11-29 12:59:16 UTC");
+        assert_eq!(moment.iso, "2026-11-29T12:59:16Z");
+    }
+
     #[test]
     fn times_read_as_utc_dates() {
         assert_eq!(super::when(1_795_957_156_000), "2026-11-29 12:59:16 UTC");

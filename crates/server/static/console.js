@@ -1,6 +1,7 @@
-// stepward's console: live updates of a run page and the copy buttons of links, the only
-// script (the CSP allows same-origin scripts only, none inline). Without it the page still
-// works: reload it, and select a link to copy it.
+// stepward's console: live updates of a run page, the copy buttons of links and each moment's
+// exact time in the viewer's time zone, the only script (the CSP allows same-origin scripts
+// only, none inline). Without it the page still works: reload it, select a link to copy it,
+// and read the exact time in UTC.
 "use strict";
 // A running run's and step's time counts on between updates: each `data-running-since` (the
 // start, by the server's clock) beside the server's `data-now` when the page was made.
@@ -108,4 +109,26 @@
       }
     });
   });
+})();
+// Each moment's exact time on hover in the viewer's own time zone (the server writes it in UTC,
+// the zone named), also in the parts a live update puts in.
+(function () {
+  function local(root) {
+    Array.prototype.forEach.call(root.querySelectorAll("time[data-local]"), function (moment) {
+      var at = new Date(moment.getAttribute("datetime"));
+      if (isNaN(at.getTime())) {
+        return;
+      }
+      moment.title = at.toLocaleString(undefined, {
+        year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+        second: "2-digit", timeZoneName: "short"
+      });
+      moment.removeAttribute("data-local");
+    });
+  }
+  local(document);
+  if (typeof MutationObserver !== "undefined") {
+    new MutationObserver(function () { local(document); })
+      .observe(document.body, { childList: true, subtree: true });
+  }
 })();

@@ -40,7 +40,6 @@ struct SessionRow {
 struct SessionsPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     sessions: Vec<SessionRow>,
 }
@@ -55,7 +54,6 @@ pub(crate) async fn sessions_page(
     Ok(render(&SessionsPage {
         title: "Sessions",
         chrome: chrome::current(),
-        live: false,
         csrf,
         sessions: list
             .into_iter()
@@ -103,7 +101,6 @@ struct PersonRow {
 struct PeoplePage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     roles: [&'static str; 3],
     people: Vec<PersonRow>,
@@ -129,7 +126,6 @@ async fn people_page_with(
     Ok(render(&PeoplePage {
         title: "People",
         chrome: chrome::current(),
-        live: false,
         csrf,
         roles: ROLES,
         people: list
@@ -209,7 +205,6 @@ impl InviteForm {
 struct ShownOncePage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     lead: &'static str,
     value: String,
     back_href: &'static str,
@@ -237,7 +232,6 @@ pub(crate) async fn invite_person(
         Ok((_, Json(invited))) => Ok(render(&ShownOncePage {
             title: "Invited",
             chrome: chrome::current(),
-            live: false,
             lead: "Send this one-time sign-in link to the person; with it they set their password.",
             value: state.shared.full_url(&invited.sign_in_path),
             back_href: "/people",
@@ -355,7 +349,6 @@ impl KeyRow {
 struct KeysPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     roles: [&'static str; 3],
     keys: Vec<KeyRow>,
@@ -376,7 +369,6 @@ async fn keys_page_with(
     Ok(render(&KeysPage {
         title: "API keys",
         chrome: chrome::current(),
-        live: false,
         csrf,
         roles: ROLES,
         keys: list.into_iter().map(KeyRow::of).collect(),
@@ -424,7 +416,6 @@ pub(crate) async fn create_key(
         Ok((_, Json(created))) => Ok(render(&ShownOncePage {
             title: "New API key",
             chrome: chrome::current(),
-            live: false,
             lead: "Copy the key now and store it where the program that uses it reads it.",
             value: created.key,
             back_href: "/keys",
@@ -463,7 +454,6 @@ struct ShareRow {
 struct SharesPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     links: Vec<ShareRow>,
 }
@@ -478,7 +468,6 @@ pub(crate) async fn shares_page(
     Ok(render(&SharesPage {
         title: "Share links",
         chrome: chrome::current(),
-        live: false,
         csrf,
         links: list
             .into_iter()
@@ -515,7 +504,6 @@ pub(crate) async fn create_share(
     Ok(render(&ShownOncePage {
         title: "Share link",
         chrome: chrome::current(),
-        live: false,
         lead: "Anyone with this address sees this run's record, read-only, until it expires or is revoked.",
         value: state.shared.full_url(&created.path),
         back_href: "/shares",

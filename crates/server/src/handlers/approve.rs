@@ -103,7 +103,6 @@ pub(crate) enum ApproveDoor {
 struct ApprovePage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     run_id: String,
     step: String,
     workflow: String,
@@ -169,7 +168,6 @@ pub(crate) async fn show(
     let mut response = render(&ApprovePage {
         title: "Decide",
         chrome: chrome::current(),
-        live: false,
         run_id,
         step,
         workflow: record.workflow_name.clone(),

@@ -61,7 +61,6 @@ pub(crate) struct Row {
 struct AuditPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     actors: Vec<ActorChoice>,
     actions: Vec<&'static str>,
     filter_actor: String,
@@ -81,7 +80,6 @@ struct AuditPage {
 struct VerifyPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     intact: bool,
     entries: u64,
     message: String,
@@ -244,7 +242,6 @@ pub(crate) async fn page(
     Ok(render(&AuditPage {
         title: "Audit log",
         chrome: chrome::current(),
-        live: false,
         actors: actor_choices(shared, &account, &people)?,
         actions: known_actions(),
         filtered,
@@ -279,7 +276,6 @@ pub(crate) async fn verify(
     Ok(render(&VerifyPage {
         title: "Verify the audit chain",
         chrome: chrome::current(),
-        live: false,
         intact: checked.intact,
         entries: checked.entries,
         message: checked

@@ -20,7 +20,7 @@ use crate::handlers::run_view::{Scrub, Status, StepCard, TimelineLine, step_card
 use crate::handlers::runs::{detail, journal, run_in_scope, waiting_gates_page};
 use crate::handlers::value_view::{Shape, Span};
 use crate::handlers::{account_redactor, approve};
-use crate::html::{render, when};
+use crate::html::render;
 use crate::state::Shared;
 use crate::{AppState, Error};
 
@@ -60,8 +60,8 @@ pub(crate) struct RunRow {
     /// How long it ran; a run still going, how long so far.
     took: String,
     started_by: String,
-    created: String,
-    updated: String,
+    created: crate::html::Moment,
+    updated: crate::html::Moment,
 }
 
 #[derive(Template)]
@@ -69,7 +69,6 @@ pub(crate) struct RunRow {
 struct RunsPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     workflows: Vec<String>,
     statuses: Vec<Status>,
     starters: Vec<Starter>,
@@ -240,8 +239,8 @@ fn run_row(shared: &Shared, run: RunRecord, now: i64) -> Result<RunRow, Error> {
         took,
         status: Status::of_run(run.status.as_str()),
         started_by: who(&run.started_by),
-        created: when(run.created_at.0),
-        updated: when(run.updated_at.0),
+        created: crate::html::moment(run.created_at.0, now),
+        updated: crate::html::moment(run.updated_at.0, now),
         id: run.id.to_string(),
         workflow: run.workflow_name,
         number: run.number,
@@ -266,7 +265,6 @@ pub(crate) async fn runs_page(
     Ok(render(&RunsPage {
         title: "Runs",
         chrome: chrome::current(),
-        live: false,
         workflows: workflow_names(shared, &account)?,
         statuses: RunStatus::ALL
             .iter()
@@ -333,6 +331,7 @@ struct RunPage {
     elapsed: Option<String>,
     title: String,
     chrome: Option<Chrome>,
+    /// Whether the run still moves: the page listens to its live stream.
     live: bool,
     /// The newest event the page shows: its live stream reports only what comes after it.
     live_after: u64,
@@ -341,8 +340,8 @@ struct RunPage {
     /// The run's short number within its workflow.
     number: u64,
     started_by: String,
-    created: String,
-    updated: String,
+    created: crate::html::Moment,
+    updated: crate::html::Moment,
     status: Status,
     reason: Option<String>,
     /// What a person does next, in words (issue 42, point 5: no routes or commands here).
@@ -623,8 +622,8 @@ pub(crate) fn run_page_for(
         workflow: record.workflow_name.clone(),
         number: record.number,
         started_by,
-        created: when(record.created_at.0),
-        updated: when(record.updated_at.0),
+        created: crate::html::moment(record.created_at.0, now),
+        updated: crate::html::moment(record.updated_at.0, now),
         gate,
         repair,
         attention,
@@ -684,7 +683,7 @@ pub(crate) struct ApprovalRow {
     run: String,
     workflow: String,
     step: String,
-    since: String,
+    since: crate::html::Moment,
     /// The gate's approve link, for a person who may decide.
     link: Option<String>,
 }
@@ -694,7 +693,6 @@ pub(crate) struct ApprovalRow {
 struct ApprovalsPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     waiting: Vec<ApprovalRow>,
     /// Whether this is a page after the first.
     paged: bool,
@@ -736,7 +734,7 @@ pub(crate) async fn approvals_page(
             None
         };
         rows.push(ApprovalRow {
-            since: when(approval.waiting_since),
+            since: crate::html::moment(approval.waiting_since, shared.now().0),
             run: approval.run,
             workflow: format!("{} #{}", approval.workflow, approval.number),
             step: approval.step,
@@ -746,7 +744,6 @@ pub(crate) async fn approvals_page(
     Ok(render(&ApprovalsPage {
         title: "Approvals",
         chrome: chrome::current(),
-        live: false,
         waiting: rows,
         paged: after.is_some(),
         next_href: next.map(|next| {

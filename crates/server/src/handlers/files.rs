@@ -438,7 +438,6 @@ struct RevisionLine {
 struct FilesPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     may_write: bool,
     files: Vec<FileRow>,
@@ -474,7 +473,6 @@ async fn files_page_with(
     Ok(render(&FilesPage {
         title: "Files",
         chrome: chrome::current(),
-        live: false,
         csrf: csrf_token(&state.shared, authenticated),
         may_write: authenticated.principal.role() >= Role::Member,
         files: files
@@ -537,7 +535,6 @@ pub(crate) async fn files_page(
 struct FilePage {
     title: String,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     may_write: bool,
     /// The text, or `None` for a binary file.
@@ -573,7 +570,6 @@ async fn file_page_with(
         content: (file.encoding == "utf-8").then_some(file.content),
         title: file.path,
         chrome: chrome::current(),
-        live: false,
         truncated: file.truncated,
         total_bytes: file.total_bytes,
         max_shown: MAX_SHOWN_BYTES,

@@ -8,7 +8,6 @@ use crate::Error;
 use crate::authn::Authenticated;
 use crate::chrome;
 use crate::handlers::run_view::{Status, who};
-use crate::html::when;
 use crate::state::Shared;
 
 /// How many lines each part of the home page shows.
@@ -19,7 +18,7 @@ pub(crate) struct HomeLine {
     pub(crate) href: String,
     pub(crate) text: String,
     pub(crate) status: Option<Status>,
-    pub(crate) when: String,
+    pub(crate) when: crate::html::Moment,
 }
 
 /// What needs the person, and what happened lately.
@@ -49,7 +48,7 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
                         gate.workflow, gate.number, gate.step
                     ),
                     status: None,
-                    when: when(gate.waiting_since),
+                    when: crate::html::moment(gate.waiting_since, shared.now().0),
                 })
                 .collect(),
         )
@@ -84,7 +83,7 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
             who(&run.started_by)
         );
         let at = run.updated_at;
-        run_line(&run, text, at)
+        run_line(&run, text, at, shared.now().0)
     };
     Ok(NeedsMe {
         waiting,
@@ -108,7 +107,7 @@ pub(crate) fn recent_runs_of(
         .map(|run| {
             let text = format!("#{}, started by {}", run.number, who(&run.started_by));
             let at = run.created_at;
-            run_line(&run, text, at)
+            run_line(&run, text, at, shared.now().0)
         })
         .collect())
 }
@@ -127,11 +126,11 @@ fn newest(
 }
 
 /// A run as a line: its status, `text` leading to it, and the time `at`.
-fn run_line(run: &RunRecord, text: String, at: storage::Timestamp) -> HomeLine {
+fn run_line(run: &RunRecord, text: String, at: storage::Timestamp, now: i64) -> HomeLine {
     HomeLine {
         href: format!("/runs/{}", run.id),
         status: Some(Status::of_run(run.status.as_str())),
         text,
-        when: when(at.0),
+        when: crate::html::moment(at.0, now),
     }
 }

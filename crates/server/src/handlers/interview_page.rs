@@ -23,7 +23,6 @@ use crate::{AppState, Error};
 struct StartPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     /// Why there is no assistant, when there is none.
     no_assistant: Option<String>,
@@ -39,7 +38,6 @@ struct StartPage {
 struct InterviewPage {
     title: String,
     chrome: Option<Chrome>,
-    live: bool,
     view: api_types::interview::InterviewView,
     caption: &'static str,
     /// Above the reach table of a server whose steps are not isolated.
@@ -86,7 +84,6 @@ fn start_page_with(
         title: "Interview",
         csrf: csrf_of(chrome.as_ref()),
         chrome,
-        live: false,
         no_assistant,
         open: state.shared.interviews.of_person(
             &state.shared,
@@ -149,7 +146,6 @@ pub(crate) async fn page(
         },
         csrf: csrf_of(chrome.as_ref()),
         chrome,
-        live: false,
         with_agents: rows.iter().any(|row| row.agent.is_some()),
         with_limits: rows.iter().any(|row| !row.limits.is_empty()),
         rows: reach_lines(&rows),

@@ -556,7 +556,6 @@ impl TypedProvider {
 struct ModelsPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     may_write: bool,
     providers: Vec<ProviderRow>,
@@ -581,7 +580,6 @@ async fn models_page_with(
     Ok(render(&ModelsPage {
         title: "Models",
         chrome: chrome::current(),
-        live: false,
         csrf: csrf_token(&state.shared, authenticated),
         may_write: authenticated.principal.role() >= Role::Admin,
         providers: providers
@@ -700,7 +698,6 @@ pub(crate) async fn default_with_form(
 struct ModelTestPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     ok: bool,
     answer: String,
@@ -720,7 +717,6 @@ pub(crate) async fn test_with_form(
     Ok(render(&ModelTestPage {
         title: "Model test",
         chrome: chrome::current(),
-        live: false,
         name,
         ok: result.ok,
         answer: result.answer.unwrap_or_default(),

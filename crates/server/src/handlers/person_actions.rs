@@ -35,7 +35,6 @@ pub(crate) struct KeyRow {
 struct RemovePersonPage {
     title: String,
     chrome: Option<Chrome>,
-    live: bool,
     person_id: String,
     name: String,
     email: String,
@@ -75,7 +74,6 @@ pub(crate) async fn confirm(
     Ok(render(&RemovePersonPage {
         title: format!("Remove {}", person.display_name),
         chrome: chrome::current(),
-        live: false,
         person_id: person.id,
         name: person.display_name,
         email: person.email,
@@ -110,7 +108,6 @@ pub(crate) async fn remove(
 struct SignInLinkPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     path: String,
     expires: String,
@@ -130,7 +127,6 @@ pub(crate) async fn reissue_link(
     Ok(render(&SignInLinkPage {
         title: "New sign-in link",
         chrome: chrome::current(),
-        live: false,
         name,
         path: shared.full_url(&link.sign_in_path),
         expires: when(link.expires_at),

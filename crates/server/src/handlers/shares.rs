@@ -200,7 +200,6 @@ struct SharedRunPage {
     title: &'static str,
     /// Always `None`: a share page shows no navigation, whoever opens it.
     chrome: Option<Chrome>,
-    live: bool,
     run: String,
     workflow: String,
     /// The run's short number within its workflow.
@@ -326,7 +325,6 @@ fn shared_page(
     render(&SharedRunPage {
         title: "Shared run",
         chrome: None,
-        live: false,
         run: detail.summary.run,
         workflow: detail.workflow,
         number: detail.number,
@@ -508,7 +506,6 @@ mod tests {
         askama::Template::render(&SharedRunPage {
             title: "Shared run",
             chrome: None,
-            live: false,
             run: "run_1".into(),
             workflow: "w".into(),
             number: 1,

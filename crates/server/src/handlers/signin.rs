@@ -462,7 +462,6 @@ fn check_form_guard(shared: &Shared, headers: &HeaderMap, submitted: &str) -> Re
 struct SignInPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     /// Where to go after signing in, when it is a path of ours.
     next: Option<String>,
@@ -503,7 +502,6 @@ fn sign_in_page(
     let html = render(&SignInPage {
         title: "Sign in",
         chrome: chrome::current(),
-        live: false,
         csrf: guard.csrf.as_str().to_owned(),
         next: console_path(next),
         error,
@@ -604,7 +602,6 @@ fn link_not_found() -> Error {
 struct WelcomePage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     min_chars: usize,
     action: String,
@@ -643,7 +640,6 @@ fn welcome_page(
     let html = render(&WelcomePage {
         title: "Set your password",
         chrome: chrome::current(),
-        live: false,
         name,
         min_chars: auth::MIN_PASSWORD_CHARS,
         action,
@@ -850,7 +846,6 @@ pub(crate) async fn home(
     Ok(render(&HomePage {
         title: "Home",
         chrome: chrome::current(),
-        live: false,
         name: authenticated.actor.display_name().to_owned(),
         role: authenticated.principal.role().as_str(),
         links,
@@ -864,7 +859,6 @@ pub(crate) async fn home(
 struct HomePage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     role: &'static str,
     links: Vec<(&'static str, &'static str)>,

@@ -200,7 +200,6 @@ struct AgentLine {
 struct AgentsPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     agents: Vec<AgentLine>,
 }
 
@@ -243,7 +242,6 @@ pub(crate) async fn agents_page(
     Ok(render(&AgentsPage {
         title: "Agents",
         chrome: chrome::current(),
-        live: false,
         agents,
     }))
 }
@@ -280,7 +278,6 @@ struct ToolBlock {
 struct AgentPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     name: String,
     segment: String,
@@ -372,7 +369,6 @@ async fn agent_page_with(
     Ok(render(&AgentPage {
         title: "Agent",
         chrome: chrome::current(),
-        live: false,
         csrf: csrf_token(&state.shared, authenticated),
         segment: segment(&name),
         description: agent.description().to_owned(),
@@ -402,7 +398,6 @@ pub(crate) async fn agent_page(
 struct ToolTestPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     agent: String,
     agent_segment: String,
@@ -461,7 +456,6 @@ pub(crate) async fn test_with_form(
         render(&ToolTestPage {
             title: "Tool test",
             chrome: chrome::current(),
-            live: false,
             csrf: csrf_token(&state.shared, &authenticated),
             agent_segment: segment(&agent),
             tool_segment: segment(&tool),

@@ -56,7 +56,6 @@ struct FormErrors {
 struct VaultPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     csrf: String,
     may_write: bool,
     secrets: Vec<NamedRow>,
@@ -78,7 +77,6 @@ async fn vault_page_with(
     Ok(render(&VaultPage {
         title: "Vault",
         chrome: chrome::current(),
-        live: false,
         csrf: csrf_token(&state.shared, authenticated),
         may_write: authenticated.principal.role() >= Role::Admin,
         secrets: secrets

@@ -84,7 +84,6 @@ pub(crate) fn version_lines(
 struct VersionsPage {
     title: String,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     versions: Vec<VersionLine>,
 }
@@ -107,7 +106,6 @@ pub(crate) async fn list_page(
         Ok(render(&VersionsPage {
             title: format!("Versions of {name}"),
             chrome,
-            live: false,
             name,
             versions,
         }))
@@ -120,7 +118,6 @@ pub(crate) async fn list_page(
 struct VersionPage {
     title: String,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     version: VersionLine,
     newest: u32,
@@ -151,7 +148,6 @@ pub(crate) async fn version_page(
         Ok(render(&VersionPage {
             title: format!("{name} version {number}"),
             chrome,
-            live: false,
             name,
             version,
             newest,
@@ -179,7 +175,6 @@ pub(crate) struct DiffLine {
 struct DiffPage {
     title: String,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     from: u32,
     to: u32,
@@ -228,7 +223,6 @@ pub(crate) async fn diff_page(
         Ok(render(&DiffPage {
             title: format!("{name}: version {from} to {to}"),
             chrome,
-            live: false,
             name,
             from,
             to,

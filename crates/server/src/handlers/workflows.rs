@@ -403,7 +403,6 @@ pub(crate) async fn list_page(
     Ok(render(&WorkflowsPage {
         title: "Workflows",
         chrome: chrome::current(),
-        live: false,
         items,
     }))
 }
@@ -413,7 +412,6 @@ pub(crate) async fn list_page(
 struct WorkflowsPage {
     title: &'static str,
     chrome: Option<Chrome>,
-    live: bool,
     items: Vec<WorkflowListItem>,
 }
 
@@ -483,7 +481,6 @@ struct ConnectionNeed {
 struct WorkflowPage {
     title: String,
     chrome: Option<Chrome>,
-    live: bool,
     name: String,
     file: String,
     problems: Vec<String>,
@@ -622,7 +619,6 @@ fn workflow_page_for(
     let mut page = WorkflowPage {
         title: name.to_owned(),
         chrome,
-        live: false,
         name: name.to_owned(),
         file: String::new(),
         problems: Vec::new(),

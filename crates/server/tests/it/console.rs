@@ -480,6 +480,15 @@ async fn the_runs_list_says_how_long_and_where_a_run_waits() {
     );
     assert!(text.contains("at ship, for a decision"), "{text}");
     assert!(text.contains("<td>1 min 30 s so far</td>"), "{text}");
+    // When it started, in words, with the exact time on hover: UTC, the zone named (the
+    // console's script puts the viewer's zone there).
+    assert!(
+        text.contains(
+            "<time datetime=\"2027-01-15T08:00:00Z\" title=\"2027-01-15 08:00:00 UTC\" \
+             data-local>1 min ago</time>"
+        ),
+        "{text}"
+    );
 }
 
 /// Issue 42, point 3: a workflow's page shows its steps' code, the run form before the reach

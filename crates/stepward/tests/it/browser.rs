@@ -209,7 +209,10 @@ impl Browser {
                 .env("HOME", profile.path())
                 // Chromium and chromedriver make their scoped folders under TMPDIR: inside
                 // the profile, they go with it.
-                .env("TMPDIR", profile.path()),
+                .env("TMPDIR", profile.path())
+                // A time zone that is not UTC, so a page that shows the viewer's own is seen
+                // to (issue 42, point 3).
+                .env("TZ", "Asia/Tokyo"),
         );
         let line = driver.line_containing("started successfully on port");
         let port: u16 = line

@@ -331,6 +331,20 @@ fn console_every_page_of_the_router_in_a_filled_state_passes_axe_needs_root() {
 
     // The runs list's second page, through its own link.
     browser.open(&format!("{base}/runs"));
+    // Each run's times read as how long ago, the exact time on hover in the viewer's own time
+    // zone (the browser's is Tokyo's), which the served page writes in UTC.
+    browser.wait_for("the runs list's times in the viewer's zone", |_, source| {
+        source.contains("<time") && !source.contains("data-local")
+    });
+    let (shown, exact) = (
+        browser.text(&browser.find("tbody time")),
+        browser.execute("return document.querySelector('tbody time').title;"),
+    );
+    assert!(shown.ends_with(" ago") || shown == "just now", "{shown}");
+    assert!(
+        exact.as_str().is_some_and(|exact| exact.contains("GMT+9")),
+        "{exact}"
+    );
     let older = browser.execute(
         "return [...document.querySelectorAll('a')].find(a => a.textContent === 'Older runs')?.getAttribute('href');",
     );
