@@ -175,3 +175,60 @@ async fn g26_state_change_with_a_session_needs_the_csrf_token() {
         401
     );
 }
+
+/// Issue 42, point 6: a session reads as the browser and the address it signed in from, never
+/// its id; a user agent of any length is read within a bound, and one nobody can name reads as
+/// such.
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_read_as_the_browser_and_address_they_signed_in_from() {
+    let harness = Harness::new();
+    let sign_in = |user_agent: String| {
+        let request = axum::http::Request::builder()
+            .method("POST")
+            .uri("/api/signin")
+            .header("content-type", "application/json")
+            .header("user-agent", user_agent)
+            .body(axum::body::Body::from(
+                serde_json::json!({
+                    "account": "acct",
+                    "email": "member@example.test",
+                    "password": crate::support::PASSWORD,
+                })
+                .to_string(),
+            ))
+            .unwrap();
+        harness.send(request)
+    };
+    let chrome = sign_in(
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) \
+         Chrome/131.0.6778.85 Safari/537.36"
+            .to_owned(),
+    )
+    .await;
+    assert_eq!(chrome.status, 200, "{}", chrome.text());
+    let odd = sign_in(format!("{}\t{}", "x".repeat(20_000), "y")).await;
+    assert_eq!(odd.status, 200, "{}", odd.text());
+    let session = Credentials::Session {
+        cookie: chrome.session_cookie().unwrap(),
+        csrf: chrome.json()["csrf_token"].as_str().unwrap().to_owned(),
+        session_id: String::new(),
+    };
+    let page = harness.call("GET", "/sessions", &session, None).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let text = page.text();
+    assert!(text.contains("Chrome 131 on Linux"), "{text}");
+    assert!(text.contains("a browser it did not name"), "{text}");
+    assert!(!text.contains("xxxxxxxxxx"), "the user agent is never shown as sent");
+    assert!(!text.contains("<code>ses-"), "{text}");
+    // The harness has no peer address: said so, not shown as 0.0.0.0.
+    assert!(text.contains("from an address not known"), "{text}");
+    // The API says the same, for scripts.
+    let listed = harness.call("GET", "/api/sessions", &session, None).await.json();
+    let browsers: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|session| session["browser"].as_str())
+        .collect();
+    assert!(browsers.contains(&"Chrome 131 on Linux"), "{listed}");
+}

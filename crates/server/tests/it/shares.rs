@@ -172,3 +172,21 @@ async fn a_share_page_shows_dates_durations_and_outputs() {
         "a step not begun is not listed: {text}"
     );
 }
+
+/// Issue 42, point 6: the share links list names the run (its workflow and number) and who made
+/// each link, not ids.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_share_links_list_names_the_run_and_who_made_each_link() {
+    let harness = Harness::new();
+    let run = harness.parked_run("acct");
+    let owner = harness.credentials(Caller::Person(Role::Owner));
+    let (id, _) = create_share(&harness, run.as_str(), &owner).await;
+    let page = harness.call("GET", "/shares", &owner, None).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let text = page.text();
+    assert!(text.contains(">gated #1</a>"), "{text}");
+    assert!(text.contains("made by The owner"), "{text}");
+    assert!(!text.contains(&format!("<code>{id}</code>")), "{text}");
+    let listed = harness.call("GET", "/api/shares", &owner, None).await.json();
+    assert_eq!(listed[0]["created_by"], "The owner", "{listed}");
+}
