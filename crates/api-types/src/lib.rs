@@ -204,6 +204,10 @@ pub struct SessionView {
     pub last_used_at: i64,
     /// Whether this is the session the request came with.
     pub current: bool,
+    /// The browser it signed in with, in words ("Chrome 131 on Linux"), when it named one.
+    pub browser: Option<String>,
+    /// The address it signed in from, when the server knew it.
+    pub address: Option<String>,
 }
 
 /// The body of `POST /api/runs/{id}/shares`, which may be left out (nothing ticked).
@@ -235,6 +239,11 @@ pub struct ShareLinkView {
     pub revoked: bool,
     /// Whether its page shows agent tool calls' results.
     pub include_tool_results: bool,
+    /// Who made it, in words (a person by name); `None` for a link from before links kept it.
+    pub created_by: Option<String>,
+    /// The run's workflow and its number within it ("ledger #12").
+    pub workflow: Option<String>,
+    pub number: Option<u64>,
 }
 
 /// The body of every error answer of the JSON API: a stable code (one of [`ERROR_CODES`]) for

@@ -444,6 +444,8 @@ pub(crate) mod tests {
                     created_at: 1,
                     last_used_at: 2,
                     current: true,
+                    browser: Some("Chrome 131 on Linux".into()),
+                    address: Some("192.0.2.7".into()),
                 }),
             ),
             (
@@ -463,6 +465,9 @@ pub(crate) mod tests {
                     expires_at: 2,
                     revoked: false,
                     include_tool_results: false,
+                    created_by: Some("Ada".into()),
+                    workflow: Some("w".into()),
+                    number: Some(3),
                 }),
             ),
             (

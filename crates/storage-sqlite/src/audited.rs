@@ -15,19 +15,22 @@ use crate::people::{
 use crate::{Durability, SqliteStore, TxError};
 
 /// Inserts a session, in the caller's transaction.
-fn create_session_in(
+pub(crate) fn create_session_in(
     transaction: &rusqlite::Transaction<'_>,
     session: &NewSession,
 ) -> Result<(), TxError> {
     transaction
         .execute(
-            "INSERT INTO sessions (id, token_hash, person_id, created_at, last_used_at)
-             VALUES (?1, ?2, ?3, ?4, ?4)",
+            "INSERT INTO sessions (id, token_hash, person_id, created_at, last_used_at,
+                 browser, address)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)",
             params![
                 session.id,
                 session.token_hash.0.as_slice(),
                 session.person_id,
-                session.created_at.0
+                session.created_at.0,
+                session.browser,
+                session.address
             ],
         )
         .map_err(|error| match error {

@@ -120,6 +120,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "run_numbers",
         sql: include_str!("../migrations/0020_run_numbers.sql"),
     },
+    Migration {
+        version: 21,
+        name: "people_on_lists",
+        sql: include_str!("../migrations/0021_people_on_lists.sql"),
+    },
 ];
 
 /// Applies every migration the database does not have yet, up to `target_version`.

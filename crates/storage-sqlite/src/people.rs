@@ -85,13 +85,23 @@ fn confirm_single_owner(transaction: &Transaction<'_>, account: &AccountId) -> R
     }
 }
 
-type SessionRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>);
+type SessionRow = (
+    String,
+    Vec<u8>,
+    String,
+    String,
+    i64,
+    i64,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+);
 
 const SESSION_COLUMNS: &str = "s.id, s.token_hash, s.person_id, p.account_id, s.created_at, \
-     s.last_used_at, s.revoked_at";
+     s.last_used_at, s.revoked_at, s.browser, s.address";
 
 fn session_from_row(
-    (id, hash, person_id, account, created_at, last_used_at, revoked_at): SessionRow,
+    (id, hash, person_id, account, created_at, last_used_at, revoked_at, browser, address): SessionRow,
 ) -> Result<SessionRecord, Error> {
     Ok(SessionRecord {
         id,
@@ -101,6 +111,8 @@ fn session_from_row(
         created_at: Timestamp(created_at),
         last_used_at: Timestamp(last_used_at),
         revoked_at: revoked_at.map(Timestamp),
+        browser,
+        address,
     })
 }
 
@@ -135,14 +147,49 @@ fn api_key_from_row(
     })
 }
 
-type ShareRow = (String, Vec<u8>, String, String, i64, i64, Option<i64>, bool);
+type ShareRow = (
+    String,
+    Vec<u8>,
+    String,
+    String,
+    i64,
+    i64,
+    Option<i64>,
+    bool,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
-const SHARE_COLUMNS: &str =
-    "id, token_hash, account_id, run_id, created_at, expires_at, revoked_at, include_tool_results";
+const SHARE_COLUMNS: &str = "id, token_hash, account_id, run_id, created_at, expires_at, \
+     revoked_at, include_tool_results, created_by_kind, created_by_id, created_by_name";
 
 fn share_from_row(
-    (id, hash, account, run, created_at, expires_at, revoked_at, include_tool_results): ShareRow,
+    (
+        id,
+        hash,
+        account,
+        run,
+        created_at,
+        expires_at,
+        revoked_at,
+        include_tool_results,
+        created_by_kind,
+        created_by_id,
+        created_by_name,
+    ): ShareRow,
 ) -> Result<ShareLinkRecord, Error> {
+    let created_by = match (created_by_kind, created_by_id, created_by_name) {
+        (Some(kind), Some(id), name) => Some(
+            storage::Actor::from_parts(&kind, &id, name.as_deref().unwrap_or_default()).map_err(
+                |source| Error::Corrupt {
+                    what: "who made a share link",
+                    detail: source.to_string(),
+                },
+            )?,
+        ),
+        _ => None,
+    };
     Ok(ShareLinkRecord {
         id,
         token_hash: token_hash("share token hash", hash)?,
@@ -152,6 +199,7 @@ fn share_from_row(
         expires_at: Timestamp(expires_at),
         revoked_at: revoked_at.map(Timestamp),
         include_tool_results,
+        created_by,
     })
 }
 
@@ -446,8 +494,9 @@ pub(crate) fn create_share_link_in(
     transaction
         .execute(
             "INSERT INTO share_links (id, token_hash, account_id, run_id, created_at,
-                 expires_at, include_tool_results)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 expires_at, include_tool_results, created_by_kind, created_by_id,
+                 created_by_name)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 link.id,
                 link.token_hash.0.as_slice(),
@@ -455,7 +504,10 @@ pub(crate) fn create_share_link_in(
                 link.run.as_str(),
                 link.created_at.0,
                 link.expires_at.0,
-                link.include_tool_results
+                link.include_tool_results,
+                link.created_by.kind(),
+                link.created_by.id(),
+                link.created_by.display_name()
             ],
         )
         .map_err(already_exists(format!("share link {}", link.id)))?;
@@ -695,19 +747,7 @@ impl PeopleStore for SqliteStore {
 
     fn create_session(&self, session: &NewSession) -> Result<(), Error> {
         self.transaction(Durability::ProcessCrashSafe, |transaction| {
-            transaction
-                .execute(
-                    "INSERT INTO sessions (id, token_hash, person_id, created_at, last_used_at)
-                     VALUES (?1, ?2, ?3, ?4, ?4)",
-                    params![
-                        session.id,
-                        session.token_hash.0.as_slice(),
-                        session.person_id,
-                        session.created_at.0
-                    ],
-                )
-                .map_err(already_exists(format!("session {}", session.id)))?;
-            Ok(())
+            crate::audited::create_session_in(transaction, session)
         })
     }
 

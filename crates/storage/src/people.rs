@@ -117,6 +117,10 @@ pub struct NewSession {
     pub token_hash: TokenHash,
     pub person_id: String,
     pub created_at: Timestamp,
+    /// The browser it signed in with, in words ("Chrome 131 on Linux"), when it could be named.
+    pub browser: Option<String>,
+    /// The address it signed in from, when known.
+    pub address: Option<String>,
 }
 
 /// A stored session.
@@ -129,6 +133,9 @@ pub struct SessionRecord {
     pub created_at: Timestamp,
     pub last_used_at: Timestamp,
     pub revoked_at: Option<Timestamp>,
+    /// As [`NewSession`] has them; `None` for a session from before they were kept.
+    pub browser: Option<String>,
+    pub address: Option<String>,
 }
 
 /// An API key to create. The key's secret is never stored, only the hash of its text.
@@ -175,6 +182,8 @@ pub struct NewShareLink {
     /// Whether its page shows agent tool calls' results, not only their names, paths and
     /// outcomes: ticked by the person who made the link, and recorded.
     pub include_tool_results: bool,
+    /// Who made it: a person (with their name then) or a key.
+    pub created_by: crate::Actor,
 }
 
 /// A stored share link.
@@ -188,6 +197,8 @@ pub struct ShareLinkRecord {
     pub expires_at: Timestamp,
     pub revoked_at: Option<Timestamp>,
     pub include_tool_results: bool,
+    /// Who made it; `None` for a link from before links kept it.
+    pub created_by: Option<crate::Actor>,
 }
 
 /// The answer to a change of people or roles. Refusals are answers, not failures: the caller

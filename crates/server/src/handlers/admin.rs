@@ -28,9 +28,11 @@ pub(crate) fn back_to(path: &str) -> Response {
 }
 
 struct SessionRow {
-    id: String,
-    created: String,
-    last_used: String,
+    /// The browser and the address, in words (issue 42, point 6).
+    browser: String,
+    address: String,
+    created: crate::html::Moment,
+    last_used: crate::html::Moment,
     current: bool,
     revoke_action: String,
 }
@@ -50,6 +52,7 @@ pub(crate) async fn sessions_page(
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
     let csrf = csrf_token(&state.shared, &authenticated);
+    let now = state.shared.now().0;
     let Json(list) = sessions::list_own(State(state), Extension(authenticated)).await?;
     Ok(render(&SessionsPage {
         title: "Sessions",
@@ -59,9 +62,15 @@ pub(crate) async fn sessions_page(
             .into_iter()
             .map(|session| SessionRow {
                 revoke_action: format!("/sessions/{}/revoke", segment(&session.id)),
-                id: session.id,
-                created: when(session.created_at),
-                last_used: when(session.last_used_at),
+                browser: session
+                    .browser
+                    .unwrap_or_else(|| "a browser it did not name".to_owned()),
+                address: session.address.map_or_else(
+                    || "from an address not known".to_owned(),
+                    |address| format!("from {address}"),
+                ),
+                created: crate::html::moment(session.created_at, now),
+                last_used: crate::html::moment(session.last_used_at, now),
                 current: session.current,
             })
             .collect(),
@@ -441,11 +450,13 @@ pub(crate) async fn revoke_key(
 }
 
 struct ShareRow {
-    id: String,
     id_segment: String,
+    /// The run in words ("ledger #12"), and who made the link (issue 42, point 6).
     run: String,
     run_segment: String,
-    expires: String,
+    made: String,
+    created: crate::html::Moment,
+    expires: crate::html::Moment,
     revoked: bool,
 }
 
@@ -464,6 +475,7 @@ pub(crate) async fn shares_page(
     Extension(authenticated): Extension<Authenticated>,
 ) -> Result<Html<String>, Error> {
     let csrf = csrf_token(&state.shared, &authenticated);
+    let now = state.shared.now().0;
     let Json(list) = shares::list(State(state), Extension(authenticated)).await?;
     Ok(render(&SharesPage {
         title: "Share links",
@@ -474,9 +486,16 @@ pub(crate) async fn shares_page(
             .map(|link| ShareRow {
                 id_segment: segment(&link.id),
                 run_segment: segment(&link.run),
-                id: link.id,
-                run: link.run,
-                expires: when(link.expires_at),
+                run: match (link.workflow, link.number) {
+                    (Some(workflow), Some(number)) => format!("{workflow} #{number}"),
+                    _ => link.run,
+                },
+                made: link.created_by.map_or_else(
+                    || "made before links recorded who made them".to_owned(),
+                    |who| format!("made by {who}"),
+                ),
+                created: crate::html::moment(link.created_at, now),
+                expires: crate::html::moment(link.expires_at, now),
                 revoked: link.revoked,
             })
             .collect(),

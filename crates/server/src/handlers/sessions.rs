@@ -48,6 +48,8 @@ pub(crate) async fn list_own(
                 id: session.id,
                 created_at: session.created_at.0,
                 last_used_at: session.last_used_at.0,
+                browser: session.browser,
+                address: session.address,
             })
             .collect(),
     ))

@@ -16,7 +16,7 @@ use storage::people::{NewShareLink, PeopleWrite, ShareLinkRecord, TokenHash};
 
 use crate::authn::Authenticated;
 use crate::chrome::Chrome;
-use crate::handlers::run_view::{Scrub, step_cards, took};
+use crate::handlers::run_view::{Scrub, step_cards, took, who};
 use crate::handlers::runs::{detail, journal, run_in_scope};
 use crate::handlers::value_view::{Shape, Span};
 use crate::handlers::{Audited, account_redactor, audited_write, random_id};
@@ -75,6 +75,7 @@ pub(crate) fn create_share(
             created_at: now,
             expires_at,
             include_tool_results: request.include_tool_results,
+            created_by: authenticated.actor.clone(),
         }),
     )?;
     Ok((
@@ -97,19 +98,26 @@ pub(crate) async fn list(
         .store
         .share_links(&authenticated.account())
         .map_err(Error::storage("list share links"))?;
-    Ok(Json(
-        links
-            .into_iter()
-            .map(|link| ShareLinkView {
-                id: link.id,
-                run: link.run.to_string(),
-                created_at: link.created_at.0,
-                expires_at: link.expires_at.0,
-                revoked: link.revoked_at.is_some(),
-                include_tool_results: link.include_tool_results,
-            })
-            .collect(),
-    ))
+    let mut views = Vec::with_capacity(links.len());
+    for link in links {
+        let run = state
+            .shared
+            .store
+            .run(&link.run)
+            .map_err(Error::storage("read a shared run"))?;
+        views.push(ShareLinkView {
+            id: link.id,
+            run: link.run.to_string(),
+            created_at: link.created_at.0,
+            expires_at: link.expires_at.0,
+            revoked: link.revoked_at.is_some(),
+            include_tool_results: link.include_tool_results,
+            created_by: link.created_by.as_ref().map(who),
+            workflow: run.as_ref().map(|run| run.workflow_name.clone()),
+            number: run.map(|run| run.number),
+        });
+    }
+    Ok(Json(views))
 }
 
 /// `DELETE /api/shares/{id}`: revokes a share link of the account.

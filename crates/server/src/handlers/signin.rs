@@ -62,6 +62,66 @@ impl FromRequestParts<AppState> for RemoteAddress {
     }
 }
 
+/// Where a session signs in from, as the sessions list shows it (issue 42, point 6): the
+/// address, and the browser in words when its User-Agent names one.
+pub(crate) struct SignInFrom {
+    pub(crate) address: IpAddr,
+    pub(crate) browser: Option<String>,
+}
+
+impl SignInFrom {
+    pub(crate) fn of(address: IpAddr, headers: &HeaderMap) -> SignInFrom {
+        SignInFrom {
+            address,
+            browser: headers
+                .get(header::USER_AGENT)
+                .and_then(|value| value.to_str().ok())
+                .and_then(browser_in_words),
+        }
+    }
+
+    /// The address to keep: none when the server did not know it.
+    fn address(&self) -> Option<String> {
+        (!self.address.is_unspecified()).then(|| self.address.to_string())
+    }
+}
+
+/// The longest User-Agent read for the browser's name; a longer one names none.
+const MAX_USER_AGENT_BYTES: usize = 512;
+
+/// The browser a User-Agent names, in words ("Chrome 131 on Linux"), printable and at most 80
+/// characters; `None` for one too long or that names no browser.
+pub(crate) fn browser_in_words(user_agent: &str) -> Option<String> {
+    if user_agent.len() > MAX_USER_AGENT_BYTES {
+        return None;
+    }
+    let parsed = woothee::parser::Parser::new().parse(user_agent)?;
+    if parsed.name == woothee::woothee::VALUE_UNKNOWN {
+        return None;
+    }
+    let mut words = parsed.name.to_owned();
+    if let Some(major) = parsed
+        .version
+        .split('.')
+        .next()
+        .filter(|major| !major.is_empty() && major.chars().all(|c| c.is_ascii_digit()))
+    {
+        words.push(' ');
+        words.push_str(major);
+    }
+    if parsed.os != woothee::woothee::VALUE_UNKNOWN {
+        words.push_str(" on ");
+        words.push_str(parsed.os);
+    }
+    Some(
+        words
+            .chars()
+            .filter(|c| c.is_ascii_graphic() || *c == ' ')
+            .take(80)
+            .collect(),
+    )
+}
+
 /// The remote address of a request, as [`RemoteAddress`] describes it.
 pub(crate) fn remote_address(
     shared: &Shared,
@@ -164,6 +224,7 @@ pub(crate) fn start_session(
     shared: &Shared,
     person: PersonRecord,
     detail: &serde_json::Value,
+    from: &SignInFrom,
 ) -> Result<SignedIn, Error> {
     let (token, token_hash) = SessionToken::generate().map_err(Error::auth("start a session"))?;
     let session = NewSession {
@@ -171,6 +232,8 @@ pub(crate) fn start_session(
         token_hash: TokenHash(*token_hash.as_bytes()),
         person_id: person.id.clone(),
         created_at: shared.now(),
+        browser: from.browser.clone(),
+        address: from.address(),
     };
     audited_write(
         shared,
@@ -258,11 +321,12 @@ fn audit_welcome_refused(
 /// audited.
 async fn sign_in(
     state: &AppState,
-    remote: IpAddr,
+    from: SignInFrom,
     account_text: &str,
     email_text: &str,
     password: String,
 ) -> Result<SignedIn, Error> {
+    let remote = from.address;
     let shared = &state.shared;
     let account = TypedAccount::new(account_text);
     // The audit records the address as typed: scrubbing recognises a vault value only in the
@@ -347,6 +411,7 @@ async fn sign_in(
             shared,
             person,
             &json!({"method": "password", "email": typed_email, "remote": remote.to_string()}),
+            &from,
         ),
         (Ok(()), None) | (Err(auth::Error::PasswordMismatch), None) => {
             audit_failure(
@@ -548,7 +613,8 @@ pub(crate) async fn sign_in_with_form(
         *page.status_mut() = mistake.status;
         return Ok(page);
     }
-    let signed_in = match sign_in(&state, remote, &form.account, &form.email, form.password).await {
+    let from = SignInFrom::of(remote, &headers);
+    let signed_in = match sign_in(&state, from, &form.account, &form.email, form.password).await {
         Ok(signed_in) => signed_in,
         // A wrong account, email or password answers the form again, what was typed kept
         // (not the password), the refusal beside it.
@@ -572,11 +638,12 @@ pub(crate) async fn sign_in_with_form(
 pub(crate) async fn sign_in_with_json(
     State(state): State<AppState>,
     RemoteAddress(remote): RemoteAddress,
+    headers: HeaderMap,
     Json(request): Json<SignInRequest>,
 ) -> Result<Response, Error> {
     let signed_in = sign_in(
         &state,
-        remote,
+        SignInFrom::of(remote, &headers),
         &request.account,
         &request.email,
         request.password,
@@ -724,11 +791,14 @@ pub(crate) async fn welcome_set_password(
     let person = link.person;
     let (session_token, session_hash) =
         SessionToken::generate().map_err(Error::auth("start a session"))?;
+    let from = SignInFrom::of(remote, &headers);
     let session = NewSession {
         id: random_id("ses")?,
         token_hash: TokenHash(*session_hash.as_bytes()),
         person_id: person.id.clone(),
         created_at: shared.now(),
+        browser: from.browser.clone(),
+        address: from.address(),
     };
     let redeemed = audited_write(
         shared,

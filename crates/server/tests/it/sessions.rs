@@ -218,12 +218,18 @@ async fn sessions_read_as_the_browser_and_address_they_signed_in_from() {
     let text = page.text();
     assert!(text.contains("Chrome 131 on Linux"), "{text}");
     assert!(text.contains("a browser it did not name"), "{text}");
-    assert!(!text.contains("xxxxxxxxxx"), "the user agent is never shown as sent");
+    assert!(
+        !text.contains("xxxxxxxxxx"),
+        "the user agent is never shown as sent"
+    );
     assert!(!text.contains("<code>ses-"), "{text}");
     // The harness has no peer address: said so, not shown as 0.0.0.0.
     assert!(text.contains("from an address not known"), "{text}");
     // The API says the same, for scripts.
-    let listed = harness.call("GET", "/api/sessions", &session, None).await.json();
+    let listed = harness
+        .call("GET", "/api/sessions", &session, None)
+        .await
+        .json();
     let browsers: Vec<&str> = listed
         .as_array()
         .unwrap()

@@ -187,6 +187,9 @@ async fn the_share_links_list_names_the_run_and_who_made_each_link() {
     assert!(text.contains(">gated #1</a>"), "{text}");
     assert!(text.contains("made by The owner"), "{text}");
     assert!(!text.contains(&format!("<code>{id}</code>")), "{text}");
-    let listed = harness.call("GET", "/api/shares", &owner, None).await.json();
+    let listed = harness
+        .call("GET", "/api/shares", &owner, None)
+        .await
+        .json();
     assert_eq!(listed[0]["created_by"], "The owner", "{listed}");
 }

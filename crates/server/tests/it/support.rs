@@ -501,6 +501,8 @@ impl Harness {
                 token_hash: TokenHash(*hash.as_bytes()),
                 person_id: person.into(),
                 created_at: self.clock.now(),
+                browser: None,
+                address: None,
             })
             .unwrap();
         Credentials::Session {

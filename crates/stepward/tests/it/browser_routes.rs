@@ -428,6 +428,13 @@ fn console_every_page_of_the_router_in_a_filled_state_passes_axe_needs_root() {
         Vec::<&str>::new(),
         "these pages of the router have no filled state in this test: add one"
     );
+    // A session reads as the browser and the address it signed in from (issue 42, point 6).
+    browser.open(&format!("{base}/sessions"));
+    let sessions = browser.text(&browser.find("tbody"));
+    assert!(
+        sessions.contains("from 127.0.0.1") && !sessions.contains("ses-"),
+        "{sessions}"
+    );
     println!("pages looked at: {looked:#?}");
     assert!(looked.len() >= 28, "{looked:#?}");
     drop(browser);

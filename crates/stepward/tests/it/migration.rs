@@ -192,9 +192,9 @@ fn g25_a_data_directory_from_before_the_run_queue_reads_resumes_and_recovers_nee
     assert_eq!(status_in(&before, "slow"), "running", "killed mid-step");
     assert_eq!(
         schema_version(&home),
-        20,
+        21,
         "the queue's migration (16), the live view's (17), the tool tests' (18), the mail \
-         outbox's (19) and the run numbers' (20) apply on open"
+         outbox's (19), the run numbers' (20) and the lists' people (21) apply on open"
     );
 
     // The parked run resumes with a decision; the command that takes the data directory

@@ -233,6 +233,8 @@ fn g26_the_owner_cannot_be_removed_and_removal_revokes_sessions() {
             token_hash: hash(1),
             person_id: "max".into(),
             created_at: Timestamp(2),
+            browser: None,
+            address: None,
         })
         .unwrap();
     assert_eq!(
@@ -354,11 +356,17 @@ fn g26_sessions_revoke_one_all_and_touch() {
                 token_hash: hash(byte),
                 person_id: person.into(),
                 created_at: Timestamp(i64::from(byte)),
+                browser: (byte == 1).then(|| "Firefox 133 on Linux".to_owned()),
+                address: (byte == 1).then(|| "192.0.2.7".to_owned()),
             })
             .unwrap();
     }
     let session = people.session_by_token(&hash(1)).unwrap().unwrap();
     assert_eq!(session.account, account("acct"));
+    assert_eq!(session.browser.as_deref(), Some("Firefox 133 on Linux"));
+    assert_eq!(session.address.as_deref(), Some("192.0.2.7"));
+    let other = people.session_by_token(&hash(2)).unwrap().unwrap();
+    assert_eq!((other.browser, other.address), (None, None));
     assert_eq!(session.last_used_at, Timestamp(1));
     people.touch_session("s1", Timestamp(40)).unwrap();
     people.touch_session("s1", Timestamp(30)).unwrap();
@@ -485,9 +493,20 @@ fn g24_share_links_are_found_by_hash_and_revoked_per_account() {
             created_at: Timestamp(5),
             expires_at: Timestamp(500),
             include_tool_results: true,
+            created_by: storage::Actor::Person {
+                id: "max".into(),
+                name: "Max".into(),
+            },
         })
         .unwrap();
     let link = people.share_link_by_token(&hash(11)).unwrap().unwrap();
+    assert_eq!(
+        link.created_by,
+        Some(storage::Actor::Person {
+            id: "max".into(),
+            name: "Max".into(),
+        })
+    );
     assert_eq!(
         (
             link.run.as_str(),
