@@ -6,7 +6,8 @@
 //! failed step with two attempts, more than a page of runs, a second person, a key, a
 //! connection, a share link and an interview. Each page is looked at on a laptop and a phone
 //! (`look_at`: no sideways scroll, no squeezed cell, axe's default rules with none disabled and
-//! no element excluded: 0 serious, 0 critical).
+//! no element excluded: 0 serious, 0 critical). Two refused forms (a retry whose inputs are not
+//! JSON, a file outside the workspace) are looked at the same way, what was typed kept.
 //!
 //! The approve page of the gated agent step is read as the code step's is in g23 (issue 42,
 //! point 1): what the agent is asked, who started the run, the pinned version, what it can
@@ -428,6 +429,43 @@ fn console_every_page_of_the_router_in_a_filled_state_passes_axe_needs_root() {
         Vec::<&str>::new(),
         "these pages of the router have no filled state in this test: add one"
     );
+    // Refused forms come back in the browser too (issue 42, point 8): the run page's retry with
+    // inputs that are not JSON, and a file written outside the workspace, each answer their
+    // page with the refusal beside the form and what was typed kept; looked at as any page.
+    browser.open(&format!("{base}{}", flaky_runs[1]));
+    browser.type_into(
+        &browser.find("#attention-note"),
+        "the export was fixed again",
+    );
+    browser.type_into(&browser.find("#attention-inputs"), "{not json");
+    browser.click(&browser.find("#attention button[value=retry]"));
+    browser.wait_for("the refused retry", |_, source| {
+        source.contains("id=\"attention-error\"")
+    });
+    assert_eq!(
+        browser.execute(
+            "return [document.getElementById('attention-note').value, \
+             document.getElementById('attention-inputs').value];"
+        ),
+        json!(["the export was fixed again", "{not json"])
+    );
+    look_at(&browser, "refused-retry");
+    browser.open(&format!("{base}/files"));
+    browser.type_into(&browser.find("#write-path"), "../outside.txt");
+    browser.type_into(&browser.find("#write-content"), "typed in the browser");
+    browser.click(&browser.find("form[action='/files'] button[type=submit]"));
+    browser.wait_for("the refused write", |_, source| {
+        source.contains("id=\"error-write\"")
+    });
+    assert_eq!(
+        browser.execute(
+            "return [document.getElementById('write-path').value, \
+             document.getElementById('write-content').value];"
+        ),
+        json!(["../outside.txt", "typed in the browser"])
+    );
+    look_at(&browser, "refused-write");
+
     // A session reads as the browser and the address it signed in from (issue 42, point 6).
     browser.open(&format!("{base}/sessions"));
     let sessions = browser.text(&browser.find("tbody"));
