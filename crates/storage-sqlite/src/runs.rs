@@ -231,9 +231,11 @@ impl RunStore for SqliteStore {
             // The run's number within its workflow: the counter's next value, in this
             // transaction, so a run that is not created gives none away.
             let number: i64 = transaction.query_row(
-                "INSERT INTO run_numbers (account_id, workflow_name, last) VALUES (?1, ?2, 1)
-                 ON CONFLICT (account_id, workflow_name) DO UPDATE SET last = last + 1
-                 RETURNING last",
+                "INSERT INTO run_numbers (account_id, workflow_name, last_number)
+                 VALUES (?1, ?2, 1)
+                 ON CONFLICT (account_id, workflow_name)
+                 DO UPDATE SET last_number = last_number + 1
+                 RETURNING last_number",
                 params![run.account.as_str(), run.workflow_name.get()],
                 |row| row.get(0),
             )?;

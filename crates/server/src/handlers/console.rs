@@ -307,10 +307,11 @@ pub(crate) struct AttendRefused {
 
 /// Which form of the run page was refused.
 pub(crate) enum RefusedForm {
-    /// Retry or stop.
-    Attend,
-    /// Approve or reject at the gate.
-    Decide,
+    /// Retry or stop, from the form of `attempt` of `step` (empty and 0 where only stopping was
+    /// offered).
+    Attend { step: String, attempt: u32 },
+    /// Approve or reject at the gate of `step`.
+    Decide { step: String },
 }
 
 /// The step that stopped the run, and its attempt this page shows.
@@ -533,31 +534,48 @@ pub(crate) fn run_page_for(
         _ => None,
     };
     let status_code = refused.as_ref().map(|refused| refused.mistake.status);
-    let (refused, decide_refused) = match refused {
+    let mut refused_elsewhere = None;
+    let (mut decide_refused, mut decide_note) = (None, String::new());
+    let refused = match refused {
         Some(AttendRefused {
-            form: RefusedForm::Decide,
+            form: RefusedForm::Decide { step },
             mistake,
             note,
             ..
-        }) => (None, Some((mistake.message, note))),
-        other => (other, None),
-    };
-    let (mut decide_refused, decide_note) =
-        decide_refused.map_or((None, String::new()), |(why, note)| (Some(why), note));
-    let mut refused_elsewhere = None;
-    if gate.is_none() {
-        refused_elsewhere = decide_refused.take();
-    }
-    let attention = match (attention, refused) {
-        (Some(panel), Some(refused)) => Some(AttentionPanel {
-            refused: Some(refused.mistake.message),
-            note: refused.note,
-            inputs: refused.inputs,
-            ..panel
-        }),
-        (None, Some(refused)) => {
-            refused_elsewhere = Some(refused.mistake.message);
+        }) => {
+            // Beside the gate's form only when the run still waits at the gate it was for;
+            // a run that moved on to another gate gets the refusal on its own, and its form
+            // empty (never the note meant for the other gate).
+            if gate.as_ref().is_some_and(|gate| gate.step == step) {
+                decide_refused = Some(mistake.message);
+                decide_note = note;
+            } else {
+                refused_elsewhere = Some(mistake.message);
+            }
             None
+        }
+        other => other,
+    };
+    let attention = match (attention, refused) {
+        // Beside the form only when it is for the decision the page offers now (the same
+        // attempt of the same step, or a form that named none): never the inputs typed for
+        // one attempt beside another.
+        (Some(panel), Some(refused))
+            if matches!(&refused.form, RefusedForm::Attend { step, attempt }
+            if step.is_empty() || panel.retry.as_ref().is_some_and(|retry| {
+                retry.step == *step && retry.attempt == *attempt
+            })) =>
+        {
+            Some(AttentionPanel {
+                refused: Some(refused.mistake.message),
+                note: refused.note,
+                inputs: refused.inputs,
+                ..panel
+            })
+        }
+        (attention, Some(refused)) => {
+            refused_elsewhere = Some(refused.mistake.message);
+            attention
         }
         (attention, None) => attention,
     };
@@ -600,7 +618,9 @@ pub(crate) fn run_page_for(
     let chrome = chrome::current();
     let page = render(&RunPage {
         title: format!("Run {}", record.id.as_str()),
-        live: !record.status.is_terminal(),
+        // A page that answers a refused form is not live: a live update would replace the
+        // refusal and what was typed, and it is served at the form's address, not the run's.
+        live: !record.status.is_terminal() && status_code.is_none(),
         live_after: entries.last().map_or(0, |entry| entry.seq),
         csrf: chrome
             .as_ref()

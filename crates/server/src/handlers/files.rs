@@ -553,18 +553,18 @@ pub(crate) async fn file_page(
     Query(query): Query<PathQuery>,
 ) -> Result<Html<String>, Error> {
     let path = query.required()?;
-    file_page_with(&state, &authenticated, path, None).await
+    let file = read(&state, &authenticated, path).await?;
+    Ok(file_page_of(&state, &authenticated, file, None))
 }
 
 /// One file's page, with a refused delete's reason beside its button when there is one.
-async fn file_page_with(
+fn file_page_of(
     state: &AppState,
     authenticated: &Authenticated,
-    path: RelPath,
+    file: WorkspaceFileView,
     error: Option<String>,
-) -> Result<Html<String>, Error> {
-    let file = read(state, authenticated, path).await?;
-    Ok(render(&FilePage {
+) -> Html<String> {
+    render(&FilePage {
         csrf: csrf_token(&state.shared, authenticated),
         may_write: authenticated.principal.role() >= Role::Member,
         content: (file.encoding == "utf-8").then_some(file.content),
@@ -574,7 +574,7 @@ async fn file_page_with(
         total_bytes: file.total_bytes,
         max_shown: MAX_SHOWN_BYTES,
         error,
-    }))
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -670,13 +670,16 @@ pub(crate) async fn delete_with_form(
         return Ok(Redirect::to("/files").into_response());
     };
     // A refused delete of a file that is there answers its page, the refusal beside the
-    // button (issue 42, point 8); a path that is not a file's is the error page.
+    // button (issue 42, point 8); a path that is not a file's (or no longer is) answers the
+    // refusal itself, as the error page.
+    let Ok(path) = parse_path(&form.path) else {
+        return Err(error);
+    };
+    let Ok(file) = read(&state, &authenticated, path).await else {
+        return Err(error);
+    };
     let mistake = FormMistake::of(error)?;
-    let path = parse_path(&form.path).map_err(|_| Error::InvalidInput {
-        field: "path",
-        reason: mistake.message.clone(),
-    })?;
-    let page = file_page_with(&state, &authenticated, path, Some(mistake.message)).await?;
+    let page = file_page_of(&state, &authenticated, file, Some(mistake.message));
     Ok((mistake.status, page).into_response())
 }
 

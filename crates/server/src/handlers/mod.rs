@@ -23,6 +23,7 @@ pub(crate) mod run_view;
 pub(crate) mod runs;
 pub(crate) mod sessions;
 pub(crate) mod shares;
+pub(crate) mod sign_in_from;
 pub(crate) mod signin;
 pub(crate) mod supervisor;
 pub(crate) mod tool_tests;

@@ -567,6 +567,7 @@ pub(crate) async fn attend_with_form(
     // Another account's run is the same 404 as a missing one, whatever the form says.
     run_in_scope(&state.shared, &authenticated, &run_id)?;
     let typed = (form.note.clone(), form.inputs.clone());
+    let (typed_step, typed_attempt) = (form.step.clone(), form.attempt);
     let attended = async {
         let what = match form.decision.as_str() {
             "retry" => Attention::Retry {
@@ -607,7 +608,10 @@ pub(crate) async fn attend_with_form(
                     mistake,
                     note: typed.0,
                     inputs: typed.1,
-                    form: crate::handlers::console::RefusedForm::Attend,
+                    form: crate::handlers::console::RefusedForm::Attend {
+                        step: typed_step,
+                        attempt: typed_attempt,
+                    },
                 }),
             )
         }
@@ -675,7 +679,7 @@ pub(crate) async fn decide_with_form(
                     mistake,
                     note,
                     inputs: String::new(),
-                    form: crate::handlers::console::RefusedForm::Decide,
+                    form: crate::handlers::console::RefusedForm::Decide { step },
                 }),
             )
         }

@@ -104,7 +104,8 @@ pub(crate) async fn list(
             .shared
             .store
             .run(&link.run)
-            .map_err(Error::storage("read a shared run"))?;
+            .map_err(Error::storage("read a shared run"))?
+            .filter(|run| run.account == link.account);
         views.push(ShareLinkView {
             id: link.id,
             run: link.run.to_string(),

@@ -30,6 +30,7 @@ use storage::{AccountId, Actor};
 
 use crate::authn::{Authenticated, cookie_value};
 use crate::chrome::{self, Chrome};
+use crate::handlers::sign_in_from::SignInFrom;
 use crate::handlers::{Audited, audited_write, random_id};
 use crate::html::{FormMistake, render};
 use crate::return_path::console_path;
@@ -60,66 +61,6 @@ impl FromRequestParts<AppState> for RemoteAddress {
             &parts.headers,
         )))
     }
-}
-
-/// Where a session signs in from, as the sessions list shows it (issue 42, point 6): the
-/// address, and the browser in words when its User-Agent names one.
-pub(crate) struct SignInFrom {
-    pub(crate) address: IpAddr,
-    pub(crate) browser: Option<String>,
-}
-
-impl SignInFrom {
-    pub(crate) fn of(address: IpAddr, headers: &HeaderMap) -> SignInFrom {
-        SignInFrom {
-            address,
-            browser: headers
-                .get(header::USER_AGENT)
-                .and_then(|value| value.to_str().ok())
-                .and_then(browser_in_words),
-        }
-    }
-
-    /// The address to keep: none when the server did not know it.
-    fn address(&self) -> Option<String> {
-        (!self.address.is_unspecified()).then(|| self.address.to_string())
-    }
-}
-
-/// The longest User-Agent read for the browser's name; a longer one names none.
-const MAX_USER_AGENT_BYTES: usize = 512;
-
-/// The browser a User-Agent names, in words ("Chrome 131 on Linux"), printable and at most 80
-/// characters; `None` for one too long or that names no browser.
-pub(crate) fn browser_in_words(user_agent: &str) -> Option<String> {
-    if user_agent.len() > MAX_USER_AGENT_BYTES {
-        return None;
-    }
-    let parsed = woothee::parser::Parser::new().parse(user_agent)?;
-    if parsed.name == woothee::woothee::VALUE_UNKNOWN {
-        return None;
-    }
-    let mut words = parsed.name.to_owned();
-    if let Some(major) = parsed
-        .version
-        .split('.')
-        .next()
-        .filter(|major| !major.is_empty() && major.chars().all(|c| c.is_ascii_digit()))
-    {
-        words.push(' ');
-        words.push_str(major);
-    }
-    if parsed.os != woothee::woothee::VALUE_UNKNOWN {
-        words.push_str(" on ");
-        words.push_str(parsed.os);
-    }
-    Some(
-        words
-            .chars()
-            .filter(|c| c.is_ascii_graphic() || *c == ' ')
-            .take(80)
-            .collect(),
-    )
 }
 
 /// The remote address of a request, as [`RemoteAddress`] describes it.
@@ -218,14 +159,13 @@ fn attempt_actor(person: Option<&PersonRecord>) -> Actor {
     }
 }
 
-/// Creates a session for `person`, with its `session.sign_in` audit entry (`detail`) in the
-/// same transaction, and returns the cookie that carries it.
-pub(crate) fn start_session(
+/// A new session of `person` signing in `from`: its token (for the cookie), the token's hash
+/// (for the CSRF token) and the row to store.
+fn new_session(
     shared: &Shared,
-    person: PersonRecord,
-    detail: &serde_json::Value,
+    person: &PersonRecord,
     from: &SignInFrom,
-) -> Result<SignedIn, Error> {
+) -> Result<(SessionToken, auth::SessionTokenHash, NewSession), Error> {
     let (token, token_hash) = SessionToken::generate().map_err(Error::auth("start a session"))?;
     let session = NewSession {
         id: random_id("ses")?,
@@ -235,6 +175,18 @@ pub(crate) fn start_session(
         browser: from.browser.clone(),
         address: from.address(),
     };
+    Ok((token, token_hash, session))
+}
+
+/// Creates a session for `person`, with its `session.sign_in` audit entry (`detail`) in the
+/// same transaction, and returns the cookie that carries it.
+pub(crate) fn start_session(
+    shared: &Shared,
+    person: PersonRecord,
+    detail: &serde_json::Value,
+    from: &SignInFrom,
+) -> Result<SignedIn, Error> {
+    let (token, token_hash, session) = new_session(shared, &person, from)?;
     audited_write(
         shared,
         "create session",
@@ -599,16 +551,24 @@ pub(crate) async fn sign_in_with_form(
     headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, Error> {
-    // A form left open past its guard (or posted from elsewhere) answers the form again, with
-    // a fresh guard, what was typed kept and why it was not taken.
+    // A form left open past its guard answers the form again, with a fresh guard, what was
+    // typed kept and why it was not taken. A post from another site (it carries no guard
+    // cookie: the cookie is SameSite=Strict) gets the empty form, so no other site can fill
+    // in an account and an address for a person to sign in under.
     if let Err(expired) = check_form_guard(&state.shared, &headers, &form.csrf) {
         let mistake = FormMistake::of(expired)?;
+        let ours = cookie_value(&headers, form_cookie_name(state.shared.options.tls)).is_some();
+        let (account, email) = if ours {
+            (form.account.as_str(), form.email.as_str())
+        } else {
+            ("", "")
+        };
         let mut page = sign_in_page(
             &state.shared,
             &form.next,
             Some(mistake.message),
-            &form.account,
-            &form.email,
+            account,
+            email,
         )?;
         *page.status_mut() = mistake.status;
         return Ok(page);
@@ -789,17 +749,8 @@ pub(crate) async fn welcome_set_password(
     // The link's redemption, the new password, the first session and the audit entry are one
     // transaction: an entry that cannot be written leaves the link usable and nothing set.
     let person = link.person;
-    let (session_token, session_hash) =
-        SessionToken::generate().map_err(Error::auth("start a session"))?;
-    let from = SignInFrom::of(remote, &headers);
-    let session = NewSession {
-        id: random_id("ses")?,
-        token_hash: TokenHash(*session_hash.as_bytes()),
-        person_id: person.id.clone(),
-        created_at: shared.now(),
-        browser: from.browser.clone(),
-        address: from.address(),
-    };
+    let (session_token, _, session) =
+        new_session(shared, &person, &SignInFrom::of(remote, &headers))?;
     let redeemed = audited_write(
         shared,
         "redeem sign-in link",

@@ -457,3 +457,50 @@ async fn a_refused_retry_answers_the_run_page_with_what_was_typed() {
     assert_eq!(unknown.status, 400);
     assert!(unknown.text().contains("id=\"attention-error\""));
 }
+
+/// A retry refused because the run moved on (the attempt it was typed for is no longer the
+/// one waiting) is said on its own: the inputs typed for the old attempt are not put beside
+/// the form of the new one (issue 42, point 8).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_retry_refused_for_an_older_attempt_is_not_put_beside_the_newer_one() {
+    let harness = Harness::new();
+    let run = harness.attention_run_of("acct", FLAKY);
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let first = harness
+        .call(
+            "POST",
+            &retry_path(&run, "flaky", 1),
+            &member,
+            note("try again"),
+        )
+        .await;
+    assert_eq!(
+        first.json()["status"],
+        "needs_attention",
+        "{}",
+        first.text()
+    );
+    let late = harness
+        .call(
+            "POST",
+            &format!("/runs/{}/attend", run.as_str()),
+            &member,
+            Some((
+                "application/x-www-form-urlencoded",
+                "decision=retry&step=flaky&attempt=1&note=for+the+first&inputs=%7B%22to%22%3A+%22old%40example.com%22%7D"
+                    .to_owned(),
+            )),
+        )
+        .await;
+    let text = late.text();
+    assert_eq!(late.status, 409, "{text}");
+    assert!(text.contains("id=\"refused-error\""), "{text}");
+    assert!(
+        !text.contains("old@example.com") && !text.contains("for the first"),
+        "{text}"
+    );
+    assert!(
+        text.contains("value=\"2\""),
+        "the form is the newer attempt's: {text}"
+    );
+}

@@ -280,7 +280,18 @@ async fn every_form_of_the_router_answers_bad_input_with_its_page_the_refusal_an
             unlisted.push(route);
             continue;
         };
-        let credentials = if route == "/signin" || route.starts_with("/welcome/") {
+        let credentials = if route == "/signin" {
+            // A sign-in form left open past its guard: the browser still holds the guard's
+            // cookie, but the token the page carried no longer matches it.
+            let form = harness
+                .call("GET", "/signin", &Credentials::None, None)
+                .await;
+            Credentials::Session {
+                cookie: form.session_cookie().unwrap(),
+                csrf: String::new(),
+                session_id: String::new(),
+            }
+        } else if route.starts_with("/welcome/") {
             Credentials::None
         } else {
             let Credentials::Session {
@@ -364,4 +375,62 @@ async fn every_form_of_the_router_answers_bad_input_with_its_page_the_refusal_an
         "these forms of the router have no bad-input case here: add one"
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+/// A decision refused because the run moved on to another gate (someone decided the first
+/// meanwhile) is said on its own: the next gate's form stays empty, never holding the note
+/// typed for the gate before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_decision_refused_after_the_run_moved_on_is_not_put_beside_the_next_gate() {
+    let harness = Harness::new();
+    let summary = harness.start(
+        crate::support::ACCOUNT,
+        "two_gates.yaml",
+        "name: two_gates\npython: \"3.11\"\nsteps:\n  - id: first!\n    explain: Goes first.\n    code: |\n      def main():\n          return 1\n  - id: second!\n    explain: Goes second.\n    code: |\n      def main():\n          return 2\n",
+    );
+    assert_eq!(summary.waiting_at.as_deref(), Some("first"));
+    let run = summary.run.as_str().to_owned();
+    let member = harness.credentials(Caller::Person(Role::Member));
+    let approved = harness
+        .call(
+            "POST",
+            &format!("/api/runs/{run}/steps/first/approve"),
+            &member,
+            Some((
+                "application/json",
+                "{\"note\": \"first is fine\"}".to_owned(),
+            )),
+        )
+        .await;
+    assert!(approved.status < 300, "{}", approved.text());
+    // Wait for the run to park at the second gate (the harness's executor is immediate).
+    let mut parked_at_second = false;
+    for _ in 0..100 {
+        let shown = harness
+            .call("GET", &format!("/api/runs/{run}"), &member, None)
+            .await
+            .json();
+        if shown["waiting_at"] == "second" {
+            parked_at_second = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(parked_at_second, "the run parks at its second gate");
+    let late = harness
+        .call(
+            "POST",
+            &format!("/runs/{run}/steps/first/decide"),
+            &member,
+            Some((FORM, "decision=approve&note=meant+for+the+first".to_owned())),
+        )
+        .await;
+    let page = late.text();
+    assert!((400..500).contains(&late.status), "{}: {page}", late.status);
+    assert!(page.contains("id=\"refused-error\""), "{page}");
+    assert!(!page.contains("meant for the first"), "{page}");
+    assert!(
+        page.contains(&format!("action=\"/runs/{run}/steps/second/decide\"")),
+        "the second gate's form is there, empty: {page}"
+    );
 }

@@ -321,6 +321,12 @@ async fn g26_sign_in_form_is_guarded_against_login_csrf() {
         forged.status, 400,
         "another site cannot send the form cookie"
     );
+    assert!(
+        forged.text().contains("action=\"/signin\"")
+            && !forged.text().contains("member@example.test"),
+        "another site's post gets the empty form, never one filled in for the person: {}",
+        forged.text()
+    );
     let wrong_field = submit(Some(&cookie), format!("csrf=AAAA&{fields}")).await;
     assert_eq!(wrong_field.status, 400);
     // The form answers again with a fresh guard (issue 42, point 8), never a session.

@@ -2,7 +2,7 @@
 //! store in the run's own transaction, one after the other per account and workflow, unique
 //! under concurrent starts from several processes' handles on one database file, never given
 //! twice (a run that could not be created gives its number back), and existing runs numbered
-//! by the migration in the order they started.
+//! by the migration in the order they started (the order they were written breaks a tie).
 
 use std::sync::{Arc, Barrier};
 
@@ -112,7 +112,8 @@ fn the_migration_numbers_existing_runs_in_the_order_they_started() {
         account(&old, "other");
         drop(old);
         let connection = rusqlite::Connection::open(&path).unwrap();
-        // Written out of order, two at the same moment (the id breaks the tie).
+        // Written out of order, two at the same moment (the order they were written breaks
+        // the tie, as in the runs list).
         for (id, account, workflow, at) in [
             ("run-c", "acct", "ledger", 30),
             ("run-a", "acct", "ledger", 10),
@@ -148,8 +149,8 @@ fn the_migration_numbers_existing_runs_in_the_order_they_started() {
         numbers,
         vec![
             ("run-a", 1),
-            ("run-b1", 2),
-            ("run-b2", 3),
+            ("run-b1", 3),
+            ("run-b2", 2),
             ("run-c", 4),
             ("run-p", 1),
             ("run-o", 1)
@@ -163,4 +164,59 @@ fn the_migration_numbers_existing_runs_in_the_order_they_started() {
         "ledger",
     );
     assert_eq!(number_of(&store, &next), 5);
+}
+
+/// The migration numbers a large table in one pass (a numbering per row would take minutes
+/// here and keep the server from starting).
+#[test]
+fn the_migration_numbers_many_runs_in_one_pass() {
+    const RUNS: usize = 30_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let numbered_before = MIGRATIONS
+        .iter()
+        .find(|migration| migration.name == "run_numbers")
+        .map(|migration| migration.version - 1)
+        .unwrap();
+    {
+        let old = SqliteStore::open_at_version(&path, numbered_before).unwrap();
+        account(&old, "acct");
+        drop(old);
+        let mut connection = rusqlite::Connection::open(&path).unwrap();
+        let transaction = connection.transaction().unwrap();
+        {
+            let mut insert = transaction
+                .prepare(
+                    "INSERT INTO runs (id, account_id, status, workflow_name, workflow_file_name,
+                         workflow_source, workflow_hash, inputs, created_at, updated_at,
+                         started_by_kind, started_by_id, started_by_name)
+                     VALUES (?1, 'acct', 'succeeded', ?2, 'x.yaml', '', '', '{}', ?3, ?3,
+                         'cli', 'root', '')",
+                )
+                .unwrap();
+            for index in 0..RUNS {
+                insert
+                    .execute(rusqlite::params![
+                        format!("run-{index:06}"),
+                        format!("workflow_{}", index % 7),
+                        i64::try_from(index).unwrap()
+                    ])
+                    .unwrap();
+            }
+        }
+        transaction.commit().unwrap();
+    }
+    let started = std::time::Instant::now();
+    let store = SqliteStore::open(&path).unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "the migrations took {took:?} for {RUNS} runs"
+    );
+    // The last run of workflow_0 is its (RUNS / 7 + 1)th.
+    let last = (0..RUNS).rev().find(|index| index % 7 == 0).unwrap();
+    assert_eq!(
+        number_of(&store, &RunId::parse(&format!("run-{last:06}")).unwrap()),
+        u64::try_from(last / 7 + 1).unwrap()
+    );
 }
