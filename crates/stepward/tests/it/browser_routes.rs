@@ -429,6 +429,39 @@ fn console_every_page_of_the_router_in_a_filled_state_passes_axe_needs_root() {
         Vec::<&str>::new(),
         "these pages of the router have no filled state in this test: add one"
     );
+    // A failed step explains itself once (issue 42, point 4): its error once as the card reads
+    // (the traceback and the earlier attempt's folded away), its printed output opened at its
+    // last lines, the earlier attempt reachable from the card.
+    browser.open(&format!("{base}{}", flaky_runs[0]));
+    let card = browser.execute(
+        "const card = document.getElementById('step-fetch');
+         const error = 'line 301 of the export is not a number';
+         const tail = document.querySelector('#step-fetch pre.tail');
+         return {
+           errors: card.innerText.split(error).length - 1,
+           earlier: document.querySelector('#step-fetch details.earlier-attempts > summary').textContent,
+           bottom_shown: tail.scrollHeight <= tail.clientHeight
+             || Math.abs(tail.scrollTop) < 2 && getComputedStyle(tail).flexDirection === 'column-reverse',
+           last_line: tail.textContent.trim().split('\\n').pop(),
+         };",
+    );
+    assert_eq!(card["errors"], json!(1), "{card}");
+    assert_eq!(card["earlier"], json!("Earlier attempts (1)"), "{card}");
+    assert_eq!(card["bottom_shown"], json!(true), "{card}");
+    assert!(
+        card["last_line"]
+            .as_str()
+            .is_some_and(|line| line.contains("checked export line 300")),
+        "{card}"
+    );
+    // The share page shows the run by its workflow and number, with its times (point 10).
+    browser.open(&format!("{base}{share}"));
+    let shared = browser.text(&browser.find("main"));
+    assert!(
+        shared.contains("ledger #1") && shared.contains("Started") && shared.contains("Took"),
+        "{shared}"
+    );
+
     // Refused forms come back in the browser too (issue 42, point 8): the run page's retry with
     // inputs that are not JSON, and a file written outside the workspace, each answer their
     // page with the refusal beside the form and what was typed kept; looked at as any page.
