@@ -244,6 +244,14 @@ pub enum Error {
 }
 
 impl Error {
+    /// [`Error::Engine`] for the run `run`, to map an engine error with.
+    pub(crate) fn engine_of(run: impl std::fmt::Display) -> impl FnOnce(engine::Error) -> Error {
+        move |source| Error::Engine {
+            run: run.to_string(),
+            source: Box::new(source),
+        }
+    }
+
     /// [`Error::EngineOperation`].
     pub(crate) fn engine_operation(operation: &'static str, source: engine::Error) -> Error {
         Error::EngineOperation {

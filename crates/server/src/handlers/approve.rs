@@ -64,10 +64,7 @@ fn pending_gate(
     let pending = shared
         .engine
         .pending_gate(&record.id)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })?;
+        .map_err(Error::engine_of(&record.id))?;
     match pending {
         Some(gate) if gate == link => Ok(record),
         Some(_) => Err(not_found(
@@ -198,10 +195,7 @@ pub(crate) fn waiting_gate(shared: &Shared, run: &RunId) -> Result<Option<GateRe
     shared
         .engine
         .pending_gate(run)
-        .map_err(|source| Error::Engine {
-            run: run.to_string(),
-            source: Box::new(source),
-        })
+        .map_err(Error::engine_of(run))
 }
 
 /// Whether `authenticated` is a signed-in person who may decide gates of `account` (the people

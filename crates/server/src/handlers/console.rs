@@ -298,7 +298,7 @@ struct AttentionPanel {
 
 /// A form of the run page the server refused for what was typed (issue 42, point 8): the run
 /// page answers again with the refusal beside that form and the typed note (and inputs) kept.
-pub(crate) struct AttendRefused {
+pub(crate) struct RunFormRefusal {
     pub(crate) mistake: crate::html::FormMistake,
     pub(crate) note: String,
     pub(crate) inputs: String,
@@ -453,7 +453,7 @@ pub(crate) fn run_page_for(
     shared: &Shared,
     authenticated: &Authenticated,
     run_id: &str,
-    refused: Option<AttendRefused>,
+    refused: Option<RunFormRefusal>,
 ) -> Result<Response, Error> {
     let authenticated = authenticated.clone();
     let record = run_in_scope(shared, &authenticated, run_id)?;
@@ -537,7 +537,7 @@ pub(crate) fn run_page_for(
     let mut refused_elsewhere = None;
     let (mut decide_refused, mut decide_note) = (None, String::new());
     let refused = match refused {
-        Some(AttendRefused {
+        Some(RunFormRefusal {
             form: RefusedForm::Decide { step },
             mistake,
             note,

@@ -52,10 +52,7 @@ fn explain_of(shared: &Shared, record: &RunRecord, gated: &Step) -> Result<Strin
     let pinned = shared
         .engine
         .pinned_definitions(&record.account, &record.id)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })?;
+        .map_err(Error::engine_of(&record.id))?;
     let mut words = Vec::new();
     if !gated.explain().is_empty() {
         words.push(gated.explain().to_owned());
@@ -122,10 +119,7 @@ pub(crate) fn gate_panel(
     let pinned = shared
         .engine
         .pinned_reach(&record.account, &record.id)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })?;
+        .map_err(Error::engine_of(&record.id))?;
     let report = match pinned {
         Some((pin, mut rows)) => {
             panel.pinned = Some(crate::handlers::run_view::pinned_sentence(&pin));
@@ -154,10 +148,7 @@ pub(crate) fn gate_panel(
     let inputs = shared
         .engine
         .pending_gate_inputs(&record.id, workflow)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })?;
+        .map_err(Error::engine_of(&record.id))?;
     if let (Some(Ok(inputs)), Some(gated)) = (&inputs, workflow.step(step)) {
         panel.input_rows = input_rows(scrub, gated, inputs);
     }

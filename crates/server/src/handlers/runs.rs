@@ -8,6 +8,7 @@ use api_types::{
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 
+use crate::handlers::console::RefusedForm;
 use crate::handlers::{Accepted, accepted};
 use axum::{Extension, Form, Json};
 use engine::journal::Entry;
@@ -91,10 +92,7 @@ pub(crate) fn detail(shared: &Shared, record: RunRecord) -> Result<RunDetail, Er
     let summary = shared
         .engine
         .summary(&record.id)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })?;
+        .map_err(Error::engine_of(&record.id))?;
     let decisions = shared
         .store
         .decisions(&record.id)
@@ -253,10 +251,7 @@ pub(crate) fn journal(shared: &Shared, record: &RunRecord) -> Result<Vec<Entry>,
     shared
         .engine
         .journal(&record.id)
-        .map_err(|source| Error::Engine {
-            run: record.id.to_string(),
-            source: Box::new(source),
-        })
+        .map_err(Error::engine_of(&record.id))
 }
 
 /// One event as the wire shows it: its kind's stable name and its payload in the journal's
@@ -594,28 +589,44 @@ pub(crate) async fn attend_with_form(
         .await
     }
     .await;
-    match attended {
-        Ok(_) => Ok(Redirect::to(&format!("/runs/{run_id}")).into_response()),
-        // A mistake in what was typed answers the run page again, the refusal beside the
-        // form and the note and inputs kept (issue 42, point 8).
-        Err(error) => {
-            let mistake = crate::html::FormMistake::of(error)?;
-            crate::handlers::console::run_page_for(
-                &state.shared,
-                &authenticated,
-                &run_id,
-                Some(crate::handlers::console::AttendRefused {
-                    mistake,
-                    note: typed.0,
-                    inputs: typed.1,
-                    form: crate::handlers::console::RefusedForm::Attend {
-                        step: typed_step,
-                        attempt: typed_attempt,
-                    },
-                }),
-            )
-        }
-    }
+    after_run_form(
+        &state,
+        &authenticated,
+        &run_id,
+        attended.map(drop),
+        (typed.0, typed.1),
+        RefusedForm::Attend {
+            step: typed_step,
+            attempt: typed_attempt,
+        },
+    )
+}
+
+/// The answer to a run page's form: on to the run's page; for a mistake in what was typed, the
+/// run page again, the refusal beside `form` and what was typed (the note, the inputs) kept
+/// (issue 42, point 8).
+fn after_run_form(
+    state: &AppState,
+    authenticated: &Authenticated,
+    run_id: &str,
+    outcome: Result<(), Error>,
+    (note, inputs): (String, String),
+    form: RefusedForm,
+) -> Result<Response, Error> {
+    let Err(error) = outcome else {
+        return Ok(Redirect::to(&format!("/runs/{run_id}")).into_response());
+    };
+    crate::handlers::console::run_page_for(
+        &state.shared,
+        authenticated,
+        run_id,
+        Some(crate::handlers::console::RunFormRefusal {
+            mistake: crate::html::FormMistake::of(error)?,
+            note,
+            inputs,
+            form,
+        }),
+    )
 }
 
 #[derive(Deserialize)]
@@ -665,23 +676,12 @@ pub(crate) async fn decide_with_form(
         .await
     }
     .await;
-    match decided {
-        Ok(_) => Ok(Redirect::to(&format!("/runs/{run_id}")).into_response()),
-        // A mistake answers the run page again, the refusal beside the gate's form and the
-        // note kept (issue 42, point 8).
-        Err(error) => {
-            let mistake = crate::html::FormMistake::of(error)?;
-            crate::handlers::console::run_page_for(
-                &state.shared,
-                &authenticated,
-                &run_id,
-                Some(crate::handlers::console::AttendRefused {
-                    mistake,
-                    note,
-                    inputs: String::new(),
-                    form: crate::handlers::console::RefusedForm::Decide { step },
-                }),
-            )
-        }
-    }
+    after_run_form(
+        &state,
+        &authenticated,
+        &run_id,
+        decided.map(drop),
+        (note, String::new()),
+        RefusedForm::Decide { step },
+    )
 }
