@@ -480,12 +480,7 @@ pub(crate) fn run_page_for(
     // What the page shows is scrubbed with the account's values as they are now, before it is
     // formatted (G16); the served scrub of the page's bytes then runs as on every answer.
     let redactor = account_redactor(shared, &record.account)?;
-    let scrub_text = |text: &str| redactor.scrub(text).get().clone();
-    let scrub_json = |value: &serde_json::Value| redactor.scrub_json(value).get().clone();
-    let scrub = Scrub {
-        text: &scrub_text,
-        json: &scrub_json,
-    };
+    let scrub = Scrub::with(&redactor);
     let gate = match &record.status {
         RunStatus::WaitingApproval => shared
             .store
@@ -585,7 +580,7 @@ pub(crate) fn run_page_for(
             .store
             .gate_mail(&record.id)
             .map_err(Error::storage("read a run's mail"))?,
-        &scrub_text,
+        &|text| scrub.text(text),
     );
     let detail = detail(shared, record.clone())?;
     let decisions = detail

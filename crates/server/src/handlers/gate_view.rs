@@ -205,12 +205,7 @@ pub(crate) fn gate_context(
     )
     .ok();
     let redactor = account_redactor(shared, &record.account)?;
-    let scrub_text = |text: &str| redactor.scrub(text).get().clone();
-    let scrub_json = |value: &Value| redactor.scrub_json(value).get().clone();
-    let scrub = Scrub {
-        text: &scrub_text,
-        json: &scrub_json,
-    };
+    let scrub = Scrub::with(&redactor);
     gate_panel(
         shared,
         authenticated,

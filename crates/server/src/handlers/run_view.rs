@@ -22,11 +22,20 @@ const MAX_SHOWN_CHARS: usize = 20_000;
 /// JSON-then-HTML form is not one the served scrub of the page's bytes knows, and a cut could
 /// halve a value).
 pub(crate) struct Scrub<'a> {
-    pub(crate) text: &'a dyn Fn(&str) -> String,
-    pub(crate) json: &'a dyn Fn(&Value) -> Value,
+    pub(crate) text: Box<dyn Fn(&str) -> String + 'a>,
+    pub(crate) json: Box<dyn Fn(&Value) -> Value + 'a>,
 }
 
-impl Scrub<'_> {
+impl<'a> Scrub<'a> {
+    /// Scrubbing with `redactor`: the account's values as they are now (G16), applied to what a
+    /// page shows before it is formatted.
+    pub(crate) fn with(redactor: &'a redact::Redactor) -> Scrub<'a> {
+        Scrub {
+            text: Box::new(|text| redactor.scrub(text).get().clone()),
+            json: Box::new(|value| redactor.scrub_json(value).get().clone()),
+        }
+    }
+
     pub(crate) fn text(&self, text: &str) -> String {
         (self.text)(text)
     }
@@ -796,8 +805,8 @@ mod tests {
         let text = |text: &str| text.replace("bad", "[REDACTED]");
         let json = |value: &Value| value.clone();
         let scrub = Scrub {
-            text: &text,
-            json: &json,
+            text: Box::new(text),
+            json: Box::new(json),
         };
         let cards = step_cards(&scrub, &["load".into(), "later".into()], &entries, 0, &[]);
         assert_eq!(cards.len(), 2);
@@ -888,8 +897,8 @@ mod tests {
         let text = |text: &str| text.to_owned();
         let json = |value: &Value| value.clone();
         let scrub = Scrub {
-            text: &text,
-            json: &json,
+            text: Box::new(text),
+            json: Box::new(json),
         };
         let cards = step_cards(&scrub, &["triage".into()], &entries, 0, &[]);
         assert_eq!(cards[0].refusal_count, 2);

@@ -397,12 +397,7 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
     .unwrap_or_default();
     let shown = journal(shared, &record).and_then(|entries| {
         let redactor = account_redactor(shared, &account)?;
-        let scrub_text = |text: &str| redactor.scrub(text).get().clone();
-        let scrub_json = |value: &serde_json::Value| redactor.scrub_json(value).get().clone();
-        let scrub = Scrub {
-            text: &scrub_text,
-            json: &scrub_json,
-        };
+        let scrub = Scrub::with(&redactor);
         let steps = step_cards(&scrub, &order, &entries, now, &[])
             .into_iter()
             .filter(|card| card.attempt > 0)
@@ -417,7 +412,11 @@ pub(crate) async fn view(State(state): State<AppState>, uri: Uri) -> Response {
             .collect();
         Ok((
             steps,
-            shared_tool_calls(&entries, &scrub_text, link.include_tool_results),
+            shared_tool_calls(
+                &entries,
+                &|text| scrub.text(text),
+                link.include_tool_results,
+            ),
         ))
     });
     match shown.and_then(|shown| Ok((detail(shared, record)?, shown))) {
