@@ -789,6 +789,15 @@ impl Engine {
         run: &storage::RunId,
     ) -> Result<Option<(DefinitionsPinned, Vec<spec::ReachRow>)>, Error> {
         let pinned = self.pinned_definitions(account, run)?;
+        self.reach_of_pinned(&pinned, run)
+    }
+
+    /// [`Engine::pinned_reach`] from the run's [`PinnedDefinitions`], read already.
+    pub fn reach_of_pinned(
+        &self,
+        pinned: &PinnedDefinitions,
+        run: &storage::RunId,
+    ) -> Result<Option<(DefinitionsPinned, Vec<spec::ReachRow>)>, Error> {
         let Some(record) = pinned.record().cloned() else {
             return Ok(None);
         };

@@ -45,14 +45,10 @@ pub(crate) struct GatePanel {
 /// What a gated step does, in words: a code step's `explain`; for an agent step, its own
 /// `explain` if it has one, then the agent it hands its task to, what the agent's file (as the
 /// run pinned it) says the agent is, and the task itself.
-fn explain_of(shared: &Shared, record: &RunRecord, gated: &Step) -> Result<String, Error> {
+fn explain_of(shared: &Shared, pinned: &engine::PinnedDefinitions, gated: &Step) -> String {
     let spec::StepBody::Agent { agent, task } = gated.body() else {
-        return Ok(gated.explain().to_owned());
+        return gated.explain().to_owned();
     };
-    let pinned = shared
-        .engine
-        .pinned_definitions(&record.account, &record.id)
-        .map_err(Error::engine_of(&record.id))?;
     let mut words = Vec::new();
     if !gated.explain().is_empty() {
         words.push(gated.explain().to_owned());
@@ -61,7 +57,7 @@ fn explain_of(shared: &Shared, record: &RunRecord, gated: &Step) -> Result<Strin
     if let Some(file) = pinned.agent(agent, shared.engine.limit_maxima()) {
         words.push(format!("Its file says what it is: {}", file.description()));
     }
-    Ok(words.join(" "))
+    words.join(" ")
 }
 
 /// One input of a gated step, as a person reads it before deciding.
@@ -110,17 +106,21 @@ pub(crate) fn gate_panel(
     let Some(workflow) = workflow else {
         return Ok(panel);
     };
-    panel.explain = workflow
-        .step(step)
-        .map(|gated| explain_of(shared, record, gated))
-        .transpose()?;
     // What the run pinned at its start (issue 16 §1), never the files as they are now; a run
-    // from before runs pinned shows the current files.
+    // from before runs pinned shows the current files. Read once, for the explanation of an
+    // agent step and for the reach.
     let pinned = shared
         .engine
-        .pinned_reach(&record.account, &record.id)
+        .pinned_definitions(&record.account, &record.id)
         .map_err(Error::engine_of(&record.id))?;
-    let report = match pinned {
+    panel.explain = workflow
+        .step(step)
+        .map(|gated| explain_of(shared, &pinned, gated));
+    let reach = shared
+        .engine
+        .reach_of_pinned(&pinned, &record.id)
+        .map_err(Error::engine_of(&record.id))?;
+    let report = match reach {
         Some((pin, mut rows)) => {
             panel.pinned = Some(crate::handlers::run_view::pinned_sentence(&pin));
             crate::handlers::workflows::with_account_model_hosts(
