@@ -158,6 +158,33 @@ fn start_to_gate(browser: &Browser, base: &str, workflow: &str, inputs: &[(&str,
     run_url
 }
 
+/// Types each `(id, text)` of `typed` into the current page's form, submits it with the button
+/// `submit` selects, and checks the page answers with the refusal (the element `refusal`) and
+/// every field as typed; then looks at it as `name`.
+fn refused_keeps(
+    browser: &Browser,
+    typed: &[(&str, &str)],
+    submit: &str,
+    refusal: &str,
+    name: &str,
+) {
+    for (id, text) in typed {
+        browser.type_into(&browser.find(&format!("#{id}")), text);
+    }
+    browser.click(&browser.find(submit));
+    browser.wait_for(&format!("the refusal {refusal}"), |_, source| {
+        source.contains(&format!("id=\"{refusal}\""))
+    });
+    for (id, text) in typed {
+        assert_eq!(
+            browser.execute(&format!("return document.getElementById('{id}').value;")),
+            json!(text),
+            "{name}: {id} keeps what was typed"
+        );
+    }
+    look_at(browser, name);
+}
+
 #[test]
 fn console_every_page_of_the_router_in_a_filled_state_passes_axe_needs_root() {
     let home = Home::new();
@@ -466,38 +493,27 @@ fn console_every_page_of_the_router_in_a_filled_state_passes_axe_needs_root() {
     // inputs that are not JSON, and a file written outside the workspace, each answer their
     // page with the refusal beside the form and what was typed kept; looked at as any page.
     browser.open(&format!("{base}{}", flaky_runs[1]));
-    browser.type_into(
-        &browser.find("#attention-note"),
-        "the export was fixed again",
+    refused_keeps(
+        &browser,
+        &[
+            ("attention-note", "the export was fixed again"),
+            ("attention-inputs", "{not json"),
+        ],
+        "#attention button[value=retry]",
+        "attention-error",
+        "refused-retry",
     );
-    browser.type_into(&browser.find("#attention-inputs"), "{not json");
-    browser.click(&browser.find("#attention button[value=retry]"));
-    browser.wait_for("the refused retry", |_, source| {
-        source.contains("id=\"attention-error\"")
-    });
-    assert_eq!(
-        browser.execute(
-            "return [document.getElementById('attention-note').value, \
-             document.getElementById('attention-inputs').value];"
-        ),
-        json!(["the export was fixed again", "{not json"])
-    );
-    look_at(&browser, "refused-retry");
     browser.open(&format!("{base}/files"));
-    browser.type_into(&browser.find("#write-path"), "../outside.txt");
-    browser.type_into(&browser.find("#write-content"), "typed in the browser");
-    browser.click(&browser.find("form[action='/files'] button[type=submit]"));
-    browser.wait_for("the refused write", |_, source| {
-        source.contains("id=\"error-write\"")
-    });
-    assert_eq!(
-        browser.execute(
-            "return [document.getElementById('write-path').value, \
-             document.getElementById('write-content').value];"
-        ),
-        json!(["../outside.txt", "typed in the browser"])
+    refused_keeps(
+        &browser,
+        &[
+            ("write-path", "../outside.txt"),
+            ("write-content", "typed in the browser"),
+        ],
+        "form[action='/files'] button[type=submit]",
+        "error-write",
+        "refused-write",
     );
-    look_at(&browser, "refused-write");
 
     // A session reads as the browser and the address it signed in from (issue 42, point 6).
     browser.open(&format!("{base}/sessions"));
