@@ -6,8 +6,7 @@ use redact::Redactor;
 use serde_json::json;
 use storage::mail::{GateMailOutbox, GateMailOutcome, GateMailStatus, NewGateMail};
 use storage::{
-    AccountId, Actor, AuditAction, AuditLog, NewAuditEntry, NewEvent, NewRun, RunId, RunStatus,
-    RunStore, Timestamp,
+    AccountId, Actor, AuditAction, AuditLog, NewAuditEntry, NewEvent, RunId, RunStore, Timestamp,
 };
 
 use crate::support::{run_secrets, temp_store};
@@ -47,25 +46,9 @@ fn parked_run(store: &storage_sqlite::SqliteStore, id: &str) -> (RunId, Redactor
         },
     )
     .unwrap();
-    let run = RunId::parse(id).unwrap();
+    let run =
+        test_support::runs::create_run_of(store, &AccountId::parse("acct").unwrap(), id, "refund");
     let redactor = run_secrets(run.as_str(), SECRET).redactor();
-    store
-        .create_run(
-            &NewRun {
-                id: run.clone(),
-                account: AccountId::parse("acct").unwrap(),
-                status: RunStatus::Running,
-                workflow_name: redactor.scrub("refund"),
-                workflow_file_name: redactor.scrub("refund.yaml"),
-                workflow_source: redactor.scrub("name: refund\n"),
-                workflow_hash: storage::Sha256Hex::of(b"name: refund\n"),
-                inputs: redactor.scrub_json(&json!({})),
-                started_by: redactor.scrub_fields(Actor::Engine),
-                created_at: Timestamp(10),
-            },
-            &event(&redactor),
-        )
-        .unwrap();
     (run, redactor)
 }
 
