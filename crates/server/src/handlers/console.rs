@@ -262,6 +262,7 @@ pub(crate) async fn runs_page(
         .runs_page(&account, &filter, after.as_ref(), RUNS_PER_PAGE)
         .map_err(Error::storage("list a page of runs"))?;
     let filtered = filter != RunFilter::default();
+    let now = shared.now().0;
     Ok(render(&RunsPage {
         title: "Runs",
         chrome: chrome::current(),
@@ -281,7 +282,7 @@ pub(crate) async fn runs_page(
         runs: page
             .runs
             .into_iter()
-            .map(|run| run_row(shared, run, shared.now().0))
+            .map(|run| run_row(shared, run, now))
             .collect::<Result<_, _>>()?,
     }))
 }
@@ -733,6 +734,7 @@ pub(crate) async fn approvals_page(
     let after = run_cursor(&query.after)?;
     let (waiting, next) = waiting_gates_page(shared, &account, after.as_ref(), RUNS_PER_PAGE)?;
     let with_links = approve::gets_links(&authenticated, &account);
+    let now = shared.now().0;
     let mut rows = Vec::with_capacity(waiting.len());
     for approval in waiting {
         let link = if with_links {
@@ -749,7 +751,7 @@ pub(crate) async fn approvals_page(
             None
         };
         rows.push(ApprovalRow {
-            since: crate::html::moment(approval.waiting_since, shared.now().0),
+            since: crate::html::moment(approval.waiting_since, now),
             run: approval.run,
             workflow: format!("{} #{}", approval.workflow, approval.number),
             step: approval.step,

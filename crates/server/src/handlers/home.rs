@@ -31,6 +31,8 @@ pub(crate) struct NeedsMe {
 
 pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result<NeedsMe, Error> {
     let account = authenticated.account();
+    // One clock reading for the page, so every line's "ago" is counted from the same moment.
+    let now = shared.now().0;
     let may_decide = chrome::may(
         &authenticated.principal,
         "POST",
@@ -48,7 +50,7 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
                         gate.workflow, gate.number, gate.step
                     ),
                     status: None,
-                    when: crate::html::moment(gate.waiting_since, shared.now().0),
+                    when: crate::html::moment(gate.waiting_since, now),
                 })
                 .collect(),
         )
@@ -83,7 +85,7 @@ pub(crate) fn needs_me(shared: &Shared, authenticated: &Authenticated) -> Result
             who(&run.started_by)
         );
         let at = run.updated_at;
-        run_line(&run, text, at, shared.now().0)
+        run_line(&run, text, at, now)
     };
     Ok(NeedsMe {
         waiting,
@@ -102,12 +104,13 @@ pub(crate) fn recent_runs_of(
         workflow: Some(name.to_owned()),
         ..RunFilter::default()
     };
+    let now = shared.now().0;
     Ok(newest(shared, account, &filter)?
         .into_iter()
         .map(|run| {
             let text = format!("#{}, started by {}", run.number, who(&run.started_by));
             let at = run.created_at;
-            run_line(&run, text, at, shared.now().0)
+            run_line(&run, text, at, now)
         })
         .collect())
 }
